@@ -1,0 +1,109 @@
+/*
+ * mock_test.h - a tiny header-only test harness for the mock_libascendcl C tests.
+ *
+ * Usage:
+ *     #include "mock_test.h"
+ *     static void test_something(void) { CHECK_EQ(aclrtGetDeviceCount(&n), ACL_SUCCESS); ... }
+ *     int main(void) { RUN_TEST(test_something); return TEST_REPORT(); }
+ *
+ * Every failed check prints "file:line: ..." with the expression and values on stderr.
+ * TEST_REPORT() prints "N passed, N failed" on stdout and returns the process exit code
+ * (0 when nothing failed). Counters are updated atomically, so checks may be used from
+ * several threads. Works in C (C99 and later) and C++.
+ */
+#ifndef MOCK_TEST_H
+#define MOCK_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int mt_passed_ __attribute__((unused)) = 0;
+static int mt_failed_ __attribute__((unused)) = 0;
+
+#define MT_PASS_() ((void)__atomic_fetch_add(&mt_passed_, 1, __ATOMIC_RELAXED))
+#define MT_FAIL_() ((void)__atomic_fetch_add(&mt_failed_, 1, __ATOMIC_RELAXED))
+
+/* CHECK(cond): cond must be true. */
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        if (cond) {                                                              \
+            MT_PASS_();                                                          \
+        } else {                                                                 \
+            MT_FAIL_();                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                        \
+    } while (0)
+
+/* Integer comparisons (values are compared as long long and printed on failure). */
+#define MT_CMP_(a, op, b)                                                        \
+    do {                                                                         \
+        long long mt_a_ = (long long)(a);                                        \
+        long long mt_b_ = (long long)(b);                                        \
+        if (mt_a_ op mt_b_) {                                                    \
+            MT_PASS_();                                                          \
+        } else {                                                                 \
+            MT_FAIL_();                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s %s %s (%lld vs %lld)\n",    \
+                    __FILE__, __LINE__, #a, #op, #b, mt_a_, mt_b_);              \
+        }                                                                        \
+    } while (0)
+
+#define CHECK_EQ(a, b) MT_CMP_(a, ==, b)
+#define CHECK_NE(a, b) MT_CMP_(a, !=, b)
+#define CHECK_LT(a, b) MT_CMP_(a, <, b)
+#define CHECK_LE(a, b) MT_CMP_(a, <=, b)
+#define CHECK_GT(a, b) MT_CMP_(a, >, b)
+#define CHECK_GE(a, b) MT_CMP_(a, >=, b)
+/* CHECK_OK(expr): expr returns 0 (ACL_SUCCESS). */
+#define CHECK_OK(expr) MT_CMP_(expr, ==, 0)
+
+/* String checks; a NULL string never matches. */
+#define CHECK_STR_EQ(s, expected)                                                \
+    do {                                                                         \
+        const char *mt_s_ = (s);                                                 \
+        const char *mt_e_ = (expected);                                          \
+        if (mt_s_ != NULL && mt_e_ != NULL && strcmp(mt_s_, mt_e_) == 0) {       \
+            MT_PASS_();                                                          \
+        } else {                                                                 \
+            MT_FAIL_();                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s == \"%s\" (got %s%s%s)\n",  \
+                    __FILE__, __LINE__, #s, mt_e_ ? mt_e_ : "(null)",            \
+                    mt_s_ ? "\"" : "", mt_s_ ? mt_s_ : "NULL", mt_s_ ? "\"" : ""); \
+        }                                                                        \
+    } while (0)
+
+#define CHECK_STR_CONTAINS(s, needle)                                            \
+    do {                                                                         \
+        const char *mt_s_ = (s);                                                 \
+        const char *mt_n_ = (needle);                                            \
+        if (mt_s_ != NULL && mt_n_ != NULL && strstr(mt_s_, mt_n_) != NULL) {    \
+            MT_PASS_();                                                          \
+        } else {                                                                 \
+            MT_FAIL_();                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s contains \"%s\" (got %s%s%s)\n", \
+                    __FILE__, __LINE__, #s, mt_n_ ? mt_n_ : "(null)",            \
+                    mt_s_ ? "\"" : "", mt_s_ ? mt_s_ : "NULL", mt_s_ ? "\"" : ""); \
+        }                                                                        \
+    } while (0)
+
+/* RUN_TEST(fn): runs `void fn(void)` and prints its name and how many checks failed in it. */
+#define RUN_TEST(fn)                                                             \
+    do {                                                                         \
+        int mt_before_ = __atomic_load_n(&mt_failed_, __ATOMIC_RELAXED);         \
+        fn();                                                                    \
+        int mt_after_ = __atomic_load_n(&mt_failed_, __ATOMIC_RELAXED);          \
+        printf("[%s] %s\n", mt_after_ == mt_before_ ? " OK " : "FAIL", #fn);     \
+        fflush(stdout);                                                          \
+    } while (0)
+
+/* Number of failed checks so far. */
+#define TEST_FAILED_COUNT() (__atomic_load_n(&mt_failed_, __ATOMIC_RELAXED))
+
+/* Prints the summary line and evaluates to the exit code (0 = all passed). */
+#define TEST_REPORT()                                                            \
+    (printf("%d passed, %d failed\n", __atomic_load_n(&mt_passed_, __ATOMIC_RELAXED), \
+            __atomic_load_n(&mt_failed_, __ATOMIC_RELAXED)),                     \
+     fflush(stdout), (__atomic_load_n(&mt_failed_, __ATOMIC_RELAXED) == 0 ? 0 : 1))
+
+#endif /* MOCK_TEST_H */
