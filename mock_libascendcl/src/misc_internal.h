@@ -1,0 +1,21 @@
+/*
+ * misc_internal.h - declarations shared by the misc sources of libascendcl.so
+ * (util.c, overflow.c, other.c, dump.c, exception.c). Not part of the
+ * cross-subsystem contract (see mock_internal.h for that).
+ */
+#ifndef MISC_INTERNAL_H
+#define MISC_INTERNAL_H
+
+#include <stdint.h>
+
+#include "mock_internal.h"
+
+/* util.c: exact IEEE binary16 <-> binary32 (RNE, subnormals, inf/nan). */
+MOCK_HIDDEN float mock_half_to_float(uint16_t h);
+MOCK_HIDDEN uint16_t mock_float_to_half(float f);
+
+/* overflow.c: saturation mode of a (logical) device; the default depends on
+ * the SoC (INF/NaN on A2/A3-class SoCs, saturation on older ones). */
+MOCK_HIDDEN aclrtFloatOverflowMode mock_device_sat_mode(int32_t device);
+
+#endif /* MISC_INTERNAL_H */
