@@ -1,0 +1,533 @@
+"""Exception types of pyacl_rt and the mapping from AscendCL error codes to them.
+
+Every failure pyacl_rt raises derives from :class:`AclError`. Errors coming from an
+``aclError`` return value carry:
+
+* ``code`` - the integer ``aclError`` value,
+* ``name`` - the constant's name (``ACL_ERROR_RT_MEMORY_ALLOCATION``), from the
+  generated table :data:`pyacl_rt._abi_data.ERROR_NAMES`,
+* ``function`` - the C function that failed (``"aclrtMalloc"``),
+* ``recent_message`` - the runtime's own text (``aclGetRecentErrMsg``), which the
+  raw layer reads at once on the failing thread (it is per thread and is cleared
+  when read),
+* ``explanation`` - one line: the likely cause and what to do.
+
+Hierarchy by ACL code family (first digit of the code)::
+
+    AclError
+    +-- AclUsageError            1xxxxx  caller / parameter errors
+    |   +-- NotInitializedError  100001 and pyacl_rt's own "not initialised" state
+    |       +-- RuntimeFinalizedError   use of the runtime or an object after finalize()
+    +-- AclResourceError         2xxxxx  resource errors
+    |   +-- AclOutOfMemoryError  (also MemoryError) 207001, 207018, 200000, 245000
+    |   +-- FeatureNotSupportedError   207000, 200001, 200006, 207019
+    |       +-- FunctionNotFoundError  symbol missing in the loaded library (code None)
+    +-- AclServiceError          3xxxxx  storage / sub-health
+    +-- AclInternalError         5xxxxx  internal / device errors
+    |   +-- AclDeviceLostError   sticky device faults (see DEVICE_LOST_CODES)
+    +-- LibraryNotFoundError     (also OSError) the loader found no usable library
+    +-- ConfigError              (also ValueError) bad PYACL_RT_* environment value
+    +-- ForkedProcessError       (also RuntimeError) runtime used in a forked child
+
+All exceptions pickle with every attribute (``__reduce__``), so they cross
+``multiprocessing`` boundaries intact.
+
+Floor 1: only the standard library and :mod:`pyacl_rt._abi_data`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from . import _abi_data
+
+__all__ = [
+    "DEVICE_LOST_CODES",
+    "FEATURE_NOT_SUPPORTED_CODES",
+    "OUT_OF_MEMORY_CODES",
+    "AclDeviceLostError",
+    "AclError",
+    "AclInternalError",
+    "AclOutOfMemoryError",
+    "AclResourceError",
+    "AclServiceError",
+    "AclUsageError",
+    "ConfigError",
+    "FeatureNotSupportedError",
+    "ForkedProcessError",
+    "FunctionNotFoundError",
+    "LibraryNotFoundError",
+    "NotInitializedError",
+    "RuntimeFinalizedError",
+    "error_class_for_code",
+    "error_from_code",
+    "error_name",
+    "explain",
+]
+
+# ----------------------------------------------------------------- code sets
+#: Allocation failures: raised as :class:`AclOutOfMemoryError` (a ``MemoryError``).
+OUT_OF_MEMORY_CODES: frozenset[int] = frozenset(
+    {
+        200000,  # ACL_ERROR_BAD_ALLOC
+        207001,  # ACL_ERROR_RT_MEMORY_ALLOCATION ("only used by out of memory")
+        207018,  # ACL_ERROR_RT_DEVICE_OOM
+        245000,  # ACL_ERROR_GE_MEMORY_ALLOCATION
+    }
+)
+
+#: "This runtime/hardware does not do that": :class:`FeatureNotSupportedError`.
+FEATURE_NOT_SUPPORTED_CODES: frozenset[int] = frozenset(
+    {
+        207000,  # ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+        200001,  # ACL_ERROR_API_NOT_SUPPORT
+        200006,  # ACL_ERROR_FEATURE_UNSUPPORTED
+        207019,  # ACL_ERROR_RT_FEATURE_NOT_SUPPORT_UPDATE_OP
+    }
+)
+
+#: Sticky device faults: after one of these the device (or its context) is unusable
+#: until it is reset, often until the card is recovered. Chosen from the runtime's
+#: header comments and the codes torch_npu routes to its UCE / link-error handler
+#: (acl_abi.md section 4.3): memory/ECC faults, link faults, lost heartbeat, HDC
+#: disconnect, device set-up failure, and AI-core / vector-core / AI-CPU / FFTS+ / CCU
+#: exceptions and traps (which poison the context until aclrtResetDevice).
+#: Timeouts of a single sync (507046, 507047) are *not* in this set: they are
+#: ordinary :class:`AclInternalError` because the device may well recover.
+DEVICE_LOST_CODES: frozenset[int] = frozenset(
+    {
+        507010,  # ACL_ERROR_RT_LOST_HEARTBEAT
+        507015,  # ACL_ERROR_RT_AICORE_EXCEPTION
+        507016,  # ACL_ERROR_RT_AICORE_TRAP_EXCEPTION
+        507018,  # ACL_ERROR_RT_AICPU_EXCEPTION
+        507033,  # ACL_ERROR_RT_DEV_SETUP_ERROR
+        507035,  # ACL_ERROR_RT_VECTOR_CORE_EXCEPTION
+        507036,  # ACL_ERROR_RT_VECTOR_CORE_TRAP_EXCEPTION
+        507042,  # ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW
+        507043,  # ACL_ERROR_RT_AICORE_TRAP_WRITE_OVERFLOW
+        507044,  # ACL_ERROR_RT_VECTOR_CORE_TRAP_READ_OVERFLOW
+        507045,  # ACL_ERROR_RT_VECTOR_CORE_TRAP_WRITE_OVERFLOW
+        507049,  # ACL_ERROR_RT_FFTS_PLUS_EXCEPTION
+        507050,  # ACL_ERROR_RT_FFTS_PLUS_TRAP_EXCEPTION
+        507053,  # ACL_ERROR_RT_DEVICE_MEM_ERROR
+        507054,  # ACL_ERROR_RT_HBM_MULTI_BIT_ECC_ERROR
+        507055,  # ACL_ERROR_RT_SUSPECT_DEVICE_MEM_ERROR
+        507056,  # ACL_ERROR_RT_LINK_ERROR
+        507057,  # ACL_ERROR_RT_SUSPECT_REMOTE_ERROR
+        507899,  # ACL_ERROR_RT_DRV_INTERNAL_ERROR
+        507901,  # ACL_ERROR_RT_SOCKET_CLOSE (hdc disconnect)
+        507904,  # ACL_ERROR_RT_COMM_OP_RETRY_FAIL
+        507914,  # ACL_ERROR_RT_L3_PORT_ERROR
+        507916,  # ACL_ERROR_RT_CCU_EXCEPTION
+    }
+)
+
+# --------------------------------------------------------------- explanations
+_EXPLANATIONS: dict[int, str] = {
+    100000: "An argument was rejected by the ACL layer (NULL pointer, zero size, value out of "
+    "range); check the arguments named in the runtime message.",
+    100001: "ACL is not initialised: call pyacl_rt.runtime.init() (or aclInit) first.",
+    100002: "ACL was already initialised in this process (e.g. by torch_npu); harmless, "
+    "pyacl_rt then leaves aclFinalize to whoever initialised it.",
+    100003: "A file the runtime needs is missing or invalid (for version queries: is "
+    "ASCEND_HOME_PATH set and does share/info/<pkg>/version.info exist?).",
+    100006: "The JSON configuration could not be parsed; check the file given to aclInit "
+    "(PYACL_RT_ACL_CONFIG).",
+    100037: "ACL was already finalized; do not call aclFinalize twice.",
+    100039: "A link-time stub libascendcl.so was loaded instead of the real runtime; fix "
+    "LD_LIBRARY_PATH or set PYACL_RT_LIBRARY to the real library.",
+    100045: "Dump is not running: call aclmdlInitDump before aclmdlSetDump/aclmdlFinalizeDump.",
+    107000: "The runtime rejected an argument (invalid handle, size larger than the "
+    "destination, bad flag); check sizes and handles.",
+    107001: "Invalid device id: it must be below the device count (see "
+    "ASCEND_RT_VISIBLE_DEVICES, which renumbers devices from 0).",
+    107002: "This thread has no current context: call set_device()/aclrtSetDevice or set a "
+    "context on this thread before using the runtime.",
+    107003: "The stream belongs to another context/device than the calling thread's current "
+    "one; switch to the stream's device first.",
+    107006: "Event timestamp missing: create both events with timing enabled and record them "
+    "before asking for the elapsed time.",
+    107011: "The stream cannot be subscribed (already bound to another report thread or device).",
+    107012: "The calling thread is not subscribed to any stream (aclrtSubscribeReport) - "
+    "normal when polling aclrtProcessReport with nothing to do.",
+    107015: "No callback thread is subscribed to this stream: subscribe a report thread "
+    "(aclrtSubscribeReport) before aclrtLaunchCallback.",
+    107017: "Invalid handle: the object was already destroyed or never created.",
+    107019: "Waiting timed out.",
+    107020: "A device task timed out; the operator or copy took longer than the "
+    "configured operator timeout.",
+    107022: "Device tasks are being aborted (FORCE STOP, aclrtDeviceTaskAbort); recover the "
+    "device before submitting more work.",
+    107023: "The stream is being aborted; its pending work was discarded.",
+    200000: "Host or device memory allocation failed: free unused buffers or reduce the "
+    "request size.",
+    200001: "This API is not supported by this runtime/hardware.",
+    200006: "This feature is not supported by this runtime/hardware.",
+    207000: "Feature not supported by this runtime, SoC or driver (or driver and firmware "
+    "versions do not match); use a different API or upgrade CANN.",
+    207001: "Device out of memory: free buffers (or empty caches), reduce the batch or "
+    "allocation size, or use another device.",
+    207002: "Freeing memory failed: the pointer was not allocated by this runtime or was "
+    "already freed.",
+    207004: "No Ascend device is visible: check the driver, container device mounts and "
+    "ASCEND_RT_VISIBLE_DEVICES.",
+    207005: "The runtime could not allocate an internal resource; release unused streams, "
+    "events or contexts.",
+    207006: "Permission denied by the driver: check device file permissions (/dev/davinci*) "
+    "and the user's group.",
+    207007: "Out of event resources: destroy events you no longer need (limits are per device).",
+    207008: "Out of stream resources: destroy streams you no longer need or reuse a pool.",
+    207012: "A runtime limit was exceeded (too many objects or too large a value).",
+    207015: "The runtime resource was already initialised.",
+    207018: "Device out of memory (reported by the device); free buffers or reduce the allocation.",
+    300000: "A storage limit was exceeded.",
+    500000: "Unknown internal ACL error; see the runtime message and the plog logs.",
+    500001: "Internal ACL failure; see the runtime message and the plog logs.",
+    500003: "Internal runtime failure; see the runtime message and the plog logs.",
+    500004: "Internal driver failure; check the driver installation and dmesg.",
+    507000: "Runtime internal error (often: an event used for timing was never recorded); "
+    "see the runtime message.",
+    507001: "Task scheduler (TS) internal error on the device.",
+    507004: "The stream still has work pending (not an error for a query: it means 'not ready').",
+    507006: "The event has not completed yet (not an error for a query: it means 'not ready').",
+    507010: "The device stopped answering (lost heartbeat): the device is down; reset it or "
+    "restart the process, and check npu-smi.",
+    507011: "Model execution failed on the device; see the runtime message.",
+    507012: "No host callback report arrived within the timeout - normal when polling "
+    "aclrtProcessReport.",
+    507014: "An AI Core task timed out; the operator took longer than the operator timeout.",
+    507015: "An AI Core exception occurred (bad kernel input, out-of-bounds access): the "
+    "context is poisoned; reset the device and check the last operator.",
+    507018: "An AI CPU exception occurred: the context is poisoned; reset the device.",
+    507033: "Device set-up failed: the device is unusable; check npu-smi and the driver.",
+    507035: "A vector core exception occurred: the context is poisoned; reset the device.",
+    507046: "Stream synchronisation timed out; the work is still running or the device is "
+    "hung (raise the timeout or check the device).",
+    507047: "Event synchronisation timed out; the recorded work is still running or the "
+    "device is hung.",
+    507053: "Device memory fault (UCE): the device must be recovered or reset before it "
+    "can be used again.",
+    507054: "Uncorrectable multi-bit HBM ECC error: the device must be recovered or reset "
+    "before it can be used again.",
+    507055: "Suspected device memory fault: the device must be recovered or reset.",
+    507056: "Link error between devices (HCCS/RoCE): the device or link must be recovered.",
+    507057: "Suspected remote (peer) error: the peer device or link must be recovered.",
+    507899: "Driver internal error: the device is likely down; check dmesg and npu-smi, "
+    "then reset the device or restart the process.",
+    507900: "AI CPU internal error on the device.",
+    507901: "The host-device channel (HDC) disconnected: the device is down; reset it or "
+    "restart the process.",
+    507903: "Graph capture was invalidated; restart the capture.",
+    507904: "An HCCL communication operation failed after retries: the link or peer is down.",
+    507910: "This host memory range is already registered.",
+    507911: "This host memory range was never registered.",
+    507914: "L3 port error: the network port is down.",
+    507915: "CCU task timed out.",
+    507916: "CCU exception: the device must be recovered.",
+}
+
+_FAMILY_EXPLANATIONS: dict[int, str] = {
+    1: "The call was rejected because of its arguments or the calling state; check the "
+    "runtime message for the bad argument.",
+    2: "The runtime ran out of, or could not use, a resource; release unused objects or "
+    "check the device.",
+    3: "Storage / sub-health error reported by the runtime; see the runtime message.",
+    5: "Internal runtime or device error; see the runtime message and the plog logs, and "
+    "check the device with npu-smi.",
+}
+
+
+def error_name(code: int | None) -> str | None:
+    """The ACL constant name for ``code`` (``ACL_ERROR_...``), or ``None`` if unknown."""
+    if code is None:
+        return None
+    return _abi_data.ERROR_NAMES.get(code)
+
+
+def explain(code: int | None) -> str:
+    """One line: the likely cause of ``code`` and what to do about it."""
+    if code is None:
+        return ""
+    text = _EXPLANATIONS.get(code)
+    if text is not None:
+        return text
+    if code in OUT_OF_MEMORY_CODES:
+        return _EXPLANATIONS[207001]
+    if code in DEVICE_LOST_CODES:
+        return (
+            "Sticky device fault: the device (or its context) is unusable until it is reset; "
+            "reset the device or restart the process."
+        )
+    if code in FEATURE_NOT_SUPPORTED_CODES:
+        return _EXPLANATIONS[207000]
+    family = _family(code)
+    if family in _FAMILY_EXPLANATIONS:
+        return _FAMILY_EXPLANATIONS[family]
+    return "Unrecognised error code; see the runtime message."
+
+
+def _family(code: int) -> int:
+    if code <= 0:
+        return 0
+    return code // 100000 if code < 1000000 else 0
+
+
+# ------------------------------------------------------------------ classes
+def _restore(cls: type[AclError], state: dict[str, Any]) -> AclError:
+    """Unpickle helper: rebuild without calling ``__init__`` (subclass signatures vary)."""
+    try:
+        exc = cls.__new__(cls)
+    except TypeError:
+        # MemoryError subclasses: MemoryError.__new__ refuses to build a subclass
+        # through the generic path; BaseException.__new__ is what it delegates to.
+        exc = BaseException.__new__(cls)
+    exc.__dict__.update(state)
+    exc.args = (state.get("message", ""),)
+    return exc
+
+
+class AclError(Exception):
+    """Base class of every pyacl_rt error.
+
+    ``str(exc)`` is one readable line (function, code name, code, explanation),
+    followed by a second line with the runtime's own message when it gave one.
+    """
+
+    code: int | None
+    name: str | None
+    function: str | None
+    recent_message: str | None
+    explanation: str
+    message: str
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        code: int | None = None,
+        function: str | None = None,
+        recent_message: str | None = None,
+        explanation: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.code = code
+        self.name = name if name is not None else error_name(code)
+        self.function = function
+        self.recent_message = recent_message or None
+        self.explanation = explanation if explanation is not None else explain(code)
+        self.message = message if message is not None else self._default_message()
+        super().__init__(self.message)
+
+    def _default_message(self) -> str:
+        parts: list[str] = []
+        if self.function:
+            parts.append(f"{self.function}() failed")
+        else:
+            parts.append("ACL call failed")
+        if self.code is not None:
+            label = self.name or "unknown error code"
+            parts.append(f": {label} ({self.code})")
+        text = "".join(parts)
+        if self.explanation:
+            text += ". " + self.explanation
+        return text
+
+    def __str__(self) -> str:
+        if self.recent_message:
+            return f"{self.message}\n  runtime message: {self.recent_message.strip()}"
+        return self.message
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(code={self.code!r}, name={self.name!r}, "
+            f"function={self.function!r}, message={self.message!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), dict(self.__dict__)))
+
+
+class AclUsageError(AclError):
+    """1xxxxx: the call was rejected because of its arguments or the calling state."""
+
+
+class NotInitializedError(AclUsageError):
+    """ACL is not initialised (100001), or pyacl_rt's runtime is not started.
+
+    Raised with ``code=None`` by :mod:`pyacl_rt.runtime` when ``PYACL_RT_LAZY_INIT=0``
+    and the runtime is used before :func:`pyacl_rt.runtime.init`.
+    """
+
+
+class RuntimeFinalizedError(NotInitializedError):
+    """The runtime (or an object created before) was used after ``finalize()``."""
+
+
+class AclResourceError(AclError):
+    """2xxxxx: out of, or unable to use, a resource."""
+
+
+class AclOutOfMemoryError(AclResourceError, MemoryError):
+    """An allocation failed (207001 and similar). Also a :class:`MemoryError`."""
+
+
+class FeatureNotSupportedError(AclResourceError):
+    """The runtime, SoC or driver does not support this call (207000 and similar)."""
+
+
+class FunctionNotFoundError(FeatureNotSupportedError):
+    """The loaded library does not export this function (older CANN, or the mock).
+
+    ``code`` is ``None``; ``function`` and ``library`` name what was missing where.
+    """
+
+    library: str | None
+
+    def __init__(
+        self,
+        function: str,
+        library: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        self.library = library
+        if message is None:
+            where = f"the loaded library {library}" if library else "the loaded library"
+            message = (
+                f"{function}() is not available: {where} does not export it "
+                "(older CANN version, or a function the mock does not provide)"
+            )
+        super().__init__(
+            message,
+            function=function,
+            explanation="Check pyacl_rt.lowlevel for which symbols resolved; upgrade CANN "
+            "or avoid this function.",
+        )
+
+
+class AclServiceError(AclError):
+    """3xxxxx: storage / sub-health errors."""
+
+
+class AclInternalError(AclError):
+    """5xxxxx: internal runtime, driver or device errors."""
+
+
+class AclDeviceLostError(AclInternalError):
+    """A sticky device fault (see :data:`DEVICE_LOST_CODES`): reset or recover the device."""
+
+
+class LibraryNotFoundError(AclError, OSError):
+    """No usable libascendcl.so was found (or it failed to load). Also an :class:`OSError`.
+
+    ``searched`` lists every place that was tried, in order.
+    """
+
+    searched: tuple[str, ...]
+    backend: str | None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        searched: Iterable[str] = (),
+        backend: str | None = None,
+    ) -> None:
+        self.searched = tuple(searched)
+        self.backend = backend
+        super().__init__(
+            message,
+            explanation="Install CANN and source its set_env.sh, set PYACL_RT_LIBRARY, or "
+            "use PYACL_RT_BACKEND=mock.",
+        )
+
+    def __str__(self) -> str:
+        if not self.searched:
+            return self.message
+        return self.message + "\n  searched:\n" + "\n".join(f"    {s}" for s in self.searched)
+
+
+class ConfigError(AclError, ValueError):
+    """A ``PYACL_RT_*`` environment variable (or a config argument) has a bad value."""
+
+    variable: str | None
+    value: str | None
+    accepted: str | None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        variable: str | None = None,
+        value: str | None = None,
+        accepted: str | None = None,
+    ) -> None:
+        self.variable = variable
+        self.value = value
+        self.accepted = accepted
+        super().__init__(message, explanation="")
+
+    @classmethod
+    def for_variable(cls, variable: str, value: str, accepted: str) -> ConfigError:
+        """The standard message: variable, bad value, accepted values."""
+        return cls(
+            f"invalid value {value!r} for environment variable {variable}: expected {accepted}",
+            variable=variable,
+            value=value,
+            accepted=accepted,
+        )
+
+
+class ForkedProcessError(AclError, RuntimeError):
+    """The runtime was used in a child created by ``fork()`` after the parent initialised it.
+
+    The Ascend runtime's threads and device state do not survive fork; use the
+    ``multiprocessing`` start method ``'spawn'`` (or ``'forkserver'``).
+    """
+
+    def __init__(self, message: str | None = None, *, function: str | None = None) -> None:
+        if message is None:
+            message = (
+                "the Ascend runtime cannot be used in a forked subprocess: the parent had "
+                "already initialised it. Use multiprocessing.get_context('spawn') (or "
+                "'forkserver') to start worker processes."
+            )
+        super().__init__(message, function=function, explanation="")
+
+
+# ----------------------------------------------------------------- dispatch
+_FAMILY_CLASSES: dict[int, type[AclError]] = {
+    1: AclUsageError,
+    2: AclResourceError,
+    3: AclServiceError,
+    5: AclInternalError,
+}
+
+
+def error_class_for_code(code: int) -> type[AclError]:
+    """The exception class :func:`error_from_code` uses for ``code``."""
+    if code == 100001:
+        return NotInitializedError
+    if code in OUT_OF_MEMORY_CODES:
+        return AclOutOfMemoryError
+    if code in FEATURE_NOT_SUPPORTED_CODES:
+        return FeatureNotSupportedError
+    if code in DEVICE_LOST_CODES:
+        return AclDeviceLostError
+    return _FAMILY_CLASSES.get(_family(code), AclError)
+
+
+def error_from_code(
+    code: int,
+    *,
+    function: str | None = None,
+    recent_message: str | None = None,
+) -> AclError:
+    """Build (not raise) the exception for a nonzero ``aclError`` ``code``.
+
+    ``recent_message`` should be the result of ``aclGetRecentErrMsg()`` read on the
+    failing thread right after the failing call.
+    """
+    code = int(code)
+    cls = error_class_for_code(code)
+    return cls(code=code, function=function, recent_message=recent_message)
