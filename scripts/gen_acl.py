@@ -73,13 +73,22 @@ HEADER_PURPOSE = {
 }
 # Compatibility headers: name -> (purpose, includes)
 COMPAT_HEADERS = {
-    "acl_base.h": ("base definitions (compatibility name)", ['"acl_base_rt.h"', '"error_codes/ge_error_codes.h"']),
-    "acl_base_mdl.h": ("compatibility include; model types are not part of the runtime", ['"acl_base.h"']),
+    "acl_base.h": (
+        "base definitions (compatibility name)",
+        ['"acl_base_rt.h"', '"error_codes/ge_error_codes.h"'],
+    ),
+    "acl_base_mdl.h": (
+        "compatibility include; model types are not part of the runtime",
+        ['"acl_base.h"'],
+    ),
     "acl_mdl.h": (
         "compatibility include; the dump functions (aclmdlInitDump, ...) live in acl_rt.h",
         ['"acl_base_mdl.h"', '"acl_rt.h"'],
     ),
-    "acl_op.h": ("compatibility include; operator execution is not part of the runtime", ['"acl_base.h"']),
+    "acl_op.h": (
+        "compatibility include; operator execution is not part of the runtime",
+        ['"acl_base.h"'],
+    ),
     "acl.h": (
         "umbrella header of the AscendCL runtime API",
         ['"acl_base.h"', '"acl_rt.h"', '"acl_rt_allocator.h"', '"acl_mdl.h"', '"acl_op.h"'],
@@ -548,7 +557,9 @@ class HeaderGen:
                 j = i + 1
                 prefix = f.name + "."
                 while j < len(fields) and fields[j].name.startswith(prefix):
-                    sub = Field(fields[j].name[len(prefix) :], fields[j].c_type, 0, 0, fields[j].notes)
+                    sub = Field(
+                        fields[j].name[len(prefix) :], fields[j].c_type, 0, 0, fields[j].notes
+                    )
                     lines.append(self._field_decl(sub, "        "))
                     j += 1
                 lines.append(f"    }} {f.name};\n")
@@ -623,7 +634,7 @@ class HeaderGen:
         if HEADER_INCLUDES[rel]:
             out.append("\n")
         if rel.startswith("error_codes/"):
-            out.append("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n")
+            out.append('#ifdef __cplusplus\nextern "C" {\n#endif\n\n')
             out.append(self._errcodes(rel))
             out.append("\n#ifdef __cplusplus\n}\n#endif\n")
             out.append(f"\n#endif /* {g} */\n")
@@ -637,7 +648,7 @@ class HeaderGen:
                 '#define MSVP_PROF_API __attribute__((visibility("default")))\n'
                 "#endif\n\n"
             )
-        out.append("#ifdef __cplusplus\nextern \"C\" {\n#endif\n")
+        out.append('#ifdef __cplusplus\nextern "C" {\n#endif\n')
         macros = self._macros(rel)
         if macros:
             out.append("\n/* ---- constants */\n" + macros)
@@ -665,12 +676,16 @@ class HeaderGen:
             opened = False
             for s in structs:
                 if prof_block and not opened and s.name in PROF_GUARDED:
-                    out.append("\n#ifndef ACL_PROF_TENSOR_INFO_DEFINED\n#define ACL_PROF_TENSOR_INFO_DEFINED\n")
+                    out.append(
+                        "\n#ifndef ACL_PROF_TENSOR_INFO_DEFINED\n#define ACL_PROF_TENSOR_INFO_DEFINED\n"
+                    )
                     opened = True
                 out.append("\n" + self._struct(s))
             if opened:
                 out.append("#endif /* ACL_PROF_TENSOR_INFO_DEFINED */\n")
-        funcs = sorted((f for f in self.t.functions if f.header == rel), key=lambda f: (f.group, f.name))
+        funcs = sorted(
+            (f for f in self.t.functions if f.header == rel), key=lambda f: (f.group, f.name)
+        )
         if funcs:
             out.append("\n/* ---- functions */\n")
             grp = None
@@ -711,6 +726,15 @@ def funcptr_typedef(name: str, definition: str) -> str:
     return f"typedef {ret} (*{name})({params});"
 
 
+def wrap_c_decl(text: str, width: int) -> str:
+    """Break a one-line declaration after the commas of its last parameter list if too long."""
+    if len(text) <= width:
+        return text
+    head, _, params = text.rpartition("(")
+    items = [p.strip() for p in params.rstrip(");").split(",")]
+    return head + "(\n" + ",\n".join("    " + p for p in items) + ");"
+
+
 def funcptr_type(definition: str) -> str:
     """'void (void *x)' -> 'void (*)(void *x)'."""
     m = re.match(r"^(.*?)\s*\((.*)\)$", definition)
@@ -733,7 +757,9 @@ def _ret_zero(f: Function, t: Tables) -> str:
 
 
 def gen_unsupported(t: Tables, lib: str) -> str:
-    funcs = sorted((f for f in t.functions if f.lib == lib and f.mock == "unsupported"), key=lambda f: f.name)
+    funcs = sorted(
+        (f for f in t.functions if f.lib == lib and f.mock == "unsupported"), key=lambda f: f.name
+    )
     headers = sorted({f.header for f in funcs})
     out = [
         c_comment_block(
@@ -803,7 +829,9 @@ def gen_abi_c(t: Tables) -> str:
     out.append(
         "#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n\n"
         '#include "acl/acl.h"\n#include "acl/acl_prof.h"\n#include "acl/acl_dump.h"\n\n'
-        '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n\n'
+        '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n'
+        "/* the reference type of acldumpChunk.dataBuf is a GNU zero-length array */\n"
+        '#pragma GCC diagnostic ignored "-Wpedantic"\n\n'
         "#define SAME(a, b) __builtin_types_compatible_p(a, b)\n"
         "#define CHECK(cond, what) _Static_assert(cond, what)\n\n"
     )
@@ -846,19 +874,27 @@ def gen_abi_c(t: Tables) -> str:
         out.append(f'CHECK(_Alignof({T}) == {s.align}, "alignof {s.name}");\n')
         n += 2
         for f in s.fields:
-            out.append(f'CHECK(offsetof({T}, {f.name}) == {f.offset}, "offsetof {s.name}.{f.name}");\n')
+            out.append(
+                f'CHECK(offsetof({T}, {f.name}) == {f.offset}, "offsetof {s.name}.{f.name}");\n'
+            )
             n += 1
             if f.size or not f.c_type.endswith("[0]"):
-                out.append(f'CHECK(sizeof((({T} *)0)->{f.name}) == {f.size}, "sizeof {s.name}.{f.name}");\n')
+                out.append(
+                    f'CHECK(sizeof((({T} *)0)->{f.name}) == {f.size}, "sizeof {s.name}.{f.name}");\n'
+                )
                 n += 1
             ft = _c_field_type(s, f)
             if ft is not None:
-                out.append(f'CHECK(SAME(__typeof__((({T} *)0)->{f.name}), {ft}), "type {s.name}.{f.name}");\n')
+                out.append(
+                    f'CHECK(SAME(__typeof__((({T} *)0)->{f.name}), {ft}), "type {s.name}.{f.name}");\n'
+                )
                 n += 1
     out.append("\n/* ---- functions */\n")
-    for f in t.functions:
-        out.append(f"typedef {f.restype} (*expect_{f.name}_t)({f.type_params()});\n")
-        out.append(f'CHECK(SAME(__typeof__(&{f.name}), expect_{f.name}_t), "prototype {f.name}");\n')
+    for fn in t.functions:
+        out.append(f"typedef {fn.restype} (*expect_{fn.name}_t)({fn.type_params()});\n")
+        out.append(
+            f'CHECK(SAME(__typeof__(&{fn.name}), expect_{fn.name}_t), "prototype {fn.name}");\n'
+        )
         n += 1
     out.append(f"\n#define COMPILE_TIME_CHECKS {n}\n\n")
     # run time: static const values
@@ -893,7 +929,9 @@ def gen_abi_cpp(t: Tables) -> str:
     out.append(
         "#include <cstddef>\n#include <cstdint>\n#include <cstdio>\n#include <type_traits>\n\n"
         '#include "acl/acl.h"\n#include "acl/acl_prof.h"\n#include "acl/acl_dump.h"\n\n'
-        '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n\n'
+        '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n'
+        "/* the reference type of acldumpChunk.dataBuf is a GNU zero-length array */\n"
+        '#pragma GCC diagnostic ignored "-Wpedantic"\n\n'
         "#define SAME(...) std::is_same<__VA_ARGS__>::value\n\n"
     )
     n = 0
@@ -943,19 +981,25 @@ def gen_abi_cpp(t: Tables) -> str:
             if "." in f.name:
                 outer, inner = f.name.split(".", 1)
                 expr = f"std::declval<{T} &>().{outer}.{inner}"
-                out.append(f'static_assert(SAME(decltype({expr}), {ft}), "type {s.name}.{f.name}");\n')
+                out.append(
+                    f'static_assert(SAME(decltype({expr}), {ft}), "type {s.name}.{f.name}");\n'
+                )
                 n += 1
                 continue
             if f.c_type == "union Message":
                 ft = "aclprofEventAttributes::Message"
             elif ft is not None:
                 ft = ft.replace("struct ", "")
-            out.append(f'static_assert(SAME(decltype({T}::{f.name}), {ft}), "type {s.name}.{f.name}");\n')
+            out.append(
+                f'static_assert(SAME(decltype({T}::{f.name}), {ft}), "type {s.name}.{f.name}");\n'
+            )
             n += 1
     out.append("\n/* ---- functions */\n")
-    for f in t.functions:
-        out.append(f"typedef {f.restype} (*expect_{f.name}_t)({f.type_params()});\n")
-        out.append(f'static_assert(SAME(decltype(&{f.name}), expect_{f.name}_t), "prototype {f.name}");\n')
+    for fn in t.functions:
+        out.append(f"typedef {fn.restype} (*expect_{fn.name}_t)({fn.type_params()});\n")
+        out.append(
+            f'static_assert(SAME(decltype(&{fn.name}), expect_{fn.name}_t), "prototype {fn.name}");\n'
+        )
         n += 1
     out.append(
         "\nint main()\n{\n"
@@ -987,13 +1031,63 @@ def binding_type(ctype: str, t: Tables) -> str:
     return " ".join(ctype.replace("*", " *").split()).replace("* *", "**")
 
 
-def _pyrepr(s: str) -> str:
-    return repr(s)
+PY_LINE = 100  # ruff line-length of the project
+
+
+def inline_funcptr_name(fn: Function, p: Param) -> str:
+    """cdef typedef name for a function-pointer parameter declared inline (acldumpRegCallback)."""
+    return f"pyacl_{fn.name}_{p.name}_t"
+
+
+def binding_param_type(fn: Function, p: Param, t: Tables) -> str:
+    if "(*" in p.ctype:
+        return inline_funcptr_name(fn, p)
+    return binding_type(p.ctype, t)
+
+
+def py_str(s: str) -> str:
+    if '"' in s or "\\" in s or "\n" in s:
+        raise ValueError(f"unexpected character in {s!r}")
+    return f'"{s}"'
+
+
+def py_pairs(pairs: list[tuple[str, str]], indent: int) -> list[str]:
+    """A tuple of (ctype, name) pairs in the layout `ruff format` keeps, as lines (the last line
+    without the trailing comma of the enclosing call)."""
+    pad = " " * indent
+    if not pairs:
+        return [pad + "()"]
+    if len(pairs) == 1:
+        one = f"(({py_str(pairs[0][0])}, {py_str(pairs[0][1])}),)"
+        if indent + len(one) + 1 <= PY_LINE:
+            return [pad + one]
+    out = [pad + "("]
+    for a, b in pairs:
+        out.append(f"{pad}    ({py_str(a)}, {py_str(b)}),")
+    out.append(pad + ")")
+    return out
+
+
+def py_call(name: str, args: list[list[str] | str], indent: int) -> list[str]:
+    """An exploded call with a magic trailing comma (stable under `ruff format`)."""
+    pad = " " * indent
+    out = [f"{pad}{name}("]
+    for a in args:
+        if isinstance(a, str):
+            out.append(f"{pad}    {a},")
+        else:
+            out.extend(a[:-1])
+            out.append(a[-1] + ",")
+    out.append(f"{pad}),")
+    return out
 
 
 def gen_abi_data(t: Tables) -> str:
     lines = [
-        f'"""ABI tables of AscendCL. {GEN_NOTE}"""',
+        '"""AscendCL ABI tables for pyacl_rt (generated, do not edit).',
+        "",
+        GEN_NOTE,
+        '"""',
         "",
         "# generated, do not edit",
         "",
@@ -1003,6 +1097,8 @@ def gen_abi_data(t: Tables) -> str:
         "",
         "",
         "class AclFunction(NamedTuple):",
+        '    """One function of acl_functions.tsv; params are (ctype, name) pairs."""',
+        "",
         "    name: str",
         "    restype: str",
         "    params: tuple[tuple[str, str], ...]",
@@ -1015,6 +1111,8 @@ def gen_abi_data(t: Tables) -> str:
         "",
         "",
         "class BindingFunction(NamedTuple):",
+        '    """A function as the cffi binding declares it (handles and void pointers as uintptr_t)."""',
+        "",
         "    name: str",
         "    restype_binding: str",
         "    params_binding: tuple[tuple[str, str], ...]",
@@ -1026,50 +1124,63 @@ def gen_abi_data(t: Tables) -> str:
         "",
         "FUNCTIONS: tuple[AclFunction, ...] = (",
     ]
-    for f in t.functions:
-        params = "(" + "".join(f"({_pyrepr(p.ctype)}, {_pyrepr(p.name)}), " for p in f.params) + ")"
-        var = ", variadic=True" if f.variadic else ""
-        lines.append(
-            f"    AclFunction({_pyrepr(f.name)}, {_pyrepr(f.restype)}, {params}, {_pyrepr(f.lib)}, "
-            f"{_pyrepr(f.mock)}, {_pyrepr(f.group)}, {_pyrepr(f.header)}, {_pyrepr(f.deprecated)}{var}),"
-        )
+    for fn in t.functions:
+        args: list[list[str] | str] = [
+            py_str(fn.name),
+            py_str(fn.restype),
+            py_pairs([(p.ctype, p.name) for p in fn.params], 8),
+            py_str(fn.lib),
+            py_str(fn.mock),
+            py_str(fn.group),
+            py_str(fn.header),
+            py_str(fn.deprecated),
+        ]
+        if fn.variadic:
+            args.append("variadic=True")
+        lines.extend(py_call("AclFunction", args, 4))
     lines.append(")")
     lines.append("")
     lines.append("CONSTANTS: dict[str, int] = {")
-    for c in t.constants:
-        lines.append(f"    {_pyrepr(c.name)}: {c.value},")
+    lines.extend(f"    {py_str(c.name)}: {c.value}," for c in t.constants)
     lines.append("}")
     lines.append("")
     lines.append("ERROR_CODES: dict[str, int] = {")
-    for c in t.constants:
-        if c.kind == "errcode":
-            lines.append(f"    {_pyrepr(c.name)}: {c.value},")
+    lines.extend(f"    {py_str(c.name)}: {c.value}," for c in t.constants if c.kind == "errcode")
     lines.append("}")
     lines.append("")
     lines.append("ERROR_NAMES: dict[int, str] = {")
-    for value, name in sorted(error_names(t).items()):
-        lines.append(f"    {value}: {_pyrepr(name)},")
+    lines.extend(f"    {v}: {py_str(n)}," for v, n in sorted(error_names(t).items()))
     lines.append("}")
     lines.append("")
-    lines.append("# C declarations for the cffi binding (valid as cffi cdef input and as C source).")
+    lines.append(
+        "# C declarations for the cffi binding (valid as cffi cdef input and as C source)."
+    )
     lines.append("CDEF_TYPES: str = " + py_multiline(gen_cdef_types(t)))
     lines.append("")
     lines.append("BINDING_FUNCTIONS: tuple[BindingFunction, ...] = (")
-    for f in t.functions:
-        bp = "(" + "".join(f"({_pyrepr(binding_type(p.ctype, t))}, {_pyrepr(p.name)}), " for p in f.params) + ")"
-        cp = "(" + "".join(f"({_pyrepr(p.ctype)}, {_pyrepr(p.name)}), " for p in f.params) + ")"
-        var = ", variadic=True" if f.variadic else ""
-        lines.append(
-            f"    BindingFunction({_pyrepr(f.name)}, {_pyrepr(binding_type(f.restype, t))}, {bp}, "
-            f"{_pyrepr(f.restype)}, {cp}, {_pyrepr(f.lib)}{var}),"
-        )
+    for fn in t.functions:
+        bargs: list[list[str] | str] = [
+            py_str(fn.name),
+            py_str(binding_type(fn.restype, t)),
+            py_pairs([(binding_param_type(fn, p, t), p.name) for p in fn.params], 8),
+            py_str(fn.restype),
+            py_pairs([(p.ctype, p.name) for p in fn.params], 8),
+            py_str(fn.lib),
+        ]
+        if fn.variadic:
+            bargs.append("variadic=True")
+        lines.extend(py_call("BindingFunction", bargs, 4))
     lines.append(")")
     lines.append("")
     return "\n".join(lines)
 
 
 def py_multiline(text: str) -> str:
-    assert '"""' not in text and "\\" not in text
+    if '"""' in text or "\\" in text:
+        raise ValueError("CDEF text cannot be embedded")
+    for ln in text.splitlines():
+        if len(ln) > PY_LINE:
+            raise ValueError(f"CDEF line too long: {ln!r}")
     return '"""\\\n' + text + '"""'
 
 
@@ -1157,10 +1268,17 @@ def gen_cdef_types(t: Tables) -> str:
     out.append("/* callback types */")
     for td in t.typedefs:
         if td.kind == "funcptr" and td.name in used_words:
-            out.append(funcptr_typedef(td.name, td.definition))
+            out.append(wrap_c_decl(funcptr_typedef(td.name, td.definition), PY_LINE))
     out.append("/* structures */")
     for s in structs:
         out.append(cdef_struct(s, t))
+    out.append("/* function-pointer parameters declared inline (named here for the binding) */")
+    for fn in t.functions:
+        for p in fn.params:
+            if "(*" in p.ctype:
+                name = inline_funcptr_name(fn, p)
+                text = re.sub(r"\(\s*\*\s*(const\s*)?\)", f"(*{name})", p.ctype, count=1)
+                out.append(wrap_c_decl(f"typedef {text};", PY_LINE))
     return "\n".join(out) + "\n"
 
 
@@ -1201,7 +1319,9 @@ def cdef_struct(s: Struct, t: Tables) -> str:
             lines.append("    union {")
             i += 1
             while i < len(fields) and fields[i].name.startswith(f.name + "."):
-                lines.append("        " + ftype(fields[i].c_type, fields[i].name.split(".", 1)[1]) + ";")
+                lines.append(
+                    "        " + ftype(fields[i].c_type, fields[i].name.split(".", 1)[1]) + ";"
+                )
                 i += 1
             lines.append(f"    }} {f.name};")
             continue
@@ -1248,8 +1368,12 @@ def generate(t: Tables) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT, help="output root (default: the repository)")
-    ap.add_argument("--abi-dir", type=Path, default=ABI_DIR, help="directory with the input TSV tables")
-    ap.add_argument("--check", action="store_true", help="only report files that differ; exit 1 if any")
+    ap.add_argument(
+        "--abi-dir", type=Path, default=ABI_DIR, help="directory with the input TSV tables"
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="only report files that differ; exit 1 if any"
+    )
     args = ap.parse_args(argv)
     try:
         tables = Tables(args.abi_dir)

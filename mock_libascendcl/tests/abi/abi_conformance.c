@@ -15,6 +15,8 @@
 #include "acl/acl_dump.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+/* the reference type of acldumpChunk.dataBuf is a GNU zero-length array */
+#pragma GCC diagnostic ignored "-Wpedantic"
 
 #define SAME(a, b) __builtin_types_compatible_p(a, b)
 #define CHECK(cond, what) _Static_assert(cond, what)

@@ -14,6 +14,8 @@
 #include "acl/acl_dump.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+/* the reference type of acldumpChunk.dataBuf is a GNU zero-length array */
+#pragma GCC diagnostic ignored "-Wpedantic"
 
 #define SAME(...) std::is_same<__VA_ARGS__>::value
 
