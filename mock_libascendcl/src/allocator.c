@@ -1,0 +1,280 @@
+/*
+ * allocator.c - external allocator descriptors (acl_rt_allocator.h).
+ *
+ * A descriptor collects the user's allocator object and its callbacks;
+ * aclrtAllocatorRegister attaches a copy of it to a stream (NULL = default
+ * stream of the current context), aclrtAllocatorGetByStream returns what was
+ * registered, aclrtAllocatorUnregister detaches it. The mock runs no
+ * operators that would allocate workspace, so the callbacks are stored and
+ * returned, never called. A registration disappears with its stream
+ * (mock_misc_stream_destroyed, called by stream.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "misc_internal.h"
+#include "misc_registry.h"
+
+#define ALLOC_DESC_MAGIC 0x616c6c6f63446573ULL
+
+typedef struct alloc_desc {
+    uint64_t magic;
+    aclrtAllocator obj;
+    aclrtAllocatorAllocFunc alloc_fn;
+    aclrtAllocatorFreeFunc free_fn;
+    aclrtAllocatorAllocAdviseFunc advise_fn;
+    aclrtAllocatorGetAddrFromBlockFunc addr_fn;
+} alloc_desc;
+
+typedef struct alloc_reg {
+    mock_stream *stream;
+    aclrtAllocatorDesc handle; /* the descriptor handle given to Register */
+    alloc_desc copy;           /* its content at registration time */
+    struct alloc_reg *next;
+} alloc_reg;
+
+static misc_registry g_descs = MISC_REGISTRY_INIT; /* its lock also guards g_regs */
+static alloc_reg *g_regs = NULL;
+
+aclrtAllocatorDesc aclrtAllocatorCreateDesc(void)
+{
+    if (mock_fault_check("aclrtAllocatorCreateDesc") != ACL_SUCCESS) {
+        return NULL;
+    }
+    alloc_desc *d = (alloc_desc *)calloc(1, sizeof *d);
+    if (d == NULL) {
+        (void)mock_error("aclrtAllocatorCreateDesc", ACL_ERROR_BAD_ALLOC, "out of host memory");
+        return NULL;
+    }
+    d->magic = ALLOC_DESC_MAGIC;
+    if (!misc_registry_add(&g_descs, d)) {
+        free(d);
+        (void)mock_error("aclrtAllocatorCreateDesc", ACL_ERROR_BAD_ALLOC, "out of host memory");
+        return NULL;
+    }
+    return (aclrtAllocatorDesc)d;
+}
+
+aclError aclrtAllocatorDestroyDesc(aclrtAllocatorDesc allocatorDesc)
+{
+    static const char fn[] = "aclrtAllocatorDestroyDesc";
+    if (allocatorDesc == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' is NULL");
+    }
+    MOCK_ENTER(fn);
+    if (!misc_registry_remove(&g_descs, allocatorDesc)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'allocatorDesc' (%p) is not a live allocator descriptor "
+                          "(never created or already destroyed)",
+                          allocatorDesc);
+    }
+    alloc_desc *d = (alloc_desc *)allocatorDesc;
+    d->magic = 0;
+    free(d);
+    return ACL_SUCCESS;
+}
+
+/* Common body of the five setters: which = 0 obj, 1 alloc, 2 free, 3 advise, 4 addr. */
+static aclError desc_set(const char *fn, aclrtAllocatorDesc desc, const void *value, void (*fnptr)(void),
+                         int which)
+{
+    if (desc == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' is NULL");
+    }
+    if (value == NULL && fnptr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", which == 0 ? "allocator" : "func");
+    }
+    MOCK_ENTER(fn);
+    misc_registry_lock(&g_descs);
+    if (!misc_registry_contains_locked(&g_descs, desc)) {
+        misc_registry_unlock(&g_descs);
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
+                          desc);
+    }
+    alloc_desc *d = (alloc_desc *)desc;
+    switch (which) {
+    case 0: d->obj = (aclrtAllocator)(uintptr_t)value; break;
+    case 1: d->alloc_fn = (aclrtAllocatorAllocFunc)fnptr; break;
+    case 2: d->free_fn = (aclrtAllocatorFreeFunc)fnptr; break;
+    case 3: d->advise_fn = (aclrtAllocatorAllocAdviseFunc)fnptr; break;
+    default: d->addr_fn = (aclrtAllocatorGetAddrFromBlockFunc)fnptr; break;
+    }
+    misc_registry_unlock(&g_descs);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtAllocatorSetObjToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocator allocator)
+{
+    return desc_set("aclrtAllocatorSetObjToDesc", allocatorDesc, allocator, NULL, 0);
+}
+
+aclError aclrtAllocatorSetAllocFuncToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocatorAllocFunc func)
+{
+    return desc_set("aclrtAllocatorSetAllocFuncToDesc", allocatorDesc, NULL, (void (*)(void))func, 1);
+}
+
+aclError aclrtAllocatorSetFreeFuncToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocatorFreeFunc func)
+{
+    return desc_set("aclrtAllocatorSetFreeFuncToDesc", allocatorDesc, NULL, (void (*)(void))func, 2);
+}
+
+aclError aclrtAllocatorSetAllocAdviseFuncToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocatorAllocAdviseFunc func)
+{
+    return desc_set("aclrtAllocatorSetAllocAdviseFuncToDesc", allocatorDesc, NULL, (void (*)(void))func, 3);
+}
+
+aclError aclrtAllocatorSetGetAddrFromBlockFuncToDesc(aclrtAllocatorDesc allocatorDesc,
+                                                     aclrtAllocatorGetAddrFromBlockFunc func)
+{
+    return desc_set("aclrtAllocatorSetGetAddrFromBlockFuncToDesc", allocatorDesc, NULL, (void (*)(void))func, 4);
+}
+
+aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocatorDesc)
+{
+    static const char fn[] = "aclrtAllocatorRegister";
+    if (allocatorDesc == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_resolve(fn, stream, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    alloc_reg *fresh = (alloc_reg *)calloc(1, sizeof *fresh);
+    if (fresh == NULL) {
+        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+    }
+    misc_registry_lock(&g_descs);
+    if (!misc_registry_contains_locked(&g_descs, allocatorDesc)) {
+        misc_registry_unlock(&g_descs);
+        free(fresh);
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
+                          allocatorDesc);
+    }
+    const alloc_desc *d = (const alloc_desc *)allocatorDesc;
+    const char *missing = d->obj == NULL             ? "allocator object (aclrtAllocatorSetObjToDesc)"
+                          : d->alloc_fn == NULL      ? "alloc function (aclrtAllocatorSetAllocFuncToDesc)"
+                          : d->free_fn == NULL       ? "free function (aclrtAllocatorSetFreeFuncToDesc)"
+                          : d->addr_fn == NULL       ? "get-address function (aclrtAllocatorSetGetAddrFromBlockFuncToDesc)"
+                                                     : NULL;
+    if (missing != NULL) {
+        misc_registry_unlock(&g_descs);
+        free(fresh);
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' has no %s", missing);
+    }
+    alloc_reg *r = g_regs;
+    while (r != NULL && r->stream != s) {
+        r = r->next;
+    }
+    if (r == NULL) { /* a second registration on a stream replaces the first */
+        r = fresh;
+        fresh = NULL;
+        r->stream = s;
+        r->next = g_regs;
+        g_regs = r;
+    }
+    r->handle = allocatorDesc;
+    r->copy = *d;
+    misc_registry_unlock(&g_descs);
+    free(fresh);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtAllocatorUnregister(aclrtStream stream)
+{
+    static const char fn[] = "aclrtAllocatorUnregister";
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_resolve(fn, stream, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    misc_registry_lock(&g_descs);
+    alloc_reg **pp = &g_regs;
+    while (*pp != NULL && (*pp)->stream != s) {
+        pp = &(*pp)->next;
+    }
+    alloc_reg *r = *pp;
+    if (r != NULL) {
+        *pp = r->next;
+    }
+    misc_registry_unlock(&g_descs);
+    if (r == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "no allocator is registered on stream %p", stream);
+    }
+    free(r);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *allocatorDesc, aclrtAllocator *allocator,
+                                   aclrtAllocatorAllocFunc *allocFunc, aclrtAllocatorFreeFunc *freeFunc,
+                                   aclrtAllocatorAllocAdviseFunc *allocAdviseFunc,
+                                   aclrtAllocatorGetAddrFromBlockFunc *getAddrFromBlockFunc)
+{
+    static const char fn[] = "aclrtAllocatorGetByStream";
+    const char *null_arg = allocatorDesc == NULL    ? "allocatorDesc"
+                           : allocator == NULL      ? "allocator"
+                           : allocFunc == NULL      ? "allocFunc"
+                           : freeFunc == NULL       ? "freeFunc"
+                           : allocAdviseFunc == NULL ? "allocAdviseFunc"
+                           : getAddrFromBlockFunc == NULL ? "getAddrFromBlockFunc"
+                                                          : NULL;
+    if (null_arg != NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", null_arg);
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_resolve(fn, stream, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    misc_registry_lock(&g_descs);
+    const alloc_reg *r = g_regs;
+    while (r != NULL && r->stream != s) {
+        r = r->next;
+    }
+    if (r != NULL) {
+        *allocatorDesc = r->handle;
+        *allocator = r->copy.obj;
+        *allocFunc = r->copy.alloc_fn;
+        *freeFunc = r->copy.free_fn;
+        *allocAdviseFunc = r->copy.advise_fn;
+        *getAddrFromBlockFunc = r->copy.addr_fn;
+    }
+    misc_registry_unlock(&g_descs);
+    if (r == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "no allocator is registered on stream %p", stream);
+    }
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------- stream teardown hook */
+
+MOCK_HIDDEN void mock_allocator_stream_gone(mock_stream *s)
+{
+    misc_registry_lock(&g_descs);
+    alloc_reg **pp = &g_regs;
+    alloc_reg *dead = NULL;
+    while (*pp != NULL) {
+        if ((*pp)->stream == s) {
+            alloc_reg *r = *pp;
+            *pp = r->next;
+            r->next = dead;
+            dead = r;
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+    misc_registry_unlock(&g_descs);
+    while (dead != NULL) {
+        alloc_reg *next = dead->next;
+        free(dead);
+        dead = next;
+    }
+}
+
+MOCK_HIDDEN void mock_misc_stream_destroyed(mock_stream *s)
+{
+    mock_allocator_stream_gone(s);
+}

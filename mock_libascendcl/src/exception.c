@@ -1,0 +1,196 @@
+/*
+ * exception.c - exception_info group: exception callbacks, the info accessors
+ * and aclrtGetThreadLastTaskId.
+ *
+ * Callbacks are stored: the deprecated aclrtSetExceptionInfoCallback slot
+ * (NULL clears it) plus the list of aclrtExceptionInfoCallbackRegister.
+ * mock_exception_report (called by the stream subsystem when a task fails)
+ * invokes all of them with an aclrtExceptionInfo that is valid only during
+ * the call. The accessors return 0xFFFFFFFF for a NULL info (acl_abi.md §1.7)
+ * and for anything that is not a live info object.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "misc_internal.h"
+#include "misc_registry.h"
+
+#define EXC_INFO_MAGIC 0x657863496e666f21ULL
+#define EXC_MAX_CALLBACKS 64
+#define EXC_INVALID 0xFFFFFFFFu
+
+struct rtExceptionInfo {
+    uint64_t magic;
+    uint32_t task_id;
+    uint32_t stream_id;
+    uint32_t thread_id;
+    uint32_t device_id;
+    uint32_t error_code;
+};
+
+static pthread_mutex_t g_exc_mu = PTHREAD_MUTEX_INITIALIZER;
+static aclrtExceptionInfoCallback g_set_cb = NULL;
+static aclrtExceptionInfoCallback g_cbs[EXC_MAX_CALLBACKS];
+static size_t g_ncbs = 0;
+static misc_registry g_infos = MISC_REGISTRY_INIT;
+
+aclError aclrtSetExceptionInfoCallback(aclrtExceptionInfoCallback callback)
+{
+    static const char fn[] = "aclrtSetExceptionInfoCallback";
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_exc_mu);
+    g_set_cb = callback; /* NULL unsets */
+    pthread_mutex_unlock(&g_exc_mu);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtExceptionInfoCallbackRegister(aclrtExceptionInfoCallback callback)
+{
+    static const char fn[] = "aclrtExceptionInfoCallbackRegister";
+    if (callback == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is NULL");
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_exc_mu);
+    for (size_t i = 0; i < g_ncbs; i++) {
+        if (g_cbs[i] == callback) {
+            pthread_mutex_unlock(&g_exc_mu);
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is already registered");
+        }
+    }
+    if (g_ncbs == EXC_MAX_CALLBACKS) {
+        pthread_mutex_unlock(&g_exc_mu);
+        return mock_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many exception callbacks registered (limit %d)",
+                          EXC_MAX_CALLBACKS);
+    }
+    g_cbs[g_ncbs++] = callback;
+    pthread_mutex_unlock(&g_exc_mu);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtExceptionInfoCallbackUnregister(aclrtExceptionInfoCallback callback)
+{
+    static const char fn[] = "aclrtExceptionInfoCallbackUnregister";
+    if (callback == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is NULL");
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_exc_mu);
+    for (size_t i = 0; i < g_ncbs; i++) {
+        if (g_cbs[i] == callback) {
+            memmove(&g_cbs[i], &g_cbs[i + 1], (g_ncbs - i - 1) * sizeof g_cbs[0]);
+            g_ncbs--;
+            pthread_mutex_unlock(&g_exc_mu);
+            return ACL_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&g_exc_mu);
+    return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is not registered");
+}
+
+void mock_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id, aclError code)
+{
+    aclrtExceptionInfoCallback cbs[EXC_MAX_CALLBACKS + 1];
+    size_t n = 0;
+    pthread_mutex_lock(&g_exc_mu);
+    if (g_set_cb != NULL) {
+        cbs[n++] = g_set_cb;
+    }
+    for (size_t i = 0; i < g_ncbs; i++) {
+        cbs[n++] = g_cbs[i];
+    }
+    pthread_mutex_unlock(&g_exc_mu);
+    if (n == 0) {
+        return;
+    }
+    struct rtExceptionInfo info;
+    info.magic = EXC_INFO_MAGIC;
+    info.task_id = task_id;
+    info.stream_id = stream_id;
+    info.thread_id = (uint32_t)syscall(SYS_gettid);
+    info.device_id = (uint32_t)device;
+    info.error_code = (uint32_t)code;
+    if (!misc_registry_add(&g_infos, &info)) {
+        return; /* out of memory: cannot publish the info safely */
+    }
+    for (size_t i = 0; i < n; i++) {
+        cbs[i](&info);
+    }
+    misc_registry_remove(&g_infos, &info);
+    info.magic = 0;
+}
+
+/* Reads one field of a live info; EXC_INVALID otherwise. */
+static uint32_t info_field(const char *fn, const aclrtExceptionInfo *info, size_t offset)
+{
+    if (info == NULL) {
+        (void)mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'info' is NULL");
+        return EXC_INVALID;
+    }
+    uint32_t v = EXC_INVALID;
+    misc_registry_lock(&g_infos);
+    bool live = misc_registry_contains_locked(&g_infos, info);
+    if (live) {
+        memcpy(&v, (const char *)info + offset, sizeof v);
+    }
+    misc_registry_unlock(&g_infos);
+    if (!live) {
+        (void)mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                         "argument 'info' (%p) is not an exception info passed to a running callback",
+                         (const void *)info);
+    }
+    return v;
+}
+
+uint32_t aclrtGetTaskIdFromExceptionInfo(const aclrtExceptionInfo *info)
+{
+    return info_field("aclrtGetTaskIdFromExceptionInfo", info, offsetof(struct rtExceptionInfo, task_id));
+}
+
+uint32_t aclrtGetStreamIdFromExceptionInfo(const aclrtExceptionInfo *info)
+{
+    return info_field("aclrtGetStreamIdFromExceptionInfo", info, offsetof(struct rtExceptionInfo, stream_id));
+}
+
+uint32_t aclrtGetThreadIdFromExceptionInfo(const aclrtExceptionInfo *info)
+{
+    return info_field("aclrtGetThreadIdFromExceptionInfo", info, offsetof(struct rtExceptionInfo, thread_id));
+}
+
+uint32_t aclrtGetDeviceIdFromExceptionInfo(const aclrtExceptionInfo *info)
+{
+    return info_field("aclrtGetDeviceIdFromExceptionInfo", info, offsetof(struct rtExceptionInfo, device_id));
+}
+
+uint32_t aclrtGetErrorCodeFromExceptionInfo(const aclrtExceptionInfo *info)
+{
+    return info_field("aclrtGetErrorCodeFromExceptionInfo", info, offsetof(struct rtExceptionInfo, error_code));
+}
+
+/* ------------------------------------------------------ last task id */
+
+static _Thread_local uint32_t tls_last_task_id = 0;
+static _Thread_local bool tls_has_task = false;
+
+void mock_note_task_submitted(uint32_t task_id)
+{
+    tls_last_task_id = task_id;
+    tls_has_task = true;
+}
+
+aclError aclrtGetThreadLastTaskId(uint32_t *taskId)
+{
+    static const char fn[] = "aclrtGetThreadLastTaskId";
+    if (taskId == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'taskId' is NULL");
+    }
+    MOCK_ENTER(fn);
+    /* A thread that has not submitted any task yet gets 0. */
+    *taskId = tls_has_task ? tls_last_task_id : 0;
+    return ACL_SUCCESS;
+}

@@ -1,0 +1,189 @@
+/*
+ * mock_internal.h - contracts between the subsystems of mock_libascendcl.
+ *
+ * Every source file in src/ includes this header. Nothing declared here is
+ * exported from the shared library: the build uses -fvisibility=hidden and only
+ * functions declared in the public headers (ACL_FUNC_VISIBILITY / ACLMOCK_API)
+ * are visible.
+ *
+ * Rule for every public entry point (see DESIGN):
+ *   validate arguments -> MOCK_ENTER (fault injection, device lost) -> act ->
+ *   on failure return mock_error(...) which sets the thread's last error and
+ *   recent message.
+ * Shared state is guarded by the narrowest lock that works; no lock is held
+ * while a stream worker runs a task.
+ */
+#ifndef MOCK_INTERNAL_H
+#define MOCK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "acl/acl.h"
+#include "acl/acl_mock.h"
+
+#define MOCK_HIDDEN __attribute__((visibility("hidden")))
+#define MOCK_MAX_DEVICES 64
+
+/* ------------------------------------------------------------------ config.c */
+
+/* Parsed once (pthread_once) from ASCEND_MOCK_* and ASCEND_RT_VISIBLE_DEVICES.
+ * Bad values print one clear line on stderr and fall back to the default. */
+typedef struct mock_config {
+    uint32_t physical_count;             /* ASCEND_MOCK_DEVICE_COUNT, default 8 */
+    uint32_t visible_count;              /* after ASCEND_RT_VISIBLE_DEVICES remap */
+    int32_t visible_map[MOCK_MAX_DEVICES]; /* user (logical) id -> physical id */
+    bool visible_invalid;                /* malformed list: count -> 207004 */
+    uint64_t mem_per_device;             /* bytes, ASCEND_MOCK_MEM_PER_DEVICE, default 64 GiB */
+    char soc_name[64];                   /* ASCEND_MOCK_SOC_NAME, default "Ascend910B1" */
+    char cann_version[128];              /* ASCEND_MOCK_CANN_VERSION, default below */
+    bool isolation;                      /* ASCEND_MOCK_ISOLATION=1 */
+    bool leak_report;                    /* ASCEND_MOCK_LEAK_REPORT=1: print at aclFinalize */
+} mock_config;
+
+MOCK_HIDDEN const mock_config *mock_config_get(void);
+
+/* ------------------------------------------------------------------- error.c */
+
+/* Record a failure of `func`: sets the calling thread's last error (for
+ * aclrtGetLastError/PeekAtLastError) and recent message (aclGetRecentErrMsg,
+ * formatted as "<func>: <message>" naming the bad argument), returns `code`. */
+MOCK_HIDDEN aclError mock_error(const char *func, aclError code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fault injection: returns 0, or the injected code (already recorded with
+ * mock_error) when the Nth call of `func` was told to fail. Cheap when no
+ * fault is configured (one relaxed atomic load). */
+MOCK_HIDDEN aclError mock_fault_check(const char *func);
+
+#define MOCK_ENTER(func)                                 \
+    do {                                                 \
+        aclError mock_enter_rc_ = mock_fault_check(func); \
+        if (mock_enter_rc_ != ACL_SUCCESS) {             \
+            return mock_enter_rc_;                       \
+        }                                                \
+    } while (0)
+
+/* ------------------------------------------------------------------- init.c */
+
+MOCK_HIDDEN bool mock_is_initialized(void);
+
+/* ------------------------------------------------------- device.c context.c */
+
+typedef struct mock_context mock_context;
+typedef struct mock_stream mock_stream;
+typedef struct mock_event mock_event;
+
+/* Validates a user (logical) device id against the visible count and the
+ * device-lost state. Records and returns the error (107001 bad id, sticky
+ * 507xxx for a lost device). */
+MOCK_HIDDEN aclError mock_device_check(const char *func, int32_t device);
+/* 0 or the sticky code set by aclmockSetDeviceLost. */
+MOCK_HIDDEN aclError mock_device_lost_code(int32_t device);
+
+/* The calling thread's current context or NULL. */
+MOCK_HIDDEN mock_context *mock_ctx_current(void);
+/* Current context, or records and returns ACL_ERROR_RT_CONTEXT_NULL (107002);
+ * also fails with the sticky code when its device is lost. */
+MOCK_HIDDEN aclError mock_ctx_require(const char *func, mock_context **out);
+MOCK_HIDDEN int32_t mock_ctx_device(const mock_context *ctx);
+MOCK_HIDDEN mock_stream *mock_ctx_default_stream(mock_context *ctx);
+
+/* ------------------------------------------------------------------- stats */
+/* Live-object counters per device (device -1 = host-side objects), read by the
+ * aclmock* introspection API and the leak report. Implemented in device.c. */
+typedef enum mock_stat {
+    MOCK_STAT_CONTEXTS = 0,
+    MOCK_STAT_STREAMS,
+    MOCK_STAT_EVENTS,
+    MOCK_STAT_ALLOCATIONS,
+    MOCK_STAT_BYTES,
+    MOCK_STAT_HOST_ALLOCATIONS,
+    MOCK_STAT_HOST_BYTES,
+    MOCK_STAT_COUNT
+} mock_stat;
+MOCK_HIDDEN void mock_stat_add(int32_t device, mock_stat which, int64_t delta);
+MOCK_HIDDEN int64_t mock_stat_get(int32_t device, mock_stat which);
+
+/* ------------------------------------------------------------------ stream.c */
+
+/* A task runs on the stream's worker thread in FIFO order. A nonzero return
+ * puts the stream into its error state (reported by the next synchronize /
+ * query; with ACL_STOP_ON_FAILURE later tasks are discarded). `free_arg` (may
+ * be NULL) is called exactly once, after the task ran or was discarded. */
+typedef aclError (*mock_task_fn)(void *arg);
+
+/* Resolve a user handle; NULL means the default stream of the calling thread's
+ * current context (107002 without one). Records and returns the error. */
+MOCK_HIDDEN aclError mock_stream_resolve(const char *func, aclrtStream handle, mock_stream **out);
+MOCK_HIDDEN int32_t mock_stream_device(const mock_stream *s);
+MOCK_HIDDEN aclError mock_stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg,
+                                         void (*free_arg)(void *arg));
+/* Creates the default stream of a new context; destroys it (waiting for its
+ * work) when the context goes away. */
+MOCK_HIDDEN mock_stream *mock_stream_create_default(mock_context *ctx);
+MOCK_HIDDEN void mock_stream_destroy_default(mock_stream *s);
+/* Waits for every stream of `ctx` (device synchronize). timeout_ms -1 = forever. */
+MOCK_HIDDEN aclError mock_streams_sync_context(mock_context *ctx, int32_t timeout_ms);
+/* Destroys (after draining) every stream still alive on `ctx`. */
+MOCK_HIDDEN void mock_streams_destroy_context(mock_context *ctx);
+/* (streams, additive) mock_stream_enqueue calls free_arg exactly once in all
+ * cases: also when the enqueue itself fails (the task is then discarded), so
+ * callers must not free `arg` themselves after a failed enqueue. */
+/* The per-stream overflow switch, shared by aclrtSet/GetStreamOverflowSwitch
+ * (overflow.c) and ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK (stream.c). */
+MOCK_HIDDEN uint32_t mock_stream_get_overflow_switch(const mock_stream *s);
+MOCK_HIDDEN void mock_stream_set_overflow_switch(mock_stream *s, uint32_t on);
+/* True when called from a stream worker whose stream is being aborted
+ * (aclrtDestroyStreamForce, aclrtStreamAbort/Stop): a task that blocks for a
+ * long time (aclrtValueWait) should poll this every few ms and return. */
+MOCK_HIDDEN bool mock_stream_task_cancelled(void);
+
+/* ------------------------------------------------------------------ memory.c */
+
+typedef enum mock_mem_kind {
+    MOCK_MEM_UNKNOWN = 0,   /* not ours: plain host memory (malloc, stack, numpy) */
+    MOCK_MEM_DEVICE = 1,    /* aclrtMalloc* on device `device` */
+    MOCK_MEM_HOST_PINNED = 2 /* aclrtMallocHost* */
+} mock_mem_kind;
+
+typedef struct mock_mem_info {
+    mock_mem_kind kind;
+    int32_t device;   /* for MOCK_MEM_DEVICE */
+    uintptr_t base;   /* start of the allocation containing the pointer */
+    size_t size;      /* usable bytes of that allocation (after rounding) */
+} mock_mem_info;
+
+/* Finds the live allocation containing `ptr`; false (kind UNKNOWN) if none. */
+MOCK_HIDDEN bool mock_mem_lookup(const void *ptr, mock_mem_info *out);
+/* Isolation mode: device pages are PROT_NONE outside runtime operations.
+ * Bracket every host-side touch of device memory with these (refcounted, so
+ * nested and concurrent use is fine). No-ops when isolation is off. */
+MOCK_HIDDEN void mock_mem_access_begin(const void *ptr, size_t len);
+MOCK_HIDDEN void mock_mem_access_end(const void *ptr, size_t len);
+
+/* --------------------------------------------------------------- finalize */
+/* Called by aclFinalize, in this order, before the leak report. */
+MOCK_HIDDEN void mock_callbacks_finalize(void);
+MOCK_HIDDEN void mock_devices_finalize(void);  /* contexts + their streams/events */
+MOCK_HIDDEN void mock_memory_finalize(void);
+
+/* ------------------------------------------------------ misc (additive) */
+/* allocator.c: forgets the allocator registered (aclrtAllocatorRegister) on a
+ * stream that is being destroyed. stream.c calls it from stream teardown. */
+MOCK_HIDDEN void mock_misc_stream_destroyed(mock_stream *s);
+/* dump.c: ends an aclmdlInitDump session; aclFinalize calls it (CANN stops
+ * dumping at finalize, so a later aclInit + aclmdlInitDump succeeds). */
+MOCK_HIDDEN void mock_dump_finalize(void);
+/* exception.c: runs the exception-info callbacks registered with
+ * aclrtSetExceptionInfoCallback / aclrtExceptionInfoCallbackRegister for a
+ * failed task (call without holding locks, e.g. from the stream worker after
+ * a task returned nonzero). */
+MOCK_HIDDEN void mock_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id, aclError code);
+/* exception.c: records the id of the task the calling thread just submitted
+ * (read back by aclrtGetThreadLastTaskId); call from mock_stream_enqueue. */
+MOCK_HIDDEN void mock_note_task_submitted(uint32_t task_id);
+
+#endif /* MOCK_INTERNAL_H */
