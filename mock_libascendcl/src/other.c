@@ -1,0 +1,385 @@
+/*
+ * other.c - the "other" group (aclAppLog, aclrtReduceAsync,
+ * aclrtCacheLastTaskOpInfo/ExtendInfo) and aclrtProfTrace (profiling group,
+ * but exported by libascendcl.so per the TSV `lib` column).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "misc_internal.h"
+
+/* ================================================================ aclAppLog */
+
+/* ASCEND_GLOBAL_LOG_LEVEL: 0 debug, 1 info, 2 warning, 3 error (default),
+ * 4 null (nothing). Read at every call so that a program (or test) may change
+ * it at run time; the cost is a getenv, negligible next to formatting. */
+static int app_log_threshold(void)
+{
+    const char *v = getenv("ASCEND_GLOBAL_LOG_LEVEL");
+    if (v == NULL || v[0] < '0' || v[0] > '4' || v[1] != '\0') {
+        return ACL_ERROR;
+    }
+    return v[0] - '0';
+}
+
+/* CANN writes application logs to ~/ascend/log unless
+ * ASCEND_SLOG_PRINT_TO_STDOUT=1 asks for the console; the mock keeps no log
+ * files, so without it the message is dropped. Console output goes to stderr
+ * so that it never mixes with a program's own stdout. */
+static bool app_log_to_console(void)
+{
+    const char *v = getenv("ASCEND_SLOG_PRINT_TO_STDOUT");
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
+void aclAppLog(aclLogLevel logLevel, const char *func, const char *file, uint32_t line, const char *fmt, ...)
+{
+    static const char *const names[] = { "DEBUG", "INFO", "WARNING", "ERROR" };
+    if (fmt == NULL || (int)logLevel < ACL_DEBUG || (int)logLevel > ACL_ERROR) {
+        return;
+    }
+    int threshold = app_log_threshold();
+    if (threshold == 4 || (int)logLevel < threshold || !app_log_to_console()) {
+        return;
+    }
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        snprintf(msg, sizeof msg, "(unformattable log message)");
+    }
+    const char *base = file != NULL ? strrchr(file, '/') : NULL;
+    base = base != NULL ? base + 1 : (file != NULL ? file : "?");
+
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    localtime_r(&ts.tv_sec, &tm);
+    char stamp[64];
+    snprintf(stamp, sizeof stamp, "%04d-%02d-%02d-%02d:%02d:%02d.%03ld.%03ld", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L, (ts.tv_nsec / 1000L) % 1000L);
+    /* one fprintf call: lines from concurrent threads do not interleave */
+    fprintf(stderr, "[%s] APP(%ld,%s):%s [%s:%u]%ld %s: %s\n", names[logLevel], (long)getpid(),
+            program_invocation_short_name, stamp, base, line, (long)syscall(SYS_gettid),
+            func != NULL ? func : "?", msg);
+}
+
+/* ========================================================== aclrtReduceAsync */
+
+typedef struct reduce_task {
+    void *dst;
+    const void *src;
+    size_t count; /* bytes */
+    int kind;
+    int type;
+    bool saturate;
+} reduce_task;
+
+static inline float bf16_to_float(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint16_t float_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+    }
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+/* Combines two finite-or-not floats; in saturation mode an overflow to
+ * infinity from finite inputs is clamped to the largest finite value `max`. */
+static inline float reduce_f(int kind, float a, float b, bool saturate, float max)
+{
+    float r;
+    switch (kind) {
+    case ACL_RT_MEMCPY_SDMA_AUTOMATIC_MAX: r = (a >= b || b != b) ? a : b; break;
+    case ACL_RT_MEMCPY_SDMA_AUTOMATIC_MIN: r = (a <= b || b != b) ? a : b; break;
+    default: r = a + b; break;
+    }
+    if (saturate && (r > max || r < -max) && a - a == 0.0f && b - b == 0.0f) {
+        r = r > 0 ? max : -max;
+    }
+    return r;
+}
+
+#define REDUCE_INT(T, UT)                                                        \
+    do {                                                                         \
+        T *d = (T *)t->dst;                                                      \
+        const T *s = (const T *)t->src;                                          \
+        size_t n = t->count / sizeof(T);                                         \
+        for (size_t i = 0; i < n; i++) {                                         \
+            T a = d[i], b = s[i];                                                \
+            switch (t->kind) {                                                   \
+            case ACL_RT_MEMCPY_SDMA_AUTOMATIC_MAX: d[i] = a > b ? a : b; break;  \
+            case ACL_RT_MEMCPY_SDMA_AUTOMATIC_MIN: d[i] = a < b ? a : b; break;  \
+            default: d[i] = (T)(UT)((UT)a + (UT)b); break; /* wraps */           \
+            }                                                                    \
+        }                                                                        \
+    } while (0)
+
+static aclError run_reduce(void *arg)
+{
+    reduce_task *t = (reduce_task *)arg;
+    mock_mem_access_begin(t->src, t->count);
+    mock_mem_access_begin(t->dst, t->count);
+    switch (t->type) {
+    case ACL_FLOAT: {
+        float *d = (float *)t->dst;
+        const float *s = (const float *)t->src;
+        size_t n = t->count / sizeof(float);
+        for (size_t i = 0; i < n; i++) {
+            d[i] = reduce_f(t->kind, d[i], s[i], t->saturate, 3.40282347e+38f);
+        }
+        break;
+    }
+    case ACL_FLOAT16:
+    case ACL_BF16: {
+        uint16_t *d = (uint16_t *)t->dst;
+        const uint16_t *s = (const uint16_t *)t->src;
+        size_t n = t->count / sizeof(uint16_t);
+        bool half = t->type == ACL_FLOAT16;
+        for (size_t i = 0; i < n; i++) {
+            float a = half ? mock_half_to_float(d[i]) : bf16_to_float(d[i]);
+            float b = half ? mock_half_to_float(s[i]) : bf16_to_float(s[i]);
+            float r = reduce_f(t->kind, a, b, false, 0.0f);
+            uint16_t out = half ? mock_float_to_half(r) : float_to_bf16(r);
+            if (t->saturate && (out & 0x7fffu) == (half ? 0x7c00u : 0x7f80u) && a - a == 0.0f && b - b == 0.0f) {
+                out = (uint16_t)((out & 0x8000u) | (half ? 0x7bffu : 0x7f7fu)); /* largest finite */
+            }
+            d[i] = out;
+        }
+        break;
+    }
+    case ACL_INT8: REDUCE_INT(int8_t, uint8_t); break;
+    case ACL_INT16: REDUCE_INT(int16_t, uint16_t); break;
+    case ACL_INT32: REDUCE_INT(int32_t, uint32_t); break;
+    default: break; /* validated at enqueue */
+    }
+    mock_mem_access_end(t->dst, t->count);
+    mock_mem_access_end(t->src, t->count);
+    return ACL_SUCCESS;
+}
+
+/* Checks that [ptr, ptr+len) lies in one device allocation. */
+static aclError check_device_range(const char *fn, const char *name, const void *ptr, size_t len)
+{
+    mock_mem_info mi;
+    if (!mock_mem_lookup(ptr, &mi) || mi.kind != MOCK_MEM_DEVICE) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not device memory", name, ptr);
+    }
+    size_t off = (size_t)((uintptr_t)ptr - mi.base);
+    if (len > mi.size - off) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'count' (%zu bytes) exceeds the %zu bytes left in the allocation at '%s'", len,
+                          mi.size - off, name);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduceKind kind, aclDataType type,
+                          aclrtStream stream, void *reserve)
+{
+    static const char fn[] = "aclrtReduceAsync";
+    if (dst == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dst' is NULL");
+    }
+    if (src == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'src' is NULL");
+    }
+    if (reserve != NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'reserve' must be NULL");
+    }
+    int k = (int)kind;
+    if (k != ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM && k != ACL_RT_MEMCPY_SDMA_AUTOMATIC_MAX &&
+        k != ACL_RT_MEMCPY_SDMA_AUTOMATIC_MIN && k != ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'kind' (%d) is not an aclrtReduceKind (SUM=10, MAX=11, MIN=12, EQUAL=13)", k);
+    }
+    int ty = (int)type;
+    size_t esize;
+    switch (ty) {
+    case ACL_INT8: esize = 1; break;
+    case ACL_INT16:
+    case ACL_FLOAT16:
+    case ACL_BF16: esize = 2; break;
+    case ACL_INT32:
+    case ACL_FLOAT: esize = 4; break;
+    default:
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'type' (%d) is not supported by reduce (int8, int16, int32, float16, bf16, float)",
+                          ty);
+    }
+    if (count % esize != 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'count' (%llu bytes) is not a multiple of the element size %zu",
+                          (unsigned long long)count, esize);
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_resolve(fn, stream, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (k == ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL) {
+        /* The element semantics of the EQUAL reduce are not documented in
+         * the reference; refuse rather than guess. */
+        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "kind ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL is not simulated by the mock");
+    }
+    if (count == 0) {
+        return ACL_SUCCESS;
+    }
+    if (count > SIZE_MAX) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'count' is too large");
+    }
+    if ((rc = check_device_range(fn, "dst", dst, (size_t)count)) != ACL_SUCCESS ||
+        (rc = check_device_range(fn, "src", src, (size_t)count)) != ACL_SUCCESS) {
+        return rc;
+    }
+    reduce_task *t = (reduce_task *)malloc(sizeof *t);
+    if (t == NULL) {
+        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+    }
+    t->dst = dst;
+    t->src = src;
+    t->count = (size_t)count;
+    t->kind = k;
+    t->type = ty;
+    t->saturate = mock_device_sat_mode(mock_stream_device(s)) == ACL_RT_OVERFLOW_MODE_SATURATION;
+    rc = mock_stream_enqueue(s, run_reduce, t, free);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
+    }
+    return ACL_SUCCESS;
+}
+
+/* =================================================== aclrtCacheLastTask* */
+
+/* The op info / extend info a thread attached to its last task. CANN keeps
+ * it for profiling and exception reports; the mock keeps a private copy per
+ * thread (freed at thread exit) that nothing reads back. */
+#define CACHE_INFO_MAX (1u << 20)
+
+typedef struct task_info_cache {
+    void *op_info;
+    size_t op_len;
+    void *ext_info;
+    size_t ext_len;
+} task_info_cache;
+
+static pthread_key_t g_cache_key;
+static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
+static bool g_cache_key_ok = false;
+
+static void cache_free(void *p)
+{
+    task_info_cache *c = (task_info_cache *)p;
+    if (c != NULL) {
+        free(c->op_info);
+        free(c->ext_info);
+        free(c);
+    }
+}
+
+static void cache_key_init(void)
+{
+    g_cache_key_ok = pthread_key_create(&g_cache_key, cache_free) == 0;
+}
+
+static aclError cache_store(const char *fn, const char *argname, const void *ptr, size_t size, bool ext)
+{
+    if (ptr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", argname);
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'infoSize' is 0");
+    }
+    if (size > CACHE_INFO_MAX) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'infoSize' (%zu) exceeds the limit of %u bytes",
+                          size, CACHE_INFO_MAX);
+    }
+    MOCK_ENTER(fn);
+    pthread_once(&g_cache_once, cache_key_init);
+    if (!g_cache_key_ok) {
+        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "cannot create thread-local storage");
+    }
+    task_info_cache *c = (task_info_cache *)pthread_getspecific(g_cache_key);
+    if (c == NULL) {
+        c = (task_info_cache *)calloc(1, sizeof *c);
+        if (c == NULL || pthread_setspecific(g_cache_key, c) != 0) {
+            free(c);
+            return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        }
+    }
+    void *copy = malloc(size);
+    if (copy == NULL) {
+        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory copying %zu bytes", size);
+    }
+    memcpy(copy, ptr, size);
+    if (ext) {
+        free(c->ext_info);
+        c->ext_info = copy;
+        c->ext_len = size;
+    } else {
+        free(c->op_info);
+        c->op_info = copy;
+        c->op_len = size;
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCacheLastTaskOpInfo(const void *const infoPtr, const size_t infoSize)
+{
+    return cache_store("aclrtCacheLastTaskOpInfo", "infoPtr", infoPtr, infoSize, false);
+}
+
+aclError aclrtCacheLastTaskExtendInfo(const char *const extendInfoPtr, const size_t infoSize)
+{
+    return cache_store("aclrtCacheLastTaskExtendInfo", "extendInfoPtr", extendInfoPtr, infoSize, true);
+}
+
+/* ============================================================ aclrtProfTrace */
+
+static aclError run_trace_task(void *arg)
+{
+    (void)arg; /* no profiler collects the trace point: a stream-ordered no-op */
+    return ACL_SUCCESS;
+}
+
+aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
+{
+    static const char fn[] = "aclrtProfTrace";
+    if (userdata == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'userdata' is NULL");
+    }
+    if (length <= 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'length' (%d) must be positive", (int)length);
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_resolve(fn, stream, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = mock_stream_enqueue(s, run_trace_task, NULL, NULL);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
+    }
+    return ACL_SUCCESS;
+}
