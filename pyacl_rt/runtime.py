@@ -1,0 +1,482 @@
+"""Process-wide lifecycle of the Ascend runtime (the role of torch_npu's ``NpuSysCtrl``).
+
+States::
+
+    UNINITIALIZED --init()/first use--> READY --finalize()/exit--> FINALIZED
+                                          ^                            |
+                                          +-------- init() ------------+
+
+* :func:`init` calls ``aclInit`` (with ``config_path`` or ``PYACL_RT_ACL_CONFIG``).
+  If ``aclInit`` answers ``ACL_ERROR_REPEAT_INITIALIZE`` (100002) someone else
+  (torch_npu, a C extension) already initialised ACL in this process: pyacl_rt
+  marks the runtime *external* and will never call ``aclFinalize``.
+* :func:`ensure_initialized` is the hot-path guard every object calls: one
+  module-level boolean test when the runtime is up; the lock is only taken on the
+  slow path, which starts the runtime lazily (``PYACL_RT_LAZY_INIT=1``, the
+  default) or raises :class:`~pyacl_rt.errors.NotInitializedError`
+  (``PYACL_RT_LAZY_INIT=0``).
+* :func:`finalize` runs the release hooks in priority order (events, streams,
+  memory, contexts, devices; see the ``PRIORITY_*`` constants), then
+  ``aclFinalize`` if pyacl_rt owns ACL. It is idempotent and also runs at
+  interpreter exit (``atexit``). A hook that raises is logged and the rest still run.
+* **Re-initialisation**: ACL itself allows ``aclInit`` again after ``aclFinalize``
+  (acl_abi.md section 5.1, the implementation), so an explicit :func:`init` after
+  :func:`finalize` starts a new *generation*. Lazy init never restarts a finalized
+  runtime: after :func:`finalize` implicit use raises
+  :class:`~pyacl_rt.errors.RuntimeFinalizedError` until :func:`init` is called.
+  This keeps stray objects (``__del__`` during interpreter shutdown) from
+  re-initialising the runtime behind the user's back.
+* **Generations**: an object captures :func:`generation` when it is created. Use
+  :func:`check_alive` before touching the runtime (raises after finalize) and
+  :func:`is_alive` in ``close()``/finalizers (return quietly when ``False``: the
+  handle died with the runtime, releasing it again would be a use-after-free).
+* **Fork**: ``os.register_at_fork`` marks a child forked from a parent that had
+  initialised the runtime; any runtime use there raises
+  :class:`~pyacl_rt.errors.ForkedProcessError` recommending ``spawn``. The
+  child's exit does not finalize the parent's runtime. Processes started with
+  ``spawn``/``forkserver`` are fresh and work normally.
+
+Thread-safe. Floor 3: imports floors 1-2 only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from . import lowlevel
+from ._options import get_options
+from .errors import (
+    AclError,
+    ConfigError,
+    ForkedProcessError,
+    NotInitializedError,
+    RuntimeFinalizedError,
+)
+
+__all__ = [
+    "PRIORITY_CONTEXTS",
+    "PRIORITY_DEVICES",
+    "PRIORITY_EVENTS",
+    "PRIORITY_FIRST",
+    "PRIORITY_LAST",
+    "PRIORITY_MEMORY",
+    "PRIORITY_STREAMS",
+    "ReleaseHook",
+    "check_alive",
+    "ensure_initialized",
+    "finalize",
+    "generation",
+    "in_bad_fork",
+    "init",
+    "is_alive",
+    "is_external",
+    "is_finalized",
+    "is_initialized",
+    "register_release_hook",
+    "registered_hook_count",
+    "state",
+    "status",
+]
+
+_log = logging.getLogger("pyacl_rt.runtime")
+
+ACL_ERROR_REPEAT_INITIALIZE: Final = 100002
+ACL_ERROR_REPEAT_FINALIZE: Final = 100037
+
+# ------------------------------------------------------ release-hook priorities
+# Lower runs first. The gaps leave room for finer ordering (e.g. PRIORITY_MEMORY - 1
+# for a caching allocator that must empty before raw buffers are freed).
+PRIORITY_FIRST: Final = 0
+"""Runs before everything else (e.g. synchronise devices, stop callback threads)."""
+PRIORITY_EVENTS: Final = 100
+PRIORITY_STREAMS: Final = 200
+PRIORITY_MEMORY: Final = 300
+PRIORITY_CONTEXTS: Final = 400
+PRIORITY_DEVICES: Final = 500
+PRIORITY_LAST: Final = 900
+"""Runs after devices are reset, just before ``aclFinalize``."""
+
+UNINITIALIZED: Final = "uninitialized"
+READY: Final = "ready"
+FINALIZED: Final = "finalized"
+
+# --------------------------------------------------------------- module state
+# Hot-path flags: read without the lock. Written only under _lock.
+_ready: bool = False
+_live_generation: int = -1  # == _generation while READY, else -1
+
+# _lock serialises init/finalize and guards the state below. It is re-entrant so a
+# release hook may call into the runtime. _hooks_lock guards only the hook registry,
+# so removing a hook (from any thread) never waits for a running finalize.
+_lock = threading.RLock()
+_hooks_lock = threading.Lock()
+_state: str = UNINITIALIZED
+_generation: int = 0
+_external: bool = False
+_config_path: str | None = None
+_ever_initialized: bool = False
+_bad_fork: bool = False
+_finalizing: bool = False
+
+_hook_seq = itertools.count()
+_hooks: dict[int, ReleaseHook] = {}
+
+
+@dataclass(eq=False)
+class ReleaseHook:
+    """Handle returned by :func:`register_release_hook`; :meth:`remove` unregisters."""
+
+    fn: Callable[[], object]
+    priority: int
+    seq: int
+    name: str
+    once: bool = False
+
+    def remove(self) -> None:
+        """Unregister the hook (no-op if it already ran or was removed)."""
+        with _hooks_lock:
+            _hooks.pop(self.seq, None)
+
+    @property
+    def registered(self) -> bool:
+        return self.seq in _hooks
+
+
+# ----------------------------------------------------------------- queries
+def state() -> str:
+    """``"uninitialized"``, ``"ready"`` or ``"finalized"``."""
+    return _state
+
+
+def is_initialized() -> bool:
+    """True while the runtime is up (and this is not a bad forked child)."""
+    return _ready
+
+
+def is_finalized() -> bool:
+    """True after :func:`finalize` (until an explicit :func:`init`)."""
+    return _state == FINALIZED
+
+
+def is_external() -> bool:
+    """True if ACL was initialised by someone else; pyacl_rt will not call aclFinalize."""
+    return _external
+
+
+def in_bad_fork() -> bool:
+    """True in a process forked from a parent that had initialised the runtime."""
+    return _bad_fork
+
+
+def generation() -> int:
+    """The current runtime generation; objects capture it at creation.
+
+    Starts at 0 (never initialised) and increases by one at each :func:`init`.
+    """
+    return _generation
+
+
+def is_alive(gen: int) -> bool:
+    """True if an object of generation ``gen`` may still touch its handles.
+
+    ``close()`` and finalizers should return quietly when this is False.
+    """
+    return gen == _live_generation
+
+
+def check_alive(gen: int, what: str = "object") -> None:
+    """Raise unless an object of generation ``gen`` may still be used.
+
+    :class:`~pyacl_rt.errors.ForkedProcessError` in a bad forked child,
+    :class:`~pyacl_rt.errors.RuntimeFinalizedError` after finalize (or after a
+    re-init, for objects of an older generation).
+    """
+    if gen == _live_generation:
+        return
+    if _bad_fork:
+        raise ForkedProcessError()
+    if _state == READY:
+        msg = (
+            f"this {what} belongs to an earlier runtime generation ({gen}; current "
+            f"{_generation}): it died when the runtime was finalized. Create a new one."
+        )
+    else:
+        msg = (
+            f"this {what} cannot be used: the runtime was finalized "
+            "(pyacl_rt.runtime.finalize() or interpreter exit). Its resources were released; "
+            "create a new one after pyacl_rt.runtime.init()."
+        )
+    raise RuntimeFinalizedError(msg)
+
+
+def status() -> dict[str, object]:
+    """A snapshot of the lifecycle state (for ``pyacl-rt info`` and debugging)."""
+    with _lock:
+        return {
+            "state": _state,
+            "generation": _generation,
+            "external": _external,
+            "config_path": _config_path,
+            "bad_fork": _bad_fork,
+            "release_hooks": registered_hook_count(),
+        }
+
+
+# ------------------------------------------------------------------- init
+def ensure_initialized() -> None:
+    """Make sure the runtime is up; the cheap guard for every hot path.
+
+    Fast path: one module-level boolean test. Slow path (under the lock): lazy
+    :func:`init`, or raise :class:`~pyacl_rt.errors.ForkedProcessError`,
+    :class:`~pyacl_rt.errors.RuntimeFinalizedError` or
+    :class:`~pyacl_rt.errors.NotInitializedError`.
+    """
+    if _ready:
+        return
+    _ensure_slow()
+
+
+def _ensure_slow() -> None:
+    if _bad_fork:
+        raise ForkedProcessError()
+    with _lock:
+        if _ready:
+            return
+        if _state == FINALIZED:
+            raise RuntimeFinalizedError(
+                "the pyacl_rt runtime was finalized; call pyacl_rt.runtime.init() to start it "
+                "again (lazy initialisation does not restart a finalized runtime)"
+            )
+        if not get_options().lazy_init:
+            raise NotInitializedError(
+                "the pyacl_rt runtime is not initialised and PYACL_RT_LAZY_INIT=0: call "
+                "pyacl_rt.runtime.init() first"
+            )
+        init()
+
+
+def init(config_path: str | os.PathLike[str] | None = None) -> None:
+    """Start the runtime: load the library and call ``aclInit``. Idempotent.
+
+    ``config_path``: JSON file passed to ``aclInit`` (default ``PYACL_RT_ACL_CONFIG``,
+    else none). Calling ``init`` again while ready is a no-op, unless a *different*
+    config is requested, which raises :class:`~pyacl_rt.errors.ConfigError` (ACL
+    cannot change its configuration without a finalize).
+
+    If ACL was already initialised by someone else (``aclInit`` returns 100002),
+    the runtime is marked external and ``aclFinalize`` is left to its owner.
+    """
+    global _ready, _live_generation, _state, _generation, _external, _config_path
+    global _ever_initialized
+    if _bad_fork:
+        raise ForkedProcessError(function="aclInit")
+    path: str | None
+    if config_path is not None:
+        path = os.path.abspath(os.fspath(config_path))
+        if not os.path.isfile(path):
+            raise ConfigError(
+                f"ACL config file {path!r} does not exist (expected a JSON file for aclInit)",
+                variable=None,
+                value=path,
+                accepted="path to an existing JSON file",
+            )
+    else:
+        path = None
+    with _lock:
+        if _state == READY:
+            if path is not None and path != _config_path:
+                raise ConfigError(
+                    f"the runtime is already initialised with config {_config_path!r}; "
+                    f"cannot switch to {path!r} without finalize()",
+                    value=path,
+                )
+            return
+        if path is None:
+            path = get_options().acl_config
+        lowlevel.load()
+        rc = lowlevel.lib.aclInit(path.encode() if path is not None else lowlevel.ffi.NULL)
+        if rc == ACL_ERROR_REPEAT_INITIALIZE:
+            external = True
+            # aclInit records the "error" on this thread; clear it so it does not
+            # show up as the recent message of the next genuine failure.
+            _drain_recent_error()
+        else:
+            lowlevel.check(rc, "aclInit")
+            external = False
+        _external = external
+        _config_path = path
+        _generation += 1
+        _state = READY
+        _ever_initialized = True
+        _live_generation = _generation
+        _ready = True
+        _log.debug(
+            "runtime initialised (generation %d, %s)",
+            _generation,
+            "external ACL" if external else "owned ACL",
+        )
+
+
+def _drain_recent_error() -> None:
+    try:
+        lowlevel.lib.aclGetRecentErrMsg()
+        lowlevel.lib.aclrtGetLastError(0)
+    except Exception:
+        pass
+
+
+# ----------------------------------------------------------- release hooks
+def register_release_hook(
+    fn: Callable[[], object],
+    priority: int,
+    name: str | None = None,
+    *,
+    once: bool = False,
+) -> ReleaseHook:
+    """Register ``fn()`` to run at :func:`finalize` / interpreter exit.
+
+    Hooks run in ascending ``priority`` (use the ``PRIORITY_*`` constants: events,
+    streams, memory, contexts, devices), hooks of equal priority in reverse order of
+    registration (like ``atexit``). An exception a hook raises is logged, never
+    propagated, and the remaining hooks still run.
+
+    By default a hook stays registered and runs at *every* finalize (a module-level
+    registry that releases whatever it holds, e.g. the devices that were set).
+    ``once=True`` unregisters it when it runs (a hook tied to one object).
+    Returns a handle whose ``remove()`` unregisters it (cheap: call it from an
+    object's ``close()``).
+    """
+    if not callable(fn):
+        raise TypeError("release hook must be callable")
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError("release hook priority must be an int")
+    hook = ReleaseHook(
+        fn=fn,
+        priority=priority,
+        seq=next(_hook_seq),
+        name=name or str(getattr(fn, "__qualname__", None) or repr(fn)),
+        once=once,
+    )
+    with _hooks_lock:
+        _hooks[hook.seq] = hook
+    return hook
+
+
+def registered_hook_count() -> int:
+    """Number of release hooks currently registered."""
+    with _hooks_lock:
+        return len(_hooks)
+
+
+def _run_hooks() -> None:
+    # Snapshot in priority order; a hook may remove later hooks (closing an object
+    # removes its own hook) or register new ones, so re-check membership before each
+    # call and pick up hooks registered meanwhile in a further round.
+    ran: set[int] = set()
+    while True:
+        with _hooks_lock:
+            pending = sorted(
+                (h for h in _hooks.values() if h.seq not in ran),
+                key=lambda h: (h.priority, -h.seq),
+            )
+        if not pending:
+            return
+        for hook in pending:
+            with _hooks_lock:
+                if hook.seq not in _hooks:
+                    continue
+                if hook.once:
+                    del _hooks[hook.seq]
+            ran.add(hook.seq)
+            try:
+                hook.fn()
+            except BaseException:
+                _log.exception("pyacl_rt release hook %r raised during finalize", hook.name)
+
+
+# ---------------------------------------------------------------- finalize
+def finalize() -> None:
+    """Release everything pyacl_rt holds and, if it owns ACL, call ``aclFinalize``.
+
+    Runs the release hooks in priority order first. Idempotent: a second call, a
+    call before :func:`init`, or a call in a bad forked child does nothing.
+    Objects created before become inert (``close()`` is a no-op, use raises
+    :class:`~pyacl_rt.errors.RuntimeFinalizedError`).
+
+    Raises the :class:`~pyacl_rt.errors.AclError` of ``aclFinalize`` if it fails
+    (the runtime is considered finalized anyway).
+    """
+    err = _finalize()
+    if err is not None:
+        raise err
+
+
+def _finalize() -> AclError | None:
+    global _ready, _live_generation, _state, _external, _finalizing
+    if _bad_fork:
+        return None
+    with _lock:
+        if _state != READY or _finalizing:
+            return None
+        _finalizing = True
+        try:
+            _run_hooks()
+            err: AclError | None = None
+            if not _external:
+                rc = lowlevel.lib.aclFinalize()
+                if rc not in (0, ACL_ERROR_REPEAT_FINALIZE):
+                    try:
+                        lowlevel.check(rc, "aclFinalize")
+                    except AclError as exc:
+                        err = exc
+                elif rc == ACL_ERROR_REPEAT_FINALIZE:
+                    _log.warning(
+                        "aclFinalize reported 100037: ACL was already finalized by another "
+                        "component of this process"
+                    )
+                    _drain_recent_error()
+            _ready = False
+            _live_generation = -1
+            _state = FINALIZED
+            _external = False
+            _log.debug("runtime finalized (generation %d)", _generation)
+            return err
+        finally:
+            _finalizing = False
+
+
+def _atexit_finalize() -> None:
+    try:
+        err = _finalize()
+    except BaseException:
+        _log.exception("pyacl_rt: finalize at interpreter exit failed")
+        return
+    if err is not None:
+        _log.warning("pyacl_rt: aclFinalize at interpreter exit failed: %s", err)
+
+
+# -------------------------------------------------------------------- fork
+def _after_fork_in_child() -> None:
+    global _lock, _hooks_lock, _ready, _live_generation, _bad_fork, _state, _hooks
+    # The parent's threads are gone; a lock they held would never be released.
+    _lock = threading.RLock()
+    _hooks_lock = threading.Lock()
+    if _ever_initialized:
+        _bad_fork = True
+    _ready = False
+    _live_generation = -1
+    # The parent's hooks refer to the parent's handles: never run them here.
+    _hooks = {}
+    if _bad_fork:
+        _state = UNINITIALIZED
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_atexit_finalize)
