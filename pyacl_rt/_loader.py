@@ -1,0 +1,513 @@
+"""Find the ``libascendcl.so`` that pyacl_rt drives: the real CANN library or the bundled mock.
+
+Backend (``PYACL_RT_BACKEND``, read through :mod:`pyacl_rt._options`):
+
+* ``auto`` (default): the real library if the search below finds one, else the bundled
+  mock, with one :class:`BackendFallbackWarning` per process (``PYACL_RT_WARN_FALLBACK=0``
+  silences it).
+* ``real``: the real library only; :class:`~pyacl_rt.errors.LibraryNotFoundError` lists
+  every place that was tried and why each was rejected.
+* ``mock``: the mock bundled in the package (``pyacl_rt/_mock/lib``).
+
+Real-library search, in this order (first acceptable hit wins):
+
+1. ``PYACL_RT_LIBRARY`` - an explicit absolute path (a bad explicit path is an error,
+   never silently skipped, even with ``auto``);
+2. a ``libascendcl.so`` already mapped into this process (e.g. loaded by torch_npu),
+   read from ``/proc/self/maps``;
+3. the dynamic linker's normal search: ``dlopen("libascendcl.so")``
+   (``LD_LIBRARY_PATH``, ``ld.so.cache``, system dirs), like torch_npu;
+4. ``$ASCEND_HOME_PATH/lib64``, then ``$ASCEND_TOOLKIT_HOME/lib64``;
+5. the standard install directories :data:`STANDARD_DIRS`.
+
+Never accepted: link-time stub libraries (a path with a ``stub``, ``stubs`` or
+``devlib`` directory component, before or after resolving symlinks), relative paths,
+and libraries in the current working directory found through the linker search.
+
+The result is cached for the process: the library is loaded once and never unloaded.
+Floor 2: imports only floor-1 modules (plus :mod:`pyacl_rt.lowlevel`, lazily, for
+:func:`backend_info`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import threading
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from packaging.version import InvalidVersion, Version
+
+from ._options import Options, get_options
+from .errors import LibraryNotFoundError
+
+__all__ = [
+    "STANDARD_DIRS",
+    "Attempt",
+    "BackendFallbackWarning",
+    "BackendInfo",
+    "LibrarySelection",
+    "backend_info",
+    "bundled_mock_dir",
+    "bundled_mock_library",
+    "find_real_library",
+    "is_refused_path",
+    "parse_cann_version",
+    "select_library",
+]
+
+LIBRARY_NAME = "libascendcl.so"
+
+#: Standard CANN install directories searched last (new "cann" layout first, then the
+#: <= 8.3 "ascend-toolkit" layout). Tests replace this tuple to point at fake trees.
+STANDARD_DIRS: tuple[str, ...] = (
+    "/usr/local/Ascend/cann/lib64",
+    "/usr/local/Ascend/ascend-toolkit/latest/lib64",
+    "/usr/local/Ascend/ascend-toolkit/latest/runtime/lib64",
+)
+
+_REFUSED_COMPONENTS = frozenset({"stub", "stubs", "devlib"})
+
+
+class BackendFallbackWarning(UserWarning):
+    """``PYACL_RT_BACKEND=auto`` found no real libascendcl.so and uses the bundled mock."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One place the real-library search looked at."""
+
+    step: str
+    """Search step, e.g. ``"PYACL_RT_LIBRARY"``, ``"dynamic linker"``."""
+    location: str
+    """The path (or name) tried."""
+    accepted: bool
+    reason: str
+    """Why it was rejected (``"accepted"`` when it was chosen)."""
+
+    def __str__(self) -> str:
+        verdict = "accepted" if self.accepted else f"rejected: {self.reason}"
+        return f"[{self.step}] {self.location} - {verdict}"
+
+
+@dataclass(frozen=True)
+class LibrarySelection:
+    """Which library the loader chose and how."""
+
+    backend: Literal["real", "mock"]
+    """``"mock"`` for the bundled mock; ``"real"`` for anything found by the search."""
+    path: str
+    found_via: str
+    attempts: tuple[Attempt, ...] = ()
+    requested_backend: str = "auto"
+
+
+# --------------------------------------------------------------------- checks
+def is_refused_path(path: str) -> str | None:
+    """The reason ``path`` may never be loaded, or ``None`` if it is acceptable."""
+    if not os.path.isabs(path):
+        return "relative path (refused: only absolute paths are loaded)"
+    for candidate in (path, os.path.realpath(path)):
+        parts = Path(candidate).parts[:-1]
+        bad = [p for p in parts if p.lower() in _REFUSED_COMPONENTS]
+        if bad:
+            return f"link-time stub library (path contains /{bad[0]}/), never loaded at run time"
+    return None
+
+
+def _check_file(path: str) -> str | None:
+    refused = is_refused_path(path)
+    if refused:
+        return refused
+    if not os.path.exists(path):
+        return "not found"
+    if not os.path.isfile(path):
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "not readable"
+    return None
+
+
+# ---------------------------------------------------------------- the search
+def _already_loaded() -> list[str]:
+    """Paths of libascendcl.so* mapped into this process (from /proc/self/maps)."""
+    found: list[str] = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.split(None, 5)
+                if len(parts) < 6:
+                    continue
+                p = parts[5].strip()
+                base = os.path.basename(p)
+                if (base == LIBRARY_NAME or base.startswith(LIBRARY_NAME + ".")) and p not in found:
+                    found.append(p)
+    except OSError:
+        pass
+    return found
+
+
+class _LinkMap(ctypes.Structure):
+    _fields_ = (("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p))
+
+
+_RTLD_DI_LINKMAP = 2
+_RTLD_NOW = 2
+
+
+def _dlopen_search(name: str) -> tuple[str | None, str]:
+    """``dlopen(name)`` through the dynamic linker's normal search.
+
+    Returns ``(resolved path, "")`` or ``(None, reason)``. A hit that is later refused is
+    closed again (:func:`_dlclose`).
+    """
+    libc = ctypes.CDLL(None)
+    dlopen = libc.dlopen
+    dlopen.restype = ctypes.c_void_p
+    dlopen.argtypes = (ctypes.c_char_p, ctypes.c_int)
+    dlerror = libc.dlerror
+    dlerror.restype = ctypes.c_char_p
+    dlerror.argtypes = ()
+    handle = dlopen(name.encode(), _RTLD_NOW)
+    if not handle:
+        err = dlerror()
+        return None, (err.decode(errors="replace") if err else "dlopen failed")
+    dlinfo = libc.dlinfo
+    dlinfo.restype = ctypes.c_int
+    dlinfo.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+    lm = ctypes.POINTER(_LinkMap)()
+    path: str | None = None
+    if dlinfo(handle, _RTLD_DI_LINKMAP, ctypes.byref(lm)) == 0 and lm and lm.contents.l_name:
+        path = lm.contents.l_name.decode(errors="replace")
+    _dlclose(handle)  # the lowlevel loader opens it again by absolute path
+    if not path:
+        return None, "dlopen succeeded but the path of the loaded object is unknown"
+    return path, ""
+
+
+def _dlclose(handle: int) -> None:
+    libc = ctypes.CDLL(None)
+    libc.dlclose.argtypes = (ctypes.c_void_p,)
+    libc.dlclose(handle)
+
+
+def _in_cwd(path: str) -> bool:
+    try:
+        return os.path.dirname(os.path.realpath(path)) == os.path.realpath(os.getcwd())
+    except OSError:
+        return False
+
+
+def find_real_library(
+    options: Options | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[str | None, str, tuple[Attempt, ...]]:
+    """Run the real-library search without loading anything for good.
+
+    Returns ``(path or None, found_via, attempts)``; ``attempts`` records every place
+    tried, in order, with the reason each was rejected.
+    Raises :class:`LibraryNotFoundError` when ``PYACL_RT_LIBRARY`` is set but unusable.
+    """
+    opts = options if options is not None else get_options()
+    env = os.environ if environ is None else environ
+    attempts: list[Attempt] = []
+
+    # 1. explicit path
+    if opts.library:
+        reason = _check_file(opts.library)
+        attempts.append(Attempt("PYACL_RT_LIBRARY", opts.library, reason is None, reason or ""))
+        if reason is None:
+            return opts.library, "PYACL_RT_LIBRARY", tuple(attempts)
+        raise LibraryNotFoundError(
+            f"PYACL_RT_LIBRARY={opts.library} cannot be used: {reason}",
+            searched=[str(a) for a in attempts],
+            backend=opts.backend,
+        )
+
+    # 2. already loaded in this process
+    loaded = _already_loaded()
+    if not loaded:
+        attempts.append(Attempt("already loaded", "/proc/self/maps", False, "no libascendcl.so"))
+    for p in loaded:
+        reason = _check_file(p)
+        attempts.append(Attempt("already loaded", p, reason is None, reason or ""))
+        if reason is None:
+            return p, "already loaded in the process", tuple(attempts)
+
+    # 3. the dynamic linker's own search
+    path, err = _dlopen_search(LIBRARY_NAME)
+    if path is None:
+        attempts.append(Attempt("dynamic linker", f"dlopen({LIBRARY_NAME!r})", False, err))
+    else:
+        reason = _check_file(path)
+        if reason is None and _in_cwd(path):
+            reason = "found in the current working directory (refused)"
+        attempts.append(Attempt("dynamic linker", path, reason is None, reason or ""))
+        if reason is None:
+            return path, "dynamic linker search (LD_LIBRARY_PATH / ld.so.cache)", tuple(attempts)
+
+    # 4. CANN environment variables
+    for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
+        home = env.get(var, "").strip()
+        if not home:
+            attempts.append(Attempt(var, f"${var}/lib64", False, "variable not set"))
+            continue
+        cand = os.path.join(home, "lib64", LIBRARY_NAME)
+        reason = (
+            f"{var} is a relative path (refused)" if not os.path.isabs(home) else _check_file(cand)
+        )
+        attempts.append(Attempt(var, cand, reason is None, reason or ""))
+        if reason is None:
+            return cand, f"${var}/lib64", tuple(attempts)
+
+    # 5. standard install directories
+    for d in STANDARD_DIRS:
+        cand = os.path.join(d, LIBRARY_NAME)
+        reason = _check_file(cand)
+        attempts.append(Attempt("standard install dir", cand, reason is None, reason or ""))
+        if reason is None:
+            return cand, f"standard install directory {d}", tuple(attempts)
+
+    return None, "", tuple(attempts)
+
+
+# ------------------------------------------------------------------ the mock
+def bundled_mock_dir() -> Path:
+    """Root of the mock bundled in the package (``lib/`` and ``include/`` below it)."""
+    return Path(__file__).resolve().parent / "_mock"
+
+
+def bundled_mock_library() -> str:
+    """Absolute path of the bundled mock ``libascendcl.so``.
+
+    Raises :class:`LibraryNotFoundError` when the package was not built (run
+    ``pip install -e .`` from the repository to build it in place).
+    """
+    p = bundled_mock_dir() / "lib" / LIBRARY_NAME
+    if not p.is_file():
+        raise LibraryNotFoundError(
+            f"the bundled mock library {p} is missing: pyacl_rt was not built "
+            "(install it with `pip install .`, or `pip install -e .` in a checkout)",
+            searched=[str(p)],
+            backend="mock",
+        )
+    return str(p)
+
+
+# ------------------------------------------------------------------ selection
+_select_lock = threading.Lock()
+_selection: LibrarySelection | None = None
+_warned = False
+
+
+def _warn_fallback(attempts: tuple[Attempt, ...]) -> None:
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    warnings.warn(
+        "pyacl_rt: no real libascendcl.so found (PYACL_RT_BACKEND=auto); falling back to "
+        f"the bundled mock. Tried {len(attempts)} places: "
+        + "; ".join(str(a) for a in attempts)
+        + ". Set PYACL_RT_BACKEND=mock to silence this.",
+        BackendFallbackWarning,
+        stacklevel=4,
+    )
+
+
+def _select_uncached(opts: Options) -> LibrarySelection:
+    backend = opts.backend
+    if backend == "mock":
+        return LibrarySelection("mock", bundled_mock_library(), "PYACL_RT_BACKEND=mock", (), "mock")
+    path, via, attempts = find_real_library(opts)
+    if path is not None:
+        return LibrarySelection("real", path, via, attempts, backend)
+    if backend == "real":
+        raise LibraryNotFoundError(
+            "PYACL_RT_BACKEND=real: no usable libascendcl.so was found "
+            f"({len(attempts)} places tried)",
+            searched=[str(a) for a in attempts],
+            backend="real",
+        )
+    mock = bundled_mock_library()
+    if opts.warn_fallback:
+        _warn_fallback(attempts)
+    return LibrarySelection(
+        "mock", mock, "bundled mock (PYACL_RT_BACKEND=auto fallback)", attempts, backend
+    )
+
+
+def select_library(path: str | None = None) -> LibrarySelection:
+    """Choose the library (cached for the process).
+
+    ``path`` (absolute) overrides the search, like ``PYACL_RT_LIBRARY``.
+    """
+    global _selection
+    with _select_lock:
+        if _selection is not None:
+            return _selection
+        if path is not None:
+            reason = _check_file(path)
+            if reason is not None:
+                raise LibraryNotFoundError(
+                    f"cannot load {path}: {reason}", searched=[path], backend="explicit"
+                )
+            mock = bundled_mock_dir() / "lib" / LIBRARY_NAME
+            same = mock.exists() and os.path.samefile(path, mock)
+            sel = LibrarySelection(
+                "mock" if same else "real", path, "load(path) argument", (), "explicit"
+            )
+        else:
+            sel = _select_uncached(get_options())
+        _selection = sel
+        return sel
+
+
+# ------------------------------------------------------------- CANN versions
+_OLD_SCHEME = re.compile(
+    r"^(?P<rel>\d+(?:\.\d+)*?)\.(?P<kind>RC|T)(?P<n>\d+)"
+    r"(?:\.(?P<pre>alpha|beta|rc|B)(?P<pn>\d+))?(?:\.(?P<post>\d+))?$",
+    re.IGNORECASE,
+)
+_NEW_SCHEME = re.compile(
+    r"^(?P<rel>\d+(?:\.\d+)*)(?:[.-](?P<pre>alpha|beta|rc|a|b)[.-]?(?P<pn>\d+)?)?$",
+    re.IGNORECASE,
+)
+_DRIVER_BUILD = re.compile(r"^(?P<rel>\d+(?:\.\d+)*)\.b(?P<n>\d+)$", re.IGNORECASE)
+_PRE = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "rc": "rc"}
+
+
+def parse_cann_version(text: str) -> Version:
+    """Map a CANN (or driver) version string to a PEP 440 :class:`Version`.
+
+    * old scheme (CANN < 8.5): ``8.0.RC3`` -> ``8.0rc3``; ``8.0.RC3.alpha002`` ->
+      ``8.0rc3.dev2`` (an alpha of RC3 sorts before RC3); ``8.0.T13`` -> ``8.0.dev13``
+      (test builds sort before any RC); ``8.0.RC2.1`` -> ``8.0rc2.post1``;
+    * new scheme (CANN >= 8.5): ``8.5.0``; ``9.1.0-beta.3`` -> ``9.1.0b3``;
+      ``9.1.0-alpha`` -> ``9.1.0a0``; ``9.1.0.rc1`` / ``9.1.0-rc.1`` -> ``9.1.0rc1``;
+    * driver ``26.1.0.b083`` -> ``26.1.0.dev83``.
+
+    Hence ``8.0.RC3 < 8.0.0 < 8.1.RC1 < 8.5.0 < 9.1.0-beta.3 < 9.1.0``.
+    Raises :class:`ValueError` for text that fits none of these.
+    """
+    s = text.strip()
+    m = _OLD_SCHEME.match(s)
+    if m:
+        rel, kind, n = m["rel"], m["kind"].upper(), int(m["n"])
+        if kind == "T":
+            return Version(f"{rel}.dev{n}")
+        v = f"{rel}rc{n}"
+        if m["pre"]:
+            v += f".dev{int(m['pn'])}"
+        elif m["post"]:
+            v += f".post{int(m['post'])}"
+        return Version(v)
+    m = _DRIVER_BUILD.match(s)
+    if m:
+        return Version(f"{m['rel']}.dev{int(m['n'])}")
+    m = _NEW_SCHEME.match(s)
+    if m:
+        v = m["rel"]
+        if m["pre"]:
+            v += _PRE[m["pre"].lower()] + str(int(m["pn"]) if m["pn"] else 0)
+        return Version(v)
+    try:
+        return Version(s)
+    except InvalidVersion:
+        raise ValueError(f"unrecognised CANN version string {text!r}") from None
+
+
+# --------------------------------------------------------------- backend_info
+@dataclass(frozen=True)
+class BackendInfo:
+    """What :func:`backend_info` reports about the loaded library."""
+
+    backend: Literal["real", "mock"]
+    path: str
+    found_via: str
+    cann_version: str | None
+    """The raw version string (``None`` if it could not be determined)."""
+    version: Version | None
+    """``cann_version`` parsed by :func:`parse_cann_version`."""
+    version_source: str
+    symbols: Mapping[str, bool] = field(repr=False)
+    """Every binding function -> resolved in the loaded library(ies)."""
+    libraries: Mapping[str, str | None] = field(repr=False)
+    """Library file name -> path that was loaded (``None`` if absent)."""
+    attempts: tuple[Attempt, ...] = field(default=(), repr=False)
+
+    def supports(self, name: str) -> bool:
+        """True if the loaded library exports the function ``name``."""
+        return bool(self.symbols.get(name, False))
+
+    def cann_at_least(self, version: str) -> bool:
+        """True if the CANN version is known and ``>= version`` (any CANN scheme)."""
+        if self.version is None:
+            return False
+        return self.version >= parse_cann_version(version)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(sorted(n for n, ok in self.symbols.items() if not ok))
+
+
+def _version_from_files(lib_path: str) -> tuple[str | None, str]:
+    """Look for ``share/info/runtime/version.info`` walking up from the library (like
+    ``aclGetCannAttribute``), then ``*install.info`` files."""
+    d = Path(os.path.realpath(lib_path)).parent
+    for _ in range(8):
+        for rel in ("share/info/runtime/version.info", "runtime/version.info", "version.info"):
+            f = d / rel
+            if f.is_file():
+                try:
+                    for line in f.read_text(errors="replace").splitlines():
+                        if line.strip().lower().startswith("version="):
+                            return line.split("=", 1)[1].strip(), str(f)
+                except OSError:
+                    pass
+        if d.parent == d:
+            break
+        d = d.parent
+    return None, ""
+
+
+_info_lock = threading.Lock()
+_info: BackendInfo | None = None
+
+
+def backend_info() -> BackendInfo:
+    """Load the library if needed and report backend, path, CANN version and symbols."""
+    global _info
+    with _info_lock:
+        if _info is not None:
+            return _info
+        from . import lowlevel  # same floor; imported lazily to avoid a cycle
+
+        lowlevel.load()
+        sel = lowlevel.selection()
+        version, source = lowlevel.cann_version_from_library()
+        if version is None:
+            version, source = _version_from_files(sel.path)
+        parsed: Version | None = None
+        if version:
+            try:
+                parsed = parse_cann_version(version)
+            except ValueError:
+                parsed = None
+        backend: Literal["real", "mock"] = "mock" if lowlevel.is_mock_library() else sel.backend
+        _info = BackendInfo(
+            backend=backend,
+            path=sel.path,
+            found_via=sel.found_via,
+            cann_version=version,
+            version=parsed,
+            version_source=source or "unknown",
+            symbols={n: ok for n, (ok, _lib) in lowlevel.symbols().items()},
+            libraries=lowlevel.loaded_libraries(),
+            attempts=sel.attempts,
+        )
+        return _info

@@ -1,0 +1,335 @@
+"""The raw layer: every AscendCL function, 1:1, as fast as cffi allows.
+
+Usage::
+
+    from pyacl_rt import lowlevel as ll
+
+    s = ll.scratch()                        # per-thread preallocated out-parameters
+    rc = ll.aclrtSetDevice(0)
+    if rc:
+        ll.check(rc, "aclrtSetDevice")      # raises the matching pyacl_rt.errors class
+    rc = ll.aclrtGetDevice(s.i32)
+    device = s.i32[0]
+    rc = ll.aclrtCreateStream(s.uptr)
+    stream = s.uptr[0]                      # handles are plain ints (uintptr_t)
+
+Contract:
+
+* **Calls return the C result unchanged** (``aclError`` as an int, ``uintptr_t`` for
+  pointers and handles, ``const char *`` as cdata). Nothing raises on a nonzero code:
+  call :func:`check` (it reads ``aclGetRecentErrMsg`` at once, on the failing thread).
+* **Loading**: the first access to a function attribute (or :data:`lib`) calls
+  :func:`load`, which asks :mod:`pyacl_rt._loader` which library to use, ``dlopen``\\ s
+  it once (plus libmsprofiler.so / libascend_dump.so next to it, when present) and
+  resolves every symbol into the C dispatch table. After that, for each *resolved*
+  function ``lowlevel.NAME is lowlevel.lib.NAME`` (the raw cffi builtin: no Python
+  wrapper on the hot path). For a function the loaded library lacks, ``lowlevel.NAME``
+  is a stub that raises :class:`~pyacl_rt.errors.FunctionNotFoundError` naming the
+  function and the library; calling it through ``lowlevel.lib`` instead returns
+  :data:`MISSING_SYMBOL` (-1) for ``aclError`` functions (0/NULL otherwise), which
+  :func:`check` turns into the same exception.
+* **GIL**: cffi releases the GIL around every call (``Py_BEGIN_ALLOW_THREADS`` in the
+  generated wrapper), so blocking calls (``aclrtSynchronizeStream``,
+  ``aclrtProcessReport``, ``aclrtMemcpy`` ...) let other Python threads run.
+* **No per-call allocation**: pass ints for handles/pointers and the arrays of
+  :func:`scratch` for out-parameters.
+* ``aclAppLog`` is bound with a fixed signature ``(level, func, file, line, message)``;
+  the message is logged literally (the wrapper passes it through ``"%s"``).
+
+Floor 2: imports only floor-1 modules and :mod:`pyacl_rt._loader`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from . import _loader
+from ._abi_data import BINDING_FUNCTIONS
+from .errors import FunctionNotFoundError, LibraryNotFoundError, error_from_code
+
+try:
+    from ._lowlevel_cffi import ffi
+    from ._lowlevel_cffi import lib as _lib
+except ImportError as exc:  # pragma: no cover - only in an unbuilt checkout
+    raise ImportError(
+        "pyacl_rt._lowlevel_cffi is not built: install the package with `pip install .` "
+        "(or `pip install -e .` in a checkout), which compiles it"
+    ) from exc
+
+__all__ = [
+    "HOT_PATHS",
+    "LIBRARIES",
+    "MISSING_SYMBOL",
+    "Scratch",
+    "check",
+    "ffi",
+    "function_names",
+    "is_loaded",
+    "is_mock_library",
+    "load",
+    "loaded_libraries",
+    "register_hot_path",
+    "scratch",
+    "selection",
+    "symbols",
+]
+
+#: Returned by an ``aclError`` function of :data:`lib` whose symbol is missing.
+MISSING_SYMBOL: int = -1
+
+#: The libraries the dispatch table resolves from, in table order.
+LIBRARIES: tuple[str, ...] = ("libascendcl.so", "libmsprofiler.so", "libascend_dump.so")
+
+_FUNCS: dict[str, Any] = {f.name: f for f in BINDING_FUNCTIONS}
+_INDEX: dict[str, int] = {}
+_load_lock = threading.RLock()
+_selection: _loader.LibrarySelection | None = None
+_lib_paths: dict[str, str | None] = {}
+
+
+def function_names() -> tuple[str, ...]:
+    """Every function of the binding (whether or not the loaded library has it)."""
+    return tuple(_FUNCS)
+
+
+# ------------------------------------------------------------------- loading
+def _missing_stub(name: str, library: str) -> Callable[..., NoReturn]:
+    def missing(*args: object, **kwargs: object) -> NoReturn:
+        raise FunctionNotFoundError(name, library)
+
+    missing.__name__ = name
+    missing.__qualname__ = name
+    missing.__doc__ = (
+        f"{name} is not exported by {library}: calling it raises FunctionNotFoundError."
+    )
+    return missing
+
+
+def _library_label(libname: str) -> str:
+    path = _lib_paths.get(libname)
+    if path:
+        return path
+    main = _lib_paths.get(LIBRARIES[0]) or "?"
+    return f"{libname} (not found next to {main}; symbol also absent from libascendcl.so)"
+
+
+def load(path: str | None = None) -> _loader.LibrarySelection:
+    """Load the library once (idempotent) and bind every function as a module attribute.
+
+    ``path`` (absolute) forces a library instead of the loader's choice; it must agree
+    with the library already loaded if called again.
+    Raises :class:`~pyacl_rt.errors.LibraryNotFoundError`.
+    """
+    global _selection
+    sel = _selection
+    if sel is not None and path is None:
+        return sel
+    with _load_lock:
+        if _selection is not None:
+            if path is not None and os.path.realpath(path) != os.path.realpath(_selection.path):
+                raise LibraryNotFoundError(
+                    f"cannot load {path}: {_selection.path} is already loaded in this process "
+                    "(a library is loaded once and never unloaded)",
+                    searched=[path],
+                )
+            return _selection
+        sel = _loader.select_library(path)
+        d = os.path.dirname(sel.path)
+        paths = [sel.path]
+        for companion in LIBRARIES[1:]:
+            cand = os.path.join(d, companion)
+            paths.append(cand if os.path.isfile(cand) else "")
+        c_paths = [ffi.new("char[]", p.encode()) for p in paths]
+        arr = ffi.new("const char *[]", c_paths)
+        err = ffi.new("char[1024]")
+        rc = _lib.pyacl_lowlevel_load(arr, len(paths), err, len(err))
+        if rc < 0:
+            raise LibraryNotFoundError(
+                f"failed to load {sel.path} (chosen via {sel.found_via}): "
+                + ffi.string(err).decode(errors="replace"),
+                searched=[str(a) for a in sel.attempts] or [sel.path],
+                backend=sel.backend,
+            )
+        for i, libname in enumerate(LIBRARIES):
+            _lib_paths[libname] = paths[i] if _lib.pyacl_lowlevel_handle(i) else None
+        g = globals()
+        for i in range(_lib.pyacl_lowlevel_count()):
+            name = ffi.string(_lib.pyacl_lowlevel_name(i)).decode()
+            _INDEX[name] = i
+            if _lib.pyacl_lowlevel_resolved(i):
+                g[name] = getattr(_lib, name)
+            else:
+                g[name] = _missing_stub(
+                    name, _library_label(LIBRARIES[_lib.pyacl_lowlevel_lib_index(i)])
+                )
+        g["lib"] = _lib
+        _selection = sel
+        return sel
+
+
+def is_loaded() -> bool:
+    """True once :func:`load` succeeded in this process."""
+    return _selection is not None
+
+
+def selection() -> _loader.LibrarySelection:
+    """How the loaded library was chosen (loads it if needed)."""
+    return load()
+
+
+def loaded_libraries() -> dict[str, str | None]:
+    """Library file name -> path actually loaded (``None`` when absent)."""
+    load()
+    return dict(_lib_paths)
+
+
+def symbols() -> dict[str, tuple[bool, str]]:
+    """Inspector: every binding function -> ``(resolved, library file name)``."""
+    load()
+    out: dict[str, tuple[bool, str]] = {}
+    for name, i in _INDEX.items():
+        out[name] = (
+            bool(_lib.pyacl_lowlevel_resolved(i)),
+            LIBRARIES[_lib.pyacl_lowlevel_lib_index(i)],
+        )
+    return out
+
+
+def is_mock_library() -> bool:
+    """True if the loaded libascendcl.so is mock_libascendcl (exports ``aclmockGetStat``)."""
+    load()
+    return bool(_lib.pyacl_lowlevel_dlsym(0, b"aclmockGetStat"))
+
+
+def library_handle(index: int = 0) -> int:
+    """The ``dlopen`` handle of :data:`LIBRARIES` ``[index]`` (0 if not loaded)."""
+    load()
+    return int(_lib.pyacl_lowlevel_handle(index))
+
+
+# -------------------------------------------------------------------- errors
+def recent_error_message() -> str | None:
+    """``aclGetRecentErrMsg()`` of the calling thread (reading clears it), or None."""
+    if not _lib.pyacl_lowlevel_resolved(_INDEX.get("aclGetRecentErrMsg", -1)):
+        return None
+    p = _lib.aclGetRecentErrMsg()
+    if p == ffi.NULL:
+        return None
+    text = str(ffi.string(p).decode("utf-8", errors="replace"))
+    return text or None
+
+
+def check(rc: int, func: str) -> None:
+    """Raise the pyacl_rt exception for a nonzero ``aclError`` ``rc`` of ``func``.
+
+    Reads ``aclGetRecentErrMsg`` immediately, on this (the failing) thread. A
+    :data:`MISSING_SYMBOL` result of a missing function raises FunctionNotFoundError.
+    """
+    if rc == 0:
+        return
+    if rc == MISSING_SYMBOL:
+        idx = _lib.pyacl_lowlevel_take_missing()
+        if idx >= 0:
+            name = ffi.string(_lib.pyacl_lowlevel_name(idx)).decode()
+            raise FunctionNotFoundError(
+                name, _library_label(LIBRARIES[_lib.pyacl_lowlevel_lib_index(idx)])
+            )
+    raise error_from_code(rc, function=func, recent_message=recent_error_message())
+
+
+def take_missing() -> str | None:
+    """Name of the last missing function called through :data:`lib` on this thread
+    (and clear it), or None. For functions whose sentinel (0/NULL) is ambiguous."""
+    idx = _lib.pyacl_lowlevel_take_missing()
+    if idx < 0:
+        return None
+    return str(ffi.string(_lib.pyacl_lowlevel_name(idx)).decode())
+
+
+# ------------------------------------------------------------------- scratch
+class Scratch:
+    """Preallocated out-parameter arrays of one thread (each a cdata ``T[4]``).
+
+    Pass ``s.i32`` where C wants ``int32_t *`` and read ``s.i32[0]`` after the call.
+    Never share one thread's scratch with another thread; never keep a reference to
+    the values' storage across calls (the next call overwrites it).
+    """
+
+    __slots__ = ("f32", "i32", "i64", "size", "u32", "u64", "uptr")
+
+    def __init__(self) -> None:
+        self.i32: Any = ffi.new("int32_t[4]")
+        self.u32: Any = ffi.new("uint32_t[4]")
+        self.i64: Any = ffi.new("int64_t[4]")
+        self.u64: Any = ffi.new("uint64_t[4]")
+        self.uptr: Any = ffi.new("uintptr_t[4]")
+        self.size: Any = ffi.new("size_t[4]")
+        self.f32: Any = ffi.new("float[4]")
+
+
+class _ScratchLocal(threading.local):
+    def __init__(self) -> None:
+        self.scratch = Scratch()
+
+
+_tls = _ScratchLocal()
+
+
+def scratch() -> Scratch:
+    """The calling thread's :class:`Scratch` (created on first use in each thread)."""
+    return _tls.scratch
+
+
+# ------------------------------------------------------------------ versions
+def cann_version_from_library() -> tuple[str | None, str]:
+    """``(version string, source)`` asked from the loaded library itself, or (None, "")."""
+    load()
+    if _lib.pyacl_lowlevel_resolved(_INDEX["aclsysGetCANNVersion"]):
+        v = ffi.new("aclCANNPackageVersion *")
+        rc = _lib.aclsysGetCANNVersion(0, v)  # ACL_PKG_NAME_CANN
+        if rc == 0:
+            text = ffi.string(v.version).decode(errors="replace").strip()
+            if text:
+                return text, "aclsysGetCANNVersion(ACL_PKG_NAME_CANN)"
+        else:
+            # Consume the failure so it does not leak into the caller's next error.
+            recent_error_message()
+            if _lib.pyacl_lowlevel_resolved(_INDEX.get("aclrtGetLastError", -1)):
+                _lib.aclrtGetLastError(0)  # ACL_RT_THREAD_LEVEL
+    addr = _lib.pyacl_lowlevel_dlsym(0, b"aclmockGetCannVersion")
+    if addr:
+        fn = ffi.cast("const char *(*)(void)", addr)
+        p = fn()
+        if p != ffi.NULL:
+            return ffi.string(p).decode(errors="replace"), "aclmockGetCannVersion()"
+    return None, ""
+
+
+# ------------------------------------------------------------ hot-path hook
+#: Name -> callable registered by higher floors for Pythonic fast paths
+#: (see :func:`register_hot_path`). The raw functions themselves never change.
+HOT_PATHS: dict[str, Callable[..., Any]] = {}
+
+
+def register_hot_path(name: str, fn: Callable[..., Any]) -> None:
+    """Register a Pythonic hot path (e.g. ``"get_device"`` -> a closure over the raw
+    function and a scratch array) so that higher layers and the benchmark
+    (scripts/bench_overhead.py) can find and measure it. Does not alter :data:`lib`."""
+    HOT_PATHS[name] = fn
+
+
+# --------------------------------------------------------- lazy attributes
+def __getattr__(name: str) -> Any:
+    # Called only for names not yet in the module dict: before load(), every binding
+    # function and ``lib`` trigger the (idempotent) load, which binds them all.
+    if name in _FUNCS or name == "lib":
+        load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_FUNCS) | {"lib"})

@@ -1,0 +1,268 @@
+"""The mock runtime bundled with pyacl_rt: build flags for C/C++ users and test controls.
+
+Command line, in the spirit of ``pkg-config``::
+
+    python -m pyacl_rt.mock --cflags        # -I<pkg>/_mock/include
+    python -m pyacl_rt.mock --libs          # -L<lib> -Wl,-rpath,<lib> -lascendcl
+    python -m pyacl_rt.mock --include-dir   # <pkg>/_mock/include
+    python -m pyacl_rt.mock --lib-dir       # <pkg>/_mock/lib
+    python -m pyacl_rt.mock --cmake-prefix  # <pkg>/_mock (for CMAKE_PREFIX_PATH)
+
+so that ``cc prog.c $(python -m pyacl_rt.mock --cflags --libs)`` builds a CANN program
+against the mock and runs it without any environment setup.
+
+:class:`MockControl` drives the mock's own ``aclmock*`` introspection API (see
+``include/acl/acl_mock.h``) through ctypes on the library pyacl_rt has loaded: live object
+counts per device, fault injection, device loss, and the leak report. It refuses to work
+when the loaded library is the real CANN runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._loader import bundled_mock_dir
+
+__all__ = [
+    "ALL_DEVICES",
+    "REPORT_LAST_FINALIZE",
+    "REPORT_NOW",
+    "STATS",
+    "MockControl",
+    "cflags",
+    "include_dir",
+    "lib_dir",
+    "libs",
+    "main",
+    "mock_control",
+    "prefix",
+]
+
+#: aclmockStat values (acl_mock.h), by the names MockControl.counts() reports.
+STATS: dict[str, int] = {
+    "contexts": 0,
+    "streams": 1,
+    "events": 2,
+    "allocations": 3,
+    "bytes": 4,
+    "host_allocations": 5,
+    "host_bytes": 6,
+}
+ALL_DEVICES = -1
+REPORT_NOW = 0
+REPORT_LAST_FINALIZE = 1
+
+
+# -------------------------------------------------------------- build flags
+def prefix() -> Path:
+    """Install prefix of the bundled mock (``include/`` and ``lib/`` below it)."""
+    return bundled_mock_dir()
+
+
+def include_dir() -> Path:
+    return prefix() / "include"
+
+
+def lib_dir() -> Path:
+    return prefix() / "lib"
+
+
+def cflags() -> list[str]:
+    """Compiler flags: the include directory (``#include "acl/acl.h"``)."""
+    return [f"-I{include_dir()}"]
+
+
+def libs() -> list[str]:
+    """Linker flags: ``-L``, an rpath (so the program runs without LD_LIBRARY_PATH) and
+    ``-lascendcl``. Add ``-lmsprofiler`` / ``-lascend_dump`` yourself when needed."""
+    d = lib_dir()
+    return [f"-L{d}", f"-Wl,-rpath,{d}", "-lascendcl"]
+
+
+def _check_built() -> None:
+    missing = [
+        p
+        for p in (include_dir() / "acl" / "acl.h", lib_dir() / "libascendcl.so")
+        if not p.is_file()
+    ]
+    if missing:
+        raise SystemExit(
+            "pyacl_rt.mock: the bundled mock is not built (missing "
+            + ", ".join(map(str, missing))
+            + "); reinstall pyacl_rt with `pip install .` or `pip install -e .`"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pyacl_rt.mock",
+        description="Print build flags and paths of the mock libascendcl bundled with pyacl_rt.",
+    )
+    parser.add_argument("--cflags", action="store_true", help="compiler flags (-I...)")
+    parser.add_argument("--libs", action="store_true", help="linker flags (-L... -lascendcl)")
+    parser.add_argument("--include-dir", action="store_true", help="the include directory")
+    parser.add_argument("--lib-dir", action="store_true", help="the library directory")
+    parser.add_argument(
+        "--cmake-prefix", action="store_true", help="prefix to add to CMAKE_PREFIX_PATH"
+    )
+    args = parser.parse_args(argv)
+    _check_built()
+    out: list[str] = []
+    if args.cflags:
+        out += cflags()
+    if args.libs:
+        out += libs()
+    if args.include_dir:
+        out.append(str(include_dir()))
+    if args.lib_dir:
+        out.append(str(lib_dir()))
+    if args.cmake_prefix:
+        out.append(str(prefix()))
+    if not out:
+        parser.print_help(sys.stderr)
+        return 2
+    print(" ".join(out))
+    return 0
+
+
+# ------------------------------------------------------------ MockControl
+class MockControl:
+    """ctypes access to the ``aclmock*`` API of the mock library pyacl_rt has loaded.
+
+    Obtain it with :func:`mock_control`. All methods are thread-safe (the C API is).
+    """
+
+    def __init__(self, path: str) -> None:
+        # RTLD_NOLOAD-like: the library is already loaded by pyacl_rt.lowlevel, so this
+        # returns the same handle (same state) rather than a second copy.
+        self.path = path
+        self._dll = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        if not hasattr(self._dll, "aclmockGetStat"):
+            raise RuntimeError(f"{path} is not mock_libascendcl (no aclmockGetStat symbol)")
+        d = self._dll
+        d.aclmockGetStat.restype = ctypes.c_int64
+        d.aclmockGetStat.argtypes = (ctypes.c_int32, ctypes.c_int)
+        d.aclmockGetLeakReport.restype = ctypes.c_int
+        d.aclmockGetLeakReport.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int)
+        d.aclmockInjectFault.restype = ctypes.c_int
+        d.aclmockInjectFault.argtypes = (ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int)
+        d.aclmockClearFaults.restype = None
+        d.aclmockClearFaults.argtypes = ()
+        d.aclmockGetFaultHits.restype = ctypes.c_uint32
+        d.aclmockGetFaultHits.argtypes = (ctypes.c_char_p,)
+        d.aclmockSetDeviceLost.restype = ctypes.c_int
+        d.aclmockSetDeviceLost.argtypes = (ctypes.c_int32, ctypes.c_int)
+        d.aclmockGetDeviceLost.restype = ctypes.c_int
+        d.aclmockGetDeviceLost.argtypes = (ctypes.c_int32,)
+        d.aclmockGetConfig.restype = ctypes.c_int64
+        d.aclmockGetConfig.argtypes = (ctypes.c_int,)
+        d.aclmockGetSocName.restype = ctypes.c_char_p
+        d.aclmockGetSocName.argtypes = ()
+        d.aclmockGetCannVersion.restype = ctypes.c_char_p
+        d.aclmockGetCannVersion.argtypes = ()
+        d.aclmockGetPhysicalDevice.restype = ctypes.c_int32
+        d.aclmockGetPhysicalDevice.argtypes = (ctypes.c_int32,)
+
+    # ---- counts
+    def stat(self, which: str, device: int = ALL_DEVICES) -> int:
+        """Live count of ``which`` (a key of :data:`STATS`) on ``device`` (-1 = total)."""
+        if which not in STATS:
+            raise ValueError(f"unknown stat {which!r}; expected one of {', '.join(STATS)}")
+        v = int(self._dll.aclmockGetStat(device, STATS[which]))
+        if v < 0:
+            raise ValueError(f"invalid device id {device} for the mock")
+        return v
+
+    def counts(self, device: int = ALL_DEVICES) -> dict[str, int]:
+        """Every live count for ``device`` (-1 = all devices plus host-side objects)."""
+        return {name: self.stat(name, device) for name in STATS}
+
+    @property
+    def device_count(self) -> int:
+        """Visible devices (after ASCEND_RT_VISIBLE_DEVICES)."""
+        return int(self._dll.aclmockGetConfig(1))
+
+    @property
+    def soc_name(self) -> str:
+        return (self._dll.aclmockGetSocName() or b"").decode()
+
+    @property
+    def cann_version(self) -> str:
+        return (self._dll.aclmockGetCannVersion() or b"").decode()
+
+    def config(self, key: int) -> int:
+        """Raw ``aclmockGetConfig(key)`` (see acl_mock.h for the keys)."""
+        return int(self._dll.aclmockGetConfig(key))
+
+    # ---- faults
+    def inject_fault(self, func: str, code: int, nth: int = 1) -> None:
+        """Make the ``nth`` next call of ``func`` fail with ``code`` (nth=0: every call)."""
+        if nth < 0:
+            raise ValueError("nth must be >= 0")
+        if code == 0:
+            raise ValueError("code must be nonzero")
+        rc = self._dll.aclmockInjectFault(func.encode(), nth, code)
+        if rc != 0:
+            raise ValueError(f"aclmockInjectFault({func!r}, {nth}, {code}) refused (rc={rc})")
+
+    def clear_faults(self) -> None:
+        self._dll.aclmockClearFaults()
+
+    def fault_hits(self, func: str) -> int:
+        return int(self._dll.aclmockGetFaultHits(func.encode()))
+
+    # ---- device loss
+    def set_device_lost(self, device: int, code: int = 507010) -> None:
+        """Mark ``device`` lost: every later call on it fails with sticky ``code``
+        (default ACL_ERROR_RT_LOST_HEARTBEAT); ``code=0`` revives it."""
+        rc = self._dll.aclmockSetDeviceLost(device, code)
+        if rc != 0:
+            raise ValueError(f"aclmockSetDeviceLost({device}, {code}) refused (rc={rc})")
+
+    def device_lost(self, device: int) -> int:
+        """The sticky code of a lost device, 0 if healthy."""
+        return int(self._dll.aclmockGetDeviceLost(device))
+
+    def physical_device(self, device: int) -> int:
+        return int(self._dll.aclmockGetPhysicalDevice(device))
+
+    # ---- leaks
+    def leak_report(self, when: int = REPORT_NOW) -> str:
+        """Human-readable report of live objects (``REPORT_NOW``) or of those alive at the
+        last ``aclFinalize`` (``REPORT_LAST_FINALIZE``)."""
+        n = int(self._dll.aclmockGetLeakReport(None, 0, when))
+        if n < 0:
+            raise ValueError(f"invalid report kind {when}")
+        buf = ctypes.create_string_buffer(n + 1)
+        self._dll.aclmockGetLeakReport(buf, n + 1, when)
+        return buf.value.decode(errors="replace")
+
+
+_control: MockControl | None = None
+
+
+def mock_control() -> MockControl:
+    """The :class:`MockControl` of the loaded library (loads it if needed).
+
+    Raises RuntimeError when the loaded library is not the mock.
+    """
+    global _control
+    if _control is None:
+        from . import lowlevel  # same floor as _loader; imported lazily
+
+        lowlevel.load()
+        if not lowlevel.is_mock_library():
+            raise RuntimeError(
+                f"the loaded library {lowlevel.selection().path} is not the mock: "
+                "MockControl needs PYACL_RT_BACKEND=mock (or the auto fallback)"
+            )
+        _control = MockControl(lowlevel.selection().path)
+    return _control
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through subprocess tests
+    raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""Build script: compiles the bundled mock runtime and the cffi extension.
+
+All metadata lives in pyproject.toml.  ``pip install .`` / ``pip install -e .`` /
+``python -m build`` run build_ext, which first builds mock_libascendcl into
+pyacl_rt/_mock/ (in the source tree for editable installs) and then the cffi
+module pyacl_rt._lowlevel_cffi (declared by pyacl_rt/_lowlevel_build.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from setuptools import find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from build_support.mockbuild import build_mock  # noqa: E402
+
+
+class BuildExtWithMock(build_ext):
+    def run(self) -> None:
+        pkg_dir = ROOT / "pyacl_rt" if self.inplace else Path(self.build_lib) / "pyacl_rt"
+        build_mock(ROOT / "mock_libascendcl", pkg_dir, Path(self.build_temp))
+        super().run()
+
+    def get_outputs(self) -> list[str]:
+        outputs = list(super().get_outputs())
+        base = ROOT / "pyacl_rt" if self.inplace else Path(self.build_lib) / "pyacl_rt"
+        mock = base / "_mock"
+        if mock.exists():
+            outputs += [str(p) for p in mock.rglob("*") if p.is_file()]
+        return outputs
+
+
+setup(
+    packages=find_packages(include=["pyacl_rt", "pyacl_rt.*"]),
+    package_data={"pyacl_rt": ["py.typed", "*.pyi"]},
+    cffi_modules=["pyacl_rt/_lowlevel_build.py:ffibuilder"],
+    cmdclass={"build_ext": BuildExtWithMock},
+    zip_safe=False,
+)
