@@ -25,7 +25,7 @@ class AclFunction(NamedTuple):
 
 
 class BindingFunction(NamedTuple):
-    """A function as the cffi binding declares it (handles and void pointers as uintptr_t)."""
+    """A function as the cffi binding declares it (handles, void * -> uintptr_t)."""
 
     name: str
     restype_binding: str
@@ -6831,7 +6831,7 @@ ERROR_CODES: dict[str, int] = {
 }
 
 ERROR_NAMES: dict[int, str] = {
-    0: "ACL_RT_SUCCESS",
+    0: "ACL_SUCCESS",
     100000: "ACL_ERROR_INVALID_PARAM",
     100001: "ACL_ERROR_UNINITIALIZE",
     100002: "ACL_ERROR_REPEAT_INITIALIZE",
@@ -7221,8 +7221,6 @@ typedef void *(*aclrtAllocatorAllocAdviseFunc)(
     aclrtAllocatorAddr addr);
 typedef void *(*aclrtAllocatorGetAddrFromBlockFunc)(aclrtAllocatorBlock block);
 /* structures */
-typedef struct aclDataBuffer {
-} aclDataBuffer;
 typedef struct acldumpChunk {
     char fileName[4096];
     uint32_t bufLen;
@@ -7245,14 +7243,6 @@ typedef struct acldumpTensorInfo {
     uint64_t shape[25];
     uint64_t originShape[25];
 } acldumpTensorInfo;
-typedef struct aclprofConfig {
-} aclprofConfig;
-typedef struct aclprofAicoreEvents {
-} aclprofAicoreEvents;
-typedef struct aclprofStepInfo {
-} aclprofStepInfo;
-typedef struct aclprofSubscribeConfig {
-} aclprofSubscribeConfig;
 typedef struct aclprofTensor {
     uint32_t type;
     uint32_t format;
@@ -7307,13 +7297,9 @@ typedef struct aclrtErrorInfo {
     int32_t errorType;
     aclrtErrorInfoDetail detail;
 } aclrtErrorInfo;
-typedef struct tagRtGroupInfo {
-} aclrtGroupInfo;
 typedef struct aclrtUuid {
     char bytes[16];
 } aclrtUuid;
-typedef struct aclrtUtilizationExtendInfo {
-} aclrtUtilizationExtendInfo;
 typedef struct aclrtUtilizationInfo {
     int32_t cubeUtilization;
     int32_t vectorUtilization;
@@ -7401,8 +7387,6 @@ typedef struct aclrtPtrAttributes {
     uint32_t pageSize;
     uint32_t rsv[4];
 } aclrtPtrAttributes;
-typedef struct rtExceptionInfo {
-} aclrtExceptionInfo;
 typedef struct {
     int32_t mode;
     uint32_t value;

@@ -64,7 +64,9 @@ HEADER_INCLUDES = {
 }
 HEADER_PURPOSE = {
     "error_codes/rt_error_codes.h": "runtime error codes (ACL_ERROR_RT_* and related), as macros",
-    "error_codes/ge_error_codes.h": "graph-engine error codes (ACL_ERROR_GE_*), as static const uint32_t",
+    "error_codes/ge_error_codes.h": (
+        "graph-engine error codes (ACL_ERROR_GE_*), as static const uint32_t"
+    ),
     "acl_base_rt.h": "base types, handle typedefs, enums and ACL usage error codes",
     "acl_rt.h": "runtime API: devices, contexts, streams, events, memory, callbacks, ...",
     "acl_rt_allocator.h": "external allocator registration API",
@@ -352,10 +354,7 @@ def macro_literal(c: Constant) -> str:
         raise ValueError(f"{c.name}: unsupported macro c_type {c.c_type!r}")
     suffix = MACRO_SUFFIX[base]
     v = c.value
-    if c.comment.startswith("hex") and v >= 0:
-        text = f"0x{v:X}{suffix}"
-    else:
-        text = f"{v}{suffix}"
+    text = f"0x{v:X}{suffix}" if c.comment.startswith("hex") and v >= 0 else f"{v}{suffix}"
     if v < 0:
         return f"({text})"
     return text
@@ -503,12 +502,12 @@ class HeaderGen:
                 for w in type_words(f.c_type):
                     for cand in (w, f"struct {w}", f"union {w}"):
                         if cand in names and cand != s.name:
-                            visit(self.t.structs[cand], stack + (s.name,))
+                            visit(self.t.structs[cand], (*stack, s.name))
                     if w == "Message":
                         for inner in self.t.structs["union Message"].fields:
                             for w2 in type_words(inner.c_type):
                                 if w2 in names:
-                                    visit(self.t.structs[w2], stack + (s.name,))
+                                    visit(self.t.structs[w2], (*stack, s.name))
             done.add(s.name)
             order.append(s)
 
@@ -582,7 +581,8 @@ class HeaderGen:
         if s.name == "dim3":
             lines.append("#ifdef __cplusplus\n")
             lines.append(
-                "    dim3(uint32_t vx = 1U, uint32_t vy = 1U, uint32_t vz = 1U) : x(vx), y(vy), z(vz) {}\n"
+                "    dim3(uint32_t vx = 1U, uint32_t vy = 1U, uint32_t vz = 1U)\n"
+                "        : x(vx), y(vy), z(vz) {}\n"
             )
             lines.append("#endif\n")
         lines.append("};\n" if plain else f"}} {s.name};\n")
@@ -598,7 +598,7 @@ class HeaderGen:
             attrs.append(f'ACLMOCK_DEPRECATED("{f.name} is deprecated")')
         if f.weak:
             attrs.append("ACLMOCK_WEAK")
-        pre = " ".join(attrs + [vis])
+        pre = " ".join([*attrs, vis])
         ret = f.restype
         sep = "" if ret.endswith("*") else " "
         return f"{pre} {ret}{sep}{f.name}({f.proto_params()});\n"
@@ -677,7 +677,8 @@ class HeaderGen:
             for s in structs:
                 if prof_block and not opened and s.name in PROF_GUARDED:
                     out.append(
-                        "\n#ifndef ACL_PROF_TENSOR_INFO_DEFINED\n#define ACL_PROF_TENSOR_INFO_DEFINED\n"
+                        "\n#ifndef ACL_PROF_TENSOR_INFO_DEFINED\n"
+                        "#define ACL_PROF_TENSOR_INFO_DEFINED\n"
                     )
                     opened = True
                 out.append("\n" + self._struct(s))
@@ -764,9 +765,10 @@ def gen_unsupported(t: Tables, lib: str) -> str:
     out = [
         c_comment_block(
             [
-                f"Functions of {lib} that need Ascend hardware: exported with the exact prototype,",
-                "they record ACL_ERROR_RT_FEATURE_NOT_SUPPORT (the thread's last error and recent",
-                "message, through aclmockSetError) and return it, or NULL / 0 for other return types.",
+                f"Functions of {lib} that need Ascend hardware: exported with the exact",
+                "prototype, they record ACL_ERROR_RT_FEATURE_NOT_SUPPORT (the thread's last",
+                "error and recent message, through aclmockSetError) and return it, or",
+                "NULL / 0 for other return types.",
                 "",
                 GEN_NOTE,
             ]
@@ -787,7 +789,10 @@ def gen_unsupported(t: Tables, lib: str) -> str:
         out.append(f"{ret}{sep}{f.name}({f.proto_params()})\n{{\n")
         for p in f.params:
             out.append(f"    (void){p.name};\n")
-        call = f'aclmockSetError("{f.name}", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,\n                           "{msg}")'
+        call = (
+            f'aclmockSetError("{f.name}", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,\n'
+            f'                           "{msg}")'
+        )
         if ret == "aclError":
             out.append(f"    return {call};\n")
         else:
@@ -880,13 +885,15 @@ def gen_abi_c(t: Tables) -> str:
             n += 1
             if f.size or not f.c_type.endswith("[0]"):
                 out.append(
-                    f'CHECK(sizeof((({T} *)0)->{f.name}) == {f.size}, "sizeof {s.name}.{f.name}");\n'
+                    f"CHECK(sizeof((({T} *)0)->{f.name}) == {f.size}, "
+                    f'"sizeof {s.name}.{f.name}");\n'
                 )
                 n += 1
             ft = _c_field_type(s, f)
             if ft is not None:
                 out.append(
-                    f'CHECK(SAME(__typeof__((({T} *)0)->{f.name}), {ft}), "type {s.name}.{f.name}");\n'
+                    f"CHECK(SAME(__typeof__((({T} *)0)->{f.name}), {ft}), "
+                    f'"type {s.name}.{f.name}");\n'
                 )
                 n += 1
     out.append("\n/* ---- functions */\n")
@@ -904,11 +911,13 @@ def gen_abi_c(t: Tables) -> str:
             lit = f"{c.value}U" if "uint32_t" in c.c_type else str(c.value)
             out.append(
                 f"    checked++;\n    if ({c.name} != {lit}) {{\n"
-                f'        fprintf(stderr, "mismatch: {c.name} = %lld, expected {c.value}\\n", (long long){c.name});\n'
+                f'        fprintf(stderr, "mismatch: {c.name} = %lld, expected {c.value}\\n",\n'
+                f"                (long long){c.name});\n"
                 "        bad++;\n    }\n"
             )
     out.append(
-        '    printf("abi_conformance (C): %d compile-time checks passed, %d static-const values checked, '
+        '    printf("abi_conformance (C): %d compile-time checks passed, "\n'
+        '           "%d static-const values checked, '
         '%d mismatches\\n", COMPILE_TIME_CHECKS, checked, bad);\n'
         "    return bad == 0 ? 0 : 1;\n}\n"
     )
@@ -919,8 +928,9 @@ def gen_abi_cpp(t: Tables) -> str:
     out = [
         c_comment_block(
             [
-                "ABI conformance test (C++11): exact types (std::is_same) of every function pointer,",
-                "enum constant, macro, static const error code and struct field, from the reference tables.",
+                "ABI conformance test (C++11): exact types (std::is_same) of every function",
+                "pointer, enum constant, macro, static const error code and struct field, from",
+                "the reference tables.",
                 "",
                 GEN_NOTE,
             ]
@@ -998,7 +1008,8 @@ def gen_abi_cpp(t: Tables) -> str:
     for fn in t.functions:
         out.append(f"typedef {fn.restype} (*expect_{fn.name}_t)({fn.type_params()});\n")
         out.append(
-            f'static_assert(SAME(decltype(&{fn.name}), expect_{fn.name}_t), "prototype {fn.name}");\n'
+            f"static_assert(SAME(decltype(&{fn.name}), expect_{fn.name}_t), "
+            f'"prototype {fn.name}");\n'
         )
         n += 1
     out.append(
@@ -1111,7 +1122,7 @@ def gen_abi_data(t: Tables) -> str:
         "",
         "",
         "class BindingFunction(NamedTuple):",
-        '    """A function as the cffi binding declares it (handles and void pointers as uintptr_t)."""',
+        '    """A function as the cffi binding declares it (handles, void * -> uintptr_t)."""',
         "",
         "    name: str",
         "    restype_binding: str",
@@ -1187,7 +1198,9 @@ def py_multiline(text: str) -> str:
 def error_names(t: Tables) -> dict[int, str]:
     def rank(c: Constant) -> tuple[int, int, int]:
         deprecated = 1 if "deprecated" in c.comment else 0
-        if c.name.startswith("ACL_ERROR_RT_"):
+        if c.name == "ACL_SUCCESS":
+            fam = -1
+        elif c.name.startswith("ACL_ERROR_RT_"):
             fam = 0
         elif c.name.startswith("ACL_ERROR_GE_"):
             fam = 3
@@ -1208,12 +1221,12 @@ def error_names(t: Tables) -> dict[int, str]:
 
 
 def binding_struct_closure(t: Tables) -> list[Struct]:
-    """Defined structs reachable from binding signatures by pointer or by value, in dependency order."""
+    """Defined structs reachable from the binding signatures, in dependency order."""
     needed: list[str] = []
     seen: set[str] = set()
 
     def visit(name: str) -> None:
-        if name in seen or name not in t.structs:
+        if name in seen or name not in t.structs or t.structs[name].opaque:
             return
         seen.add(name)
         s = t.structs[name]
@@ -1334,7 +1347,8 @@ def cdef_struct(s: Struct, t: Tables) -> str:
             i += 1
             continue
         if f.c_type.endswith("[0]"):
-            # cffi has no zero-length arrays: an open array keeps offsets and is only ever used by pointer
+            # cffi has no zero-length arrays: an open array keeps the offsets
+            # (the struct is only ever used by pointer)
             lines.append("    " + ftype(f.c_type.replace("[0]", "[]"), f.name) + ";")
             i += 1
             continue

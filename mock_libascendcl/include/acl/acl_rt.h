@@ -852,7 +852,8 @@ typedef struct dim3 {
     uint32_t y;
     uint32_t z;
 #ifdef __cplusplus
-    dim3(uint32_t vx = 1U, uint32_t vy = 1U, uint32_t vz = 1U) : x(vx), y(vy), z(vz) {}
+    dim3(uint32_t vx = 1U, uint32_t vy = 1U, uint32_t vz = 1U)
+        : x(vx), y(vy), z(vz) {}
 #endif
 } dim3;
 #endif

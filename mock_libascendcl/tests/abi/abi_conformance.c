@@ -3348,549 +3348,659 @@ int main(void)
     int checked = 0;
     checked++;
     if (ACL_ERROR_NONE != 0) {
-        fprintf(stderr, "mismatch: ACL_ERROR_NONE = %lld, expected 0\n", (long long)ACL_ERROR_NONE);
+        fprintf(stderr, "mismatch: ACL_ERROR_NONE = %lld, expected 0\n",
+                (long long)ACL_ERROR_NONE);
         bad++;
     }
     checked++;
     if (ACL_SUCCESS != 0) {
-        fprintf(stderr, "mismatch: ACL_SUCCESS = %lld, expected 0\n", (long long)ACL_SUCCESS);
+        fprintf(stderr, "mismatch: ACL_SUCCESS = %lld, expected 0\n",
+                (long long)ACL_SUCCESS);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_PARAM != 100000) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_PARAM = %lld, expected 100000\n", (long long)ACL_ERROR_INVALID_PARAM);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_PARAM = %lld, expected 100000\n",
+                (long long)ACL_ERROR_INVALID_PARAM);
         bad++;
     }
     checked++;
     if (ACL_ERROR_UNINITIALIZE != 100001) {
-        fprintf(stderr, "mismatch: ACL_ERROR_UNINITIALIZE = %lld, expected 100001\n", (long long)ACL_ERROR_UNINITIALIZE);
+        fprintf(stderr, "mismatch: ACL_ERROR_UNINITIALIZE = %lld, expected 100001\n",
+                (long long)ACL_ERROR_UNINITIALIZE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_REPEAT_INITIALIZE != 100002) {
-        fprintf(stderr, "mismatch: ACL_ERROR_REPEAT_INITIALIZE = %lld, expected 100002\n", (long long)ACL_ERROR_REPEAT_INITIALIZE);
+        fprintf(stderr, "mismatch: ACL_ERROR_REPEAT_INITIALIZE = %lld, expected 100002\n",
+                (long long)ACL_ERROR_REPEAT_INITIALIZE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_FILE != 100003) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_FILE = %lld, expected 100003\n", (long long)ACL_ERROR_INVALID_FILE);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_FILE = %lld, expected 100003\n",
+                (long long)ACL_ERROR_INVALID_FILE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_WRITE_FILE != 100004) {
-        fprintf(stderr, "mismatch: ACL_ERROR_WRITE_FILE = %lld, expected 100004\n", (long long)ACL_ERROR_WRITE_FILE);
+        fprintf(stderr, "mismatch: ACL_ERROR_WRITE_FILE = %lld, expected 100004\n",
+                (long long)ACL_ERROR_WRITE_FILE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_FILE_SIZE != 100005) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_FILE_SIZE = %lld, expected 100005\n", (long long)ACL_ERROR_INVALID_FILE_SIZE);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_FILE_SIZE = %lld, expected 100005\n",
+                (long long)ACL_ERROR_INVALID_FILE_SIZE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_PARSE_FILE != 100006) {
-        fprintf(stderr, "mismatch: ACL_ERROR_PARSE_FILE = %lld, expected 100006\n", (long long)ACL_ERROR_PARSE_FILE);
+        fprintf(stderr, "mismatch: ACL_ERROR_PARSE_FILE = %lld, expected 100006\n",
+                (long long)ACL_ERROR_PARSE_FILE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_FILE_MISSING_ATTR != 100007) {
-        fprintf(stderr, "mismatch: ACL_ERROR_FILE_MISSING_ATTR = %lld, expected 100007\n", (long long)ACL_ERROR_FILE_MISSING_ATTR);
+        fprintf(stderr, "mismatch: ACL_ERROR_FILE_MISSING_ATTR = %lld, expected 100007\n",
+                (long long)ACL_ERROR_FILE_MISSING_ATTR);
         bad++;
     }
     checked++;
     if (ACL_ERROR_FILE_ATTR_INVALID != 100008) {
-        fprintf(stderr, "mismatch: ACL_ERROR_FILE_ATTR_INVALID = %lld, expected 100008\n", (long long)ACL_ERROR_FILE_ATTR_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_FILE_ATTR_INVALID = %lld, expected 100008\n",
+                (long long)ACL_ERROR_FILE_ATTR_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_DUMP_CONFIG != 100009) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_DUMP_CONFIG = %lld, expected 100009\n", (long long)ACL_ERROR_INVALID_DUMP_CONFIG);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_DUMP_CONFIG = %lld, expected 100009\n",
+                (long long)ACL_ERROR_INVALID_DUMP_CONFIG);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_PROFILING_CONFIG != 100010) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_PROFILING_CONFIG = %lld, expected 100010\n", (long long)ACL_ERROR_INVALID_PROFILING_CONFIG);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_PROFILING_CONFIG = %lld, expected 100010\n",
+                (long long)ACL_ERROR_INVALID_PROFILING_CONFIG);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_MODEL_ID != 100011) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_MODEL_ID = %lld, expected 100011\n", (long long)ACL_ERROR_INVALID_MODEL_ID);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_MODEL_ID = %lld, expected 100011\n",
+                (long long)ACL_ERROR_INVALID_MODEL_ID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_DESERIALIZE_MODEL != 100012) {
-        fprintf(stderr, "mismatch: ACL_ERROR_DESERIALIZE_MODEL = %lld, expected 100012\n", (long long)ACL_ERROR_DESERIALIZE_MODEL);
+        fprintf(stderr, "mismatch: ACL_ERROR_DESERIALIZE_MODEL = %lld, expected 100012\n",
+                (long long)ACL_ERROR_DESERIALIZE_MODEL);
         bad++;
     }
     checked++;
     if (ACL_ERROR_PARSE_MODEL != 100013) {
-        fprintf(stderr, "mismatch: ACL_ERROR_PARSE_MODEL = %lld, expected 100013\n", (long long)ACL_ERROR_PARSE_MODEL);
+        fprintf(stderr, "mismatch: ACL_ERROR_PARSE_MODEL = %lld, expected 100013\n",
+                (long long)ACL_ERROR_PARSE_MODEL);
         bad++;
     }
     checked++;
     if (ACL_ERROR_READ_MODEL_FAILURE != 100014) {
-        fprintf(stderr, "mismatch: ACL_ERROR_READ_MODEL_FAILURE = %lld, expected 100014\n", (long long)ACL_ERROR_READ_MODEL_FAILURE);
+        fprintf(stderr, "mismatch: ACL_ERROR_READ_MODEL_FAILURE = %lld, expected 100014\n",
+                (long long)ACL_ERROR_READ_MODEL_FAILURE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_MODEL_SIZE_INVALID != 100015) {
-        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_SIZE_INVALID = %lld, expected 100015\n", (long long)ACL_ERROR_MODEL_SIZE_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_SIZE_INVALID = %lld, expected 100015\n",
+                (long long)ACL_ERROR_MODEL_SIZE_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_MODEL_MISSING_ATTR != 100016) {
-        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_MISSING_ATTR = %lld, expected 100016\n", (long long)ACL_ERROR_MODEL_MISSING_ATTR);
+        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_MISSING_ATTR = %lld, expected 100016\n",
+                (long long)ACL_ERROR_MODEL_MISSING_ATTR);
         bad++;
     }
     checked++;
     if (ACL_ERROR_MODEL_INPUT_NOT_MATCH != 100017) {
-        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_INPUT_NOT_MATCH = %lld, expected 100017\n", (long long)ACL_ERROR_MODEL_INPUT_NOT_MATCH);
+        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_INPUT_NOT_MATCH = %lld, expected 100017\n",
+                (long long)ACL_ERROR_MODEL_INPUT_NOT_MATCH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_MODEL_OUTPUT_NOT_MATCH != 100018) {
-        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_OUTPUT_NOT_MATCH = %lld, expected 100018\n", (long long)ACL_ERROR_MODEL_OUTPUT_NOT_MATCH);
+        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_OUTPUT_NOT_MATCH = %lld, expected 100018\n",
+                (long long)ACL_ERROR_MODEL_OUTPUT_NOT_MATCH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_MODEL_NOT_DYNAMIC != 100019) {
-        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_NOT_DYNAMIC = %lld, expected 100019\n", (long long)ACL_ERROR_MODEL_NOT_DYNAMIC);
+        fprintf(stderr, "mismatch: ACL_ERROR_MODEL_NOT_DYNAMIC = %lld, expected 100019\n",
+                (long long)ACL_ERROR_MODEL_NOT_DYNAMIC);
         bad++;
     }
     checked++;
     if (ACL_ERROR_OP_TYPE_NOT_MATCH != 100020) {
-        fprintf(stderr, "mismatch: ACL_ERROR_OP_TYPE_NOT_MATCH = %lld, expected 100020\n", (long long)ACL_ERROR_OP_TYPE_NOT_MATCH);
+        fprintf(stderr, "mismatch: ACL_ERROR_OP_TYPE_NOT_MATCH = %lld, expected 100020\n",
+                (long long)ACL_ERROR_OP_TYPE_NOT_MATCH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_OP_INPUT_NOT_MATCH != 100021) {
-        fprintf(stderr, "mismatch: ACL_ERROR_OP_INPUT_NOT_MATCH = %lld, expected 100021\n", (long long)ACL_ERROR_OP_INPUT_NOT_MATCH);
+        fprintf(stderr, "mismatch: ACL_ERROR_OP_INPUT_NOT_MATCH = %lld, expected 100021\n",
+                (long long)ACL_ERROR_OP_INPUT_NOT_MATCH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_OP_OUTPUT_NOT_MATCH != 100022) {
-        fprintf(stderr, "mismatch: ACL_ERROR_OP_OUTPUT_NOT_MATCH = %lld, expected 100022\n", (long long)ACL_ERROR_OP_OUTPUT_NOT_MATCH);
+        fprintf(stderr, "mismatch: ACL_ERROR_OP_OUTPUT_NOT_MATCH = %lld, expected 100022\n",
+                (long long)ACL_ERROR_OP_OUTPUT_NOT_MATCH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_OP_ATTR_NOT_MATCH != 100023) {
-        fprintf(stderr, "mismatch: ACL_ERROR_OP_ATTR_NOT_MATCH = %lld, expected 100023\n", (long long)ACL_ERROR_OP_ATTR_NOT_MATCH);
+        fprintf(stderr, "mismatch: ACL_ERROR_OP_ATTR_NOT_MATCH = %lld, expected 100023\n",
+                (long long)ACL_ERROR_OP_ATTR_NOT_MATCH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_OP_NOT_FOUND != 100024) {
-        fprintf(stderr, "mismatch: ACL_ERROR_OP_NOT_FOUND = %lld, expected 100024\n", (long long)ACL_ERROR_OP_NOT_FOUND);
+        fprintf(stderr, "mismatch: ACL_ERROR_OP_NOT_FOUND = %lld, expected 100024\n",
+                (long long)ACL_ERROR_OP_NOT_FOUND);
         bad++;
     }
     checked++;
     if (ACL_ERROR_OP_LOAD_FAILED != 100025) {
-        fprintf(stderr, "mismatch: ACL_ERROR_OP_LOAD_FAILED = %lld, expected 100025\n", (long long)ACL_ERROR_OP_LOAD_FAILED);
+        fprintf(stderr, "mismatch: ACL_ERROR_OP_LOAD_FAILED = %lld, expected 100025\n",
+                (long long)ACL_ERROR_OP_LOAD_FAILED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_UNSUPPORTED_DATA_TYPE != 100026) {
-        fprintf(stderr, "mismatch: ACL_ERROR_UNSUPPORTED_DATA_TYPE = %lld, expected 100026\n", (long long)ACL_ERROR_UNSUPPORTED_DATA_TYPE);
+        fprintf(stderr, "mismatch: ACL_ERROR_UNSUPPORTED_DATA_TYPE = %lld, expected 100026\n",
+                (long long)ACL_ERROR_UNSUPPORTED_DATA_TYPE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_FORMAT_NOT_MATCH != 100027) {
-        fprintf(stderr, "mismatch: ACL_ERROR_FORMAT_NOT_MATCH = %lld, expected 100027\n", (long long)ACL_ERROR_FORMAT_NOT_MATCH);
+        fprintf(stderr, "mismatch: ACL_ERROR_FORMAT_NOT_MATCH = %lld, expected 100027\n",
+                (long long)ACL_ERROR_FORMAT_NOT_MATCH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_BIN_SELECTOR_NOT_REGISTERED != 100028) {
-        fprintf(stderr, "mismatch: ACL_ERROR_BIN_SELECTOR_NOT_REGISTERED = %lld, expected 100028\n", (long long)ACL_ERROR_BIN_SELECTOR_NOT_REGISTERED);
+        fprintf(stderr, "mismatch: ACL_ERROR_BIN_SELECTOR_NOT_REGISTERED = %lld, expected 100028\n",
+                (long long)ACL_ERROR_BIN_SELECTOR_NOT_REGISTERED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_KERNEL_NOT_FOUND != 100029) {
-        fprintf(stderr, "mismatch: ACL_ERROR_KERNEL_NOT_FOUND = %lld, expected 100029\n", (long long)ACL_ERROR_KERNEL_NOT_FOUND);
+        fprintf(stderr, "mismatch: ACL_ERROR_KERNEL_NOT_FOUND = %lld, expected 100029\n",
+                (long long)ACL_ERROR_KERNEL_NOT_FOUND);
         bad++;
     }
     checked++;
     if (ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED != 100030) {
-        fprintf(stderr, "mismatch: ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED = %lld, expected 100030\n", (long long)ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED);
+        fprintf(stderr, "mismatch: ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED = %lld, expected 100030\n",
+                (long long)ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_KERNEL_ALREADY_REGISTERED != 100031) {
-        fprintf(stderr, "mismatch: ACL_ERROR_KERNEL_ALREADY_REGISTERED = %lld, expected 100031\n", (long long)ACL_ERROR_KERNEL_ALREADY_REGISTERED);
+        fprintf(stderr, "mismatch: ACL_ERROR_KERNEL_ALREADY_REGISTERED = %lld, expected 100031\n",
+                (long long)ACL_ERROR_KERNEL_ALREADY_REGISTERED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_QUEUE_ID != 100032) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_QUEUE_ID = %lld, expected 100032\n", (long long)ACL_ERROR_INVALID_QUEUE_ID);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_QUEUE_ID = %lld, expected 100032\n",
+                (long long)ACL_ERROR_INVALID_QUEUE_ID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_REPEAT_SUBSCRIBE != 100033) {
-        fprintf(stderr, "mismatch: ACL_ERROR_REPEAT_SUBSCRIBE = %lld, expected 100033\n", (long long)ACL_ERROR_REPEAT_SUBSCRIBE);
+        fprintf(stderr, "mismatch: ACL_ERROR_REPEAT_SUBSCRIBE = %lld, expected 100033\n",
+                (long long)ACL_ERROR_REPEAT_SUBSCRIBE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_STREAM_NOT_SUBSCRIBE != 100034) {
-        fprintf(stderr, "mismatch: ACL_ERROR_STREAM_NOT_SUBSCRIBE = %lld, expected 100034\n", (long long)ACL_ERROR_STREAM_NOT_SUBSCRIBE);
+        fprintf(stderr, "mismatch: ACL_ERROR_STREAM_NOT_SUBSCRIBE = %lld, expected 100034\n",
+                (long long)ACL_ERROR_STREAM_NOT_SUBSCRIBE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_THREAD_NOT_SUBSCRIBE != 100035) {
-        fprintf(stderr, "mismatch: ACL_ERROR_THREAD_NOT_SUBSCRIBE = %lld, expected 100035\n", (long long)ACL_ERROR_THREAD_NOT_SUBSCRIBE);
+        fprintf(stderr, "mismatch: ACL_ERROR_THREAD_NOT_SUBSCRIBE = %lld, expected 100035\n",
+                (long long)ACL_ERROR_THREAD_NOT_SUBSCRIBE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_WAIT_CALLBACK_TIMEOUT != 100036) {
-        fprintf(stderr, "mismatch: ACL_ERROR_WAIT_CALLBACK_TIMEOUT = %lld, expected 100036\n", (long long)ACL_ERROR_WAIT_CALLBACK_TIMEOUT);
+        fprintf(stderr, "mismatch: ACL_ERROR_WAIT_CALLBACK_TIMEOUT = %lld, expected 100036\n",
+                (long long)ACL_ERROR_WAIT_CALLBACK_TIMEOUT);
         bad++;
     }
     checked++;
     if (ACL_ERROR_REPEAT_FINALIZE != 100037) {
-        fprintf(stderr, "mismatch: ACL_ERROR_REPEAT_FINALIZE = %lld, expected 100037\n", (long long)ACL_ERROR_REPEAT_FINALIZE);
+        fprintf(stderr, "mismatch: ACL_ERROR_REPEAT_FINALIZE = %lld, expected 100037\n",
+                (long long)ACL_ERROR_REPEAT_FINALIZE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_NOT_STATIC_AIPP != 100038) {
-        fprintf(stderr, "mismatch: ACL_ERROR_NOT_STATIC_AIPP = %lld, expected 100038\n", (long long)ACL_ERROR_NOT_STATIC_AIPP);
+        fprintf(stderr, "mismatch: ACL_ERROR_NOT_STATIC_AIPP = %lld, expected 100038\n",
+                (long long)ACL_ERROR_NOT_STATIC_AIPP);
         bad++;
     }
     checked++;
     if (ACL_ERROR_COMPILING_STUB_MODE != 100039) {
-        fprintf(stderr, "mismatch: ACL_ERROR_COMPILING_STUB_MODE = %lld, expected 100039\n", (long long)ACL_ERROR_COMPILING_STUB_MODE);
+        fprintf(stderr, "mismatch: ACL_ERROR_COMPILING_STUB_MODE = %lld, expected 100039\n",
+                (long long)ACL_ERROR_COMPILING_STUB_MODE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GROUP_NOT_SET != 100040) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GROUP_NOT_SET = %lld, expected 100040\n", (long long)ACL_ERROR_GROUP_NOT_SET);
+        fprintf(stderr, "mismatch: ACL_ERROR_GROUP_NOT_SET = %lld, expected 100040\n",
+                (long long)ACL_ERROR_GROUP_NOT_SET);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GROUP_NOT_CREATE != 100041) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GROUP_NOT_CREATE = %lld, expected 100041\n", (long long)ACL_ERROR_GROUP_NOT_CREATE);
+        fprintf(stderr, "mismatch: ACL_ERROR_GROUP_NOT_CREATE = %lld, expected 100041\n",
+                (long long)ACL_ERROR_GROUP_NOT_CREATE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_PROF_ALREADY_RUN != 100042) {
-        fprintf(stderr, "mismatch: ACL_ERROR_PROF_ALREADY_RUN = %lld, expected 100042\n", (long long)ACL_ERROR_PROF_ALREADY_RUN);
+        fprintf(stderr, "mismatch: ACL_ERROR_PROF_ALREADY_RUN = %lld, expected 100042\n",
+                (long long)ACL_ERROR_PROF_ALREADY_RUN);
         bad++;
     }
     checked++;
     if (ACL_ERROR_PROF_NOT_RUN != 100043) {
-        fprintf(stderr, "mismatch: ACL_ERROR_PROF_NOT_RUN = %lld, expected 100043\n", (long long)ACL_ERROR_PROF_NOT_RUN);
+        fprintf(stderr, "mismatch: ACL_ERROR_PROF_NOT_RUN = %lld, expected 100043\n",
+                (long long)ACL_ERROR_PROF_NOT_RUN);
         bad++;
     }
     checked++;
     if (ACL_ERROR_DUMP_ALREADY_RUN != 100044) {
-        fprintf(stderr, "mismatch: ACL_ERROR_DUMP_ALREADY_RUN = %lld, expected 100044\n", (long long)ACL_ERROR_DUMP_ALREADY_RUN);
+        fprintf(stderr, "mismatch: ACL_ERROR_DUMP_ALREADY_RUN = %lld, expected 100044\n",
+                (long long)ACL_ERROR_DUMP_ALREADY_RUN);
         bad++;
     }
     checked++;
     if (ACL_ERROR_DUMP_NOT_RUN != 100045) {
-        fprintf(stderr, "mismatch: ACL_ERROR_DUMP_NOT_RUN = %lld, expected 100045\n", (long long)ACL_ERROR_DUMP_NOT_RUN);
+        fprintf(stderr, "mismatch: ACL_ERROR_DUMP_NOT_RUN = %lld, expected 100045\n",
+                (long long)ACL_ERROR_DUMP_NOT_RUN);
         bad++;
     }
     checked++;
     if (ACL_ERROR_PROF_REPEAT_SUBSCRIBE != 148046) {
-        fprintf(stderr, "mismatch: ACL_ERROR_PROF_REPEAT_SUBSCRIBE = %lld, expected 148046\n", (long long)ACL_ERROR_PROF_REPEAT_SUBSCRIBE);
+        fprintf(stderr, "mismatch: ACL_ERROR_PROF_REPEAT_SUBSCRIBE = %lld, expected 148046\n",
+                (long long)ACL_ERROR_PROF_REPEAT_SUBSCRIBE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_PROF_API_CONFLICT != 148047) {
-        fprintf(stderr, "mismatch: ACL_ERROR_PROF_API_CONFLICT = %lld, expected 148047\n", (long long)ACL_ERROR_PROF_API_CONFLICT);
+        fprintf(stderr, "mismatch: ACL_ERROR_PROF_API_CONFLICT = %lld, expected 148047\n",
+                (long long)ACL_ERROR_PROF_API_CONFLICT);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_MAX_OPQUEUE_NUM_CONFIG != 148048) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_MAX_OPQUEUE_NUM_CONFIG = %lld, expected 148048\n", (long long)ACL_ERROR_INVALID_MAX_OPQUEUE_NUM_CONFIG);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_MAX_OPQUEUE_NUM_CONFIG = %lld, expected 148048\n",
+                (long long)ACL_ERROR_INVALID_MAX_OPQUEUE_NUM_CONFIG);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_OPP_PATH != 148049) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_OPP_PATH = %lld, expected 148049\n", (long long)ACL_ERROR_INVALID_OPP_PATH);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_OPP_PATH = %lld, expected 148049\n",
+                (long long)ACL_ERROR_INVALID_OPP_PATH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_OP_UNSUPPORTED_DYNAMIC != 148050) {
-        fprintf(stderr, "mismatch: ACL_ERROR_OP_UNSUPPORTED_DYNAMIC = %lld, expected 148050\n", (long long)ACL_ERROR_OP_UNSUPPORTED_DYNAMIC);
+        fprintf(stderr, "mismatch: ACL_ERROR_OP_UNSUPPORTED_DYNAMIC = %lld, expected 148050\n",
+                (long long)ACL_ERROR_OP_UNSUPPORTED_DYNAMIC);
         bad++;
     }
     checked++;
     if (ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED != 148051) {
-        fprintf(stderr, "mismatch: ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED = %lld, expected 148051\n", (long long)ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED);
+        fprintf(stderr, "mismatch: ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED = %lld, expected 148051\n",
+                (long long)ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_UNSUPPORTED_JPEG != 148052) {
-        fprintf(stderr, "mismatch: ACL_ERROR_UNSUPPORTED_JPEG = %lld, expected 148052\n", (long long)ACL_ERROR_UNSUPPORTED_JPEG);
+        fprintf(stderr, "mismatch: ACL_ERROR_UNSUPPORTED_JPEG = %lld, expected 148052\n",
+                (long long)ACL_ERROR_UNSUPPORTED_JPEG);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_BUNDLE_MODEL_ID != 148053) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_BUNDLE_MODEL_ID = %lld, expected 148053\n", (long long)ACL_ERROR_INVALID_BUNDLE_MODEL_ID);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_BUNDLE_MODEL_ID = %lld, expected 148053\n",
+                (long long)ACL_ERROR_INVALID_BUNDLE_MODEL_ID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_BAD_ALLOC != 200000) {
-        fprintf(stderr, "mismatch: ACL_ERROR_BAD_ALLOC = %lld, expected 200000\n", (long long)ACL_ERROR_BAD_ALLOC);
+        fprintf(stderr, "mismatch: ACL_ERROR_BAD_ALLOC = %lld, expected 200000\n",
+                (long long)ACL_ERROR_BAD_ALLOC);
         bad++;
     }
     checked++;
     if (ACL_ERROR_API_NOT_SUPPORT != 200001) {
-        fprintf(stderr, "mismatch: ACL_ERROR_API_NOT_SUPPORT = %lld, expected 200001\n", (long long)ACL_ERROR_API_NOT_SUPPORT);
+        fprintf(stderr, "mismatch: ACL_ERROR_API_NOT_SUPPORT = %lld, expected 200001\n",
+                (long long)ACL_ERROR_API_NOT_SUPPORT);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_DEVICE != 200002) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_DEVICE = %lld, expected 200002\n", (long long)ACL_ERROR_INVALID_DEVICE);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_DEVICE = %lld, expected 200002\n",
+                (long long)ACL_ERROR_INVALID_DEVICE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_MEMORY_ADDRESS_UNALIGNED != 200003) {
-        fprintf(stderr, "mismatch: ACL_ERROR_MEMORY_ADDRESS_UNALIGNED = %lld, expected 200003\n", (long long)ACL_ERROR_MEMORY_ADDRESS_UNALIGNED);
+        fprintf(stderr, "mismatch: ACL_ERROR_MEMORY_ADDRESS_UNALIGNED = %lld, expected 200003\n",
+                (long long)ACL_ERROR_MEMORY_ADDRESS_UNALIGNED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_RESOURCE_NOT_MATCH != 200004) {
-        fprintf(stderr, "mismatch: ACL_ERROR_RESOURCE_NOT_MATCH = %lld, expected 200004\n", (long long)ACL_ERROR_RESOURCE_NOT_MATCH);
+        fprintf(stderr, "mismatch: ACL_ERROR_RESOURCE_NOT_MATCH = %lld, expected 200004\n",
+                (long long)ACL_ERROR_RESOURCE_NOT_MATCH);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INVALID_RESOURCE_HANDLE != 200005) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_RESOURCE_HANDLE = %lld, expected 200005\n", (long long)ACL_ERROR_INVALID_RESOURCE_HANDLE);
+        fprintf(stderr, "mismatch: ACL_ERROR_INVALID_RESOURCE_HANDLE = %lld, expected 200005\n",
+                (long long)ACL_ERROR_INVALID_RESOURCE_HANDLE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_FEATURE_UNSUPPORTED != 200006) {
-        fprintf(stderr, "mismatch: ACL_ERROR_FEATURE_UNSUPPORTED = %lld, expected 200006\n", (long long)ACL_ERROR_FEATURE_UNSUPPORTED);
+        fprintf(stderr, "mismatch: ACL_ERROR_FEATURE_UNSUPPORTED = %lld, expected 200006\n",
+                (long long)ACL_ERROR_FEATURE_UNSUPPORTED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_PROF_MODULES_UNSUPPORTED != 200007) {
-        fprintf(stderr, "mismatch: ACL_ERROR_PROF_MODULES_UNSUPPORTED = %lld, expected 200007\n", (long long)ACL_ERROR_PROF_MODULES_UNSUPPORTED);
+        fprintf(stderr, "mismatch: ACL_ERROR_PROF_MODULES_UNSUPPORTED = %lld, expected 200007\n",
+                (long long)ACL_ERROR_PROF_MODULES_UNSUPPORTED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_STORAGE_OVER_LIMIT != 300000) {
-        fprintf(stderr, "mismatch: ACL_ERROR_STORAGE_OVER_LIMIT = %lld, expected 300000\n", (long long)ACL_ERROR_STORAGE_OVER_LIMIT);
+        fprintf(stderr, "mismatch: ACL_ERROR_STORAGE_OVER_LIMIT = %lld, expected 300000\n",
+                (long long)ACL_ERROR_STORAGE_OVER_LIMIT);
         bad++;
     }
     checked++;
     if (ACL_ERROR_INTERNAL_ERROR != 500000) {
-        fprintf(stderr, "mismatch: ACL_ERROR_INTERNAL_ERROR = %lld, expected 500000\n", (long long)ACL_ERROR_INTERNAL_ERROR);
+        fprintf(stderr, "mismatch: ACL_ERROR_INTERNAL_ERROR = %lld, expected 500000\n",
+                (long long)ACL_ERROR_INTERNAL_ERROR);
         bad++;
     }
     checked++;
     if (ACL_ERROR_FAILURE != 500001) {
-        fprintf(stderr, "mismatch: ACL_ERROR_FAILURE = %lld, expected 500001\n", (long long)ACL_ERROR_FAILURE);
+        fprintf(stderr, "mismatch: ACL_ERROR_FAILURE = %lld, expected 500001\n",
+                (long long)ACL_ERROR_FAILURE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_FAILURE != 500002) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_FAILURE = %lld, expected 500002\n", (long long)ACL_ERROR_GE_FAILURE);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_FAILURE = %lld, expected 500002\n",
+                (long long)ACL_ERROR_GE_FAILURE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_RT_FAILURE != 500003) {
-        fprintf(stderr, "mismatch: ACL_ERROR_RT_FAILURE = %lld, expected 500003\n", (long long)ACL_ERROR_RT_FAILURE);
+        fprintf(stderr, "mismatch: ACL_ERROR_RT_FAILURE = %lld, expected 500003\n",
+                (long long)ACL_ERROR_RT_FAILURE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_DRV_FAILURE != 500004) {
-        fprintf(stderr, "mismatch: ACL_ERROR_DRV_FAILURE = %lld, expected 500004\n", (long long)ACL_ERROR_DRV_FAILURE);
+        fprintf(stderr, "mismatch: ACL_ERROR_DRV_FAILURE = %lld, expected 500004\n",
+                (long long)ACL_ERROR_DRV_FAILURE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_PROFILING_FAILURE != 500005) {
-        fprintf(stderr, "mismatch: ACL_ERROR_PROFILING_FAILURE = %lld, expected 500005\n", (long long)ACL_ERROR_PROFILING_FAILURE);
+        fprintf(stderr, "mismatch: ACL_ERROR_PROFILING_FAILURE = %lld, expected 500005\n",
+                (long long)ACL_ERROR_PROFILING_FAILURE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_PARAM_INVALID != 145000U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_PARAM_INVALID = %lld, expected 145000\n", (long long)ACL_ERROR_GE_PARAM_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_PARAM_INVALID = %lld, expected 145000\n",
+                (long long)ACL_ERROR_GE_PARAM_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_NOT_INIT != 145001U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_NOT_INIT = %lld, expected 145001\n", (long long)ACL_ERROR_GE_EXEC_NOT_INIT);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_NOT_INIT = %lld, expected 145001\n",
+                (long long)ACL_ERROR_GE_EXEC_NOT_INIT);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID != 145002U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID = %lld, expected 145002\n", (long long)ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID = %lld, expected 145002\n",
+                (long long)ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_MODEL_ID_INVALID != 145003U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_ID_INVALID = %lld, expected 145003\n", (long long)ACL_ERROR_GE_EXEC_MODEL_ID_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_ID_INVALID = %lld, expected 145003\n",
+                (long long)ACL_ERROR_GE_EXEC_MODEL_ID_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID != 145006U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID = %lld, expected 145006\n", (long long)ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID = %lld, expected 145006\n",
+                (long long)ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_MODEL_ADDR_INVALID != 145007U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_ADDR_INVALID = %lld, expected 145007\n", (long long)ACL_ERROR_GE_EXEC_MODEL_ADDR_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_ADDR_INVALID = %lld, expected 145007\n",
+                (long long)ACL_ERROR_GE_EXEC_MODEL_ADDR_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_MODEL_QUEUE_ID_INVALID != 145008U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_QUEUE_ID_INVALID = %lld, expected 145008\n", (long long)ACL_ERROR_GE_EXEC_MODEL_QUEUE_ID_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_MODEL_QUEUE_ID_INVALID = %lld, expected 145008\n",
+                (long long)ACL_ERROR_GE_EXEC_MODEL_QUEUE_ID_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_LOAD_MODEL_REPEATED != 145009U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_MODEL_REPEATED = %lld, expected 145009\n", (long long)ACL_ERROR_GE_EXEC_LOAD_MODEL_REPEATED);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_MODEL_REPEATED = %lld, expected 145009\n",
+                (long long)ACL_ERROR_GE_EXEC_LOAD_MODEL_REPEATED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID != 145011U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID = %lld, expected 145011\n", (long long)ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID = %lld, expected 145011\n",
+                (long long)ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID != 145012U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID = %lld, expected 145012\n", (long long)ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID = %lld, expected 145012\n",
+                (long long)ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID != 145013U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID = %lld, expected 145013\n", (long long)ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID = %lld, expected 145013\n",
+                (long long)ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_AIPP_BATCH_EMPTY != 145014U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_AIPP_BATCH_EMPTY = %lld, expected 145014\n", (long long)ACL_ERROR_GE_AIPP_BATCH_EMPTY);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_AIPP_BATCH_EMPTY = %lld, expected 145014\n",
+                (long long)ACL_ERROR_GE_AIPP_BATCH_EMPTY);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_AIPP_NOT_EXIST != 145015U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_AIPP_NOT_EXIST = %lld, expected 145015\n", (long long)ACL_ERROR_GE_AIPP_NOT_EXIST);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_AIPP_NOT_EXIST = %lld, expected 145015\n",
+                (long long)ACL_ERROR_GE_AIPP_NOT_EXIST);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_AIPP_MODE_INVALID != 145016U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_AIPP_MODE_INVALID = %lld, expected 145016\n", (long long)ACL_ERROR_GE_AIPP_MODE_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_AIPP_MODE_INVALID = %lld, expected 145016\n",
+                (long long)ACL_ERROR_GE_AIPP_MODE_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_OP_TASK_TYPE_INVALID != 145017U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_OP_TASK_TYPE_INVALID = %lld, expected 145017\n", (long long)ACL_ERROR_GE_OP_TASK_TYPE_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_OP_TASK_TYPE_INVALID = %lld, expected 145017\n",
+                (long long)ACL_ERROR_GE_OP_TASK_TYPE_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_OP_KERNEL_TYPE_INVALID != 145018U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_OP_KERNEL_TYPE_INVALID = %lld, expected 145018\n", (long long)ACL_ERROR_GE_OP_KERNEL_TYPE_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_OP_KERNEL_TYPE_INVALID = %lld, expected 145018\n",
+                (long long)ACL_ERROR_GE_OP_KERNEL_TYPE_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_PLGMGR_PATH_INVALID != 145019U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_PLGMGR_PATH_INVALID = %lld, expected 145019\n", (long long)ACL_ERROR_GE_PLGMGR_PATH_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_PLGMGR_PATH_INVALID = %lld, expected 145019\n",
+                (long long)ACL_ERROR_GE_PLGMGR_PATH_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_FORMAT_INVALID != 145020U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_FORMAT_INVALID = %lld, expected 145020\n", (long long)ACL_ERROR_GE_FORMAT_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_FORMAT_INVALID = %lld, expected 145020\n",
+                (long long)ACL_ERROR_GE_FORMAT_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_SHAPE_INVALID != 145021U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_SHAPE_INVALID = %lld, expected 145021\n", (long long)ACL_ERROR_GE_SHAPE_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_SHAPE_INVALID = %lld, expected 145021\n",
+                (long long)ACL_ERROR_GE_SHAPE_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_DATATYPE_INVALID != 145022U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_DATATYPE_INVALID = %lld, expected 145022\n", (long long)ACL_ERROR_GE_DATATYPE_INVALID);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_DATATYPE_INVALID = %lld, expected 145022\n",
+                (long long)ACL_ERROR_GE_DATATYPE_INVALID);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_MEMORY_ALLOCATION != 245000U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_MEMORY_ALLOCATION = %lld, expected 245000\n", (long long)ACL_ERROR_GE_MEMORY_ALLOCATION);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_MEMORY_ALLOCATION = %lld, expected 245000\n",
+                (long long)ACL_ERROR_GE_MEMORY_ALLOCATION);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_MEMORY_OPERATE_FAILED != 245001U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_MEMORY_OPERATE_FAILED = %lld, expected 245001\n", (long long)ACL_ERROR_GE_MEMORY_OPERATE_FAILED);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_MEMORY_OPERATE_FAILED = %lld, expected 245001\n",
+                (long long)ACL_ERROR_GE_MEMORY_OPERATE_FAILED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_DEVICE_MEMORY_OPERATE_FAILED != 245002U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_DEVICE_MEMORY_OPERATE_FAILED = %lld, expected 245002\n", (long long)ACL_ERROR_GE_DEVICE_MEMORY_OPERATE_FAILED);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_DEVICE_MEMORY_OPERATE_FAILED = %lld, expected 245002\n",
+                (long long)ACL_ERROR_GE_DEVICE_MEMORY_OPERATE_FAILED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_SUBHEALTHY != 345102U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_SUBHEALTHY = %lld, expected 345102\n", (long long)ACL_ERROR_GE_SUBHEALTHY);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_SUBHEALTHY = %lld, expected 345102\n",
+                (long long)ACL_ERROR_GE_SUBHEALTHY);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_USER_RAISE_EXCEPTION != 345103U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_USER_RAISE_EXCEPTION = %lld, expected 345103\n", (long long)ACL_ERROR_GE_USER_RAISE_EXCEPTION);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_USER_RAISE_EXCEPTION = %lld, expected 345103\n",
+                (long long)ACL_ERROR_GE_USER_RAISE_EXCEPTION);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_DATA_NOT_ALIGNED != 345104U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_DATA_NOT_ALIGNED = %lld, expected 345104\n", (long long)ACL_ERROR_GE_DATA_NOT_ALIGNED);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_DATA_NOT_ALIGNED = %lld, expected 345104\n",
+                (long long)ACL_ERROR_GE_DATA_NOT_ALIGNED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_INTERNAL_ERROR != 545000U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_INTERNAL_ERROR = %lld, expected 545000\n", (long long)ACL_ERROR_GE_INTERNAL_ERROR);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_INTERNAL_ERROR = %lld, expected 545000\n",
+                (long long)ACL_ERROR_GE_INTERNAL_ERROR);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_LOAD_MODEL != 545001U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_LOAD_MODEL = %lld, expected 545001\n", (long long)ACL_ERROR_GE_LOAD_MODEL);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_LOAD_MODEL = %lld, expected 545001\n",
+                (long long)ACL_ERROR_GE_LOAD_MODEL);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED != 545002U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED = %lld, expected 545002\n", (long long)ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED = %lld, expected 545002\n",
+                (long long)ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_LOAD_WEIGHT_PARTITION_FAILED != 545003U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_WEIGHT_PARTITION_FAILED = %lld, expected 545003\n", (long long)ACL_ERROR_GE_EXEC_LOAD_WEIGHT_PARTITION_FAILED);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_WEIGHT_PARTITION_FAILED = %lld, expected 545003\n",
+                (long long)ACL_ERROR_GE_EXEC_LOAD_WEIGHT_PARTITION_FAILED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_LOAD_TASK_PARTITION_FAILED != 545004U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_TASK_PARTITION_FAILED = %lld, expected 545004\n", (long long)ACL_ERROR_GE_EXEC_LOAD_TASK_PARTITION_FAILED);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_TASK_PARTITION_FAILED = %lld, expected 545004\n",
+                (long long)ACL_ERROR_GE_EXEC_LOAD_TASK_PARTITION_FAILED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_LOAD_KERNEL_PARTITION_FAILED != 545005U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_KERNEL_PARTITION_FAILED = %lld, expected 545005\n", (long long)ACL_ERROR_GE_EXEC_LOAD_KERNEL_PARTITION_FAILED);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_LOAD_KERNEL_PARTITION_FAILED = %lld, expected 545005\n",
+                (long long)ACL_ERROR_GE_EXEC_LOAD_KERNEL_PARTITION_FAILED);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_EXEC_RELEASE_MODEL_DATA != 545006U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_RELEASE_MODEL_DATA = %lld, expected 545006\n", (long long)ACL_ERROR_GE_EXEC_RELEASE_MODEL_DATA);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_EXEC_RELEASE_MODEL_DATA = %lld, expected 545006\n",
+                (long long)ACL_ERROR_GE_EXEC_RELEASE_MODEL_DATA);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_COMMAND_HANDLE != 545007U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_COMMAND_HANDLE = %lld, expected 545007\n", (long long)ACL_ERROR_GE_COMMAND_HANDLE);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_COMMAND_HANDLE = %lld, expected 545007\n",
+                (long long)ACL_ERROR_GE_COMMAND_HANDLE);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_GET_TENSOR_INFO != 545008U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_GET_TENSOR_INFO = %lld, expected 545008\n", (long long)ACL_ERROR_GE_GET_TENSOR_INFO);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_GET_TENSOR_INFO = %lld, expected 545008\n",
+                (long long)ACL_ERROR_GE_GET_TENSOR_INFO);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_UNLOAD_MODEL != 545009U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_UNLOAD_MODEL = %lld, expected 545009\n", (long long)ACL_ERROR_GE_UNLOAD_MODEL);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_UNLOAD_MODEL = %lld, expected 545009\n",
+                (long long)ACL_ERROR_GE_UNLOAD_MODEL);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_MODEL_EXECUTE_TIMEOUT != 545601U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_MODEL_EXECUTE_TIMEOUT = %lld, expected 545601\n", (long long)ACL_ERROR_GE_MODEL_EXECUTE_TIMEOUT);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_MODEL_EXECUTE_TIMEOUT = %lld, expected 545601\n",
+                (long long)ACL_ERROR_GE_MODEL_EXECUTE_TIMEOUT);
         bad++;
     }
     checked++;
     if (ACL_ERROR_GE_REDEPLOYING != 545602U) {
-        fprintf(stderr, "mismatch: ACL_ERROR_GE_REDEPLOYING = %lld, expected 545602\n", (long long)ACL_ERROR_GE_REDEPLOYING);
+        fprintf(stderr, "mismatch: ACL_ERROR_GE_REDEPLOYING = %lld, expected 545602\n",
+                (long long)ACL_ERROR_GE_REDEPLOYING);
         bad++;
     }
-    printf("abi_conformance (C): %d compile-time checks passed, %d static-const values checked, %d mismatches\n", COMPILE_TIME_CHECKS, checked, bad);
+    printf("abi_conformance (C): %d compile-time checks passed, "
+           "%d static-const values checked, %d mismatches\n", COMPILE_TIME_CHECKS, checked, bad);
     return bad == 0 ? 0 : 1;
 }
