@@ -985,6 +985,11 @@ def gen_abi_cpp(t: Tables) -> str:
         out.append(f'static_assert(alignof({T}) == {s.align}, "alignof {s.name}");\n')
         n += 2
         for f in s.fields:
+            out.append(
+                f"static_assert(offsetof({T}, {f.name}) == {f.offset}, "
+                f'"offsetof {s.name}.{f.name}");\n'
+            )
+            n += 1
             if f.c_type == "union {...}":
                 continue
             ft = _c_field_type(s, f)
@@ -1133,6 +1138,27 @@ def gen_abi_data(t: Tables) -> str:
         "    variadic: bool = False",
         "",
         "",
+        "class AclField(NamedTuple):",
+        '    """One field of a struct/union (names of inline-union members are dotted)."""',
+        "",
+        "    name: str",
+        "    ctype: str",
+        "    offset: int",
+        "    size: int",
+        "",
+        "",
+        "class AclStruct(NamedTuple):",
+        '    """A struct or union of acl_structs.tsv; size/align are None for opaque types."""',
+        "",
+        "    name: str",
+        "    kind: str",
+        "    size: int | None",
+        "    align: int | None",
+        "    tag: str",
+        "    header: str",
+        "    fields: tuple[AclField, ...]",
+        "",
+        "",
         "FUNCTIONS: tuple[AclFunction, ...] = (",
     ]
     for fn in t.functions:
@@ -1153,6 +1179,50 @@ def gen_abi_data(t: Tables) -> str:
     lines.append("")
     lines.append("CONSTANTS: dict[str, int] = {")
     lines.extend(f"    {py_str(c.name)}: {c.value}," for c in t.constants)
+    lines.append("}")
+    lines.append("")
+    lines.append("# enum type -> {enumerator: value}, in declaration order")
+    lines.append("ENUMS: dict[str, dict[str, int]] = {")
+    for tname, cs in t.enum_types().items():
+        lines.append(f"    {py_str(tname)}: {{")
+        lines.extend(f"        {py_str(c.name)}: {c.value}," for c in cs)
+        lines.append("    },")
+    lines.append("}")
+    lines.append("")
+    lines.append("# typedef void *<name> handle types (uintptr_t in the binding)")
+    lines.append("HANDLE_TYPES: tuple[str, ...] = (")
+    lines.extend(f"    {py_str(td.name)}," for td in t.typedefs if td.kind == "handle")
+    lines.append(")")
+    lines.append("")
+    lines.append("STRUCTS: dict[str, AclStruct] = {")
+    for st in t.structs.values():
+        fields: list[str] = []
+        items = [
+            f"AclField({py_str(fl.name)}, {py_str(fl.c_type)}, {fl.offset}, {fl.size})"
+            for fl in st.fields
+        ]
+        if len(items) == 1 and 8 + len(items[0]) + 4 <= PY_LINE:
+            fields.append(f"        ({items[0]},)")
+        elif st.fields:
+            fields.append("        (")
+            for fl in st.fields:
+                fields.append(
+                    f"            AclField({py_str(fl.name)}, {py_str(fl.c_type)}, "
+                    f"{fl.offset}, {fl.size}),"
+                )
+            fields.append("        )")
+        else:
+            fields.append("        ()")
+        lines.append(f"    {py_str(st.name)}: AclStruct(")
+        lines.append(f"        {py_str(st.name)},")
+        lines.append(f"        {py_str(st.kind)},")
+        lines.append(f"        {st.size},")
+        lines.append(f"        {st.align},")
+        lines.append(f"        {py_str(st.tag)},")
+        lines.append(f"        {py_str(st.header)},")
+        lines.extend(fields[:-1])
+        lines.append(fields[-1] + ",")
+        lines.append("    ),")
     lines.append("}")
     lines.append("")
     lines.append("ERROR_CODES: dict[str, int] = {")

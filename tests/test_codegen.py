@@ -134,6 +134,13 @@ def test_table_counts(tables: Any, abi: ModuleType) -> None:
     assert len(abi.BINDING_FUNCTIONS) == 442
     assert len(abi.CONSTANTS) == 804
     assert len(abi.ERROR_CODES) == 254
+    assert len(abi.STRUCTS) == 71
+    assert sum(len(s.fields) for s in abi.STRUCTS.values()) == 225
+    assert len(abi.ENUMS) == 83
+    assert sum(len(v) for v in abi.ENUMS.values()) == 445
+    assert abi.ENUMS["aclrtMemcpyKind"]["ACL_MEMCPY_DEVICE_TO_HOST"] == 2
+    assert abi.STRUCTS["aclrtErrorInfo"].size == 2576
+    assert "aclrtStream" in abi.HANDLE_TYPES and len(abi.HANDLE_TYPES) == 22
 
 
 def _generated_headers() -> list[Path]:
