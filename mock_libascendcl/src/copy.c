@@ -1,0 +1,1065 @@
+/*
+ * copy.c - data movement of the mock: aclrtMemcpy / MemcpyAsync (+ WithCondition),
+ * Memcpy2d(+Async), MemcpyBatch(+Async, V2), Memset(+Async), MemsetD32(+Async)
+ * and the stream-ordered value operations aclrtValueWrite / aclrtValueWait
+ * (acl_abi.md §1.6, §1.9, §5.6).
+ *
+ * Every copy is checked against the registry before any byte moves: the kind
+ * must agree with where the pointers live, and a range that would run past
+ * the end of the allocation containing it (or into freed / unmapped device
+ * address space) is refused with an error instead of corrupting memory.
+ * Data is moved with one memmove, no staging and no lock held.
+ *
+ * ValueWait: the waiting task re-reads the watched word whenever device memory
+ * was written (every device write ends with mem_write_end(), which bumps a
+ * generation and wakes waiters) and at least every 10 ms. Writers hold a shared
+ * "write gate" while they copy and the waiter reads under the exclusive gate,
+ * so the read never races with a copy (TSAN clean).
+ */
+#include "mem_internal.h"
+#include "stream_internal.h" /* mock_task_wait, mock_cond_init: abortable waits on a worker */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------- write gate/notify */
+
+static pthread_rwlock_t g_gate = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t g_notify_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_notify_cv;
+static pthread_once_t g_notify_once = PTHREAD_ONCE_INIT;
+static uint64_t g_write_gen;     /* under g_notify_mu */
+static atomic_int g_waiters;
+
+static void notify_init(void)
+{
+    mock_cond_init(&g_notify_cv);
+}
+
+MOCK_HIDDEN void mem_write_begin(void)
+{
+    pthread_rwlock_rdlock(&g_gate);
+}
+
+MOCK_HIDDEN void mem_write_end(void)
+{
+    pthread_rwlock_unlock(&g_gate);
+    if (atomic_load(&g_waiters) > 0) {
+        pthread_once(&g_notify_once, notify_init);
+        pthread_mutex_lock(&g_notify_mu);
+        g_write_gen++;
+        pthread_cond_broadcast(&g_notify_cv);
+        pthread_mutex_unlock(&g_notify_mu);
+    }
+}
+
+MOCK_HIDDEN void mem_copy_finalize(void)
+{
+    /* Nothing is owned here; waits are cancelled through their streams. */
+}
+
+/* ----------------------------------------------------------- classification */
+
+/* Where one side of a copy lives. */
+typedef struct side {
+    mem_rec *rec;   /* with a reference, or NULL for pageable host memory */
+    bool dev;       /* device accessible */
+    bool host;      /* host accessible */
+    bool pinned;    /* runtime-known host memory (async stays async) */
+    int32_t device; /* for device-only memory, else -1 */
+} side;
+
+static void side_drop(side *s)
+{
+    mem_release(s->rec);
+    s->rec = NULL;
+}
+
+/* Finds the memory holding [p, p+len) and checks the range is inside it. */
+static aclError classify(const char *fn, const char *what, const void *p, size_t len, bool write, side *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->device = -1;
+    mem_rec *r = mem_acquire(p);
+    if (r == NULL) {
+        if (mem_in_dead_space(p, len)) {
+            return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                              "argument '%s' (%p, %zu bytes) is device address space that is not a live "
+                              "allocation (freed, unmapped or out of bounds)",
+                              what, p, len);
+        }
+        out->host = true;
+        return ACL_SUCCESS;
+    }
+    size_t off = (uintptr_t)p - r->base;
+    if (len > r->size - off) {
+        size_t size = r->size;
+        mem_release(r);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument '%s': %zu bytes at offset %zu overrun the %zu-byte allocation at %p", what, len,
+                          off, size, (void *)(uintptr_t)((uintptr_t)p - off));
+    }
+    if (r->no_access || (write && r->readonly)) {
+        bool na = r->no_access;
+        mem_release(r);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is mapped %s", what, p,
+                          na ? "without access (aclrtMemSetAccess)" : "read-only");
+    }
+    out->rec = r;
+    switch (r->kind) {
+    case MEM_REC_DEVICE:
+    case MEM_REC_VMM_MAP:
+        out->dev = true;
+        out->device = r->device;
+        break;
+    case MEM_REC_HOST_PINNED:
+        out->host = true;
+        out->pinned = true;
+        break;
+    case MEM_REC_MANAGED:
+    case MEM_REC_HOST_REG:
+        out->dev = true;
+        out->host = true;
+        out->pinned = true;
+        break;
+    }
+    return ACL_SUCCESS;
+}
+
+static const char *kind_str(int kind)
+{
+    static const char *const names[] = {"ACL_MEMCPY_HOST_TO_HOST",   "ACL_MEMCPY_HOST_TO_DEVICE",
+                                        "ACL_MEMCPY_DEVICE_TO_HOST", "ACL_MEMCPY_DEVICE_TO_DEVICE",
+                                        "ACL_MEMCPY_DEFAULT",        "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE"};
+    return kind >= 0 && kind <= 5 ? names[kind] : "?";
+}
+
+static const char *where(const side *s)
+{
+    if (s->dev && s->host) {
+        return "host memory mapped for the device";
+    }
+    return s->dev ? "device memory" : "host memory";
+}
+
+/* The kind must agree with where the pointers live. The real driver checks
+ * the addresses; the exact code for a mismatch is not pinned down (§7), the
+ * closest public one is ACL_ERROR_RT_INVALID_MEMORY_TYPE (107016). Copies
+ * between two devices need peer access between them (aclrtMemcpy doc: enable
+ * it with aclrtDeviceEnablePeerAccess first). Returns the effective kind. */
+static aclError check_kind(const char *fn, int kind, const side *d, const side *s, int *effective)
+{
+    bool ok = true;
+    const char *bad = NULL;
+    const side *badside = NULL;
+    switch (kind) {
+    case ACL_MEMCPY_HOST_TO_HOST:
+        if (!s->host) {
+            bad = "src", badside = s;
+        } else if (!d->host) {
+            bad = "dst", badside = d;
+        }
+        break;
+    case ACL_MEMCPY_HOST_TO_DEVICE:
+    case ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE:
+        if (!s->host) {
+            bad = "src", badside = s;
+        } else if (!d->dev) {
+            bad = "dst", badside = d;
+        }
+        break;
+    case ACL_MEMCPY_DEVICE_TO_HOST:
+        if (!s->dev) {
+            bad = "src", badside = s;
+        } else if (!d->host) {
+            bad = "dst", badside = d;
+        }
+        break;
+    case ACL_MEMCPY_DEVICE_TO_DEVICE:
+        if (!s->dev) {
+            bad = "src", badside = s;
+        } else if (!d->dev) {
+            bad = "dst", badside = d;
+        }
+        break;
+    default: /* DEFAULT: inferred from the addresses */
+        break;
+    }
+    ok = bad == NULL;
+    if (!ok) {
+        return mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE, "argument 'kind' is %s but '%s' is %s", kind_str(kind),
+                          bad, where(badside));
+    }
+    if (kind == ACL_MEMCPY_DEFAULT) {
+        bool sd = s->dev && !s->host, dd = d->dev && !d->host;
+        kind = sd ? (dd ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
+                  : (dd ? ACL_MEMCPY_HOST_TO_DEVICE : ACL_MEMCPY_HOST_TO_HOST);
+    }
+    if (s->device >= 0 && d->device >= 0 && s->device != d->device && !mem_peer_enabled(s->device, d->device) &&
+        !mem_peer_enabled(d->device, s->device)) {
+        /* Not pinned down on hardware; the runtime rejects the addresses. */
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "copy between device %d and device %d needs peer access: call "
+                          "aclrtDeviceEnablePeerAccess first",
+                          s->device, d->device);
+    }
+    *effective = kind;
+    return ACL_SUCCESS;
+}
+
+static bool is_device_write(const side *d)
+{
+    return d->rec != NULL && d->dev;
+}
+
+/* ------------------------------------------------------------- operations */
+
+enum op_kind { OP_COPY, OP_COPY2D, OP_MEMSET, OP_MEMSET32, OP_VALUE_WRITE, OP_VALUE_WAIT, OP_BATCH };
+
+typedef struct copy_op {
+    int op;
+    void *dst;
+    const void *src;
+    size_t n;
+    side d, s;
+    /* 2D */
+    size_t dpitch, spitch, width, height;
+    /* memset / value */
+    uint64_t value;
+    uint32_t flag;
+    /* batch */
+    size_t nb;
+    void **dsts;
+    const void **srcs;
+    size_t *sizes;
+    side *bd, *bs;
+    /* synchronous completion of an async call (pageable host memory) */
+    bool sync;
+    bool done;
+    aclError rc;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} copy_op;
+
+static void raw_copy(side *d, side *s, void *dst, const void *src, size_t n)
+{
+    bool dw = is_device_write(d);
+    mem_rec_access_begin(d->rec);
+    if (s->rec != d->rec) {
+        mem_rec_access_begin(s->rec);
+    }
+    if (dw) {
+        mem_write_begin();
+    }
+    memmove(dst, src, n);
+    if (dw) {
+        mem_write_end();
+    }
+    if (s->rec != d->rec) {
+        mem_rec_access_end(s->rec);
+    }
+    mem_rec_access_end(d->rec);
+}
+
+static bool wait_cond(uint64_t cur, uint64_t value, uint32_t flag)
+{
+    switch (flag) {
+    case ACL_STREAM_WAIT_VALUE_GEQ:
+        return (int64_t)(cur - value) >= 0;
+    case ACL_STREAM_WAIT_VALUE_EQ:
+        return cur == value;
+    case ACL_STREAM_WAIT_VALUE_AND:
+        return (cur & value) != 0;
+    default: /* NOR */
+        return ~(cur | value) != 0;
+    }
+}
+
+static uint64_t read_watched(copy_op *o)
+{
+    uint64_t v;
+    mem_rec_access_begin(o->d.rec);
+    pthread_rwlock_wrlock(&g_gate);
+    memcpy(&v, o->dst, sizeof(v));
+    pthread_rwlock_unlock(&g_gate);
+    mem_rec_access_end(o->d.rec);
+    return v;
+}
+
+static aclError value_wait(copy_op *o)
+{
+    pthread_once(&g_notify_once, notify_init);
+    atomic_fetch_add(&g_waiters, 1);
+    aclError rc = ACL_SUCCESS;
+    for (;;) {
+        pthread_mutex_lock(&g_notify_mu);
+        uint64_t gen = g_write_gen;
+        pthread_mutex_unlock(&g_notify_mu);
+        if (wait_cond(read_watched(o), o->value, o->flag)) {
+            break;
+        }
+        if (atomic_load(&o->d.rec->freed)) {
+            rc = mock_error("aclrtValueWait", ACL_ERROR_RT_PARAM_INVALID,
+                            "the memory watched at %p was freed while the stream waited on it", o->dst);
+            break;
+        }
+        aclError lost = mock_device_lost_code(o->d.rec->device);
+        if (lost != ACL_SUCCESS) {
+            rc = lost;
+            break;
+        }
+        pthread_mutex_lock(&g_notify_mu);
+        int w = 0;
+        if (g_write_gen == gen) {
+            /* Wake at least every 10 ms: mock_task_wait also notices a stream
+             * abort (destroy-force) and returns ECANCELED. */
+            struct timespec dl = mock_deadline_ms(10);
+            w = mock_task_wait(&g_notify_cv, &g_notify_mu, &dl);
+        }
+        pthread_mutex_unlock(&g_notify_mu);
+        if (w == ECANCELED) {
+            rc = ACL_ERROR_RT_STREAM_ABORT;
+            break;
+        }
+    }
+    atomic_fetch_sub(&g_waiters, 1);
+    return rc;
+}
+
+static aclError op_run(copy_op *o)
+{
+    switch (o->op) {
+    case OP_COPY:
+        raw_copy(&o->d, &o->s, o->dst, o->src, o->n);
+        return ACL_SUCCESS;
+    case OP_COPY2D: {
+        bool dw = is_device_write(&o->d);
+        mem_rec_access_begin(o->d.rec);
+        if (o->s.rec != o->d.rec) {
+            mem_rec_access_begin(o->s.rec);
+        }
+        if (dw) {
+            mem_write_begin();
+        }
+        for (size_t row = 0; row < o->height; row++) {
+            memmove((char *)o->dst + row * o->dpitch, (const char *)o->src + row * o->spitch, o->width);
+        }
+        if (dw) {
+            mem_write_end();
+        }
+        if (o->s.rec != o->d.rec) {
+            mem_rec_access_end(o->s.rec);
+        }
+        mem_rec_access_end(o->d.rec);
+        return ACL_SUCCESS;
+    }
+    case OP_MEMSET:
+    case OP_MEMSET32: {
+        bool dw = is_device_write(&o->d);
+        mem_rec_access_begin(o->d.rec);
+        if (dw) {
+            mem_write_begin();
+        }
+        if (o->op == OP_MEMSET) {
+            memset(o->dst, (int)(o->value & 0xFFu), o->n);
+        } else {
+            uint32_t v = (uint32_t)o->value;
+            unsigned char *p = o->dst;
+            for (size_t i = 0; i < o->n; i++) {
+                memcpy(p + i * 4, &v, 4);
+            }
+        }
+        if (dw) {
+            mem_write_end();
+        }
+        mem_rec_access_end(o->d.rec);
+        return ACL_SUCCESS;
+    }
+    case OP_VALUE_WRITE: {
+        mem_rec_access_begin(o->d.rec);
+        mem_write_begin();
+        memcpy(o->dst, &o->value, sizeof(o->value));
+        mem_write_end();
+        mem_rec_access_end(o->d.rec);
+        return ACL_SUCCESS;
+    }
+    case OP_VALUE_WAIT:
+        return value_wait(o);
+    case OP_BATCH:
+        for (size_t i = 0; i < o->nb; i++) {
+            raw_copy(&o->bd[i], &o->bs[i], o->dsts[i], o->srcs[i], o->sizes[i]);
+        }
+        return ACL_SUCCESS;
+    }
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+}
+
+static void op_destroy(copy_op *o)
+{
+    side_drop(&o->d);
+    side_drop(&o->s);
+    for (size_t i = 0; i < o->nb; i++) {
+        if (o->bd) {
+            side_drop(&o->bd[i]);
+        }
+        if (o->bs) {
+            side_drop(&o->bs[i]);
+        }
+    }
+    free(o->bd);
+    free(o->bs);
+    free(o->dsts);
+    free(o->srcs);
+    free(o->sizes);
+    if (o->sync) {
+        pthread_mutex_destroy(&o->mu);
+        pthread_cond_destroy(&o->cv);
+    }
+    free(o);
+}
+
+static aclError op_task(void *arg)
+{
+    copy_op *o = arg;
+    aclError rc = op_run(o);
+    o->rc = rc;
+    return rc;
+}
+
+static void op_task_free(void *arg)
+{
+    copy_op *o = arg;
+    if (o->sync) {
+        pthread_mutex_lock(&o->mu);
+        o->done = true;
+        pthread_cond_signal(&o->cv);
+        pthread_mutex_unlock(&o->mu);
+        return; /* the caller waiting in op_submit frees it */
+    }
+    op_destroy(o);
+}
+
+static copy_op *op_new(int op)
+{
+    copy_op *o = calloc(1, sizeof(*o));
+    if (o != NULL) {
+        o->op = op;
+        o->d.device = o->s.device = -1;
+        o->rc = ACL_ERROR_RT_STREAM_ABORT; /* unless the task runs */
+    }
+    return o;
+}
+
+/* Enqueues `o` on `stream`. With wait_done (pageable host memory) the call
+ * returns only once the task finished, with its result (§5.6: an async copy
+ * of pageable memory completes before returning). Takes ownership of o. */
+static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_done)
+{
+    if (wait_done) {
+        o->sync = true;
+        pthread_mutex_init(&o->mu, NULL);
+        pthread_cond_init(&o->cv, NULL);
+    }
+    aclError rc = mock_stream_enqueue(s, op_task, o, op_task_free);
+    if (rc != ACL_SUCCESS) {
+        if (wait_done) {
+            op_destroy(o); /* free_arg only signalled */
+        }
+        return mock_error(fn, rc, "the stream refused the task");
+    }
+    if (!wait_done) {
+        return ACL_SUCCESS;
+    }
+    pthread_mutex_lock(&o->mu);
+    while (!o->done) {
+        pthread_cond_wait(&o->cv, &o->mu);
+    }
+    pthread_mutex_unlock(&o->mu);
+    rc = o->rc;
+    op_destroy(o);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "the copy did not complete on its stream");
+    }
+    return ACL_SUCCESS;
+}
+
+static aclError no_mem(const char *fn)
+{
+    return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for the task");
+}
+
+/* ---------------------------------------------------------------- memcpy */
+
+/* Argument checks in the order of the real stack (§5.6). Returns
+ * ACL_SUCCESS with *nothing = true when there is nothing to copy. On success
+ * with work to do, d and s hold references. */
+static aclError memcpy_check(const char *fn, void *dst, size_t destMax, const void *src, size_t count, int kind,
+                             bool async, side *d, side *s, bool *nothing)
+{
+    *nothing = false;
+    if (count == 0) {
+        *nothing = true;
+        return ACL_SUCCESS;
+    }
+    if (dst == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dst' is NULL");
+    }
+    if (src == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'src' is NULL");
+    }
+    if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'kind' %d is not a supported aclrtMemcpyKind", kind);
+    }
+    MOCK_ENTER(fn);
+    if (destMax == 0) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'destMax' is 0");
+    }
+    if (count > destMax) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'count' (%zu) exceeds 'destMax' (%zu)", count,
+                          destMax);
+    }
+    if (dst == src) {
+        *nothing = true;
+        return ACL_SUCCESS;
+    }
+    mock_context *ctx;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = classify(fn, "dst", dst, count, true, d);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = classify(fn, "src", src, count, false, s);
+    if (rc != ACL_SUCCESS) {
+        side_drop(d);
+        return rc;
+    }
+    int eff;
+    rc = check_kind(fn, kind, d, s, &eff);
+    if (rc == ACL_SUCCESS && async && eff == ACL_MEMCPY_HOST_TO_HOST) {
+        /* doc 11-03: asynchronous host-to-host copies are not supported on
+         * hosts with attached (EP) devices, which is what the mock models. */
+        rc = mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                        "asynchronous host-to-host copies are not supported (use aclrtMemcpy)");
+    }
+    if (rc != ACL_SUCCESS) {
+        side_drop(d);
+        side_drop(s);
+    }
+    return rc;
+}
+
+aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind)
+{
+    const char *fn = "aclrtMemcpy";
+    side d, s;
+    bool nothing;
+    aclError rc = memcpy_check(fn, dst, destMax, src, count, (int)kind, false, &d, &s, &nothing);
+    if (rc != ACL_SUCCESS || nothing) {
+        return rc;
+    }
+    raw_copy(&d, &s, dst, src, count);
+    side_drop(&d);
+    side_drop(&s);
+    return ACL_SUCCESS;
+}
+
+static aclError memcpy_async(const char *fn, void *dst, size_t destMax, const void *src, size_t count,
+                             aclrtMemcpyKind kind, aclrtStream stream)
+{
+    side d, s;
+    bool nothing;
+    aclError rc = memcpy_check(fn, dst, destMax, src, count, (int)kind, true, &d, &s, &nothing);
+    if (rc != ACL_SUCCESS || nothing) {
+        return rc;
+    }
+    mock_stream *st;
+    rc = mock_stream_resolve(fn, stream, &st);
+    if (rc != ACL_SUCCESS) {
+        side_drop(&d);
+        side_drop(&s);
+        return rc;
+    }
+    copy_op *o = op_new(OP_COPY);
+    if (o == NULL) {
+        side_drop(&d);
+        side_drop(&s);
+        return no_mem(fn);
+    }
+    o->dst = dst;
+    o->src = src;
+    o->n = count;
+    o->d = d;
+    o->s = s;
+    bool pageable = (d.rec == NULL) || (s.rec == NULL);
+    return op_submit(fn, o, st, pageable);
+}
+
+aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
+                          aclrtStream stream)
+{
+    return memcpy_async("aclrtMemcpyAsync", dst, destMax, src, count, kind, stream);
+}
+
+aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count,
+                                       aclrtMemcpyKind kind, aclrtStream stream)
+{
+    return memcpy_async("aclrtMemcpyAsyncWithCondition", dst, destMax, src, count, kind, stream);
+}
+
+/* -------------------------------------------------------------- memcpy 2d */
+
+static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const void *src, size_t spitch,
+                               size_t width, size_t height, int kind, side *d, side *s, bool *nothing)
+{
+    *nothing = false;
+    if (width == 0 || height == 0) {
+        *nothing = true;
+        return ACL_SUCCESS;
+    }
+    if (dst == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dst' is NULL");
+    }
+    if (src == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'src' is NULL");
+    }
+    if (width > spitch) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'width' (%zu) exceeds 'spitch' (%zu)", width, spitch);
+    }
+    if (width > dpitch) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'width' (%zu) exceeds 'dpitch' (%zu)", width, dpitch);
+    }
+    if (kind != ACL_MEMCPY_HOST_TO_DEVICE && kind != ACL_MEMCPY_DEVICE_TO_HOST &&
+        kind != ACL_MEMCPY_DEVICE_TO_DEVICE && kind != ACL_MEMCPY_DEFAULT) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'kind' %d is not supported for 2D copies (H2D, D2H, D2D or DEFAULT)", kind);
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    /* extent = (height - 1) * pitch + width, overflow-checked */
+    size_t dext, sext;
+    if (__builtin_mul_overflow(height - 1, dpitch, &dext) || __builtin_add_overflow(dext, width, &dext) ||
+        __builtin_mul_overflow(height - 1, spitch, &sext) || __builtin_add_overflow(sext, width, &sext)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "pitch * height overflows");
+    }
+    rc = classify(fn, "dst", dst, dext, true, d);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = classify(fn, "src", src, sext, false, s);
+    if (rc != ACL_SUCCESS) {
+        side_drop(d);
+        return rc;
+    }
+    int eff;
+    rc = check_kind(fn, kind, d, s, &eff);
+    if (rc != ACL_SUCCESS) {
+        side_drop(d);
+        side_drop(s);
+    }
+    return rc;
+}
+
+static copy_op *op2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                     side *d, side *s)
+{
+    copy_op *o = op_new(OP_COPY2D);
+    if (o != NULL) {
+        o->dst = dst;
+        o->src = src;
+        o->dpitch = dpitch;
+        o->spitch = spitch;
+        o->width = width;
+        o->height = height;
+        o->d = *d;
+        o->s = *s;
+    }
+    return o;
+}
+
+aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                       aclrtMemcpyKind kind)
+{
+    const char *fn = "aclrtMemcpy2d";
+    side d, s;
+    bool nothing;
+    aclError rc = memcpy2d_check(fn, dst, dpitch, src, spitch, width, height, (int)kind, &d, &s, &nothing);
+    if (rc != ACL_SUCCESS || nothing) {
+        return rc;
+    }
+    copy_op *o = op2d(dst, dpitch, src, spitch, width, height, &d, &s);
+    if (o == NULL) {
+        side_drop(&d);
+        side_drop(&s);
+        return no_mem(fn);
+    }
+    op_run(o);
+    op_destroy(o);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                            size_t height, aclrtMemcpyKind kind, aclrtStream stream)
+{
+    const char *fn = "aclrtMemcpy2dAsync";
+    side d, s;
+    bool nothing;
+    aclError rc = memcpy2d_check(fn, dst, dpitch, src, spitch, width, height, (int)kind, &d, &s, &nothing);
+    if (rc != ACL_SUCCESS || nothing) {
+        return rc;
+    }
+    mock_stream *st;
+    rc = mock_stream_resolve(fn, stream, &st);
+    if (rc != ACL_SUCCESS) {
+        side_drop(&d);
+        side_drop(&s);
+        return rc;
+    }
+    copy_op *o = op2d(dst, dpitch, src, spitch, width, height, &d, &s);
+    if (o == NULL) {
+        side_drop(&d);
+        side_drop(&s);
+        return no_mem(fn);
+    }
+    return op_submit(fn, o, st, d.rec == NULL || s.rec == NULL);
+}
+
+/* ---------------------------------------------------------------- memset */
+
+/* Memset works on device memory and runtime-allocated host memory; on plain
+ * malloc memory it is undefined on hardware, which the mock reports. */
+static aclError memset_check(const char *fn, void *ptr, size_t bytes, side *d)
+{
+    mock_context *ctx;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = classify(fn, "devPtr", ptr, bytes, true, d);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (d->rec == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE,
+                          "pointer %p is not device memory or host memory allocated by the runtime", ptr);
+    }
+    return ACL_SUCCESS;
+}
+
+static aclError memset_common(const char *fn, void *devPtr, size_t maxCount, uint64_t value, size_t count,
+                              bool d32, bool async, aclrtStream stream)
+{
+    if (count == 0) {
+        return ACL_SUCCESS;
+    }
+    if (devPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", d32 ? "ptr" : "devPtr");
+    }
+    MOCK_ENTER(fn);
+    size_t bytes = count;
+    if (d32 && __builtin_mul_overflow(count, (size_t)4, &bytes)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'N' (%zu) is too large", count);
+    }
+    if (bytes > maxCount) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "%zu bytes to set exceed '%s' (%zu)", bytes,
+                          d32 ? "memSize" : "maxCount", maxCount);
+    }
+    if (d32 && ((uintptr_t)devPtr & 3u) != 0) {
+        return mock_error(fn, ACL_ERROR_RT_ADDR_UNALIGNED, "argument 'ptr' %p is not 4-byte aligned", devPtr);
+    }
+    side d;
+    aclError rc = memset_check(fn, devPtr, bytes, &d);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    mock_stream *st = NULL;
+    if (async) {
+        rc = mock_stream_resolve(fn, stream, &st);
+        if (rc != ACL_SUCCESS) {
+            side_drop(&d);
+            return rc;
+        }
+    }
+    copy_op *o = op_new(d32 ? OP_MEMSET32 : OP_MEMSET);
+    if (o == NULL) {
+        side_drop(&d);
+        return no_mem(fn);
+    }
+    o->dst = devPtr;
+    o->n = count;
+    o->value = value;
+    o->d = d;
+    if (!async) {
+        op_run(o);
+        op_destroy(o);
+        return ACL_SUCCESS;
+    }
+    return op_submit(fn, o, st, false);
+}
+
+aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
+{
+    return memset_common("aclrtMemset", devPtr, maxCount, (uint32_t)value, count, false, false, NULL);
+}
+
+aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream)
+{
+    return memset_common("aclrtMemsetAsync", devPtr, maxCount, (uint32_t)value, count, false, true, stream);
+}
+
+aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N)
+{
+    return memset_common("aclrtMemsetD32", ptr, memSize, value, N, true, false, NULL);
+}
+
+aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N, aclrtStream stream)
+{
+    return memset_common("aclrtMemsetD32Async", ptr, memSize, value, N, true, true, stream);
+}
+
+/* ----------------------------------------------------------------- batch */
+
+static bool loc_matches(const aclrtMemLocation *loc, const side *sd)
+{
+    switch ((int)loc->type) {
+    case ACL_MEM_LOCATION_TYPE_DEVICE:
+        return sd->dev && (sd->device < 0 || (uint32_t)sd->device == loc->id);
+    case ACL_MEM_LOCATION_TYPE_HOST:
+    case ACL_MEM_LOCATION_TYPE_HOST_NUMA:
+    case ACL_MEM_LOCATION_TYPE_UNREGISTERED:
+        return sd->host;
+    case ACL_MEM_LOCATION_TYPE_MANAGED:
+        return sd->rec != NULL && sd->rec->kind == MEM_REC_MANAGED;
+    default:
+        return false;
+    }
+}
+
+/* Validates a batch (cudaMemcpyBatchAsync-style: attrs[k] applies to copies
+ * attrsIndexes[k] .. attrsIndexes[k+1]-1) and builds the op. */
+static aclError batch_build(const char *fn, void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                            size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
+                            size_t *failIndex, bool need_fail, copy_op **out)
+{
+    if (need_fail && failIndex == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'failIndex' is NULL");
+    }
+    if (failIndex != NULL) {
+        *failIndex = SIZE_MAX;
+    }
+    if (dsts == NULL || destMaxs == NULL || srcs == NULL || sizes == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          dsts == NULL ? "dsts" : destMaxs == NULL ? "destMaxs" : srcs == NULL ? "srcs" : "sizes");
+    }
+    if (numBatches == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'numBatches' is 0");
+    }
+    if (attrs == NULL || attrsIndexes == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", attrs == NULL ? "attrs" : "attrsIndexes");
+    }
+    if (numAttrs == 0 || numAttrs > numBatches) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'numAttrs' (%zu) must be in 1..numBatches (%zu)",
+                          numAttrs, numBatches);
+    }
+    if (attrsIndexes[0] != 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "attrsIndexes[0] must be 0");
+    }
+    for (size_t k = 1; k < numAttrs; k++) {
+        if (attrsIndexes[k] <= attrsIndexes[k - 1] || attrsIndexes[k] >= numBatches) {
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                              "attrsIndexes must be strictly increasing and below numBatches (index %zu)", k);
+        }
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    copy_op *o = op_new(OP_BATCH);
+    if (o == NULL) {
+        return no_mem(fn);
+    }
+    o->dsts = calloc(numBatches, sizeof(void *));
+    o->srcs = calloc(numBatches, sizeof(void *));
+    o->sizes = calloc(numBatches, sizeof(size_t));
+    o->bd = calloc(numBatches, sizeof(side));
+    o->bs = calloc(numBatches, sizeof(side));
+    if (!o->dsts || !o->srcs || !o->sizes || !o->bd || !o->bs) {
+        op_destroy(o);
+        return no_mem(fn);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < numBatches; i++) {
+        while (k + 1 < numAttrs && attrsIndexes[k + 1] <= i) {
+            k++;
+        }
+        rc = ACL_SUCCESS;
+        if (sizes[i] == 0) {
+            rc = mock_error(fn, ACL_ERROR_INVALID_PARAM, "sizes[%zu] is 0", i);
+        } else if (dsts[i] == NULL || srcs[i] == NULL) {
+            rc = mock_error(fn, ACL_ERROR_INVALID_PARAM, "%s[%zu] is NULL", dsts[i] == NULL ? "dsts" : "srcs", i);
+        } else if (sizes[i] > destMaxs[i]) {
+            rc = mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "sizes[%zu] (%zu) exceeds destMaxs[%zu] (%zu)", i, sizes[i],
+                            i, destMaxs[i]);
+        } else {
+            rc = classify(fn, "dsts[i]", dsts[i], sizes[i], true, &o->bd[i]);
+            if (rc == ACL_SUCCESS) {
+                rc = classify(fn, "srcs[i]", srcs[i], sizes[i], false, &o->bs[i]);
+            }
+            if (rc == ACL_SUCCESS) {
+                int eff;
+                rc = check_kind(fn, ACL_MEMCPY_DEFAULT, &o->bd[i], &o->bs[i], &eff);
+            }
+            if (rc == ACL_SUCCESS && (!loc_matches(&attrs[k].dstLoc, &o->bd[i]) ||
+                                      !loc_matches(&attrs[k].srcLoc, &o->bs[i]))) {
+                rc = mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE,
+                                "copy %zu: the locations in attrs[%zu] do not match where dsts/srcs live", i, k);
+            }
+        }
+        o->nb = i + 1; /* sides 0..i hold references */
+        if (rc != ACL_SUCCESS) {
+            if (failIndex != NULL) {
+                *failIndex = i;
+            }
+            op_destroy(o);
+            return rc;
+        }
+        o->dsts[i] = dsts[i];
+        o->srcs[i] = srcs[i];
+        o->sizes[i] = sizes[i];
+    }
+    *out = o;
+    return ACL_SUCCESS;
+}
+
+static bool batch_pageable(const copy_op *o)
+{
+    for (size_t i = 0; i < o->nb; i++) {
+        if (o->bd[i].rec == NULL || o->bs[i].rec == NULL) {
+            return true;
+        }
+    }
+    return false;
+}
+
+aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                          aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex)
+{
+    copy_op *o;
+    aclError rc = batch_build("aclrtMemcpyBatch", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
+                              numAttrs, failIndex, true, &o);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    op_run(o);
+    op_destroy(o);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                            aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs)
+{
+    copy_op *o;
+    aclError rc = batch_build("aclrtMemcpyBatchV2", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
+                              numAttrs, NULL, false, &o);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    op_run(o);
+    op_destroy(o);
+    return ACL_SUCCESS;
+}
+
+static aclError batch_async(const char *fn, void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                            size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
+                            size_t *failIndex, bool need_fail, aclrtStream stream)
+{
+    copy_op *o;
+    aclError rc = batch_build(fn, dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex,
+                              need_fail, &o);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    mock_stream *st;
+    rc = mock_stream_resolve(fn, stream, &st);
+    if (rc != ACL_SUCCESS) {
+        op_destroy(o);
+        return rc;
+    }
+    return op_submit(fn, o, st, batch_pageable(o));
+}
+
+aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                               aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex,
+                               aclrtStream stream)
+{
+    return batch_async("aclrtMemcpyBatchAsync", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
+                       numAttrs, failIndex, true, stream);
+}
+
+aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                                 aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
+                                 aclrtStream stream)
+{
+    return batch_async("aclrtMemcpyBatchAsyncV2", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
+                       numAttrs, NULL, false, stream);
+}
+
+/* ----------------------------------------------------------- value ops */
+
+static aclError value_op(const char *fn, int op, void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream)
+{
+    if (devAddr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devAddr' is NULL");
+    }
+    if (op == OP_VALUE_WAIT && flag > ACL_STREAM_WAIT_VALUE_NOR) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'flag' %u is not ACL_STREAM_WAIT_VALUE_GEQ/EQ/AND/NOR", flag);
+    }
+    MOCK_ENTER(fn);
+    side d;
+    aclError rc = classify(fn, "devAddr", devAddr, sizeof(uint64_t), op == OP_VALUE_WRITE, &d);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (!d.dev) {
+        side_drop(&d);
+        return mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE, "argument 'devAddr' %p is not device memory", devAddr);
+    }
+    mock_stream *st;
+    rc = mock_stream_resolve(fn, stream, &st);
+    if (rc != ACL_SUCCESS) {
+        side_drop(&d);
+        return rc;
+    }
+    copy_op *o = op_new(op);
+    if (o == NULL) {
+        side_drop(&d);
+        return no_mem(fn);
+    }
+    o->dst = devAddr;
+    o->value = value;
+    o->flag = flag;
+    o->d = d;
+    return op_submit(fn, o, st, false);
+}
+
+aclError aclrtValueWrite(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream)
+{
+    /* flag is reserved for write ordering options; the simulator's writes
+     * are always fully ordered, so every value is accepted. */
+    return value_op("aclrtValueWrite", OP_VALUE_WRITE, devAddr, value, flag, stream);
+}
+
+aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream)
+{
+    return value_op("aclrtValueWait", OP_VALUE_WAIT, devAddr, value, flag, stream);
+}

@@ -1,0 +1,113 @@
+/*
+ * mem_internal.h - private interface between the memory files of the mock
+ * (memory.c: regions, registry, allocation APIs; copy.c: copies, memset,
+ * value ops; vmm.c: virtual memory management; peer.c: peer access).
+ * Not part of the cross-subsystem contract (that is mock_internal.h).
+ */
+#ifndef MOCK_MEM_INTERNAL_H
+#define MOCK_MEM_INTERNAL_H
+
+#include "mock_internal.h"
+
+#include <stdatomic.h>
+
+/* What a registry record describes. */
+typedef enum mem_rec_kind {
+    MEM_REC_DEVICE = 1,      /* aclrtMalloc* in a device region */
+    MEM_REC_HOST_PINNED = 2, /* aclrtMallocHost* */
+    MEM_REC_MANAGED = 3,     /* aclrtMemAllocManaged: host and device accessible */
+    MEM_REC_HOST_REG = 4,    /* aclrtHostRegister*: user host memory, device mapped */
+    MEM_REC_VMM_MAP = 5      /* aclrtMapMem: physical handle mapped into a reserved VA */
+} mem_rec_kind;
+
+typedef struct mem_rec mem_rec;
+typedef void (*mem_rec_dtor)(mem_rec *rec);
+
+/* One live range of memory the runtime knows about. Records are reference
+ * counted: the registry holds one reference while the range is live, and
+ * every runtime operation touching it (a synchronous copy, or an async task
+ * from enqueue to completion) holds another, so that aclrtFree during an
+ * in-flight copy never unmaps pages under the copy (the pages are released
+ * when the last reference goes). */
+struct mem_rec {
+    uintptr_t base;
+    size_t size;            /* usable bytes (after aclrtMalloc rounding) */
+    size_t span;            /* bytes of address space held (page multiple) */
+    mem_rec_kind kind;
+    int32_t device;         /* device of DEVICE / VMM_MAP / MANAGED (home) records, else -1 */
+    uint32_t page_size;     /* reported by aclrtPointerGetAttributes */
+    uint32_t policy;        /* malloc policy, or host-register flags */
+    bool protect;           /* isolation mode applies (PROT_NONE when not accessed) */
+    bool readonly;          /* device view is read-only (host register READONLY, VMM READ access) */
+    bool no_access;         /* VMM mapping without access for its device */
+    atomic_long refs;
+    atomic_bool freed;      /* removed from the registry */
+    int access;             /* isolation access count, under the isolation lock */
+    mem_rec_dtor dtor;      /* releases the backing memory when refs drops to 0 */
+    void *owner;            /* dtor data (e.g. the VMM mapping) */
+    /* managed memory attributes (aclrtMemManagedAdvise / PrefetchAsync) */
+    int32_t m_read_mostly;
+    int32_t m_pref_type, m_pref_id;
+    int32_t m_last_type, m_last_id;
+    uint64_t m_accessed_by;  /* bit per device */
+};
+
+/* --- registry (memory.c) --- */
+MOCK_HIDDEN mem_rec *mem_rec_new(mem_rec_kind kind, uintptr_t base, size_t size, int32_t device);
+/* Inserts into the registry (which takes the initial reference). false when
+ * the range overlaps a live record. */
+MOCK_HIDDEN bool mem_registry_insert(mem_rec *rec);
+/* Removes a live record whose base is exactly `ptr` and whose kind is in
+ * `kinds_mask` (bit 1<<kind); returns it with the registry's reference
+ * transferred to the caller, or NULL. `*found_kind` gets the kind of a record
+ * containing ptr when no exact match exists (0 = none). */
+MOCK_HIDDEN mem_rec *mem_registry_remove(const void *ptr, unsigned kinds_mask, int *found_kind,
+                                         bool *interior);
+/* Record containing ptr with a new reference, or NULL. */
+MOCK_HIDDEN mem_rec *mem_acquire(const void *ptr);
+MOCK_HIDDEN void mem_rec_ref(mem_rec *rec);
+MOCK_HIDDEN void mem_release(mem_rec *rec);
+/* True when [ptr, ptr+len) touches runtime-owned address space that is not
+ * inside a live record (freed device memory, an unmapped VMM reservation):
+ * such an access would fault, so it is refused. */
+MOCK_HIDDEN bool mem_in_dead_space(const void *ptr, size_t len);
+/* Isolation bracket on a known record (no-op when isolation is off). */
+MOCK_HIDDEN void mem_rec_access_begin(mem_rec *rec);
+MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec);
+MOCK_HIDDEN bool mem_isolation(void);
+MOCK_HIDDEN size_t mem_page_size(void);
+
+/* Device capacity accounting (memory.c): true when `bytes` fit. */
+MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes);
+MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes);
+MOCK_HIDDEN uint64_t mem_capacity_total(void);
+
+static inline bool mem_rec_is_device(const mem_rec *r)
+{
+    return r != NULL && (r->kind == MEM_REC_DEVICE || r->kind == MEM_REC_VMM_MAP ||
+                         r->kind == MEM_REC_MANAGED || r->kind == MEM_REC_HOST_REG);
+}
+static inline bool mem_rec_is_host(const mem_rec *r)
+{
+    return r == NULL || r->kind == MEM_REC_HOST_PINNED || r->kind == MEM_REC_MANAGED ||
+           r->kind == MEM_REC_HOST_REG;
+}
+
+/* --- VMM (vmm.c) --- */
+/* True when ptr lies in a reserved VMM range (mapped or not). */
+MOCK_HIDDEN bool mem_vmm_in_reservation(const void *ptr, size_t len);
+MOCK_HIDDEN void mem_vmm_finalize(void);
+
+/* --- peer access (peer.c) --- */
+MOCK_HIDDEN bool mem_peer_enabled(int32_t dev, int32_t peer);
+MOCK_HIDDEN void mem_peer_finalize(void);
+
+/* --- copy.c --- */
+/* Writers of device memory bracket the write with these so that a ValueWait
+ * reading the watched word never races with them; the end call wakes the
+ * waiters. */
+MOCK_HIDDEN void mem_write_begin(void);
+MOCK_HIDDEN void mem_write_end(void);
+MOCK_HIDDEN void mem_copy_finalize(void);
+
+#endif /* MOCK_MEM_INTERNAL_H */

@@ -1,0 +1,1344 @@
+/*
+ * memory.c - device memory of the mock: per-device regions, the registry of
+ * every range the runtime knows about, isolation mode, and the allocation /
+ * free / query entry points (acl_abi.md §1.6, §5.6).
+ *
+ * Device memory lives apart from the host heap. Each device owns one region of
+ * address space reserved with mmap(PROT_NONE, MAP_NORESERVE) on first use; an
+ * allocation carves page-granular extents out of it (first fit, coalescing free
+ * list) and commits them with mprotect(RW); a free gives the pages back with
+ * MADV_DONTNEED + mprotect(PROT_NONE). The capacity of a device is
+ * mock_config_get()->mem_per_device and is accounted with the real rounded
+ * sizes (round up to 32, +32 padding), so aclrtGetMemInfo tracks allocations
+ * and an allocation past the capacity fails with ACL_ERROR_RT_MEMORY_ALLOCATION.
+ *
+ * The registry is one array of records sorted by base address, under a
+ * rwlock: lookups are a binary search (O(log n)) under the read lock; no lock is
+ * held while data is copied. Records are reference counted (see mem_rec).
+ *
+ * Isolation mode (ASCEND_MOCK_ISOLATION=1): device pages stay PROT_NONE except
+ * while a runtime operation is inside a mock_mem_access_begin/end bracket, so a
+ * host dereference of a device pointer faults at once.
+ */
+#include "mem_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define KIB ((size_t)1024)
+#define MIB (KIB * 1024)
+#define GIB (MIB * 1024)
+
+static size_t round_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* ------------------------------------------------------------ basic state */
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static size_t g_page = 4096;
+static bool g_isolation = false;
+
+static void mem_init_once(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    if (p > 0) {
+        g_page = (size_t)p;
+    }
+    g_isolation = mock_config_get()->isolation;
+}
+
+MOCK_HIDDEN bool mem_isolation(void)
+{
+    pthread_once(&g_once, mem_init_once);
+    return g_isolation;
+}
+
+MOCK_HIDDEN size_t mem_page_size(void)
+{
+    pthread_once(&g_once, mem_init_once);
+    return g_page;
+}
+
+/* --------------------------------------------------------- device regions */
+
+typedef struct extent {
+    size_t off;
+    size_t len;
+} extent;
+
+typedef struct dev_region {
+    pthread_mutex_t lock;
+    _Atomic(uintptr_t) base; /* 0 until reserved; read without the lock */
+    _Atomic(size_t) vsize;
+    bool tried;              /* reservation attempted (and failed if base == 0) */
+    uint64_t capacity;
+    uint64_t used;           /* rounded bytes of live allocations + physical handles */
+    uint64_t peak;
+    extent *free;            /* sorted by offset, coalesced */
+    size_t nfree;
+    size_t capfree;
+} dev_region;
+
+static dev_region g_dev[MOCK_MAX_DEVICES];
+static pthread_once_t g_dev_once = PTHREAD_ONCE_INIT;
+
+static void dev_init_once(void)
+{
+    for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
+        pthread_mutex_init(&g_dev[i].lock, NULL);
+    }
+}
+
+static dev_region *dev_get(int32_t device)
+{
+    pthread_once(&g_dev_once, dev_init_once);
+    if (device < 0 || device >= MOCK_MAX_DEVICES) {
+        return NULL;
+    }
+    dev_region *d = &g_dev[device];
+    return d;
+}
+
+/* Address space to reserve for a capacity: the capacity plus headroom for the
+ * page rounding of small allocations (each allocation owns whole pages). */
+static size_t region_vsize(uint64_t capacity)
+{
+    size_t cap = round_up((size_t)capacity, 2 * MIB);
+    size_t head = cap > (8 * GIB) / 63 ? 8 * GIB : cap * 63;
+    return cap + head;
+}
+
+/* Called with d->lock held. */
+static bool region_reserve(dev_region *d, int32_t device)
+{
+    if (atomic_load(&d->base) != 0) {
+        return true;
+    }
+    if (d->tried) {
+        return false;
+    }
+    d->tried = true;
+    d->capacity = mock_config_get()->mem_per_device;
+    size_t want = region_vsize(d->capacity);
+    size_t floor = (size_t)d->capacity < 256 * MIB ? round_up((size_t)d->capacity, g_page) : 256 * MIB;
+    if (floor == 0) {
+        floor = g_page;
+    }
+    for (size_t sz = want; sz >= floor; sz /= 2) {
+        void *p = mmap(NULL, sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) {
+            if (sz != want) {
+                fprintf(stderr,
+                        "mock_libascendcl: could not reserve %zu bytes of address space for device %d; "
+                        "using %zu (allocations beyond that fail with 207001)\n",
+                        want, device, sz);
+            }
+            d->free = malloc(sizeof(extent) * 16);
+            if (d->free == NULL) {
+                munmap(p, sz);
+                return false;
+            }
+            d->capfree = 16;
+            d->nfree = 1;
+            d->free[0].off = 0;
+            d->free[0].len = sz;
+            atomic_store(&d->vsize, sz);
+            atomic_store(&d->base, (uintptr_t)p);
+            return true;
+        }
+        if (sz / 2 < floor && sz != floor) {
+            sz = floor * 2; /* one last try at the floor */
+        }
+    }
+    fprintf(stderr, "mock_libascendcl: could not reserve address space for device %d: %s\n", device,
+            strerror(errno));
+    return false;
+}
+
+/* First fit. Called with d->lock held. Returns false when no extent fits. */
+static bool extent_take(dev_region *d, size_t len, size_t *off_out)
+{
+    for (size_t i = 0; i < d->nfree; i++) {
+        if (d->free[i].len >= len) {
+            *off_out = d->free[i].off;
+            d->free[i].off += len;
+            d->free[i].len -= len;
+            if (d->free[i].len == 0) {
+                memmove(&d->free[i], &d->free[i + 1], (d->nfree - i - 1) * sizeof(extent));
+                d->nfree--;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Returns an extent, coalescing with its neighbours. d->lock held. */
+static void extent_give(dev_region *d, size_t off, size_t len)
+{
+    size_t lo = 0, hi = d->nfree;
+    while (lo < hi) { /* first extent with off > `off` */
+        size_t mid = (lo + hi) / 2;
+        if (d->free[mid].off > off) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    size_t i = lo;
+    bool merge_prev = i > 0 && d->free[i - 1].off + d->free[i - 1].len == off;
+    bool merge_next = i < d->nfree && off + len == d->free[i].off;
+    if (merge_prev && merge_next) {
+        d->free[i - 1].len += len + d->free[i].len;
+        memmove(&d->free[i], &d->free[i + 1], (d->nfree - i - 1) * sizeof(extent));
+        d->nfree--;
+    } else if (merge_prev) {
+        d->free[i - 1].len += len;
+    } else if (merge_next) {
+        d->free[i].off = off;
+        d->free[i].len += len;
+    } else {
+        if (d->nfree == d->capfree) {
+            size_t ncap = d->capfree * 2;
+            extent *n = realloc(d->free, ncap * sizeof(extent));
+            if (n == NULL) {
+                return; /* leak the address range rather than crash */
+            }
+            d->free = n;
+            d->capfree = ncap;
+        }
+        memmove(&d->free[i + 1], &d->free[i], (d->nfree - i) * sizeof(extent));
+        d->free[i].off = off;
+        d->free[i].len = len;
+        d->nfree++;
+    }
+}
+
+MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes)
+{
+    dev_region *d = dev_get(device);
+    if (d == NULL) {
+        return false;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (d->capacity == 0) {
+        d->capacity = mock_config_get()->mem_per_device;
+    }
+    bool ok = bytes <= d->capacity - d->used && d->used <= d->capacity;
+    if (ok) {
+        d->used += bytes;
+        if (d->used > d->peak) {
+            d->peak = d->used;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return ok;
+}
+
+MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes)
+{
+    dev_region *d = dev_get(device);
+    if (d == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    d->used = bytes > d->used ? 0 : d->used - bytes;
+    pthread_mutex_unlock(&d->lock);
+}
+
+MOCK_HIDDEN uint64_t mem_capacity_total(void)
+{
+    return mock_config_get()->mem_per_device;
+}
+
+static void dev_used(int32_t device, uint64_t *used, uint64_t *peak, uint64_t *capacity)
+{
+    dev_region *d = dev_get(device);
+    pthread_mutex_lock(&d->lock);
+    if (d->capacity == 0) {
+        d->capacity = mock_config_get()->mem_per_device;
+    }
+    *used = d->used;
+    *peak = d->peak;
+    *capacity = d->capacity;
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* -------------------------------------------------------------- registry */
+
+static pthread_rwlock_t g_reg_lock = PTHREAD_RWLOCK_INITIALIZER;
+static mem_rec **g_reg;
+static size_t g_nreg, g_capreg;
+/* Records removed from the registry whose memory is still referenced. */
+static pthread_mutex_t g_iso_lock = PTHREAD_MUTEX_INITIALIZER;
+
+MOCK_HIDDEN mem_rec *mem_rec_new(mem_rec_kind kind, uintptr_t base, size_t size, int32_t device)
+{
+    mem_rec *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return NULL;
+    }
+    r->kind = kind;
+    r->base = base;
+    r->size = size;
+    r->span = size;
+    r->device = device;
+    r->page_size = (uint32_t)mem_page_size();
+    atomic_init(&r->refs, 1);
+    atomic_init(&r->freed, false);
+    r->m_pref_type = ACL_MEM_LOCATIONTYPE_INVALID;
+    r->m_pref_id = -1;
+    r->m_last_type = ACL_MEM_LOCATIONTYPE_INVALID;
+    r->m_last_id = -1;
+    return r;
+}
+
+/* Index of the last record with base <= p, or -1. Lock held. */
+static long reg_find_le(uintptr_t p)
+{
+    size_t lo = 0, hi = g_nreg;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (g_reg[mid]->base <= p) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return (long)lo - 1;
+}
+
+static size_t rec_extent(const mem_rec *r)
+{
+    return r->span > r->size ? r->span : r->size;
+}
+
+MOCK_HIDDEN bool mem_registry_insert(mem_rec *rec)
+{
+    pthread_rwlock_wrlock(&g_reg_lock);
+    long i = reg_find_le(rec->base);
+    size_t ext = rec_extent(rec);
+    bool overlap = false;
+    if (i >= 0 && g_reg[i]->base + rec_extent(g_reg[i]) > rec->base) {
+        overlap = true;
+    }
+    if ((size_t)(i + 1) < g_nreg && g_reg[i + 1]->base < rec->base + ext) {
+        overlap = true;
+    }
+    if (overlap) {
+        pthread_rwlock_unlock(&g_reg_lock);
+        return false;
+    }
+    if (g_nreg == g_capreg) {
+        size_t ncap = g_capreg ? g_capreg * 2 : 256;
+        mem_rec **n = realloc(g_reg, ncap * sizeof(*n));
+        if (n == NULL) {
+            pthread_rwlock_unlock(&g_reg_lock);
+            return false;
+        }
+        g_reg = n;
+        g_capreg = ncap;
+    }
+    size_t at = (size_t)(i + 1);
+    memmove(&g_reg[at + 1], &g_reg[at], (g_nreg - at) * sizeof(*g_reg));
+    g_reg[at] = rec;
+    g_nreg++;
+    pthread_rwlock_unlock(&g_reg_lock);
+    return true;
+}
+
+MOCK_HIDDEN mem_rec *mem_registry_remove(const void *ptr, unsigned kinds_mask, int *found_kind,
+                                         bool *interior)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    mem_rec *out = NULL;
+    *found_kind = 0;
+    *interior = false;
+    pthread_rwlock_wrlock(&g_reg_lock);
+    long i = reg_find_le(p);
+    if (i >= 0 && p < g_reg[i]->base + rec_extent(g_reg[i])) {
+        mem_rec *r = g_reg[i];
+        *found_kind = (int)r->kind;
+        if (r->base == p && (kinds_mask & (1u << r->kind)) != 0) {
+            memmove(&g_reg[i], &g_reg[i + 1], (g_nreg - (size_t)i - 1) * sizeof(*g_reg));
+            g_nreg--;
+            atomic_store(&r->freed, true);
+            out = r;
+        } else if (r->base != p) {
+            *interior = true;
+        }
+    }
+    pthread_rwlock_unlock(&g_reg_lock);
+    return out;
+}
+
+MOCK_HIDDEN mem_rec *mem_acquire(const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    mem_rec *out = NULL;
+    pthread_rwlock_rdlock(&g_reg_lock);
+    long i = reg_find_le(p);
+    if (i >= 0 && p < g_reg[i]->base + g_reg[i]->size) {
+        out = g_reg[i];
+        atomic_fetch_add(&out->refs, 1);
+    }
+    pthread_rwlock_unlock(&g_reg_lock);
+    return out;
+}
+
+MOCK_HIDDEN void mem_rec_ref(mem_rec *rec)
+{
+    atomic_fetch_add(&rec->refs, 1);
+}
+
+MOCK_HIDDEN void mem_release(mem_rec *rec)
+{
+    if (rec == NULL) {
+        return;
+    }
+    if (atomic_fetch_sub(&rec->refs, 1) == 1) {
+        if (rec->dtor != NULL) {
+            rec->dtor(rec);
+        }
+        free(rec);
+    }
+}
+
+MOCK_HIDDEN bool mem_in_dead_space(const void *ptr, size_t len)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    uintptr_t e = p + (len ? len : 1);
+    if (e < p) {
+        return true; /* wraps the address space */
+    }
+    pthread_once(&g_dev_once, dev_init_once);
+    for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
+        uintptr_t b = atomic_load(&g_dev[i].base);
+        if (b != 0) {
+            uintptr_t be = b + atomic_load(&g_dev[i].vsize);
+            if (p < be && e > b) {
+                return true;
+            }
+        }
+    }
+    return mem_vmm_in_reservation(ptr, len);
+}
+
+/* ------------------------------------------------------------- isolation */
+
+static int rec_prot(const mem_rec *r)
+{
+    return r->readonly ? PROT_READ : PROT_READ | PROT_WRITE;
+}
+
+MOCK_HIDDEN void mem_rec_access_begin(mem_rec *rec)
+{
+    if (rec == NULL || !rec->protect) {
+        return;
+    }
+    pthread_mutex_lock(&g_iso_lock);
+    if (rec->access++ == 0) {
+        mprotect((void *)rec->base, rec->span, rec_prot(rec));
+    }
+    pthread_mutex_unlock(&g_iso_lock);
+}
+
+MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec)
+{
+    if (rec == NULL || !rec->protect) {
+        return;
+    }
+    pthread_mutex_lock(&g_iso_lock);
+    if (rec->access > 0 && --rec->access == 0) {
+        mprotect((void *)rec->base, rec->span, PROT_NONE);
+    }
+    pthread_mutex_unlock(&g_iso_lock);
+}
+
+/* The contract brackets (mock_internal.h). begin and end are called by the
+ * same thread; begin takes a reference on the record (so that a concurrent
+ * aclrtFree cannot unmap the pages under the caller) and end finds it again
+ * on a small thread-local stack. */
+#define ACCESS_STACK 32
+typedef struct access_slot {
+    const void *ptr;
+    mem_rec *rec;
+} access_slot;
+static _Thread_local access_slot t_access[ACCESS_STACK];
+static _Thread_local int t_naccess;
+
+MOCK_HIDDEN void mock_mem_access_begin(const void *ptr, size_t len)
+{
+    (void)len;
+    if (ptr == NULL) {
+        return;
+    }
+    mem_rec *r = mem_acquire(ptr);
+    if (r == NULL) {
+        return;
+    }
+    if (t_naccess == ACCESS_STACK) {
+        mem_release(r); /* nesting this deep does not happen; stay safe */
+        return;
+    }
+    mem_rec_access_begin(r);
+    t_access[t_naccess].ptr = ptr;
+    t_access[t_naccess].rec = r;
+    t_naccess++;
+}
+
+MOCK_HIDDEN void mock_mem_access_end(const void *ptr, size_t len)
+{
+    (void)len;
+    for (int i = t_naccess - 1; i >= 0; i--) {
+        if (t_access[i].ptr == ptr) {
+            mem_rec *r = t_access[i].rec;
+            memmove(&t_access[i], &t_access[i + 1], (size_t)(t_naccess - i - 1) * sizeof(access_slot));
+            t_naccess--;
+            mem_rec_access_end(r);
+            mem_release(r);
+            return;
+        }
+    }
+}
+
+MOCK_HIDDEN bool mock_mem_lookup(const void *ptr, mock_mem_info *out)
+{
+    mock_mem_info tmp;
+    if (out == NULL) {
+        out = &tmp;
+    }
+    memset(out, 0, sizeof(*out));
+    out->kind = MOCK_MEM_UNKNOWN;
+    out->device = -1;
+    mem_rec *r = mem_acquire(ptr);
+    if (r == NULL) {
+        return false;
+    }
+    out->kind = mem_rec_is_device(r) && r->kind != MEM_REC_HOST_REG ? MOCK_MEM_DEVICE : MOCK_MEM_HOST_PINNED;
+    if (r->kind == MEM_REC_HOST_REG) {
+        out->kind = MOCK_MEM_HOST_PINNED;
+    }
+    out->device = r->device;
+    out->base = r->base;
+    out->size = r->size;
+    mem_release(r);
+    return true;
+}
+
+/* ------------------------------------------------------ device allocation */
+
+static void device_rec_dtor(mem_rec *r)
+{
+    dev_region *d = dev_get(r->device);
+    void *p = (void *)r->base;
+    madvise(p, r->span, MADV_DONTNEED);
+    mprotect(p, r->span, PROT_NONE);
+    pthread_mutex_lock(&d->lock);
+    uintptr_t base = atomic_load(&d->base);
+    if (base != 0 && r->base >= base) {
+        extent_give(d, r->base - base, r->span);
+    }
+    d->used = r->size > d->used ? 0 : d->used - r->size;
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Real rounding (§5.6): alignedSize = (size + 32 + padding - 1) / 32 * 32,
+ * padding 32 except for aclrtMallocAlign32 and the HUGE1G policies. */
+static bool aligned_size(size_t size, bool pad, size_t *out)
+{
+    size_t padding = pad ? 32 : 0;
+    if (size > SIZE_MAX - 64 - padding) {
+        return false;
+    }
+    *out = (size + 32 + padding - 1) / 32 * 32;
+    return true;
+}
+
+static uint32_t policy_page_size(uint32_t policy, size_t size)
+{
+    uint32_t base = policy & 0xFFu;
+    switch (base) {
+    case ACL_MEM_MALLOC_HUGE_ONLY:
+    case ACL_MEM_MALLOC_HUGE_ONLY_P2P:
+        return (uint32_t)(2 * MIB);
+    case ACL_MEM_MALLOC_HUGE_FIRST:
+    case ACL_MEM_MALLOC_HUGE_FIRST_P2P:
+        /* normal pages for requests of at most 1 MiB (doc 25-02) */
+        return size > MIB ? (uint32_t)(2 * MIB) : (uint32_t)mem_page_size();
+    case ACL_MEM_MALLOC_NORMAL_ONLY:
+    case ACL_MEM_MALLOC_NORMAL_ONLY_P2P:
+        return (uint32_t)mem_page_size();
+    case ACL_MEM_MALLOC_HUGE1G_ONLY:
+    case ACL_MEM_MALLOC_HUGE1G_ONLY_P2P:
+        return (uint32_t)GIB;
+    default:
+        /* values outside the enum: >= 2 MiB -> huge pages, else normal (doc) */
+        return size >= 2 * MIB ? (uint32_t)(2 * MIB) : (uint32_t)mem_page_size();
+    }
+}
+
+static bool policy_is_1g(uint32_t policy)
+{
+    uint32_t base = policy & 0xFFu;
+    return base == ACL_MEM_MALLOC_HUGE1G_ONLY || base == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
+}
+
+/* Allocates `size` bytes (already validated nonzero) on `device`. */
+static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32_t policy, bool pad,
+                             void **out)
+{
+    size_t asize;
+    if (!aligned_size(size, pad && !policy_is_1g(policy), &asize)) {
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %zu is too large", size);
+    }
+    size_t page = mem_page_size();
+    size_t span = round_up(asize, page);
+    dev_region *d = dev_get(device);
+    if (d == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device %d out of range", device);
+    }
+    pthread_mutex_lock(&d->lock);
+    if (!region_reserve(d, device)) {
+        pthread_mutex_unlock(&d->lock);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
+                          "device %d: no address space could be reserved for device memory", device);
+    }
+    if (asize > d->capacity - d->used || d->used > d->capacity) {
+        uint64_t used = d->used, cap = d->capacity;
+        pthread_mutex_unlock(&d->lock);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
+                          "out of device memory on device %d: requested %zu bytes (%zu after rounding), "
+                          "%llu of %llu bytes in use",
+                          device, size, asize, (unsigned long long)used, (unsigned long long)cap);
+    }
+    size_t off;
+    if (!extent_take(d, span, &off)) {
+        pthread_mutex_unlock(&d->lock);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
+                          "out of device memory on device %d: no free range of %zu bytes (fragmentation)",
+                          device, span);
+    }
+    d->used += asize;
+    if (d->used > d->peak) {
+        d->peak = d->used;
+    }
+    uintptr_t base = atomic_load(&d->base) + off;
+    pthread_mutex_unlock(&d->lock);
+
+    if (!mem_isolation() && mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0) {
+        pthread_mutex_lock(&d->lock);
+        extent_give(d, off, span);
+        d->used -= asize;
+        pthread_mutex_unlock(&d->lock);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "device %d: cannot commit %zu bytes: %s", device,
+                          span, strerror(errno));
+    }
+    mem_rec *r = mem_rec_new(MEM_REC_DEVICE, base, asize, device);
+    if (r == NULL) {
+        mprotect((void *)base, span, PROT_NONE);
+        pthread_mutex_lock(&d->lock);
+        extent_give(d, off, span);
+        d->used -= asize;
+        pthread_mutex_unlock(&d->lock);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+    }
+    r->span = span;
+    r->policy = policy;
+    r->page_size = policy_page_size(policy, size);
+    r->protect = mem_isolation();
+    r->dtor = device_rec_dtor;
+    if (!mem_registry_insert(r)) {
+        mem_release(r);
+        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "registry insertion failed");
+    }
+    mock_stat_add(device, MOCK_STAT_ALLOCATIONS, 1);
+    mock_stat_add(device, MOCK_STAT_BYTES, (int64_t)asize);
+    *out = (void *)base;
+    return ACL_SUCCESS;
+}
+
+static aclError malloc_common(const char *fn, void **devPtr, size_t size, aclrtMemMallocPolicy policy,
+                              bool pad)
+{
+    if (devPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    return device_alloc(fn, mock_ctx_device(ctx), size, (uint32_t)policy, pad, devPtr);
+}
+
+aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return malloc_common("aclrtMalloc", devPtr, size, policy, true);
+}
+
+aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return malloc_common("aclrtMallocAlign32", devPtr, size, policy, false);
+}
+
+aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return malloc_common("aclrtMallocCached", devPtr, size, policy, true);
+}
+
+/* Validates a malloc config; *device gets ACL_RT_MEM_ATTR_DEVICE_ID or -1. */
+static aclError check_cfg(const char *fn, const aclrtMallocConfig *cfg, int32_t *device)
+{
+    *device = -1;
+    if (cfg == NULL) {
+        return ACL_SUCCESS;
+    }
+    if (cfg->numAttrs > 0 && cfg->attrs == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cfg->attrs' is NULL but numAttrs is %zu",
+                          cfg->numAttrs);
+    }
+    for (size_t i = 0; i < cfg->numAttrs; i++) {
+        switch ((int)cfg->attrs[i].attr) {
+        case ACL_RT_MEM_ATTR_RSV:
+        case ACL_RT_MEM_ATTR_MODULE_ID:
+        case ACL_RT_MEM_ATTR_VA_FLAG:
+            break;
+        case ACL_RT_MEM_ATTR_DEVICE_ID:
+            *device = (int32_t)cfg->attrs[i].value.deviceId;
+            break;
+        default:
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "cfg->attrs[%zu].attr %d is not a valid attribute", i,
+                              (int)cfg->attrs[i].attr);
+        }
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+{
+    const char *fn = "aclrtMallocWithCfg";
+    if (devPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    int32_t device;
+    aclError rc = check_cfg(fn, cfg, &device);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    if (device >= 0) {
+        rc = mock_device_check(fn, device);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+    } else {
+        mock_context *ctx;
+        rc = mock_ctx_require(fn, &ctx);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+        device = mock_ctx_device(ctx);
+    }
+    return device_alloc(fn, device, size, (uint32_t)policy, true, devPtr);
+}
+
+static void stats_on_free(mem_rec *r)
+{
+    if (r->kind == MEM_REC_DEVICE || r->kind == MEM_REC_MANAGED) {
+        mock_stat_add(r->device, MOCK_STAT_ALLOCATIONS, -1);
+        mock_stat_add(r->device, MOCK_STAT_BYTES, -(int64_t)r->size);
+    } else if (r->kind == MEM_REC_HOST_PINNED) {
+        mock_stat_add(-1, MOCK_STAT_HOST_ALLOCATIONS, -1);
+        mock_stat_add(-1, MOCK_STAT_HOST_BYTES, -(int64_t)r->size);
+    }
+}
+
+static const char *kind_name(int kind)
+{
+    switch (kind) {
+    case MEM_REC_DEVICE:
+        return "device memory from aclrtMalloc";
+    case MEM_REC_HOST_PINNED:
+        return "host memory from aclrtMallocHost (use aclrtFreeHost)";
+    case MEM_REC_MANAGED:
+        return "managed memory";
+    case MEM_REC_HOST_REG:
+        return "registered host memory (use aclrtHostUnregister)";
+    case MEM_REC_VMM_MAP:
+        return "a VMM mapping (use aclrtUnmapMem)";
+    default:
+        return "unknown memory";
+    }
+}
+
+/* Freeing something that is not the base of a live allocation (double free,
+ * interior or foreign pointer): the driver rejects the address and the
+ * runtime reports a free failure; the closest public code is
+ * ACL_ERROR_RT_MEMORY_FREE (207002, "memory free error"). */
+static aclError free_common(const char *fn, void *ptr, unsigned kinds)
+{
+    int found;
+    bool interior;
+    mem_rec *r = mem_registry_remove(ptr, kinds, &found, &interior);
+    if (r == NULL) {
+        if (interior) {
+            return mock_error(fn, ACL_ERROR_RT_MEMORY_FREE,
+                              "pointer %p is inside %s, not the start of an allocation", ptr, kind_name(found));
+        }
+        if (found != 0) {
+            return mock_error(fn, ACL_ERROR_RT_MEMORY_FREE, "pointer %p is %s", ptr, kind_name(found));
+        }
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_FREE,
+                          "pointer %p is not a live allocation (double free or foreign pointer)", ptr);
+    }
+    stats_on_free(r);
+    mem_release(r); /* the registry's reference */
+    return ACL_SUCCESS;
+}
+
+aclError aclrtFree(void *devPtr)
+{
+    const char *fn = "aclrtFree";
+    if (devPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
+    }
+    MOCK_ENTER(fn);
+    return free_common(fn, devPtr, (1u << MEM_REC_DEVICE) | (1u << MEM_REC_MANAGED));
+}
+
+static aclError sync_current_device(const char *fn)
+{
+    mock_context *ctx = mock_ctx_current();
+    if (ctx == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_CONTEXT_NULL, "no current context on this thread");
+    }
+    return mock_streams_sync_context(ctx, -1);
+}
+
+aclError aclrtFreeWithDevSync(void *devPtr)
+{
+    const char *fn = "aclrtFreeWithDevSync";
+    if (devPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = sync_current_device(fn);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    return free_common(fn, devPtr, (1u << MEM_REC_DEVICE) | (1u << MEM_REC_MANAGED));
+}
+
+/* ------------------------------------------------------------ host memory */
+
+static void host_rec_dtor(mem_rec *r)
+{
+    free((void *)r->base);
+}
+
+static aclError host_alloc(const char *fn, void **out, uint64_t size)
+{
+    if (size > SIZE_MAX - 64) {
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %llu is too large", (unsigned long long)size);
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, 64, round_up((size_t)size, 64)) != 0 || p == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot allocate %llu bytes of host memory",
+                          (unsigned long long)size);
+    }
+    mem_rec *r = mem_rec_new(MEM_REC_HOST_PINNED, (uintptr_t)p, (size_t)size, -1);
+    if (r == NULL) {
+        free(p);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+    }
+    r->dtor = host_rec_dtor;
+    if (!mem_registry_insert(r)) {
+        mem_release(r);
+        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "registry insertion failed");
+    }
+    mock_stat_add(-1, MOCK_STAT_HOST_ALLOCATIONS, 1);
+    mock_stat_add(-1, MOCK_STAT_HOST_BYTES, (int64_t)size);
+    *out = p;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMallocHost(void **hostPtr, size_t size)
+{
+    const char *fn = "aclrtMallocHost";
+    if (hostPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hostPtr' is NULL");
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    MOCK_ENTER(fn);
+    return host_alloc(fn, hostPtr, size);
+}
+
+aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg)
+{
+    const char *fn = "aclrtMallocHostWithCfg";
+    if (ptr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    int32_t device;
+    aclError rc = check_cfg(fn, cfg, &device);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    if (device >= 0) {
+        rc = mock_device_check(fn, device);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+    }
+    return host_alloc(fn, ptr, size);
+}
+
+aclError aclrtFreeHost(void *hostPtr)
+{
+    const char *fn = "aclrtFreeHost";
+    if (hostPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hostPtr' is NULL");
+    }
+    MOCK_ENTER(fn);
+    return free_common(fn, hostPtr, 1u << MEM_REC_HOST_PINNED);
+}
+
+aclError aclrtFreeHostWithDevSync(void *hostPtr)
+{
+    const char *fn = "aclrtFreeHostWithDevSync";
+    if (hostPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hostPtr' is NULL");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = sync_current_device(fn);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    return free_common(fn, hostPtr, 1u << MEM_REC_HOST_PINNED);
+}
+
+/* ---------------------------------------------------------------- queries */
+
+aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_out, size_t *total)
+{
+    const char *fn = "aclrtGetMemInfo";
+    if (free_out == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'free' is NULL");
+    }
+    if (total == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'total' is NULL");
+    }
+    if ((int)attr < ACL_DDR_MEM || (int)attr > ACL_MEM_P2P_HUGE1G) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' %d is not an aclrtMemAttr", (int)attr);
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    switch ((int)attr) {
+    case ACL_DDR_MEM:
+    case ACL_DDR_MEM_HUGE:
+    case ACL_DDR_MEM_NORMAL:
+    case ACL_DDR_MEM_P2P_HUGE:
+    case ACL_DDR_MEM_P2P_NORMAL:
+        /* The simulated card (Ascend910B) has HBM only: a DDR query is an
+         * unsupported attribute, which reports 0/0 (doc). */
+        *free_out = 0;
+        *total = 0;
+        return ACL_SUCCESS;
+    default:
+        break;
+    }
+    uint64_t used, peak, cap;
+    dev_used(mock_ctx_device(ctx), &used, &peak, &cap);
+    *total = (size_t)cap;
+    *free_out = (size_t)(used > cap ? 0 : cap - used);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo, size_t inputNum,
+                              size_t *outputNum)
+{
+    const char *fn = "aclrtGetMemUsageInfo";
+    if (memUsageInfo == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'memUsageInfo' is NULL");
+    }
+    if (outputNum == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'outputNum' is NULL");
+    }
+    if (inputNum == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'inputNum' is 0");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    uint64_t used, peak, cap;
+    dev_used(deviceId, &used, &peak, &cap);
+    /* The simulator has a single memory consumer: the runtime allocator. */
+    memset(&memUsageInfo[0], 0, sizeof(memUsageInfo[0]));
+    snprintf(memUsageInfo[0].name, sizeof(memUsageInfo[0].name), "%s", "RUNTIME");
+    memUsageInfo[0].curMemSize = used;
+    memUsageInfo[0].memPeakSize = peak;
+    *outputNum = 1;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes)
+{
+    const char *fn = "aclrtPointerGetAttributes";
+    if (ptr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
+    }
+    if (attributes == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attributes' is NULL");
+    }
+    MOCK_ENTER(fn);
+    memset(attributes, 0, sizeof(*attributes));
+    mem_rec *r = mem_acquire(ptr);
+    if (r == NULL) {
+        attributes->location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED;
+        attributes->location.id = 0;
+        attributes->pageSize = (uint32_t)mem_page_size();
+        return ACL_SUCCESS;
+    }
+    switch (r->kind) {
+    case MEM_REC_DEVICE:
+    case MEM_REC_VMM_MAP:
+        attributes->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+        attributes->location.id = (uint32_t)r->device;
+        break;
+    case MEM_REC_MANAGED:
+        attributes->location.type = ACL_MEM_LOCATION_TYPE_MANAGED;
+        attributes->location.id = (uint32_t)(r->device < 0 ? 0 : r->device);
+        break;
+    default:
+        attributes->location.type = ACL_MEM_LOCATION_TYPE_HOST;
+        attributes->location.id = 0;
+        break;
+    }
+    attributes->pageSize = r->page_size;
+    mem_release(r);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType, uint32_t *checkResult,
+                           uint32_t reserve)
+{
+    const char *fn = "aclrtCheckMemType";
+    const uint32_t known = ACL_RT_MEM_TYPE_DEV | ACL_RT_MEM_TYPE_DVPP | ACL_RT_MEM_TYPE_RSVD;
+    (void)reserve;
+    if (addrList == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'addrList' is NULL");
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    if (checkResult == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'checkResult' is NULL");
+    }
+    if (memType == 0 || (memType & ~known) != 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'memType' 0x%x is not a combination of "
+                          "ACL_RT_MEM_TYPE_DEV/DVPP/RSVD", memType);
+    }
+    MOCK_ENTER(fn);
+    uint32_t ok = 1;
+    for (uint32_t i = 0; i < size && ok; i++) {
+        bool match = false;
+        mem_rec *r = mem_acquire(addrList[i]);
+        if (r != NULL) {
+            if ((memType & ACL_RT_MEM_TYPE_DEV) && r->kind == MEM_REC_DEVICE) {
+                match = true;
+            }
+            if ((memType & ACL_RT_MEM_TYPE_RSVD) && r->kind == MEM_REC_VMM_MAP) {
+                match = true;
+            }
+            /* the simulator has no DVPP memory pool */
+            mem_release(r);
+        } else if ((memType & ACL_RT_MEM_TYPE_RSVD) && addrList[i] != NULL &&
+                   mem_vmm_in_reservation(addrList[i], 1)) {
+            match = true;
+        }
+        ok = match ? 1 : 0;
+    }
+    *checkResult = ok;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize)
+{
+    const char *fn = "aclrtMemGetAddressRange";
+    if (ptr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
+    }
+    if (pbase == NULL && psize == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "arguments 'pbase' and 'psize' are both NULL");
+    }
+    MOCK_ENTER(fn);
+    mem_rec *r = mem_acquire(ptr);
+    if (r == NULL || !mem_rec_is_device(r) || r->kind == MEM_REC_HOST_REG) {
+        mem_release(r);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not inside a device allocation", ptr);
+    }
+    if (pbase != NULL) {
+        *pbase = (void *)r->base;
+    }
+    if (psize != NULL) {
+        *psize = r->size;
+    }
+    mem_release(r);
+    return ACL_SUCCESS;
+}
+
+/* Cache maintenance: host and simulated device share coherent memory, so the
+ * operations only validate their arguments. */
+static aclError cache_op(const char *fn, void *devPtr, size_t size)
+{
+    if (devPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    MOCK_ENTER(fn);
+    mem_rec *r = mem_acquire(devPtr);
+    if (r == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not memory allocated by the runtime",
+                          devPtr);
+    }
+    bool oob = (uintptr_t)devPtr - r->base > r->size || size > r->size - ((uintptr_t)devPtr - r->base);
+    size_t rsize = r->size;
+    mem_release(r);
+    if (oob) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at %p overruns its %zu-byte allocation",
+                          size, devPtr, rsize);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMemFlush(void *devPtr, size_t size)
+{
+    return cache_op("aclrtMemFlush", devPtr, size);
+}
+
+aclError aclrtMemInvalidate(void *devPtr, size_t size)
+{
+    return cache_op("aclrtMemInvalidate", devPtr, size);
+}
+
+/* ---------------------------------------------------- host registration */
+
+static aclError host_register(const char *fn, void *ptr, uint64_t size, uint32_t policy, bool readonly)
+{
+    if (size > SIZE_MAX || (uintptr_t)ptr + size < (uintptr_t)ptr) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' %llu wraps the address space",
+                          (unsigned long long)size);
+    }
+    if (mem_in_dead_space(ptr, (size_t)size)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range at %p is device address space, not host memory",
+                          ptr);
+    }
+    mem_rec *r = mem_rec_new(MEM_REC_HOST_REG, (uintptr_t)ptr, (size_t)size, -1);
+    if (r == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+    }
+    r->policy = policy;
+    r->readonly = readonly;
+    mock_context *ctx = mock_ctx_current();
+    r->device = ctx != NULL ? mock_ctx_device(ctx) : 0;
+    if (!mem_registry_insert(r)) {
+        mem_release(r);
+        return mock_error(fn, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                          "range of %llu bytes at %p overlaps memory already registered or allocated by the runtime",
+                          (unsigned long long)size, ptr);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr)
+{
+    const char *fn = "aclrtHostRegister";
+    if (ptr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    if (devPtr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
+    }
+    if ((int)type != ACL_HOST_REGISTER_MAPPED && (int)type != ACL_HOST_REGISTER_IOMEMORY &&
+        (int)type != ACL_HOST_REGISTER_READONLY) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'type' %d is not an aclrtHostRegisterType",
+                          (int)type);
+    }
+    MOCK_ENTER(fn);
+    aclError rc = host_register(fn, ptr, size, ACL_HOST_REG_MAPPED | (uint32_t)type,
+                                (int)type == ACL_HOST_REGISTER_READONLY);
+    if (rc == ACL_SUCCESS) {
+        /* The simulated device shares the host's address space (unified
+         * addressing): the device view of registered memory is the same
+         * address. */
+        *devPtr = ptr;
+    }
+    return rc;
+}
+
+aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag)
+{
+    const char *fn = "aclrtHostRegisterV2";
+    const uint64_t known = ACL_HOST_REG_MAPPED | ACL_HOST_REG_IOMEMORY | ACL_HOST_REG_READONLY | ACL_HOST_REG_PINNED;
+    if (ptr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
+    }
+    if (size == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    if (flag == 0 || ((uint64_t)flag & ~known) != 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'flag' 0x%x is not a combination of ACL_HOST_REG_* flags", flag);
+    }
+    MOCK_ENTER(fn);
+    return host_register(fn, ptr, size, flag, (flag & ACL_HOST_REG_READONLY) != 0);
+}
+
+aclError aclrtHostUnregister(void *ptr)
+{
+    const char *fn = "aclrtHostUnregister";
+    if (ptr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
+    }
+    MOCK_ENTER(fn);
+    int found;
+    bool interior;
+    mem_rec *r = mem_registry_remove(ptr, 1u << MEM_REC_HOST_REG, &found, &interior);
+    if (r == NULL) {
+        return mock_error(fn, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer %p is not the start of a registered "
+                          "host range", ptr);
+    }
+    mem_release(r);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag)
+{
+    const char *fn = "aclrtHostGetDevicePointer";
+    if (pHost == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'pHost' is NULL");
+    }
+    if (pDevice == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'pDevice' is NULL");
+    }
+    if (flag != 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' must be 0, got %u", flag);
+    }
+    MOCK_ENTER(fn);
+    mem_rec *r = mem_acquire(pHost);
+    bool ok = r != NULL && (r->kind == MEM_REC_HOST_REG || r->kind == MEM_REC_HOST_PINNED ||
+                            r->kind == MEM_REC_MANAGED);
+    bool mapped = ok && (r->kind != MEM_REC_HOST_REG || (r->policy & ACL_HOST_REG_MAPPED) != 0);
+    mem_release(r);
+    if (!ok) {
+        return mock_error(fn, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                          "pointer %p is not registered or runtime-allocated host memory", pHost);
+    }
+    if (!mapped) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p was registered without ACL_HOST_REG_MAPPED",
+                          pHost);
+    }
+    *pDevice = pHost; /* unified addressing, see aclrtHostRegister */
+    return ACL_SUCCESS;
+}
+
+aclError aclrtHostMemMapCapabilities(uint32_t deviceId, aclrtHacType hacType,
+                                     aclrtHostMemMapCapability *capabilities)
+{
+    const char *fn = "aclrtHostMemMapCapabilities";
+    if (capabilities == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'capabilities' is NULL");
+    }
+    if ((int)hacType < ACL_RT_HAC_TYPE_STARS || (int)hacType > ACL_RT_HAC_TYPE_CCU) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hacType' %d is not an aclrtHacType", (int)hacType);
+    }
+    MOCK_ENTER(fn);
+    if (deviceId > INT32_MAX) {
+        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device id %u is invalid", deviceId);
+    }
+    aclError rc = mock_device_check(fn, (int32_t)deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    /* Every engine of the simulated device reaches host memory directly. */
+    *capabilities = ACL_RT_HOST_MEM_MAP_SUPPORTED;
+    return ACL_SUCCESS;
+}
+
+/* --------------------------------------------------------------- finalize */
+
+MOCK_HIDDEN void mock_memory_finalize(void)
+{
+    mem_copy_finalize();
+    /* Drop every live record (the leak report has already been printed). */
+    for (;;) {
+        pthread_rwlock_wrlock(&g_reg_lock);
+        if (g_nreg == 0) {
+            pthread_rwlock_unlock(&g_reg_lock);
+            break;
+        }
+        mem_rec *r = g_reg[g_nreg - 1];
+        g_nreg--;
+        atomic_store(&r->freed, true);
+        pthread_rwlock_unlock(&g_reg_lock);
+        stats_on_free(r);
+        mem_release(r);
+    }
+    mem_vmm_finalize();
+    mem_peer_finalize();
+    pthread_rwlock_wrlock(&g_reg_lock);
+    free(g_reg);
+    g_reg = NULL;
+    g_capreg = 0;
+    pthread_rwlock_unlock(&g_reg_lock);
+    pthread_once(&g_dev_once, dev_init_once);
+    for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
+        dev_region *d = &g_dev[i];
+        pthread_mutex_lock(&d->lock);
+        uintptr_t b = atomic_load(&d->base);
+        if (b != 0) {
+            munmap((void *)b, atomic_load(&d->vsize));
+        }
+        atomic_store(&d->base, 0);
+        atomic_store(&d->vsize, 0);
+        free(d->free);
+        d->free = NULL;
+        d->nfree = d->capfree = 0;
+        d->tried = false;
+        d->used = 0;
+        d->peak = 0;
+        d->capacity = 0;
+        pthread_mutex_unlock(&d->lock);
+    }
+}

@@ -1,0 +1,243 @@
+/*
+ * peer.c - peer access between devices (acl_abi.md §1.6, §5.2 "Peer access"):
+ * aclrtDeviceCanAccessPeer, aclrtDeviceEnablePeerAccess/DisablePeerAccess
+ * (relative to the calling thread's current device, one-directional),
+ * aclrtDevicePeerAccessStatus, aclrtGetDevicesTopo and
+ * aclrtDeviceGetP2PAtomicCapabilities. The simulated server is 8 Ascend910B
+ * cards on one HCCS mesh: every pair of distinct visible devices can reach
+ * each other. Enabled pairs gate copies between devices (copy.c).
+ */
+#include "mem_internal.h"
+
+#include <string.h>
+
+static pthread_mutex_t g_peer_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool g_peer[MOCK_MAX_DEVICES][MOCK_MAX_DEVICES]; /* [from][to], under g_peer_mu */
+
+MOCK_HIDDEN bool mem_peer_enabled(int32_t dev, int32_t peer)
+{
+    if (dev < 0 || peer < 0 || dev >= MOCK_MAX_DEVICES || peer >= MOCK_MAX_DEVICES) {
+        return false;
+    }
+    pthread_mutex_lock(&g_peer_mu);
+    bool on = g_peer[dev][peer];
+    pthread_mutex_unlock(&g_peer_mu);
+    return on;
+}
+
+MOCK_HIDDEN void mem_peer_finalize(void)
+{
+    pthread_mutex_lock(&g_peer_mu);
+    memset(g_peer, 0, sizeof(g_peer));
+    pthread_mutex_unlock(&g_peer_mu);
+}
+
+aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId)
+{
+    const char *fn = "aclrtDeviceCanAccessPeer";
+    if (canAccessPeer == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'canAccessPeer' is NULL");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = mock_device_check(fn, peerDeviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (deviceId == peerDeviceId) {
+        /* RT impl memory.cpp: a device is not its own peer */
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'deviceId' and 'peerDeviceId' are both %d", deviceId);
+    }
+    *canAccessPeer = 1;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
+{
+    const char *fn = "aclrtDeviceEnablePeerAccess";
+    if (flags != 0) {
+        /* RT impl memory.cpp: flags is reserved and must be 0 */
+        return mock_error(fn, ACL_ERROR_FEATURE_UNSUPPORTED, "argument 'flags' must be 0, got %u", flags);
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = mock_device_check(fn, peerDeviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    int32_t cur = mock_ctx_device(ctx);
+    if (peerDeviceId == cur) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'peerDeviceId' %d is the current device", peerDeviceId);
+    }
+    /* Enabling an already enabled pair is accepted (the pair stays enabled):
+     * the reference does not pin an error for it, and torch_npu enables
+     * pairs from several threads. */
+    pthread_mutex_lock(&g_peer_mu);
+    g_peer[cur][peerDeviceId] = true;
+    pthread_mutex_unlock(&g_peer_mu);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId)
+{
+    const char *fn = "aclrtDeviceDisablePeerAccess";
+    MOCK_ENTER(fn);
+    mock_context *ctx;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = mock_device_check(fn, peerDeviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    int32_t cur = mock_ctx_device(ctx);
+    if (peerDeviceId == cur) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'peerDeviceId' %d is the current device", peerDeviceId);
+    }
+    pthread_mutex_lock(&g_peer_mu);
+    bool was = g_peer[cur][peerDeviceId];
+    g_peer[cur][peerDeviceId] = false;
+    pthread_mutex_unlock(&g_peer_mu);
+    if (!was) {
+        /* Not pinned down by the reference; a disable without a matching
+         * enable is a parameter error of the runtime. */
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "peer access from device %d to device %d is not enabled",
+                          cur, peerDeviceId);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status)
+{
+    const char *fn = "aclrtDevicePeerAccessStatus";
+    if (status == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = mock_device_check(fn, peerDeviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (deviceId == peerDeviceId) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'deviceId' and 'peerDeviceId' are both %d", deviceId);
+    }
+    *status = mem_peer_enabled(deviceId, peerDeviceId) ? 1 : 0;
+    return ACL_SUCCESS;
+}
+
+static aclError check_u32_device(const char *fn, uint32_t dev)
+{
+    if (dev > (uint32_t)INT32_MAX) {
+        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device id %u is invalid", dev);
+    }
+    return mock_device_check(fn, (int32_t)dev);
+}
+
+aclError aclrtGetDevicesTopo(uint32_t deviceId, uint32_t otherDeviceId, uint64_t *value)
+{
+    const char *fn = "aclrtGetDevicesTopo";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = check_u32_device(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = check_u32_device(fn, otherDeviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (deviceId == otherDeviceId) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'deviceId' and 'otherDeviceId' are both %u", deviceId);
+    }
+    /* 8-card 910B server: all cards on one HCCS full mesh */
+    *value = ACL_RT_DEVS_TOPOLOGY_HCCS;
+    return ACL_SUCCESS;
+}
+
+/* Capabilities the simulated HCCS link reports per atomic operation. */
+static uint32_t atomic_caps(int op)
+{
+    const uint32_t ints = ACL_RT_ATOMIC_CAPABILITY_SIGNED | ACL_RT_ATOMIC_CAPABILITY_UNSIGNED |
+                          ACL_RT_ATOMIC_CAPABILITY_SCALAR32 | ACL_RT_ATOMIC_CAPABILITY_SCALAR64;
+    switch (op) {
+    case ACL_RT_ATOMIC_OPERATION_INTEGER_ADD:
+    case ACL_RT_ATOMIC_OPERATION_INTEGER_MIN:
+    case ACL_RT_ATOMIC_OPERATION_INTEGER_MAX:
+    case ACL_RT_ATOMIC_OPERATION_INTEGER_INCREMENT:
+    case ACL_RT_ATOMIC_OPERATION_INTEGER_DECREMENT:
+    case ACL_RT_ATOMIC_OPERATION_AND:
+    case ACL_RT_ATOMIC_OPERATION_OR:
+    case ACL_RT_ATOMIC_OPERATION_XOR:
+    case ACL_RT_ATOMIC_OPERATION_EXCHANGE:
+    case ACL_RT_ATOMIC_OPERATION_CAS:
+        return ints;
+    case ACL_RT_ATOMIC_OPERATION_FLOAT_ADD:
+    case ACL_RT_ATOMIC_OPERATION_FLOAT_MIN:
+    case ACL_RT_ATOMIC_OPERATION_FLOAT_MAX:
+        return ACL_RT_ATOMIC_CAPABILITY_SIGNED | ACL_RT_ATOMIC_CAPABILITY_SCALAR32;
+    case ACL_RT_ATOMIC_OPERATION_DMA_ADD:
+    case ACL_RT_ATOMIC_OPERATION_DMA_MIN:
+    case ACL_RT_ATOMIC_OPERATION_DMA_MAX:
+        return ACL_RT_ATOMIC_CAPABILITY_SIGNED | ACL_RT_ATOMIC_CAPABILITY_UNSIGNED |
+               ACL_RT_ATOMIC_CAPABILITY_REDUCTION | ACL_RT_ATOMIC_CAPABILITY_SCALAR32;
+    case ACL_RT_ATOMIC_OPERATION_SIMD_SCALAR_ADD:
+    case ACL_RT_ATOMIC_OPERATION_SIMD_SCALAR_MIN:
+    case ACL_RT_ATOMIC_OPERATION_SIMD_SCALAR_MAX:
+    case ACL_RT_ATOMIC_OPERATION_SIMD_SCALAR_CAS:
+    case ACL_RT_ATOMIC_OPERATION_SIMD_SCALAR_EXCH:
+        return ints | ACL_RT_ATOMIC_CAPABILITY_VECTOR32X4;
+    default:
+        return 0xFFFFFFFFu; /* marker: not an operation */
+    }
+}
+
+aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrtAtomicOperation *operations,
+                                             const uint32_t count, int32_t srcDeviceId, int32_t dstDeviceId)
+{
+    const char *fn = "aclrtDeviceGetP2PAtomicCapabilities";
+    if (capabilities == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'capabilities' is NULL");
+    }
+    if (operations == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'operations' is NULL");
+    }
+    if (count == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        if (atomic_caps((int)operations[i]) == 0xFFFFFFFFu) {
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "operations[%u] = %d is not an aclrtAtomicOperation", i,
+                              (int)operations[i]);
+        }
+    }
+    MOCK_ENTER(fn);
+    aclError rc = mock_device_check(fn, srcDeviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = mock_device_check(fn, dstDeviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (srcDeviceId == dstDeviceId) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'srcDeviceId' and 'dstDeviceId' are both %d", srcDeviceId);
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        capabilities[i] = atomic_caps((int)operations[i]);
+    }
+    return ACL_SUCCESS;
+}
