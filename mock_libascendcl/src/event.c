@@ -1,0 +1,797 @@
+/*
+ * event.c - events as versioned records with timestamps (acl_abi.md §5.5).
+ *
+ * Every aclrtRecordEvent bumps the event's record sequence (`rec_seq`) at
+ * submission and enqueues a task; when the stream's worker reaches it the
+ * record "completes": `done_seq` advances to that sequence and, for
+ * ACL_EVENT_TIME_LINE events, the timestamp is taken at that moment. Query,
+ * synchronize and elapsed time follow the *latest* record: the event is
+ * complete when done_seq >= rec_seq. aclrtStreamWaitEvent captures rec_seq at
+ * the time of the call and the waiting stream's worker blocks until that
+ * record has completed (later re-records do not extend the wait).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock_internal.h"
+#include "stream_internal.h"
+
+#define EVENT_MAGIC 0x45564e5445564e54ull /* "EVNTEVNT" */
+/* Max events per device on A2/A3/950 (doc 07_event_management.md, §5.5). */
+#define EVENT_MAX_PER_DEVICE 65536u
+/* aclrtCreateEvent == runtime RT_EVENT_DEFAULT = STREAM_MARK|DDSYNC|TIME_LINE
+ * (acl_abi.md §3.2 event-flag facts). */
+#define EVENT_DEFAULT_FLAGS 0xEu
+#define EVENT_DDSYNC 0x4u /* runtime RT_EVENT_DDSYNC (no ACL macro) */
+/* Flags that make an event usable with aclrtStreamWaitEvent/aclrtResetEvent
+ * (doc: "without ACL_EVENT_SYNC the event may not be used with ..."; the
+ * default 0xE carries the runtime's DDSYNC bit, which also synchronises). */
+#define EVENT_SYNC_CAPABLE (ACL_EVENT_SYNC | EVENT_DDSYNC)
+
+typedef struct mock_event_s {
+    uint64_t magic;
+    atomic_int refs;
+    int32_t device;
+    uint32_t id;
+    uint32_t flags;
+    bool ex; /* created by aclrtCreateEventExWithFlag */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int waiters;
+    uint64_t rec_seq;  /* records submitted */
+    uint64_t done_seq; /* highest record sequence completed */
+    bool recorded;     /* a record was submitted and not reset since */
+    bool ts_valid;
+    uint64_t ts_ns;    /* time the latest completed record was reached */
+} ev_t;
+
+static pthread_mutex_t g_ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_registry g_ev_reg;
+static uint32_t g_ev_live[MOCK_MAX_DEVICES];
+static atomic_uint g_ev_next_id;
+/* aclrtSetOpWaitTimeout: seconds, 0 = wait forever. */
+static atomic_uint g_op_wait_timeout_s;
+
+/* ---------------------------------------------------------------- helpers */
+
+static void ev_ref(ev_t *e)
+{
+    atomic_fetch_add(&e->refs, 1);
+}
+
+static void ev_put(ev_t *e)
+{
+    if (atomic_fetch_sub(&e->refs, 1) == 1) {
+        pthread_mutex_destroy(&e->mu);
+        pthread_cond_destroy(&e->cv);
+        e->magic = 0;
+        free(e);
+    }
+}
+
+/* Looks the handle up (107000 for garbage) and returns it referenced. */
+static aclError ev_get(const char *func, aclrtEvent handle, const char *argname, ev_t **out)
+{
+    if (handle == NULL) {
+        return mock_error(func, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", argname);
+    }
+    pthread_mutex_lock(&g_ev_mu);
+    ev_t *e = mock_registry_find(&g_ev_reg, handle);
+    if (e == NULL || e->magic != EVENT_MAGIC) {
+        pthread_mutex_unlock(&g_ev_mu);
+        return mock_error(func, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not a live event handle", argname,
+                          handle);
+    }
+    ev_ref(e);
+    pthread_mutex_unlock(&g_ev_mu);
+    aclError lost = mock_device_lost_code(e->device);
+    if (lost != ACL_SUCCESS) {
+        ev_put(e);
+        return mock_error(func, lost, "device %d of the event is lost", e->device);
+    }
+    *out = e;
+    return ACL_SUCCESS;
+}
+
+/* e->mu held */
+static bool ev_complete_locked(const ev_t *e)
+{
+    return e->done_seq >= e->rec_seq;
+}
+
+static void ev_wake_locked(ev_t *e)
+{
+    if (e->waiters > 0) {
+        pthread_cond_broadcast(&e->cv);
+    }
+}
+
+/* ----------------------------------------------------------------- create */
+
+static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, bool ex)
+{
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(func, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    int32_t dev = mock_ctx_device(ctx);
+    if (dev < 0 || dev >= MOCK_MAX_DEVICES) {
+        return mock_error(func, ACL_ERROR_RT_INVALID_DEVICEID, "current context has invalid device %d", dev);
+    }
+    ev_t *e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        return mock_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for an event");
+    }
+    e->magic = EVENT_MAGIC;
+    atomic_init(&e->refs, 1);
+    e->device = dev;
+    e->flags = flags;
+    e->ex = ex;
+    pthread_mutex_init(&e->mu, NULL);
+    mock_cond_init(&e->cv);
+    pthread_mutex_lock(&g_ev_mu);
+    if (g_ev_live[dev] >= EVENT_MAX_PER_DEVICE) {
+        pthread_mutex_unlock(&g_ev_mu);
+        ev_put(e);
+        return mock_error(func, ACL_ERROR_RT_NO_EVENT_RESOURCE, "device %d already has the maximum of %u events",
+                          dev, EVENT_MAX_PER_DEVICE);
+    }
+    if (!mock_registry_insert(&g_ev_reg, e)) {
+        pthread_mutex_unlock(&g_ev_mu);
+        ev_put(e);
+        return mock_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the event registry");
+    }
+    g_ev_live[dev]++;
+    pthread_mutex_unlock(&g_ev_mu);
+    e->id = atomic_fetch_add(&g_ev_next_id, 1);
+    mock_stat_add(dev, MOCK_STAT_EVENTS, 1);
+    *event = e;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCreateEvent(aclrtEvent *event)
+{
+    static const char fn[] = "aclrtCreateEvent";
+    if (event == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
+    }
+    MOCK_ENTER(fn);
+    return ev_create(fn, event, EVENT_DEFAULT_FLAGS, false);
+}
+
+aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
+{
+    static const char fn[] = "aclrtCreateEventWithFlag";
+    if (event == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
+    }
+    /* flag must be non-zero and <= 0x3F; DEVICE_USE_ONLY (0x10) and EXTERNAL
+     * (0x20) only alone (RT rt api_error.cc EventCreate; §3.2). */
+    if (flag == 0 || flag > 0x3Fu) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is 0x%x (must be non-zero and <= 0x3F)",
+                          flag);
+    }
+    if (((flag & ACL_EVENT_DEVICE_USE_ONLY) && flag != ACL_EVENT_DEVICE_USE_ONLY) ||
+        ((flag & ACL_EVENT_EXTERNAL) && flag != ACL_EVENT_EXTERNAL)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'flag' is 0x%x: ACL_EVENT_DEVICE_USE_ONLY and ACL_EVENT_EXTERNAL must be used alone",
+                          flag);
+    }
+    MOCK_ENTER(fn);
+    return ev_create(fn, event, flag, false);
+}
+
+aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag)
+{
+    static const char fn[] = "aclrtCreateEventExWithFlag";
+    if (event == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
+    }
+    /* Allowed: bits 0x1|0x2|0x4|0x8, or ACL_EVENT_IPC (0x40) alone; 0 and
+     * EXTERNAL are invalid (RT rt api_error.cc EventCreateEx; §3.2). */
+    if (flag == 0 || ((flag & ~0xFu) != 0 && flag != ACL_EVENT_IPC)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'flag' is 0x%x (allowed: SYNC|CAPTURE_STREAM_PROGRESS|0x4|TIME_LINE, or IPC alone)",
+                          flag);
+    }
+    if (flag == ACL_EVENT_IPC) {
+        /* IPC events need inter-process hardware events; the mock exports the
+         * IPC handle functions as unsupported, so creation fails as on a chip
+         * without IPC events. */
+        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "ACL_EVENT_IPC events are not supported by the mock");
+    }
+    MOCK_ENTER(fn);
+    return ev_create(fn, event, flag, true);
+}
+
+aclError aclrtDestroyEvent(aclrtEvent event)
+{
+    static const char fn[] = "aclrtDestroyEvent";
+    if (event == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_ev_mu);
+    ev_t *e = mock_registry_find(&g_ev_reg, event);
+    if (e == NULL) {
+        pthread_mutex_unlock(&g_ev_mu);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'event' (%p) is not a live event handle", event);
+    }
+    mock_registry_erase(&g_ev_reg, e);
+    g_ev_live[e->device]--;
+    pthread_mutex_unlock(&g_ev_mu);
+    mock_stat_add(e->device, MOCK_STAT_EVENTS, -1);
+    /* Asynchronous (doc): pending record/wait tasks keep their references;
+     * the memory goes when the last of them has run. */
+    ev_put(e);
+    return ACL_SUCCESS;
+}
+
+/* ----------------------------------------------------------------- record */
+
+typedef struct rec_arg {
+    ev_t *e;
+    uint64_t seq;
+    bool ran;
+} rec_arg;
+
+static aclError record_task(void *p)
+{
+    rec_arg *a = p;
+    ev_t *e = a->e;
+    uint64_t now = mock_now_ns();
+    pthread_mutex_lock(&e->mu);
+    if (a->seq >= e->done_seq) {
+        e->done_seq = a->seq;
+        e->ts_ns = now;
+        e->ts_valid = (e->flags & ACL_EVENT_TIME_LINE) != 0;
+    }
+    ev_wake_locked(e);
+    pthread_mutex_unlock(&e->mu);
+    a->ran = true;
+    return ACL_SUCCESS;
+}
+
+static void record_free(void *p)
+{
+    rec_arg *a = p;
+    ev_t *e = a->e;
+    if (!a->ran) {
+        /* Discarded (destroy-force, abort, STOP_ON_FAILURE): release anyone
+         * waiting for this record instead of leaving them blocked forever;
+         * no timestamp was taken. */
+        pthread_mutex_lock(&e->mu);
+        if (a->seq >= e->done_seq) {
+            e->done_seq = a->seq;
+            e->ts_valid = false;
+        }
+        ev_wake_locked(e);
+        pthread_mutex_unlock(&e->mu);
+    }
+    ev_put(e);
+    free(a);
+}
+
+static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stream, uint32_t flag)
+{
+    if (event == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
+    }
+    if (flag != ACL_EVENT_RECORD_DEFAULT && flag != ACL_EVENT_RECORD_EXTERNAL) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
+    }
+    MOCK_ENTER(fn);
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (flag == ACL_EVENT_RECORD_EXTERNAL && !(e->flags & ACL_EVENT_EXTERNAL)) {
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "ACL_EVENT_RECORD_EXTERNAL needs an event created with ACL_EVENT_EXTERNAL");
+    }
+    mock_stream *s = NULL;
+    rc = mock_stream_get(fn, stream, true, &s);
+    if (rc != ACL_SUCCESS) {
+        ev_put(e);
+        return rc;
+    }
+    if (mock_stream_device(s) != e->device) {
+        int32_t sd = mock_stream_device(s);
+        mock_stream_put(s);
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "event belongs to device %d but argument 'stream' to device %d", e->device, sd);
+    }
+    rec_arg *a = malloc(sizeof(*a));
+    if (a == NULL) {
+        mock_stream_put(s);
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
+    }
+    pthread_mutex_lock(&e->mu);
+    a->e = e; /* the reference taken by ev_get moves to the task */
+    a->seq = ++e->rec_seq;
+    a->ran = false;
+    e->recorded = true;
+    pthread_mutex_unlock(&e->mu);
+    rc = mock_stream_enqueue(s, record_task, a, record_free);
+    mock_stream_put(s);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "the stream refused the record task (error %d)", rc);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
+{
+    return record_common("aclrtRecordEvent", event, stream, ACL_EVENT_RECORD_DEFAULT);
+}
+
+aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t flag)
+{
+    return record_common("aclrtRecordEventWithFlag", event, stream, flag);
+}
+
+/* ------------------------------------------------------------------ reset */
+
+static aclError reset_task(void *p)
+{
+    ev_t *e = p;
+    pthread_mutex_lock(&e->mu);
+    if (ev_complete_locked(e)) { /* a newer record still pending wins */
+        e->recorded = false;
+        e->ts_valid = false;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return ACL_SUCCESS;
+}
+
+static void ev_put_void(void *p)
+{
+    ev_put(p);
+}
+
+aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
+{
+    static const char fn[] = "aclrtResetEvent";
+    MOCK_ENTER(fn);
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (e->ex) {
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "events created by aclrtCreateEventExWithFlag cannot be reset (re-record them instead)");
+    }
+    if (!(e->flags & EVENT_SYNC_CAPABLE)) {
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "event flags 0x%x lack ACL_EVENT_SYNC", e->flags);
+    }
+    mock_stream *s = NULL;
+    rc = mock_stream_get(fn, stream, true, &s);
+    if (rc != ACL_SUCCESS) {
+        ev_put(e);
+        return rc;
+    }
+    rc = mock_stream_enqueue(s, reset_task, e, ev_put_void);
+    mock_stream_put(s);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "the stream refused the reset task (error %d)", rc);
+    }
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ query */
+
+aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
+{
+    static const char fn[] = "aclrtQueryEvent";
+    if (status == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
+    }
+    MOCK_ENTER(fn);
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (e->ex) {
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "not supported for events created by aclrtCreateEventExWithFlag (use aclrtQueryEventStatus)");
+    }
+    pthread_mutex_lock(&e->mu);
+    bool done = e->recorded && ev_complete_locked(e);
+    pthread_mutex_unlock(&e->mu);
+    ev_put(e);
+    *status = done ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status)
+{
+    static const char fn[] = "aclrtQueryEventStatus";
+    if (status == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
+    }
+    MOCK_ENTER(fn);
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    pthread_mutex_lock(&e->mu);
+    /* Ex events report COMPLETE before their first record (doc
+     * 07_event_management.md, §5.5); other events are NOT_READY until
+     * recorded. */
+    bool done = e->recorded ? ev_complete_locked(e) : e->ex;
+    pthread_mutex_unlock(&e->mu);
+    ev_put(e);
+    *status = done ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status)
+{
+    static const char fn[] = "aclrtQueryEventWaitStatus";
+    if (status == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
+    }
+    MOCK_ENTER(fn);
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (e->ex) {
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "not supported for events created by aclrtCreateEventExWithFlag");
+    }
+    pthread_mutex_lock(&e->mu);
+    /* A wait on the event can complete once its latest record has. */
+    bool done = e->recorded && ev_complete_locked(e);
+    pthread_mutex_unlock(&e->mu);
+    ev_put(e);
+    *status = done ? ACL_EVENT_WAIT_STATUS_COMPLETE : ACL_EVENT_WAIT_STATUS_NOT_READY;
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ synchronize */
+
+static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
+{
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    struct timespec dl;
+    if (timeout_ms >= 0) {
+        dl = mock_deadline_ms(timeout_ms);
+    }
+    pthread_mutex_lock(&e->mu);
+    uint64_t target = e->rec_seq; /* the latest record at the time of the call */
+    e->waiters++;
+    while (e->done_seq < target) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&e->cv, &e->mu);
+        } else if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT && e->done_seq < target) {
+            rc = ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+            break;
+        }
+    }
+    e->waiters--;
+    pthread_mutex_unlock(&e->mu);
+    ev_put(e);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "event not complete after %lld ms", (long long)timeout_ms);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeEvent(aclrtEvent event)
+{
+    MOCK_ENTER("aclrtSynchronizeEvent");
+    return ev_sync("aclrtSynchronizeEvent", event, -1);
+}
+
+aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
+{
+    static const char fn[] = "aclrtSynchronizeEventWithTimeout";
+    /* Same pattern as the stream variant (RT impl event.cpp, §5.4). */
+    if (timeout < -1) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)", timeout);
+    }
+    MOCK_ENTER(fn);
+    return ev_sync(fn, event, timeout <= 0 ? -1 : timeout);
+}
+
+/* ------------------------------------------------------------------- time */
+
+/* Checks that e has a completed, timestamped latest record. e->mu held. */
+static aclError ev_ts_check(const char *fn, const ev_t *e, const char *argname)
+{
+    if (e->flags & (ACL_EVENT_EXTERNAL | ACL_EVENT_IPC)) {
+        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "event '%s' is an EXTERNAL/IPC event", argname);
+    }
+    if (!e->recorded) {
+        /* runtime RT_ERROR_EVENT_RECORDER_NULL -> 507000 (§5.5) */
+        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "event '%s' has not been recorded", argname);
+    }
+    if (!(e->flags & ACL_EVENT_TIME_LINE)) {
+        return mock_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+                          "event '%s' was created without ACL_EVENT_TIME_LINE (flags 0x%x)", argname, e->flags);
+    }
+    if (!ev_complete_locked(e)) {
+        return mock_error(fn, ACL_ERROR_RT_EVENT_NOT_COMPLETE, "the latest record of event '%s' has not completed",
+                          argname);
+    }
+    if (!e->ts_valid) {
+        return mock_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, "event '%s' has no timestamp (record discarded)",
+                          argname);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent)
+{
+    static const char fn[] = "aclrtEventElapsedTime";
+    if (ms == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ms' is NULL");
+    }
+    if (startEvent == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'startEvent' is NULL");
+    }
+    if (endEvent == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'endEvent' is NULL");
+    }
+    MOCK_ENTER(fn);
+    ev_t *a = NULL, *b = NULL;
+    aclError rc = ev_get(fn, startEvent, "startEvent", &a);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = ev_get(fn, endEvent, "endEvent", &b);
+    if (rc != ACL_SUCCESS) {
+        ev_put(a);
+        return rc;
+    }
+    uint64_t ta = 0, tb = 0;
+    pthread_mutex_lock(&a->mu);
+    rc = ev_ts_check(fn, a, "startEvent");
+    ta = a->ts_ns;
+    pthread_mutex_unlock(&a->mu);
+    if (rc == ACL_SUCCESS) {
+        pthread_mutex_lock(&b->mu);
+        rc = ev_ts_check(fn, b, "endEvent");
+        tb = b->ts_ns;
+        pthread_mutex_unlock(&b->mu);
+    }
+    ev_put(a);
+    ev_put(b);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (tb < ta) {
+        return mock_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL,
+                          "endEvent completed before startEvent (timestamp reversal)");
+    }
+    *ms = (float)((double)(tb - ta) / 1e6);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp)
+{
+    static const char fn[] = "aclrtEventGetTimestamp";
+    if (timestamp == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'timestamp' is NULL");
+    }
+    MOCK_ENTER(fn);
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    pthread_mutex_lock(&e->mu);
+    rc = ev_ts_check(fn, e, "event");
+    uint64_t t = e->ts_ns;
+    pthread_mutex_unlock(&e->mu);
+    ev_put(e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    /* Microseconds of the host's monotonic clock (the unit of the device
+     * timestamp is not pinned down by the reference; us chosen). */
+    *timestamp = t / 1000u;
+    return ACL_SUCCESS;
+}
+
+/* --------------------------------------------------------------- ids/count */
+
+aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId)
+{
+    static const char fn[] = "aclrtGetEventId";
+    if (eventId == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'eventId' is NULL");
+    }
+    MOCK_ENTER(fn);
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *eventId = e->id;
+    ev_put(e);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetEventAvailNum(uint32_t *eventCount)
+{
+    static const char fn[] = "aclrtGetEventAvailNum";
+    if (eventCount == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'eventCount' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    int32_t dev = mock_ctx_device(ctx);
+    pthread_mutex_lock(&g_ev_mu);
+    uint32_t used = (dev >= 0 && dev < MOCK_MAX_DEVICES) ? g_ev_live[dev] : 0;
+    pthread_mutex_unlock(&g_ev_mu);
+    *eventCount = used >= EVENT_MAX_PER_DEVICE ? 0 : EVENT_MAX_PER_DEVICE - used;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetOpWaitTimeout(uint32_t timeout)
+{
+    MOCK_ENTER("aclrtSetOpWaitTimeout");
+    /* Seconds an event-wait task may block before failing; 0 = forever
+     * (doc 07_event_management.md). Process-wide. */
+    atomic_store(&g_op_wait_timeout_s, timeout);
+    return ACL_SUCCESS;
+}
+
+/* -------------------------------------------------------------- wait event */
+
+typedef struct wait_arg {
+    ev_t *e;
+    uint64_t target;
+    int64_t timeout_ms; /* < 0: forever */
+} wait_arg;
+
+static aclError wait_task(void *p)
+{
+    wait_arg *a = p;
+    ev_t *e = a->e;
+    struct timespec dl;
+    if (a->timeout_ms >= 0) {
+        dl = mock_deadline_ms(a->timeout_ms);
+    }
+    aclError rc = ACL_SUCCESS;
+    pthread_mutex_lock(&e->mu);
+    e->waiters++;
+    while (e->done_seq < a->target) {
+        int w = mock_task_wait(&e->cv, &e->mu, a->timeout_ms >= 0 ? &dl : NULL);
+        if (w == ECANCELED) {
+            break; /* stream aborted: the task counts as discarded */
+        }
+        if (w == ETIMEDOUT && e->done_seq < a->target) {
+            /* The code a timed-out event wait leaves on the stream is not
+             * pinned down by the reference; the event-sync timeout is the
+             * closest documented one. */
+            rc = ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+            break;
+        }
+    }
+    e->waiters--;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+static void wait_free(void *p)
+{
+    wait_arg *a = p;
+    ev_put(a->e);
+    free(a);
+}
+
+static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event, int64_t timeout_ms)
+{
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (!(e->flags & EVENT_SYNC_CAPABLE)) {
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "event flags 0x%x lack ACL_EVENT_SYNC: it cannot be waited for", e->flags);
+    }
+    mock_stream *s = NULL;
+    rc = mock_stream_get(fn, stream, true, &s);
+    if (rc != ACL_SUCCESS) {
+        ev_put(e);
+        return rc;
+    }
+    pthread_mutex_lock(&e->mu);
+    uint64_t target = e->recorded ? e->rec_seq : 0;
+    bool done = e->done_seq >= target;
+    pthread_mutex_unlock(&e->mu);
+    if (done) {
+        /* Never recorded or already complete: nothing to wait for. A
+         * barrier task keeps nothing, so skip the enqueue entirely. */
+        mock_stream_put(s);
+        ev_put(e);
+        return ACL_SUCCESS;
+    }
+    wait_arg *a = malloc(sizeof(*a));
+    if (a == NULL) {
+        mock_stream_put(s);
+        ev_put(e);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
+    }
+    if (timeout_ms < 0) {
+        uint32_t sec = atomic_load(&g_op_wait_timeout_s);
+        if (sec != 0) {
+            timeout_ms = (int64_t)sec * 1000;
+        }
+    }
+    a->e = e;
+    a->target = target;
+    a->timeout_ms = timeout_ms;
+    rc = mock_stream_enqueue(s, wait_task, a, wait_free);
+    mock_stream_put(s);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "the stream refused the wait task (error %d)", rc);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
+{
+    static const char fn[] = "aclrtStreamWaitEvent";
+    if (event == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
+    }
+    MOCK_ENTER(fn);
+    return wait_common(fn, stream, event, -1);
+}
+
+aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout, uint32_t flag)
+{
+    static const char fn[] = "aclrtStreamWaitEventWithFlag";
+    if (event == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
+    }
+    if (flag != ACL_EVENT_WAIT_DEFAULT && flag != ACL_EVENT_WAIT_EXTERNAL) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
+    }
+    MOCK_ENTER(fn);
+    /* timeout in ms; 0 = no explicit timeout (aclrtSetOpWaitTimeout applies) */
+    return wait_common(fn, stream, event, timeout == 0 ? -1 : (int64_t)timeout);
+}
+
+aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, int32_t timeout)
+{
+    static const char fn[] = "aclrtStreamWaitEventWithTimeout";
+    if (event == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
+    }
+    if (timeout < -1) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)", timeout);
+    }
+    MOCK_ENTER(fn);
+    return wait_common(fn, stream, event, timeout <= 0 ? -1 : timeout);
+}

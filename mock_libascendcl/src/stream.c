@@ -1,0 +1,1449 @@
+/*
+ * stream.c - streams: one worker thread per stream running its tasks in FIFO
+ * order, truly asynchronously (acl_abi.md §5.4).
+ *
+ * Design
+ *  - A stream is a heap struct with a magic field, registered in a hash set of
+ *    live handles. Every entry point looks the user's pointer up in the set
+ *    before dereferencing it, so garbage or destroyed handles give an error,
+ *    never a crash. Internal holders (API calls in progress, device sync,
+ *    events, callbacks) keep a reference count; the struct is freed when the
+ *    last reference goes.
+ *  - Tasks live in a per-stream ring buffer (grown by doubling, never freed
+ *    per task): enqueue is a mutex, a store and - only when the worker sleeps -
+ *    one signal. Each task gets a sequence number; `completed` counts finished
+ *    (or discarded) tasks, so "done" means completed == submitted.
+ *  - The worker runs a task with no lock held. Waiters on completion are woken
+ *    only when someone waits (waiters > 0); synchronising threads spin briefly
+ *    before sleeping because most tasks are short (round-trip latency target).
+ *  - Failure: a task returning nonzero sets the stream error. With
+ *    ACL_CONTINUE_ON_FAILURE (default) the next synchronize reports it once;
+ *    with ACL_STOP_ON_FAILURE later tasks are discarded, new submissions are
+ *    refused with that error and it stays until aclrtStreamAbort (doc
+ *    06_stream_management.md: "after a failure no new tasks can be submitted").
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock_internal.h"
+#include "stream_internal.h"
+
+#define STREAM_MAGIC 0x5354524d5354524dull /* "STRMSTRM" */
+/* Max streams per device including the default stream: 1984 on
+ * A2/A3/950 (doc 06_stream_management.md; acl_abi.md §5.4). */
+#define STREAM_MAX_PER_DEVICE 1984u
+/* Stream priority range: [0, 7], 0 highest (C++ wrapper doc, acl_abi.md §1.4
+ * notes); aclrtDeviceGetStreamPriorityRange reports least=7 greatest=0. */
+#define STREAM_PRIORITY_LEAST 7u
+#define STREAM_KNOWN_FLAGS                                                     \
+    (ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC | ACL_STREAM_PERSISTENT |   \
+     ACL_STREAM_HUGE | ACL_STREAM_CPU_SCHEDULE | ACL_STREAM_DEVICE_USE_ONLY)
+#define RES_TYPES 2
+
+typedef struct mock_task {
+    mock_task_fn fn;
+    void *arg;
+    void (*free_arg)(void *arg);
+} mock_task;
+
+struct mock_stream {
+    uint64_t magic;
+    atomic_int refs;
+    mock_context *ctx;
+    int32_t device;
+    int32_t id;
+    uint32_t priority;
+    uint32_t flags;
+    bool is_default;
+
+    /* attributes (atomics: read/written by getters without the queue lock) */
+    _Atomic uint64_t failure_mode;
+    atomic_uint overflow_switch;
+    atomic_uint user_tag;
+    atomic_uint cache_op_info;
+    atomic_uint res_limit[RES_TYPES]; /* 0 = not set: the device limit applies */
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* worker sleeps here */
+    pthread_cond_t done_cv; /* synchronizers sleep here */
+    mock_task *ring;
+    size_t cap, head, count;
+    uint64_t submitted;     /* tasks accepted */
+    uint64_t started;       /* tasks popped by the worker */
+    _Atomic uint64_t completed; /* tasks finished or discarded */
+    uint64_t discard_until; /* tasks with seq <= this are discarded */
+    int waiters;
+    bool worker_sleeping;
+    bool stopping;
+    aclError err;           /* pending task error */
+    atomic_bool abort_req;  /* running blocking task should give up */
+    pthread_t thread;
+};
+
+/* -------------------------------------------------------------- registry */
+
+static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_registry g_reg;
+static uint32_t g_live_per_dev[MOCK_MAX_DEVICES];
+static atomic_int g_next_id[MOCK_MAX_DEVICES];
+
+static size_t reg_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+void *mock_registry_find(const mock_registry *r, const void *p)
+{
+    if (p == NULL || r->cap == 0) {
+        return NULL;
+    }
+    size_t mask = r->cap - 1;
+    for (size_t i = reg_hash(p) & mask, n = 0; n < r->cap; i = (i + 1) & mask, n++) {
+        void *e = r->slots[i];
+        if (e == NULL) {
+            return NULL;
+        }
+        if (e == p) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static bool reg_grow(mock_registry *r)
+{
+    size_t ncap = r->cap ? r->cap * 2 : 64;
+    while (r->live * 2 >= ncap) {
+        ncap *= 2;
+    }
+    void **ns = calloc(ncap, sizeof(*ns));
+    if (ns == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < r->cap; i++) {
+        void *e = r->slots[i];
+        if (e != NULL && e != MOCK_REG_TOMB) {
+            size_t j = reg_hash(e) & (ncap - 1);
+            while (ns[j] != NULL) {
+                j = (j + 1) & (ncap - 1);
+            }
+            ns[j] = e;
+        }
+    }
+    free(r->slots);
+    r->slots = ns;
+    r->cap = ncap;
+    r->used = r->live;
+    return true;
+}
+
+bool mock_registry_insert(mock_registry *r, void *p)
+{
+    if ((r->used + 1) * 2 > r->cap && !reg_grow(r)) {
+        return false;
+    }
+    size_t mask = r->cap - 1;
+    size_t i = reg_hash(p) & mask;
+    while (r->slots[i] != NULL && r->slots[i] != MOCK_REG_TOMB) {
+        i = (i + 1) & mask;
+    }
+    if (r->slots[i] == NULL) {
+        r->used++;
+    }
+    r->slots[i] = p;
+    r->live++;
+    return true;
+}
+
+bool mock_registry_erase(mock_registry *r, const void *p)
+{
+    if (p == NULL || r->cap == 0) {
+        return false;
+    }
+    size_t mask = r->cap - 1;
+    for (size_t i = reg_hash(p) & mask, n = 0; n < r->cap; i = (i + 1) & mask, n++) {
+        if (r->slots[i] == NULL) {
+            return false;
+        }
+        if (r->slots[i] == p) {
+            r->slots[i] = MOCK_REG_TOMB;
+            r->live--;
+            return true;
+        }
+    }
+    return false;
+}
+
+static mock_stream *reg_find(const void *p)
+{
+    return mock_registry_find(&g_reg, p);
+}
+
+/* ------------------------------------------------------- state callbacks */
+
+#define STATE_CB_MAX 64
+typedef struct state_cb {
+    char name[64];
+    aclrtStreamStateCallback fn;
+    void *args;
+} state_cb;
+static pthread_mutex_t g_state_mu = PTHREAD_MUTEX_INITIALIZER;
+static state_cb g_state_cbs[STATE_CB_MAX];
+static size_t g_state_n;
+
+static void notify_state(mock_stream *s, aclrtStreamState state)
+{
+    state_cb snap[STATE_CB_MAX];
+    size_t n;
+    pthread_mutex_lock(&g_state_mu);
+    n = g_state_n;
+    memcpy(snap, g_state_cbs, n * sizeof(snap[0]));
+    pthread_mutex_unlock(&g_state_mu);
+    for (size_t i = 0; i < n; i++) {
+        snap[i].fn((aclrtStream)s, state, snap[i].args);
+    }
+}
+
+/* ------------------------------------------------------------ primitives */
+
+static _Thread_local mock_stream *tls_worker;
+
+void mock_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+int mock_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline)
+{
+    mock_stream *self = tls_worker;
+    if (self == NULL) {
+        if (deadline == NULL) {
+            pthread_cond_wait(cv, mu);
+            return 0;
+        }
+        return pthread_cond_timedwait(cv, mu, deadline) == ETIMEDOUT ? ETIMEDOUT : 0;
+    }
+    if (atomic_load(&self->abort_req)) {
+        return ECANCELED;
+    }
+    /* On a worker: wait in slices so that an abort is noticed. */
+    struct timespec slice = mock_deadline_ms(10);
+    const struct timespec *until = &slice;
+    bool last = false;
+    if (deadline != NULL && ts_before(deadline, &slice)) {
+        until = deadline;
+        last = true;
+    }
+    int rc = pthread_cond_timedwait(cv, mu, until);
+    if (atomic_load(&self->abort_req)) {
+        return ECANCELED;
+    }
+    return (rc == ETIMEDOUT && last) ? ETIMEDOUT : 0;
+}
+
+bool mock_stream_task_cancelled(void)
+{
+    mock_stream *self = tls_worker;
+    return self != NULL && atomic_load(&self->abort_req);
+}
+
+mock_stream *mock_stream_self(void)
+{
+    return tls_worker;
+}
+
+void mock_stream_ref(mock_stream *s)
+{
+    atomic_fetch_add(&s->refs, 1);
+}
+
+static void stream_free(mock_stream *s)
+{
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->work_cv);
+    pthread_cond_destroy(&s->done_cv);
+    free(s->ring);
+    s->magic = 0;
+    free(s);
+}
+
+void mock_stream_put(mock_stream *s)
+{
+    if (atomic_fetch_sub(&s->refs, 1) == 1) {
+        stream_free(s);
+    }
+}
+
+int32_t mock_stream_id(const mock_stream *s)
+{
+    return s->id;
+}
+
+int32_t mock_stream_device(const mock_stream *s)
+{
+    return s->device;
+}
+
+uint32_t mock_stream_get_overflow_switch(const mock_stream *s)
+{
+    return atomic_load(&((mock_stream *)s)->overflow_switch);
+}
+
+void mock_stream_set_overflow_switch(mock_stream *s, uint32_t on)
+{
+    atomic_store(&s->overflow_switch, on);
+}
+
+/* ---------------------------------------------------------------- worker */
+
+static void *worker_main(void *arg)
+{
+    mock_stream *s = arg;
+    tls_worker = s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->count == 0 && !s->stopping) {
+            s->worker_sleeping = true;
+            pthread_cond_wait(&s->work_cv, &s->mu);
+            s->worker_sleeping = false;
+        }
+        if (s->count == 0) {
+            break; /* stopping and drained */
+        }
+        mock_task t = s->ring[s->head];
+        s->head = (s->head + 1) & (s->cap - 1);
+        s->count--;
+        uint64_t seq = ++s->started;
+        bool skip = seq <= s->discard_until ||
+                    (s->err != ACL_SUCCESS && atomic_load(&s->failure_mode) == ACL_STOP_ON_FAILURE);
+        pthread_mutex_unlock(&s->mu);
+
+        aclError rc = ACL_SUCCESS;
+        if (!skip) {
+            rc = t.fn(t.arg);
+        }
+        if (t.free_arg != NULL) {
+            t.free_arg(t.arg);
+        }
+        if (rc != ACL_SUCCESS && !atomic_load(&s->abort_req)) {
+            /* exception-info callbacks (exception.c), no lock held */
+            mock_exception_report(s->device, (uint32_t)s->id, (uint32_t)seq, rc);
+        }
+
+        pthread_mutex_lock(&s->mu);
+        if (rc != ACL_SUCCESS && s->err == ACL_SUCCESS && seq > s->discard_until) {
+            s->err = rc;
+        }
+        atomic_store_explicit(&s->completed, seq, memory_order_release);
+        if (s->waiters > 0) {
+            pthread_cond_broadcast(&s->done_cv);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    tls_worker = NULL;
+    return NULL;
+}
+
+/* --------------------------------------------------------------- enqueue */
+
+aclError mock_stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg))
+{
+    pthread_mutex_lock(&s->mu);
+    aclError refuse = ACL_SUCCESS;
+    if (s->stopping) {
+        refuse = ACL_ERROR_RT_STREAM_ABORT;
+    } else if (s->err != ACL_SUCCESS && atomic_load(&s->failure_mode) == ACL_STOP_ON_FAILURE) {
+        refuse = s->err;
+    } else if (s->count == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 64;
+        mock_task *nr = malloc(ncap * sizeof(*nr));
+        if (nr == NULL) {
+            refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
+        } else {
+            for (size_t i = 0; i < s->count; i++) {
+                nr[i] = s->ring[(s->head + i) & (s->cap - 1)];
+            }
+            free(s->ring);
+            s->ring = nr;
+            s->cap = ncap;
+            s->head = 0;
+        }
+    }
+    if (refuse != ACL_SUCCESS) {
+        pthread_mutex_unlock(&s->mu);
+        if (free_arg != NULL) {
+            free_arg(arg);
+        }
+        return refuse;
+    }
+    s->ring[(s->head + s->count) & (s->cap - 1)] = (mock_task){fn, arg, free_arg};
+    s->count++;
+    uint64_t seq = ++s->submitted;
+    bool wake = s->worker_sleeping;
+    pthread_mutex_unlock(&s->mu);
+    if (wake) {
+        pthread_cond_signal(&s->work_cv);
+    }
+    mock_note_task_submitted((uint32_t)seq); /* aclrtGetThreadLastTaskId */
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ sync/query */
+
+/* Waits until every task submitted before the call has finished.
+ * timeout_ms < 0: forever. Returns 507046 on timeout, else the pending task
+ * error (cleared unless the stream is in STOP mode), else 0. */
+static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t target = s->submitted;
+    pthread_mutex_unlock(&s->mu);
+
+    /* Short spin: most tasks are tiny, and a futex sleep/wake round trip
+     * costs more than the task itself. Bounded so idle CPUs are not burnt. */
+    if (atomic_load_explicit(&s->completed, memory_order_acquire) < target) {
+        for (int i = 0; i < 200; i++) {
+            if (atomic_load_explicit(&s->completed, memory_order_acquire) >= target) {
+                break;
+            }
+            sched_yield();
+        }
+    }
+
+    aclError rc = ACL_SUCCESS;
+    pthread_mutex_lock(&s->mu);
+    if (s->completed < target) {
+        struct timespec dl;
+        if (timeout_ms >= 0) {
+            dl = mock_deadline_ms(timeout_ms);
+        }
+        s->waiters++;
+        while (atomic_load(&s->completed) < target) {
+            if (timeout_ms < 0) {
+                pthread_cond_wait(&s->done_cv, &s->mu);
+            } else if (pthread_cond_timedwait(&s->done_cv, &s->mu, &dl) == ETIMEDOUT &&
+                       atomic_load(&s->completed) < target) {
+                rc = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+                break;
+            }
+        }
+        s->waiters--;
+    }
+    if (rc == ACL_SUCCESS && s->err != ACL_SUCCESS) {
+        rc = s->err;
+        if (consume_err && atomic_load(&s->failure_mode) != ACL_STOP_ON_FAILURE) {
+            s->err = ACL_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* Discards every task submitted so far that has not started, asks a running
+ * blocking task to give up, and waits until the worker has passed them. */
+static void stream_abort(mock_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t target = s->submitted;
+    if (target > s->discard_until) {
+        s->discard_until = target;
+    }
+    atomic_store(&s->abort_req, true);
+    s->waiters++;
+    while (atomic_load(&s->completed) < target) {
+        pthread_cond_wait(&s->done_cv, &s->mu);
+    }
+    s->waiters--;
+    atomic_store(&s->abort_req, false);
+    s->err = ACL_SUCCESS;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* --------------------------------------------------------- create/destroy */
+
+static aclError stream_new(const char *func, mock_context *ctx, uint32_t priority, uint32_t flags,
+                           bool is_default, mock_stream **out)
+{
+    int32_t dev = mock_ctx_device(ctx);
+    if (dev < 0 || dev >= MOCK_MAX_DEVICES) {
+        return mock_error(func, ACL_ERROR_RT_INVALID_DEVICEID, "context has invalid device %d", dev);
+    }
+    mock_stream *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return mock_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for a stream");
+    }
+    s->magic = STREAM_MAGIC;
+    atomic_init(&s->refs, 1); /* the registry's reference */
+    s->ctx = ctx;
+    s->device = dev;
+    s->priority = priority > STREAM_PRIORITY_LEAST ? STREAM_PRIORITY_LEAST : priority;
+    s->flags = flags & STREAM_KNOWN_FLAGS;
+    s->is_default = is_default;
+    atomic_init(&s->failure_mode, ACL_CONTINUE_ON_FAILURE);
+    pthread_mutex_init(&s->mu, NULL);
+    mock_cond_init(&s->work_cv);
+    mock_cond_init(&s->done_cv);
+
+    pthread_mutex_lock(&g_reg_mu);
+    if (g_live_per_dev[dev] >= STREAM_MAX_PER_DEVICE) {
+        pthread_mutex_unlock(&g_reg_mu);
+        stream_free(s);
+        return mock_error(func, ACL_ERROR_RT_NO_STREAM_RESOURCE,
+                          "device %d already has the maximum of %u streams", dev, STREAM_MAX_PER_DEVICE);
+    }
+    g_live_per_dev[dev]++;
+    pthread_mutex_unlock(&g_reg_mu);
+
+    s->id = atomic_fetch_add(&g_next_id[dev], 1);
+    int prc = pthread_create(&s->thread, NULL, worker_main, s);
+    if (prc != 0) {
+        pthread_mutex_lock(&g_reg_mu);
+        g_live_per_dev[dev]--;
+        pthread_mutex_unlock(&g_reg_mu);
+        stream_free(s);
+        return mock_error(func, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "cannot start the stream worker thread: %s",
+                          strerror(prc));
+    }
+    char name[16];
+    snprintf(name, sizeof(name), "aclstrm%d.%d", dev, s->id);
+    pthread_setname_np(s->thread, name);
+
+    pthread_mutex_lock(&g_reg_mu);
+    bool ok = mock_registry_insert(&g_reg, s);
+    pthread_mutex_unlock(&g_reg_mu);
+    if (!ok) {
+        pthread_mutex_lock(&s->mu);
+        s->stopping = true;
+        pthread_cond_signal(&s->work_cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+        pthread_mutex_lock(&g_reg_mu);
+        g_live_per_dev[dev]--;
+        pthread_mutex_unlock(&g_reg_mu);
+        stream_free(s);
+        return mock_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the stream registry");
+    }
+    mock_stat_add(dev, MOCK_STAT_STREAMS, 1);
+    /* Not for default streams: those are created inside aclrtSetDevice /
+     * aclrtCreateContext, possibly under the device layer's locks. */
+    if (!is_default) {
+        notify_state(s, ACL_RT_STREAM_STATE_CREATE_POST);
+    }
+    *out = s;
+    return ACL_SUCCESS;
+}
+
+/* Caller has removed s from the registry (and owns the registry's reference). */
+static void stream_teardown(mock_stream *s, bool force)
+{
+    if (!s->is_default) {
+        notify_state(s, ACL_RT_STREAM_STATE_DESTROY_PRE);
+    }
+    mock_callbacks_stream_gone(s);
+    mock_misc_stream_destroyed(s); /* allocator registered on the stream */
+    pthread_mutex_lock(&s->mu);
+    if (force) {
+        s->discard_until = UINT64_MAX;
+        atomic_store(&s->abort_req, true);
+    }
+    s->stopping = true;
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    mock_stat_add(s->device, MOCK_STAT_STREAMS, -1);
+    mock_stream_put(s);
+}
+
+/* Removes s from the registry; false if it was not there (already gone). */
+static bool stream_unregister(mock_stream *s)
+{
+    pthread_mutex_lock(&g_reg_mu);
+    bool found = reg_find(s) == s;
+    if (found) {
+        mock_registry_erase(&g_reg, s);
+        g_live_per_dev[s->device]--;
+    }
+    pthread_mutex_unlock(&g_reg_mu);
+    return found;
+}
+
+mock_stream *mock_stream_create_default(mock_context *ctx)
+{
+    mock_stream *s = NULL;
+    if (stream_new("aclrtSetDevice", ctx, 0, 0, true, &s) != ACL_SUCCESS) {
+        return NULL;
+    }
+    return s;
+}
+
+void mock_stream_destroy_default(mock_stream *s)
+{
+    if (s == NULL || !stream_unregister(s)) {
+        return;
+    }
+    stream_teardown(s, false);
+}
+
+/* Collects referenced streams of ctx (default one included if asked). */
+static mock_stream **collect_ctx(mock_context *ctx, bool with_default, bool unregister, size_t *n)
+{
+    pthread_mutex_lock(&g_reg_mu);
+    mock_stream **v = malloc((g_reg.live + 1) * sizeof(*v));
+    size_t k = 0;
+    if (v != NULL) {
+        for (size_t i = 0; i < g_reg.cap; i++) {
+            mock_stream *e = g_reg.slots[i];
+            if (e == NULL || e == MOCK_REG_TOMB || e->ctx != ctx || (e->is_default && !with_default)) {
+                continue;
+            }
+            if (unregister) {
+                g_reg.slots[i] = MOCK_REG_TOMB;
+                g_reg.live--;
+                g_live_per_dev[e->device]--;
+            } else {
+                mock_stream_ref(e);
+            }
+            v[k++] = e;
+        }
+    }
+    pthread_mutex_unlock(&g_reg_mu);
+    *n = k;
+    return v;
+}
+
+aclError mock_streams_sync_context(mock_context *ctx, int32_t timeout_ms)
+{
+    size_t n;
+    mock_stream **v = collect_ctx(ctx, true, false, &n);
+    if (v == NULL) {
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    uint64_t t0 = mock_now_ns();
+    aclError first = ACL_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+        int64_t left = -1;
+        if (timeout_ms >= 0) {
+            int64_t spent = (int64_t)((mock_now_ns() - t0) / 1000000u);
+            left = spent >= timeout_ms ? 0 : timeout_ms - spent;
+        }
+        aclError rc = first == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT ? ACL_SUCCESS : stream_wait(v[i], left, true);
+        if (rc != ACL_SUCCESS && first == ACL_SUCCESS) {
+            first = rc;
+        }
+        mock_stream_put(v[i]);
+    }
+    free(v);
+    return first;
+}
+
+void mock_streams_destroy_context(mock_context *ctx)
+{
+    size_t n;
+    mock_stream **v = collect_ctx(ctx, false, true, &n);
+    if (v == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        stream_teardown(v[i], false);
+    }
+    free(v);
+}
+
+/* ---------------------------------------------------------------- resolve */
+
+aclError mock_stream_get(const char *func, aclrtStream handle, bool submit, mock_stream **out)
+{
+    mock_stream *s;
+    if (handle == NULL) {
+        mock_context *ctx = NULL;
+        aclError rc = mock_ctx_require(func, &ctx);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+        s = mock_ctx_default_stream(ctx);
+        pthread_mutex_lock(&g_reg_mu);
+        if (s == NULL || reg_find(s) != s) {
+            pthread_mutex_unlock(&g_reg_mu);
+            return mock_error(func, ACL_ERROR_RT_CONTEXT_NULL, "current context has no default stream");
+        }
+        mock_stream_ref(s);
+        pthread_mutex_unlock(&g_reg_mu);
+    } else {
+        pthread_mutex_lock(&g_reg_mu);
+        s = reg_find(handle);
+        if (s == NULL || s->magic != STREAM_MAGIC) {
+            pthread_mutex_unlock(&g_reg_mu);
+            return mock_error(func, ACL_ERROR_RT_PARAM_INVALID,
+                              "argument 'stream' (%p) is not a live stream handle", handle);
+        }
+        mock_stream_ref(s);
+        pthread_mutex_unlock(&g_reg_mu);
+        if (submit) {
+            /* Submitting work needs the stream's device to be current: the
+             * runtime checks the stream's context against the thread's
+             * (RT rt api_impl.cc CHECK_CONTEXT_VALID_WITH_RETURN -> 107002;
+             * "stream not in current context" -> ACL_ERROR_RT_STREAM_CONTEXT).
+             * We compare devices, not contexts, so that threads sharing a
+             * device through different contexts keep working. */
+            mock_context *cur = mock_ctx_current();
+            if (cur == NULL) {
+                mock_stream_put(s);
+                return mock_error(func, ACL_ERROR_RT_CONTEXT_NULL,
+                                  "no current context on this thread (call aclrtSetDevice first)");
+            }
+            if (mock_ctx_device(cur) != s->device) {
+                int32_t cd = mock_ctx_device(cur);
+                mock_stream_put(s);
+                return mock_error(func, ACL_ERROR_RT_STREAM_CONTEXT,
+                                  "argument 'stream' belongs to device %d but the current device is %d",
+                                  s->device, cd);
+            }
+        }
+    }
+    aclError lost = mock_device_lost_code(s->device);
+    if (lost != ACL_SUCCESS) {
+        mock_stream_put(s);
+        return mock_error(func, lost, "device %d of the stream is lost", s->device);
+    }
+    *out = s;
+    return ACL_SUCCESS;
+}
+
+aclError mock_stream_resolve(const char *func, aclrtStream handle, mock_stream **out)
+{
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(func, handle, true, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    /* The registry keeps the stream alive until it is destroyed; using it
+     * concurrently with its destruction is a caller bug (as on hardware). */
+    mock_stream_put(s);
+    *out = s;
+    return ACL_SUCCESS;
+}
+
+/* ======================================================== public: create */
+
+aclError aclrtCreateStream(aclrtStream *stream)
+{
+    static const char fn[] = "aclrtCreateStream";
+    if (stream == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    mock_stream *s = NULL;
+    rc = stream_new(fn, ctx, 0, 0, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *stream = s;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag)
+{
+    static const char fn[] = "aclrtCreateStreamWithConfig";
+    if (stream == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    /* Unknown flag bits are ignored and priorities above the least one are
+     * clamped (RT impl stream.cpp; acl_abi.md §1.4 notes). */
+    mock_stream *s = NULL;
+    rc = stream_new(fn, ctx, priority, flag, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *stream = s;
+    return ACL_SUCCESS;
+}
+
+/* Stream config handles (lite runtime API). We remember the handles we
+ * allocated so that destroying a foreign pointer is refused, not freed. */
+static pthread_mutex_t g_cfg_mu = PTHREAD_MUTEX_INITIALIZER;
+static aclrtStreamConfigHandle **g_cfgs;
+static size_t g_ncfg, g_capcfg;
+
+aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void)
+{
+    static const char fn[] = "aclrtCreateStreamConfigHandle";
+    if (mock_fault_check(fn) != ACL_SUCCESS) {
+        return NULL;
+    }
+    aclrtStreamConfigHandle *h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        return NULL;
+    }
+    pthread_mutex_lock(&g_cfg_mu);
+    if (g_ncfg == g_capcfg) {
+        size_t nc = g_capcfg ? g_capcfg * 2 : 16;
+        aclrtStreamConfigHandle **nv = realloc(g_cfgs, nc * sizeof(*nv));
+        if (nv == NULL) {
+            pthread_mutex_unlock(&g_cfg_mu);
+            free(h);
+            mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+            return NULL;
+        }
+        g_cfgs = nv;
+        g_capcfg = nc;
+    }
+    g_cfgs[g_ncfg++] = h;
+    pthread_mutex_unlock(&g_cfg_mu);
+    return h;
+}
+
+aclError aclrtDestroyStreamConfigHandle(aclrtStreamConfigHandle *handle)
+{
+    static const char fn[] = "aclrtDestroyStreamConfigHandle";
+    if (handle == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_cfg_mu);
+    for (size_t i = 0; i < g_ncfg; i++) {
+        if (g_cfgs[i] == handle) {
+            g_cfgs[i] = g_cfgs[--g_ncfg];
+            pthread_mutex_unlock(&g_cfg_mu);
+            free(handle);
+            return ACL_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&g_cfg_mu);
+    return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                      "argument 'handle' (%p) was not created by aclrtCreateStreamConfigHandle", (void *)handle);
+}
+
+aclError aclrtSetStreamConfigOpt(aclrtStreamConfigHandle *handle, aclrtStreamConfigAttr attr, const void *attrValue,
+                                 size_t valueSize)
+{
+    static const char fn[] = "aclrtSetStreamConfigOpt";
+    if (handle == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
+    }
+    if (attrValue == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attrValue' is NULL");
+    }
+    switch (attr) {
+    case ACL_RT_STREAM_WORK_ADDR_PTR:
+        if (valueSize != sizeof(void *)) {
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu for WORK_ADDR_PTR",
+                              valueSize, sizeof(void *));
+        }
+        break;
+    case ACL_RT_STREAM_WORK_SIZE:
+        if (valueSize != sizeof(size_t)) {
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu for WORK_SIZE",
+                              valueSize, sizeof(size_t));
+        }
+        break;
+    case ACL_RT_STREAM_FLAG:
+    case ACL_RT_STREAM_PRIORITY:
+        if (valueSize != sizeof(uint32_t)) {
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu",
+                              valueSize, sizeof(uint32_t));
+        }
+        break;
+    default:
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' has invalid value %d", (int)attr);
+    }
+    MOCK_ENTER(fn);
+    switch (attr) {
+    case ACL_RT_STREAM_WORK_ADDR_PTR:
+        memcpy(&handle->workptr, attrValue, sizeof(void *));
+        break;
+    case ACL_RT_STREAM_WORK_SIZE:
+        memcpy(&handle->workSize, attrValue, sizeof(size_t));
+        break;
+    case ACL_RT_STREAM_FLAG: {
+        uint32_t v;
+        memcpy(&v, attrValue, sizeof(v));
+        handle->flag = v;
+        break;
+    }
+    default: {
+        uint32_t v;
+        memcpy(&v, attrValue, sizeof(v));
+        handle->priority = v;
+        break;
+    }
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStreamV2(aclrtStream *stream, const aclrtStreamConfigHandle *handle)
+{
+    static const char fn[] = "aclrtCreateStreamV2";
+    if (stream == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
+    }
+    if (handle == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    mock_stream *s = NULL;
+    rc = stream_new(fn, ctx, handle->priority, (uint32_t)handle->flag, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *stream = s;
+    return ACL_SUCCESS;
+}
+
+static aclError destroy_common(const char *fn, aclrtStream stream, bool force)
+{
+    if (stream == NULL) {
+        /* acl_abi.md §5.4: aclrtDestroyStream(NULL) -> ACL_ERROR_INVALID_PARAM */
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL (the default stream cannot be destroyed)");
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (s->is_default) {
+        mock_stream_put(s);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'stream' is a default stream; it is released by aclrtResetDevice");
+    }
+    if (tls_worker == s) {
+        mock_stream_put(s);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "a stream cannot be destroyed from its own task");
+    }
+    if (!stream_unregister(s)) {
+        mock_stream_put(s);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'stream' is already being destroyed");
+    }
+    stream_teardown(s, force);
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream)
+{
+    return destroy_common("aclrtDestroyStream", stream, false);
+}
+
+aclError aclrtDestroyStreamForce(aclrtStream stream)
+{
+    return destroy_common("aclrtDestroyStreamForce", stream, true);
+}
+
+/* ========================================================== public: sync */
+
+static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_ms)
+{
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (tls_worker == s) {
+        mock_stream_put(s);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "synchronizing a stream from one of its own tasks would deadlock");
+    }
+    rc = stream_wait(s, timeout_ms, true);
+    mock_stream_put(s);
+    if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+        return mock_error(fn, rc, "stream not complete after %lld ms", (long long)timeout_ms);
+    }
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "a task on the stream failed with error %d", rc);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream)
+{
+    MOCK_ENTER("aclrtSynchronizeStream");
+    return sync_common("aclrtSynchronizeStream", stream, -1);
+}
+
+aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
+{
+    static const char fn[] = "aclrtSynchronizeStreamWithTimeout";
+    /* -1 = forever, > 0 = ms, < -1 -> 107000 (RT impl stream.cpp, §5.4).
+     * 0 is not rejected by the reference; the runtime treats it like -1
+     * (its internal "0 = no timeout"), so do we. */
+    if (timeout < -1) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)", timeout);
+    }
+    MOCK_ENTER(fn);
+    return sync_common(fn, stream, timeout <= 0 ? -1 : timeout);
+}
+
+aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
+{
+    static const char fn[] = "aclrtStreamQuery";
+    if (status == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    pthread_mutex_lock(&s->mu);
+    bool done = atomic_load(&s->completed) >= s->submitted;
+    aclError err = s->err;
+    pthread_mutex_unlock(&s->mu);
+    mock_stream_put(s);
+    if (err != ACL_SUCCESS) {
+        return mock_error(fn, err, "a task on the stream failed with error %d", err);
+    }
+    *status = done ? ACL_STREAM_STATUS_COMPLETE : ACL_STREAM_STATUS_NOT_READY;
+    return ACL_SUCCESS;
+}
+
+/* ====================================================== public: attributes */
+
+aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
+{
+    static const char fn[] = "aclrtSetStreamFailureMode";
+    if (mode != ACL_CONTINUE_ON_FAILURE && mode != ACL_STOP_ON_FAILURE) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'mode' is %llu (expected 0 or 1)",
+                          (unsigned long long)mode);
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    atomic_store(&s->failure_mode, mode);
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId)
+{
+    static const char fn[] = "aclrtStreamGetId";
+    if (streamId == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'streamId' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *streamId = s->id;
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority)
+{
+    static const char fn[] = "aclrtStreamGetPriority";
+    if (priority == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'priority' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    pthread_mutex_lock(&s->mu);
+    *priority = s->priority;
+    pthread_mutex_unlock(&s->mu);
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags)
+{
+    static const char fn[] = "aclrtStreamGetFlags";
+    if (flags == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flags' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *flags = s->flags;
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr attr, aclrtStreamAttrValue *value,
+                            bool set)
+{
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    if (attr < ACL_STREAM_ATTR_FAILURE_MODE || attr > ACL_STREAM_ATTR_PRIORITY) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stmAttrType' has invalid value %d", (int)attr);
+    }
+    if (set && attr == ACL_STREAM_ATTR_FAILURE_MODE && value->failureMode != ACL_CONTINUE_ON_FAILURE &&
+        value->failureMode != ACL_STOP_ON_FAILURE) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "failureMode %llu is not 0 or 1",
+                          (unsigned long long)value->failureMode);
+    }
+    if (set && (attr == ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK || attr == ACL_STREAM_ATTR_CACHE_OP_INFO) &&
+        value->overflowSwitch > 1) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "switch value %u is not 0 or 1", value->overflowSwitch);
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    switch (attr) {
+    case ACL_STREAM_ATTR_FAILURE_MODE:
+        if (set) {
+            atomic_store(&s->failure_mode, value->failureMode);
+        } else {
+            memset(value, 0, sizeof(*value));
+            value->failureMode = atomic_load(&s->failure_mode);
+        }
+        break;
+    case ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK:
+        if (set) {
+            atomic_store(&s->overflow_switch, value->overflowSwitch);
+        } else {
+            memset(value, 0, sizeof(*value));
+            value->overflowSwitch = atomic_load(&s->overflow_switch);
+        }
+        break;
+    case ACL_STREAM_ATTR_USER_CUSTOM_TAG:
+        if (set) {
+            atomic_store(&s->user_tag, value->userCustomTag);
+        } else {
+            memset(value, 0, sizeof(*value));
+            value->userCustomTag = atomic_load(&s->user_tag);
+        }
+        break;
+    case ACL_STREAM_ATTR_CACHE_OP_INFO:
+        if (set) {
+            atomic_store(&s->cache_op_info, value->cacheOpInfoSwitch);
+        } else {
+            memset(value, 0, sizeof(*value));
+            value->cacheOpInfoSwitch = atomic_load(&s->cache_op_info);
+        }
+        break;
+    default: /* ACL_STREAM_ATTR_PRIORITY */
+        pthread_mutex_lock(&s->mu);
+        if (set) {
+            s->priority = value->streamPriority > STREAM_PRIORITY_LEAST ? STREAM_PRIORITY_LEAST : value->streamPriority;
+        } else {
+            memset(value, 0, sizeof(*value));
+            value->streamPriority = s->priority;
+        }
+        pthread_mutex_unlock(&s->mu);
+        break;
+    }
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetStreamAttribute(aclrtStream stream, aclrtStreamAttr stmAttrType, aclrtStreamAttrValue *value)
+{
+    return attr_common("aclrtSetStreamAttribute", stream, stmAttrType, value, true);
+}
+
+aclError aclrtGetStreamAttribute(aclrtStream stream, aclrtStreamAttr stmAttrType, aclrtStreamAttrValue *value)
+{
+    return attr_common("aclrtGetStreamAttribute", stream, stmAttrType, value, false);
+}
+
+/* ================================================= public: abort / stop */
+
+static aclError abort_common(const char *fn, aclrtStream stream)
+{
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (tls_worker == s) {
+        mock_stream_put(s);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "a stream cannot be aborted from its own task");
+    }
+    stream_abort(s);
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+/* aclrtStreamAbort: discard the tasks not yet executed, interrupt a waiting
+ * task; the stream stays usable and its error state is cleared (fault
+ * recovery path, doc 06_stream_management.md). */
+aclError aclrtStreamAbort(aclrtStream stream)
+{
+    if (stream == NULL) {
+        return mock_error("aclrtStreamAbort", ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
+    }
+    return abort_common("aclrtStreamAbort", stream);
+}
+
+/* aclrtStreamStop: stop the stream's task execution. Simulated like abort:
+ * pending tasks are dropped and the stream can be reused afterwards. */
+aclError aclrtStreamStop(aclrtStream stream)
+{
+    if (stream == NULL) {
+        return mock_error("aclrtStreamStop", ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
+    }
+    return abort_common("aclrtStreamStop", stream);
+}
+
+/* ============================================ public: counts and callbacks */
+
+aclError aclrtGetStreamAvailableNum(uint32_t *streamCount)
+{
+    static const char fn[] = "aclrtGetStreamAvailableNum";
+    if (streamCount == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'streamCount' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    int32_t dev = mock_ctx_device(ctx);
+    pthread_mutex_lock(&g_reg_mu);
+    uint32_t used = (dev >= 0 && dev < MOCK_MAX_DEVICES) ? g_live_per_dev[dev] : 0;
+    pthread_mutex_unlock(&g_reg_mu);
+    *streamCount = used >= STREAM_MAX_PER_DEVICE ? 0 : STREAM_MAX_PER_DEVICE - used;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtRegStreamStateCallback(const char *regName, aclrtStreamStateCallback callback, void *args)
+{
+    static const char fn[] = "aclrtRegStreamStateCallback";
+    if (regName == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'regName' is NULL");
+    }
+    size_t len = strnlen(regName, 64);
+    if (len == 0 || len >= 64) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'regName' must be 1..63 characters");
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_state_mu);
+    size_t i;
+    for (i = 0; i < g_state_n; i++) {
+        if (strcmp(g_state_cbs[i].name, regName) == 0) {
+            break;
+        }
+    }
+    if (callback == NULL) { /* NULL callback unregisters the name */
+        if (i < g_state_n) {
+            g_state_cbs[i] = g_state_cbs[--g_state_n];
+        }
+        pthread_mutex_unlock(&g_state_mu);
+        return ACL_SUCCESS;
+    }
+    if (i == g_state_n) {
+        if (g_state_n == STATE_CB_MAX) {
+            pthread_mutex_unlock(&g_state_mu);
+            return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "too many stream state callbacks (max %d)", STATE_CB_MAX);
+        }
+        g_state_n++;
+    }
+    memcpy(g_state_cbs[i].name, regName, len + 1);
+    g_state_cbs[i].fn = callback;
+    g_state_cbs[i].args = args;
+    pthread_mutex_unlock(&g_state_mu);
+    return ACL_SUCCESS;
+}
+
+/* ================================================= public: resource limits */
+
+/* Default limits when the device layer cannot tell us (Ascend910B1: 24 AI
+ * cores = cube cores, 48 vector cores). */
+static uint32_t device_res_limit(int32_t dev, aclrtDevResLimitType type)
+{
+    uint32_t v = 0;
+    if (aclrtGetDeviceResLimit(dev, type, &v) == ACL_SUCCESS && v != 0) {
+        return v;
+    }
+    return type == ACL_RT_DEV_RES_CUBE_CORE ? 24u : 48u;
+}
+
+static aclError check_res_type(const char *fn, aclrtDevResLimitType type)
+{
+    if (type != ACL_RT_DEV_RES_CUBE_CORE && type != ACL_RT_DEV_RES_VECTOR_CORE) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'type' has invalid value %d", (int)type);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetStreamResLimit(aclrtStream stream, aclrtDevResLimitType type, uint32_t *value)
+{
+    static const char fn[] = "aclrtGetStreamResLimit";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    aclError rc = check_res_type(fn, type);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    uint32_t v = atomic_load(&s->res_limit[type]);
+    *value = v != 0 ? v : device_res_limit(s->device, type);
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetStreamResLimit(aclrtStream stream, aclrtDevResLimitType type, uint32_t value)
+{
+    static const char fn[] = "aclrtSetStreamResLimit";
+    aclError rc = check_res_type(fn, type);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    uint32_t lim = device_res_limit(s->device, type);
+    if (value == 0 || value > lim) {
+        mock_stream_put(s);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'value' is %u, must be in [1, %u]", value, lim);
+    }
+    atomic_store(&s->res_limit[type], value);
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtResetStreamResLimit(aclrtStream stream)
+{
+    static const char fn[] = "aclrtResetStreamResLimit";
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    for (int i = 0; i < RES_TYPES; i++) {
+        atomic_store(&s->res_limit[i], 0u);
+    }
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+/* The stream whose resource limits the calling thread uses, by id: the
+ * thread keeps no reference, so a destroyed stream simply stops applying. */
+static _Thread_local mock_stream *tls_res_stream;
+
+aclError aclrtUseStreamResInCurrentThread(aclrtStream stream)
+{
+    static const char fn[] = "aclrtUseStreamResInCurrentThread";
+    if (stream == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    tls_res_stream = s;
+    mock_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtUnuseStreamResInCurrentThread(aclrtStream stream)
+{
+    static const char fn[] = "aclrtUnuseStreamResInCurrentThread";
+    if (stream == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    mock_stream_put(s);
+    if (tls_res_stream != s) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'stream' is not the stream used by aclrtUseStreamResInCurrentThread");
+    }
+    tls_res_stream = NULL;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value)
+{
+    static const char fn[] = "aclrtGetResInCurrentThread";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    aclError rc = check_res_type(fn, type);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    if (tls_res_stream != NULL) {
+        pthread_mutex_lock(&g_reg_mu);
+        s = reg_find(tls_res_stream);
+        if (s != NULL) {
+            mock_stream_ref(s);
+        } else {
+            tls_res_stream = NULL;
+        }
+        pthread_mutex_unlock(&g_reg_mu);
+    }
+    if (s != NULL) {
+        uint32_t v = atomic_load(&s->res_limit[type]);
+        *value = v != 0 ? v : device_res_limit(s->device, type);
+        mock_stream_put(s);
+        return ACL_SUCCESS;
+    }
+    mock_context *ctx = NULL;
+    rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *value = device_res_limit(mock_ctx_device(ctx), type);
+    return ACL_SUCCESS;
+}
