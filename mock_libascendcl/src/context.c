@@ -1,0 +1,461 @@
+/*
+ * context.c - contexts, the registry of live contexts, the thread's current context.
+ *
+ * acl_abi.md §5.3: aclrtCreateContext creates a context on a device and makes it the
+ * calling thread's current context; each context has its own default stream;
+ * aclrtDestroyContext destroys only explicitly created contexts (a device's default
+ * ("primary") context is released by aclrtResetDevice); aclrtSetCurrentContext also
+ * switches the thread's device. The current context is thread-local (§5.2).
+ *
+ * Handles given to the user are pointers to mock_context, but a user handle is never
+ * dereferenced before it was found in the registry, so garbage handles give
+ * ACL_ERROR_RT_PARAM_INVALID (107000) instead of crashing.
+ *
+ * The thread-local current context is cached together with the context's unique id
+ * and the registry "epoch" (bumped at every destruction). While the epoch is unchanged
+ * the cache is valid without any lock; otherwise it is re-validated under the registry
+ * lock, so a thread whose context was destroyed by another thread (aclrtResetDevice,
+ * aclrtDestroyContext) sees "no context" (107002) instead of a dangling pointer.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_private.h"
+
+#define CTX_MAGIC 0x43545843u /* "CXTC" */
+#define SYSPARAM_COUNT 4      /* ACL_OPT_DETERMINISTIC .. ACL_OPT_ENABLE_KERNEL_EARLY_START */
+
+struct mock_context {
+    uint32_t magic;
+    uint64_t id;
+    int32_t device;
+    bool primary;
+    atomic_int refs;          /* registry holds one; core_ctx_collect adds temporary ones */
+    mock_stream *default_stream;
+    pthread_mutex_t opt_lock;
+    bool opt_set[SYSPARAM_COUNT];
+    int64_t opt_value[SYSPARAM_COUNT];
+    mock_context *next;       /* registry list */
+};
+
+static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_context *g_reg_head;
+static uint64_t g_next_id = 1;
+static atomic_uint_fast64_t g_epoch;
+
+static __thread mock_context *t_cur;
+static __thread uint64_t t_cur_id;
+static __thread uint64_t t_cur_epoch;
+
+/* Process-wide system parameters (aclrtSetSysParamOpt). */
+static pthread_mutex_t g_opt_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool g_opt_set[SYSPARAM_COUNT];
+static int64_t g_opt_value[SYSPARAM_COUNT];
+
+/* Caller holds g_reg_lock. */
+static bool registered_locked(const mock_context *ctx)
+{
+    for (const mock_context *c = g_reg_head; c != NULL; c = c->next) {
+        if (c == ctx) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Validates a user handle; returns the context (not retained) or NULL. */
+static mock_context *lookup(const void *handle)
+{
+    if (handle == NULL) {
+        return NULL;
+    }
+    pthread_mutex_lock(&g_reg_lock);
+    mock_context *found = NULL;
+    for (mock_context *c = g_reg_head; c != NULL; c = c->next) {
+        if ((const void *)c == handle) {
+            found = c;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    return found;
+}
+
+/* ----------------------------------------------------------- internal API */
+
+mock_context *core_ctx_create(int32_t device, bool primary)
+{
+    mock_context *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    ctx->magic = CTX_MAGIC;
+    ctx->device = device;
+    ctx->primary = primary;
+    atomic_init(&ctx->refs, 1);
+    pthread_mutex_init(&ctx->opt_lock, NULL);
+    ctx->default_stream = mock_stream_create_default(ctx);
+    if (ctx->default_stream == NULL) {
+        pthread_mutex_destroy(&ctx->opt_lock);
+        free(ctx);
+        return NULL;
+    }
+    pthread_mutex_lock(&g_reg_lock);
+    ctx->id = g_next_id++;
+    ctx->next = g_reg_head;
+    g_reg_head = ctx;
+    pthread_mutex_unlock(&g_reg_lock);
+    mock_stat_add(device, MOCK_STAT_CONTEXTS, 1);
+    return ctx;
+}
+
+static void teardown(mock_context *ctx)
+{
+    /* Explicit streams first (drained), then the default stream. */
+    mock_streams_destroy_context(ctx);
+    mock_stream_destroy_default(ctx->default_stream);
+    ctx->default_stream = NULL;
+    mock_stat_add(ctx->device, MOCK_STAT_CONTEXTS, -1);
+    ctx->magic = 0;
+    pthread_mutex_destroy(&ctx->opt_lock);
+    free(ctx);
+}
+
+void core_ctx_release(mock_context *ctx)
+{
+    if (atomic_fetch_sub(&ctx->refs, 1) == 1) {
+        teardown(ctx);
+    }
+}
+
+void core_ctx_destroy(mock_context *ctx)
+{
+    bool was_registered = false;
+    pthread_mutex_lock(&g_reg_lock);
+    for (mock_context **pp = &g_reg_head; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == ctx) {
+            *pp = ctx->next;
+            ctx->next = NULL;
+            was_registered = true;
+            break;
+        }
+    }
+    if (was_registered) {
+        atomic_fetch_add(&g_epoch, 1);
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    if (!was_registered) {
+        return;
+    }
+    if (t_cur == ctx) {
+        t_cur = NULL;
+    }
+    core_ctx_release(ctx);
+}
+
+void core_ctx_destroy_all(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&g_reg_lock);
+        mock_context *ctx = g_reg_head;
+        pthread_mutex_unlock(&g_reg_lock);
+        if (ctx == NULL) {
+            break;
+        }
+        core_ctx_destroy(ctx);
+    }
+    t_cur = NULL;
+}
+
+size_t core_ctx_collect(int32_t device, mock_context **out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&g_reg_lock);
+    for (mock_context *c = g_reg_head; c != NULL && n < max; c = c->next) {
+        if (c->device == device) {
+            atomic_fetch_add(&c->refs, 1);
+            out[n++] = c;
+        }
+    }
+    pthread_mutex_unlock(&g_reg_lock);
+    return n;
+}
+
+void core_ctx_set_current(mock_context *ctx)
+{
+    t_cur = ctx;
+    if (ctx != NULL) {
+        /* Read the epoch before publishing: if a destruction races with us the next
+         * mock_ctx_current re-validates. */
+        t_cur_epoch = atomic_load(&g_epoch);
+        pthread_mutex_lock(&g_reg_lock);
+        t_cur_id = registered_locked(ctx) ? ctx->id : 0;
+        pthread_mutex_unlock(&g_reg_lock);
+        if (t_cur_id == 0) {
+            t_cur = NULL;
+        }
+    }
+}
+
+/* ------------------------------------------------------ mock_internal.h API */
+
+mock_context *mock_ctx_current(void)
+{
+    mock_context *ctx = t_cur;
+    if (ctx == NULL) {
+        return NULL;
+    }
+    uint64_t epoch = atomic_load_explicit(&g_epoch, memory_order_acquire);
+    if (epoch == t_cur_epoch) {
+        return ctx;
+    }
+    /* Some context was destroyed since we last looked: is ours still alive? */
+    pthread_mutex_lock(&g_reg_lock);
+    bool alive = registered_locked(ctx) && ctx->id == t_cur_id;
+    pthread_mutex_unlock(&g_reg_lock);
+    if (!alive) {
+        t_cur = NULL;
+        return NULL;
+    }
+    t_cur_epoch = epoch;
+    return ctx;
+}
+
+aclError mock_ctx_require(const char *func, mock_context **out)
+{
+    mock_context *ctx = mock_ctx_current();
+    if (ctx == NULL) {
+        *out = NULL;
+        return mock_error(func, ACL_ERROR_RT_CONTEXT_NULL,
+                          "the calling thread has no current context (call aclrtSetDevice "
+                          "or aclrtSetCurrentContext first)");
+    }
+    aclError lost = mock_device_lost_code(ctx->device);
+    if (lost != ACL_SUCCESS) {
+        *out = NULL;
+        return mock_error(func, lost, "device %d is lost (sticky error %d)", ctx->device, lost);
+    }
+    *out = ctx;
+    return ACL_SUCCESS;
+}
+
+int32_t mock_ctx_device(const mock_context *ctx)
+{
+    return ctx->device;
+}
+
+mock_stream *mock_ctx_default_stream(mock_context *ctx)
+{
+    return ctx->default_stream;
+}
+
+/* ------------------------------------------------------------ public API */
+
+aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
+{
+    static const char fn[] = "aclrtCreateContext";
+    if (context == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'context' is NULL");
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = core_ctx_create(deviceId, false);
+    if (ctx == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
+                          "could not create a context on device %d", deviceId);
+    }
+    core_ctx_set_current(ctx);
+    *context = (aclrtContext)ctx;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyContext(aclrtContext context)
+{
+    static const char fn[] = "aclrtDestroyContext";
+    if (context == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'context' is NULL");
+    }
+    mock_context *ctx = lookup(context);
+    if (ctx == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'context' (%p) is not a live context", context);
+    }
+    if (ctx->primary) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "context %p is the default context of device %d; it is released "
+                          "by aclrtResetDevice", context, ctx->device);
+    }
+    MOCK_ENTER(fn);
+    aclError lost = mock_device_lost_code(ctx->device);
+    core_ctx_destroy(ctx);
+    if (lost != ACL_SUCCESS) {
+        return mock_error(fn, lost, "device is lost (sticky error %d); context released", lost);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context)
+{
+    static const char fn[] = "aclrtSetCurrentContext";
+    if (context == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'context' is NULL");
+    }
+    mock_context *ctx = lookup(context);
+    if (ctx == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'context' (%p) is not a live context", context);
+    }
+    aclError lost = mock_device_lost_code(ctx->device);
+    if (lost != ACL_SUCCESS) {
+        return mock_error(fn, lost, "device %d is lost (sticky error %d)", ctx->device, lost);
+    }
+    MOCK_ENTER(fn);
+    core_ctx_set_current(ctx);
+    if (mock_ctx_current() != ctx) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "context %p was destroyed concurrently", context);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetCurrentContext(aclrtContext *context)
+{
+    static const char fn[] = "aclrtGetCurrentContext";
+    if (context == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'context' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = mock_ctx_current();
+    if (ctx == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
+                          "the calling thread has no current context");
+    }
+    *context = (aclrtContext)ctx;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCtxGetCurrentDefaultStream(aclrtStream *stream)
+{
+    static const char fn[] = "aclrtCtxGetCurrentDefaultStream";
+    if (stream == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *stream = (aclrtStream)ctx->default_stream;
+    return ACL_SUCCESS;
+}
+
+static bool opt_valid(aclSysParamOpt opt)
+{
+    return (int)opt >= 0 && (int)opt < SYSPARAM_COUNT;
+}
+
+/* Every option is a switch: 0 (off) or 1 (on). */
+static bool opt_value_valid(int64_t value)
+{
+    return value == 0 || value == 1;
+}
+
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value)
+{
+    static const char fn[] = "aclrtCtxSetSysParamOpt";
+    if (!opt_valid(opt)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
+                          (int)opt);
+    }
+    if (!opt_value_valid(value)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%lld) must be 0 or 1",
+                          (long long)value);
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    pthread_mutex_lock(&ctx->opt_lock);
+    ctx->opt_set[opt] = true;
+    ctx->opt_value[opt] = value;
+    pthread_mutex_unlock(&ctx->opt_lock);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value)
+{
+    static const char fn[] = "aclrtCtxGetSysParamOpt";
+    if (!opt_valid(opt)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
+                          (int)opt);
+    }
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    pthread_mutex_lock(&ctx->opt_lock);
+    bool set = ctx->opt_set[opt];
+    int64_t v = ctx->opt_value[opt];
+    pthread_mutex_unlock(&ctx->opt_lock);
+    if (!set) {
+        return mock_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET,
+                          "option %d was never set on the current context", (int)opt);
+    }
+    *value = v;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value)
+{
+    static const char fn[] = "aclrtSetSysParamOpt";
+    if (!opt_valid(opt)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
+                          (int)opt);
+    }
+    if (!opt_value_valid(value)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%lld) must be 0 or 1",
+                          (long long)value);
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_opt_lock);
+    g_opt_set[opt] = true;
+    g_opt_value[opt] = value;
+    pthread_mutex_unlock(&g_opt_lock);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value)
+{
+    static const char fn[] = "aclrtGetSysParamOpt";
+    if (!opt_valid(opt)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
+                          (int)opt);
+    }
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_opt_lock);
+    bool set = g_opt_set[opt];
+    int64_t v = g_opt_value[opt];
+    pthread_mutex_unlock(&g_opt_lock);
+    if (!set) {
+        return mock_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET, "option %d was never set",
+                          (int)opt);
+    }
+    *value = v;
+    return ACL_SUCCESS;
+}

@@ -1,0 +1,61 @@
+/*
+ * core_private.h - helpers shared by the mock-core files only (config.c, error.c,
+ * init.c, device.c, context.c). Other subsystems use mock_internal.h.
+ */
+#ifndef MOCK_CORE_PRIVATE_H
+#define MOCK_CORE_PRIVATE_H
+
+#include <stdarg.h>
+
+#include "mock_internal.h"
+
+#define CORE_MAX_FAULTS 64
+#define CORE_FUNC_NAME_MAX 64
+
+/* ------------------------------------------------------------------ config.c */
+
+typedef struct core_fault_spec {
+    char func[CORE_FUNC_NAME_MAX];
+    uint32_t nth;   /* 0 = every call */
+    aclError code;
+} core_fault_spec;
+
+/* Faults parsed from ASCEND_MOCK_FAULTS (valid entries only). */
+MOCK_HIDDEN const core_fault_spec *core_config_faults(size_t *count);
+/* Sticky code from ASCEND_MOCK_DEVICE_LOST for a user device id, 0 if none. */
+MOCK_HIDDEN aclError core_config_lost_code(int32_t device);
+/* Default sticky code of a lost device (ACL_ERROR_RT_LOST_HEARTBEAT). */
+#define CORE_DEFAULT_LOST_CODE 507010
+
+/* ------------------------------------------------------------------- error.c */
+
+/* Switch aclGetRecentErrMsg between thread level (default) and process level
+ * ("err_msg_mode": "1" in the aclInit JSON). */
+MOCK_HIDDEN void core_error_set_process_mode(bool process_level);
+/* Record an error without formatting (message used verbatim after "<func>: "). */
+MOCK_HIDDEN aclError core_error_v(const char *func, aclError code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+/* ------------------------------------------------------------------ device.c */
+
+/* Number of visible devices (0 when none / invalid list). */
+MOCK_HIDDEN uint32_t core_visible_count(void);
+
+/* ----------------------------------------------------------------- context.c */
+
+/* Creates a context on `device` (with its default stream) and registers it.
+ * NULL on allocation failure. Does not make it current. */
+MOCK_HIDDEN mock_context *core_ctx_create(int32_t device, bool primary);
+/* Unregisters and tears down a context (drains and destroys its streams). Threads
+ * whose current context it was see NULL from then on. */
+MOCK_HIDDEN void core_ctx_destroy(mock_context *ctx);
+/* Sets the calling thread's current context (NULL clears). */
+MOCK_HIDDEN void core_ctx_set_current(mock_context *ctx);
+/* Destroys every live context (aclFinalize). */
+MOCK_HIDDEN void core_ctx_destroy_all(void);
+/* Collects up to `max` live contexts of `device`, each retained; release each with
+ * core_ctx_release. Returns the number stored. */
+MOCK_HIDDEN size_t core_ctx_collect(int32_t device, mock_context **out, size_t max);
+MOCK_HIDDEN void core_ctx_release(mock_context *ctx);
+
+#endif /* MOCK_CORE_PRIVATE_H */

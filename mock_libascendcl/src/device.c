@@ -1,0 +1,1084 @@
+/*
+ * device.c - device table, per-device reference counts and primary contexts, device
+ * queries, device-lost state, live-object statistics.
+ *
+ * acl_abi.md §5.2: the current device/context is per thread; aclrtSetDevice is
+ * reference counted per device per process (each call +1, each aclrtResetDevice -1);
+ * the device's default ("primary") context, its default stream and every stream
+ * created in it are released when the count reaches 0; aclrtResetDeviceForce
+ * releases regardless of the count. Invalid ids give ACL_ERROR_RT_INVALID_DEVICEID
+ * (107001); aclrtGetDevice on a thread without a context gives
+ * ACL_ERROR_RT_CONTEXT_NULL (107002) without logging an error; aclrtGetDeviceCount
+ * counts visible devices and fails with ACL_ERROR_RT_NO_DEVICE (207004) when there is
+ * none or ASCEND_RT_VISIBLE_DEVICES is malformed.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core_private.h"
+
+/* ------------------------------------------------------------ SoC profiles */
+
+typedef struct soc_profile {
+    const char *prefix;    /* matched against the start of the SoC name */
+    int64_t aicore;        /* = cube cores */
+    int64_t vector;
+    int64_t aicpu;
+    int64_t l2_bytes;
+    int64_t ub_bytes;      /* unified buffer per vector core */
+} soc_profile;
+
+/* Values of the Atlas A2/A3 training parts (the common CI targets); anything else uses
+ * the Ascend910B1 profile. */
+static const soc_profile k_profiles[] = {
+    {"Ascend910B1", 24, 48, 6, 192ll << 20, 192ll << 10},
+    {"Ascend910B2", 24, 48, 6, 192ll << 20, 192ll << 10},
+    {"Ascend910B3", 20, 40, 6, 192ll << 20, 192ll << 10},
+    {"Ascend910B4", 20, 40, 6, 96ll << 20, 192ll << 10},
+    {"Ascend910_93", 24, 48, 6, 192ll << 20, 192ll << 10},
+    {"Ascend310P", 8, 7, 8, 96ll << 20, 256ll << 10},
+};
+
+static const soc_profile *profile(void)
+{
+    const char *soc = mock_config_get()->soc_name;
+    for (size_t i = 0; i < sizeof k_profiles / sizeof k_profiles[0]; i++) {
+        if (strncmp(soc, k_profiles[i].prefix, strlen(k_profiles[i].prefix)) == 0) {
+            return &k_profiles[i];
+        }
+    }
+    return &k_profiles[0];
+}
+
+/* ------------------------------------------------------------ device table */
+
+#define DEV_LIMIT_COUNT 5 /* aclrtDeviceLimit: SIMT_STACK_SIZE .. SIMT_PRINTF_FIFO_SIZE */
+static const size_t k_limit_default[DEV_LIMIT_COUNT] = {
+    1024,        /* ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE */
+    1024,        /* ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE */
+    32 * 1024,   /* ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE */
+    1024 * 1024, /* ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE */
+    1024 * 1024, /* ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE */
+};
+
+typedef struct mock_device {
+    pthread_mutex_t lock;
+    uint32_t set_count;       /* aclrtSetDevice references */
+    mock_context *primary;    /* default context while set_count > 0 */
+    uint32_t res_limit[2];    /* ACL_RT_DEV_RES_CUBE_CORE, ACL_RT_DEV_RES_VECTOR_CORE */
+    size_t limits[DEV_LIMIT_COUNT];
+} mock_device;
+
+static mock_device g_dev[MOCK_MAX_DEVICES];
+static atomic_int g_lost[MOCK_MAX_DEVICES];
+static pthread_once_t g_dev_once = PTHREAD_ONCE_INIT;
+
+static void reset_limits_locked(mock_device *d)
+{
+    const soc_profile *p = profile();
+    d->res_limit[0] = (uint32_t)p->aicore;
+    d->res_limit[1] = (uint32_t)p->vector;
+    memcpy(d->limits, k_limit_default, sizeof d->limits);
+}
+
+static void dev_init(void)
+{
+    for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
+        pthread_mutex_init(&g_dev[i].lock, NULL);
+        reset_limits_locked(&g_dev[i]);
+        atomic_init(&g_lost[i], core_config_lost_code(i));
+    }
+}
+
+static inline void ensure_init(void)
+{
+    pthread_once(&g_dev_once, dev_init);
+}
+
+uint32_t core_visible_count(void)
+{
+    const mock_config *c = mock_config_get();
+    return c->visible_invalid ? 0 : c->visible_count;
+}
+
+static bool id_in_range(int64_t device)
+{
+    return device >= 0 && device < (int64_t)core_visible_count();
+}
+
+/* Range check only (no lost check); records the error. */
+static aclError check_range(const char *func, int64_t device)
+{
+    if (core_visible_count() == 0) {
+        return mock_error(func, ACL_ERROR_RT_NO_DEVICE,
+                          "no device is available (ASCEND_MOCK_DEVICE_COUNT=0 or invalid "
+                          "ASCEND_RT_VISIBLE_DEVICES)");
+    }
+    if (!id_in_range(device)) {
+        return mock_error(func, ACL_ERROR_RT_INVALID_DEVICEID,
+                          "argument 'deviceId' (%lld) is out of range [0, %u)",
+                          (long long)device, core_visible_count());
+    }
+    return ACL_SUCCESS;
+}
+
+aclError mock_device_lost_code(int32_t device)
+{
+    if (device < 0 || device >= MOCK_MAX_DEVICES) {
+        return ACL_SUCCESS;
+    }
+    ensure_init();
+    return atomic_load_explicit(&g_lost[device], memory_order_relaxed);
+}
+
+aclError mock_device_check(const char *func, int32_t device)
+{
+    aclError rc = check_range(func, device);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    aclError lost = mock_device_lost_code(device);
+    if (lost != ACL_SUCCESS) {
+        return mock_error(func, lost, "device %d is lost (sticky error %d)", (int)device, lost);
+    }
+    return ACL_SUCCESS;
+}
+
+/* Same as mock_device_check for the uint32_t device ids of some APIs. */
+static aclError device_check_u32(const char *func, uint32_t device)
+{
+    if (device > (uint32_t)INT32_MAX) {
+        return check_range(func, (int64_t)device);
+    }
+    return mock_device_check(func, (int32_t)device);
+}
+
+/* ------------------------------------------------------------ statistics */
+
+static atomic_llong g_stats[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
+
+void mock_stat_add(int32_t device, mock_stat which, int64_t delta)
+{
+    if (device < -1 || device >= MOCK_MAX_DEVICES || (int)which < 0 || which >= MOCK_STAT_COUNT) {
+        return;
+    }
+    atomic_fetch_add_explicit(&g_stats[device + 1][which], delta, memory_order_relaxed);
+}
+
+int64_t mock_stat_get(int32_t device, mock_stat which)
+{
+    if ((int)which < 0 || which >= MOCK_STAT_COUNT || device < -1 || device >= MOCK_MAX_DEVICES) {
+        return -1;
+    }
+    if (device == -1) {
+        int64_t sum = 0;
+        for (int i = 0; i <= MOCK_MAX_DEVICES; i++) {
+            sum += atomic_load_explicit(&g_stats[i][which], memory_order_relaxed);
+        }
+        return sum;
+    }
+    return atomic_load_explicit(&g_stats[device + 1][which], memory_order_relaxed);
+}
+
+int64_t aclmockGetStat(int32_t device, aclmockStat which)
+{
+    if ((int)which < 0 || (int)which >= (int)MOCK_STAT_COUNT) {
+        return -1;
+    }
+    if (device != ACLMOCK_ALL_DEVICES && !id_in_range(device)) {
+        return -1;
+    }
+    return mock_stat_get(device, (mock_stat)which);
+}
+
+/* ------------------------------------------------------------ device lost */
+
+aclError aclmockSetDeviceLost(int32_t device, aclError code)
+{
+    if (!id_in_range(device)) {
+        return ACL_ERROR_RT_INVALID_DEVICEID;
+    }
+    ensure_init();
+    atomic_store(&g_lost[device], code);
+    return ACL_SUCCESS;
+}
+
+aclError aclmockGetDeviceLost(int32_t device)
+{
+    if (!id_in_range(device)) {
+        return 0;
+    }
+    return mock_device_lost_code(device);
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+#define MAX_CALLBACKS 32
+#define REG_NAME_MAX 64
+
+typedef struct state_cb {
+    char name[REG_NAME_MAX];
+    aclrtDeviceStateCallback fn;
+    void *args;
+} state_cb;
+
+typedef struct abort_cb {
+    char name[REG_NAME_MAX];
+    aclrtDeviceTaskAbortCallback fn;
+    void *args;
+} abort_cb;
+
+static pthread_mutex_t g_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static state_cb g_state_cbs[MAX_CALLBACKS];
+static size_t g_state_cb_count;
+static abort_cb g_abort_cbs[MAX_CALLBACKS];
+static size_t g_abort_cb_count;
+
+static void fire_state(int32_t device, aclrtDeviceState state)
+{
+    state_cb snap[MAX_CALLBACKS];
+    pthread_mutex_lock(&g_cb_lock);
+    size_t n = g_state_cb_count;
+    memcpy(snap, g_state_cbs, n * sizeof snap[0]);
+    pthread_mutex_unlock(&g_cb_lock);
+    for (size_t i = 0; i < n; i++) {
+        snap[i].fn((uint32_t)device, state, snap[i].args);
+    }
+}
+
+static void fire_abort(int32_t device, aclrtDeviceTaskAbortStage stage, uint32_t timeout)
+{
+    abort_cb snap[MAX_CALLBACKS];
+    pthread_mutex_lock(&g_cb_lock);
+    size_t n = g_abort_cb_count;
+    memcpy(snap, g_abort_cbs, n * sizeof snap[0]);
+    pthread_mutex_unlock(&g_cb_lock);
+    for (size_t i = 0; i < n; i++) {
+        (void)snap[i].fn(device, stage, timeout, snap[i].args);
+    }
+}
+
+static bool reg_name_ok(const char *name)
+{
+    return name != NULL && name[0] != '\0' && strlen(name) < REG_NAME_MAX;
+}
+
+aclError aclrtRegDeviceStateCallback(const char *regName, aclrtDeviceStateCallback callback,
+                                     void *args)
+{
+    static const char fn[] = "aclrtRegDeviceStateCallback";
+    if (!reg_name_ok(regName)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'regName' is NULL, empty or longer than 63 characters");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = ACL_SUCCESS;
+    pthread_mutex_lock(&g_cb_lock);
+    size_t i = 0;
+    while (i < g_state_cb_count && strcmp(g_state_cbs[i].name, regName) != 0) {
+        i++;
+    }
+    if (callback == NULL) { /* NULL callback unregisters the name */
+        if (i < g_state_cb_count) {
+            g_state_cbs[i] = g_state_cbs[--g_state_cb_count];
+        }
+    } else if (i < g_state_cb_count || g_state_cb_count < MAX_CALLBACKS) {
+        if (i == g_state_cb_count) {
+            g_state_cb_count++;
+        }
+        snprintf(g_state_cbs[i].name, REG_NAME_MAX, "%s", regName);
+        g_state_cbs[i].fn = callback;
+        g_state_cbs[i].args = args;
+    } else {
+        rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
+    }
+    pthread_mutex_unlock(&g_cb_lock);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "too many device state callbacks (max %d)", MAX_CALLBACKS);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetDeviceTaskAbortCallback(const char *regName, aclrtDeviceTaskAbortCallback callback,
+                                         void *args)
+{
+    static const char fn[] = "aclrtSetDeviceTaskAbortCallback";
+    if (!reg_name_ok(regName)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'regName' is NULL, empty or longer than 63 characters");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = ACL_SUCCESS;
+    pthread_mutex_lock(&g_cb_lock);
+    size_t i = 0;
+    while (i < g_abort_cb_count && strcmp(g_abort_cbs[i].name, regName) != 0) {
+        i++;
+    }
+    if (callback == NULL) {
+        if (i < g_abort_cb_count) {
+            g_abort_cbs[i] = g_abort_cbs[--g_abort_cb_count];
+        }
+    } else if (i < g_abort_cb_count || g_abort_cb_count < MAX_CALLBACKS) {
+        if (i == g_abort_cb_count) {
+            g_abort_cb_count++;
+        }
+        snprintf(g_abort_cbs[i].name, REG_NAME_MAX, "%s", regName);
+        g_abort_cbs[i].fn = callback;
+        g_abort_cbs[i].args = args;
+    } else {
+        rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
+    }
+    pthread_mutex_unlock(&g_cb_lock);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "too many task-abort callbacks (max %d)", MAX_CALLBACKS);
+    }
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ set / reset */
+
+aclError aclrtGetDeviceCount(uint32_t *count)
+{
+    static const char fn[] = "aclrtGetDeviceCount";
+    if (count == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is NULL");
+    }
+    MOCK_ENTER(fn);
+    const mock_config *c = mock_config_get();
+    if (c->visible_invalid) {
+        return mock_error(fn, ACL_ERROR_RT_NO_DEVICE,
+                          "ASCEND_RT_VISIBLE_DEVICES is invalid (duplicates, not ascending, "
+                          "malformed or nonexistent ids)");
+    }
+    if (c->visible_count == 0) {
+        return mock_error(fn, ACL_ERROR_RT_NO_DEVICE, "no device is available");
+    }
+    *count = c->visible_count;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetDevice(int32_t deviceId)
+{
+    static const char fn[] = "aclrtSetDevice";
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    ensure_init();
+    fire_state(deviceId, ACL_RT_DEVICE_STATE_SET_PRE);
+    mock_device *d = &g_dev[deviceId];
+    pthread_mutex_lock(&d->lock);
+    if (d->primary == NULL) {
+        d->primary = core_ctx_create(deviceId, true);
+        if (d->primary == NULL) {
+            pthread_mutex_unlock(&d->lock);
+            return mock_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
+                              "could not create the default context of device %d", deviceId);
+        }
+    }
+    d->set_count++;
+    core_ctx_set_current(d->primary);
+    pthread_mutex_unlock(&d->lock);
+    fire_state(deviceId, ACL_RT_DEVICE_STATE_SET_POST);
+    return ACL_SUCCESS;
+}
+
+static aclError reset_device(const char *fn, int32_t deviceId, bool force)
+{
+    aclError rc = check_range(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    ensure_init();
+    fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_PRE);
+    mock_device *d = &g_dev[deviceId];
+    mock_context *victim = NULL;
+    pthread_mutex_lock(&d->lock);
+    if (d->set_count > 0) {
+        d->set_count = force ? 0 : d->set_count - 1;
+        if (d->set_count == 0) {
+            victim = d->primary;
+            d->primary = NULL;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (victim != NULL) {
+        /* Outside the device lock: draining streams may run user callbacks. */
+        core_ctx_destroy(victim);
+    }
+    fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_POST);
+    aclError lost = mock_device_lost_code(deviceId);
+    if (lost != ACL_SUCCESS) {
+        return mock_error(fn, lost, "device %d is lost (sticky error %d); resources released",
+                          deviceId, lost);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtResetDevice(int32_t deviceId)
+{
+    return reset_device("aclrtResetDevice", deviceId, false);
+}
+
+aclError aclrtResetDeviceForce(int32_t deviceId)
+{
+    return reset_device("aclrtResetDeviceForce", deviceId, true);
+}
+
+aclError aclrtGetDevice(int32_t *deviceId)
+{
+    static const char fn[] = "aclrtGetDevice";
+    if (deviceId == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'deviceId' is NULL");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = mock_ctx_current();
+    if (ctx == NULL) {
+        /* "special state": returned without recording an error (acl_abi.md §5.2). */
+        return ACL_ERROR_RT_CONTEXT_NULL;
+    }
+    *deviceId = mock_ctx_device(ctx);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t *flags, int32_t *active)
+{
+    static const char fn[] = "aclrtGetPrimaryCtxState";
+    if (flags == NULL || active == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          flags == NULL ? "flags" : "active");
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    ensure_init();
+    mock_device *d = &g_dev[deviceId];
+    pthread_mutex_lock(&d->lock);
+    *active = d->primary != NULL ? 1 : 0;
+    pthread_mutex_unlock(&d->lock);
+    *flags = 0;
+    return ACL_SUCCESS;
+}
+
+void mock_devices_finalize(void)
+{
+    ensure_init();
+    for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
+        mock_device *d = &g_dev[i];
+        pthread_mutex_lock(&d->lock);
+        d->set_count = 0;
+        d->primary = NULL; /* destroyed below with every other context */
+        reset_limits_locked(d);
+        pthread_mutex_unlock(&d->lock);
+    }
+    core_ctx_destroy_all();
+}
+
+/* ------------------------------------------------------------ synchronize */
+
+aclError aclrtSynchronizeDevice(void)
+{
+    static const char fn[] = "aclrtSynchronizeDevice";
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    return mock_streams_sync_context(ctx, -1);
+}
+
+aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
+{
+    static const char fn[] = "aclrtSynchronizeDeviceWithTimeout";
+    if (timeout < -1) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'timeout' (%d) must be -1 (forever) or >= 0 ms", timeout);
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    return mock_streams_sync_context(ctx, timeout == 0 ? -1 : timeout);
+}
+
+#define TASK_ABORT_MAX_MS (36u * 60u * 1000u)
+
+aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
+{
+    static const char fn[] = "aclrtDeviceTaskAbort";
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (timeout > TASK_ABORT_MAX_MS) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'timeout' (%u ms) exceeds 36 minutes", timeout);
+    }
+    MOCK_ENTER(fn);
+    fire_abort(deviceId, ACL_RT_DEVICE_TASK_ABORT_PRE, timeout);
+    /* Host tasks cannot be interrupted: the mock lets every stream of the device run
+     * dry (within the timeout) so that no task is pending afterwards. */
+    mock_context *ctxs[256];
+    size_t n = core_ctx_collect(deviceId, ctxs, sizeof ctxs / sizeof ctxs[0]);
+    aclError result = ACL_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+        aclError r = mock_streams_sync_context(ctxs[i], timeout == 0 ? -1 : (int32_t)timeout);
+        if (result == ACL_SUCCESS && r != ACL_SUCCESS) {
+            result = r;
+        }
+        core_ctx_release(ctxs[i]);
+    }
+    fire_abort(deviceId, ACL_RT_DEVICE_TASK_ABORT_POST, timeout);
+    if (result != ACL_SUCCESS) {
+        return mock_error(fn, ACL_ERROR_RT_DEVICE_TASK_ABORT,
+                          "tasks of device %d did not finish within %u ms (error %d)", deviceId,
+                          timeout, result);
+    }
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ queries */
+
+const char *aclrtGetSocName(void)
+{
+    static const char fn[] = "aclrtGetSocName";
+    if (mock_fault_check(fn) != ACL_SUCCESS) {
+        return NULL;
+    }
+    if (core_visible_count() == 0) {
+        (void)mock_error(fn, ACL_ERROR_RT_NO_DEVICE, "no device is available");
+        return NULL;
+    }
+    return mock_config_get()->soc_name;
+}
+
+aclError aclrtGetRunMode(aclrtRunMode *runMode)
+{
+    static const char fn[] = "aclrtGetRunMode";
+    if (runMode == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'runMode' is NULL");
+    }
+    MOCK_ENTER(fn);
+    *runMode = ACL_HOST;
+    return ACL_SUCCESS;
+}
+
+aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value)
+{
+    static const char fn[] = "aclGetDeviceCapability";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    aclError rc = device_check_u32(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    const soc_profile *p = profile();
+    switch ((int)deviceInfo) {
+    case ACL_DEVICE_INFO_AI_CORE_NUM: *value = p->aicore; return ACL_SUCCESS;
+    case ACL_DEVICE_INFO_VECTOR_CORE_NUM: *value = p->vector; return ACL_SUCCESS;
+    case ACL_DEVICE_INFO_L2_SIZE: *value = p->l2_bytes; return ACL_SUCCESS;
+    default:
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'deviceInfo' (%d) is not a supported aclDeviceInfo",
+                          (int)deviceInfo);
+    }
+}
+
+aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value)
+{
+    static const char fn[] = "aclrtGetDeviceInfo";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    aclError rc = device_check_u32(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    const soc_profile *p = profile();
+    const mock_config *c = mock_config_get();
+    int64_t v;
+    switch ((int)attr) {
+    case ACL_DEV_ATTR_AICPU_CORE_NUM: v = p->aicpu; break;
+    case ACL_DEV_ATTR_AICORE_CORE_NUM: v = p->aicore; break;
+    case ACL_DEV_ATTR_CUBE_CORE_NUM: v = p->aicore; break;
+    case ACL_DEV_ATTR_VECTOR_CORE_NUM: v = p->vector; break;
+    case ACL_DEV_ATTR_WARP_SIZE: v = 32; break;
+    case ACL_DEV_ATTR_MAX_THREAD_PER_VECTOR_CORE: v = 2048; break;
+    case ACL_DEV_ATTR_UBUF_PER_VECTOR_CORE: v = p->ub_bytes; break;
+    case ACL_DEV_ATTR_MAX_GRID_DIM_X: v = 65535; break;
+    case ACL_DEV_ATTR_MAX_GRID_DIM_Y: v = 1; break;
+    case ACL_DEV_ATTR_MAX_GRID_DIM_Z: v = 1; break;
+    case ACL_DEV_ATTR_MAX_BLOCK_PER_GRID: v = 65535; break;
+    case ACL_DEV_ATTR_MAX_THREADS_PER_BLOCK: v = 2048; break;
+    case ACL_DEV_ATTR_MAX_BLOCK_DIM_X: v = 2048; break;
+    case ACL_DEV_ATTR_MAX_BLOCK_DIM_Y: v = 1; break;
+    case ACL_DEV_ATTR_MAX_BLOCK_DIM_Z: v = 1; break;
+    case ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE:
+        v = c->mem_per_device > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)c->mem_per_device;
+        break;
+    case ACL_DEV_ATTR_L2_CACHE_SIZE: v = p->l2_bytes; break;
+    case ACL_DEV_ATTR_SMP_ID: v = 0; break;
+    case ACL_DEV_ATTR_PHY_CHIP_ID: v = c->visible_map[deviceId]; break;
+    case ACL_DEV_ATTR_SUPER_POD_DEVICE_ID: v = c->visible_map[deviceId]; break;
+    case ACL_DEV_ATTR_SUPER_POD_SERVER_ID: v = 0; break;
+    case ACL_DEV_ATTR_SUPER_POD_ID: v = 0; break;
+    case ACL_DEV_ATTR_CUST_OP_PRIVILEGE: v = 0; break;
+    case ACL_DEV_ATTR_MAINBOARD_ID: v = 0; break;
+    case ACL_DEV_ATTR_HD_CONNECT_TYPE: v = 0; break;   /* PCIe */
+    case ACL_DEV_ATTR_DEVICE_FORM_FACTOR: v = 0; break;
+    case ACL_DEV_ATTR_IS_VIRTUAL: v = 0; break;
+    case ACL_DEV_ATTR_NPU_ARCH: v = 220; break;        /* A2 generation (dav-c220) */
+    default:
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' (%d) is not an aclrtDevAttr",
+                          (int)attr);
+    }
+    *value = v;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatureType,
+                                  int32_t *value)
+{
+    static const char fn[] = "aclrtGetDeviceCapability";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    switch ((int)devFeatureType) {
+    case ACL_FEATURE_TSCPU_TASK_UPDATE_SUPPORT_AIC_AIV:
+    case ACL_FEATURE_SYSTEM_MEMQ_EVENT_CROSS_DEV:
+        /* Neither feature exists without a task scheduler / device queues. */
+        *value = ACL_DEV_FEATURE_NOT_SUPPORT;
+        return ACL_SUCCESS;
+    default:
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'devFeatureType' (%d) is not an aclrtDevFeatureType",
+                          (int)devFeatureType);
+    }
+}
+
+aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities,
+                                              const aclrtAtomicOperation *operations,
+                                              const uint32_t count, int32_t deviceId)
+{
+    static const char fn[] = "aclrtDeviceGetHostAtomicCapabilities";
+    if (capabilities == NULL || operations == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          capabilities == NULL ? "capabilities" : "operations");
+    }
+    if (count == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    for (uint32_t i = 0; i < count; i++) {
+        int op = (int)operations[i];
+        bool known = (op >= 0 && op <= 12) || (op >= 30 && op <= 32) || (op >= 40 && op <= 44);
+        if (!known) {
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                              "operations[%u] (%d) is not an aclrtAtomicOperation", i, op);
+        }
+    }
+    /* The simulated device and the host share no coherent atomics. */
+    for (uint32_t i = 0; i < count; i++) {
+        capabilities[i] = 0;
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *utilizationInfo)
+{
+    static const char fn[] = "aclrtGetDeviceUtilizationRate";
+    if (utilizationInfo == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'utilizationInfo' is NULL");
+    }
+    if (utilizationInfo->utilizationExtend != NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "utilizationInfo->utilizationExtend is reserved and must be NULL");
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    utilizationInfo->cubeUtilization = 0;
+    utilizationInfo->vectorUtilization = 0;
+    utilizationInfo->aicpuUtilization = 0;
+    utilizationInfo->memoryUtilization = -1; /* always "not supported" (acl_abi.md §1.2) */
+    return ACL_SUCCESS;
+}
+
+aclError aclrtQueryDeviceStatus(int32_t deviceId, aclrtDeviceStatus *deviceStatus)
+{
+    static const char fn[] = "aclrtQueryDeviceStatus";
+    if (deviceStatus == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'deviceStatus' is NULL");
+    }
+    aclError rc = check_range(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    *deviceStatus = mock_device_lost_code(deviceId) != ACL_SUCCESS ? ACL_RT_DEVICE_STATUS_ABNORMAL
+                                                                   : ACL_RT_DEVICE_STATUS_NORMAL;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid *uuid)
+{
+    static const char fn[] = "aclrtDeviceGetUuid";
+    if (uuid == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'uuid' is NULL");
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    /* Stable per physical device: "ACLMOCK-" + 8 bytes derived from the physical id. */
+    int32_t phys = mock_config_get()->visible_map[deviceId];
+    static const char prefix[8] = {'A', 'C', 'L', 'M', 'O', 'C', 'K', '-'};
+    memcpy(uuid->bytes, prefix, sizeof prefix);
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(phys + 1);
+    for (int i = 0; i < 8; i++) {
+        uuid->bytes[8 + i] = (char)(x >> (8 * i));
+    }
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ id mapping */
+/* User id = index into the visible list; logical id = physical id in the mock (no
+ * container remapping below ASCEND_RT_VISIBLE_DEVICES). */
+
+static aclError map_out_check(const char *fn, const void *out, const char *name)
+{
+    if (out == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", name);
+    }
+    return ACL_SUCCESS;
+}
+
+static aclError physical_check(const char *fn, int32_t id, const char *what)
+{
+    if (id < 0 || (uint32_t)id >= mock_config_get()->physical_count) {
+        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID,
+                          "argument '%s' (%d) is not a device id of this host (%u devices)", what,
+                          id, mock_config_get()->physical_count);
+    }
+    return ACL_SUCCESS;
+}
+
+static aclError user_from_physical(const char *fn, int32_t phys, int32_t *user)
+{
+    const mock_config *c = mock_config_get();
+    for (uint32_t i = 0; i < core_visible_count(); i++) {
+        if (c->visible_map[i] == phys) {
+            *user = (int32_t)i;
+            return ACL_SUCCESS;
+        }
+    }
+    return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID,
+                      "device %d is not visible (ASCEND_RT_VISIBLE_DEVICES)", phys);
+}
+
+aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t *const logicDevId)
+{
+    static const char fn[] = "aclrtGetLogicDevIdByUserDevId";
+    aclError rc = map_out_check(fn, logicDevId, "logicDevId");
+    if (rc == ACL_SUCCESS) {
+        rc = check_range(fn, userDevid);
+    }
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    *logicDevId = mock_config_get()->visible_map[userDevid];
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetPhyDevIdByUserDevId(const int32_t userDevId, int32_t *const phyDevId)
+{
+    static const char fn[] = "aclrtGetPhyDevIdByUserDevId";
+    aclError rc = map_out_check(fn, phyDevId, "phyDevId");
+    if (rc == ACL_SUCCESS) {
+        rc = check_range(fn, userDevId);
+    }
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    *phyDevId = mock_config_get()->visible_map[userDevId];
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetUserDevIdByLogicDevId(const int32_t logicDevId, int32_t *const userDevid)
+{
+    static const char fn[] = "aclrtGetUserDevIdByLogicDevId";
+    aclError rc = map_out_check(fn, userDevid, "userDevid");
+    if (rc == ACL_SUCCESS) {
+        rc = physical_check(fn, logicDevId, "logicDevId");
+    }
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    return user_from_physical(fn, logicDevId, userDevid);
+}
+
+aclError aclrtGetUserDevIdByPhyDevId(const int32_t phyDevId, int32_t *const userDevId)
+{
+    static const char fn[] = "aclrtGetUserDevIdByPhyDevId";
+    aclError rc = map_out_check(fn, userDevId, "userDevId");
+    if (rc == ACL_SUCCESS) {
+        rc = physical_check(fn, phyDevId, "phyDevId");
+    }
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    return user_from_physical(fn, phyDevId, userDevId);
+}
+
+aclError aclrtGetLogicDevIdByPhyDevId(const int32_t phyDevId, int32_t *const logicDevId)
+{
+    static const char fn[] = "aclrtGetLogicDevIdByPhyDevId";
+    aclError rc = map_out_check(fn, logicDevId, "logicDevId");
+    if (rc == ACL_SUCCESS) {
+        rc = physical_check(fn, phyDevId, "phyDevId");
+    }
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    *logicDevId = phyDevId;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t *const phyDevId)
+{
+    static const char fn[] = "aclrtGetPhyDevIdByLogicDevId";
+    aclError rc = map_out_check(fn, phyDevId, "phyDevId");
+    if (rc == ACL_SUCCESS) {
+        rc = physical_check(fn, logicDevId, "logicDevId");
+    }
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    *phyDevId = logicDevId;
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ limits */
+
+aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uint32_t *value)
+{
+    static const char fn[] = "aclrtGetDeviceResLimit";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    if ((int)type != ACL_RT_DEV_RES_CUBE_CORE && (int)type != ACL_RT_DEV_RES_VECTOR_CORE) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'type' (%d) is not an aclrtDevResLimitType", (int)type);
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    ensure_init();
+    mock_device *d = &g_dev[deviceId];
+    pthread_mutex_lock(&d->lock);
+    *value = d->res_limit[type];
+    pthread_mutex_unlock(&d->lock);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uint32_t value)
+{
+    static const char fn[] = "aclrtSetDeviceResLimit";
+    if ((int)type != ACL_RT_DEV_RES_CUBE_CORE && (int)type != ACL_RT_DEV_RES_VECTOR_CORE) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'type' (%d) is not an aclrtDevResLimitType", (int)type);
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    const soc_profile *p = profile();
+    uint32_t max = (uint32_t)(type == ACL_RT_DEV_RES_CUBE_CORE ? p->aicore : p->vector);
+    if (value == 0 || value > max) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%u) must be in [1, %u]",
+                          value, max);
+    }
+    MOCK_ENTER(fn);
+    ensure_init();
+    mock_device *d = &g_dev[deviceId];
+    pthread_mutex_lock(&d->lock);
+    d->res_limit[type] = value;
+    pthread_mutex_unlock(&d->lock);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtResetDeviceResLimit(int32_t deviceId)
+{
+    static const char fn[] = "aclrtResetDeviceResLimit";
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    ensure_init();
+    const soc_profile *p = profile();
+    mock_device *d = &g_dev[deviceId];
+    pthread_mutex_lock(&d->lock);
+    d->res_limit[0] = (uint32_t)p->aicore;
+    d->res_limit[1] = (uint32_t)p->vector;
+    pthread_mutex_unlock(&d->lock);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPriority, int32_t *greatestPriority)
+{
+    static const char fn[] = "aclrtDeviceGetStreamPriorityRange";
+    if (leastPriority == NULL || greatestPriority == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          leastPriority == NULL ? "leastPriority" : "greatestPriority");
+    }
+    MOCK_ENTER(fn);
+    /* Priorities 0 (highest) .. 7 (lowest) (acl_abi.md §1.4 note). */
+    *leastPriority = 7;
+    *greatestPriority = 0;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value)
+{
+    static const char fn[] = "aclrtDeviceGetLimit";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    if ((int)limit < 0 || (int)limit >= DEV_LIMIT_COUNT) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
+                          (int)limit);
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    mock_device *d = &g_dev[mock_ctx_device(ctx)];
+    pthread_mutex_lock(&d->lock);
+    *value = d->limits[limit];
+    pthread_mutex_unlock(&d->lock);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceSetLimit(aclrtDeviceLimit limit, size_t value)
+{
+    static const char fn[] = "aclrtDeviceSetLimit";
+    if ((int)limit < 0 || (int)limit >= DEV_LIMIT_COUNT) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
+                          (int)limit);
+    }
+    if (value == 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is 0");
+    }
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    mock_device *d = &g_dev[mock_ctx_device(ctx)];
+    pthread_mutex_lock(&d->lock);
+    d->limits[limit] = value;
+    pthread_mutex_unlock(&d->lock);
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ op timeouts */
+/* Process-wide. The simulated hardware counts in 1 ms steps up to 547 s (the maximum
+ * torch_npu assumes, acl_abi.md §1.2); 0 means "the maximum". */
+
+#define OP_TIMEOUT_INTERVAL_US 1000ull
+#define OP_TIMEOUT_MAX_US (547ull * 1000ull * 1000ull)
+
+static atomic_ullong g_op_timeout_us = OP_TIMEOUT_MAX_US;
+
+static uint64_t round_timeout_us(uint64_t us)
+{
+    if (us == 0 || us > OP_TIMEOUT_MAX_US) {
+        return OP_TIMEOUT_MAX_US;
+    }
+    return (us + OP_TIMEOUT_INTERVAL_US - 1) / OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_INTERVAL_US;
+}
+
+aclError aclrtSetOpExecuteTimeOut(uint32_t timeout)
+{
+    MOCK_ENTER("aclrtSetOpExecuteTimeOut");
+    atomic_store(&g_op_timeout_us, round_timeout_us((uint64_t)timeout * 1000000ull));
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetOpExecuteTimeOutWithMs(uint32_t timeout)
+{
+    MOCK_ENTER("aclrtSetOpExecuteTimeOutWithMs");
+    atomic_store(&g_op_timeout_us, round_timeout_us((uint64_t)timeout * 1000ull));
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout, uint64_t *actualTimeout)
+{
+    static const char fn[] = "aclrtSetOpExecuteTimeOutV2";
+    if (actualTimeout == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'actualTimeout' is NULL");
+    }
+    MOCK_ENTER(fn);
+    uint64_t actual = round_timeout_us(timeout);
+    atomic_store(&g_op_timeout_us, actual);
+    *actualTimeout = actual;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetOpExecuteTimeout(uint32_t *const timeoutMs)
+{
+    static const char fn[] = "aclrtGetOpExecuteTimeout";
+    if (timeoutMs == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'timeoutMs' is NULL");
+    }
+    MOCK_ENTER(fn);
+    *timeoutMs = (uint32_t)(atomic_load(&g_op_timeout_us) / 1000ull);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetOpTimeOutInterval(uint64_t *interval)
+{
+    static const char fn[] = "aclrtGetOpTimeOutInterval";
+    if (interval == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'interval' is NULL");
+    }
+    MOCK_ENTER(fn);
+    *interval = OP_TIMEOUT_INTERVAL_US;
+    return ACL_SUCCESS;
+}

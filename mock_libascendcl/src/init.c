@@ -1,0 +1,970 @@
+/*
+ * init.c - aclInit / aclFinalize / aclFinalizeReference, init/finalize callbacks,
+ * version queries, the leak report.
+ *
+ * acl_abi.md §5.1 (mocking the RT implementation, acl.cpp):
+ *  - aclInit(NULL) or aclInit("") is legal; a path must name a readable regular file
+ *    (else ACL_ERROR_INVALID_FILE 100003; larger than 10 MiB: ACL_ERROR_INVALID_FILE_SIZE
+ *    100005) holding valid JSON (else ACL_ERROR_PARSE_FILE 100006).
+ *  - a second aclInit increments an internal count and returns
+ *    ACL_ERROR_REPEAT_INITIALIZE (100002); with a config whose content differs from the
+ *    first one it returns ACL_ERROR_INVALID_PARAM.
+ *  - aclFinalize de-initialises at once whatever the count; again ->
+ *    ACL_ERROR_REPEAT_FINALIZE (100037). aclFinalizeReference decrements and only the
+ *    last reference finalises; with no reference left -> 100037. Re-init is allowed.
+ *  - "err_msg_mode": "1" in the JSON switches aclGetRecentErrMsg to process level.
+ * §6.2: aclsysGetCANNVersion / aclsysGetVersionStr / aclsysGetVersionNum read
+ * $ASCEND_HOME_PATH/share/info/<pkg>/version.info ("Version=" line) like CANN. Mock
+ * choice: when ASCEND_HOME_PATH is unset (no CANN installed, the usual CI case) they
+ * answer the configured ASCEND_MOCK_CANN_VERSION instead of failing with 100003.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core_private.h"
+
+#define CONFIG_MAX_BYTES (10u * 1024u * 1024u)
+#define JSON_MAX_DEPTH 64
+#define MAX_INIT_CALLBACKS 64
+
+/* ------------------------------------------------------------------ JSON */
+/* A validating scanner (no tree is built): enough to reject malformed files with the
+ * line/column of the problem and to read the top-level "err_msg_mode". */
+
+typedef struct jscan {
+    const char *s;
+    size_t n, i;
+    const char *err;
+    int depth;
+    int err_msg_mode; /* -1 unset */
+} jscan;
+
+static void j_ws(jscan *j)
+{
+    while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' || j->s[j->i] == '\n' ||
+                           j->s[j->i] == '\r')) {
+        j->i++;
+    }
+}
+
+static bool j_fail(jscan *j, const char *what)
+{
+    if (j->err == NULL) {
+        j->err = what;
+    }
+    return false;
+}
+
+/* Scans a string; copies up to cap-1 bytes of its raw content into out (if non-NULL). */
+static bool j_string(jscan *j, char *out, size_t cap)
+{
+    size_t w = 0;
+    j->i++; /* opening quote */
+    while (j->i < j->n) {
+        unsigned char c = (unsigned char)j->s[j->i++];
+        if (c == '"') {
+            if (out != NULL) {
+                out[w] = '\0';
+            }
+            return true;
+        }
+        if (c < 0x20) {
+            return j_fail(j, "control character in string");
+        }
+        if (c == '\\') {
+            if (j->i >= j->n) {
+                break;
+            }
+            char e = j->s[j->i++];
+            if (e == 'u') {
+                for (int k = 0; k < 4; k++) {
+                    if (j->i >= j->n || !isxdigit((unsigned char)j->s[j->i])) {
+                        return j_fail(j, "bad \\u escape");
+                    }
+                    j->i++;
+                }
+                c = '?';
+            } else if (strchr("\"\\/bfnrt", e) != NULL && e != '\0') {
+                c = (unsigned char)e;
+            } else {
+                return j_fail(j, "bad escape in string");
+            }
+        }
+        if (out != NULL && w + 1 < cap) {
+            out[w++] = (char)c;
+        }
+    }
+    return j_fail(j, "unterminated string");
+}
+
+static bool j_number(jscan *j)
+{
+    size_t start = j->i;
+    if (j->s[j->i] == '-') {
+        j->i++;
+    }
+    if (j->i >= j->n || !isdigit((unsigned char)j->s[j->i])) {
+        return j_fail(j, "bad number");
+    }
+    if (j->s[j->i] == '0') {
+        j->i++;
+    } else {
+        while (j->i < j->n && isdigit((unsigned char)j->s[j->i])) {
+            j->i++;
+        }
+    }
+    if (j->i < j->n && j->s[j->i] == '.') {
+        j->i++;
+        if (j->i >= j->n || !isdigit((unsigned char)j->s[j->i])) {
+            return j_fail(j, "bad number");
+        }
+        while (j->i < j->n && isdigit((unsigned char)j->s[j->i])) {
+            j->i++;
+        }
+    }
+    if (j->i < j->n && (j->s[j->i] == 'e' || j->s[j->i] == 'E')) {
+        j->i++;
+        if (j->i < j->n && (j->s[j->i] == '+' || j->s[j->i] == '-')) {
+            j->i++;
+        }
+        if (j->i >= j->n || !isdigit((unsigned char)j->s[j->i])) {
+            return j_fail(j, "bad number");
+        }
+        while (j->i < j->n && isdigit((unsigned char)j->s[j->i])) {
+            j->i++;
+        }
+    }
+    return j->i > start;
+}
+
+static bool j_value(jscan *j, char *text_out, size_t cap);
+
+static bool j_container(jscan *j, bool obj)
+{
+    if (++j->depth > JSON_MAX_DEPTH) {
+        return j_fail(j, "nesting too deep");
+    }
+    char close = obj ? '}' : ']';
+    j->i++;
+    j_ws(j);
+    if (j->i < j->n && j->s[j->i] == close) {
+        j->i++;
+        j->depth--;
+        return true;
+    }
+    for (;;) {
+        char key[64] = "";
+        char val[16] = "";
+        if (obj) {
+            j_ws(j);
+            if (j->i >= j->n || j->s[j->i] != '"') {
+                return j_fail(j, "expected a member name");
+            }
+            if (!j_string(j, key, sizeof key)) {
+                return false;
+            }
+            j_ws(j);
+            if (j->i >= j->n || j->s[j->i] != ':') {
+                return j_fail(j, "expected ':'");
+            }
+            j->i++;
+        }
+        if (!j_value(j, val, sizeof val)) {
+            return false;
+        }
+        if (obj && j->depth == 1 && strcmp(key, "err_msg_mode") == 0) {
+            j->err_msg_mode = (strcmp(val, "1") == 0) ? 1 : 0;
+        }
+        j_ws(j);
+        if (j->i < j->n && j->s[j->i] == ',') {
+            j->i++;
+            continue;
+        }
+        if (j->i < j->n && j->s[j->i] == close) {
+            j->i++;
+            j->depth--;
+            return true;
+        }
+        return j_fail(j, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+/* text_out receives strings' content or a number's text (for err_msg_mode). */
+static bool j_value(jscan *j, char *text_out, size_t cap)
+{
+    j_ws(j);
+    if (j->i >= j->n) {
+        return j_fail(j, "unexpected end of file");
+    }
+    char c = j->s[j->i];
+    if (c == '{') {
+        return j_container(j, true);
+    }
+    if (c == '[') {
+        return j_container(j, false);
+    }
+    if (c == '"') {
+        return j_string(j, text_out, cap);
+    }
+    if (c == '-' || isdigit((unsigned char)c)) {
+        size_t start = j->i;
+        if (!j_number(j)) {
+            return false;
+        }
+        if (text_out != NULL && cap > 0) {
+            size_t len = j->i - start < cap - 1 ? j->i - start : cap - 1;
+            memcpy(text_out, j->s + start, len);
+            text_out[len] = '\0';
+        }
+        return true;
+    }
+    static const char *const lits[] = {"true", "false", "null"};
+    for (size_t k = 0; k < 3; k++) {
+        size_t l = strlen(lits[k]);
+        if (j->n - j->i >= l && memcmp(j->s + j->i, lits[k], l) == 0) {
+            j->i += l;
+            return true;
+        }
+    }
+    return j_fail(j, "unexpected character");
+}
+
+static void j_position(const char *s, size_t upto, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t k = 0; k < upto; k++) {
+        if (s[k] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+/* Reads and validates an aclInit config file. On success *content is malloc'd. */
+static aclError load_config_file(const char *fn, const char *path, char **content, int *err_mode)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot open config file '%s': %s", path,
+                          strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return mock_error(fn, ACL_ERROR_INVALID_FILE, "config path '%s' is not a regular file",
+                          path);
+    }
+    if (st.st_size > (off_t)CONFIG_MAX_BYTES) {
+        close(fd);
+        return mock_error(fn, ACL_ERROR_INVALID_FILE_SIZE,
+                          "config file '%s' is larger than 10 MiB (%lld bytes)", path,
+                          (long long)st.st_size);
+    }
+    size_t size = (size_t)st.st_size;
+    char *buf = malloc(size + 1);
+    if (buf == NULL) {
+        close(fd);
+        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory reading '%s'", path);
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != size) {
+        free(buf);
+        return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot read config file '%s'", path);
+    }
+    buf[size] = '\0';
+    jscan j = {.s = buf, .n = size, .i = 0, .err = NULL, .depth = 0, .err_msg_mode = -1};
+    bool ok = j_value(&j, NULL, 0);
+    if (ok) {
+        j_ws(&j);
+        if (j.i != j.n) {
+            ok = j_fail(&j, "trailing characters after the JSON value");
+        }
+    }
+    if (ok && size > 0 && buf[0] != '{') {
+        size_t k = 0;
+        while (k < size && isspace((unsigned char)buf[k])) {
+            k++;
+        }
+        if (buf[k] != '{') {
+            j.i = k;
+            ok = j_fail(&j, "the top-level JSON value must be an object");
+        }
+    }
+    if (!ok) {
+        int line, col;
+        j_position(buf, j.i, &line, &col);
+        aclError rc = mock_error(fn, ACL_ERROR_PARSE_FILE,
+                                 "config file '%s' is not valid JSON: %s at line %d, column %d",
+                                 path, j.err ? j.err : "syntax error", line, col);
+        free(buf);
+        return rc;
+    }
+    *content = buf;
+    *err_mode = j.err_msg_mode;
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ state */
+
+typedef struct init_cb {
+    aclRegisterCallbackType type;
+    aclInitCallbackFunc init_fn;
+    aclFinalizeCallbackFunc fini_fn;
+    void *user;
+} init_cb;
+
+static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool g_initialized;
+static uint64_t g_refcount;
+static char *g_config; /* content of the first config, NULL for none */
+
+static pthread_mutex_t g_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static init_cb g_init_cbs[MAX_INIT_CALLBACKS];
+static size_t g_init_cb_count;
+static init_cb g_fini_cbs[MAX_INIT_CALLBACKS];
+static size_t g_fini_cb_count;
+
+/* Leak snapshot taken when the last aclFinalize started. */
+static pthread_mutex_t g_leak_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_leak_snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
+
+bool mock_is_initialized(void)
+{
+    return atomic_load(&g_initialized);
+}
+
+static bool same_config(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL) {
+        return a == b;
+    }
+    return strcmp(a, b) == 0;
+}
+
+aclError aclInit(const char *configPath)
+{
+    static const char fn[] = "aclInit";
+    MOCK_ENTER(fn);
+    char *content = NULL;
+    int err_mode = -1;
+    if (configPath != NULL && configPath[0] != '\0') {
+        aclError rc = load_config_file(fn, configPath, &content, &err_mode);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+    }
+    pthread_mutex_lock(&g_init_lock);
+    if (atomic_load(&g_initialized)) {
+        bool same = same_config(g_config, content);
+        if (same) {
+            g_refcount++;
+        }
+        pthread_mutex_unlock(&g_init_lock);
+        free(content);
+        if (!same) {
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                              "already initialized with a different configuration");
+        }
+        return mock_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
+                          "already initialized (this call only takes a reference)");
+    }
+    g_config = content;
+    g_refcount = 1;
+    atomic_store(&g_initialized, true);
+    pthread_mutex_unlock(&g_init_lock);
+    core_error_set_process_mode(err_mode == 1);
+
+    /* Init callbacks get the configuration text. */
+    init_cb snap[MAX_INIT_CALLBACKS];
+    pthread_mutex_lock(&g_cb_lock);
+    size_t n = g_init_cb_count;
+    memcpy(snap, g_init_cbs, n * sizeof snap[0]);
+    pthread_mutex_unlock(&g_cb_lock);
+    const char *text = content != NULL ? content : "";
+    for (size_t i = 0; i < n; i++) {
+        aclError rc = snap[i].init_fn(text, strlen(text), snap[i].user);
+        if (rc != ACL_SUCCESS) {
+            pthread_mutex_lock(&g_init_lock);
+            atomic_store(&g_initialized, false);
+            g_refcount = 0;
+            free(g_config);
+            g_config = NULL;
+            pthread_mutex_unlock(&g_init_lock);
+            return mock_error(fn, rc, "init callback %zu (type %d) failed with %d", i,
+                              (int)snap[i].type, rc);
+        }
+    }
+    return ACL_SUCCESS;
+}
+
+static void take_snapshot(int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT])
+{
+    for (int d = -1; d < MOCK_MAX_DEVICES; d++) {
+        for (int k = 0; k < MOCK_STAT_COUNT; k++) {
+            snap[d + 1][k] = d == -1 ? mock_stat_get(-1, (mock_stat)k) : mock_stat_get(d, (mock_stat)k);
+        }
+    }
+    /* slot 0 holds the totals (mock_stat_get(-1) sums); keep only host-side objects
+     * there: subtract the per-device parts. */
+    for (int k = 0; k < MOCK_STAT_COUNT; k++) {
+        for (int d = 0; d < MOCK_MAX_DEVICES; d++) {
+            snap[0][k] -= snap[d + 1][k];
+        }
+    }
+}
+
+static int format_report(char *buf, size_t len, int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT])
+{
+    static const char *const names[MOCK_STAT_COUNT] = {
+        "contexts", "streams", "events", "device allocations", "device bytes",
+        "host allocations", "host bytes",
+    };
+    size_t used = 0;
+    int total = 0;
+#define EMIT(...)                                                                  \
+    do {                                                                           \
+        int w_ = snprintf(buf != NULL && used < len ? buf + used : NULL,           \
+                          buf != NULL && used < len ? len - used : 0, __VA_ARGS__); \
+        if (w_ > 0) {                                                              \
+            used += (size_t)w_;                                                    \
+            total += w_;                                                           \
+        }                                                                          \
+    } while (0)
+    bool any = false;
+    for (int slot = 0; slot <= MOCK_MAX_DEVICES; slot++) {
+        bool line = false;
+        for (int k = 0; k < MOCK_STAT_COUNT; k++) {
+            if (snap[slot][k] == 0) {
+                continue;
+            }
+            if (!line) {
+                if (slot == 0) {
+                    EMIT("mock_libascendcl leak report: host:");
+                } else {
+                    EMIT("mock_libascendcl leak report: device %d:", slot - 1);
+                }
+                line = true;
+            }
+            EMIT(" %lld %s", (long long)snap[slot][k], names[k]);
+        }
+        if (line) {
+            EMIT("\n");
+            any = true;
+        }
+    }
+    if (!any) {
+        EMIT("mock_libascendcl leak report: no leaks\n");
+    }
+#undef EMIT
+    if (buf != NULL && len > 0 && used >= len) {
+        buf[len - 1] = '\0';
+    }
+    return total;
+}
+
+static void finalize_now(void)
+{
+    /* Finalize callbacks first (the runtime is still usable inside them). */
+    init_cb snap[MAX_INIT_CALLBACKS];
+    pthread_mutex_lock(&g_cb_lock);
+    size_t n = g_fini_cb_count;
+    memcpy(snap, g_fini_cbs, n * sizeof snap[0]);
+    pthread_mutex_unlock(&g_cb_lock);
+    for (size_t i = 0; i < n; i++) {
+        (void)snap[i].fini_fn(snap[i].user);
+    }
+
+    int64_t leaks[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
+    take_snapshot(leaks);
+    pthread_mutex_lock(&g_leak_lock);
+    memcpy(g_leak_snap, leaks, sizeof leaks);
+    pthread_mutex_unlock(&g_leak_lock);
+
+    mock_callbacks_finalize();
+    mock_devices_finalize();
+    mock_memory_finalize();
+    mock_dump_finalize();
+    core_error_set_process_mode(false);
+
+    if (mock_config_get()->leak_report) {
+        char text[4096];
+        format_report(text, sizeof text, leaks);
+        if (strstr(text, "no leaks") == NULL) {
+            fputs(text, stderr);
+            fflush(stderr);
+        }
+    }
+}
+
+aclError aclFinalize(void)
+{
+    static const char fn[] = "aclFinalize";
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_init_lock);
+    if (!atomic_load(&g_initialized)) {
+        pthread_mutex_unlock(&g_init_lock);
+        return mock_error(fn, ACL_ERROR_REPEAT_FINALIZE, "not initialized (aclInit not called, "
+                          "or already finalized)");
+    }
+    atomic_store(&g_initialized, false);
+    g_refcount = 0;
+    free(g_config);
+    g_config = NULL;
+    pthread_mutex_unlock(&g_init_lock);
+    finalize_now();
+    return ACL_SUCCESS;
+}
+
+aclError aclFinalizeReference(uint64_t *refCount)
+{
+    static const char fn[] = "aclFinalizeReference";
+    if (refCount == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'refCount' is NULL");
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_init_lock);
+    if (!atomic_load(&g_initialized) || g_refcount < 1) {
+        pthread_mutex_unlock(&g_init_lock);
+        return mock_error(fn, ACL_ERROR_REPEAT_FINALIZE, "no aclInit reference is left");
+    }
+    g_refcount--;
+    uint64_t left = g_refcount;
+    bool last = left == 0;
+    if (last) {
+        atomic_store(&g_initialized, false);
+        free(g_config);
+        g_config = NULL;
+    }
+    pthread_mutex_unlock(&g_init_lock);
+    *refCount = left;
+    if (last) {
+        finalize_now();
+    }
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------- init callbacks */
+
+static bool reg_type_ok(aclRegisterCallbackType type)
+{
+    int t = (int)type;
+    return (t >= ACL_REG_TYPE_ACL_MODEL && t <= ACL_REG_TYPE_ACL_RETR) || t == ACL_REG_TYPE_OTHER;
+}
+
+static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_cb entry,
+                            bool has_fn)
+{
+    if (!reg_type_ok(entry.type)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'type' (%d) is not an aclRegisterCallbackType", (int)entry.type);
+    }
+    if (!has_fn) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cbFunc' is NULL");
+    }
+    MOCK_ENTER(fn);
+    aclError rc = ACL_SUCCESS;
+    pthread_mutex_lock(&g_cb_lock);
+    size_t i = 0;
+    while (i < *count && !(table[i].type == entry.type && table[i].init_fn == entry.init_fn &&
+                           table[i].fini_fn == entry.fini_fn)) {
+        i++;
+    }
+    if (i < *count) {
+        table[i].user = entry.user; /* re-registration updates userData */
+    } else if (*count < MAX_INIT_CALLBACKS) {
+        table[(*count)++] = entry;
+    } else {
+        rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
+    }
+    pthread_mutex_unlock(&g_cb_lock);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "too many callbacks (max %d)", MAX_INIT_CALLBACKS);
+    }
+    return ACL_SUCCESS;
+}
+
+static aclError cb_unregister(const char *fn, init_cb *table, size_t *count, init_cb entry,
+                              bool has_fn)
+{
+    if (!reg_type_ok(entry.type)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'type' (%d) is not an aclRegisterCallbackType", (int)entry.type);
+    }
+    if (!has_fn) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cbFunc' is NULL");
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_cb_lock);
+    for (size_t i = 0; i < *count; i++) {
+        if (table[i].type == entry.type && table[i].init_fn == entry.init_fn &&
+            table[i].fini_fn == entry.fini_fn) {
+            memmove(&table[i], &table[i + 1], (*count - i - 1) * sizeof table[0]);
+            (*count)--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_cb_lock);
+    return ACL_SUCCESS; /* unregistering an unknown callback is a no-op */
+}
+
+aclError aclInitCallbackRegister(aclRegisterCallbackType type, aclInitCallbackFunc cbFunc,
+                                 void *userData)
+{
+    init_cb e = {.type = type, .init_fn = cbFunc, .fini_fn = NULL, .user = userData};
+    return cb_register("aclInitCallbackRegister", g_init_cbs, &g_init_cb_count, e,
+                       cbFunc != NULL);
+}
+
+aclError aclInitCallbackUnRegister(aclRegisterCallbackType type, aclInitCallbackFunc cbFunc)
+{
+    init_cb e = {.type = type, .init_fn = cbFunc, .fini_fn = NULL, .user = NULL};
+    return cb_unregister("aclInitCallbackUnRegister", g_init_cbs, &g_init_cb_count, e,
+                         cbFunc != NULL);
+}
+
+aclError aclFinalizeCallbackRegister(aclRegisterCallbackType type, aclFinalizeCallbackFunc cbFunc,
+                                     void *userData)
+{
+    init_cb e = {.type = type, .init_fn = NULL, .fini_fn = cbFunc, .user = userData};
+    return cb_register("aclFinalizeCallbackRegister", g_fini_cbs, &g_fini_cb_count, e,
+                       cbFunc != NULL);
+}
+
+aclError aclFinalizeCallbackUnRegister(aclRegisterCallbackType type, aclFinalizeCallbackFunc cbFunc)
+{
+    init_cb e = {.type = type, .init_fn = NULL, .fini_fn = cbFunc, .user = NULL};
+    return cb_unregister("aclFinalizeCallbackUnRegister", g_fini_cbs, &g_fini_cb_count, e,
+                         cbFunc != NULL);
+}
+
+/* ------------------------------------------------------------ leak report */
+
+int aclmockGetLeakReport(char *buf, size_t len, int when)
+{
+    int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
+    if (when == ACLMOCK_REPORT_NOW) {
+        take_snapshot(snap);
+    } else if (when == ACLMOCK_REPORT_LAST_FINALIZE) {
+        pthread_mutex_lock(&g_leak_lock);
+        memcpy(snap, g_leak_snap, sizeof snap);
+        pthread_mutex_unlock(&g_leak_lock);
+    } else {
+        return -1;
+    }
+    if (buf == NULL) {
+        len = 0;
+    }
+    return format_report(buf, len, snap);
+}
+
+/* ------------------------------------------------------------ versions */
+
+aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion)
+{
+    static const char fn[] = "aclrtGetVersion";
+    if (majorVersion == NULL || minorVersion == NULL || patchVersion == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          majorVersion == NULL ? "majorVersion"
+                          : minorVersion == NULL ? "minorVersion" : "patchVersion");
+    }
+    MOCK_ENTER(fn);
+    *majorVersion = ACL_MAJOR_VERSION;
+    *minorVersion = ACL_MINOR_VERSION;
+    *patchVersion = ACL_PATCH_VERSION;
+    return ACL_SUCCESS;
+}
+
+/* Reads the value of "<key>" (e.g. "Version=") from a key=value file, trimmed. */
+static bool read_key(const char *path, const char *key, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return false;
+    }
+    char line[1024];
+    bool found = false;
+    size_t klen = strlen(key);
+    while (fgets(line, sizeof line, f) != NULL) {
+        char *p = line;
+        while (*p == ' ' || *p == '\t') {
+            p++;
+        }
+        if (strncmp(p, key, klen) != 0) {
+            continue;
+        }
+        p += klen;
+        while (*p == ' ' || *p == '\t') {
+            p++;
+        }
+        size_t n = strlen(p);
+        while (n > 0 && isspace((unsigned char)p[n - 1])) {
+            p[--n] = '\0';
+        }
+        if (n == 0 || n >= cap) {
+            break;
+        }
+        memcpy(out, p, n + 1);
+        found = true;
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+static bool pkg_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= 128 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!(isalnum(c) || c == '-' || c == '_' || c == '.')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* <pkg>/version.info under $ASCEND_HOME_PATH/share/info, trying the name as given,
+ * then with '-' -> '_' and '_' -> '-'. "driver"/"firmware" come from
+ * /etc/ascend_install.info (acl_abi.md §6.2). Returns an ACL error (not recorded). */
+static aclError read_pkg_version(const char *home, const char *pkg, char *out, size_t cap)
+{
+    char path[PATH_MAX + 256];
+    if (strcmp(pkg, "driver") == 0 || strcmp(pkg, "firmware") == 0) {
+        char base[PATH_MAX];
+        const char *key = pkg[0] == 'd' ? "Driver_Install_Path_Param=" : "Firmware_Install_Path_Param=";
+        if (!read_key("/etc/ascend_install.info", key, base, sizeof base)) {
+            return ACL_ERROR_INVALID_FILE;
+        }
+        snprintf(path, sizeof path, "%s/%s/version.info", base, pkg);
+        return read_key(path, "Version=", out, cap) ? ACL_SUCCESS : ACL_ERROR_INVALID_FILE;
+    }
+    char real[PATH_MAX];
+    if (realpath(home, real) == NULL) {
+        return ACL_ERROR_INVALID_FILE;
+    }
+    char alt[128];
+    for (int attempt = 0; attempt < 3; attempt++) {
+        snprintf(alt, sizeof alt, "%s", pkg);
+        for (char *p = alt; *p != '\0'; p++) {
+            if (attempt == 1 && *p == '-') {
+                *p = '_';
+            } else if (attempt == 2 && *p == '_') {
+                *p = '-';
+            }
+        }
+        if (attempt > 0 && strcmp(alt, pkg) == 0) {
+            continue;
+        }
+        snprintf(path, sizeof path, "%s/share/info/%s/version.info", real, alt);
+        if (read_key(path, "Version=", out, cap)) {
+            return ACL_SUCCESS;
+        }
+    }
+    return ACL_ERROR_INVALID_FILE;
+}
+
+/* Version of a package, or the mock version when ASCEND_HOME_PATH is unset. */
+static aclError pkg_version(const char *fn, const char *pkg, char *out, size_t cap)
+{
+    const char *home = getenv("ASCEND_HOME_PATH");
+    if (home == NULL || home[0] == '\0') {
+        snprintf(out, cap, "%s", mock_config_get()->cann_version);
+        return ACL_SUCCESS;
+    }
+    aclError rc = read_pkg_version(home, pkg, out, cap);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc,
+                          "no readable 'Version=' line for package '%s' (looked under "
+                          "$ASCEND_HOME_PATH/share/info/%s/version.info or /etc/ascend_install.info)",
+                          pkg, pkg);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version)
+{
+    static const char fn[] = "aclsysGetCANNVersion";
+    static const char *const pkgs[] = {
+        "runtime", "runtime", "bisheng-compiler", "hccl", "oam-tools", "ops-legacy", "ops-legacy",
+        "driver",
+    };
+    if (version == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'version' is NULL");
+    }
+    if ((int)name < 0 || (int)name >= (int)(sizeof pkgs / sizeof pkgs[0])) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'name' (%d) is not an aclCANNPackageName", (int)name);
+    }
+    MOCK_ENTER(fn);
+    char v[ACL_PKG_VERSION_MAX_SIZE];
+    aclError rc = pkg_version(fn, pkgs[name], v, sizeof v);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    memset(version, 0, sizeof *version);
+    snprintf(version->version, sizeof version->version, "%s", v);
+    char *parts[4] = {version->majorVersion, version->minorVersion, version->releaseVersion,
+                      version->patchVersion};
+    const char *p = v;
+    for (int i = 0; i < 4 && *p != '\0'; i++) {
+        const char *dot = i < 3 ? strchr(p, '.') : NULL;
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        if (len >= ACL_PKG_VERSION_PARTS_MAX_SIZE) {
+            len = ACL_PKG_VERSION_PARTS_MAX_SIZE - 1;
+        }
+        memcpy(parts[i], p, len);
+        parts[i][len] = '\0';
+        if (dot == NULL) {
+            break;
+        }
+        p = dot + 1;
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclsysGetVersionStr(char *pkgName, char *versionStr)
+{
+    static const char fn[] = "aclsysGetVersionStr";
+    if (pkgName == NULL || versionStr == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          pkgName == NULL ? "pkgName" : "versionStr");
+    }
+    if (!pkg_name_ok(pkgName)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'pkgName' is not a package name ([A-Za-z0-9._-], 1..127 chars)");
+    }
+    MOCK_ENTER(fn);
+    char v[ACL_PKG_VERSION_MAX_SIZE];
+    aclError rc = pkg_version(fn, pkgName, v, sizeof v);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    memcpy(versionStr, v, strlen(v) + 1); /* caller buffer: ACL_PKG_VERSION_MAX_SIZE */
+    return ACL_SUCCESS;
+}
+
+/* Mock encoding (not verified against CANN): the leading digits of the first three
+ * dot-separated parts, major * 1000000 + minor * 10000 + release * 100, where a
+ * release like "RC1" or "0-beta" counts its digits ("8.5.0" -> 8050000). */
+aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum)
+{
+    static const char fn[] = "aclsysGetVersionNum";
+    if (pkgName == NULL || versionNum == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          pkgName == NULL ? "pkgName" : "versionNum");
+    }
+    if (!pkg_name_ok(pkgName)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'pkgName' is not a package name ([A-Za-z0-9._-], 1..127 chars)");
+    }
+    MOCK_ENTER(fn);
+    char v[ACL_PKG_VERSION_MAX_SIZE];
+    aclError rc = pkg_version(fn, pkgName, v, sizeof v);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    long nums[3] = {0, 0, 0};
+    const char *p = v;
+    for (int i = 0; i < 3 && p != NULL && *p != '\0'; i++) {
+        const char *q = p;
+        while (*q != '\0' && *q != '.' && !isdigit((unsigned char)*q)) {
+            q++;
+        }
+        long x = 0;
+        int digits = 0;
+        while (isdigit((unsigned char)*q) && digits < 4) {
+            x = x * 10 + (*q - '0');
+            q++;
+            digits++;
+        }
+        if (i == 0 && digits == 0) {
+            return mock_error(fn, ACL_ERROR_INVALID_FILE, "version '%s' of '%s' is not numeric", v,
+                              pkgName);
+        }
+        nums[i] = x % 100;
+        if (i == 0) {
+            nums[i] = x > 2000 ? 2000 : x;
+        }
+        p = strchr(p, '.');
+        if (p != NULL) {
+            p++;
+        }
+    }
+    *versionNum = (int32_t)(nums[0] * 1000000 + nums[1] * 10000 + nums[2] * 100);
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ CANN attributes */
+
+static const aclCannAttr k_attrs_910[] = {ACL_CANN_ATTR_INF_NAN, ACL_CANN_ATTR_BF16,
+                                          ACL_CANN_ATTR_JIT_COMPILE};
+static const aclCannAttr k_attrs_310p[] = {ACL_CANN_ATTR_JIT_COMPILE};
+
+static bool soc_is_310p(void)
+{
+    return strncmp(mock_config_get()->soc_name, "Ascend310", 9) == 0;
+}
+
+aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num)
+{
+    static const char fn[] = "aclGetCannAttributeList";
+    if (cannAttrList == NULL || num == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          cannAttrList == NULL ? "cannAttrList" : "num");
+    }
+    MOCK_ENTER(fn);
+    if (soc_is_310p()) {
+        *cannAttrList = k_attrs_310p;
+        *num = sizeof k_attrs_310p / sizeof k_attrs_310p[0];
+    } else {
+        *cannAttrList = k_attrs_910;
+        *num = sizeof k_attrs_910 / sizeof k_attrs_910[0];
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value)
+{
+    static const char fn[] = "aclGetCannAttribute";
+    if (value == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
+    }
+    int a = (int)cannAttr;
+    if (a != ACL_CANN_ATTR_INF_NAN && a != ACL_CANN_ATTR_BF16 && a != ACL_CANN_ATTR_JIT_COMPILE) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'cannAttr' (%d) is not a supported aclCannAttr", a);
+    }
+    MOCK_ENTER(fn);
+    if (soc_is_310p()) {
+        *value = a == ACL_CANN_ATTR_JIT_COMPILE ? 1 : 0;
+    } else {
+        *value = 1;
+    }
+    return ACL_SUCCESS;
+}
