@@ -803,6 +803,72 @@ def gen_unsupported(t: Tables, lib: str) -> str:
     return "".join(out).rstrip("\n") + "\n"
 
 
+# ------------------------------------------------------------------ unsupported calls test
+
+
+def _zero_arg(p: Param, t: Tables, idx: int, locals_: list[str]) -> str:
+    ct = p.ctype
+    base = ct.replace("const ", "").strip()
+    if "*" in ct or base in t.handle_names or base in t.funcptr_names:
+        return "NULL"
+    if base in t.structs and not t.structs[base].opaque:
+        locals_.append(f"    {base} arg{idx};\n    memset(&arg{idx}, 0, sizeof arg{idx});\n")
+        return f"arg{idx}"
+    return f"({base})0"
+
+
+def gen_unsupported_test(t: Tables) -> str:
+    funcs = sorted((f for f in t.functions if f.mock == "unsupported"), key=lambda f: f.name)
+    out = [
+        c_comment_block(
+            [
+                "Calls every function the mock marks `unsupported` (all three libraries) with",
+                "zero/NULL arguments: each must return ACL_ERROR_RT_FEATURE_NOT_SUPPORT (NULL / 0",
+                "for other return types), set the thread's last error to it and leave a recent",
+                "error message naming the function. Link with -lascendcl -lmsprofiler",
+                "-lascend_dump; uses the harness in tests/c/mock_test.h.",
+                "",
+                GEN_NOTE,
+            ]
+        )
+    ]
+    out.append(
+        "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n"
+        '#include "acl/acl.h"\n#include "acl/acl_prof.h"\n#include "acl/acl_dump.h"\n'
+        '#include "acl/acl_mock.h"\n#include "mock_test.h"\n\n'
+        '#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n\n'
+        "static void clear_errors(void)\n{\n"
+        "    (void)aclGetRecentErrMsg();\n"
+        "    (void)aclrtGetLastError(ACL_RT_THREAD_LEVEL);\n}\n\n"
+        "static void check_recorded(const char *name)\n{\n"
+        "    const char *msg = aclGetRecentErrMsg();\n"
+        "    CHECK(msg != NULL && strstr(msg, name) != NULL);\n"
+        "    CHECK_EQ(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);\n"
+        "}\n\n"
+    )
+    for f in funcs:
+        locals_: list[str] = []
+        args = ", ".join(_zero_arg(p, t, i, locals_) for i, p in enumerate(f.params))
+        out.append(f"static void test_{f.name}(void)\n{{\n")
+        out.extend(locals_)
+        out.append("    clear_errors();\n")
+        call = f"{f.name}({args})"
+        if f.restype == "aclError":
+            out.append(f"    CHECK_EQ({call}, ACL_ERROR_RT_FEATURE_NOT_SUPPORT);\n")
+        elif f.restype == "void":
+            out.append(f"    {call};\n")
+        elif f.restype.endswith("*") or f.restype in t.handle_names:
+            out.append(f"    CHECK({call} == NULL);\n")
+        else:
+            out.append(f"    CHECK_EQ({call}, 0);\n")
+        out.append(f'    check_recorded("{f.name}");\n}}\n\n')
+    out.append("int main(void)\n{\n")
+    for f in funcs:
+        out.append(f"    RUN_TEST(test_{f.name});\n")
+    out.append("    return TEST_REPORT();\n}\n")
+    return "".join(out)
+
+
 # ----------------------------------------------------------------------------- ABI conformance
 
 
@@ -1445,6 +1511,7 @@ def generate(t: Tables) -> dict[str, str]:
         files[EXPORT_PATHS[lib]] = "".join(n + "\n" for n in names)
     files["mock_libascendcl/tests/abi/abi_conformance.c"] = gen_abi_c(t)
     files["mock_libascendcl/tests/abi/abi_conformance.cpp"] = gen_abi_cpp(t)
+    files["mock_libascendcl/tests/abi/test_unsupported.c"] = gen_unsupported_test(t)
     files["pyacl_rt/_abi_data.py"] = gen_abi_data(t)
     return files
 

@@ -247,6 +247,16 @@ def test_unsupported_sources_compile() -> None:
     ):
         res = _compile(GCC, "c11", MOCK / rel, None, "-Wpedantic", "-D_GNU_SOURCE")
         assert res.returncode == 0, f"{rel}:\n{res.stderr}"
+    # the generated call-every-unsupported-function program (run by the C test suite)
+    res = _compile(
+        GCC,
+        "c11",
+        MOCK / "tests/abi/test_unsupported.c",
+        None,
+        "-D_GNU_SOURCE",
+        f"-I{MOCK / 'tests' / 'c'}",
+    )
+    assert res.returncode == 0, res.stderr
 
 
 # ----------------------------------------------------------------------------- ABI tests
