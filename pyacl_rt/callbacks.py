@@ -1,0 +1,265 @@
+"""Host callbacks on streams: pyacl_rt owns the report threads.
+
+Mechanism: ``aclrtSubscribeReport`` + ``aclrtLaunchCallback`` + a thread looping on
+``aclrtProcessReport`` (acl_abi.md section 5.7), not ``aclrtLaunchHostFunc``. Why:
+
+* it is the documented, long-standing protocol that pyACL and torch_npu use, present
+  in every CANN version (``aclrtLaunchHostFunc`` is newer and its worker thread is
+  owned by the runtime);
+* the callback runs on a *Python thread pyacl_rt owns*: we know its identity, can
+  name it, stop it deterministically at finalize, and refuse the blocking calls that
+  would deadlock from it;
+* the subscription uses ``threading.get_ident()``, which is the thread's
+  ``pthread_t`` on Linux, exactly what ``aclrtProcessReport`` compares against.
+
+One report thread per device (ACL forbids one thread serving two devices), started
+on the first :meth:`Stream.launch_host_func` of that device, with the device's
+primary context current. A stream is subscribed on its first callback and
+unsubscribed when it is closed. The threads stop at
+:func:`pyacl_rt.runtime.finalize` after the streams are closed. The poll interval
+is ``PYACL_RT_CALLBACK_POLL_MS`` (default 100 ms; only affects how fast the thread
+notices it should stop).
+
+Rules for a callback (``fn(*args)``):
+
+* It runs on the report thread, while the stream waits for it (``block=True``, the
+  default). It **must not** wait for device work: ``Stream.synchronize``,
+  ``Event.synchronize``, ``synchronize()``, ``Context.synchronize`` and closing a
+  stream that has callbacks raise :class:`~pyacl_rt.device.CallbackContextError`
+  there instead of deadlocking. It also must not allocate/free device memory or do
+  synchronous copies (ACL forbids those from callbacks; pyacl_rt cannot detect every
+  such call). Hand heavy or blocking work to another thread.
+* An exception it raises is logged (logger ``pyacl_rt``) and re-raised by the next
+  ``synchronize()`` of that stream; it is never lost.
+* The callable, its arguments and the stream are kept alive until it has run.
+
+Floor 5: imports floors 1-4 only (stream.py calls into this module).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Final
+
+from . import device as _device
+from . import lowlevel, runtime
+from ._options import get_options
+from .device import _check, _lib, _tls
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .stream import Stream
+
+__all__ = ["pending_count", "report_threads"]
+
+_log = logging.getLogger("pyacl_rt")
+
+ACL_ERROR_RT_REPORT_TIMEOUT: Final = 507012
+ACL_ERROR_RT_THREAD_SUBSCRIBE: Final = 107012
+ACL_CALLBACK_NO_BLOCK: Final = 0
+ACL_CALLBACK_BLOCK: Final = 1
+
+_ffi = lowlevel.ffi
+
+#: key -> (fn, args, stream): keeps everything alive until the callback ran.
+_pending: dict[int, tuple[Callable[..., object], tuple[object, ...], Stream]] = {}
+_keys = itertools.count(1)  # 0 would be a NULL userData
+
+
+class _ReportThread:
+    """One thread serving the callbacks of every subscribed stream of one device."""
+
+    def __init__(self, device: int) -> None:
+        self.device = device
+        self.poll_ms = int(get_options().callback_poll_ms)
+        self.subscriptions = 0
+        self._stop = False
+        self._wake = threading.Event()
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+        #: entries whose callback ran; dropped after aclrtProcessReport returned, so
+        #: that a Stream finalizer never runs inside the callback it waits for.
+        self._graveyard: list[object] = []
+        self.thread = threading.Thread(
+            target=self._run, name=f"pyacl_rt-callbacks-npu{device}", daemon=True
+        )
+        self.thread.start()
+        self._started.wait()
+        if self._start_error is not None:
+            raise self._start_error
+        ident = self.thread.ident
+        assert ident is not None
+        self.ident: int = ident
+
+    def _run(self) -> None:
+        try:
+            _device._ensure_current(self.device)
+        except BaseException as exc:
+            self._start_error = exc
+            self._started.set()
+            return
+        self._started.set()
+        poll = self.poll_ms
+        process = _lib.aclrtProcessReport
+        wait = self._wake.wait
+        while not self._stop:
+            if self.subscriptions <= 0:
+                wait(poll / 1000.0)
+                self._wake.clear()
+                continue
+            rc = process(poll)
+            if self._graveyard:
+                self._graveyard.clear()
+            if rc == 0 or rc == ACL_ERROR_RT_REPORT_TIMEOUT:
+                continue
+            lowlevel.recent_error_message()  # consume this thread's error text
+            if rc != ACL_ERROR_RT_THREAD_SUBSCRIBE:
+                _log.warning(
+                    "pyacl_rt: aclrtProcessReport on device %d failed with %d", self.device, rc
+                )
+            wait(poll / 1000.0)
+            self._wake.clear()
+        self._graveyard.clear()
+
+    def subscribe(self, stream_handle: int) -> None:
+        """Subscribe a stream (its context must be current on the calling thread)."""
+        rc = _lib.aclrtSubscribeReport(self.ident, stream_handle)
+        if rc:
+            _check(rc, "aclrtSubscribeReport")
+        self.subscriptions += 1
+        self._wake.set()
+
+    def unsubscribe(self, stream_handle: int) -> None:
+        """Unsubscribe (stream's context current on the calling thread). Never raises."""
+        self.subscriptions -= 1
+        try:
+            rc = _lib.aclrtUnSubscribeReport(self.ident, stream_handle)
+            if rc:
+                lowlevel.recent_error_message()
+                _log.debug("aclrtUnSubscribeReport failed with %d", rc)
+        except Exception:  # pragma: no cover - defensive
+            pass
+
+    def stop(self) -> None:
+        self._stop = True
+        self._wake.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout=max(5.0, 4 * self.poll_ms / 1000.0))
+
+
+_threads: dict[int, _ReportThread] = {}
+_threads_lock = threading.Lock()
+
+
+def _thread_for(device: int) -> _ReportThread:
+    rt = _threads.get(device)
+    if rt is None:
+        with _threads_lock:
+            rt = _threads.get(device)
+            if rt is None:
+                rt = _ReportThread(device)
+                _threads[device] = rt
+    return rt
+
+
+def _on_callback(user_data: Any) -> None:
+    """C trampoline body (runs on a report thread, with the GIL). Never raises."""
+    try:
+        key = int(_ffi.cast("uintptr_t", user_data))
+        entry = _pending.pop(key, None)
+        if entry is None:
+            return
+        fn, args, stream = entry
+        _tls.in_callback = True
+        try:
+            fn(*args)
+        except BaseException as exc:
+            _log.error(
+                "pyacl_rt: host callback %r on %r raised; it will be re-raised by the next "
+                "synchronize() of that stream",
+                fn,
+                stream,
+                exc_info=exc,
+            )
+            with contextlib.suppress(Exception):
+                exc.add_note(f"raised in host callback {fn!r} launched on {stream!r}")
+            stream._errors.append(exc)
+        finally:
+            _tls.in_callback = False
+        rt = _threads.get(stream._device)
+        if rt is not None and rt.thread is threading.current_thread():
+            rt._graveyard.append(entry)
+        del entry, fn, args, stream
+    except BaseException:  # pragma: no cover - never propagate into C
+        pass
+
+
+_trampoline = _ffi.callback("void(void *)", _on_callback)
+
+_subscribe_lock = threading.Lock()
+
+
+def launch(
+    stream: Stream, fn: Callable[..., object], args: tuple[object, ...], block: bool
+) -> None:
+    """Enqueue ``fn(*args)`` on ``stream`` (its context is current on this thread)."""
+    state = stream._state
+    if state[1] is None:
+        with _subscribe_lock:
+            if state[1] is None:
+                rt = _thread_for(stream._device)
+                if _tls.ctx is not stream._ctx:
+                    stream._activate()
+                rt.subscribe(stream._handle)
+                state[1] = rt
+    key = next(_keys)
+    _pending[key] = (fn, args, stream)
+    rc = _lib.aclrtLaunchCallback(
+        _trampoline, key, ACL_CALLBACK_BLOCK if block else ACL_CALLBACK_NO_BLOCK, stream._handle
+    )
+    if rc:
+        _pending.pop(key, None)
+        _check(rc, "aclrtLaunchCallback")
+
+
+def pending_count() -> int:
+    """Number of launched host callbacks that have not run yet (process-wide)."""
+    return len(_pending)
+
+
+def report_threads() -> dict[int, threading.Thread]:
+    """device index -> the running report thread (for diagnostics and tests)."""
+    return {d: rt.thread for d, rt in _threads.items() if rt.thread.is_alive()}
+
+
+def _stop_threads() -> None:
+    """Release hook (after streams): stop every report thread. Never raises."""
+    with _threads_lock:
+        threads = list(_threads.values())
+        _threads.clear()
+    for rt in threads:
+        try:
+            rt.stop()
+        except BaseException:  # pragma: no cover - defensive
+            _log.exception("pyacl_rt: stopping %s failed", rt.thread.name)
+    if _pending:
+        _log.warning(
+            "pyacl_rt: %d host callback(s) never ran before finalize (dropped)", len(_pending)
+        )
+        _pending.clear()
+
+
+def _after_fork_in_child() -> None:
+    # The report threads do not exist in the child; forget them without joining.
+    _threads.clear()
+    _pending.clear()
+
+
+import os  # noqa: E402
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+runtime.register_release_hook(_stop_threads, runtime.PRIORITY_STREAMS + 10)

@@ -1,0 +1,218 @@
+"""Explicit ACL contexts (``aclrtCreateContext`` / ``aclrtDestroyContext``).
+
+Most programs never need these: every device has one primary context that
+pyacl_rt creates once and shares between threads (see :mod:`pyacl_rt.device`).
+An explicit :class:`Context` is a separate context on a device, with its own
+default stream, for code that wants isolation (pyACL's ``create_context``).
+
+* ``with ctx:`` makes the context current on the calling thread for the block
+  (new Streams/Events created on its device inside the block belong to it) and
+  restores the previous selection exactly on exit.
+* Objects created in a context keep it alive; :meth:`Context.close` first closes
+  the Streams/Events still alive in it, then destroys the context.
+* torch_npu hides contexts entirely; this is pyACL's concept.
+
+Floor 4: imports :mod:`device`, :mod:`errors`, :mod:`lowlevel`, :mod:`runtime`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from . import errors, lowlevel, runtime
+from .device import (
+    DeviceLike,
+    ObjectClosedError,
+    _check,
+    _CtxRef,
+    _index,
+    _lib,
+    _restore_selection,
+    _tls,
+)
+
+__all__ = ["Context", "current_context"]
+
+_log = logging.getLogger("pyacl_rt")
+
+#: Called with the dying context before it is destroyed (stream.py / event.py close
+#: their objects of that context here).
+_close_hooks: list[Callable[[_CtxRef], None]] = []
+
+_live: weakref.WeakSet[Context] = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+def _destroy(ref: _CtxRef) -> None:
+    """Finalizer body: destroy the context unless the runtime already did. Never raises."""
+    try:
+        if ref.device < 0:
+            return
+        for hook in _close_hooks:
+            try:
+                hook(ref)
+            except Exception:
+                _log.exception("pyacl_rt: closing objects of %r failed", ref)
+        handle = ref.handle
+        ref.kill("context is closed")
+        if _tls.ctx is ref:
+            _tls.ctx = None
+        rc = _lib.aclrtDestroyContext(handle)
+        if rc:
+            _log.warning("aclrtDestroyContext(0x%x) failed with %d", handle, rc)
+    except BaseException:  # pragma: no cover - interpreter shutdown
+        pass
+
+
+class Context:
+    """An explicitly created context on ``device`` (default: the current device).
+
+    ``aclrtCreateContext`` makes the new context current on the creating thread;
+    pyacl_rt restores the thread's previous context right away so that creating a
+    Context has no side effect. Use ``with ctx:`` to work inside it.
+    """
+
+    __slots__ = ("__weakref__", "_device", "_finalizer", "_ref", "_saved")
+
+    def __init__(self, device: DeviceLike = None) -> None:
+        runtime.ensure_initialized()
+        index = _index(device)
+        prev = _tls.ctx
+        s = _tls.scratch
+        _check(_lib.aclrtCreateContext(s.uptr, index), "aclrtCreateContext")
+        handle = int(s.uptr[0])
+        # The ref points back weakly: threads' context caches hold the ref, and must not
+        # keep the Context alive. Objects created in it hold the Context strongly.
+        self._ref = _CtxRef(handle, index, weakref.ref(self))
+        self._device = index
+        self._saved: list[tuple[int, _CtxRef | None]] = []
+        # aclrtCreateContext made it current; put the previous context back.
+        _tls.ctx = self._ref
+        if prev is not None and prev.device >= 0:
+            try:
+                prev.make_current()
+            except errors.AclError:
+                _tls.ctx = None
+        # The finalizer must not reference self: it holds only the _CtxRef.
+        self._finalizer = weakref.finalize(self, _destroy, self._ref)
+        self._finalizer.atexit = False
+        with _live_lock:
+            _live.add(self)
+
+    # ------------------------------------------------------------ properties
+    @property
+    def handle(self) -> int:
+        """The raw ``aclrtContext`` as an int (0 once closed)."""
+        return self._ref.handle
+
+    @property
+    def device(self) -> Any:
+        """The :class:`~pyacl_rt.device.Device` this context lives on."""
+        from .device import Device
+
+        return Device(self._device)
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` (or finalize)."""
+        return self._ref.device < 0
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return f"<Context closed ({self._ref.dead})>"
+        return f"<Context 0x{self._ref.handle:x} on device {self._device}>"
+
+    # ------------------------------------------------------------- use
+    def _require_open(self) -> None:
+        if self._ref.device < 0:
+            if self._ref.dead == "finalized":
+                raise errors.RuntimeFinalizedError(
+                    "this Context belongs to a runtime that was finalized", explanation=""
+                )
+            raise ObjectClosedError("this Context is closed", explanation="")
+
+    def make_current(self) -> None:
+        """Make this context current on the calling thread (and select its device)."""
+        self._require_open()
+        self._ref.make_current()
+        _tls.active = self._ref
+        _tls.device = self._device
+
+    def __enter__(self) -> Context:
+        self._require_open()
+        _tls.guards.append((_tls.device, _tls.active))
+        self.make_current()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if _tls.guards:
+            prev_device, prev_active = _tls.guards.pop()
+            _restore_selection(prev_device, prev_active)
+
+    def synchronize(self) -> None:
+        """Wait for all work in this context (``aclrtSynchronizeDevice`` within it)."""
+        from .device import _raise_sync_error, _refuse_in_callback
+
+        _refuse_in_callback("Context.synchronize()")
+        self._require_open()
+        if _tls.ctx is not self._ref:
+            self._ref.make_current()
+        rc = _lib.aclrtSynchronizeDevice()
+        if rc:
+            _raise_sync_error(rc, "aclrtSynchronizeDevice")
+
+    def close(self) -> None:
+        """Close the Streams/Events still alive in this context, then destroy it.
+
+        Idempotent; a no-op after :func:`pyacl_rt.runtime.finalize`.
+        """
+        if self._finalizer.detach() is None:
+            return
+        with _live_lock:
+            _live.discard(self)
+        _destroy(self._ref)
+        if _tls.active is self._ref:
+            _tls.active = None
+
+
+def current_context() -> Context | None:
+    """The explicit :class:`Context` active on this thread (``with ctx:``), else ``None``."""
+    active = _tls.active
+    if active is None or active.device < 0:
+        return None
+    owner = active.owner
+    ctx = owner() if owner is not None else None
+    return ctx if isinstance(ctx, Context) else None
+
+
+def _release_contexts() -> None:
+    """Release hook (priority 'contexts'): destroy every explicit context still alive."""
+    with _live_lock:
+        ctxs = list(_live)
+        _live.clear()
+    for ctx in ctxs:
+        try:
+            if ctx._finalizer.detach() is not None:
+                _destroy(ctx._ref)
+            ctx._ref.dead = "finalized"
+        except BaseException:  # pragma: no cover - defensive
+            _log.exception("pyacl_rt: destroying %r at finalize failed", ctx)
+
+
+def _after_fork_in_child() -> None:
+    with _live_lock:
+        ctxs = list(_live)
+    for ctx in ctxs:
+        ctx._finalizer.detach()
+        ctx._ref.kill("forked")
+
+
+import os  # noqa: E402
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+runtime.register_release_hook(_release_contexts, runtime.PRIORITY_CONTEXTS)
+_ = lowlevel  # the raw layer is reached through device's bindings

@@ -1,0 +1,908 @@
+"""Devices, the per-thread current device, and the context cache every object uses.
+
+Model (ACL semantics, acl_abi.md section 5.2/5.3)
+--------------------------------------------------
+* The ACL *current context* is per thread. ``aclrtSetDevice(d)`` creates device
+  ``d``'s default ("primary") context and makes it current for the calling thread.
+* pyacl_rt calls ``aclrtSetDevice(d)`` **once per process** per device, the first
+  time anything needs device ``d``, remembers that primary context and installs it
+  on other threads with ``aclrtSetCurrentContext`` (what torch_npu does for its
+  helper threads). So no context is ever created on a device nobody asked for,
+  and the device reference count is 1, released by one ``aclrtResetDevice`` at
+  :func:`pyacl_rt.runtime.finalize`.
+* Every Stream / Event / buffer remembers its context (a :class:`_CtxRef`) and,
+  before each runtime call, compares it with the calling thread's cached current
+  context (one thread-local load and an identity compare). If they differ it calls
+  ``aclrtSetCurrentContext``. So an object used from a brand-new thread just works,
+  without ``set_device``.
+* The thread's *selected* device (:func:`set_device`, ``with device(i):``) is what
+  :func:`current_device` reports and what new objects default to. Using an object of
+  another device switches the thread's ACL context lazily but does not change the
+  selection. Code that mixes raw :mod:`pyacl_rt.lowlevel` context calls with
+  pyacl_rt objects should call :func:`forget_thread_context` afterwards.
+
+Differences from ``torch_npu.npu`` (documented per function):
+
+* A thread that never selected a device does not default to device 0 but to the
+  device last selected with :func:`set_device` on the main thread (else 0). This is
+  the fix for the classic "worker thread silently creates a context on device 0"
+  report. Querying :func:`current_device` never creates a context.
+
+Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`runtime`, :mod:`_loader`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Protocol, SupportsIndex, Union
+
+from . import errors, lowlevel, runtime
+from ._lowlevel_cffi import lib as _cffi_lib
+
+__all__ = [
+    "CallbackContextError",
+    "Device",
+    "DeviceProperties",
+    "InvalidDeviceError",
+    "ObjectClosedError",
+    "SyncTimeoutError",
+    "can_device_access_peer",
+    "current_device",
+    "device",
+    "device_count",
+    "device_of",
+    "forget_thread_context",
+    "get_cann_version",
+    "get_device_capability",
+    "get_device_name",
+    "get_device_properties",
+    "get_soc_version",
+    "is_available",
+    "is_bf16_supported",
+    "is_support_inf_nan",
+    "mem_get_info",
+    "set_device",
+    "set_op_timeout_ms",
+    "synchronize",
+    "utilization",
+]
+
+_log = logging.getLogger("pyacl_rt")
+
+# --------------------------------------------------------------- constants
+ACL_HBM_MEM: Final = 1
+ACL_DEV_ATTR_CUBE_CORE_NUM: Final = 102
+ACL_DEV_ATTR_VECTOR_CORE_NUM: Final = 201
+ACL_DEV_ATTR_AICORE_CORE_NUM: Final = 101
+ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE: Final = 301
+ACL_DEV_ATTR_L2_CACHE_SIZE: Final = 302
+ACL_DEVICE_INFO_AI_CORE_NUM: Final = 0
+ACL_DEVICE_INFO_VECTOR_CORE_NUM: Final = 1
+ACL_DEVICE_INFO_L2_SIZE: Final = 2
+ACL_ERROR_RT_CONTEXT_NULL: Final = 107002
+ACL_ERROR_RT_INVALID_DEVICEID: Final = 107001
+TIMEOUT_CODES: Final = frozenset({507046, 507047})
+
+
+# ------------------------------------------------------------------ errors
+class InvalidDeviceError(errors.AclUsageError, ValueError):
+    """A device index is out of range or of the wrong form (also a ``ValueError``)."""
+
+
+class ObjectClosedError(errors.AclUsageError):
+    """A Stream / Event / Context was used after ``close()``."""
+
+
+class CallbackContextError(errors.AclUsageError, RuntimeError):
+    """A blocking runtime call was made from inside a host callback.
+
+    Host callbacks run on pyacl_rt's report thread while the stream waits for them;
+    a synchronize (of a stream, event or device) from there would wait for itself.
+    """
+
+
+class SyncTimeoutError(errors.AclInternalError, TimeoutError):
+    """A ``synchronize(timeout=...)`` expired (507046 / 507047). Also a ``TimeoutError``."""
+
+
+# ------------------------------------------------------- raw layer binding
+# The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here
+# does not load the library at import. Every path reaches runtime.ensure_initialized()
+# (which loads it) before its first call; before that a call would only return
+# lowlevel.MISSING_SYMBOL, which check() reports as FunctionNotFoundError.
+_lib: Any = _cffi_lib
+_check: Callable[[int, str], None] = lowlevel.check
+_aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
+_scratch: Callable[[], Any] = lowlevel.scratch
+
+
+def _raise_sync_error(rc: int, func: str) -> None:
+    """Raise for a failed synchronize: timeouts become :class:`SyncTimeoutError`."""
+    try:
+        _check(rc, func)
+    except errors.AclError as exc:
+        if exc.code in TIMEOUT_CODES:
+            raise SyncTimeoutError(
+                code=exc.code, function=func, recent_message=exc.recent_message
+            ) from None
+        raise
+
+
+# ------------------------------------------------------------ thread state
+class _CtxRef:
+    """One ACL context as seen from Python: a primary context or an explicit one.
+
+    ``device < 0`` means dead (runtime finalized, process forked, or the explicit
+    context was destroyed); ``dead`` then says why. Identity (not the handle value,
+    which the runtime may reuse) is what the per-thread cache compares.
+    """
+
+    __slots__ = ("__weakref__", "dead", "device", "handle", "owner")
+
+    def __init__(self, handle: int, device: int, owner: weakref.ref[Any] | None = None) -> None:
+        self.handle = handle
+        self.device = device
+        self.dead: str | None = None
+        #: weakref to the explicit :class:`~pyacl_rt.context.Context` (None for a
+        #: primary context). Weak so that thread caches never keep a Context alive;
+        #: objects created in a Context hold it strongly (see :func:`_owner_of`).
+        self.owner = owner
+
+    def make_current(self) -> None:
+        """Install this context on the calling thread (``aclrtSetCurrentContext``)."""
+        if self.device < 0:
+            _raise_dead(self.dead)
+        rc = _aclrtSetCurrentContext(self.handle)
+        if rc:
+            _check(rc, "aclrtSetCurrentContext")
+        _tls.ctx = self
+
+    def kill(self, reason: str) -> None:
+        self.device = -1
+        self.handle = 0
+        self.dead = reason
+
+    def __repr__(self) -> str:
+        kind = "explicit" if self.owner is not None else "primary"
+        if self.device < 0:
+            return f"<{kind} context ({self.dead})>"
+        return f"<{kind} context 0x{self.handle:x} on device {self.device}>"
+
+
+def _owner_of(ref: _CtxRef) -> object:
+    """The explicit Context behind ``ref`` (to hold it alive), or None."""
+    owner = ref.owner
+    return owner() if owner is not None else None
+
+
+def _raise_dead(reason: str | None) -> None:
+    if reason == "forked":
+        raise errors.ForkedProcessError()
+    if reason == "finalized":
+        raise errors.RuntimeFinalizedError(
+            "this object belongs to a runtime that was finalized; create a new one",
+            explanation="",
+        )
+    if reason is None:
+        raise ObjectClosedError("object is not bound to a context", explanation="")
+    raise ObjectClosedError(reason, explanation="")
+
+
+#: Sentinels objects switch to when closed / made inert by finalize.
+_CLOSED = _CtxRef(0, -1)
+_CLOSED.dead = "object is closed"
+_FINALIZED = _CtxRef(0, -1)
+_FINALIZED.dead = "finalized"
+
+
+class _ThreadState(threading.local):
+    """Per-thread state. Attributes are read on hot paths: keep them few."""
+
+    def __init__(self) -> None:
+        #: The context known to be current on this thread (None = unknown / none).
+        self.ctx: _CtxRef | None = None
+        #: The device selected by set_device / ``with device()`` (-1 = none).
+        self.device: int = -1
+        #: The explicit Context activated on this thread (``with ctx:``), or None.
+        self.active: _CtxRef | None = None
+        #: device index -> current Stream of this thread (managed by stream.py).
+        self.streams: dict[int, Any] = {}
+        #: Saved states of ``with Device(i):`` blocks.
+        self.guards: list[tuple[int, _CtxRef | None]] = []
+        #: True while a host callback runs on this thread.
+        self.in_callback: bool = False
+        #: lowlevel's per-thread out-parameter arrays.
+        self.scratch: Any = _scratch()
+
+
+_tls: Final = _ThreadState()
+
+_lock = threading.RLock()
+#: device index -> primary context (created by our single aclrtSetDevice).
+_primaries: dict[int, _CtxRef] = {}
+_device_count: int | None = None
+#: Fallback device of threads that never selected one.
+_default_device = 0
+_main_thread = threading.main_thread()
+
+
+def forget_thread_context() -> None:
+    """Forget which context pyacl_rt believes is current on this thread.
+
+    Call this after changing the thread's context through raw
+    :mod:`pyacl_rt.lowlevel` calls; the next pyacl_rt call re-installs the right
+    context. Not needed when only pyacl_rt objects are used.
+    """
+    _tls.ctx = None
+
+
+def _refuse_in_callback(what: str) -> None:
+    """Raise :class:`CallbackContextError` when called on a host-callback thread."""
+    if _tls.in_callback:
+        raise CallbackContextError(
+            f"{what} called from inside a host callback: this would wait for the "
+            "callback itself and deadlock. Do blocking work outside the callback "
+            "(e.g. hand it to another thread).",
+            explanation="",
+        )
+
+
+# ----------------------------------------------------------- device index
+class _HasDevice(Protocol):
+    @property
+    def device(self) -> Any: ...
+
+
+DeviceLike = Union[int, SupportsIndex, str, "Device", None]
+
+
+def _parse_index(dev: object) -> int:
+    """Turn int / Device / ``'npu:N'`` / ``'N'`` into an int (no range check)."""
+    if isinstance(dev, bool):
+        raise TypeError("device must be an int, a Device or 'npu:N', not bool")
+    if isinstance(dev, int):
+        return dev
+    if isinstance(dev, Device):
+        return dev.index
+    if isinstance(dev, str):
+        text = dev.strip()
+        if text.startswith("npu"):
+            text = text[3:]
+            if text == "":
+                return current_device()
+            if not text.startswith(":"):
+                raise InvalidDeviceError(f"invalid device string {dev!r}: expected 'npu:N'")
+            text = text[1:]
+        try:
+            return int(text)
+        except ValueError:
+            raise InvalidDeviceError(
+                f"invalid device string {dev!r}: expected 'npu:N' or an integer"
+            ) from None
+    index = getattr(dev, "__index__", None)
+    if index is not None:
+        return int(index())
+    raise TypeError(f"device must be an int, a Device or 'npu:N', not {type(dev).__name__}")
+
+
+def _check_index(index: int) -> int:
+    count = device_count()
+    if not 0 <= index < count:
+        raise InvalidDeviceError(
+            f"invalid device index {index}: {count} device(s) visible "
+            f"(valid: 0..{count - 1}; ASCEND_RT_VISIBLE_DEVICES renumbers devices from 0)",
+            code=ACL_ERROR_RT_INVALID_DEVICEID,
+        )
+    return index
+
+
+def _index(dev: object = None) -> int:
+    """Validated device index; ``None`` means the thread's current device."""
+    if dev is None:
+        return current_device()
+    return _check_index(_parse_index(dev))
+
+
+# ----------------------------------------------------------- contexts
+def _create_primary(index: int) -> _CtxRef:
+    """Primary context of ``index``: our one ``aclrtSetDevice`` call per process."""
+    runtime.ensure_initialized()
+    _check_index(index)
+    with _lock:
+        ref = _primaries.get(index)
+        if ref is not None:
+            return ref
+        _check(_lib.aclrtSetDevice(index), "aclrtSetDevice")
+        s = _tls.scratch
+        rc = _lib.aclrtGetCurrentContext(s.uptr)
+        if rc:
+            _lib.aclrtResetDevice(index)
+            _check(rc, "aclrtGetCurrentContext")
+        ref = _CtxRef(int(s.uptr[0]), index)
+        _primaries[index] = ref
+        _tls.ctx = ref  # aclrtSetDevice made it current on this thread
+        return ref
+
+
+def _context_for(index: int) -> _CtxRef:
+    """The context new objects on device ``index`` use on this thread.
+
+    The explicit Context activated on this thread if it is on ``index``, else the
+    device's primary context (created on first use).
+    """
+    active = _tls.active
+    if active is not None and active.device == index:
+        return active
+    ref = _primaries.get(index)
+    if ref is None:
+        ref = _create_primary(index)
+    return ref
+
+
+def _ensure_current(index: int) -> _CtxRef:
+    """Make sure the calling thread's current context is on device ``index``.
+
+    Cheap when it already is (one thread-local load and a compare). Any live context
+    of that device is accepted. Returns the current context. For use by
+    :mod:`pyacl_rt.memory` and other floors above.
+    """
+    cur = _tls.ctx
+    if cur is not None and cur.device == index:
+        return cur
+    ref = _context_for(index)
+    ref.make_current()
+    return ref
+
+
+def _current_context() -> _CtxRef:
+    """The context new objects use on this thread for its current device."""
+    return _context_for(current_device())
+
+
+# -------------------------------------------------------- public functions
+def device_count() -> int:
+    """Number of visible devices (``aclrtGetDeviceCount``, honours ASCEND_RT_VISIBLE_DEVICES).
+
+    Cached after the first successful call. Initialises the runtime (``aclInit``)
+    but creates no context. torch_npu counts through the driver without ACL; here
+    the (lazy) ACL initialisation is cheap and creates no device state.
+    """
+    global _device_count
+    count = _device_count
+    if count is not None:
+        return count
+    runtime.ensure_initialized()
+    s = _tls.scratch
+    _check(_lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
+    count = int(s.u32[0])
+    _device_count = count
+    return count
+
+
+def is_available() -> bool:
+    """True if a runtime library loads and at least one device is visible. Never raises."""
+    try:
+        return device_count() > 0
+    except Exception:
+        return False
+
+
+def current_device() -> int:
+    """The calling thread's selected device index.
+
+    Per thread, as in ACL. A thread that never selected a device gets the device
+    last selected with :func:`set_device` on the main thread (0 if none) — torch_npu
+    uses 0, which is how worker threads end up creating stray contexts on device 0.
+    Never creates a context.
+    """
+    d = _tls.device
+    if d >= 0:
+        return d
+    return _default_device
+
+
+def set_device(dev: DeviceLike) -> None:
+    """Select device ``dev`` for the calling thread and make its context current.
+
+    The first use of a device in the process calls ``aclrtSetDevice`` (creating its
+    primary context); later calls, on any thread, only install that context.
+    Also records the fallback device of threads that never select one when called
+    on the main thread. ``dev`` may be an int, a :class:`Device` or ``'npu:N'``.
+    """
+    global _default_device
+    index = _index(dev)
+    active = _tls.active
+    if active is not None and active.device != index:
+        _tls.active = None
+    ref = _context_for(index)
+    if _tls.ctx is not ref:
+        ref.make_current()
+    _tls.device = index
+    if threading.current_thread() is _main_thread:
+        _default_device = index
+
+
+def _restore_selection(prev_device: int, prev_active: _CtxRef | None) -> None:
+    """Restore a saved (selection, explicit context) pair exactly."""
+    _tls.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
+    _tls.device = prev_device
+    if prev_device >= 0:
+        try:
+            ref = _context_for(prev_device)
+            if _tls.ctx is not ref:
+                ref.make_current()
+        except errors.AclError:
+            # The runtime went away inside the block; the selection is restored and
+            # the context will be re-established (or refused) on next use.
+            _tls.ctx = None
+
+
+class device:
+    """Context manager selecting a device for the block, restoring the previous
+    selection exactly on exit (including "no device selected" on a fresh thread).
+
+    ``device(None)`` and ``device(-1)`` are no-ops, as in torch_npu.
+    """
+
+    __slots__ = ("_prev", "idx")
+
+    def __init__(self, dev: DeviceLike) -> None:
+        self.idx = -1 if dev is None else _parse_index(dev)
+        self._prev: list[tuple[int, _CtxRef | None]] = []
+
+    def __enter__(self) -> int:
+        if self.idx < 0:
+            return current_device()
+        self._prev.append((_tls.device, _tls.active))
+        set_device(self.idx)
+        return self.idx
+
+    def __exit__(self, *exc: object) -> None:
+        if self.idx < 0 or not self._prev:
+            return
+        prev_device, prev_active = self._prev.pop()
+        _restore_selection(prev_device, prev_active)
+
+
+def device_of(obj: object) -> device:
+    """Context manager selecting the device of ``obj`` (anything with ``.device``).
+
+    Objects without a device attribute give a no-op context, as in torch_npu
+    (which returns a no-op for CPU tensors).
+    """
+    dev = getattr(obj, "device", None)
+    if dev is None:
+        return device(None)
+    return device(dev)
+
+
+def synchronize(dev: DeviceLike = None) -> None:
+    """Wait for all work on ``dev`` (default: the current device). Releases the GIL.
+
+    Uses the device's context on this thread (creating the primary context only if
+    the device was never used). Refused from inside a host callback. Errors raised
+    by host callbacks are reported by ``Stream.synchronize``, not here.
+    """
+    _refuse_in_callback("synchronize()")
+    index = _index(dev)
+    _ensure_current(index)
+    rc = _lib.aclrtSynchronizeDevice()
+    if rc:
+        _raise_sync_error(rc, "aclrtSynchronizeDevice")
+    for hook in _sync_hooks:
+        hook(index)
+
+
+#: Called after a successful device synchronize with the device index (stream.py
+#: uses it to release keep-alive lists).
+_sync_hooks: list[Callable[[int], None]] = []
+
+
+# ---------------------------------------------------------------- queries
+def _soc_name() -> str:
+    runtime.ensure_initialized()
+    ptr = _lib.aclrtGetSocName()
+    return _cstring(ptr)
+
+
+def _cstring(ptr: Any) -> str:
+    """Decode a ``const char *`` result (cdata or int address)."""
+    ffi = lowlevel.ffi
+    if isinstance(ptr, int):
+        if ptr == 0:
+            return ""
+        ptr = ffi.cast("char *", ptr)
+    elif ptr == ffi.NULL:
+        return ""
+    raw = ffi.string(ptr)
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+
+def get_device_name(dev: DeviceLike = None) -> str:
+    """SoC name of the device, e.g. ``'Ascend910B1'`` (``aclrtGetSocName``).
+
+    As in torch_npu the index is validated but ACL only reports one SoC name per
+    process (all cards of a server are the same SoC).
+    """
+    _index(dev)
+    return _soc_name()
+
+
+def get_soc_version() -> str:
+    """The SoC name (``aclrtGetSocName``).
+
+    Differs from torch_npu, which returns an internal integer enum with no ACL
+    counterpart; the name is what ACL reports and what users compare against.
+    """
+    return _soc_name()
+
+
+def get_cann_version(module: str = "CANN") -> str:
+    """CANN version string as the loader found it (``_loader.backend_info()``).
+
+    ``module`` is accepted for torch_npu compatibility; only ``"CANN"`` (the runtime
+    package version) is known here; other modules return ``""``.
+    """
+    from . import _loader
+
+    if module.upper() not in ("CANN", "RUNTIME"):
+        return ""
+    info: Any = _loader.backend_info()
+    version = getattr(info, "cann_version", None)
+    if version is None and isinstance(info, dict):
+        version = info.get("cann_version")
+    return "" if version is None else str(version)
+
+
+def _modern_soc(name: str) -> bool:
+    """A2 (910B), A3 (910_93) and 950 SoCs support INF/NaN mode and bf16."""
+    return name.startswith(("Ascend910B", "Ascend910_93", "Ascend950"))
+
+
+def is_support_inf_nan() -> bool:
+    """True on SoCs whose float overflow mode is INF/NaN (Atlas A2/A3, Ascend 950).
+
+    Decided from the SoC name like torch_npu; creates no context.
+    """
+    return _modern_soc(_soc_name())
+
+
+def is_bf16_supported() -> bool:
+    """True on SoCs with bfloat16 support (Atlas A2/A3, Ascend 950), from the SoC name."""
+    return _modern_soc(_soc_name())
+
+
+def set_op_timeout_ms(timeout_ms: int) -> int:
+    """Set the operator execution timeout in milliseconds; returns the value the
+    runtime actually applied, in ms.
+
+    Uses ``aclrtSetOpExecuteTimeOutV2`` (microseconds) and falls back to the
+    second-granular ``aclrtSetOpExecuteTimeOut`` on older CANN. Unlike torch_npu it
+    does not drain task queues first (pyacl_rt has none). 0 means the maximum.
+    """
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+        raise TypeError("timeout_ms must be an int (milliseconds)")
+    if timeout_ms < 0:
+        raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
+    runtime.ensure_initialized()
+    s = _tls.scratch
+    try:
+        fn = _lib.aclrtSetOpExecuteTimeOutV2
+        rc = fn(timeout_ms * 1000, s.u64)
+        if rc == ACL_ERROR_RT_CONTEXT_NULL:
+            _ensure_current(current_device())
+            rc = fn(timeout_ms * 1000, s.u64)
+        _check(rc, "aclrtSetOpExecuteTimeOutV2")
+        return int(s.u64[0]) // 1000
+    except errors.FunctionNotFoundError:
+        seconds = -(-timeout_ms // 1000)
+        rc = _lib.aclrtSetOpExecuteTimeOut(seconds)
+        if rc == ACL_ERROR_RT_CONTEXT_NULL:
+            _ensure_current(current_device())
+            rc = _lib.aclrtSetOpExecuteTimeOut(seconds)
+        _check(rc, "aclrtSetOpExecuteTimeOut")
+        return seconds * 1000
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What :func:`get_device_properties` returns (torch_npu's field names).
+
+    Memory sizes are in bytes. Fields the runtime cannot report are ``None``.
+    """
+
+    index: int
+    name: str
+    total_memory: int
+    cube_core_num: int | None
+    vector_core_num: int | None
+    L2_cache_size: int | None
+    multi_processor_count: int | None
+
+
+class Device:
+    """One visible device. ``Device(i)`` returns the same object for the same index.
+
+    Properties query the runtime on each access (they are cheap and some change).
+    ``with Device(i):`` selects the device for the block like :class:`device`.
+    Device queries that take a device id (info, capability, utilisation, peer
+    access) create no context; :meth:`mem_get_info` needs the device's context.
+    """
+
+    __slots__ = ("__weakref__", "_index")
+    _instances: ClassVar[dict[int, Device]] = {}
+    _index: int
+
+    def __new__(cls, index: DeviceLike = None) -> Device:
+        i = _index(index)
+        inst = cls._instances.get(i)
+        if inst is None:
+            inst = object.__new__(cls)
+            inst._index = i
+            inst = cls._instances.setdefault(i, inst)
+        return inst
+
+    def __getnewargs__(self) -> tuple[int]:
+        return (self._index,)
+
+    @property
+    def index(self) -> int:
+        """The device index (0-based, after ASCEND_RT_VISIBLE_DEVICES)."""
+        return self._index
+
+    def __index__(self) -> int:
+        return self._index
+
+    def __int__(self) -> int:
+        return self._index
+
+    def __repr__(self) -> str:
+        return f"Device({self._index})"
+
+    def __str__(self) -> str:
+        return f"npu:{self._index}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Device):
+            return other._index == self._index
+        if isinstance(other, int) and not isinstance(other, bool):
+            return other == self._index
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(("npu", self._index))
+
+    def __enter__(self) -> Device:
+        _tls.guards.append((_tls.device, _tls.active))
+        set_device(self._index)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if _tls.guards:
+            prev_device, prev_active = _tls.guards.pop()
+            _restore_selection(prev_device, prev_active)
+
+    # --- selection / sync
+    def set_current(self) -> None:
+        """Select this device on the calling thread (:func:`set_device`)."""
+        set_device(self._index)
+
+    def synchronize(self) -> None:
+        """Wait for all work on this device (:func:`synchronize`)."""
+        synchronize(self._index)
+
+    # --- identity
+    @property
+    def name(self) -> str:
+        """SoC name (``aclrtGetSocName``), e.g. ``'Ascend910B1'``."""
+        return _soc_name()
+
+    soc_name = name
+
+    # --- raw attribute queries
+    def info(self, attr: int) -> int:
+        """``aclrtGetDeviceInfo(index, attr)``: an ``ACL_DEV_ATTR_*`` value (int64)."""
+        runtime.ensure_initialized()
+        s = _tls.scratch
+        _check(_lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
+        return int(s.i64[0])
+
+    def capability(self, info: int) -> int:
+        """``aclGetDeviceCapability(index, info)``: an ``ACL_DEVICE_INFO_*`` value."""
+        runtime.ensure_initialized()
+        s = _tls.scratch
+        _check(_lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
+        return int(s.i64[0])
+
+    def feature(self, feature: int) -> int:
+        """``aclrtGetDeviceCapability(index, feature)``: an ``ACL_FEATURE_*`` value."""
+        runtime.ensure_initialized()
+        s = _tls.scratch
+        _check(
+            _lib.aclrtGetDeviceCapability(self._index, feature, s.i32),
+            "aclrtGetDeviceCapability",
+        )
+        return int(s.i32[0])
+
+    def _info_or_none(self, attr: int, cap: int | None = None) -> int | None:
+        try:
+            return self.info(attr)
+        except errors.FeatureNotSupportedError:
+            pass
+        except errors.AclUsageError:
+            pass
+        if cap is not None:
+            try:
+                return self.capability(cap)
+            except (errors.FeatureNotSupportedError, errors.AclUsageError):
+                pass
+        return None
+
+    @property
+    def total_memory(self) -> int:
+        """Total device memory in bytes (``ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE``).
+
+        Falls back to ``aclrtGetMemInfo`` (which needs the device's context) when the
+        runtime does not report the attribute.
+        """
+        value = self._info_or_none(ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE)
+        if value is not None:
+            return value
+        return self.mem_get_info()[1]
+
+    @property
+    def free_memory(self) -> int:
+        """Free device memory in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
+        return self.mem_get_info()[0]
+
+    def mem_get_info(self) -> tuple[int, int]:
+        """``(free, total)`` device memory in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``).
+
+        Uses this device's context on the calling thread (creates the primary
+        context if the device was never used).
+        """
+        _ensure_current(self._index)
+        s = _tls.scratch
+        _check(_lib.aclrtGetMemInfo(ACL_HBM_MEM, s.size, s.size + 1), "aclrtGetMemInfo")
+        return int(s.size[0]), int(s.size[1])
+
+    def utilization_rates(self) -> dict[str, int | None]:
+        """``aclrtGetDeviceUtilizationRate``: percentages for ``cube``, ``vector``,
+        ``aicpu`` and ``memory``; ``None`` where the device does not report one."""
+        runtime.ensure_initialized()
+        info = lowlevel.ffi.new("aclrtUtilizationInfo *")
+        _check(
+            _lib.aclrtGetDeviceUtilizationRate(self._index, info),
+            "aclrtGetDeviceUtilizationRate",
+        )
+        out: dict[str, int | None] = {}
+        for key, field in (
+            ("cube", "cubeUtilization"),
+            ("vector", "vectorUtilization"),
+            ("aicpu", "aicpuUtilization"),
+            ("memory", "memoryUtilization"),
+        ):
+            value = int(getattr(info, field))
+            out[key] = None if value < 0 else value
+        return out
+
+    def utilization(self) -> int:
+        """Device utilisation in percent: the mean of cube and vector utilisation, or
+        whichever one the device reports (torch_npu's rule). Raises
+        :class:`~pyacl_rt.errors.FeatureNotSupportedError` if neither is reported."""
+        rates = self.utilization_rates()
+        values = [v for v in (rates["cube"], rates["vector"]) if v is not None]
+        if not values:
+            raise errors.FeatureNotSupportedError(
+                f"device {self._index} reports neither cube nor vector utilisation",
+                function="aclrtGetDeviceUtilizationRate",
+            )
+        return sum(values) // len(values)
+
+    @property
+    def properties(self) -> DeviceProperties:
+        """:class:`DeviceProperties` of this device (see :func:`get_device_properties`)."""
+        cube = self._info_or_none(ACL_DEV_ATTR_CUBE_CORE_NUM, ACL_DEVICE_INFO_AI_CORE_NUM)
+        vector = self._info_or_none(ACL_DEV_ATTR_VECTOR_CORE_NUM, ACL_DEVICE_INFO_VECTOR_CORE_NUM)
+        l2 = self._info_or_none(ACL_DEV_ATTR_L2_CACHE_SIZE, ACL_DEVICE_INFO_L2_SIZE)
+        return DeviceProperties(
+            index=self._index,
+            name=self.name,
+            total_memory=self.total_memory,
+            cube_core_num=cube,
+            vector_core_num=vector,
+            L2_cache_size=l2,
+            multi_processor_count=vector if vector else cube,
+        )
+
+    def can_access_peer(self, peer: DeviceLike) -> bool:
+        """Whether this device can access ``peer``'s memory (``aclrtDeviceCanAccessPeer``).
+
+        ``False`` for ``peer == self`` (ACL rejects that pair; torch.cuda answers False).
+        """
+        other = _index(peer)
+        if other == self._index:
+            return False
+        s = _tls.scratch
+        _check(_lib.aclrtDeviceCanAccessPeer(s.i32, self._index, other), "aclrtDeviceCanAccessPeer")
+        return bool(s.i32[0])
+
+
+# ------------------------------------------------ torch_npu-style functions
+def get_device_properties(dev: DeviceLike = None) -> DeviceProperties:
+    """Properties of ``dev``: name, total memory (bytes), core counts, L2 size (bytes).
+
+    torch_npu fills a few CUDA-compat fields with ``None`` (major/minor, warp size);
+    those are left out here. Creates no context when the runtime reports the total
+    memory attribute.
+    """
+    return Device(dev).properties
+
+
+def get_device_capability(dev: DeviceLike = None) -> None:
+    """Always ``None``: Ascend devices have no CUDA-style compute capability.
+
+    torch_npu returns ``None`` too (or an env-var override); use
+    :meth:`Device.capability` / :meth:`Device.info` for real attributes.
+    """
+    _index(dev)
+    return None
+
+
+def mem_get_info(dev: DeviceLike = None) -> tuple[int, int]:
+    """``(free, total)`` memory of ``dev`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
+    return Device(dev).mem_get_info()
+
+
+def utilization(dev: DeviceLike = None) -> int:
+    """Utilisation of ``dev`` in percent (see :meth:`Device.utilization`)."""
+    return Device(dev).utilization()
+
+
+def can_device_access_peer(dev: DeviceLike, peer: DeviceLike) -> bool:
+    """Whether ``dev`` can access ``peer``'s memory (see :meth:`Device.can_access_peer`)."""
+    return Device(dev).can_access_peer(peer)
+
+
+# ---------------------------------------------------------- lifecycle hooks
+def _release_devices() -> None:
+    """Release hook (priority 'devices'): reset each device we set, once. Never raises."""
+    global _device_count
+    with _lock:
+        refs = list(_primaries.values())
+        _primaries.clear()
+        for ref in refs:
+            index = ref.device
+            ref.kill("finalized")
+            if index < 0:
+                continue
+            try:
+                rc = _lib.aclrtResetDevice(index)
+                if rc:
+                    _log.warning("aclrtResetDevice(%d) failed with %d at finalize", index, rc)
+            except Exception as exc:  # pragma: no cover - defensive
+                _log.warning("aclrtResetDevice(%d) raised %r at finalize", index, exc)
+        _device_count = None
+        Device._instances.clear()
+    _tls.ctx = None
+    _tls.active = None
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child every context is unusable: mark them dead (never touch ACL)."""
+    global _lock
+    _lock = threading.RLock()
+    for ref in list(_primaries.values()):
+        ref.kill("forked")
+    _primaries.clear()
+    _tls.ctx = None
+    _tls.active = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+runtime.register_release_hook(_release_devices, runtime.PRIORITY_DEVICES)

@@ -1,0 +1,357 @@
+"""Events: ordering between streams, completion queries, and timing.
+
+``Event(enable_timing=False, blocking=False)`` follows torch_npu:
+
+* The ACL event is created lazily at the first :meth:`Event.record`, in the
+  context of the stream it is recorded on (``aclrtCreateEventExWithFlag`` with
+  ``ACL_EVENT_SYNC``, plus ``ACL_EVENT_TIME_LINE`` when timing is enabled; the
+  "Ex" events are not limited by hardware event counts and may be re-recorded).
+  From then on the event belongs to that context (and keeps it alive).
+* Before the first record, :meth:`query` is True, :meth:`synchronize` and
+  :meth:`wait` do nothing, and :meth:`elapsed_time` raises a clear error.
+* ``blocking`` is accepted and ignored, as in torch_npu: ACL has no spin/blocking
+  choice for events; :meth:`synchronize` always blocks the calling thread with the
+  GIL released.
+* ``interprocess=True`` raises :class:`~pyacl_rt.errors.FeatureNotSupportedError`
+  (event IPC is not implemented by pyacl_rt).
+
+``with Event() as e:`` destroys the event at the end of the block.
+
+Floor 5: imports floors 1-4 and :mod:`stream`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from typing import Any, Final
+
+from . import context as _context
+from . import errors, runtime
+from .device import (
+    _CLOSED,
+    _FINALIZED,
+    Device,
+    ObjectClosedError,
+    _check,
+    _CtxRef,
+    _lib,
+    _owner_of,
+    _raise_dead,
+    _raise_sync_error,
+    _refuse_in_callback,
+    _tls,
+)
+from .stream import Stream, _timeout_ms, current_stream
+
+__all__ = ["Event", "EventTimingError"]
+
+_log = logging.getLogger("pyacl_rt")
+
+ACL_EVENT_SYNC: Final = 0x1
+ACL_EVENT_TIME_LINE: Final = 0x8
+ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = 1
+
+_aclrtRecordEvent = _lib.aclrtRecordEvent
+_aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
+_aclrtSynchronizeEvent = _lib.aclrtSynchronizeEvent
+
+
+class EventTimingError(errors.AclUsageError, ValueError):
+    """``elapsed_time`` on events without timing or never recorded (also a ``ValueError``)."""
+
+
+def _destroy_event(ctx: _CtxRef, handle: int) -> None:
+    """Finalizer body. Never raises; never touches a finalized runtime."""
+    try:
+        if ctx.device < 0:
+            return
+        if _tls.ctx is not ctx:
+            ctx.make_current()
+        rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
+        if rc:
+            _log.warning("aclrtDestroyEvent(0x%x) failed with %d", handle, rc)
+    except BaseException:  # pragma: no cover - interpreter shutdown
+        pass
+
+
+_live: weakref.WeakSet[Event] = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+class Event:
+    """A stream event (see the module docstring for the torch_npu-compatible rules)."""
+
+    __slots__ = (
+        "__weakref__",
+        "_blocking",
+        "_ctx",
+        "_device",
+        "_finalizer",
+        "_handle",
+        "_owner",
+        "_recorded",
+        "_timing",
+    )
+
+    def __init__(
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> None:
+        if interprocess:
+            raise errors.FeatureNotSupportedError(
+                "interprocess events are not supported by pyacl_rt", function="Event"
+            )
+        self._handle = 0
+        self._ctx: _CtxRef | None = None
+        self._device = -1
+        self._owner: object = None
+        self._timing = bool(enable_timing)
+        self._blocking = bool(blocking)
+        self._recorded = False
+        self._finalizer: weakref.finalize[..., Any] | None = None
+
+    # ------------------------------------------------------------ properties
+    @property
+    def handle(self) -> int:
+        """The raw ``aclrtEvent`` as an int (0 before the first record / after close)."""
+        return self._handle
+
+    @property
+    def device(self) -> Device | None:
+        """The device the event was first recorded on (None before that)."""
+        return Device(self._device) if self._device >= 0 else None
+
+    @property
+    def enable_timing(self) -> bool:
+        return self._timing
+
+    @property
+    def blocking(self) -> bool:
+        """Accepted for torch_npu compatibility; has no effect (see module docstring)."""
+        return self._blocking
+
+    @property
+    def is_recorded(self) -> bool:
+        """True once :meth:`record` succeeded."""
+        return self._recorded
+
+    @property
+    def closed(self) -> bool:
+        ctx = self._ctx
+        return ctx is not None and ctx.device < 0
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<Event closed>"
+        if self._ctx is None:
+            return f"<Event not recorded timing={self._timing}>"
+        return f"<Event 0x{self._handle:x} on device {self._device} timing={self._timing}>"
+
+    # --------------------------------------------------------------- helpers
+    def _bind(self, stream: Stream) -> None:
+        """First record: create the ACL event in ``stream``'s context (or refuse)."""
+        ctx = self._ctx
+        if ctx is not None:
+            if ctx.device < 0:
+                self._raise_closed()
+            raise errors.AclUsageError(
+                f"this Event belongs to device {self._device} (context {ctx!r}); it cannot "
+                f"be recorded on {stream!r}. Use one Event per device.",
+                explanation="",
+            )
+        sctx = stream._ctx
+        if _tls.ctx is not sctx:
+            stream._activate()
+        flags = ACL_EVENT_SYNC | (ACL_EVENT_TIME_LINE if self._timing else 0)
+        s = _tls.scratch
+        rc = _lib.aclrtCreateEventExWithFlag(s.uptr, flags)
+        if rc == -1:
+            try:
+                _check(rc, "aclrtCreateEventExWithFlag")
+            except errors.FunctionNotFoundError:
+                rc = _lib.aclrtCreateEventWithFlag(s.uptr, flags)
+                _check(rc, "aclrtCreateEventWithFlag")
+        elif rc:
+            _check(rc, "aclrtCreateEventExWithFlag")
+        handle = int(s.uptr[0])
+        self._handle = handle
+        self._ctx = sctx
+        self._device = sctx.device
+        self._owner = _owner_of(sctx)
+        self._finalizer = weakref.finalize(self, _destroy_event, sctx, handle)
+        self._finalizer.atexit = False
+        with _live_lock:
+            _live.add(self)
+
+    def _raise_closed(self) -> None:
+        ctx = self._ctx
+        if ctx is _CLOSED:
+            raise ObjectClosedError("this Event is closed; create a new one", explanation="")
+        _raise_dead(ctx.dead if ctx is not None else None)
+
+    def _activate(self) -> None:
+        ctx = self._ctx
+        if ctx is None or ctx.device < 0:
+            self._raise_closed()
+        assert ctx is not None
+        ctx.make_current()
+
+    # --------------------------------------------------------------- methods
+    def record(self, stream: Stream | None = None) -> None:
+        """Record the event on ``stream`` (default: the current stream).
+
+        Re-recording is allowed; queries and waits follow the latest record.
+        """
+        if stream is None:
+            stream = current_stream()
+        ctx = stream._ctx
+        if self._ctx is not ctx:
+            self._bind(stream)
+        if _tls.ctx is not ctx:
+            stream._activate()
+        rc = _aclrtRecordEvent(self._handle, stream._handle)
+        if rc:
+            _check(rc, "aclrtRecordEvent")
+        self._recorded = True
+
+    def query(self) -> bool:
+        """True if the work captured by the last record completed (True if never recorded)."""
+        ctx = self._ctx
+        if ctx is None:
+            return True
+        if _tls.ctx is not ctx:
+            self._activate()
+        st = _tls.scratch.i32
+        rc = _aclrtQueryEventStatus(self._handle, st)
+        if rc:
+            _check(rc, "aclrtQueryEventStatus")
+        return st[0] == ACL_EVENT_RECORDED_STATUS_COMPLETE  # type: ignore[no-any-return]
+
+    def synchronize(self, timeout: float | None = None) -> None:
+        """Wait for the work captured by the last record. Releases the GIL.
+
+        ``timeout`` in milliseconds raises :class:`~pyacl_rt.device.SyncTimeoutError`
+        on expiry. A no-op if never recorded. Refused inside a host callback.
+        """
+        if _tls.in_callback:
+            _refuse_in_callback("Event.synchronize()")
+        ctx = self._ctx
+        if ctx is None:
+            return
+        if _tls.ctx is not ctx:
+            self._activate()
+        if timeout is None:
+            rc = _aclrtSynchronizeEvent(self._handle)
+            if rc:
+                _raise_sync_error(rc, "aclrtSynchronizeEvent")
+        else:
+            rc = _lib.aclrtSynchronizeEventWithTimeout(self._handle, _timeout_ms(timeout))
+            if rc:
+                _raise_sync_error(rc, "aclrtSynchronizeEventWithTimeout")
+
+    def wait(self, stream: Stream | None = None) -> None:
+        """Make future work on ``stream`` (default: current stream) wait for this event."""
+        if stream is None:
+            stream = current_stream()
+        self._wait_on(stream)
+
+    def _wait_on(self, stream: Stream) -> None:
+        if not isinstance(stream, Stream):
+            raise TypeError(f"expected a Stream, got {type(stream).__name__}")
+        ctx = self._ctx
+        if ctx is None:
+            return  # never recorded: nothing to wait for (torch_npu does the same)
+        if ctx.device < 0:
+            self._raise_closed()
+        if _tls.ctx is not stream._ctx:
+            stream._activate()
+        rc = _lib.aclrtStreamWaitEvent(stream._handle, self._handle)
+        if rc:
+            _check(rc, "aclrtStreamWaitEvent")
+
+    def elapsed_time(self, end_event: Event) -> float:
+        """Milliseconds between this event's record and ``end_event``'s.
+
+        Both events need ``enable_timing=True`` and must have been recorded; both are
+        synchronized first (like torch_npu). Raises :class:`EventTimingError`
+        otherwise.
+        """
+        if not isinstance(end_event, Event):
+            raise TypeError(f"elapsed_time() needs an Event, got {type(end_event).__name__}")
+        for name, ev in (("start", self), ("end", end_event)):
+            if not ev._timing:
+                raise EventTimingError(
+                    f"the {name} event was created with enable_timing=False; create both "
+                    "events with Event(enable_timing=True) to measure time",
+                    explanation="",
+                )
+            if ev.closed:
+                ev._raise_closed()
+            if not ev._recorded:
+                raise EventTimingError(
+                    f"the {name} event was never recorded; call record() on both events "
+                    "before elapsed_time()",
+                    explanation="",
+                )
+        self.synchronize()
+        end_event.synchronize()
+        if _tls.ctx is not self._ctx:
+            self._activate()
+        f = _tls.scratch.f32
+        rc = _lib.aclrtEventElapsedTime(f, self._handle, end_event._handle)
+        if rc:
+            _check(rc, "aclrtEventElapsedTime")
+        return float(f[0])
+
+    # -------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Destroy the ACL event (asynchronous; safe while it is pending). Idempotent."""
+        f = self._finalizer
+        if f is not None:
+            f()
+        if self._ctx is None or self._ctx.device >= 0:
+            self._ctx = _CLOSED
+        self._handle = 0
+        with _live_lock:
+            _live.discard(self)
+
+    def _make_inert(self, reason: _CtxRef) -> None:
+        f = self._finalizer
+        if f is not None:
+            f()
+        self._ctx = reason
+        self._handle = 0
+
+    def __enter__(self) -> Event:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _close_all(ctx_filter: _CtxRef | None, reason: _CtxRef) -> None:
+    with _live_lock:
+        items = list(_live)
+    for ev in items:
+        if ctx_filter is not None and ev._ctx is not ctx_filter:
+            continue
+        try:
+            ev._make_inert(reason)
+        except BaseException:  # pragma: no cover - defensive
+            _log.exception("pyacl_rt: closing %r failed", ev)
+        with _live_lock:
+            _live.discard(ev)
+
+
+def _release_events() -> None:
+    """Release hook (priority 'events'): destroy every live event."""
+    _close_all(None, _FINALIZED)
+
+
+def _on_context_close(ctx: _CtxRef) -> None:
+    _close_all(ctx, _CLOSED)
+
+
+_context._close_hooks.insert(0, _on_context_close)
+runtime.register_release_hook(_release_events, runtime.PRIORITY_EVENTS)

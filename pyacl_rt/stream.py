@@ -1,0 +1,735 @@
+"""Streams: owned streams, default streams, the per-thread current stream, a pool.
+
+* :class:`Stream` owns an ACL stream (``aclrtCreateStreamWithConfig``) on a device
+  and context; ``close()`` (idempotent), garbage collection or
+  :func:`pyacl_rt.runtime.finalize` destroys it. It keeps its context alive.
+* :func:`default_stream` wraps the context's default stream (handle 0 = NULL, which
+  ACL resolves to the default stream of the *current* context; pyacl_rt makes the
+  right context current before every call, so the NULL handle is always right).
+* :func:`current_stream` / :func:`set_stream` / ``with stream(s):`` manage a
+  per-thread, per-device current stream; ``with stream(s):`` (and ``with s:``)
+  restore the previous stream *and* device selection exactly, even when
+  :func:`set_stream` was called inside the block.
+* :func:`stream_from_pool` hands out pooled streams round robin (32 per device and
+  priority class, created lazily), like torch_npu's ``Stream()``.
+
+Keep-alive hook for higher floors (memory)
+------------------------------------------
+``Stream._keep_alive(objs)`` keeps ``objs`` (one object or a tuple/list) referenced
+until all work enqueued on the stream *so far* has completed on the device. It
+records a marker event after the op (from a per-context pool, no allocation in the
+steady state) and appends ``(marker, objs)`` to the stream's watch list. Entries
+are released, oldest first, when their marker completes; completion is polled on
+each ``_keep_alive`` call (cheap: ``aclrtQueryEventStatus`` on the oldest entry
+only), and everything is released by :meth:`Stream.synchronize`, device
+``synchronize()``, :meth:`Stream.close` and finalize. Call it right *after*
+enqueueing the async op::
+
+    rc = lowlevel.lib.aclrtMemcpyAsync(dst, dmax, src, n, kind, s.handle)
+    check(rc, "aclrtMemcpyAsync")
+    s._keep_alive((dst_buf, src_obj))
+
+``Stream._watch_pending()`` returns how many entries are still held (tests).
+The calling thread must already have the stream's context current (it has, right
+after an op through :meth:`Stream._activate` or ``device._ensure_current``).
+
+Floor 5: imports floors 1-4 and :mod:`callbacks`.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+from . import callbacks, errors, runtime
+from . import context as _context
+from . import device as _device
+from .device import (
+    _CLOSED,
+    _FINALIZED,
+    Device,
+    DeviceLike,
+    _check,
+    _context_for,
+    _CtxRef,
+    _index,
+    _lib,
+    _owner_of,
+    _raise_dead,
+    _raise_sync_error,
+    _refuse_in_callback,
+    _restore_selection,
+    _tls,
+    current_device,
+)
+
+__all__ = [
+    "STREAMS_PER_POOL",
+    "Stream",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "stream",
+    "stream_from_pool",
+]
+
+_log = logging.getLogger("pyacl_rt")
+
+ACL_EVENT_SYNC: Final = 0x1
+ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = 1
+ACL_STREAM_STATUS_COMPLETE: Final = 0
+STREAMS_PER_POOL: Final = 32
+
+_aclrtStreamQuery = _lib.aclrtStreamQuery
+_aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
+_aclrtRecordEvent = _lib.aclrtRecordEvent
+_aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
+
+_OWNED: Final = 0
+_DEFAULT: Final = 1
+_POOL: Final = 2
+_EXTERNAL: Final = 3
+_KIND_NAMES: Final = ("owned", "default", "pool", "external")
+
+
+# ------------------------------------------------------------ marker events
+class _MarkerPool:
+    """Raw ACL events (flag SYNC) per context, reused for keep-alive markers."""
+
+    def __init__(self) -> None:
+        self._free: dict[_CtxRef, list[int]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, ctx: _CtxRef) -> int:
+        with self._lock:
+            lst = self._free.get(ctx)
+            if lst:
+                return lst.pop()
+        s = _tls.scratch
+        rc = _lib.aclrtCreateEventExWithFlag(s.uptr, ACL_EVENT_SYNC)
+        if rc:
+            _check(rc, "aclrtCreateEventExWithFlag")
+        return int(s.uptr[0])
+
+    def put(self, ctx: _CtxRef, handle: int) -> None:
+        if ctx.device < 0:
+            return  # its context died; the runtime released the event with it
+        with self._lock:
+            self._free.setdefault(ctx, []).append(handle)
+
+    def drop_context(self, ctx: _CtxRef) -> None:
+        """Destroy the pooled events of ``ctx`` (context close / finalize)."""
+        with self._lock:
+            handles = self._free.pop(ctx, [])
+        if not handles or ctx.device < 0:
+            return
+        try:
+            if _tls.ctx is not ctx:
+                ctx.make_current()
+            for h in handles:
+                _lib.aclrtDestroyEvent(h)
+        except Exception:  # pragma: no cover - defensive
+            _log.debug("pyacl_rt: destroying marker events failed", exc_info=True)
+
+    def drop_all(self) -> None:
+        with self._lock:
+            ctxs = list(self._free)
+        for ctx in ctxs:
+            self.drop_context(ctx)
+
+
+_markers = _MarkerPool()
+
+
+# -------------------------------------------------------------- destruction
+def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
+    """Finalizer body of an owned stream. Never raises; never touches a dead runtime.
+
+    ``state`` is the stream's shared mutable state ``[watch deque, subscription]``.
+    """
+    try:
+        if ctx.device < 0:
+            state[0].clear()
+            return
+        if _tls.ctx is not ctx:
+            ctx.make_current()
+        sub = state[1]
+        if sub is not None:
+            state[1] = None
+            _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
+            sub.unsubscribe(handle)
+        rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
+        if rc:
+            _log.warning("aclrtDestroyStream(0x%x) failed with %d", handle, rc)
+        _release_watch(ctx, state[0])
+    except BaseException:  # pragma: no cover - interpreter shutdown
+        pass
+
+
+def _release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -> None:
+    """Drop every keep-alive entry (the caller knows the work completed)."""
+    while watch:
+        try:
+            marker, _objs = watch.popleft()
+        except IndexError:  # pragma: no cover - concurrent release
+            return
+        _markers.put(ctx, marker)
+
+
+_live: weakref.WeakSet[Stream] = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+# ------------------------------------------------------------------ Stream
+class Stream:
+    """An ACL stream on ``device`` (default: the current device).
+
+    ``priority`` is ACL's stream priority (0 = highest on runtimes that honour it;
+    many CANN versions ignore it). torch_npu-style negative priorities ("high") are
+    accepted and map to 0. ``flags`` are ``ACL_STREAM_*`` bits (default 0); torch_npu
+    uses ``FAST_LAUNCH | FAST_SYNC`` for its own streams.
+
+    Unlike torch_npu, ``Stream()`` creates a new stream that this object owns and
+    destroys (``close()``, GC, or finalize); use :func:`stream_from_pool` for
+    torch_npu's pooled, never-destroyed streams.
+
+    ``with s:`` makes ``s`` the current stream (and its device the current device)
+    for the block, like ``with stream(s):``; it does not close the stream.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_ctx",
+        "_device",
+        "_errors",
+        "_finalizer",
+        "_flags",
+        "_handle",
+        "_kind",
+        "_owner",
+        "_priority",
+        "_state",
+    )
+
+    _handle: int
+    _ctx: _CtxRef
+    _device: int
+    _kind: int
+    _state: list[Any]
+
+    def __init__(self, device: DeviceLike = None, priority: int = 0, flags: int = 0) -> None:
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError("priority must be an int")
+        if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0:
+            raise TypeError("flags must be a non-negative int of ACL_STREAM_* bits")
+        prio = max(priority, 0)
+        index = _index(device)
+        ctx = _context_for(index)
+        if _tls.ctx is not ctx:
+            ctx.make_current()
+        s = _tls.scratch
+        rc = _lib.aclrtCreateStreamWithConfig(s.uptr, prio, flags)
+        if rc == -1 and prio == 0 and flags == 0:
+            # Old runtime without aclrtCreateStreamWithConfig.
+            try:
+                _check(rc, "aclrtCreateStreamWithConfig")
+            except errors.FunctionNotFoundError:
+                rc = _lib.aclrtCreateStream(s.uptr)
+                _check(rc, "aclrtCreateStream")
+        elif rc:
+            _check(rc, "aclrtCreateStreamWithConfig")
+        self._setup(int(s.uptr[0]), ctx, _OWNED, prio, flags)
+
+    def _setup(self, handle: int, ctx: _CtxRef, kind: int, prio: int, flags: int) -> None:
+        self._handle = handle
+        self._ctx = ctx
+        self._device = ctx.device
+        self._owner = _owner_of(ctx)  # keeps an explicit Context alive
+        self._kind = kind
+        self._priority = prio
+        self._flags = flags
+        self._errors: list[BaseException] = []
+        # [watch list, callback subscription]: shared with the finalizer (no self ref).
+        self._state = [collections.deque(), None]
+        if kind == _OWNED:
+            self._finalizer: weakref.finalize[..., Any] | None = weakref.finalize(
+                self, _destroy_stream, ctx, handle, self._state
+            )
+            self._finalizer.atexit = False
+        else:
+            self._finalizer = None
+        with _live_lock:
+            _live.add(self)
+
+    @classmethod
+    def _wrap(cls, handle: int, ctx: _CtxRef, kind: int) -> Stream:
+        obj = cls.__new__(cls)
+        obj._setup(handle, ctx, kind, 0, 0)
+        return obj
+
+    @classmethod
+    def from_handle(cls, handle: int, device: DeviceLike = None) -> Stream:
+        """Wrap a stream created elsewhere (not owned: ``close()`` does nothing).
+
+        ``handle`` is the raw ``aclrtStream`` as an int; ``device`` is the device it
+        was created on (default: current). It is used in that device's context on
+        this thread (the explicit Context active here, else the primary context).
+        """
+        if isinstance(handle, bool) or not isinstance(handle, int) or handle < 0:
+            raise TypeError("handle must be a non-negative int (an aclrtStream address)")
+        return cls._wrap(handle, _context_for(_index(device)), _EXTERNAL)
+
+    # ------------------------------------------------------------ properties
+    @property
+    def handle(self) -> int:
+        """The raw ``aclrtStream`` as an int (0 for a default stream = NULL)."""
+        return self._handle
+
+    npu_stream = handle  # torch_npu's name
+
+    @property
+    def device(self) -> Device:
+        """The :class:`~pyacl_rt.device.Device` of this stream."""
+        return Device(self._device)
+
+    @property
+    def device_index(self) -> int:
+        """The device index of this stream."""
+        return self._device
+
+    @property
+    def priority(self) -> int:
+        """The ACL priority requested at creation (0 for default/pool/external)."""
+        return self._priority
+
+    @property
+    def flags(self) -> int:
+        """The ``ACL_STREAM_*`` flags requested at creation."""
+        return self._flags
+
+    @property
+    def kind(self) -> str:
+        """``'owned'``, ``'default'``, ``'pool'`` or ``'external'``."""
+        return _KIND_NAMES[self._kind]
+
+    @property
+    def closed(self) -> bool:
+        """True once closed (or made inert by finalize)."""
+        return self._ctx.device < 0
+
+    def __repr__(self) -> str:
+        if self._ctx.device < 0:
+            return f"<Stream {self.kind} closed>"
+        return f"<Stream {self.kind} 0x{self._handle:x} on device {self._device}>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Stream):
+            return NotImplemented
+        return (
+            other._handle == self._handle
+            and other._device == self._device
+            and (self._handle != 0 or other._ctx is self._ctx)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._handle, self._device))
+
+    # --------------------------------------------------------------- helpers
+    def _activate(self) -> None:
+        """Make this stream's context current on the calling thread (or raise)."""
+        ctx = self._ctx
+        if ctx.device < 0:
+            if ctx is _CLOSED:
+                raise _device.ObjectClosedError(
+                    f"{self.kind} stream is closed; create a new Stream", explanation=""
+                )
+            _raise_dead(ctx.dead)
+        ctx.make_current()
+
+    # ------------------------------------------------------------- queries
+    def query(self) -> bool:
+        """True if all work submitted to the stream has completed (``aclrtStreamQuery``)."""
+        if _tls.ctx is not self._ctx:
+            self._activate()
+        st = _tls.scratch.i32
+        rc = _aclrtStreamQuery(self._handle, st)
+        if rc:
+            _check(rc, "aclrtStreamQuery")
+        return st[0] == ACL_STREAM_STATUS_COMPLETE  # type: ignore[no-any-return]
+
+    def synchronize(self, timeout: float | None = None) -> None:
+        """Wait until all work on the stream completed. Releases the GIL.
+
+        ``timeout`` in milliseconds (``aclrtSynchronizeStreamWithTimeout``); on expiry
+        :class:`~pyacl_rt.device.SyncTimeoutError` (a ``TimeoutError`` and an
+        :class:`~pyacl_rt.errors.AclError`) is raised. ``None`` waits forever.
+        Re-raises the first exception a host callback of this stream raised since the
+        last synchronize (the others are attached as notes). Refused inside a host
+        callback (it would wait for itself).
+        """
+        if _tls.in_callback:
+            _refuse_in_callback("Stream.synchronize()")
+        if _tls.ctx is not self._ctx:
+            self._activate()
+        if timeout is None:
+            rc = _aclrtSynchronizeStream(self._handle)
+            if rc:
+                _raise_sync_error(rc, "aclrtSynchronizeStream")
+        else:
+            ms = _timeout_ms(timeout)
+            rc = _lib.aclrtSynchronizeStreamWithTimeout(self._handle, ms)
+            if rc:
+                _raise_sync_error(rc, "aclrtSynchronizeStreamWithTimeout")
+        watch = self._state[0]
+        if watch:
+            _release_watch(self._ctx, watch)
+        if self._errors:
+            self._raise_callback_error()
+
+    def _raise_callback_error(self) -> None:
+        errs = self._errors
+        first = errs.pop(0)
+        others = list(errs)
+        errs.clear()
+        for other in others:
+            first.add_note(f"another host callback on this stream also raised: {other!r}")
+        raise first
+
+    # ------------------------------------------------------------ ordering
+    def wait_event(self, event: Any) -> None:
+        """Make future work on this stream wait for ``event`` (``aclrtStreamWaitEvent``).
+
+        Waiting on an event that was never recorded is a no-op (as in torch_npu).
+        """
+        event._wait_on(self)
+
+    def wait_stream(self, other: Stream) -> None:
+        """Make future work on this stream wait for the work submitted to ``other`` so far."""
+        if not isinstance(other, Stream):
+            raise TypeError(f"wait_stream() needs a Stream, got {type(other).__name__}")
+        if other is self:
+            return
+        from .event import Event
+
+        ev = Event()
+        ev.record(other)
+        self.wait_event(ev)
+        self._keep_alive(ev)  # the event must outlive the wait
+
+    def record_event(self, event: Any = None) -> Any:
+        """Record ``event`` (a new :class:`~pyacl_rt.event.Event` if None) on this stream."""
+        from .event import Event
+
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
+    # ------------------------------------------------------------- callbacks
+    def launch_host_func(
+        self, fn: Callable[..., object], *args: object, block: bool = True
+    ) -> None:
+        """Run ``fn(*args)`` on pyacl_rt's report thread when the stream reaches this point.
+
+        ``block=True`` (the default, like torch_npu's host funcs) makes later work on
+        the stream wait until ``fn`` returns. See :mod:`pyacl_rt.callbacks` for what a
+        callback may not do. An exception raised by ``fn`` is logged and re-raised by
+        the next :meth:`synchronize` of this stream.
+        """
+        if not callable(fn):
+            raise TypeError("fn must be callable")
+        if _tls.ctx is not self._ctx:
+            self._activate()
+        callbacks.launch(self, fn, args, block)
+
+    def add_callback(
+        self, callback: Callable[[Stream, int, object], object], arg: object = None
+    ) -> None:
+        """CuPy-style: run ``callback(stream, 0, arg)`` when the stream reaches this point."""
+        self.launch_host_func(callback, self, 0, arg)
+
+    # ------------------------------------------------------------- keep-alive
+    def _keep_alive(self, objs: object) -> None:
+        """Keep ``objs`` alive until the work enqueued so far on this stream completed.
+
+        For higher floors (see the module docstring). Requires the stream's context
+        to be current on this thread (true right after enqueueing an op on it).
+        """
+        ctx = self._ctx
+        if _tls.ctx is not ctx:
+            self._activate()
+        watch: collections.deque[tuple[int, object]] = self._state[0]
+        if watch:
+            self._poll_watch(watch)
+        marker = _markers.get(ctx)
+        rc = _aclrtRecordEvent(marker, self._handle)
+        if rc:
+            _markers.put(ctx, marker)
+            _check(rc, "aclrtRecordEvent")
+        watch.append((marker, objs))
+
+    def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
+        st = _tls.scratch.i32
+        ctx = self._ctx
+        while watch:
+            marker = watch[0][0]
+            if (
+                _aclrtQueryEventStatus(marker, st) != 0
+                or st[0] != ACL_EVENT_RECORDED_STATUS_COMPLETE
+            ):
+                return
+            watch.popleft()
+            _markers.put(ctx, marker)
+
+    def _watch_pending(self) -> int:
+        """Number of keep-alive entries not yet released (polls first)."""
+        watch = self._state[0]
+        if watch and self._ctx.device >= 0:
+            if _tls.ctx is not self._ctx:
+                self._activate()
+            self._poll_watch(watch)
+        return len(watch)
+
+    # ------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Destroy an owned stream (waits for its pending work). Idempotent.
+
+        No-op for default, pooled and external streams (they are not ours to
+        destroy) and after :func:`pyacl_rt.runtime.finalize`. Refused inside a host
+        callback when the stream has host callbacks (it would wait for itself).
+        """
+        f = self._finalizer
+        if f is None or not f.alive or self._kind != _OWNED:
+            return
+        if self._state[1] is not None and _tls.in_callback:
+            _refuse_in_callback("Stream.close()")
+        f()  # runs _destroy_stream once
+        self._ctx = _CLOSED
+        with _live_lock:
+            _live.discard(self)
+
+    def _make_inert(self, reason_ctx: _CtxRef) -> None:
+        """Finalize / context close: destroy if owned, then refuse further use."""
+        f = self._finalizer
+        if f is not None and f.alive:
+            f()
+        else:
+            state = self._state
+            sub = state[1]
+            if sub is not None and self._ctx.device >= 0:
+                state[1] = None
+                try:
+                    if _tls.ctx is not self._ctx:
+                        self._ctx.make_current()
+                    _lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
+                    sub.unsubscribe(self._handle)
+                except Exception:  # pragma: no cover - defensive
+                    _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
+            state[0].clear()
+        self._ctx = reason_ctx
+
+    def __enter__(self) -> Stream:
+        guard = stream(self)
+        guard.__enter__()
+        _guard_stack().append(guard)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        st = _guard_stack()
+        if st:
+            st.pop().__exit__()
+
+
+def _timeout_ms(timeout: float) -> int:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError("timeout must be a number of milliseconds or None")
+    if not timeout > 0:
+        raise ValueError(
+            f"timeout must be > 0 milliseconds (or None to wait forever), got {timeout}"
+        )
+    ms = int(-(-timeout // 1))
+    return min(ms, 2**31 - 1)
+
+
+# ---------------------------------------------------- default / current stream
+_defaults: dict[_CtxRef, Stream] = {}
+
+
+def default_stream(device: DeviceLike = None) -> Stream:
+    """The default stream of ``device`` (current device if None) in the context this
+    thread uses for it. Its handle is 0 (NULL), as in ACL; ``close()`` is a no-op.
+    """
+    index = current_device() if device is None else _index(device)
+    ctx = _context_for(index)
+    s = _defaults.get(ctx)
+    if s is None:
+        s = _defaults.setdefault(ctx, Stream._wrap(0, ctx, _DEFAULT))
+    return s
+
+
+def current_stream(device: DeviceLike = None) -> Stream:
+    """The calling thread's current stream for ``device`` (default: current device).
+
+    The default stream unless :func:`set_stream` / ``with stream(s):`` chose another.
+    """
+    index = current_device() if device is None else _index(device)
+    s = _tls.streams.get(index)
+    if s is not None:
+        return s  # type: ignore[no-any-return]
+    return default_stream(index)
+
+
+def set_stream(s: Stream) -> None:
+    """Make ``s`` the calling thread's current stream for its device, and select that
+    device (as torch_npu's ``set_stream`` does)."""
+    if not isinstance(s, Stream):
+        raise TypeError(f"set_stream() needs a Stream, got {type(s).__name__}")
+    if s._ctx.device < 0:
+        s._activate()  # raises the closed/finalized error
+    _device.set_device(s._device)
+    _tls.streams[s._device] = s
+
+
+_guard_tls = threading.local()
+
+
+def _guard_stack() -> list[stream]:
+    st: list[stream] | None = getattr(_guard_tls, "stack", None)
+    if st is None:
+        st = []
+        _guard_tls.stack = st
+    return st
+
+
+class stream:
+    """``with stream(s):`` makes ``s`` the current stream (and its device the current
+    device) for the block, then restores both exactly, even if :func:`set_stream`
+    was called inside. ``stream(None)`` is a no-op, as in torch_npu.
+    """
+
+    __slots__ = ("_saved", "s")
+
+    def __init__(self, s: Stream | None) -> None:
+        if s is not None and not isinstance(s, Stream):
+            raise TypeError(f"stream() needs a Stream or None, got {type(s).__name__}")
+        self.s = s
+        self._saved: list[tuple[int, Any, Any, int]] = []
+
+    def __enter__(self) -> Stream | None:
+        s = self.s
+        if s is None:
+            return None
+        self._saved.append((_tls.device, _tls.active, _tls.streams.get(s._device), s._device))
+        try:
+            set_stream(s)
+        except BaseException:
+            self._saved.pop()
+            raise
+        return s
+
+    def __exit__(self, *exc: object) -> None:
+        if self.s is None or not self._saved:
+            return
+        prev_device, prev_active, prev_stream, dev = self._saved.pop()
+        _restore_selection(prev_device, prev_active)
+        if prev_stream is None:
+            _tls.streams.pop(dev, None)
+        else:
+            _tls.streams[dev] = prev_stream
+
+
+# ------------------------------------------------------------------- pool
+class _Pool:
+    __slots__ = ("counter", "lock", "streams")
+
+    def __init__(self) -> None:
+        self.streams: list[Stream | None] = [None] * STREAMS_PER_POOL
+        self.counter = 0
+        self.lock = threading.Lock()
+
+
+_pools: dict[tuple[_CtxRef, bool], _Pool] = {}
+_pools_lock = threading.Lock()
+
+
+def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
+    """A pooled stream of ``device``, round robin over 32 streams per device and
+    priority class (``priority < 0`` = the high-priority pool), as torch_npu's
+    ``Stream()`` does. Streams are created on first use and live until finalize;
+    ``close()`` on them is a no-op. For libraries that need short-lived streams
+    without paying stream creation each time.
+    """
+    index = current_device() if device is None else _index(device)
+    ctx = _context_for(index)
+    high = priority < 0
+    key = (ctx, high)
+    pool = _pools.get(key)
+    if pool is None:
+        with _pools_lock:
+            pool = _pools.setdefault(key, _Pool())
+    with pool.lock:
+        i = pool.counter % STREAMS_PER_POOL
+        pool.counter += 1
+        s = pool.streams[i]
+        if s is None or s._ctx.device < 0:
+            s = Stream(index, priority=0)
+            s._kind = _POOL
+            pool.streams[i] = s
+    return s
+
+
+# ------------------------------------------------------------- lifecycle
+def _iter_live() -> Iterator[Stream]:
+    with _live_lock:
+        items = list(_live)
+    return iter(items)
+
+
+def _close_all(ctx_filter: _CtxRef | None, inert: _CtxRef) -> None:
+    for s in _iter_live():
+        if ctx_filter is not None and s._ctx is not ctx_filter:
+            continue
+        try:
+            s._make_inert(inert)
+        except BaseException:  # pragma: no cover - defensive
+            _log.exception("pyacl_rt: closing %r failed", s)
+        with _live_lock:
+            _live.discard(s)
+
+
+def _release_streams() -> None:
+    """Release hook (priority 'streams'): destroy every live stream, pools included."""
+    _close_all(None, _FINALIZED)
+    with _pools_lock:
+        _pools.clear()
+    _defaults.clear()
+
+
+def _release_markers() -> None:
+    _markers.drop_all()
+
+
+def _on_context_close(ctx: _CtxRef) -> None:
+    """An explicit Context is closing: close its streams, pools and markers first."""
+    _close_all(ctx, _CLOSED)
+    with _pools_lock:
+        for key in [k for k in _pools if k[0] is ctx]:
+            del _pools[key]
+    _defaults.pop(ctx, None)
+    _markers.drop_context(ctx)
+
+
+def _on_device_sync(index: int) -> None:
+    for s in _iter_live():
+        if s._device == index and s._ctx.device >= 0 and s._state[0]:
+            _release_watch(s._ctx, s._state[0])
+
+
+_context._close_hooks.append(_on_context_close)
+_device._sync_hooks.append(_on_device_sync)
+runtime.register_release_hook(_release_streams, runtime.PRIORITY_STREAMS)
+runtime.register_release_hook(_release_markers, runtime.PRIORITY_STREAMS + 50)
