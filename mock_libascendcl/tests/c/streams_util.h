@@ -22,7 +22,7 @@ typedef struct gate {
     atomic_int entered; /* number of host funcs that reached the gate */
 } gate;
 
-static void gate_init(gate *g)
+static inline void gate_init(gate *g)
 {
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
@@ -30,7 +30,7 @@ static void gate_init(gate *g)
     atomic_init(&g->entered, 0);
 }
 
-static void gate_open(gate *g)
+static inline void gate_open(gate *g)
 {
     pthread_mutex_lock(&g->mu);
     g->open = 1;
@@ -38,14 +38,14 @@ static void gate_open(gate *g)
     pthread_mutex_unlock(&g->mu);
 }
 
-static void gate_destroy(gate *g)
+static inline void gate_destroy(gate *g)
 {
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
 }
 
 /* aclrtHostFunc: blocks its stream until the gate opens. */
-static void gate_fn(void *arg)
+static inline void gate_fn(void *arg)
 {
     gate *g = (gate *)arg;
     atomic_fetch_add(&g->entered, 1);
@@ -57,13 +57,13 @@ static void gate_fn(void *arg)
 }
 
 /* Holds `stream` until gate_open(g). */
-static void hold_stream(aclrtStream stream, gate *g)
+static inline void hold_stream(aclrtStream stream, gate *g)
 {
     CHECK_OK(aclrtLaunchHostFunc(stream, gate_fn, g));
 }
 
 /* Spins (politely) until the gate function is running on the stream. */
-static void wait_entered(gate *g, int n)
+static inline void wait_entered(gate *g, int n)
 {
     while (atomic_load(&g->entered) < n) {
         struct timespec ts = {0, 100000};
@@ -71,7 +71,7 @@ static void wait_entered(gate *g, int n)
     }
 }
 
-static void counter_fn(void *arg)
+static inline void counter_fn(void *arg)
 {
     atomic_fetch_add((atomic_int *)arg, 1);
 }
@@ -87,14 +87,14 @@ typedef struct fifo_item {
     int idx;
 } fifo_item;
 
-static void fifo_fn(void *arg)
+static inline void fifo_fn(void *arg)
 {
     fifo_item *it = (fifo_item *)arg;
     int p = atomic_fetch_add(&it->log->pos, 1);
     it->log->order[p] = it->idx;
 }
 
-static void sleep_ms(int ms)
+static inline void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
