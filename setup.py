@@ -37,6 +37,8 @@ class BuildExtWithMock(build_ext):
 
 setup(
     packages=find_packages(include=["pyacl_rt", "pyacl_rt.*"]),
+    # The compiled mock libraries and headers are added by build_ext (not globbed).
+    include_package_data=False,
     package_data={"pyacl_rt": ["py.typed", "*.pyi"]},
     cffi_modules=["pyacl_rt/_lowlevel_build.py:ffibuilder"],
     cmdclass={"build_ext": BuildExtWithMock},

@@ -227,6 +227,7 @@ def find_real_library(
             searched=[str(a) for a in attempts],
             backend=opts.backend,
         )
+    attempts.append(Attempt("PYACL_RT_LIBRARY", "$PYACL_RT_LIBRARY", False, "not set"))
 
     # 2. already loaded in this process
     loaded = _already_loaded()
@@ -243,9 +244,13 @@ def find_real_library(
     if path is None:
         attempts.append(Attempt("dynamic linker", f"dlopen({LIBRARY_NAME!r})", False, err))
     else:
-        reason = _check_file(path)
-        if reason is None and _in_cwd(path):
-            reason = "found in the current working directory (refused)"
+        if not os.path.isabs(path) or _in_cwd(path):
+            reason = (
+                "found in the current working directory through a relative or empty "
+                "LD_LIBRARY_PATH entry (refused)"
+            )
+        else:
+            reason = _check_file(path)
         attempts.append(Attempt("dynamic linker", path, reason is None, reason or ""))
         if reason is None:
             return path, "dynamic linker search (LD_LIBRARY_PATH / ld.so.cache)", tuple(attempts)

@@ -1,0 +1,111 @@
+"""Shared pytest fixtures (kept small on purpose).
+
+* ``clean_env(**extra)`` -> an environment for subprocesses without any ``PYACL_RT_*``,
+  ``ASCEND_*`` or ``LD_LIBRARY_PATH`` setting inherited from the caller, with the
+  checkout on ``PYTHONPATH``; ``extra`` is added on top.
+* ``run_python(code, env=None, timeout=120, cwd=None)`` -> CompletedProcess of
+  ``python -c code`` (dedented) in such an environment (``env`` defaults to
+  ``clean_env(PYACL_RT_BACKEND="mock")``).
+* ``build_shared_lib(path, c_source)`` -> compiles ``c_source`` into the shared
+  library ``path`` with the system C compiler (session-wide cache by content).
+* ``mock_loaded`` -> loads the library in *this* process via ``pyacl_rt.lowlevel`` and
+  skips the test unless it is the mock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The test suite runs against the bundled mock unless told otherwise; keep the auto
+# fallback warning out of every test's output (tests/test_loader.py checks it).
+os.environ.setdefault("PYACL_RT_WARN_FALLBACK", "0")
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYACL_RT_", "ASCEND_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")
+    }
+    env["PYTHONPATH"] = str(REPO) + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def clean_env() -> Callable[..., dict[str, str]]:
+    return _clean_env
+
+
+@pytest.fixture
+def run_python() -> Callable[..., subprocess.CompletedProcess[str]]:
+    def run(
+        code: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            env=env if env is not None else _clean_env(PYACL_RT_BACKEND="mock"),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+        )
+
+    return run
+
+
+_SO_CACHE: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="session")
+def build_shared_lib(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path, str], Path]:
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        pytest.skip(f"no C compiler ({cc})")
+    cache = tmp_path_factory.mktemp("so-cache")
+
+    def build(path: Path, source: str) -> Path:
+        key = hashlib.sha256(source.encode()).hexdigest()[:16]
+        built = _SO_CACHE.get(key)
+        if built is None:
+            src = cache / f"{key}.c"
+            src.write_text(source)
+            built = cache / f"{key}.so"
+            subprocess.run(
+                [cc, "-shared", "-fPIC", "-o", str(built), str(src)],
+                check=True,
+                capture_output=True,
+            )
+            _SO_CACHE[key] = built
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built, path)
+        return path
+
+    return build
+
+
+@pytest.fixture
+def mock_loaded() -> Any:
+    from pyacl_rt import lowlevel
+
+    lowlevel.load()
+    if not lowlevel.is_mock_library():
+        pytest.skip("the loaded libascendcl.so is not the mock")
+    return lowlevel

@@ -1,0 +1,346 @@
+"""pyacl_rt.lowlevel: reachability of every function, real calls on the mock, scratch,
+GIL release during blocking calls, and the missing-symbol error."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyacl_rt._abi_data import BINDING_FUNCTIONS, CONSTANTS, FUNCTIONS
+
+SIMULATED = sorted(f.name for f in FUNCTIONS if f.mock == "simulate")
+ALL_NAMES = sorted(f.name for f in BINDING_FUNCTIONS)
+
+
+# ---------------------------------------------------------------- reachability
+def test_binding_covers_every_function() -> None:
+    assert {f.name for f in FUNCTIONS} == set(ALL_NAMES)
+    assert len(SIMULATED) >= 250
+
+
+def test_every_simulated_function_resolved_and_raw(mock_loaded: Any) -> None:
+    ll = mock_loaded
+    syms = ll.symbols()
+    unresolved = [n for n in SIMULATED if not syms[n][0]]
+    assert not unresolved, f"simulated functions missing from the mock: {unresolved}"
+    for name in SIMULATED:
+        fn = getattr(ll, name)
+        assert callable(fn)
+        # the module attribute IS the raw cffi function: no Python wrapper on the hot path
+        assert fn is getattr(ll.lib, name), name
+
+
+def test_mock_exports_every_binding_function(mock_loaded: Any) -> None:
+    syms = mock_loaded.symbols()
+    missing = [n for n in ALL_NAMES if not syms[n][0]]
+    assert not missing, f"functions the mock does not export: {missing}"
+    assert {lib for _ok, lib in syms.values()} == {
+        "libascendcl.so",
+        "libmsprofiler.so",
+        "libascend_dump.so",
+    }
+    libs = mock_loaded.loaded_libraries()
+    assert all(libs[name] for name in mock_loaded.LIBRARIES), libs
+
+
+def test_load_is_idempotent(mock_loaded: Any) -> None:
+    sel = mock_loaded.load()
+    assert mock_loaded.load() is sel and mock_loaded.is_loaded()
+    assert mock_loaded.load(sel.path) is sel
+
+
+def test_unknown_attribute(mock_loaded: Any) -> None:
+    with pytest.raises(AttributeError, match="aclrtNoSuchFunction"):
+        _ = mock_loaded.aclrtNoSuchFunction
+
+
+ZERO_ARGS_SMOKE = r"""
+from pyacl_rt import lowlevel as ll
+from pyacl_rt._abi_data import BINDING_FUNCTIONS, FUNCTIONS
+ffi = ll.ffi
+sim = {f.name for f in FUNCTIONS if f.mock == "simulate"}
+skip = {"aclAppLog"}  # needs strings, covered elsewhere
+done = 0
+for f in BINDING_FUNCTIONS:
+    if f.name not in sim or f.name in skip:
+        continue
+    args = []
+    for ctype, _name in f.params_binding:
+        t = ffi.typeof(getattr(ll.lib, f.name)).args[len(args)]
+        if t.kind in ("pointer", "function"):
+            args.append(ffi.NULL)
+        elif t.kind == "struct":
+            args.append(ffi.new(t.cname + " *")[0])
+        else:
+            args.append(0)
+    print(f.name, flush=True)
+    getattr(ll.lib, f.name)(*args)
+    done += 1
+print("DONE", done)
+"""
+
+
+def test_every_simulated_function_survives_null_and_zero_args(
+    run_python: Any, clean_env: Any
+) -> None:
+    """Call every simulated function once with NULL/0 arguments: nothing may crash or hang."""
+    proc = run_python(ZERO_ARGS_SMOKE, env=clean_env(PYACL_RT_BACKEND="mock"), timeout=120)
+    last = proc.stdout.strip().splitlines()[-1:] or ["<nothing>"]
+    assert proc.returncode == 0, f"crashed in {last[0]} (rc={proc.returncode})\n{proc.stderr}"
+    assert last[0].startswith("DONE ") and int(last[0].split()[1]) >= 240
+
+
+# ----------------------------------------------------------------- real calls
+def test_handful_of_real_calls(mock_loaded: Any) -> None:
+    ll = mock_loaded
+    s = ll.scratch()
+    assert ll.aclrtGetDeviceCount(s.u32) == 0
+    n = s.u32[0]
+    assert n >= 1
+    assert ll.aclrtSetDevice(0) == 0
+    try:
+        assert ll.aclrtGetDevice(s.i32) == 0 and s.i32[0] == 0
+        assert ll.ffi.string(ll.aclrtGetSocName()).decode().startswith("Ascend")
+        assert ll.aclDataTypeSize(CONSTANTS["ACL_FLOAT16"]) == 2
+        assert ll.aclFloatToFloat16(1.0) == 0x3C00
+        assert ll.aclFloat16ToFloat(0x3C00) == 1.0
+
+        assert ll.aclrtCreateStream(s.uptr) == 0
+        stream = int(s.uptr[0])
+        assert stream != 0
+        assert ll.aclrtMalloc(s.uptr, 64, 0) == 0
+        dev = int(s.uptr[0])
+        assert dev % 64 == 0
+        src = ll.ffi.new("char[]", b"pyacl_rt lowlevel!" + bytes(46))
+        dst = ll.ffi.new("char[64]")
+        src_addr = int(ll.ffi.cast("uintptr_t", src))
+        dst_addr = int(ll.ffi.cast("uintptr_t", dst))
+        h2d, d2h = CONSTANTS["ACL_MEMCPY_HOST_TO_DEVICE"], CONSTANTS["ACL_MEMCPY_DEVICE_TO_HOST"]
+        assert ll.aclrtMemcpyAsync(dev, 64, src_addr, 64, h2d, stream) == 0
+        assert ll.aclrtMemcpyAsync(dst_addr, 64, dev, 64, d2h, stream) == 0
+        assert ll.aclrtSynchronizeStream(stream) == 0
+        assert ll.ffi.buffer(dst, 18)[:] == b"pyacl_rt lowlevel!"
+        assert ll.aclrtStreamQuery(stream, s.i32) == 0
+        assert s.i32[0] == CONSTANTS["ACL_STREAM_STATUS_COMPLETE"]
+
+        assert ll.aclrtCreateEvent(s.uptr) == 0
+        event = int(s.uptr[0])
+        assert ll.aclrtRecordEvent(event, stream) == 0
+        assert ll.aclrtSynchronizeEvent(event) == 0
+        assert ll.aclrtDestroyEvent(event) == 0
+        assert ll.aclrtFree(dev) == 0
+        assert ll.aclrtDestroyStream(stream) == 0
+    finally:
+        assert ll.aclrtResetDevice(0) == 0
+
+
+def test_check_raises_typed_error_with_recent_message(mock_loaded: Any) -> None:
+    from pyacl_rt import errors
+
+    ll = mock_loaded
+    ll.check(0, "aclrtSetDevice")  # success is a no-op
+    rc = ll.aclrtSetDevice(10_000)
+    assert rc == 107001
+    with pytest.raises(errors.AclUsageError) as ei:
+        ll.check(rc, "aclrtSetDevice")
+    e = ei.value
+    assert e.code == 107001 and e.function == "aclrtSetDevice"
+    assert e.recent_message and "aclrtSetDevice" in e.recent_message
+    # the message was consumed (cleared on read) by check
+    assert ll.recent_error_message() is None
+
+
+def test_applog_message_is_not_a_format(mock_loaded: Any) -> None:
+    # %n/%s in the message must be logged literally, not interpreted
+    mock_loaded.aclAppLog(CONSTANTS["ACL_INFO"], b"f", b"file.c", 1, b"100%s %n %d")
+
+
+# -------------------------------------------------------------------- scratch
+def test_scratch_is_per_thread(mock_loaded: Any) -> None:
+    ll = mock_loaded
+    mine = ll.scratch()
+    assert ll.scratch() is mine
+    for attr, ctype in (
+        ("i32", "int32_t[4]"),
+        ("u32", "uint32_t[4]"),
+        ("i64", "int64_t[4]"),
+        ("u64", "uint64_t[4]"),
+        ("uptr", "uintptr_t[4]"),
+        ("size", "size_t[4]"),
+        ("f32", "float[4]"),
+    ):
+        assert ll.ffi.typeof(getattr(mine, attr)) is ll.ffi.typeof(ctype)
+    others: list[Any] = []
+
+    def worker() -> None:
+        s = ll.scratch()
+        assert ll.scratch() is s
+        others.append(s)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(s) for s in others} | {id(mine)}) == 5
+
+
+# ------------------------------------------------------------------------ GIL
+def test_gil_released_while_process_report_waits(mock_loaded: Any) -> None:
+    """While one thread blocks in aclrtProcessReport(timeout), another runs Python."""
+    ll = mock_loaded
+    started = threading.Event()
+    result: dict[str, int] = {}
+
+    def waiter() -> None:
+        s = ll.scratch()
+        assert ll.aclrtSetDevice(0) == 0
+        assert ll.aclrtCreateStream(s.uptr) == 0
+        stream = int(s.uptr[0])
+        tid = threading.get_ident()
+        assert ll.aclrtSubscribeReport(tid, stream) == 0
+        started.set()
+        result["rc"] = ll.aclrtProcessReport(1500)  # nothing to report: waits, then 507012
+        ll.aclrtUnSubscribeReport(tid, stream)
+        ll.aclrtDestroyStream(stream)
+        ll.aclrtResetDevice(0)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    assert started.wait(30)
+    progress = 0
+    while t.is_alive():
+        progress += 1
+    t.join()
+    assert result["rc"] == 507012  # ACL_ERROR_RT_REPORT_TIMEOUT
+    # If the GIL were held during the wait, this loop could not have run at all.
+    assert progress > 1000
+
+
+def test_gil_released_during_synchronize_stream(mock_loaded: Any) -> None:
+    """A Python host function blocks the stream until the main thread releases it; the
+    thread in aclrtSynchronizeStream must not hold the GIL (or this would deadlock)."""
+    ll = mock_loaded
+    ffi = ll.ffi
+    release = threading.Event()
+    ran: list[int] = []
+
+    @ffi.callback("aclrtHostFunc")
+    def host_func(_args: Any) -> None:
+        release.wait(30)
+        ran.append(1)
+
+    s = ll.scratch()
+    assert ll.aclrtSetDevice(0) == 0
+    assert ll.aclrtCreateStream(s.uptr) == 0
+    stream = int(s.uptr[0])
+    rc_holder: dict[str, int] = {}
+    syncing = threading.Event()
+
+    def syncer() -> None:
+        assert ll.aclrtSetDevice(0) == 0
+        syncing.set()
+        rc_holder["rc"] = ll.aclrtSynchronizeStream(stream)
+        ll.aclrtResetDevice(0)
+
+    try:
+        assert ll.aclrtLaunchHostFunc(stream, host_func, 0) == 0
+        t = threading.Thread(target=syncer)
+        t.start()
+        assert syncing.wait(30)
+        progress = 0
+        while progress < 10_000:  # runs only if the syncing thread released the GIL
+            progress += 1
+        assert t.is_alive()  # still blocked: the host func has not been released
+        release.set()
+        t.join(30)
+        assert not t.is_alive()
+        assert rc_holder["rc"] == 0 and ran == [1]
+    finally:
+        release.set()
+        ll.aclrtDestroyStream(stream)
+        ll.aclrtResetDevice(0)
+
+
+# ------------------------------------------------------------- missing symbols
+PARTIAL_LIB = r"""
+#include <stdint.h>
+#include <stddef.h>
+static __thread int cur = -1;
+int aclrtSetDevice(int32_t d) { cur = d; return 0; }
+int aclrtGetDevice(int32_t *d) { if (cur < 0) return 107002; *d = cur; return 0; }
+const char *aclGetRecentErrMsg(void) { return NULL; }
+"""
+
+MISSING_PROBE = r"""
+import json
+from pyacl_rt import lowlevel as ll, errors, _loader
+out = {}
+s = ll.scratch()
+out["set"] = ll.aclrtSetDevice(3)
+out["get"] = [ll.aclrtGetDevice(s.i32), s.i32[0]]
+try:
+    ll.aclrtResetDevice(3)
+except errors.FunctionNotFoundError as e:
+    out["err"] = [e.function, e.library, str(e), isinstance(e, errors.AclError)]
+rc = ll.lib.aclrtResetDevice(3)
+out["raw_rc"] = rc
+try:
+    ll.check(rc, "aclrtResetDevice")
+except errors.FunctionNotFoundError as e:
+    out["check"] = [e.function, e.library]
+out["soc_raw_null"] = ll.lib.aclrtGetSocName() == ll.ffi.NULL
+out["taken"] = ll.take_missing()
+try:
+    ll.aclprofInit(b"/tmp", 4)
+except errors.FunctionNotFoundError as e:
+    out["prof"] = str(e)
+syms = ll.symbols()
+out["syms"] = [syms["aclrtSetDevice"], syms["aclrtResetDevice"], syms["aclprofInit"]]
+info = _loader.backend_info()
+out["info"] = [info.backend, info.supports("aclrtGetDevice"), info.supports("aclrtMalloc"),
+               len(info.missing)]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_missing_symbol_raises_function_not_found(
+    tmp_path: Path, build_shared_lib: Any, run_python: Any, clean_env: Any
+) -> None:
+    lib = str(build_shared_lib(tmp_path / "old_cann" / "lib64" / "libascendcl.so", PARTIAL_LIB))
+    proc = run_python(MISSING_PROBE, env=clean_env(PYACL_RT_BACKEND="real", PYACL_RT_LIBRARY=lib))
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert r["set"] == 0 and r["get"] == [0, 3]
+    fn, library, text, is_acl = r["err"]
+    assert fn == "aclrtResetDevice" and library == lib and is_acl
+    assert "aclrtResetDevice" in text and lib in text
+    assert r["raw_rc"] == -1 and r["check"] == ["aclrtResetDevice", lib]
+    assert r["soc_raw_null"] is True and r["taken"] == "aclrtGetSocName"
+    assert "aclprofInit" in r["prof"] and "libmsprofiler.so" in r["prof"]
+    assert r["syms"] == [
+        [True, "libascendcl.so"],
+        [False, "libascendcl.so"],
+        [False, "libmsprofiler.so"],
+    ]
+    assert r["info"][0] == "real" and r["info"][1] is True and r["info"][2] is False
+    assert r["info"][3] == len(ALL_NAMES) - 3
+
+
+def test_extension_has_no_link_dependency_on_acl() -> None:
+    """The cffi module must not link libascendcl (it dlopens the chosen library)."""
+    import shutil
+    import subprocess
+
+    import pyacl_rt._lowlevel_cffi as ext
+
+    readelf = shutil.which("readelf")
+    if readelf is None or ext.__file__ is None:
+        pytest.skip("readelf not available")
+    dyn = subprocess.run([readelf, "-d", ext.__file__], capture_output=True, text=True).stdout
+    needed = [ln for ln in dyn.splitlines() if "(NEEDED)" in ln]
+    assert needed and not [ln for ln in needed if "ascend" in ln or "msprof" in ln], needed
