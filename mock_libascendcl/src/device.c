@@ -491,7 +491,11 @@ aclError aclrtSynchronizeDevice(void)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    return mock_streams_sync_context(ctx, -1);
+    rc = mock_streams_sync_context(ctx, -1);
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "a stream of the current context failed (error %d)", rc);
+    }
+    return ACL_SUCCESS;
 }
 
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
@@ -507,7 +511,15 @@ aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    return mock_streams_sync_context(ctx, timeout == 0 ? -1 : timeout);
+    rc = mock_streams_sync_context(ctx, timeout == 0 ? -1 : timeout);
+    if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+        return mock_error(fn, rc, "the streams of the current context did not finish within %d ms",
+                          timeout);
+    }
+    if (rc != ACL_SUCCESS) {
+        return mock_error(fn, rc, "a stream of the current context failed (error %d)", rc);
+    }
+    return ACL_SUCCESS;
 }
 
 #define TASK_ABORT_MAX_MS (36u * 60u * 1000u)

@@ -1,0 +1,313 @@
+/* test_init.c - aclInit/aclFinalize/aclFinalizeReference, init/finalize callbacks,
+ * version queries, CANN attributes, leak report (mock-core). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "acl/acl.h"
+#include "acl/acl_mock.h"
+#include "mock_test.h"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+static char g_dir[256];
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void path_in(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/%s", g_dir, name);
+}
+
+static void test_init_finalize_basic(void)
+{
+    CHECK_OK(aclInit(NULL));
+    CHECK_EQ(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "aclInit");
+    CHECK_OK(aclFinalize());
+    CHECK_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "aclFinalize");
+    /* re-init after finalize is allowed; "" behaves like NULL */
+    CHECK_OK(aclInit(""));
+    CHECK_OK(aclFinalize());
+}
+
+static void test_init_config_files(void)
+{
+    char p[512];
+    path_in(p, sizeof p, "missing.json");
+    CHECK_EQ(aclInit(p), ACL_ERROR_INVALID_FILE);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "missing.json");
+    CHECK_EQ(aclInit(g_dir), ACL_ERROR_INVALID_FILE); /* a directory */
+
+    path_in(p, sizeof p, "bad.json");
+    write_file(p, "{\n  \"a\": [1, 2,\n}\n");
+    CHECK_EQ(aclInit(p), ACL_ERROR_PARSE_FILE);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "line 3");
+    write_file(p, "");
+    CHECK_EQ(aclInit(p), ACL_ERROR_PARSE_FILE);
+    write_file(p, "{} trailing");
+    CHECK_EQ(aclInit(p), ACL_ERROR_PARSE_FILE);
+    write_file(p, "[1, 2]");
+    CHECK_EQ(aclInit(p), ACL_ERROR_PARSE_FILE);
+    write_file(p, "{\"s\": \"bad \\q escape\"}");
+    CHECK_EQ(aclInit(p), ACL_ERROR_PARSE_FILE);
+    write_file(p, "{\"x\": tru}");
+    CHECK_EQ(aclInit(p), ACL_ERROR_PARSE_FILE);
+    /* deep nesting is rejected, not a stack overflow */
+    char deep[400];
+    memset(deep, '[', 300);
+    deep[300] = '\0';
+    char wrapped[420];
+    snprintf(wrapped, sizeof wrapped, "{\"d\": %s}", deep);
+    write_file(p, wrapped);
+    CHECK_EQ(aclInit(p), ACL_ERROR_PARSE_FILE);
+    CHECK(!0); /* still alive */
+
+    path_in(p, sizeof p, "good.json");
+    write_file(p, "{\n \"dump\": {\"dump_path\": \"/tmp\", \"n\": [1, -2.5e3, true, null]},\n"
+                  " \"s\": \"caf\\u00e9\"\n}\n");
+    CHECK_OK(aclInit(p));
+    CHECK_EQ(aclInit(p), ACL_ERROR_REPEAT_INITIALIZE);
+    char other[512];
+    path_in(other, sizeof other, "other.json");
+    write_file(other, "{}");
+    CHECK_EQ(aclInit(other), ACL_ERROR_INVALID_PARAM); /* different content */
+    CHECK_EQ(aclInit(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclFinalize());
+}
+
+static void test_finalize_reference(void)
+{
+    uint64_t ref = 99;
+    CHECK_EQ(aclFinalizeReference(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclFinalizeReference(&ref), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK_OK(aclInit(NULL));
+    CHECK_EQ(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK_EQ(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK_OK(aclFinalizeReference(&ref));
+    CHECK_EQ(ref, 2);
+    CHECK_OK(aclFinalizeReference(&ref));
+    CHECK_EQ(ref, 1);
+    CHECK_OK(aclFinalizeReference(&ref));
+    CHECK_EQ(ref, 0);
+    CHECK_EQ(aclFinalizeReference(&ref), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    /* aclFinalize ends everything whatever the count */
+    CHECK_OK(aclInit(NULL));
+    CHECK_EQ(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK_OK(aclFinalize());
+    CHECK_EQ(aclFinalizeReference(&ref), ACL_ERROR_REPEAT_FINALIZE);
+}
+
+static int g_init_calls, g_fini_calls;
+static size_t g_init_len;
+static aclError g_init_rc;
+
+static aclError on_init(const char *configStr, size_t len, void *user)
+{
+    g_init_calls++;
+    g_init_len = len;
+    CHECK(configStr != NULL);
+    CHECK(user == &g_init_calls);
+    return g_init_rc;
+}
+
+static aclError on_fini(void *user)
+{
+    g_fini_calls++;
+    CHECK(user == &g_fini_calls);
+    return ACL_SUCCESS;
+}
+
+static void test_callbacks(void)
+{
+    CHECK_EQ(aclInitCallbackRegister(ACL_REG_TYPE_OTHER, NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclInitCallbackRegister((aclRegisterCallbackType)1234, on_init, NULL),
+             ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclFinalizeCallbackRegister(ACL_REG_TYPE_OTHER, NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclInitCallbackRegister(ACL_REG_TYPE_OTHER, on_init, &g_init_calls));
+    CHECK_OK(aclFinalizeCallbackRegister(ACL_REG_TYPE_OTHER, on_fini, &g_fini_calls));
+
+    char p[512];
+    path_in(p, sizeof p, "cb.json");
+    write_file(p, "{\"k\": 1}");
+    CHECK_OK(aclInit(p));
+    CHECK_EQ(g_init_calls, 1);
+    CHECK_EQ(g_init_len, strlen("{\"k\": 1}"));
+    CHECK_EQ(aclInit(p), ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK_EQ(g_init_calls, 1); /* only the real initialisation runs callbacks */
+    CHECK_OK(aclFinalize());
+    CHECK_EQ(g_fini_calls, 1);
+
+    /* a failing init callback fails aclInit and leaves ACL uninitialised */
+    g_init_rc = ACL_ERROR_INVALID_PARAM;
+    CHECK_EQ(aclInit(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    g_init_rc = ACL_SUCCESS;
+
+    CHECK_OK(aclInitCallbackUnRegister(ACL_REG_TYPE_OTHER, on_init));
+    CHECK_OK(aclInitCallbackUnRegister(ACL_REG_TYPE_OTHER, on_init)); /* unknown: no-op */
+    CHECK_OK(aclFinalizeCallbackUnRegister(ACL_REG_TYPE_OTHER, on_fini));
+    CHECK_EQ(aclFinalizeCallbackUnRegister(ACL_REG_TYPE_OTHER, NULL), ACL_ERROR_INVALID_PARAM);
+    int before_i = g_init_calls, before_f = g_fini_calls;
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclFinalize());
+    CHECK_EQ(g_init_calls, before_i);
+    CHECK_EQ(g_fini_calls, before_f);
+}
+
+static void test_versions(void)
+{
+    int32_t ma = -1, mi = -1, pa = -1;
+    CHECK_EQ(aclrtGetVersion(NULL, &mi, &pa), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetVersion(&ma, &mi, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtGetVersion(&ma, &mi, &pa));
+    CHECK_EQ(ma, ACL_MAJOR_VERSION);
+    CHECK_EQ(mi, ACL_MINOR_VERSION);
+    CHECK_EQ(pa, ACL_PATCH_VERSION);
+
+    /* Without ASCEND_HOME_PATH: the configured mock version. */
+    unsetenv("ASCEND_HOME_PATH");
+    aclCANNPackageVersion v;
+    CHECK_EQ(aclsysGetCANNVersion(ACL_PKG_NAME_CANN, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclsysGetCANNVersion((aclCANNPackageName)99, &v), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclsysGetCANNVersion(ACL_PKG_NAME_CANN, &v));
+    CHECK_STR_EQ(v.version, aclmockGetCannVersion());
+    CHECK_STR_EQ(v.version, "8.5.0");
+    CHECK_STR_EQ(v.majorVersion, "8");
+    CHECK_STR_EQ(v.minorVersion, "5");
+    CHECK_STR_EQ(v.releaseVersion, "0");
+    CHECK_STR_EQ(v.patchVersion, "");
+    char s[ACL_PKG_VERSION_MAX_SIZE];
+    char runtime[] = "runtime";
+    char bad[] = "../etc";
+    char empty[] = "";
+    CHECK_OK(aclsysGetVersionStr(runtime, s));
+    CHECK_STR_EQ(s, "8.5.0");
+    CHECK_EQ(aclsysGetVersionStr(NULL, s), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclsysGetVersionStr(runtime, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclsysGetVersionStr(bad, s), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclsysGetVersionStr(empty, s), ACL_ERROR_INVALID_PARAM);
+    int32_t num = 0;
+    CHECK_OK(aclsysGetVersionNum(runtime, &num));
+    CHECK_EQ(num, 8050000);
+    CHECK_EQ(aclsysGetVersionNum(runtime, NULL), ACL_ERROR_INVALID_PARAM);
+
+    /* With ASCEND_HOME_PATH: share/info/<pkg>/version.info like CANN. */
+    char d[512];
+    path_in(d, sizeof d, "cann");
+    mkdir(d, 0755);
+    path_in(d, sizeof d, "cann/share");
+    mkdir(d, 0755);
+    path_in(d, sizeof d, "cann/share/info");
+    mkdir(d, 0755);
+    path_in(d, sizeof d, "cann/share/info/runtime");
+    mkdir(d, 0755);
+    path_in(d, sizeof d, "cann/share/info/ops_legacy");
+    mkdir(d, 0755);
+    path_in(d, sizeof d, "cann/share/info/runtime/version.info");
+    write_file(d, "package_name=runtime\nVersion=8.3.RC1.alpha002\n");
+    path_in(d, sizeof d, "cann/share/info/ops_legacy/version.info");
+    write_file(d, "Version= 9.1.0-beta.3  \n");
+    path_in(d, sizeof d, "cann");
+    setenv("ASCEND_HOME_PATH", d, 1);
+    CHECK_OK(aclsysGetCANNVersion(ACL_PKG_NAME_RUNTIME, &v));
+    CHECK_STR_EQ(v.version, "8.3.RC1.alpha002");
+    CHECK_STR_EQ(v.majorVersion, "8");
+    CHECK_STR_EQ(v.minorVersion, "3");
+    CHECK_STR_EQ(v.releaseVersion, "RC1");
+    CHECK_STR_EQ(v.patchVersion, "alpha002");
+    CHECK_OK(aclsysGetCANNVersion(ACL_PKG_NAME_OPP, &v)); /* ops-legacy -> ops_legacy */
+    CHECK_STR_EQ(v.version, "9.1.0-beta.3");
+    CHECK_EQ(aclsysGetCANNVersion(ACL_PKG_NAME_HCCL, &v), ACL_ERROR_INVALID_FILE);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "hccl");
+    char opsl[] = "ops-legacy";
+    CHECK_OK(aclsysGetVersionStr(opsl, s));
+    CHECK_STR_EQ(s, "9.1.0-beta.3");
+    CHECK_OK(aclsysGetVersionNum(runtime, &num));
+    CHECK_EQ(num, 8030100);
+    char nope[] = "nope";
+    CHECK_EQ(aclsysGetVersionStr(nope, s), ACL_ERROR_INVALID_FILE);
+    unsetenv("ASCEND_HOME_PATH");
+}
+
+static void test_cann_attributes(void)
+{
+    const aclCannAttr *list = NULL;
+    size_t n = 0;
+    CHECK_EQ(aclGetCannAttributeList(NULL, &n), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclGetCannAttributeList(&list, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclGetCannAttributeList(&list, &n));
+    CHECK_EQ(n, 3);
+    CHECK(list != NULL);
+    int32_t val = -1;
+    for (size_t i = 0; list != NULL && i < n; i++) {
+        CHECK_OK(aclGetCannAttribute(list[i], &val));
+        CHECK_EQ(val, 1);
+    }
+    CHECK_EQ(aclGetCannAttribute(ACL_CANN_ATTR_UNDEFINED, &val), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclGetCannAttribute(ACL_CANN_ATTR_BF16, NULL), ACL_ERROR_INVALID_PARAM);
+}
+
+static void test_finalize_releases_and_reports(void)
+{
+    char buf[512];
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclrtSetDevice(0));
+    CHECK_OK(aclrtSetDevice(1));
+    CHECK_EQ(aclmockGetStat(0, ACLMOCK_STAT_CONTEXTS), 1);
+    CHECK_GE(aclmockGetStat(1, ACLMOCK_STAT_STREAMS), 1);
+    int need = aclmockGetLeakReport(NULL, 0, ACLMOCK_REPORT_NOW);
+    CHECK_GT(need, 0);
+    CHECK_EQ(aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW), need);
+    CHECK_STR_CONTAINS(buf, "device 0: 1 contexts");
+    CHECK_STR_CONTAINS(buf, "device 1: 1 contexts");
+    CHECK_OK(aclFinalize());
+    /* aclFinalize released the devices and their contexts */
+    CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_CONTEXTS), 0);
+    CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_STREAMS), 0);
+    int32_t dev = -1;
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_LAST_FINALIZE);
+    CHECK_STR_CONTAINS(buf, "device 1: 1 contexts");
+    aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW);
+    CHECK_STR_CONTAINS(buf, "no leaks");
+    /* truncation follows snprintf rules */
+    char small[8];
+    CHECK_EQ(aclmockGetLeakReport(small, sizeof small, ACLMOCK_REPORT_NOW), need > 0 ? (int)strlen(buf) : 0);
+    CHECK_EQ(strlen(small), 7);
+    CHECK_EQ(aclmockGetLeakReport(buf, sizeof buf, 42), -1);
+    /* runtime APIs work without aclInit (acl_abi.md §5.1) */
+    CHECK_OK(aclrtSetDevice(0));
+    CHECK_OK(aclrtResetDevice(0));
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/mock_test_init_%d", (int)getpid());
+    mkdir(g_dir, 0755);
+    RUN_TEST(test_init_finalize_basic);
+    RUN_TEST(test_init_config_files);
+    RUN_TEST(test_finalize_reference);
+    RUN_TEST(test_callbacks);
+    RUN_TEST(test_versions);
+    RUN_TEST(test_cann_attributes);
+    RUN_TEST(test_finalize_releases_and_reports);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "warning: could not remove %s\n", g_dir);
+    }
+    return TEST_REPORT();
+}
