@@ -64,9 +64,7 @@ HEADER_INCLUDES = {
 }
 HEADER_PURPOSE = {
     "error_codes/rt_error_codes.h": "runtime error codes (ACL_ERROR_RT_* and related), as macros",
-    "error_codes/ge_error_codes.h": (
-        "graph-engine error codes (ACL_ERROR_GE_*), as static const uint32_t"
-    ),
+    "error_codes/ge_error_codes.h": ("graph-engine error codes (ACL_ERROR_GE_*)"),
     "acl_base_rt.h": "base types, handle typedefs, enums and ACL usage error codes",
     "acl_rt.h": "runtime API: devices, contexts, streams, events, memory, callbacks, ...",
     "acl_rt_allocator.h": "external allocator registration API",
@@ -476,7 +474,7 @@ class HeaderGen:
             if kind in ("scalar", "handle"):
                 out.append(f"typedef {decl(td.definition, td.name)};\n")
             else:
-                out.append(funcptr_typedef(td.name, td.definition) + "\n")
+                out.append(wrap_c_decl(funcptr_typedef(td.name, td.definition), C_LINE) + "\n")
         return "".join(out)
 
     def _opaque(self, header: str) -> str:
@@ -598,10 +596,10 @@ class HeaderGen:
             attrs.append(f'ACLMOCK_DEPRECATED("{f.name} is deprecated")')
         if f.weak:
             attrs.append("ACLMOCK_WEAK")
-        pre = " ".join([*attrs, vis])
+        pre = "\n".join([*attrs, vis])
         ret = f.restype
         sep = "" if ret.endswith("*") else " "
-        return f"{pre} {ret}{sep}{f.name}({f.proto_params()});\n"
+        return wrap_params(f"{pre} {ret}{sep}{f.name}(", f, ");") + "\n"
 
     # ---- whole headers
     def common_macros(self) -> str:
@@ -689,11 +687,18 @@ class HeaderGen:
         )
         if funcs:
             out.append("\n/* ---- functions */\n")
-            grp = None
+            funcs.sort(key=lambda f: (f.group, f.mock == "unsupported", f.name))
+            section = None
             for f in funcs:
-                if f.group != grp:
-                    grp = f.group
-                    out.append(f"\n/* {grp} */\n")
+                key = (f.group, f.mock)
+                if key != section:
+                    section = key
+                    note = ""
+                    if f.mock == "unsupported":
+                        note = (
+                            ": the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware)"
+                        )
+                    out.append(f"\n/* {f.group}{note} */\n")
                 out.append(self._function(f))
         out.append("\n#ifdef __cplusplus\n}\n#endif\n")
         out.append(f"\n#endif /* {g} */\n")
@@ -715,6 +720,18 @@ PROF_GUARDED = {"aclprofTensor", "aclprofTensorInfo", "aclprofEventAttributes"}
 
 def base_of(c_type: str) -> str:
     return strip_array(c_type)[0]
+
+
+C_LINE = 100  # column limit for generated C declarations
+
+
+def wrap_params(head: str, f: Function, tail: str) -> str:
+    """`head` + parameter list + `tail` on one line, or one parameter per line if too long."""
+    one = head + f.proto_params() + tail
+    if len(one) <= C_LINE:
+        return one
+    items = [p.decl for p in f.params] + (["..."] if f.variadic else [])
+    return head + "\n" + ",\n".join("    " + i for i in items) + tail
 
 
 def funcptr_typedef(name: str, definition: str) -> str:
@@ -783,15 +800,15 @@ def gen_unsupported(t: Tables, lib: str) -> str:
     if any("header" in f.deprecated for f in funcs):
         out.append('#pragma GCC diagnostic ignored "-Wdeprecated-declarations"\n\n')
     for f in funcs:
-        msg = f"{f.name} is not supported by the mock runtime (needs Ascend hardware)"
         ret = f.restype
         sep = "" if ret.endswith("*") else " "
-        out.append(f"{ret}{sep}{f.name}({f.proto_params()})\n{{\n")
+        out.append(wrap_params(f"{ret}{sep}{f.name}(", f, ")") + "\n{\n")
         for p in f.params:
             out.append(f"    (void){p.name};\n")
         call = (
             f'aclmockSetError("{f.name}", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,\n'
-            f'                           "{msg}")'
+            f'        "{f.name} is not supported by the mock runtime "\n'
+            f'        "(needs Ascend hardware)")'
         )
         if ret == "aclError":
             out.append(f"    return {call};\n")

@@ -171,7 +171,7 @@ def test_unsupported_stubs_and_export_lists(tables: Any, gen: ModuleType) -> Non
         expected = sorted(f.name for f in funcs if f.lib == lib and f.mock == "unsupported")
         assert sorted(defined) == expected
         for name in expected:
-            assert f'"{name} is not supported by the mock runtime (needs Ascend hardware)"' in text
+            assert f'"{name} is not supported by the mock runtime "' in text
         exports = (ROOT / gen.EXPORT_PATHS[lib]).read_text().split()
         assert exports == sorted(f.name for f in funcs if f.lib == lib)
     assert sum(len((ROOT / p).read_text().split()) for p in gen.EXPORT_PATHS.values()) == 442

@@ -18,7 +18,8 @@ aclError aclmdlRIAbort(aclmdlRI modelRI)
 {
     (void)modelRI;
     return aclmockSetError("aclmdlRIAbort", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIAbort is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIAbort is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIAddCondTask(aclmdlRICondTaskParams params, aclrtStream stream, uint32_t flags)
@@ -27,7 +28,8 @@ aclError aclmdlRIAddCondTask(aclmdlRICondTaskParams params, aclrtStream stream, 
     (void)stream;
     (void)flags;
     return aclmockSetError("aclmdlRIAddCondTask", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIAddCondTask is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIAddCondTask is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIBindStream(aclmdlRI modelRI, aclrtStream stream, uint32_t flag)
@@ -36,7 +38,8 @@ aclError aclmdlRIBindStream(aclmdlRI modelRI, aclrtStream stream, uint32_t flag)
     (void)stream;
     (void)flag;
     return aclmockSetError("aclmdlRIBindStream", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIBindStream is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIBindStream is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag)
@@ -44,7 +47,8 @@ aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag)
     (void)modelRI;
     (void)flag;
     return aclmockSetError("aclmdlRIBuildBegin", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIBuildBegin is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIBuildBegin is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIBuildEnd(aclmdlRI modelRI, void *reserve)
@@ -52,7 +56,8 @@ aclError aclmdlRIBuildEnd(aclmdlRI modelRI, void *reserve)
     (void)modelRI;
     (void)reserve;
     return aclmockSetError("aclmdlRIBuildEnd", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIBuildEnd is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIBuildEnd is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode)
@@ -60,7 +65,8 @@ aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode)
     (void)stream;
     (void)mode;
     return aclmockSetError("aclmdlRICaptureBegin", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureBegin is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureBegin is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI)
@@ -68,23 +74,29 @@ aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI)
     (void)stream;
     (void)modelRI;
     return aclmockSetError("aclmdlRICaptureEnd", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureEnd is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureEnd is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status, aclmdlRI *modelRI)
+aclError aclmdlRICaptureGetInfo(
+    aclrtStream stream,
+    aclmdlRICaptureStatus *status,
+    aclmdlRI *modelRI)
 {
     (void)stream;
     (void)status;
     (void)modelRI;
     return aclmockSetError("aclmdlRICaptureGetInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureGetInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureGetInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream)
 {
     (void)stream;
     return aclmockSetError("aclmdlRICaptureTaskGrpBegin", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureTaskGrpBegin is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureTaskGrpBegin is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle)
@@ -92,7 +104,8 @@ aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle)
     (void)stream;
     (void)handle;
     return aclmockSetError("aclmdlRICaptureTaskGrpEnd", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureTaskGrpEnd is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureTaskGrpEnd is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle)
@@ -100,40 +113,52 @@ aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle)
     (void)stream;
     (void)handle;
     return aclmockSetError("aclmdlRICaptureTaskUpdateBegin", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureTaskUpdateBegin is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureTaskUpdateBegin is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream)
 {
     (void)stream;
     return aclmockSetError("aclmdlRICaptureTaskUpdateEnd", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureTaskUpdateEnd is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureTaskUpdateEnd is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRICaptureThreadExchangeMode(aclmdlRICaptureMode *mode)
 {
     (void)mode;
     return aclmockSetError("aclmdlRICaptureThreadExchangeMode", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureThreadExchangeMode is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureThreadExchangeMode is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclmdlRICaptureToModelRIBegin(aclrtStream stream, aclmdlRI modelRI, aclmdlRICaptureMode mode)
+aclError aclmdlRICaptureToModelRIBegin(
+    aclrtStream stream,
+    aclmdlRI modelRI,
+    aclmdlRICaptureMode mode)
 {
     (void)stream;
     (void)modelRI;
     (void)mode;
     return aclmockSetError("aclmdlRICaptureToModelRIBegin", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICaptureToModelRIBegin is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICaptureToModelRIBegin is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclmdlRICondHandleCreate(aclmdlRI modelRI, uint32_t defaultLaunchValue, aclmdlRICondHandleFlag flag, aclmdlRICondHandle *handle)
+aclError aclmdlRICondHandleCreate(
+    aclmdlRI modelRI,
+    uint32_t defaultLaunchValue,
+    aclmdlRICondHandleFlag flag,
+    aclmdlRICondHandle *handle)
 {
     (void)modelRI;
     (void)defaultLaunchValue;
     (void)flag;
     (void)handle;
     return aclmockSetError("aclmdlRICondHandleCreate", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICondHandleCreate is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICondHandleCreate is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRICondHandleGetCondPtr(aclmdlRICondHandle handle, uint64_t **ptr)
@@ -141,7 +166,8 @@ aclError aclmdlRICondHandleGetCondPtr(aclmdlRICondHandle handle, uint64_t **ptr)
     (void)handle;
     (void)ptr;
     return aclmockSetError("aclmdlRICondHandleGetCondPtr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRICondHandleGetCondPtr is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRICondHandleGetCondPtr is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t flags)
@@ -150,21 +176,24 @@ aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t fla
     (void)path;
     (void)flags;
     return aclmockSetError("aclmdlRIDebugJsonPrint", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIDebugJsonPrint is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIDebugJsonPrint is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIDebugPrint(aclmdlRI modelRI)
 {
     (void)modelRI;
     return aclmockSetError("aclmdlRIDebugPrint", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIDebugPrint is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIDebugPrint is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIDestroy(aclmdlRI modelRI)
 {
     (void)modelRI;
     return aclmockSetError("aclmdlRIDestroy", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIDestroy is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIDestroy is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIDestroyRegisterCallback(aclmdlRI modelRI, aclrtCallback func, void *userData)
@@ -173,7 +202,8 @@ aclError aclmdlRIDestroyRegisterCallback(aclmdlRI modelRI, aclrtCallback func, v
     (void)func;
     (void)userData;
     return aclmockSetError("aclmdlRIDestroyRegisterCallback", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIDestroyRegisterCallback is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIDestroyRegisterCallback is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIDestroyUnregisterCallback(aclmdlRI modelRI, aclrtCallback func)
@@ -181,7 +211,8 @@ aclError aclmdlRIDestroyUnregisterCallback(aclmdlRI modelRI, aclrtCallback func)
     (void)modelRI;
     (void)func;
     return aclmockSetError("aclmdlRIDestroyUnregisterCallback", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIDestroyUnregisterCallback is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIDestroyUnregisterCallback is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIEndTask(aclmdlRI modelRI, aclrtStream stream)
@@ -189,7 +220,8 @@ aclError aclmdlRIEndTask(aclmdlRI modelRI, aclrtStream stream)
     (void)modelRI;
     (void)stream;
     return aclmockSetError("aclmdlRIEndTask", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIEndTask is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIEndTask is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout)
@@ -197,7 +229,8 @@ aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout)
     (void)modelRI;
     (void)timeout;
     return aclmockSetError("aclmdlRIExecute", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIExecute is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIExecute is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream)
@@ -205,7 +238,8 @@ aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream)
     (void)modelRI;
     (void)stream;
     return aclmockSetError("aclmdlRIExecuteAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIExecuteAsync is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIExecuteAsync is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIGetId(aclmdlRI modelRI, uint32_t *modelRIId)
@@ -213,7 +247,8 @@ aclError aclmdlRIGetId(aclmdlRI modelRI, uint32_t *modelRIId)
     (void)modelRI;
     (void)modelRIId;
     return aclmockSetError("aclmdlRIGetId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIGetId is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIGetId is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIGetName(aclmdlRI modelRI, uint32_t maxLen, char *name)
@@ -222,7 +257,8 @@ aclError aclmdlRIGetName(aclmdlRI modelRI, uint32_t maxLen, char *name)
     (void)maxLen;
     (void)name;
     return aclmockSetError("aclmdlRIGetName", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIGetName is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIGetName is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIGetStreams(aclmdlRI modelRI, aclrtStream *streams, uint32_t *numStreams)
@@ -231,7 +267,8 @@ aclError aclmdlRIGetStreams(aclmdlRI modelRI, aclrtStream *streams, uint32_t *nu
     (void)streams;
     (void)numStreams;
     return aclmockSetError("aclmdlRIGetStreams", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIGetStreams is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIGetStreams is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIGetTasksByStream(aclrtStream stream, aclmdlRITask *tasks, uint32_t *numTasks)
@@ -240,16 +277,21 @@ aclError aclmdlRIGetTasksByStream(aclrtStream stream, aclmdlRITask *tasks, uint3
     (void)tasks;
     (void)numTasks;
     return aclmockSetError("aclmdlRIGetTasksByStream", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIGetTasksByStream is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIGetTasksByStream is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclmdlRIKernelTaskGetAttribute(aclmdlRITask task, aclrtLaunchKernelAttrId attrId, aclrtLaunchKernelAttrValue *attrValue)
+aclError aclmdlRIKernelTaskGetAttribute(
+    aclmdlRITask task,
+    aclrtLaunchKernelAttrId attrId,
+    aclrtLaunchKernelAttrValue *attrValue)
 {
     (void)task;
     (void)attrId;
     (void)attrValue;
     return aclmockSetError("aclmdlRIKernelTaskGetAttribute", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIKernelTaskGetAttribute is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIKernelTaskGetAttribute is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRISetName(aclmdlRI modelRI, const char *name)
@@ -257,14 +299,16 @@ aclError aclmdlRISetName(aclmdlRI modelRI, const char *name)
     (void)modelRI;
     (void)name;
     return aclmockSetError("aclmdlRISetName", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRISetName is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRISetName is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRITaskDisable(aclmdlRITask task)
 {
     (void)task;
     return aclmockSetError("aclmdlRITaskDisable", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRITaskDisable is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRITaskDisable is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRITaskGetParams(aclmdlRITask task, aclmdlRITaskParams *params)
@@ -272,7 +316,8 @@ aclError aclmdlRITaskGetParams(aclmdlRITask task, aclmdlRITaskParams *params)
     (void)task;
     (void)params;
     return aclmockSetError("aclmdlRITaskGetParams", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRITaskGetParams is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRITaskGetParams is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRITaskGetSeqId(aclmdlRITask task, uint32_t *id)
@@ -280,7 +325,8 @@ aclError aclmdlRITaskGetSeqId(aclmdlRITask task, uint32_t *id)
     (void)task;
     (void)id;
     return aclmockSetError("aclmdlRITaskGetSeqId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRITaskGetSeqId is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRITaskGetSeqId is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRITaskGetType(aclmdlRITask task, aclmdlRITaskType *type)
@@ -288,7 +334,8 @@ aclError aclmdlRITaskGetType(aclmdlRITask task, aclmdlRITaskType *type)
     (void)task;
     (void)type;
     return aclmockSetError("aclmdlRITaskGetType", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRITaskGetType is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRITaskGetType is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params)
@@ -296,7 +343,8 @@ aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params)
     (void)task;
     (void)params;
     return aclmockSetError("aclmdlRITaskSetParams", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRITaskSetParams is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRITaskSetParams is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream)
@@ -304,14 +352,16 @@ aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream)
     (void)modelRI;
     (void)stream;
     return aclmockSetError("aclmdlRIUnbindStream", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIUnbindStream is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIUnbindStream is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclmdlRIUpdate(aclmdlRI modelRI)
 {
     (void)modelRI;
     return aclmockSetError("aclmdlRIUpdate", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclmdlRIUpdate is not supported by the mock runtime (needs Ascend hardware)");
+        "aclmdlRIUpdate is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream)
@@ -319,7 +369,8 @@ aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream)
     (void)activeStream;
     (void)stream;
     return aclmockSetError("aclrtActiveStream", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtActiveStream is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtActiveStream is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtAllocBuf(aclrtMbuf *buf, size_t size)
@@ -327,7 +378,8 @@ aclError aclrtAllocBuf(aclrtMbuf *buf, size_t size)
     (void)buf;
     (void)size;
     return aclmockSetError("aclrtAllocBuf", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtAllocBuf is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtAllocBuf is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtAppendBufChain(aclrtMbuf headBuf, aclrtMbuf buf)
@@ -335,7 +387,8 @@ aclError aclrtAppendBufChain(aclrtMbuf headBuf, aclrtMbuf buf)
     (void)headBuf;
     (void)buf;
     return aclmockSetError("aclrtAppendBufChain", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtAppendBufChain is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtAppendBufChain is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtBinaryGetDevAddress(const aclrtBinHandle binHandle, void **binAddr, size_t *binSize)
@@ -344,25 +397,34 @@ aclError aclrtBinaryGetDevAddress(const aclrtBinHandle binHandle, void **binAddr
     (void)binAddr;
     (void)binSize;
     return aclmockSetError("aclrtBinaryGetDevAddress", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinaryGetDevAddress is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinaryGetDevAddress is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName, aclrtFuncHandle *funcHandle)
+aclError aclrtBinaryGetFunction(
+    const aclrtBinHandle binHandle,
+    const char *kernelName,
+    aclrtFuncHandle *funcHandle)
 {
     (void)binHandle;
     (void)kernelName;
     (void)funcHandle;
     return aclmockSetError("aclrtBinaryGetFunction", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinaryGetFunction is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinaryGetFunction is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtBinaryGetFunctionByEntry(aclrtBinHandle binHandle, uint64_t funcEntry, aclrtFuncHandle *funcHandle)
+aclError aclrtBinaryGetFunctionByEntry(
+    aclrtBinHandle binHandle,
+    uint64_t funcEntry,
+    aclrtFuncHandle *funcHandle)
 {
     (void)binHandle;
     (void)funcEntry;
     (void)funcHandle;
     return aclmockSetError("aclrtBinaryGetFunctionByEntry", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinaryGetFunctionByEntry is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinaryGetFunctionByEntry is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtBinaryGetGlobal(aclrtBinHandle binHandle, const char *name, void **dptr, size_t *size)
@@ -372,7 +434,8 @@ aclError aclrtBinaryGetGlobal(aclrtBinHandle binHandle, const char *name, void *
     (void)dptr;
     (void)size;
     return aclmockSetError("aclrtBinaryGetGlobal", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinaryGetGlobal is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinaryGetGlobal is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtBinaryLoad(const aclrtBinary binary, aclrtBinHandle *binHandle)
@@ -380,42 +443,57 @@ aclError aclrtBinaryLoad(const aclrtBinary binary, aclrtBinHandle *binHandle)
     (void)binary;
     (void)binHandle;
     return aclmockSetError("aclrtBinaryLoad", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinaryLoad is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinaryLoad is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtBinaryLoadFromData(const void *data, size_t length, const aclrtBinaryLoadOptions *options, aclrtBinHandle *binHandle)
+aclError aclrtBinaryLoadFromData(
+    const void *data,
+    size_t length,
+    const aclrtBinaryLoadOptions *options,
+    aclrtBinHandle *binHandle)
 {
     (void)data;
     (void)length;
     (void)options;
     (void)binHandle;
     return aclmockSetError("aclrtBinaryLoadFromData", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinaryLoadFromData is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinaryLoadFromData is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *options, aclrtBinHandle *binHandle)
+aclError aclrtBinaryLoadFromFile(
+    const char *binPath,
+    aclrtBinaryLoadOptions *options,
+    aclrtBinHandle *binHandle)
 {
     (void)binPath;
     (void)options;
     (void)binHandle;
     return aclmockSetError("aclrtBinaryLoadFromFile", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinaryLoadFromFile is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinaryLoadFromFile is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtBinarySetExceptionCallback(aclrtBinHandle binHandle, aclrtOpExceptionCallback callback, void *userData)
+aclError aclrtBinarySetExceptionCallback(
+    aclrtBinHandle binHandle,
+    aclrtOpExceptionCallback callback,
+    void *userData)
 {
     (void)binHandle;
     (void)callback;
     (void)userData;
     return aclmockSetError("aclrtBinarySetExceptionCallback", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinarySetExceptionCallback is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinarySetExceptionCallback is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle)
 {
     (void)binHandle;
     return aclmockSetError("aclrtBinaryUnLoad", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtBinaryUnLoad is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtBinaryUnLoad is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCheckArchCompatibility(const char *socVersion, int32_t *canCompatible)
@@ -423,7 +501,8 @@ aclError aclrtCheckArchCompatibility(const char *socVersion, int32_t *canCompati
     (void)socVersion;
     (void)canCompatible;
     return aclmockSetError("aclrtCheckArchCompatibility", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCheckArchCompatibility is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCheckArchCompatibility is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCmoAsync(void *src, size_t size, aclrtCmoType cmoType, aclrtStream stream)
@@ -433,10 +512,16 @@ aclError aclrtCmoAsync(void *src, size_t size, aclrtCmoType cmoType, aclrtStream
     (void)cmoType;
     (void)stream;
     return aclmockSetError("aclrtCmoAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCmoAsync is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCmoAsync is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtCmoAsyncWithBarrier(void *src, size_t size, aclrtCmoType cmoType, uint32_t barrierId, aclrtStream stream)
+aclError aclrtCmoAsyncWithBarrier(
+    void *src,
+    size_t size,
+    aclrtCmoType cmoType,
+    uint32_t barrierId,
+    aclrtStream stream)
 {
     (void)src;
     (void)size;
@@ -444,24 +529,31 @@ aclError aclrtCmoAsyncWithBarrier(void *src, size_t size, aclrtCmoType cmoType, 
     (void)barrierId;
     (void)stream;
     return aclmockSetError("aclrtCmoAsyncWithBarrier", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCmoAsyncWithBarrier is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCmoAsyncWithBarrier is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtCmoAsyncWithDesc(void *cmoDesc, aclrtCmoType cmoType, aclrtStream stream, const void *reserve)
+aclError aclrtCmoAsyncWithDesc(
+    void *cmoDesc,
+    aclrtCmoType cmoType,
+    aclrtStream stream,
+    const void *reserve)
 {
     (void)cmoDesc;
     (void)cmoType;
     (void)stream;
     (void)reserve;
     return aclmockSetError("aclrtCmoAsyncWithDesc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCmoAsyncWithDesc is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCmoAsyncWithDesc is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCmoGetDescSize(size_t *size)
 {
     (void)size;
     return aclmockSetError("aclrtCmoGetDescSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCmoGetDescSize is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCmoGetDescSize is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size)
@@ -470,7 +562,8 @@ aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size)
     (void)src;
     (void)size;
     return aclmockSetError("aclrtCmoSetDesc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCmoSetDesc is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCmoSetDesc is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCmoWaitBarrier(aclrtBarrierTaskInfo *taskInfo, aclrtStream stream, uint32_t flag)
@@ -479,7 +572,8 @@ aclError aclrtCmoWaitBarrier(aclrtBarrierTaskInfo *taskInfo, aclrtStream stream,
     (void)stream;
     (void)flag;
     return aclmockSetError("aclrtCmoWaitBarrier", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCmoWaitBarrier is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCmoWaitBarrier is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCntNotifyCreate(aclrtCntNotify *cntNotify, uint64_t flag)
@@ -487,14 +581,16 @@ aclError aclrtCntNotifyCreate(aclrtCntNotify *cntNotify, uint64_t flag)
     (void)cntNotify;
     (void)flag;
     return aclmockSetError("aclrtCntNotifyCreate", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCntNotifyCreate is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCntNotifyCreate is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCntNotifyDestroy(aclrtCntNotify cntNotify)
 {
     (void)cntNotify;
     return aclmockSetError("aclrtCntNotifyDestroy", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCntNotifyDestroy is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCntNotifyDestroy is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCntNotifyGetId(aclrtCntNotify cntNotify, uint32_t *notifyId)
@@ -502,16 +598,21 @@ aclError aclrtCntNotifyGetId(aclrtCntNotify cntNotify, uint32_t *notifyId)
     (void)cntNotify;
     (void)notifyId;
     return aclmockSetError("aclrtCntNotifyGetId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCntNotifyGetId is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCntNotifyGetId is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtCntNotifyRecord(aclrtCntNotify cntNotify, aclrtStream stream, aclrtCntNotifyRecordInfo *info)
+aclError aclrtCntNotifyRecord(
+    aclrtCntNotify cntNotify,
+    aclrtStream stream,
+    aclrtCntNotifyRecordInfo *info)
 {
     (void)cntNotify;
     (void)stream;
     (void)info;
     return aclmockSetError("aclrtCntNotifyRecord", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCntNotifyRecord is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCntNotifyRecord is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCntNotifyReset(aclrtCntNotify cntNotify, aclrtStream stream)
@@ -519,16 +620,21 @@ aclError aclrtCntNotifyReset(aclrtCntNotify cntNotify, aclrtStream stream)
     (void)cntNotify;
     (void)stream;
     return aclmockSetError("aclrtCntNotifyReset", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCntNotifyReset is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCntNotifyReset is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtCntNotifyWaitWithTimeout(aclrtCntNotify cntNotify, aclrtStream stream, aclrtCntNotifyWaitInfo *info)
+aclError aclrtCntNotifyWaitWithTimeout(
+    aclrtCntNotify cntNotify,
+    aclrtStream stream,
+    aclrtCntNotifyWaitInfo *info)
 {
     (void)cntNotify;
     (void)stream;
     (void)info;
     return aclmockSetError("aclrtCntNotifyWaitWithTimeout", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCntNotifyWaitWithTimeout is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCntNotifyWaitWithTimeout is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf)
@@ -536,7 +642,8 @@ aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf)
     (void)buf;
     (void)newBuf;
     return aclmockSetError("aclrtCopyBufRef", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCopyBufRef is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCopyBufRef is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclrtBinary aclrtCreateBinary(const void *data, size_t dataLen)
@@ -544,14 +651,16 @@ aclrtBinary aclrtCreateBinary(const void *data, size_t dataLen)
     (void)data;
     (void)dataLen;
     (void)aclmockSetError("aclrtCreateBinary", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCreateBinary is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCreateBinary is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return NULL;
 }
 
 aclrtGroupInfo *aclrtCreateGroupInfo(void)
 {
     (void)aclmockSetError("aclrtCreateGroupInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCreateGroupInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCreateGroupInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return NULL;
 }
 
@@ -559,7 +668,8 @@ aclError aclrtCreateLabel(aclrtLabel *label)
 {
     (void)label;
     return aclmockSetError("aclrtCreateLabel", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCreateLabel is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCreateLabel is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCreateLabelList(aclrtLabel *labels, size_t num, aclrtLabelList *labelList)
@@ -568,7 +678,8 @@ aclError aclrtCreateLabelList(aclrtLabel *labels, size_t num, aclrtLabelList *la
     (void)num;
     (void)labelList;
     return aclmockSetError("aclrtCreateLabelList", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCreateLabelList is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCreateLabelList is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCreateNotify(aclrtNotify *notify, uint64_t flag)
@@ -576,56 +687,64 @@ aclError aclrtCreateNotify(aclrtNotify *notify, uint64_t flag)
     (void)notify;
     (void)flag;
     return aclmockSetError("aclrtCreateNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCreateNotify is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCreateNotify is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtCtxGetFloatOverflowAddr(void **overflowAddr)
 {
     (void)overflowAddr;
     return aclmockSetError("aclrtCtxGetFloatOverflowAddr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtCtxGetFloatOverflowAddr is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtCtxGetFloatOverflowAddr is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDestroyBinary(aclrtBinary binary)
 {
     (void)binary;
     return aclmockSetError("aclrtDestroyBinary", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDestroyBinary is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDestroyBinary is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDestroyGroupInfo(aclrtGroupInfo *groupInfo)
 {
     (void)groupInfo;
     return aclmockSetError("aclrtDestroyGroupInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDestroyGroupInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDestroyGroupInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDestroyLabel(aclrtLabel label)
 {
     (void)label;
     return aclmockSetError("aclrtDestroyLabel", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDestroyLabel is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDestroyLabel is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDestroyLabelList(aclrtLabelList labelList)
 {
     (void)labelList;
     return aclmockSetError("aclrtDestroyLabelList", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDestroyLabelList is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDestroyLabelList is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDestroyNotify(aclrtNotify notify)
 {
     (void)notify;
     return aclmockSetError("aclrtDestroyNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDestroyNotify is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDestroyNotify is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDeviceGetBareTgid(int32_t *pid)
 {
     (void)pid;
     return aclmockSetError("aclrtDeviceGetBareTgid", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDeviceGetBareTgid is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDeviceGetBareTgid is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId)
@@ -633,7 +752,8 @@ aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId)
     (void)pciBusId;
     (void)deviceId;
     return aclmockSetError("aclrtDeviceGetByPCIBusId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDeviceGetByPCIBusId is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDeviceGetByPCIBusId is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len)
@@ -642,21 +762,24 @@ aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len)
     (void)pciBusId;
     (void)len;
     return aclmockSetError("aclrtDeviceGetPCIBusId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDeviceGetPCIBusId is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDeviceGetPCIBusId is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtDeviceL2CacheFlush(void *rsv)
 {
     (void)rsv;
     return aclmockSetError("aclrtDeviceL2CacheFlush", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtDeviceL2CacheFlush is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtDeviceL2CacheFlush is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtFreeBuf(aclrtMbuf buf)
 {
     (void)buf;
     return aclmockSetError("aclrtFreeBuf", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtFreeBuf is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtFreeBuf is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtFunctionGetAvailDynUbufPerBlock(void *func, uint32_t flags, size_t *dynamicUbufSize)
@@ -665,7 +788,8 @@ aclError aclrtFunctionGetAvailDynUbufPerBlock(void *func, uint32_t flags, size_t
     (void)flags;
     (void)dynamicUbufSize;
     return aclmockSetError("aclrtFunctionGetAvailDynUbufPerBlock", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtFunctionGetAvailDynUbufPerBlock is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtFunctionGetAvailDynUbufPerBlock is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtFunctionGetBinary(const aclrtFuncHandle funcHandle, aclrtBinHandle *binHandle)
@@ -673,7 +797,8 @@ aclError aclrtFunctionGetBinary(const aclrtFuncHandle funcHandle, aclrtBinHandle
     (void)funcHandle;
     (void)binHandle;
     return aclmockSetError("aclrtFunctionGetBinary", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtFunctionGetBinary is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtFunctionGetBinary is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtFunctionGetParamCount(const void *func, size_t *paramCount)
@@ -681,33 +806,44 @@ aclError aclrtFunctionGetParamCount(const void *func, size_t *paramCount)
     (void)func;
     (void)paramCount;
     return aclmockSetError("aclrtFunctionGetParamCount", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtFunctionGetParamCount is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtFunctionGetParamCount is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtFunctionGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+aclError aclrtFunctionGetParamInfo(
+    const void *func,
+    size_t paramIndex,
+    size_t *paramOffset,
+    size_t *paramSize)
 {
     (void)func;
     (void)paramIndex;
     (void)paramOffset;
     (void)paramSize;
     return aclmockSetError("aclrtFunctionGetParamInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtFunctionGetParamInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtFunctionGetParamInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo)
 {
     (void)groupInfo;
     return aclmockSetError("aclrtGetAllGroupInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetAllGroupInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetAllGroupInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtGetArgsFromExceptionInfo(const aclrtExceptionInfo *info, void **devArgsPtr, uint32_t *devArgsLen)
+aclError aclrtGetArgsFromExceptionInfo(
+    const aclrtExceptionInfo *info,
+    void **devArgsPtr,
+    uint32_t *devArgsLen)
 {
     (void)info;
     (void)devArgsPtr;
     (void)devArgsLen;
     return aclmockSetError("aclrtGetArgsFromExceptionInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetArgsFromExceptionInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetArgsFromExceptionInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetBufChainNum(aclrtMbuf headBuf, uint32_t *num)
@@ -715,7 +851,8 @@ aclError aclrtGetBufChainNum(aclrtMbuf headBuf, uint32_t *num)
     (void)headBuf;
     (void)num;
     return aclmockSetError("aclrtGetBufChainNum", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetBufChainNum is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetBufChainNum is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetBufData(const aclrtMbuf buf, void **dataPtr, size_t *size)
@@ -724,7 +861,8 @@ aclError aclrtGetBufData(const aclrtMbuf buf, void **dataPtr, size_t *size)
     (void)dataPtr;
     (void)size;
     return aclmockSetError("aclrtGetBufData", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetBufData is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetBufData is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetBufDataLen(aclrtMbuf buf, size_t *len)
@@ -732,7 +870,8 @@ aclError aclrtGetBufDataLen(aclrtMbuf buf, size_t *len)
     (void)buf;
     (void)len;
     return aclmockSetError("aclrtGetBufDataLen", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetBufDataLen is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetBufDataLen is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetBufFromChain(aclrtMbuf headBuf, uint32_t index, aclrtMbuf *buf)
@@ -741,7 +880,8 @@ aclError aclrtGetBufFromChain(aclrtMbuf headBuf, uint32_t index, aclrtMbuf *buf)
     (void)index;
     (void)buf;
     return aclmockSetError("aclrtGetBufFromChain", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetBufFromChain is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetBufFromChain is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetBufUserData(const aclrtMbuf buf, void *dataPtr, size_t size, size_t offset)
@@ -751,7 +891,8 @@ aclError aclrtGetBufUserData(const aclrtMbuf buf, void *dataPtr, size_t size, si
     (void)size;
     (void)offset;
     return aclmockSetError("aclrtGetBufUserData", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetBufUserData is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetBufUserData is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo)
@@ -759,7 +900,8 @@ aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo)
     (void)deviceId;
     (void)errorInfo;
     return aclmockSetError("aclrtGetErrorVerbose", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetErrorVerbose is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetErrorVerbose is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetFuncBySymbol(const void *symbol, aclrtFuncHandle *funcHandle)
@@ -767,7 +909,8 @@ aclError aclrtGetFuncBySymbol(const void *symbol, aclrtFuncHandle *funcHandle)
     (void)symbol;
     (void)funcHandle;
     return aclmockSetError("aclrtGetFuncBySymbol", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetFuncBySymbol is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetFuncBySymbol is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetFuncHandleFromExceptionInfo(const aclrtExceptionInfo *info, aclrtFuncHandle *func)
@@ -775,7 +918,8 @@ aclError aclrtGetFuncHandleFromExceptionInfo(const aclrtExceptionInfo *info, acl
     (void)info;
     (void)func;
     return aclmockSetError("aclrtGetFuncHandleFromExceptionInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetFuncHandleFromExceptionInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetFuncHandleFromExceptionInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetFunctionAddr(aclrtFuncHandle funcHandle, void **aicAddr, void **aivAddr)
@@ -784,16 +928,21 @@ aclError aclrtGetFunctionAddr(aclrtFuncHandle funcHandle, void **aicAddr, void *
     (void)aicAddr;
     (void)aivAddr;
     return aclmockSetError("aclrtGetFunctionAddr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetFunctionAddr is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetFunctionAddr is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtGetFunctionAttribute(aclrtFuncHandle funcHandle, aclrtFuncAttribute attrType, int64_t *attrValue)
+aclError aclrtGetFunctionAttribute(
+    aclrtFuncHandle funcHandle,
+    aclrtFuncAttribute attrType,
+    int64_t *attrValue)
 {
     (void)funcHandle;
     (void)attrType;
     (void)attrValue;
     return aclmockSetError("aclrtGetFunctionAttribute", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetFunctionAttribute is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetFunctionAttribute is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetFunctionName(aclrtFuncHandle funcHandle, uint32_t maxLen, char *name)
@@ -802,7 +951,8 @@ aclError aclrtGetFunctionName(aclrtFuncHandle funcHandle, uint32_t maxLen, char 
     (void)maxLen;
     (void)name;
     return aclmockSetError("aclrtGetFunctionName", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetFunctionName is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetFunctionName is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetFunctionSize(aclrtFuncHandle funcHandle, size_t *aicSize, size_t *aivSize)
@@ -811,17 +961,25 @@ aclError aclrtGetFunctionSize(aclrtFuncHandle funcHandle, size_t *aicSize, size_
     (void)aicSize;
     (void)aivSize;
     return aclmockSetError("aclrtGetFunctionSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetFunctionSize is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetFunctionSize is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetGroupCount(uint32_t *count)
 {
     (void)count;
     return aclmockSetError("aclrtGetGroupCount", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetGroupCount is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetGroupCount is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtGetGroupInfoDetail(const aclrtGroupInfo *groupInfo, int32_t groupIndex, aclrtGroupAttr attr, void *attrValue, size_t valueLen, size_t *paramRetSize)
+aclError aclrtGetGroupInfoDetail(
+    const aclrtGroupInfo *groupInfo,
+    int32_t groupIndex,
+    aclrtGroupAttr attr,
+    void *attrValue,
+    size_t valueLen,
+    size_t *paramRetSize)
 {
     (void)groupInfo;
     (void)groupIndex;
@@ -830,24 +988,31 @@ aclError aclrtGetGroupInfoDetail(const aclrtGroupInfo *groupInfo, int32_t groupI
     (void)valueLen;
     (void)paramRetSize;
     return aclmockSetError("aclrtGetGroupInfoDetail", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetGroupInfoDetail is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetGroupInfoDetail is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetHardwareSyncAddr(void **addr)
 {
     (void)addr;
     return aclmockSetError("aclrtGetHardwareSyncAddr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetHardwareSyncAddr is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetHardwareSyncAddr is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtGetMemUceInfo(int32_t deviceId, aclrtMemUceInfo *memUceInfoArray, size_t arraySize, size_t *retSize)
+aclError aclrtGetMemUceInfo(
+    int32_t deviceId,
+    aclrtMemUceInfo *memUceInfoArray,
+    size_t arraySize,
+    size_t *retSize)
 {
     (void)deviceId;
     (void)memUceInfoArray;
     (void)arraySize;
     (void)retSize;
     return aclmockSetError("aclrtGetMemUceInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetMemUceInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetMemUceInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize)
@@ -855,7 +1020,8 @@ aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize)
     (void)kind;
     (void)descSize;
     return aclmockSetError("aclrtGetMemcpyDescSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetMemcpyDescSize is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetMemcpyDescSize is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetNotifyId(aclrtNotify notify, uint32_t *notifyId)
@@ -863,7 +1029,8 @@ aclError aclrtGetNotifyId(aclrtNotify notify, uint32_t *notifyId)
     (void)notify;
     (void)notifyId;
     return aclmockSetError("aclrtGetNotifyId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetNotifyId is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetNotifyId is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr)
@@ -871,7 +1038,8 @@ aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr)
     (void)symbol;
     (void)devPtr;
     return aclmockSetError("aclrtGetSymbolAddress", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetSymbolAddress is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetSymbolAddress is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtGetSymbolSize(const void *symbol, size_t *size)
@@ -879,7 +1047,8 @@ aclError aclrtGetSymbolSize(const void *symbol, size_t *size)
     (void)symbol;
     (void)size;
     return aclmockSetError("aclrtGetSymbolSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtGetSymbolSize is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtGetSymbolSize is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle)
@@ -887,14 +1056,16 @@ aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle)
     (void)event;
     (void)handle;
     return aclmockSetError("aclrtIpcGetEventHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtIpcGetEventHandle is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtIpcGetEventHandle is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtIpcMemClose(const char *key)
 {
     (void)key;
     return aclmockSetError("aclrtIpcMemClose", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtIpcMemClose is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtIpcMemClose is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags)
@@ -905,7 +1076,8 @@ aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t le
     (void)len;
     (void)flags;
     return aclmockSetError("aclrtIpcMemGetExportKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtIpcMemGetExportKey is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtIpcMemGetExportKey is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags)
@@ -914,7 +1086,8 @@ aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags)
     (void)key;
     (void)flags;
     return aclmockSetError("aclrtIpcMemImportByKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtIpcMemImportByKey is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtIpcMemImportByKey is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtIpcMemImportPidInterServer(const char *key, aclrtServerPid *serverPids, size_t num)
@@ -923,7 +1096,8 @@ aclError aclrtIpcMemImportPidInterServer(const char *key, aclrtServerPid *server
     (void)serverPids;
     (void)num;
     return aclmockSetError("aclrtIpcMemImportPidInterServer", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtIpcMemImportPidInterServer is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtIpcMemImportPidInterServer is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr)
@@ -932,7 +1106,8 @@ aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t 
     (void)type;
     (void)attr;
     return aclmockSetError("aclrtIpcMemSetAttr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtIpcMemSetAttr is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtIpcMemSetAttr is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num)
@@ -941,7 +1116,8 @@ aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num)
     (void)pid;
     (void)num;
     return aclmockSetError("aclrtIpcMemSetImportPid", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtIpcMemSetImportPid is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtIpcMemSetImportPid is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event)
@@ -949,17 +1125,23 @@ aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event)
     (void)handle;
     (void)event;
     return aclmockSetError("aclrtIpcOpenEventHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtIpcOpenEventHandle is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtIpcOpenEventHandle is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void *param, size_t paramSize, aclrtParamHandle *paramHandle)
+aclError aclrtKernelArgsAppend(
+    aclrtArgsHandle argsHandle,
+    void *param,
+    size_t paramSize,
+    aclrtParamHandle *paramHandle)
 {
     (void)argsHandle;
     (void)param;
     (void)paramSize;
     (void)paramHandle;
     return aclmockSetError("aclrtKernelArgsAppend", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsAppend is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsAppend is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtKernelArgsAppendPlaceHolder(aclrtArgsHandle argsHandle, aclrtParamHandle *paramHandle)
@@ -967,14 +1149,16 @@ aclError aclrtKernelArgsAppendPlaceHolder(aclrtArgsHandle argsHandle, aclrtParam
     (void)argsHandle;
     (void)paramHandle;
     return aclmockSetError("aclrtKernelArgsAppendPlaceHolder", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsAppendPlaceHolder is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsAppendPlaceHolder is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtKernelArgsFinalize(aclrtArgsHandle argsHandle)
 {
     (void)argsHandle;
     return aclmockSetError("aclrtKernelArgsFinalize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsFinalize is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsFinalize is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtKernelArgsGetHandleMemSize(aclrtFuncHandle funcHandle, size_t *memSize)
@@ -982,26 +1166,36 @@ aclError aclrtKernelArgsGetHandleMemSize(aclrtFuncHandle funcHandle, size_t *mem
     (void)funcHandle;
     (void)memSize;
     return aclmockSetError("aclrtKernelArgsGetHandleMemSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsGetHandleMemSize is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsGetHandleMemSize is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtKernelArgsGetMemSize(aclrtFuncHandle funcHandle, size_t userArgsSize, size_t *actualArgsSize)
+aclError aclrtKernelArgsGetMemSize(
+    aclrtFuncHandle funcHandle,
+    size_t userArgsSize,
+    size_t *actualArgsSize)
 {
     (void)funcHandle;
     (void)userArgsSize;
     (void)actualArgsSize;
     return aclmockSetError("aclrtKernelArgsGetMemSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsGetMemSize is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsGetMemSize is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtKernelArgsGetPlaceHolderBuffer(aclrtArgsHandle argsHandle, aclrtParamHandle paramHandle, size_t dataSize, void **bufferAddr)
+aclError aclrtKernelArgsGetPlaceHolderBuffer(
+    aclrtArgsHandle argsHandle,
+    aclrtParamHandle paramHandle,
+    size_t dataSize,
+    void **bufferAddr)
 {
     (void)argsHandle;
     (void)paramHandle;
     (void)dataSize;
     (void)bufferAddr;
     return aclmockSetError("aclrtKernelArgsGetPlaceHolderBuffer", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsGetPlaceHolderBuffer is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsGetPlaceHolderBuffer is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtKernelArgsInit(aclrtFuncHandle funcHandle, aclrtArgsHandle *argsHandle)
@@ -1009,30 +1203,46 @@ aclError aclrtKernelArgsInit(aclrtFuncHandle funcHandle, aclrtArgsHandle *argsHa
     (void)funcHandle;
     (void)argsHandle;
     return aclmockSetError("aclrtKernelArgsInit", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsInit is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsInit is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtKernelArgsInitByUserMem(aclrtFuncHandle funcHandle, aclrtArgsHandle argsHandle, void *userHostMem, size_t actualArgsSize)
+aclError aclrtKernelArgsInitByUserMem(
+    aclrtFuncHandle funcHandle,
+    aclrtArgsHandle argsHandle,
+    void *userHostMem,
+    size_t actualArgsSize)
 {
     (void)funcHandle;
     (void)argsHandle;
     (void)userHostMem;
     (void)actualArgsSize;
     return aclmockSetError("aclrtKernelArgsInitByUserMem", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsInitByUserMem is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsInitByUserMem is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtKernelArgsParaUpdate(aclrtArgsHandle argsHandle, aclrtParamHandle paramHandle, void *param, size_t paramSize)
+aclError aclrtKernelArgsParaUpdate(
+    aclrtArgsHandle argsHandle,
+    aclrtParamHandle paramHandle,
+    void *param,
+    size_t paramSize)
 {
     (void)argsHandle;
     (void)paramHandle;
     (void)param;
     (void)paramSize;
     return aclmockSetError("aclrtKernelArgsParaUpdate", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtKernelArgsParaUpdate is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtKernelArgsParaUpdate is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtStream stream)
+aclError aclrtLaunchKernel(
+    aclrtFuncHandle funcHandle,
+    uint32_t numBlocks,
+    const void *argsData,
+    size_t argsSize,
+    aclrtStream stream)
 {
     (void)funcHandle;
     (void)numBlocks;
@@ -1040,10 +1250,17 @@ aclError aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t numBlocks, const
     (void)argsSize;
     (void)stream;
     return aclmockSetError("aclrtLaunchKernel", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtLaunchKernel is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtLaunchKernel is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtLaunchKernelV2(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtLaunchKernelCfg *cfg, aclrtStream stream)
+aclError aclrtLaunchKernelV2(
+    aclrtFuncHandle funcHandle,
+    uint32_t numBlocks,
+    const void *argsData,
+    size_t argsSize,
+    aclrtLaunchKernelCfg *cfg,
+    aclrtStream stream)
 {
     (void)funcHandle;
     (void)numBlocks;
@@ -1052,10 +1269,16 @@ aclError aclrtLaunchKernelV2(aclrtFuncHandle funcHandle, uint32_t numBlocks, con
     (void)cfg;
     (void)stream;
     return aclmockSetError("aclrtLaunchKernelV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtLaunchKernelV2 is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtLaunchKernelV2 is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtLaunchKernelWithArgsArray(void *func, uint32_t numBlocks, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void **args)
+aclError aclrtLaunchKernelWithArgsArray(
+    void *func,
+    uint32_t numBlocks,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    void **args)
 {
     (void)func;
     (void)numBlocks;
@@ -1063,10 +1286,17 @@ aclError aclrtLaunchKernelWithArgsArray(void *func, uint32_t numBlocks, aclrtStr
     (void)cfg;
     (void)args;
     return aclmockSetError("aclrtLaunchKernelWithArgsArray", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtLaunchKernelWithArgsArray is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtLaunchKernelWithArgsArray is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtLaunchKernelWithConfig(aclrtFuncHandle funcHandle, uint32_t numBlocks, aclrtStream stream, aclrtLaunchKernelCfg *cfg, aclrtArgsHandle argsHandle, void *reserve)
+aclError aclrtLaunchKernelWithConfig(
+    aclrtFuncHandle funcHandle,
+    uint32_t numBlocks,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    aclrtArgsHandle argsHandle,
+    void *reserve)
 {
     (void)funcHandle;
     (void)numBlocks;
@@ -1075,10 +1305,19 @@ aclError aclrtLaunchKernelWithConfig(aclrtFuncHandle funcHandle, uint32_t numBlo
     (void)argsHandle;
     (void)reserve;
     return aclmockSetError("aclrtLaunchKernelWithConfig", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtLaunchKernelWithConfig is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtLaunchKernelWithConfig is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtLaunchKernelWithHostArgs(aclrtFuncHandle funcHandle, uint32_t numBlocks, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void *hostArgs, size_t argsSize, aclrtPlaceHolderInfo *placeHolderArray, size_t placeHolderNum)
+aclError aclrtLaunchKernelWithHostArgs(
+    aclrtFuncHandle funcHandle,
+    uint32_t numBlocks,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    void *hostArgs,
+    size_t argsSize,
+    aclrtPlaceHolderInfo *placeHolderArray,
+    size_t placeHolderNum)
 {
     (void)funcHandle;
     (void)numBlocks;
@@ -1089,10 +1328,18 @@ aclError aclrtLaunchKernelWithHostArgs(aclrtFuncHandle funcHandle, uint32_t numB
     (void)placeHolderArray;
     (void)placeHolderNum;
     return aclmockSetError("aclrtLaunchKernelWithHostArgs", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtLaunchKernelWithHostArgs is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtLaunchKernelWithHostArgs is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtLaunchSIMTKernelWithArgsArray(void *func, dim3 gridDim, dim3 blockDim, size_t dynUbufSize, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void **args)
+aclError aclrtLaunchSIMTKernelWithArgsArray(
+    void *func,
+    dim3 gridDim,
+    dim3 blockDim,
+    size_t dynUbufSize,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    void **args)
 {
     (void)func;
     (void)gridDim;
@@ -1102,10 +1349,21 @@ aclError aclrtLaunchSIMTKernelWithArgsArray(void *func, dim3 gridDim, dim3 block
     (void)cfg;
     (void)args;
     return aclmockSetError("aclrtLaunchSIMTKernelWithArgsArray", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtLaunchSIMTKernelWithArgsArray is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtLaunchSIMTKernelWithArgsArray is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtLaunchSIMTKernelWithHostArgs(void *func, dim3 gridDim, dim3 blockDim, size_t dynUbufSize, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void *hostArgs, size_t argsSize, aclrtPlaceHolderInfo *placeHolderArray, size_t placeHolderNum)
+aclError aclrtLaunchSIMTKernelWithHostArgs(
+    void *func,
+    dim3 gridDim,
+    dim3 blockDim,
+    size_t dynUbufSize,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    void *hostArgs,
+    size_t argsSize,
+    aclrtPlaceHolderInfo *placeHolderArray,
+    size_t placeHolderNum)
 {
     (void)func;
     (void)gridDim;
@@ -1118,56 +1376,81 @@ aclError aclrtLaunchSIMTKernelWithHostArgs(void *func, dim3 gridDim, dim3 blockD
     (void)placeHolderArray;
     (void)placeHolderNum;
     return aclmockSetError("aclrtLaunchSIMTKernelWithHostArgs", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtLaunchSIMTKernelWithHostArgs is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtLaunchSIMTKernelWithHostArgs is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMallocForTaskScheduler(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+aclError aclrtMallocForTaskScheduler(
+    void **devPtr,
+    size_t size,
+    aclrtMemMallocPolicy policy,
+    aclrtMallocConfig *cfg)
 {
     (void)devPtr;
     (void)size;
     (void)policy;
     (void)cfg;
     return aclmockSetError("aclrtMallocForTaskScheduler", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMallocForTaskScheduler is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMallocForTaskScheduler is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandleType handleType, uint64_t flags, uint64_t *shareableHandle)
+aclError aclrtMemExportToShareableHandle(
+    aclrtDrvMemHandle handle,
+    aclrtMemHandleType handleType,
+    uint64_t flags,
+    uint64_t *shareableHandle)
 {
     (void)handle;
     (void)handleType;
     (void)flags;
     (void)shareableHandle;
     return aclmockSetError("aclrtMemExportToShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemExportToShareableHandle is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemExportToShareableHandle is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags, aclrtMemSharedHandleType shareType, void *shareableHandle)
+aclError aclrtMemExportToShareableHandleV2(
+    aclrtDrvMemHandle handle,
+    uint64_t flags,
+    aclrtMemSharedHandleType shareType,
+    void *shareableHandle)
 {
     (void)handle;
     (void)flags;
     (void)shareType;
     (void)shareableHandle;
     return aclmockSetError("aclrtMemExportToShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemExportToShareableHandleV2 is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemExportToShareableHandleV2 is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId, aclrtDrvMemHandle *handle)
+aclError aclrtMemImportFromShareableHandle(
+    uint64_t shareableHandle,
+    int32_t deviceId,
+    aclrtDrvMemHandle *handle)
 {
     (void)shareableHandle;
     (void)deviceId;
     (void)handle;
     return aclmockSetError("aclrtMemImportFromShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemImportFromShareableHandle is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemImportFromShareableHandle is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, uint64_t flags, aclrtDrvMemHandle *handle)
+aclError aclrtMemImportFromShareableHandleV2(
+    void *shareableHandle,
+    aclrtMemSharedHandleType shareType,
+    uint64_t flags,
+    aclrtDrvMemHandle *handle)
 {
     (void)shareableHandle;
     (void)shareType;
     (void)flags;
     (void)handle;
     return aclmockSetError("aclrtMemImportFromShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemImportFromShareableHandleV2 is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemImportFromShareableHandleV2 is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtMemMapSelectedLink(void *virPtrDst, size_t size, void *virPtrSrc, uint32_t linkIdx)
@@ -1177,7 +1460,8 @@ aclError aclrtMemMapSelectedLink(void *virPtrDst, size_t size, void *virPtrSrc, 
     (void)virPtrSrc;
     (void)linkIdx;
     return aclmockSetError("aclrtMemMapSelectedLink", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemMapSelectedLink is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemMapSelectedLink is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLink)
@@ -1185,7 +1469,8 @@ aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLin
     (void)handle;
     (void)adviceLink;
     return aclmockSetError("aclrtMemMapSetLink", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemMapSetLink is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemMapSetLink is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtMemP2PMap(void *devPtr, size_t size, int32_t dstDevId, uint64_t flags)
@@ -1195,7 +1480,8 @@ aclError aclrtMemP2PMap(void *devPtr, size_t size, int32_t dstDevId, uint64_t fl
     (void)dstDevId;
     (void)flags;
     return aclmockSetError("aclrtMemP2PMap", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemP2PMap is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemP2PMap is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid, size_t pidNum)
@@ -1204,17 +1490,23 @@ aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
     (void)pid;
     (void)pidNum;
     return aclmockSetError("aclrtMemSetPidToShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemSetPidToShareableHandle is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemSetPidToShareableHandle is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemSetPidToShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, int32_t *pid, size_t pidNum)
+aclError aclrtMemSetPidToShareableHandleV2(
+    void *shareableHandle,
+    aclrtMemSharedHandleType shareType,
+    int32_t *pid,
+    size_t pidNum)
 {
     (void)shareableHandle;
     (void)shareType;
     (void)pid;
     (void)pidNum;
     return aclmockSetError("aclrtMemSetPidToShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemSetPidToShareableHandleV2 is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemSetPidToShareableHandleV2 is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtMemUceRepair(int32_t deviceId, aclrtMemUceInfo *memUceInfoArray, size_t arraySize)
@@ -1223,7 +1515,8 @@ aclError aclrtMemUceRepair(int32_t deviceId, aclrtMemUceInfo *memUceInfoArray, s
     (void)memUceInfoArray;
     (void)arraySize;
     return aclmockSetError("aclrtMemUceRepair", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemUceRepair is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemUceRepair is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream stream)
@@ -1232,10 +1525,19 @@ aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream 
     (void)kind;
     (void)stream;
     return aclmockSetError("aclrtMemcpyAsyncWithDesc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemcpyAsyncWithDesc is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemcpyAsyncWithDesc is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemcpyAsyncWithOffset(void **dst, size_t destMax, size_t dstDataOffset, const void **src, size_t count, size_t srcDataOffset, aclrtMemcpyKind kind, aclrtStream stream)
+aclError aclrtMemcpyAsyncWithOffset(
+    void **dst,
+    size_t destMax,
+    size_t dstDataOffset,
+    const void **src,
+    size_t count,
+    size_t srcDataOffset,
+    aclrtMemcpyKind kind,
+    aclrtStream stream)
 {
     (void)dst;
     (void)destMax;
@@ -1246,10 +1548,17 @@ aclError aclrtMemcpyAsyncWithOffset(void **dst, size_t destMax, size_t dstDataOf
     (void)kind;
     (void)stream;
     return aclmockSetError("aclrtMemcpyAsyncWithOffset", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemcpyAsyncWithOffset is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemcpyAsyncWithOffset is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemcpyFromSymbol(void *dst, size_t dstMax, const void *symbol, size_t count, size_t offset, aclrtMemcpyKind kind)
+aclError aclrtMemcpyFromSymbol(
+    void *dst,
+    size_t dstMax,
+    const void *symbol,
+    size_t count,
+    size_t offset,
+    aclrtMemcpyKind kind)
 {
     (void)dst;
     (void)dstMax;
@@ -1258,10 +1567,18 @@ aclError aclrtMemcpyFromSymbol(void *dst, size_t dstMax, const void *symbol, siz
     (void)offset;
     (void)kind;
     return aclmockSetError("aclrtMemcpyFromSymbol", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemcpyFromSymbol is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemcpyFromSymbol is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemcpyFromSymbolAsync(void *dst, size_t dstMax, const void *symbol, size_t count, size_t offset, aclrtMemcpyKind kind, aclrtStream stream)
+aclError aclrtMemcpyFromSymbolAsync(
+    void *dst,
+    size_t dstMax,
+    const void *symbol,
+    size_t count,
+    size_t offset,
+    aclrtMemcpyKind kind,
+    aclrtStream stream)
 {
     (void)dst;
     (void)dstMax;
@@ -1271,10 +1588,16 @@ aclError aclrtMemcpyFromSymbolAsync(void *dst, size_t dstMax, const void *symbol
     (void)kind;
     (void)stream;
     return aclmockSetError("aclrtMemcpyFromSymbolAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemcpyFromSymbolAsync is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemcpyFromSymbolAsync is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, aclrtMemcpyKind kind)
+aclError aclrtMemcpyToSymbol(
+    const void *symbol,
+    const void *src,
+    size_t count,
+    size_t offset,
+    aclrtMemcpyKind kind)
 {
     (void)symbol;
     (void)src;
@@ -1282,10 +1605,17 @@ aclError aclrtMemcpyToSymbol(const void *symbol, const void *src, size_t count, 
     (void)offset;
     (void)kind;
     return aclmockSetError("aclrtMemcpyToSymbol", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemcpyToSymbol is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemcpyToSymbol is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset, aclrtMemcpyKind kind, aclrtStream stream)
+aclError aclrtMemcpyToSymbolAsync(
+    const void *symbol,
+    const void *src,
+    size_t count,
+    size_t offset,
+    aclrtMemcpyKind kind,
+    aclrtStream stream)
 {
     (void)symbol;
     (void)src;
@@ -1294,7 +1624,8 @@ aclError aclrtMemcpyToSymbolAsync(const void *symbol, const void *src, size_t co
     (void)kind;
     (void)stream;
     return aclmockSetError("aclrtMemcpyToSymbolAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtMemcpyToSymbolAsync is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtMemcpyToSymbolAsync is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtNotifyBatchReset(aclrtNotify *notifies, size_t num)
@@ -1302,7 +1633,8 @@ aclError aclrtNotifyBatchReset(aclrtNotify *notifies, size_t num)
     (void)notifies;
     (void)num;
     return aclmockSetError("aclrtNotifyBatchReset", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtNotifyBatchReset is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtNotifyBatchReset is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtNotifyGetExportKey(aclrtNotify notify, char *key, size_t len, uint64_t flags)
@@ -1312,7 +1644,8 @@ aclError aclrtNotifyGetExportKey(aclrtNotify notify, char *key, size_t len, uint
     (void)len;
     (void)flags;
     return aclmockSetError("aclrtNotifyGetExportKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtNotifyGetExportKey is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtNotifyGetExportKey is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtNotifyImportByKey(aclrtNotify *notify, const char *key, uint64_t flags)
@@ -1321,7 +1654,8 @@ aclError aclrtNotifyImportByKey(aclrtNotify *notify, const char *key, uint64_t f
     (void)key;
     (void)flags;
     return aclmockSetError("aclrtNotifyImportByKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtNotifyImportByKey is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtNotifyImportByKey is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtNotifySetImportPid(aclrtNotify notify, int32_t *pid, size_t num)
@@ -1330,32 +1664,42 @@ aclError aclrtNotifySetImportPid(aclrtNotify notify, int32_t *pid, size_t num)
     (void)pid;
     (void)num;
     return aclmockSetError("aclrtNotifySetImportPid", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtNotifySetImportPid is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtNotifySetImportPid is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtNotifySetImportPidInterServer(aclrtNotify notify, aclrtServerPid *serverPids, size_t num)
+aclError aclrtNotifySetImportPidInterServer(
+    aclrtNotify notify,
+    aclrtServerPid *serverPids,
+    size_t num)
 {
     (void)notify;
     (void)serverPids;
     (void)num;
     return aclmockSetError("aclrtNotifySetImportPidInterServer", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtNotifySetImportPidInterServer is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtNotifySetImportPidInterServer is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtPersistentTaskClean(aclrtStream stream)
 {
     (void)stream;
     return aclmockSetError("aclrtPersistentTaskClean", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtPersistentTaskClean is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtPersistentTaskClean is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtRandomNumAsync(const aclrtRandomNumTaskInfo *taskInfo, const aclrtStream stream, void *reserve)
+aclError aclrtRandomNumAsync(
+    const aclrtRandomNumTaskInfo *taskInfo,
+    const aclrtStream stream,
+    void *reserve)
 {
     (void)taskInfo;
     (void)stream;
     (void)reserve;
     return aclmockSetError("aclrtRandomNumAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtRandomNumAsync is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtRandomNumAsync is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream)
@@ -1363,17 +1707,23 @@ aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream)
     (void)notify;
     (void)stream;
     return aclmockSetError("aclrtRecordNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtRecordNotify is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtRecordNotify is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtRegisterCpuFunc(const aclrtBinHandle handle, const char *funcName, const char *kernelName, aclrtFuncHandle *funcHandle)
+aclError aclrtRegisterCpuFunc(
+    const aclrtBinHandle handle,
+    const char *funcName,
+    const char *kernelName,
+    aclrtFuncHandle *funcHandle)
 {
     (void)handle;
     (void)funcName;
     (void)kernelName;
     (void)funcHandle;
     return aclmockSetError("aclrtRegisterCpuFunc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtRegisterCpuFunc is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtRegisterCpuFunc is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtRepairError(int32_t deviceId, const aclrtErrorInfo *errorInfo)
@@ -1381,7 +1731,8 @@ aclError aclrtRepairError(int32_t deviceId, const aclrtErrorInfo *errorInfo)
     (void)deviceId;
     (void)errorInfo;
     return aclmockSetError("aclrtRepairError", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtRepairError is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtRepairError is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSetBufDataLen(aclrtMbuf buf, size_t len)
@@ -1389,7 +1740,8 @@ aclError aclrtSetBufDataLen(aclrtMbuf buf, size_t len)
     (void)buf;
     (void)len;
     return aclmockSetError("aclrtSetBufDataLen", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSetBufDataLen is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSetBufDataLen is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSetBufUserData(aclrtMbuf buf, const void *dataPtr, size_t size, size_t offset)
@@ -1399,14 +1751,16 @@ aclError aclrtSetBufUserData(aclrtMbuf buf, const void *dataPtr, size_t size, si
     (void)size;
     (void)offset;
     return aclmockSetError("aclrtSetBufUserData", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSetBufUserData is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSetBufUserData is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSetGroup(int32_t groupId)
 {
     (void)groupId;
     return aclmockSetError("aclrtSetGroup", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSetGroup is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSetGroup is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSetLabel(aclrtLabel label, aclrtStream stream)
@@ -1414,10 +1768,17 @@ aclError aclrtSetLabel(aclrtLabel label, aclrtStream stream)
     (void)label;
     (void)stream;
     return aclmockSetError("aclrtSetLabel", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSetLabel is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSetLabel is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtSetMemcpyDesc(void *desc, aclrtMemcpyKind kind, void *srcAddr, void *dstAddr, size_t count, void *config)
+aclError aclrtSetMemcpyDesc(
+    void *desc,
+    aclrtMemcpyKind kind,
+    void *srcAddr,
+    void *dstAddr,
+    size_t count,
+    void *config)
 {
     (void)desc;
     (void)kind;
@@ -1426,23 +1787,29 @@ aclError aclrtSetMemcpyDesc(void *desc, aclrtMemcpyKind kind, void *srcAddr, voi
     (void)count;
     (void)config;
     return aclmockSetError("aclrtSetMemcpyDesc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSetMemcpyDesc is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSetMemcpyDesc is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSetTsDevice(aclrtTsId tsId)
 {
     (void)tsId;
     return aclmockSetError("aclrtSetTsDevice", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSetTsDevice is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSetTsDevice is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtSnapShotCallbackRegister(aclrtSnapShotStage stage, aclrtSnapShotCallBack callback, void *args)
+aclError aclrtSnapShotCallbackRegister(
+    aclrtSnapShotStage stage,
+    aclrtSnapShotCallBack callback,
+    void *args)
 {
     (void)stage;
     (void)callback;
     (void)args;
     return aclmockSetError("aclrtSnapShotCallbackRegister", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSnapShotCallbackRegister is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSnapShotCallbackRegister is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSnapShotCallbackUnregister(aclrtSnapShotStage stage, aclrtSnapShotCallBack callback)
@@ -1450,7 +1817,8 @@ aclError aclrtSnapShotCallbackUnregister(aclrtSnapShotStage stage, aclrtSnapShot
     (void)stage;
     (void)callback;
     return aclmockSetError("aclrtSnapShotCallbackUnregister", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSnapShotCallbackUnregister is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSnapShotCallbackUnregister is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSnapShotProcessBackup(int pid, aclrtSnapShotBackupArgs *args)
@@ -1458,7 +1826,8 @@ aclError aclrtSnapShotProcessBackup(int pid, aclrtSnapShotBackupArgs *args)
     (void)pid;
     (void)args;
     return aclmockSetError("aclrtSnapShotProcessBackup", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSnapShotProcessBackup is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSnapShotProcessBackup is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSnapShotProcessLock(int pid, void *reserve)
@@ -1466,7 +1835,8 @@ aclError aclrtSnapShotProcessLock(int pid, void *reserve)
     (void)pid;
     (void)reserve;
     return aclmockSetError("aclrtSnapShotProcessLock", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSnapShotProcessLock is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSnapShotProcessLock is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSnapShotProcessRestore(int pid, aclrtSnapShotRestoreArgs *args)
@@ -1474,7 +1844,8 @@ aclError aclrtSnapShotProcessRestore(int pid, aclrtSnapShotRestoreArgs *args)
     (void)pid;
     (void)args;
     return aclmockSetError("aclrtSnapShotProcessRestore", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSnapShotProcessRestore is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSnapShotProcessRestore is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtSnapShotProcessUnlock(int pid, void *reserve)
@@ -1482,20 +1853,33 @@ aclError aclrtSnapShotProcessUnlock(int pid, void *reserve)
     (void)pid;
     (void)reserve;
     return aclmockSetError("aclrtSnapShotProcessUnlock", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSnapShotProcessUnlock is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSnapShotProcessUnlock is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtSwitchLabelByIndex(void *ptr, uint32_t maxValue, aclrtLabelList labelList, aclrtStream stream)
+aclError aclrtSwitchLabelByIndex(
+    void *ptr,
+    uint32_t maxValue,
+    aclrtLabelList labelList,
+    aclrtStream stream)
 {
     (void)ptr;
     (void)maxValue;
     (void)labelList;
     (void)stream;
     return aclmockSetError("aclrtSwitchLabelByIndex", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSwitchLabelByIndex is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSwitchLabelByIndex is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtSwitchStream(void *leftValue, aclrtCondition cond, void *rightValue, aclrtCompareDataType dataType, aclrtStream trueStream, aclrtStream falseStream, aclrtStream stream)
+aclError aclrtSwitchStream(
+    void *leftValue,
+    aclrtCondition cond,
+    void *rightValue,
+    aclrtCompareDataType dataType,
+    aclrtStream trueStream,
+    aclrtStream falseStream,
+    aclrtStream stream)
 {
     (void)leftValue;
     (void)cond;
@@ -1505,17 +1889,23 @@ aclError aclrtSwitchStream(void *leftValue, aclrtCondition cond, void *rightValu
     (void)falseStream;
     (void)stream;
     return aclmockSetError("aclrtSwitchStream", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtSwitchStream is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtSwitchStream is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclrtTaskUpdateAsync(aclrtStream taskStream, uint32_t taskId, aclrtTaskUpdateInfo *info, aclrtStream execStream)
+aclError aclrtTaskUpdateAsync(
+    aclrtStream taskStream,
+    uint32_t taskId,
+    aclrtTaskUpdateInfo *info,
+    aclrtStream execStream)
 {
     (void)taskStream;
     (void)taskId;
     (void)info;
     (void)execStream;
     return aclmockSetError("aclrtTaskUpdateAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtTaskUpdateAsync is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtTaskUpdateAsync is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclrtWaitAndResetNotify(aclrtNotify notify, aclrtStream stream, uint32_t timeout)
@@ -1524,5 +1914,6 @@ aclError aclrtWaitAndResetNotify(aclrtNotify notify, aclrtStream stream, uint32_
     (void)stream;
     (void)timeout;
     return aclmockSetError("aclrtWaitAndResetNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclrtWaitAndResetNotify is not supported by the mock runtime (needs Ascend hardware)");
+        "aclrtWaitAndResetNotify is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }

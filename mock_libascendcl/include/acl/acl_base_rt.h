@@ -223,16 +223,30 @@ ACL_FUNC_VISIBILITY aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffe
 ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
 ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
 ACL_FUNC_VISIBILITY void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
-ACLMOCK_DEPRECATED("aclGetDataBufferSize is deprecated") ACL_FUNC_VISIBILITY uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer);
+ACLMOCK_DEPRECATED("aclGetDataBufferSize is deprecated")
+ACL_FUNC_VISIBILITY uint32_t aclGetDataBufferSize(
+    const aclDataBuffer *dataBuffer);
 ACL_FUNC_VISIBILITY size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
-ACL_FUNC_VISIBILITY aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size);
+ACL_FUNC_VISIBILITY aclError aclUpdateDataBuffer(
+    aclDataBuffer *dataBuffer,
+    void *data,
+    size_t size);
 
 /* device */
-ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value);
+ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(
+    uint32_t deviceId,
+    aclDeviceInfo deviceInfo,
+    int64_t *value);
 ACL_FUNC_VISIBILITY const char *aclrtGetSocName(void);
 
 /* other */
-ACL_FUNC_VISIBILITY void aclAppLog(aclLogLevel logLevel, const char *func, const char *file, uint32_t line, const char *fmt, ...);
+ACL_FUNC_VISIBILITY void aclAppLog(
+    aclLogLevel logLevel,
+    const char *func,
+    const char *file,
+    uint32_t line,
+    const char *fmt,
+    ...);
 
 /* version */
 ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);

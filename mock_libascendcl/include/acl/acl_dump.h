@@ -84,11 +84,21 @@ typedef struct acldumpTensorInfo {
 /* ---- functions */
 
 /* dump */
-ACLMOCK_WEAK ACL_FUNC_VISIBILITY aclError acldumpGetExceptionInfoPath(char *path, size_t maxLen);
 ACL_FUNC_VISIBILITY const char *acldumpGetPath(acldumpType dumpType);
-ACL_FUNC_VISIBILITY aclError acldumpRegCallback(int32_t (* const messageCallback)(const acldumpChunk *, int32_t), int32_t flag);
-ACLMOCK_WEAK ACL_FUNC_VISIBILITY aclError acldumpSaveExceptionInfo(const char *fileName, const char *userTag, const acldumpTensorInfo *tensors, size_t tensorCount);
+ACL_FUNC_VISIBILITY aclError acldumpRegCallback(
+    int32_t (* const messageCallback)(const acldumpChunk *, int32_t),
+    int32_t flag);
 ACL_FUNC_VISIBILITY void acldumpUnregCallback(void);
+
+/* dump: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACLMOCK_WEAK
+ACL_FUNC_VISIBILITY aclError acldumpGetExceptionInfoPath(char *path, size_t maxLen);
+ACLMOCK_WEAK
+ACL_FUNC_VISIBILITY aclError acldumpSaveExceptionInfo(
+    const char *fileName,
+    const char *userTag,
+    const acldumpTensorInfo *tensors,
+    size_t tensorCount);
 ACL_FUNC_VISIBILITY aclError aclopStartDumpArgs(uint32_t dumpType, const char *path);
 ACL_FUNC_VISIBILITY aclError aclopStopDumpArgs(uint32_t dumpType);
 

@@ -705,7 +705,11 @@ typedef void (*aclrtCallback)(void *userData);
 typedef void (*aclrtHostFunc)(void *args);
 typedef void (*aclrtExceptionInfoCallback)(aclrtExceptionInfo *exceptionInfo);
 typedef void (*aclrtDeviceStateCallback)(uint32_t devId, aclrtDeviceState state, void *args);
-typedef int32_t (*aclrtDeviceTaskAbortCallback)(int32_t deviceId, aclrtDeviceTaskAbortStage stage, uint32_t timeout, void *args);
+typedef int32_t (*aclrtDeviceTaskAbortCallback)(
+    int32_t deviceId,
+    aclrtDeviceTaskAbortStage stage,
+    uint32_t timeout,
+    void *args);
 typedef void (*aclrtStreamStateCallback)(aclrtStream stm, aclrtStreamState state, void *args);
 typedef void (*aclrtOpExceptionCallback)(aclrtExceptionInfo *exceptionInfo, void *userData);
 typedef uint32_t (*aclrtSnapShotCallBack)(int32_t deviceId, void *args);
@@ -1137,7 +1141,11 @@ typedef struct tagAclmdlRICondTaskParams {
 /* ---- functions */
 
 /* callback */
-ACL_FUNC_VISIBILITY aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchCallback(
+    aclrtCallback fn,
+    void *userData,
+    aclrtCallbackBlockType blockType,
+    aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtProcessReport(int32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
@@ -1149,56 +1157,107 @@ ACL_FUNC_VISIBILITY aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t 
 ACL_FUNC_VISIBILITY aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext context);
 ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext *context);
-ACL_FUNC_VISIBILITY aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t *flags, int32_t *active);
+ACL_FUNC_VISIBILITY aclError aclrtGetPrimaryCtxState(
+    int32_t deviceId,
+    uint32_t *flags,
+    int32_t *active);
 ACL_FUNC_VISIBILITY aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value);
 ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context);
 ACL_FUNC_VISIBILITY aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value);
 
 /* device */
-ACL_FUNC_VISIBILITY aclrtGroupInfo *aclrtCreateGroupInfo(void);
-ACL_FUNC_VISIBILITY aclError aclrtDestroyGroupInfo(aclrtGroupInfo *groupInfo);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetBareTgid(int32_t *pid);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities, const aclrtAtomicOperation *operations, const uint32_t count, int32_t deviceId);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetHostAtomicCapabilities(
+    uint32_t *capabilities,
+    const aclrtAtomicOperation *operations,
+    const uint32_t count,
+    int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPriority, int32_t *greatestPriority);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetStreamPriorityRange(
+    int32_t *leastPriority,
+    int32_t *greatestPriority);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid *uuid);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceSetLimit(aclrtDeviceLimit limit, size_t value);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout);
-ACL_FUNC_VISIBILITY aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo);
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
-ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatureType, int32_t *value);
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCapability(
+    int32_t deviceId,
+    aclrtDevFeatureType devFeatureType,
+    int32_t *value);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
-ACL_FUNC_VISIBILITY aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value);
-ACL_FUNC_VISIBILITY aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uint32_t *value);
-ACL_FUNC_VISIBILITY aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *utilizationInfo);
-ACL_FUNC_VISIBILITY aclError aclrtGetGroupCount(uint32_t *count);
-ACL_FUNC_VISIBILITY aclError aclrtGetGroupInfoDetail(const aclrtGroupInfo *groupInfo, int32_t groupIndex, aclrtGroupAttr attr, void *attrValue, size_t valueLen, size_t *paramRetSize);
-ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByPhyDevId(const int32_t phyDevId, int32_t * const logicDevId);
-ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t * const logicDevId);
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceInfo(
+    uint32_t deviceId,
+    aclrtDevAttr attr,
+    int64_t *value);
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceResLimit(
+    int32_t deviceId,
+    aclrtDevResLimitType type,
+    uint32_t *value);
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceUtilizationRate(
+    int32_t deviceId,
+    aclrtUtilizationInfo *utilizationInfo);
+ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByPhyDevId(
+    const int32_t phyDevId,
+    int32_t * const logicDevId);
+ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByUserDevId(
+    const int32_t userDevid,
+    int32_t * const logicDevId);
 ACL_FUNC_VISIBILITY aclError aclrtGetOpExecuteTimeout(uint32_t * const timeoutMs);
 ACL_FUNC_VISIBILITY aclError aclrtGetOpTimeOutInterval(uint64_t *interval);
-ACL_FUNC_VISIBILITY aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t * const phyDevId);
-ACL_FUNC_VISIBILITY aclError aclrtGetPhyDevIdByUserDevId(const int32_t userDevId, int32_t * const phyDevId);
+ACL_FUNC_VISIBILITY aclError aclrtGetPhyDevIdByLogicDevId(
+    const int32_t logicDevId,
+    int32_t * const phyDevId);
+ACL_FUNC_VISIBILITY aclError aclrtGetPhyDevIdByUserDevId(
+    const int32_t userDevId,
+    int32_t * const phyDevId);
 ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode *runMode);
-ACL_FUNC_VISIBILITY aclError aclrtGetUserDevIdByLogicDevId(const int32_t logicDevId, int32_t * const userDevid);
-ACL_FUNC_VISIBILITY aclError aclrtGetUserDevIdByPhyDevId(const int32_t phyDevId, int32_t * const userDevId);
-ACL_FUNC_VISIBILITY aclError aclrtQueryDeviceStatus(int32_t deviceId, aclrtDeviceStatus *deviceStatus);
-ACL_FUNC_VISIBILITY aclError aclrtRegDeviceStateCallback(const char *regName, aclrtDeviceStateCallback callback, void *args);
+ACL_FUNC_VISIBILITY aclError aclrtGetUserDevIdByLogicDevId(
+    const int32_t logicDevId,
+    int32_t * const userDevid);
+ACL_FUNC_VISIBILITY aclError aclrtGetUserDevIdByPhyDevId(
+    const int32_t phyDevId,
+    int32_t * const userDevId);
+ACL_FUNC_VISIBILITY aclError aclrtQueryDeviceStatus(
+    int32_t deviceId,
+    aclrtDeviceStatus *deviceStatus);
+ACL_FUNC_VISIBILITY aclError aclrtRegDeviceStateCallback(
+    const char *regName,
+    aclrtDeviceStateCallback callback,
+    void *args);
 ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtResetDeviceForce(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtResetDeviceResLimit(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
-ACL_FUNC_VISIBILITY aclError aclrtSetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uint32_t value);
-ACL_FUNC_VISIBILITY aclError aclrtSetDeviceTaskAbortCallback(const char *regName, aclrtDeviceTaskAbortCallback callback, void *args);
-ACL_FUNC_VISIBILITY aclError aclrtSetGroup(int32_t groupId);
+ACL_FUNC_VISIBILITY aclError aclrtSetDeviceResLimit(
+    int32_t deviceId,
+    aclrtDevResLimitType type,
+    uint32_t value);
+ACL_FUNC_VISIBILITY aclError aclrtSetDeviceTaskAbortCallback(
+    const char *regName,
+    aclrtDeviceTaskAbortCallback callback,
+    void *args);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOut(uint32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout, uint64_t *actualTimeout);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOutWithMs(uint32_t timeout);
-ACL_FUNC_VISIBILITY aclError aclrtSetTsDevice(aclrtTsId tsId);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);
+
+/* device: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclrtGroupInfo *aclrtCreateGroupInfo(void);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyGroupInfo(aclrtGroupInfo *groupInfo);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetBareTgid(int32_t *pid);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len);
+ACL_FUNC_VISIBILITY aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo);
+ACL_FUNC_VISIBILITY aclError aclrtGetGroupCount(uint32_t *count);
+ACL_FUNC_VISIBILITY aclError aclrtGetGroupInfoDetail(
+    const aclrtGroupInfo *groupInfo,
+    int32_t groupIndex,
+    aclrtGroupAttr attr,
+    void *attrValue,
+    size_t valueLen,
+    size_t *paramRetSize);
+ACL_FUNC_VISIBILITY aclError aclrtSetGroup(int32_t groupId);
+ACL_FUNC_VISIBILITY aclError aclrtSetTsDevice(aclrtTsId tsId);
 
 /* dump */
 ACL_FUNC_VISIBILITY aclError aclmdlFinalizeDump(void);
@@ -1207,11 +1266,20 @@ ACL_FUNC_VISIBILITY aclError aclmdlSetDump(const char *dumpCfgPath);
 
 /* error */
 ACL_FUNC_VISIBILITY const char *aclGetRecentErrMsg(void);
-ACL_FUNC_VISIBILITY aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo);
 ACL_FUNC_VISIBILITY aclError aclrtGetLastError(aclrtLastErrLevel level);
-ACL_FUNC_VISIBILITY aclError aclrtGetMemUceInfo(int32_t deviceId, aclrtMemUceInfo *memUceInfoArray, size_t arraySize, size_t *retSize);
-ACL_FUNC_VISIBILITY aclError aclrtMemUceRepair(int32_t deviceId, aclrtMemUceInfo *memUceInfoArray, size_t arraySize);
 ACL_FUNC_VISIBILITY aclError aclrtPeekAtLastError(aclrtLastErrLevel level);
+
+/* error: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo);
+ACL_FUNC_VISIBILITY aclError aclrtGetMemUceInfo(
+    int32_t deviceId,
+    aclrtMemUceInfo *memUceInfoArray,
+    size_t arraySize,
+    size_t *retSize);
+ACL_FUNC_VISIBILITY aclError aclrtMemUceRepair(
+    int32_t deviceId,
+    aclrtMemUceInfo *memUceInfoArray,
+    size_t arraySize);
 ACL_FUNC_VISIBILITY aclError aclrtRepairError(int32_t deviceId, const aclrtErrorInfo *errorInfo);
 
 /* event */
@@ -1219,222 +1287,729 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateEvent(aclrtEvent *event);
 ACL_FUNC_VISIBILITY aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
-ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent);
+ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(
+    float *ms,
+    aclrtEvent startEvent,
+    aclrtEvent endEvent);
 ACL_FUNC_VISIBILITY aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp);
 ACL_FUNC_VISIBILITY aclError aclrtGetEventAvailNum(uint32_t *eventCount);
 ACL_FUNC_VISIBILITY aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId);
-ACL_FUNC_VISIBILITY aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle);
-ACL_FUNC_VISIBILITY aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event);
-ACLMOCK_DEPRECATED("aclrtQueryEvent is deprecated") ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status);
-ACL_FUNC_VISIBILITY aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status);
-ACL_FUNC_VISIBILITY aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status);
+ACLMOCK_DEPRECATED("aclrtQueryEvent is deprecated")
+ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(
+    aclrtEvent event,
+    aclrtEventStatus *status);
+ACL_FUNC_VISIBILITY aclError aclrtQueryEventStatus(
+    aclrtEvent event,
+    aclrtEventRecordedStatus *status);
+ACL_FUNC_VISIBILITY aclError aclrtQueryEventWaitStatus(
+    aclrtEvent event,
+    aclrtEventWaitStatus *status);
 ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtRecordEventWithFlag(
+    aclrtEvent event,
+    aclrtStream stream,
+    uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpWaitTimeout(uint32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
-ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout, uint32_t flag);
-ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, int32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithFlag(
+    aclrtStream stream,
+    aclrtEvent event,
+    uint32_t timeout,
+    uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithTimeout(
+    aclrtStream stream,
+    aclrtEvent event,
+    int32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);
 
+/* event: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event);
+
 /* exception_info */
-ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackRegister(aclrtExceptionInfoCallback callback);
-ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackUnregister(aclrtExceptionInfoCallback callback);
-ACL_FUNC_VISIBILITY aclError aclrtGetArgsFromExceptionInfo(const aclrtExceptionInfo *info, void **devArgsPtr, uint32_t *devArgsLen);
+ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackRegister(
+    aclrtExceptionInfoCallback callback);
+ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackUnregister(
+    aclrtExceptionInfoCallback callback);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetDeviceIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetErrorCodeFromExceptionInfo(const aclrtExceptionInfo *info);
-ACL_FUNC_VISIBILITY aclError aclrtGetFuncHandleFromExceptionInfo(const aclrtExceptionInfo *info, aclrtFuncHandle *func);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetStreamIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetTaskIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetThreadIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY aclError aclrtGetThreadLastTaskId(uint32_t *taskId);
-ACLMOCK_DEPRECATED("aclrtSetExceptionInfoCallback is deprecated") ACL_FUNC_VISIBILITY aclError aclrtSetExceptionInfoCallback(aclrtExceptionInfoCallback callback);
+ACLMOCK_DEPRECATED("aclrtSetExceptionInfoCallback is deprecated")
+ACL_FUNC_VISIBILITY aclError aclrtSetExceptionInfoCallback(
+    aclrtExceptionInfoCallback callback);
+
+/* exception_info: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtGetArgsFromExceptionInfo(
+    const aclrtExceptionInfo *info,
+    void **devArgsPtr,
+    uint32_t *devArgsLen);
+ACL_FUNC_VISIBILITY aclError aclrtGetFuncHandleFromExceptionInfo(
+    const aclrtExceptionInfo *info,
+    aclrtFuncHandle *func);
 
 /* hostfunc */
 ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
 ACL_FUNC_VISIBILITY aclError aclrtProcessHostFunc(int32_t timeout);
-ACL_FUNC_VISIBILITY aclError aclrtSubscribeHostFunc(uint64_t hostFuncThreadId, aclrtStream exeStream);
-ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeHostFunc(uint64_t hostFuncThreadId, aclrtStream exeStream);
+ACL_FUNC_VISIBILITY aclError aclrtSubscribeHostFunc(
+    uint64_t hostFuncThreadId,
+    aclrtStream exeStream);
+ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeHostFunc(
+    uint64_t hostFuncThreadId,
+    aclrtStream exeStream);
 
 /* init */
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
-ACL_FUNC_VISIBILITY aclError aclFinalizeCallbackRegister(aclRegisterCallbackType type, aclFinalizeCallbackFunc cbFunc, void *userData);
-ACL_FUNC_VISIBILITY aclError aclFinalizeCallbackUnRegister(aclRegisterCallbackType type, aclFinalizeCallbackFunc cbFunc);
+ACL_FUNC_VISIBILITY aclError aclFinalizeCallbackRegister(
+    aclRegisterCallbackType type,
+    aclFinalizeCallbackFunc cbFunc,
+    void *userData);
+ACL_FUNC_VISIBILITY aclError aclFinalizeCallbackUnRegister(
+    aclRegisterCallbackType type,
+    aclFinalizeCallbackFunc cbFunc);
 ACL_FUNC_VISIBILITY aclError aclFinalizeReference(uint64_t *refCount);
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
-ACL_FUNC_VISIBILITY aclError aclInitCallbackRegister(aclRegisterCallbackType type, aclInitCallbackFunc cbFunc, void *userData);
-ACL_FUNC_VISIBILITY aclError aclInitCallbackUnRegister(aclRegisterCallbackType type, aclInitCallbackFunc cbFunc);
+ACL_FUNC_VISIBILITY aclError aclInitCallbackRegister(
+    aclRegisterCallbackType type,
+    aclInitCallbackFunc cbFunc,
+    void *userData);
+ACL_FUNC_VISIBILITY aclError aclInitCallbackUnRegister(
+    aclRegisterCallbackType type,
+    aclInitCallbackFunc cbFunc);
 
-/* kernel */
-ACL_FUNC_VISIBILITY aclError aclrtBinaryGetDevAddress(const aclrtBinHandle binHandle, void **binAddr, size_t *binSize);
-ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName, aclrtFuncHandle *funcHandle);
-ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunctionByEntry(aclrtBinHandle binHandle, uint64_t funcEntry, aclrtFuncHandle *funcHandle);
-ACL_FUNC_VISIBILITY aclError aclrtBinaryGetGlobal(aclrtBinHandle binHandle, const char *name, void **dptr, size_t *size);
+/* kernel: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetDevAddress(
+    const aclrtBinHandle binHandle,
+    void **binAddr,
+    size_t *binSize);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunction(
+    const aclrtBinHandle binHandle,
+    const char *kernelName,
+    aclrtFuncHandle *funcHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunctionByEntry(
+    aclrtBinHandle binHandle,
+    uint64_t funcEntry,
+    aclrtFuncHandle *funcHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetGlobal(
+    aclrtBinHandle binHandle,
+    const char *name,
+    void **dptr,
+    size_t *size);
 ACL_FUNC_VISIBILITY aclError aclrtBinaryLoad(const aclrtBinary binary, aclrtBinHandle *binHandle);
-ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromData(const void *data, size_t length, const aclrtBinaryLoadOptions *options, aclrtBinHandle *binHandle);
-ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *options, aclrtBinHandle *binHandle);
-ACL_FUNC_VISIBILITY aclError aclrtBinarySetExceptionCallback(aclrtBinHandle binHandle, aclrtOpExceptionCallback callback, void *userData);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromData(
+    const void *data,
+    size_t length,
+    const aclrtBinaryLoadOptions *options,
+    aclrtBinHandle *binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromFile(
+    const char *binPath,
+    aclrtBinaryLoadOptions *options,
+    aclrtBinHandle *binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinarySetExceptionCallback(
+    aclrtBinHandle binHandle,
+    aclrtOpExceptionCallback callback,
+    void *userData);
 ACL_FUNC_VISIBILITY aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle);
 ACL_FUNC_VISIBILITY aclrtBinary aclrtCreateBinary(const void *data, size_t dataLen);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyBinary(aclrtBinary binary);
-ACL_FUNC_VISIBILITY aclError aclrtFunctionGetAvailDynUbufPerBlock(void *func, uint32_t flags, size_t *dynamicUbufSize);
-ACL_FUNC_VISIBILITY aclError aclrtFunctionGetBinary(const aclrtFuncHandle funcHandle, aclrtBinHandle *binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtFunctionGetAvailDynUbufPerBlock(
+    void *func,
+    uint32_t flags,
+    size_t *dynamicUbufSize);
+ACL_FUNC_VISIBILITY aclError aclrtFunctionGetBinary(
+    const aclrtFuncHandle funcHandle,
+    aclrtBinHandle *binHandle);
 ACL_FUNC_VISIBILITY aclError aclrtFunctionGetParamCount(const void *func, size_t *paramCount);
-ACL_FUNC_VISIBILITY aclError aclrtFunctionGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
+ACL_FUNC_VISIBILITY aclError aclrtFunctionGetParamInfo(
+    const void *func,
+    size_t paramIndex,
+    size_t *paramOffset,
+    size_t *paramSize);
 ACL_FUNC_VISIBILITY aclError aclrtGetFuncBySymbol(const void *symbol, aclrtFuncHandle *funcHandle);
-ACL_FUNC_VISIBILITY aclError aclrtGetFunctionAddr(aclrtFuncHandle funcHandle, void **aicAddr, void **aivAddr);
-ACL_FUNC_VISIBILITY aclError aclrtGetFunctionAttribute(aclrtFuncHandle funcHandle, aclrtFuncAttribute attrType, int64_t *attrValue);
-ACL_FUNC_VISIBILITY aclError aclrtGetFunctionName(aclrtFuncHandle funcHandle, uint32_t maxLen, char *name);
-ACL_FUNC_VISIBILITY aclError aclrtGetFunctionSize(aclrtFuncHandle funcHandle, size_t *aicSize, size_t *aivSize);
+ACL_FUNC_VISIBILITY aclError aclrtGetFunctionAddr(
+    aclrtFuncHandle funcHandle,
+    void **aicAddr,
+    void **aivAddr);
+ACL_FUNC_VISIBILITY aclError aclrtGetFunctionAttribute(
+    aclrtFuncHandle funcHandle,
+    aclrtFuncAttribute attrType,
+    int64_t *attrValue);
+ACL_FUNC_VISIBILITY aclError aclrtGetFunctionName(
+    aclrtFuncHandle funcHandle,
+    uint32_t maxLen,
+    char *name);
+ACL_FUNC_VISIBILITY aclError aclrtGetFunctionSize(
+    aclrtFuncHandle funcHandle,
+    size_t *aicSize,
+    size_t *aivSize);
 ACL_FUNC_VISIBILITY aclError aclrtGetHardwareSyncAddr(void **addr);
 ACL_FUNC_VISIBILITY aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtGetSymbolSize(const void *symbol, size_t *size);
-ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void *param, size_t paramSize, aclrtParamHandle *paramHandle);
-ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppendPlaceHolder(aclrtArgsHandle argsHandle, aclrtParamHandle *paramHandle);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppend(
+    aclrtArgsHandle argsHandle,
+    void *param,
+    size_t paramSize,
+    aclrtParamHandle *paramHandle);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppendPlaceHolder(
+    aclrtArgsHandle argsHandle,
+    aclrtParamHandle *paramHandle);
 ACL_FUNC_VISIBILITY aclError aclrtKernelArgsFinalize(aclrtArgsHandle argsHandle);
-ACL_FUNC_VISIBILITY aclError aclrtKernelArgsGetHandleMemSize(aclrtFuncHandle funcHandle, size_t *memSize);
-ACL_FUNC_VISIBILITY aclError aclrtKernelArgsGetMemSize(aclrtFuncHandle funcHandle, size_t userArgsSize, size_t *actualArgsSize);
-ACL_FUNC_VISIBILITY aclError aclrtKernelArgsGetPlaceHolderBuffer(aclrtArgsHandle argsHandle, aclrtParamHandle paramHandle, size_t dataSize, void **bufferAddr);
-ACL_FUNC_VISIBILITY aclError aclrtKernelArgsInit(aclrtFuncHandle funcHandle, aclrtArgsHandle *argsHandle);
-ACL_FUNC_VISIBILITY aclError aclrtKernelArgsInitByUserMem(aclrtFuncHandle funcHandle, aclrtArgsHandle argsHandle, void *userHostMem, size_t actualArgsSize);
-ACL_FUNC_VISIBILITY aclError aclrtKernelArgsParaUpdate(aclrtArgsHandle argsHandle, aclrtParamHandle paramHandle, void *param, size_t paramSize);
-ACL_FUNC_VISIBILITY aclError aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelV2(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtLaunchKernelCfg *cfg, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithArgsArray(void *func, uint32_t numBlocks, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void **args);
-ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithConfig(aclrtFuncHandle funcHandle, uint32_t numBlocks, aclrtStream stream, aclrtLaunchKernelCfg *cfg, aclrtArgsHandle argsHandle, void *reserve);
-ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithHostArgs(aclrtFuncHandle funcHandle, uint32_t numBlocks, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void *hostArgs, size_t argsSize, aclrtPlaceHolderInfo *placeHolderArray, size_t placeHolderNum);
-ACL_FUNC_VISIBILITY aclError aclrtLaunchSIMTKernelWithArgsArray(void *func, dim3 gridDim, dim3 blockDim, size_t dynUbufSize, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void **args);
-ACL_FUNC_VISIBILITY aclError aclrtLaunchSIMTKernelWithHostArgs(void *func, dim3 gridDim, dim3 blockDim, size_t dynUbufSize, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void *hostArgs, size_t argsSize, aclrtPlaceHolderInfo *placeHolderArray, size_t placeHolderNum);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyFromSymbol(void *dst, size_t dstMax, const void *symbol, size_t count, size_t offset, aclrtMemcpyKind kind);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyFromSymbolAsync(void *dst, size_t dstMax, const void *symbol, size_t count, size_t offset, aclrtMemcpyKind kind, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, aclrtMemcpyKind kind);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset, aclrtMemcpyKind kind, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtRegisterCpuFunc(const aclrtBinHandle handle, const char *funcName, const char *kernelName, aclrtFuncHandle *funcHandle);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsGetHandleMemSize(
+    aclrtFuncHandle funcHandle,
+    size_t *memSize);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsGetMemSize(
+    aclrtFuncHandle funcHandle,
+    size_t userArgsSize,
+    size_t *actualArgsSize);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsGetPlaceHolderBuffer(
+    aclrtArgsHandle argsHandle,
+    aclrtParamHandle paramHandle,
+    size_t dataSize,
+    void **bufferAddr);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsInit(
+    aclrtFuncHandle funcHandle,
+    aclrtArgsHandle *argsHandle);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsInitByUserMem(
+    aclrtFuncHandle funcHandle,
+    aclrtArgsHandle argsHandle,
+    void *userHostMem,
+    size_t actualArgsSize);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsParaUpdate(
+    aclrtArgsHandle argsHandle,
+    aclrtParamHandle paramHandle,
+    void *param,
+    size_t paramSize);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernel(
+    aclrtFuncHandle funcHandle,
+    uint32_t numBlocks,
+    const void *argsData,
+    size_t argsSize,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelV2(
+    aclrtFuncHandle funcHandle,
+    uint32_t numBlocks,
+    const void *argsData,
+    size_t argsSize,
+    aclrtLaunchKernelCfg *cfg,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithArgsArray(
+    void *func,
+    uint32_t numBlocks,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    void **args);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithConfig(
+    aclrtFuncHandle funcHandle,
+    uint32_t numBlocks,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    aclrtArgsHandle argsHandle,
+    void *reserve);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithHostArgs(
+    aclrtFuncHandle funcHandle,
+    uint32_t numBlocks,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    void *hostArgs,
+    size_t argsSize,
+    aclrtPlaceHolderInfo *placeHolderArray,
+    size_t placeHolderNum);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchSIMTKernelWithArgsArray(
+    void *func,
+    dim3 gridDim,
+    dim3 blockDim,
+    size_t dynUbufSize,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    void **args);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchSIMTKernelWithHostArgs(
+    void *func,
+    dim3 gridDim,
+    dim3 blockDim,
+    size_t dynUbufSize,
+    aclrtStream stream,
+    aclrtLaunchKernelCfg *cfg,
+    void *hostArgs,
+    size_t argsSize,
+    aclrtPlaceHolderInfo *placeHolderArray,
+    size_t placeHolderNum);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyFromSymbol(
+    void *dst,
+    size_t dstMax,
+    const void *symbol,
+    size_t count,
+    size_t offset,
+    aclrtMemcpyKind kind);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyFromSymbolAsync(
+    void *dst,
+    size_t dstMax,
+    const void *symbol,
+    size_t count,
+    size_t offset,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyToSymbol(
+    const void *symbol,
+    const void *src,
+    size_t count,
+    size_t offset,
+    aclrtMemcpyKind kind);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyToSymbolAsync(
+    const void *symbol,
+    const void *src,
+    size_t count,
+    size_t offset,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtRegisterCpuFunc(
+    const aclrtBinHandle handle,
+    const char *funcName,
+    const char *kernelName,
+    aclrtFuncHandle *funcHandle);
 
-/* label */
+/* label: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtCreateLabel(aclrtLabel *label);
-ACL_FUNC_VISIBILITY aclError aclrtCreateLabelList(aclrtLabel *labels, size_t num, aclrtLabelList *labelList);
+ACL_FUNC_VISIBILITY aclError aclrtCreateLabelList(
+    aclrtLabel *labels,
+    size_t num,
+    aclrtLabelList *labelList);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyLabel(aclrtLabel label);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyLabelList(aclrtLabelList labelList);
 ACL_FUNC_VISIBILITY aclError aclrtSetLabel(aclrtLabel label, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtSwitchLabelByIndex(void *ptr, uint32_t maxValue, aclrtLabelList labelList, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSwitchLabelByIndex(
+    void *ptr,
+    uint32_t maxValue,
+    aclrtLabelList labelList,
+    aclrtStream stream);
 
 /* memory */
-ACL_FUNC_VISIBILITY aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType, uint32_t *checkResult, uint32_t reserve);
-ACL_FUNC_VISIBILITY aclError aclrtCmoAsync(void *src, size_t size, aclrtCmoType cmoType, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtCmoAsyncWithBarrier(void *src, size_t size, aclrtCmoType cmoType, uint32_t barrierId, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtCmoAsyncWithDesc(void *cmoDesc, aclrtCmoType cmoType, aclrtStream stream, const void *reserve);
-ACL_FUNC_VISIBILITY aclError aclrtCmoGetDescSize(size_t *size);
-ACL_FUNC_VISIBILITY aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size);
-ACL_FUNC_VISIBILITY aclError aclrtCmoWaitBarrier(aclrtBarrierTaskInfo *taskInfo, aclrtStream stream, uint32_t flag);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceL2CacheFlush(void *rsv);
+ACL_FUNC_VISIBILITY aclError aclrtCheckMemType(
+    void **addrList,
+    uint32_t size,
+    uint32_t memType,
+    uint32_t *checkResult,
+    uint32_t reserve);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHostWithDevSync(void *hostPtr);
 ACL_FUNC_VISIBILITY aclError aclrtFreePhysical(aclrtDrvMemHandle handle);
 ACL_FUNC_VISIBILITY aclError aclrtFreeWithDevSync(void *devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
-ACL_FUNC_VISIBILITY aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo, size_t inputNum, size_t *outputNum);
-ACL_FUNC_VISIBILITY aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize);
+ACL_FUNC_VISIBILITY aclError aclrtGetMemUsageInfo(
+    int32_t deviceId,
+    aclrtMemUsageInfo *memUsageInfo,
+    size_t inputNum,
+    size_t *outputNum);
 ACL_FUNC_VISIBILITY aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);
-ACL_FUNC_VISIBILITY aclError aclrtHostMemMapCapabilities(uint32_t deviceId, aclrtHacType hacType, aclrtHostMemMapCapability *capabilities);
-ACL_FUNC_VISIBILITY aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtHostMemMapCapabilities(
+    uint32_t deviceId,
+    aclrtHacType hacType,
+    aclrtHostMemMapCapability *capabilities);
+ACL_FUNC_VISIBILITY aclError aclrtHostRegister(
+    void *ptr,
+    uint64_t size,
+    aclrtHostRegisterType type,
+    void **devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void *ptr);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemClose(const char *key);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportPidInterServer(const char *key, aclrtServerPid *serverPids, size_t num);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
-ACL_FUNC_VISIBILITY aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
-ACL_FUNC_VISIBILITY aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
-ACL_FUNC_VISIBILITY aclError aclrtMallocForTaskScheduler(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg);
+ACL_FUNC_VISIBILITY aclError aclrtMallocAlign32(
+    void **devPtr,
+    size_t size,
+    aclrtMemMallocPolicy policy);
+ACL_FUNC_VISIBILITY aclError aclrtMallocCached(
+    void **devPtr,
+    size_t size,
+    aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size);
-ACL_FUNC_VISIBILITY aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg);
-ACL_FUNC_VISIBILITY aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrtPhysicalMemProp *prop, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg);
-ACL_FUNC_VISIBILITY aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtMallocHostWithCfg(
+    void **ptr,
+    uint64_t size,
+    aclrtMallocConfig *cfg);
+ACL_FUNC_VISIBILITY aclError aclrtMallocPhysical(
+    aclrtDrvMemHandle *handle,
+    size_t size,
+    const aclrtPhysicalMemProp *prop,
+    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtMallocWithCfg(
+    void **devPtr,
+    size_t size,
+    aclrtMemMallocPolicy policy,
+    aclrtMallocConfig *cfg);
+ACL_FUNC_VISIBILITY aclError aclrtMapMem(
+    void *virPtr,
+    size_t size,
+    size_t offset,
+    aclrtDrvMemHandle handle,
+    uint64_t flags);
 ACL_FUNC_VISIBILITY aclError aclrtMemAllocManaged(void **ptr, uint64_t size, uint32_t flag);
-ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandleType handleType, uint64_t flags, uint64_t *shareableHandle);
-ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags, aclrtMemSharedHandleType shareType, void *shareableHandle);
 ACL_FUNC_VISIBILITY aclError aclrtMemFlush(void *devPtr, size_t size);
-ACL_FUNC_VISIBILITY aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *flag);
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAccess(
+    void *virPtr,
+    aclrtMemLocation *location,
+    uint64_t *flag);
 ACL_FUNC_VISIBILITY aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize);
-ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGranularityOptions option, size_t *granularity);
-ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, aclrtPhysicalMemProp *prop);
-ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId, aclrtDrvMemHandle *handle);
-ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, uint64_t flags, aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationGranularity(
+    aclrtPhysicalMemProp *prop,
+    aclrtMemGranularityOptions option,
+    size_t *granularity);
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationPropertiesFromHandle(
+    aclrtDrvMemHandle handle,
+    aclrtPhysicalMemProp *prop);
 ACL_FUNC_VISIBILITY aclError aclrtMemInvalidate(void *devPtr, size_t size);
-ACL_FUNC_VISIBILITY aclError aclrtMemManagedAdvise(const void * const ptr, uint64_t size, aclrtMemManagedAdviseType advise, aclrtMemManagedLocation location);
-ACL_FUNC_VISIBILITY aclError aclrtMemManagedGetAttr(aclrtMemManagedRangeAttribute attribute, const void *ptr, size_t size, void *data, size_t dataSize);
-ACL_FUNC_VISIBILITY aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute *attributes, size_t numAttributes, const void *ptr, size_t size, void **data, size_t *dataSizes);
-ACL_FUNC_VISIBILITY aclError aclrtMemManagedPrefetchAsync(const void *ptr, size_t size, aclrtMemManagedLocation location, uint32_t flags, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemManagedPrefetchBatchAsync(const void **ptrs, size_t *sizes, size_t count, aclrtMemManagedLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, uint64_t flags, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemMapNoAccess(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtMemMapSelectedLink(void *virPtrDst, size_t size, void *virPtrSrc, uint32_t linkIdx);
-ACL_FUNC_VISIBILITY aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLink);
-ACL_FUNC_VISIBILITY aclError aclrtMemP2PMap(void *devPtr, size_t size, int32_t dstDevId, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle);
-ACL_FUNC_VISIBILITY aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, size_t count);
-ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid, size_t pidNum);
-ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, int32_t *pid, size_t pidNum);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind, aclrtStream stream);
-ACLMOCK_DEPRECATED("aclrtMemcpyAsyncWithCondition is deprecated") ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithOffset(void **dst, size_t destMax, size_t dstDataOffset, const void **src, size_t count, size_t srcDataOffset, aclrtMemcpyKind kind, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs);
-ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
-ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemManagedAdvise(
+    const void * const ptr,
+    uint64_t size,
+    aclrtMemManagedAdviseType advise,
+    aclrtMemManagedLocation location);
+ACL_FUNC_VISIBILITY aclError aclrtMemManagedGetAttr(
+    aclrtMemManagedRangeAttribute attribute,
+    const void *ptr,
+    size_t size,
+    void *data,
+    size_t dataSize);
+ACL_FUNC_VISIBILITY aclError aclrtMemManagedGetAttrs(
+    aclrtMemManagedRangeAttribute *attributes,
+    size_t numAttributes,
+    const void *ptr,
+    size_t size,
+    void **data,
+    size_t *dataSizes);
+ACL_FUNC_VISIBILITY aclError aclrtMemManagedPrefetchAsync(
+    const void *ptr,
+    size_t size,
+    aclrtMemManagedLocation location,
+    uint32_t flags,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemManagedPrefetchBatchAsync(
+    const void **ptrs,
+    size_t *sizes,
+    size_t count,
+    aclrtMemManagedLocation *prefetchLocs,
+    size_t *prefetchLocIdxs,
+    size_t numPrefetchLocs,
+    uint64_t flags,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemMapNoAccess(
+    void *virPtr,
+    size_t size,
+    size_t offset,
+    aclrtDrvMemHandle handle,
+    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtMemRetainAllocationHandle(
+    void *virPtr,
+    aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetAccess(
+    void *virPtr,
+    size_t size,
+    aclrtMemAccessDesc *desc,
+    size_t count);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy(
+    void *dst,
+    size_t destMax,
+    const void *src,
+    size_t count,
+    aclrtMemcpyKind kind);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy2d(
+    void *dst,
+    size_t dpitch,
+    const void *src,
+    size_t spitch,
+    size_t width,
+    size_t height,
+    aclrtMemcpyKind kind);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy2dAsync(
+    void *dst,
+    size_t dpitch,
+    const void *src,
+    size_t spitch,
+    size_t width,
+    size_t height,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(
+    void *dst,
+    size_t destMax,
+    const void *src,
+    size_t count,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACLMOCK_DEPRECATED("aclrtMemcpyAsyncWithCondition is deprecated")
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithCondition(
+    void *dst,
+    size_t destMax,
+    const void *src,
+    size_t count,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatch(
+    void **dsts,
+    size_t *destMaxs,
+    void **srcs,
+    size_t *sizes,
+    size_t numBatches,
+    aclrtMemcpyBatchAttr *attrs,
+    size_t *attrsIndexes,
+    size_t numAttrs,
+    size_t *failIndex);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(
+    void **dsts,
+    size_t *destMaxs,
+    void **srcs,
+    size_t *sizes,
+    size_t numBatches,
+    aclrtMemcpyBatchAttr *attrs,
+    size_t *attrsIndexes,
+    size_t numAttrs,
+    size_t *failIndex,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsyncV2(
+    void **dsts,
+    size_t *destMaxs,
+    void **srcs,
+    size_t *sizes,
+    size_t numBatches,
+    aclrtMemcpyBatchAttr *attrs,
+    size_t *attrsIndexes,
+    size_t numAttrs,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchV2(
+    void **dsts,
+    size_t *destMaxs,
+    void **srcs,
+    size_t *sizes,
+    size_t numBatches,
+    aclrtMemcpyBatchAttr *attrs,
+    size_t *attrsIndexes,
+    size_t numAttrs);
+ACL_FUNC_VISIBILITY aclError aclrtMemset(
+    void *devPtr,
+    size_t maxCount,
+    int32_t value,
+    size_t count);
+ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(
+    void *devPtr,
+    size_t maxCount,
+    int32_t value,
+    size_t count,
+    aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N);
-ACL_FUNC_VISIBILITY aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes);
+ACL_FUNC_VISIBILITY aclError aclrtMemsetD32Async(
+    void *ptr,
+    size_t memSize,
+    uint32_t value,
+    size_t N,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(
+    const void *ptr,
+    aclrtPtrAttributes *attributes);
 ACL_FUNC_VISIBILITY aclError aclrtReleaseMemAddress(void *virPtr);
-ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, void *expectPtr, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddressNoUCMemory(void **virPtr, size_t size, size_t alignment, void *expectPtr, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtSetMemcpyDesc(void *desc, aclrtMemcpyKind kind, void *srcAddr, void *dstAddr, size_t count, void *config);
+ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddress(
+    void **virPtr,
+    size_t size,
+    size_t alignment,
+    void *expectPtr,
+    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddressNoUCMemory(
+    void **virPtr,
+    size_t size,
+    size_t alignment,
+    void *expectPtr,
+    uint64_t flags);
 ACL_FUNC_VISIBILITY aclError aclrtUnmapMem(void *virPtr);
-ACL_FUNC_VISIBILITY aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtValueWrite(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtValueWait(
+    void *devAddr,
+    uint64_t value,
+    uint32_t flag,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtValueWrite(
+    void *devAddr,
+    uint64_t value,
+    uint32_t flag,
+    aclrtStream stream);
 
-/* model_ri */
+/* memory: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtCmoAsync(
+    void *src,
+    size_t size,
+    aclrtCmoType cmoType,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtCmoAsyncWithBarrier(
+    void *src,
+    size_t size,
+    aclrtCmoType cmoType,
+    uint32_t barrierId,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtCmoAsyncWithDesc(
+    void *cmoDesc,
+    aclrtCmoType cmoType,
+    aclrtStream stream,
+    const void *reserve);
+ACL_FUNC_VISIBILITY aclError aclrtCmoGetDescSize(size_t *size);
+ACL_FUNC_VISIBILITY aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size);
+ACL_FUNC_VISIBILITY aclError aclrtCmoWaitBarrier(
+    aclrtBarrierTaskInfo *taskInfo,
+    aclrtStream stream,
+    uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceL2CacheFlush(void *rsv);
+ACL_FUNC_VISIBILITY aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemClose(const char *key);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemGetExportKey(
+    void *devPtr,
+    size_t size,
+    char *key,
+    size_t len,
+    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportPidInterServer(
+    const char *key,
+    aclrtServerPid *serverPids,
+    size_t num);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetAttr(
+    const char *key,
+    aclrtIpcMemAttrType type,
+    uint64_t attr);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);
+ACL_FUNC_VISIBILITY aclError aclrtMallocForTaskScheduler(
+    void **devPtr,
+    size_t size,
+    aclrtMemMallocPolicy policy,
+    aclrtMallocConfig *cfg);
+ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandle(
+    aclrtDrvMemHandle handle,
+    aclrtMemHandleType handleType,
+    uint64_t flags,
+    uint64_t *shareableHandle);
+ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandleV2(
+    aclrtDrvMemHandle handle,
+    uint64_t flags,
+    aclrtMemSharedHandleType shareType,
+    void *shareableHandle);
+ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandle(
+    uint64_t shareableHandle,
+    int32_t deviceId,
+    aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandleV2(
+    void *shareableHandle,
+    aclrtMemSharedHandleType shareType,
+    uint64_t flags,
+    aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemMapSelectedLink(
+    void *virPtrDst,
+    size_t size,
+    void *virPtrSrc,
+    uint32_t linkIdx);
+ACL_FUNC_VISIBILITY aclError aclrtMemMapSetLink(
+    aclrtDrvMemHandle handle,
+    aclrtMemLinkType adviceLink);
+ACL_FUNC_VISIBILITY aclError aclrtMemP2PMap(
+    void *devPtr,
+    size_t size,
+    int32_t dstDevId,
+    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandle(
+    uint64_t shareableHandle,
+    int32_t *pid,
+    size_t pidNum);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandleV2(
+    void *shareableHandle,
+    aclrtMemSharedHandleType shareType,
+    int32_t *pid,
+    size_t pidNum);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithDesc(
+    void *desc,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithOffset(
+    void **dst,
+    size_t destMax,
+    size_t dstDataOffset,
+    const void **src,
+    size_t count,
+    size_t srcDataOffset,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSetMemcpyDesc(
+    void *desc,
+    aclrtMemcpyKind kind,
+    void *srcAddr,
+    void *dstAddr,
+    size_t count,
+    void *config);
+
+/* model_ri: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclmdlRIAbort(aclmdlRI modelRI);
-ACL_FUNC_VISIBILITY aclError aclmdlRIAddCondTask(aclmdlRICondTaskParams params, aclrtStream stream, uint32_t flags);
-ACL_FUNC_VISIBILITY aclError aclmdlRIBindStream(aclmdlRI modelRI, aclrtStream stream, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclmdlRIAddCondTask(
+    aclmdlRICondTaskParams params,
+    aclrtStream stream,
+    uint32_t flags);
+ACL_FUNC_VISIBILITY aclError aclmdlRIBindStream(
+    aclmdlRI modelRI,
+    aclrtStream stream,
+    uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclmdlRIBuildEnd(aclmdlRI modelRI, void *reserve);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI);
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status, aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(
+    aclrtStream stream,
+    aclmdlRICaptureStatus *status,
+    aclmdlRI *modelRI);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle);
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(
+    aclrtStream stream,
+    aclrtTaskGrp handle);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureThreadExchangeMode(aclmdlRICaptureMode *mode);
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureToModelRIBegin(aclrtStream stream, aclmdlRI modelRI, aclmdlRICaptureMode mode);
-ACL_FUNC_VISIBILITY aclError aclmdlRICondHandleCreate(aclmdlRI modelRI, uint32_t defaultLaunchValue, aclmdlRICondHandleFlag flag, aclmdlRICondHandle *handle);
-ACL_FUNC_VISIBILITY aclError aclmdlRICondHandleGetCondPtr(aclmdlRICondHandle handle, uint64_t **ptr);
-ACL_FUNC_VISIBILITY aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t flags);
-ACLMOCK_DEPRECATED("aclmdlRIDebugPrint is deprecated") ACL_FUNC_VISIBILITY aclError aclmdlRIDebugPrint(aclmdlRI modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureToModelRIBegin(
+    aclrtStream stream,
+    aclmdlRI modelRI,
+    aclmdlRICaptureMode mode);
+ACL_FUNC_VISIBILITY aclError aclmdlRICondHandleCreate(
+    aclmdlRI modelRI,
+    uint32_t defaultLaunchValue,
+    aclmdlRICondHandleFlag flag,
+    aclmdlRICondHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclmdlRICondHandleGetCondPtr(
+    aclmdlRICondHandle handle,
+    uint64_t **ptr);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDebugJsonPrint(
+    aclmdlRI modelRI,
+    const char *path,
+    uint32_t flags);
+ACLMOCK_DEPRECATED("aclmdlRIDebugPrint is deprecated")
+ACL_FUNC_VISIBILITY aclError aclmdlRIDebugPrint(
+    aclmdlRI modelRI);
 ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
-ACL_FUNC_VISIBILITY aclError aclmdlRIDestroyRegisterCallback(aclmdlRI modelRI, aclrtCallback func, void *userData);
-ACL_FUNC_VISIBILITY aclError aclmdlRIDestroyUnregisterCallback(aclmdlRI modelRI, aclrtCallback func);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDestroyRegisterCallback(
+    aclmdlRI modelRI,
+    aclrtCallback func,
+    void *userData);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDestroyUnregisterCallback(
+    aclmdlRI modelRI,
+    aclrtCallback func);
 ACL_FUNC_VISIBILITY aclError aclmdlRIEndTask(aclmdlRI modelRI, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRIGetId(aclmdlRI modelRI, uint32_t *modelRIId);
 ACL_FUNC_VISIBILITY aclError aclmdlRIGetName(aclmdlRI modelRI, uint32_t maxLen, char *name);
-ACL_FUNC_VISIBILITY aclError aclmdlRIGetStreams(aclmdlRI modelRI, aclrtStream *streams, uint32_t *numStreams);
-ACL_FUNC_VISIBILITY aclError aclmdlRIGetTasksByStream(aclrtStream stream, aclmdlRITask *tasks, uint32_t *numTasks);
-ACL_FUNC_VISIBILITY aclError aclmdlRIKernelTaskGetAttribute(aclmdlRITask task, aclrtLaunchKernelAttrId attrId, aclrtLaunchKernelAttrValue *attrValue);
+ACL_FUNC_VISIBILITY aclError aclmdlRIGetStreams(
+    aclmdlRI modelRI,
+    aclrtStream *streams,
+    uint32_t *numStreams);
+ACL_FUNC_VISIBILITY aclError aclmdlRIGetTasksByStream(
+    aclrtStream stream,
+    aclmdlRITask *tasks,
+    uint32_t *numTasks);
+ACL_FUNC_VISIBILITY aclError aclmdlRIKernelTaskGetAttribute(
+    aclmdlRITask task,
+    aclrtLaunchKernelAttrId attrId,
+    aclrtLaunchKernelAttrValue *attrValue);
 ACL_FUNC_VISIBILITY aclError aclmdlRISetName(aclmdlRI modelRI, const char *name);
 ACL_FUNC_VISIBILITY aclError aclmdlRITaskDisable(aclmdlRITask task);
 ACL_FUNC_VISIBILITY aclError aclmdlRITaskGetParams(aclmdlRITask task, aclmdlRITaskParams *params);
@@ -1443,64 +2018,138 @@ ACL_FUNC_VISIBILITY aclError aclmdlRITaskGetType(aclmdlRITask task, aclmdlRITask
 ACL_FUNC_VISIBILITY aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params);
 ACL_FUNC_VISIBILITY aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRIUpdate(aclmdlRI modelRI);
-ACL_FUNC_VISIBILITY aclError aclrtCheckArchCompatibility(const char *socVersion, int32_t *canCompatible);
-ACL_FUNC_VISIBILITY aclError aclrtTaskUpdateAsync(aclrtStream taskStream, uint32_t taskId, aclrtTaskUpdateInfo *info, aclrtStream execStream);
+ACL_FUNC_VISIBILITY aclError aclrtCheckArchCompatibility(
+    const char *socVersion,
+    int32_t *canCompatible);
+ACL_FUNC_VISIBILITY aclError aclrtTaskUpdateAsync(
+    aclrtStream taskStream,
+    uint32_t taskId,
+    aclrtTaskUpdateInfo *info,
+    aclrtStream execStream);
 
-/* notify */
+/* notify: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtCntNotifyCreate(aclrtCntNotify *cntNotify, uint64_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtCntNotifyDestroy(aclrtCntNotify cntNotify);
 ACL_FUNC_VISIBILITY aclError aclrtCntNotifyGetId(aclrtCntNotify cntNotify, uint32_t *notifyId);
-ACL_FUNC_VISIBILITY aclError aclrtCntNotifyRecord(aclrtCntNotify cntNotify, aclrtStream stream, aclrtCntNotifyRecordInfo *info);
+ACL_FUNC_VISIBILITY aclError aclrtCntNotifyRecord(
+    aclrtCntNotify cntNotify,
+    aclrtStream stream,
+    aclrtCntNotifyRecordInfo *info);
 ACL_FUNC_VISIBILITY aclError aclrtCntNotifyReset(aclrtCntNotify cntNotify, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtCntNotifyWaitWithTimeout(aclrtCntNotify cntNotify, aclrtStream stream, aclrtCntNotifyWaitInfo *info);
+ACL_FUNC_VISIBILITY aclError aclrtCntNotifyWaitWithTimeout(
+    aclrtCntNotify cntNotify,
+    aclrtStream stream,
+    aclrtCntNotifyWaitInfo *info);
 ACL_FUNC_VISIBILITY aclError aclrtCreateNotify(aclrtNotify *notify, uint64_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyNotify(aclrtNotify notify);
 ACL_FUNC_VISIBILITY aclError aclrtGetNotifyId(aclrtNotify notify, uint32_t *notifyId);
 ACL_FUNC_VISIBILITY aclError aclrtNotifyBatchReset(aclrtNotify *notifies, size_t num);
-ACL_FUNC_VISIBILITY aclError aclrtNotifyGetExportKey(aclrtNotify notify, char *key, size_t len, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtNotifyImportByKey(aclrtNotify *notify, const char *key, uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtNotifyGetExportKey(
+    aclrtNotify notify,
+    char *key,
+    size_t len,
+    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtNotifyImportByKey(
+    aclrtNotify *notify,
+    const char *key,
+    uint64_t flags);
 ACL_FUNC_VISIBILITY aclError aclrtNotifySetImportPid(aclrtNotify notify, int32_t *pid, size_t num);
-ACL_FUNC_VISIBILITY aclError aclrtNotifySetImportPidInterServer(aclrtNotify notify, aclrtServerPid *serverPids, size_t num);
+ACL_FUNC_VISIBILITY aclError aclrtNotifySetImportPidInterServer(
+    aclrtNotify notify,
+    aclrtServerPid *serverPids,
+    size_t num);
 ACL_FUNC_VISIBILITY aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtWaitAndResetNotify(aclrtNotify notify, aclrtStream stream, uint32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtWaitAndResetNotify(
+    aclrtNotify notify,
+    aclrtStream stream,
+    uint32_t timeout);
 
 /* other */
-ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskExtendInfo(const char * const extendInfoPtr, const size_t infoSize);
-ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskOpInfo(const void * const infoPtr, const size_t infoSize);
-ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(const aclrtRandomNumTaskInfo *taskInfo, const aclrtStream stream, void *reserve);
-ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduceKind kind, aclDataType type, aclrtStream stream, void *reserve);
-ACL_FUNC_VISIBILITY aclError aclrtSnapShotCallbackRegister(aclrtSnapShotStage stage, aclrtSnapShotCallBack callback, void *args);
-ACL_FUNC_VISIBILITY aclError aclrtSnapShotCallbackUnregister(aclrtSnapShotStage stage, aclrtSnapShotCallBack callback);
+ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskExtendInfo(
+    const char * const extendInfoPtr,
+    const size_t infoSize);
+ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskOpInfo(
+    const void * const infoPtr,
+    const size_t infoSize);
+ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(
+    void *dst,
+    const void *src,
+    uint64_t count,
+    aclrtReduceKind kind,
+    aclDataType type,
+    aclrtStream stream,
+    void *reserve);
+
+/* other: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(
+    const aclrtRandomNumTaskInfo *taskInfo,
+    const aclrtStream stream,
+    void *reserve);
+ACL_FUNC_VISIBILITY aclError aclrtSnapShotCallbackRegister(
+    aclrtSnapShotStage stage,
+    aclrtSnapShotCallBack callback,
+    void *args);
+ACL_FUNC_VISIBILITY aclError aclrtSnapShotCallbackUnregister(
+    aclrtSnapShotStage stage,
+    aclrtSnapShotCallBack callback);
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotProcessBackup(int pid, aclrtSnapShotBackupArgs *args);
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotProcessLock(int pid, void *reserve);
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotProcessRestore(int pid, aclrtSnapShotRestoreArgs *args);
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotProcessUnlock(int pid, void *reserve);
 
 /* overflow */
-ACL_FUNC_VISIBILITY aclError aclrtCtxGetFloatOverflowAddr(void **overflowAddr);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode);
-ACL_FUNC_VISIBILITY aclError aclrtGetFloatOverflowStatus(void *outputAddr, uint64_t outputSize, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtGetOverflowStatus(void *outputAddr, size_t outputSize, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtGetFloatOverflowStatus(
+    void *outputAddr,
+    uint64_t outputSize,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtGetOverflowStatus(
+    void *outputAddr,
+    size_t outputSize,
+    aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtGetStreamOverflowSwitch(aclrtStream stream, uint32_t *flag);
-ACL_FUNC_VISIBILITY aclError aclrtNpuClearFloatOverFlowStatus(uint32_t checkMode, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtNpuGetFloatOverFlowStatus(void *outputAddr, uint64_t outputSize, uint32_t checkMode, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtNpuClearFloatOverFlowStatus(
+    uint32_t checkMode,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtNpuGetFloatOverFlowStatus(
+    void *outputAddr,
+    uint64_t outputSize,
+    uint32_t checkMode,
+    aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtResetFloatOverflowStatus(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtResetOverflowStatus(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSetDeviceSatMode(aclrtFloatOverflowMode mode);
 ACL_FUNC_VISIBILITY aclError aclrtSetStreamOverflowSwitch(aclrtStream stream, uint32_t flag);
 
+/* overflow: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtCtxGetFloatOverflowAddr(void **overflowAddr);
+
 /* peer */
-ACL_FUNC_VISIBILITY aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceCanAccessPeer(
+    int32_t *canAccessPeer,
+    int32_t deviceId,
+    int32_t peerDeviceId);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrtAtomicOperation *operations, const uint32_t count, int32_t srcDeviceId, int32_t dstDeviceId);
-ACL_FUNC_VISIBILITY aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status);
-ACL_FUNC_VISIBILITY aclError aclrtGetDevicesTopo(uint32_t deviceId, uint32_t otherDeviceId, uint64_t *value);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetP2PAtomicCapabilities(
+    uint32_t *capabilities,
+    const aclrtAtomicOperation *operations,
+    const uint32_t count,
+    int32_t srcDeviceId,
+    int32_t dstDeviceId);
+ACL_FUNC_VISIBILITY aclError aclrtDevicePeerAccessStatus(
+    int32_t deviceId,
+    int32_t peerDeviceId,
+    int32_t *status);
+ACL_FUNC_VISIBILITY aclError aclrtGetDevicesTopo(
+    uint32_t deviceId,
+    uint32_t otherDeviceId,
+    uint64_t *value);
 
 /* profiling */
 ACL_FUNC_VISIBILITY aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream);
 
-/* queue_tdt */
+/* queue_tdt: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtAllocBuf(aclrtMbuf *buf, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtAppendBufChain(aclrtMbuf headBuf, aclrtMbuf buf);
 ACL_FUNC_VISIBILITY aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf);
@@ -1508,46 +2157,97 @@ ACL_FUNC_VISIBILITY aclError aclrtFreeBuf(aclrtMbuf buf);
 ACL_FUNC_VISIBILITY aclError aclrtGetBufChainNum(aclrtMbuf headBuf, uint32_t *num);
 ACL_FUNC_VISIBILITY aclError aclrtGetBufData(const aclrtMbuf buf, void **dataPtr, size_t *size);
 ACL_FUNC_VISIBILITY aclError aclrtGetBufDataLen(aclrtMbuf buf, size_t *len);
-ACL_FUNC_VISIBILITY aclError aclrtGetBufFromChain(aclrtMbuf headBuf, uint32_t index, aclrtMbuf *buf);
-ACL_FUNC_VISIBILITY aclError aclrtGetBufUserData(const aclrtMbuf buf, void *dataPtr, size_t size, size_t offset);
+ACL_FUNC_VISIBILITY aclError aclrtGetBufFromChain(
+    aclrtMbuf headBuf,
+    uint32_t index,
+    aclrtMbuf *buf);
+ACL_FUNC_VISIBILITY aclError aclrtGetBufUserData(
+    const aclrtMbuf buf,
+    void *dataPtr,
+    size_t size,
+    size_t offset);
 ACL_FUNC_VISIBILITY aclError aclrtSetBufDataLen(aclrtMbuf buf, size_t len);
-ACL_FUNC_VISIBILITY aclError aclrtSetBufUserData(aclrtMbuf buf, const void *dataPtr, size_t size, size_t offset);
+ACL_FUNC_VISIBILITY aclError aclrtSetBufUserData(
+    aclrtMbuf buf,
+    const void *dataPtr,
+    size_t size,
+    size_t offset);
 
 /* stream */
-ACL_FUNC_VISIBILITY aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream);
 ACL_FUNC_VISIBILITY aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void);
-ACL_FUNC_VISIBILITY aclError aclrtCreateStreamV2(aclrtStream *stream, const aclrtStreamConfigHandle *handle);
-ACL_FUNC_VISIBILITY aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtCreateStreamV2(
+    aclrtStream *stream,
+    const aclrtStreamConfigHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtCreateStreamWithConfig(
+    aclrtStream *stream,
+    uint32_t priority,
+    uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamConfigHandle(aclrtStreamConfigHandle *handle);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamForce(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value);
-ACL_FUNC_VISIBILITY aclError aclrtGetStreamAttribute(aclrtStream stream, aclrtStreamAttr stmAttrType, aclrtStreamAttrValue *value);
+ACL_FUNC_VISIBILITY aclError aclrtGetStreamAttribute(
+    aclrtStream stream,
+    aclrtStreamAttr stmAttrType,
+    aclrtStreamAttrValue *value);
 ACL_FUNC_VISIBILITY aclError aclrtGetStreamAvailableNum(uint32_t *streamCount);
-ACL_FUNC_VISIBILITY aclError aclrtGetStreamResLimit(aclrtStream stream, aclrtDevResLimitType type, uint32_t *value);
-ACL_FUNC_VISIBILITY aclError aclrtPersistentTaskClean(aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtRegStreamStateCallback(const char *regName, aclrtStreamStateCallback callback, void *args);
+ACL_FUNC_VISIBILITY aclError aclrtGetStreamResLimit(
+    aclrtStream stream,
+    aclrtDevResLimitType type,
+    uint32_t *value);
+ACL_FUNC_VISIBILITY aclError aclrtRegStreamStateCallback(
+    const char *regName,
+    aclrtStreamStateCallback callback,
+    void *args);
 ACL_FUNC_VISIBILITY aclError aclrtResetStreamResLimit(aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtSetStreamAttribute(aclrtStream stream, aclrtStreamAttr stmAttrType, aclrtStreamAttrValue *value);
-ACL_FUNC_VISIBILITY aclError aclrtSetStreamConfigOpt(aclrtStreamConfigHandle *handle, aclrtStreamConfigAttr attr, const void *attrValue, size_t valueSize);
+ACL_FUNC_VISIBILITY aclError aclrtSetStreamAttribute(
+    aclrtStream stream,
+    aclrtStreamAttr stmAttrType,
+    aclrtStreamAttrValue *value);
+ACL_FUNC_VISIBILITY aclError aclrtSetStreamConfigOpt(
+    aclrtStreamConfigHandle *handle,
+    aclrtStreamConfigAttr attr,
+    const void *attrValue,
+    size_t valueSize);
 ACL_FUNC_VISIBILITY aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);
-ACL_FUNC_VISIBILITY aclError aclrtSetStreamResLimit(aclrtStream stream, aclrtDevResLimitType type, uint32_t value);
+ACL_FUNC_VISIBILITY aclError aclrtSetStreamResLimit(
+    aclrtStream stream,
+    aclrtDevResLimitType type,
+    uint32_t value);
 ACL_FUNC_VISIBILITY aclError aclrtStreamAbort(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags);
 ACL_FUNC_VISIBILITY aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId);
 ACL_FUNC_VISIBILITY aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority);
 ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);
 ACL_FUNC_VISIBILITY aclError aclrtStreamStop(aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtSwitchStream(void *leftValue, aclrtCondition cond, void *rightValue, aclrtCompareDataType dataType, aclrtStream trueStream, aclrtStream falseStream, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtUnuseStreamResInCurrentThread(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtUseStreamResInCurrentThread(aclrtStream stream);
 
+/* stream: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtPersistentTaskClean(aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSwitchStream(
+    void *leftValue,
+    aclrtCondition cond,
+    void *rightValue,
+    aclrtCompareDataType dataType,
+    aclrtStream trueStream,
+    aclrtStream falseStream,
+    aclrtStream stream);
+
 /* version */
-ACLMOCK_DEPRECATED("aclrtGetVersion is deprecated") ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);
-ACLMOCK_DEPRECATED("aclsysGetCANNVersion is deprecated") ACL_FUNC_VISIBILITY aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version);
+ACLMOCK_DEPRECATED("aclrtGetVersion is deprecated")
+ACL_FUNC_VISIBILITY aclError aclrtGetVersion(
+    int32_t *majorVersion,
+    int32_t *minorVersion,
+    int32_t *patchVersion);
+ACLMOCK_DEPRECATED("aclsysGetCANNVersion is deprecated")
+ACL_FUNC_VISIBILITY aclError aclsysGetCANNVersion(
+    aclCANNPackageName name,
+    aclCANNPackageVersion *version);
 ACL_FUNC_VISIBILITY aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
 ACL_FUNC_VISIBILITY aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
 

@@ -16,7 +16,10 @@ extern "C" {
 /* ---- callback types */
 typedef void *(*aclrtAllocatorAllocFunc)(aclrtAllocator allocator, size_t size);
 typedef void (*aclrtAllocatorFreeFunc)(aclrtAllocator allocator, aclrtAllocatorBlock block);
-typedef void *(*aclrtAllocatorAllocAdviseFunc)(aclrtAllocator allocator, size_t size, aclrtAllocatorAddr addr);
+typedef void *(*aclrtAllocatorAllocAdviseFunc)(
+    aclrtAllocator allocator,
+    size_t size,
+    aclrtAllocatorAddr addr);
 typedef void *(*aclrtAllocatorGetAddrFromBlockFunc)(aclrtAllocatorBlock block);
 
 /* ---- functions */
@@ -24,13 +27,32 @@ typedef void *(*aclrtAllocatorGetAddrFromBlockFunc)(aclrtAllocatorBlock block);
 /* allocator */
 ACL_FUNC_VISIBILITY aclrtAllocatorDesc aclrtAllocatorCreateDesc(void);
 ACL_FUNC_VISIBILITY aclError aclrtAllocatorDestroyDesc(aclrtAllocatorDesc allocatorDesc);
-ACL_FUNC_VISIBILITY aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *allocatorDesc, aclrtAllocator *allocator, aclrtAllocatorAllocFunc *allocFunc, aclrtAllocatorFreeFunc *freeFunc, aclrtAllocatorAllocAdviseFunc *allocAdviseFunc, aclrtAllocatorGetAddrFromBlockFunc *getAddrFromBlockFunc);
-ACL_FUNC_VISIBILITY aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocatorDesc);
-ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetAllocAdviseFuncToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocatorAllocAdviseFunc func);
-ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetAllocFuncToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocatorAllocFunc func);
-ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetFreeFuncToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocatorFreeFunc func);
-ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetGetAddrFromBlockFuncToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocatorGetAddrFromBlockFunc func);
-ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetObjToDesc(aclrtAllocatorDesc allocatorDesc, aclrtAllocator allocator);
+ACL_FUNC_VISIBILITY aclError aclrtAllocatorGetByStream(
+    aclrtStream stream,
+    aclrtAllocatorDesc *allocatorDesc,
+    aclrtAllocator *allocator,
+    aclrtAllocatorAllocFunc *allocFunc,
+    aclrtAllocatorFreeFunc *freeFunc,
+    aclrtAllocatorAllocAdviseFunc *allocAdviseFunc,
+    aclrtAllocatorGetAddrFromBlockFunc *getAddrFromBlockFunc);
+ACL_FUNC_VISIBILITY aclError aclrtAllocatorRegister(
+    aclrtStream stream,
+    aclrtAllocatorDesc allocatorDesc);
+ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetAllocAdviseFuncToDesc(
+    aclrtAllocatorDesc allocatorDesc,
+    aclrtAllocatorAllocAdviseFunc func);
+ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetAllocFuncToDesc(
+    aclrtAllocatorDesc allocatorDesc,
+    aclrtAllocatorAllocFunc func);
+ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetFreeFuncToDesc(
+    aclrtAllocatorDesc allocatorDesc,
+    aclrtAllocatorFreeFunc func);
+ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetGetAddrFromBlockFuncToDesc(
+    aclrtAllocatorDesc allocatorDesc,
+    aclrtAllocatorGetAddrFromBlockFunc func);
+ACL_FUNC_VISIBILITY aclError aclrtAllocatorSetObjToDesc(
+    aclrtAllocatorDesc allocatorDesc,
+    aclrtAllocator allocator);
 ACL_FUNC_VISIBILITY aclError aclrtAllocatorUnregister(aclrtStream stream);
 
 #ifdef __cplusplus

@@ -18,17 +18,23 @@ aclError acldumpGetExceptionInfoPath(char *path, size_t maxLen)
     (void)path;
     (void)maxLen;
     return aclmockSetError("acldumpGetExceptionInfoPath", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "acldumpGetExceptionInfoPath is not supported by the mock runtime (needs Ascend hardware)");
+        "acldumpGetExceptionInfoPath is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError acldumpSaveExceptionInfo(const char *fileName, const char *userTag, const acldumpTensorInfo *tensors, size_t tensorCount)
+aclError acldumpSaveExceptionInfo(
+    const char *fileName,
+    const char *userTag,
+    const acldumpTensorInfo *tensors,
+    size_t tensorCount)
 {
     (void)fileName;
     (void)userTag;
     (void)tensors;
     (void)tensorCount;
     return aclmockSetError("acldumpSaveExceptionInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "acldumpSaveExceptionInfo is not supported by the mock runtime (needs Ascend hardware)");
+        "acldumpSaveExceptionInfo is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclopStartDumpArgs(uint32_t dumpType, const char *path)
@@ -36,12 +42,14 @@ aclError aclopStartDumpArgs(uint32_t dumpType, const char *path)
     (void)dumpType;
     (void)path;
     return aclmockSetError("aclopStartDumpArgs", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclopStartDumpArgs is not supported by the mock runtime (needs Ascend hardware)");
+        "aclopStartDumpArgs is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclopStopDumpArgs(uint32_t dumpType)
 {
     (void)dumpType;
     return aclmockSetError("aclopStopDumpArgs", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclopStopDumpArgs is not supported by the mock runtime (needs Ascend hardware)");
+        "aclopStopDumpArgs is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }

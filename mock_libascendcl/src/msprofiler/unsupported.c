@@ -13,13 +13,17 @@
 #include "acl/acl_prof.h"
 #include "acl/acl_mock.h"
 
-aclprofSubscribeConfig *aclprofCreateSubscribeConfig(int8_t timeInfoSwitch, aclprofAicoreMetrics aicoreMetrics, void *fd)
+aclprofSubscribeConfig *aclprofCreateSubscribeConfig(
+    int8_t timeInfoSwitch,
+    aclprofAicoreMetrics aicoreMetrics,
+    void *fd)
 {
     (void)timeInfoSwitch;
     (void)aicoreMetrics;
     (void)fd;
     (void)aclmockSetError("aclprofCreateSubscribeConfig", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofCreateSubscribeConfig is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofCreateSubscribeConfig is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return NULL;
 }
 
@@ -27,7 +31,8 @@ aclError aclprofDestroySubscribeConfig(const aclprofSubscribeConfig *profSubscri
 {
     (void)profSubscribeConfig;
     return aclmockSetError("aclprofDestroySubscribeConfig", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofDestroySubscribeConfig is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofDestroySubscribeConfig is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 size_t aclprofGetModelId(const void *opInfo, size_t opInfoLen, uint32_t index)
@@ -36,18 +41,24 @@ size_t aclprofGetModelId(const void *opInfo, size_t opInfoLen, uint32_t index)
     (void)opInfoLen;
     (void)index;
     (void)aclmockSetError("aclprofGetModelId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetModelId is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetModelId is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return 0;
 }
 
-const char *aclprofGetOpAttriValue(const void *opInfo, size_t opInfoLen, uint32_t index, aclprofSubscribeOpAttri attri)
+const char *aclprofGetOpAttriValue(
+    const void *opInfo,
+    size_t opInfoLen,
+    uint32_t index,
+    aclprofSubscribeOpAttri attri)
 {
     (void)opInfo;
     (void)opInfoLen;
     (void)index;
     (void)attri;
     (void)aclmockSetError("aclprofGetOpAttriValue", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpAttriValue is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpAttriValue is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return NULL;
 }
 
@@ -55,7 +66,8 @@ aclError aclprofGetOpDescSize(size_t *opDescSize)
 {
     (void)opDescSize;
     return aclmockSetError("aclprofGetOpDescSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpDescSize is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpDescSize is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 uint64_t aclprofGetOpDuration(const void *opInfo, size_t opInfoLen, uint32_t index)
@@ -64,7 +76,8 @@ uint64_t aclprofGetOpDuration(const void *opInfo, size_t opInfoLen, uint32_t ind
     (void)opInfoLen;
     (void)index;
     (void)aclmockSetError("aclprofGetOpDuration", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpDuration is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpDuration is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return 0;
 }
 
@@ -74,7 +87,8 @@ uint64_t aclprofGetOpEnd(const void *opInfo, size_t opInfoLen, uint32_t index)
     (void)opInfoLen;
     (void)index;
     (void)aclmockSetError("aclprofGetOpEnd", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpEnd is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpEnd is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return 0;
 }
 
@@ -84,11 +98,17 @@ aclprofSubscribeOpFlag aclprofGetOpFlag(const void *opInfo, size_t opInfoLen, ui
     (void)opInfoLen;
     (void)index;
     (void)aclmockSetError("aclprofGetOpFlag", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpFlag is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpFlag is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return (aclprofSubscribeOpFlag)0;
 }
 
-aclError aclprofGetOpName(const void *opInfo, size_t opInfoLen, uint32_t index, char *opName, size_t opNameLen)
+aclError aclprofGetOpName(
+    const void *opInfo,
+    size_t opInfoLen,
+    uint32_t index,
+    char *opName,
+    size_t opNameLen)
 {
     (void)opInfo;
     (void)opInfoLen;
@@ -96,17 +116,23 @@ aclError aclprofGetOpName(const void *opInfo, size_t opInfoLen, uint32_t index, 
     (void)opName;
     (void)opNameLen;
     return aclmockSetError("aclprofGetOpName", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpName is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpName is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclprofGetOpNameLen(const void *opInfo, size_t opInfoLen, uint32_t index, size_t *opNameLen)
+aclError aclprofGetOpNameLen(
+    const void *opInfo,
+    size_t opInfoLen,
+    uint32_t index,
+    size_t *opNameLen)
 {
     (void)opInfo;
     (void)opInfoLen;
     (void)index;
     (void)opNameLen;
     return aclmockSetError("aclprofGetOpNameLen", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpNameLen is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpNameLen is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclprofGetOpNum(const void *opInfo, size_t opInfoLen, uint32_t *opNumber)
@@ -115,7 +141,8 @@ aclError aclprofGetOpNum(const void *opInfo, size_t opInfoLen, uint32_t *opNumbe
     (void)opInfoLen;
     (void)opNumber;
     return aclmockSetError("aclprofGetOpNum", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpNum is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpNum is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 uint64_t aclprofGetOpStart(const void *opInfo, size_t opInfoLen, uint32_t index)
@@ -124,11 +151,17 @@ uint64_t aclprofGetOpStart(const void *opInfo, size_t opInfoLen, uint32_t index)
     (void)opInfoLen;
     (void)index;
     (void)aclmockSetError("aclprofGetOpStart", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpStart is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpStart is not supported by the mock runtime "
+        "(needs Ascend hardware)");
     return 0;
 }
 
-aclError aclprofGetOpType(const void *opInfo, size_t opInfoLen, uint32_t index, char *opType, size_t opTypeLen)
+aclError aclprofGetOpType(
+    const void *opInfo,
+    size_t opInfoLen,
+    uint32_t index,
+    char *opType,
+    size_t opTypeLen)
 {
     (void)opInfo;
     (void)opInfoLen;
@@ -136,17 +169,23 @@ aclError aclprofGetOpType(const void *opInfo, size_t opInfoLen, uint32_t index, 
     (void)opType;
     (void)opTypeLen;
     return aclmockSetError("aclprofGetOpType", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpType is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpType is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
-aclError aclprofGetOpTypeLen(const void *opInfo, size_t opInfoLen, uint32_t index, size_t *opTypeLen)
+aclError aclprofGetOpTypeLen(
+    const void *opInfo,
+    size_t opInfoLen,
+    uint32_t index,
+    size_t *opTypeLen)
 {
     (void)opInfo;
     (void)opInfoLen;
     (void)index;
     (void)opTypeLen;
     return aclmockSetError("aclprofGetOpTypeLen", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofGetOpTypeLen is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofGetOpTypeLen is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclprofModelSubscribe(uint32_t modelId, const aclprofSubscribeConfig *profSubscribeConfig)
@@ -154,12 +193,14 @@ aclError aclprofModelSubscribe(uint32_t modelId, const aclprofSubscribeConfig *p
     (void)modelId;
     (void)profSubscribeConfig;
     return aclmockSetError("aclprofModelSubscribe", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofModelSubscribe is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofModelSubscribe is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
 
 aclError aclprofModelUnSubscribe(uint32_t modelId)
 {
     (void)modelId;
     return aclmockSetError("aclprofModelUnSubscribe", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                           "aclprofModelUnSubscribe is not supported by the mock runtime (needs Ascend hardware)");
+        "aclprofModelUnSubscribe is not supported by the mock runtime "
+        "(needs Ascend hardware)");
 }
