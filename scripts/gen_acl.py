@@ -413,9 +413,12 @@ class HeaderGen:
     def _macros(self, header: str) -> str:
         out = []
         group = None
-        for c in self.t.constants:
-            if c.kind != "macro" or c.header != header:
-                continue
+        macros = [c for c in self.t.constants if c.kind == "macro" and c.header == header]
+        first: dict[str, int] = {}
+        for i, c in enumerate(macros):
+            first.setdefault(c.type, i)
+        macros.sort(key=lambda c: first[c.type])  # stable: table order within a group
+        for c in macros:
             if c.type != group:
                 group = c.type
                 out.append(f"\n/* {group.replace('_', ' ')} */\n")

@@ -18,12 +18,10 @@ extern "C" {
 
 /* size limit */
 #define ACL_DUMP_MAX_FILE_PATH_LENGTH 4096
+#define ACL_DUMP_MAX_SHAPE_NUM 25
 
 /* op dump args type */
 #define ACL_OP_DUMP_OP_AICORE_ARGS 0x1U
-
-/* size limit */
-#define ACL_DUMP_MAX_SHAPE_NUM 25
 
 /* ---- enumerations */
 

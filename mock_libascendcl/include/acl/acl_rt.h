@@ -91,6 +91,12 @@ extern "C" {
 /* size limit */
 #define ACL_RT_MAX_RECORD_PA_NUM_PER_DEV 20U
 #define ACL_IPC_EVENT_HANDLE_SIZE 64U
+#define MAX_MEM_UCE_INFO_ARRAY_SIZE 128
+#define UCE_INFO_RESERVED_SIZE 14
+#define ACL_RT_MEM_UCE_INFO_MAX_NUM 20
+#define ACL_RT_CMO_MAX_BARRIER_NUM 6U
+#define ACL_PKG_VERSION_MAX_SIZE 128
+#define ACL_PKG_VERSION_PARTS_MAX_SIZE 64
 
 /* managed mem attach flag */
 #define ACL_RT_MEM_ATTACH_GLOBAL 0x1U
@@ -118,11 +124,6 @@ extern "C" {
 #define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_UB_ONE_PORT_PATH 2
 #define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_UB_MULTI_PORT_PATH 3
 
-/* size limit */
-#define MAX_MEM_UCE_INFO_ARRAY_SIZE 128
-#define UCE_INFO_RESERVED_SIZE 14
-#define ACL_RT_MEM_UCE_INFO_MAX_NUM 20
-
 /* binary magic */
 #define ACL_RT_BINARY_MAGIC_ELF_AICORE 0x43554245U
 #define ACL_RT_BINARY_MAGIC_ELF_VECTOR_CORE 0x41415246U
@@ -133,9 +134,6 @@ extern "C" {
 #define ACL_DEVICE_FORM_FACTOR_A_K 1
 #define ACL_DEVICE_FORM_FACTOR_A_X 2
 #define ACL_DEVICE_FORM_FACTOR_PCIE_CARD 3
-
-/* size limit */
-#define ACL_RT_CMO_MAX_BARRIER_NUM 6U
 
 /* devs topology flag */
 #define ACL_RT_DEVS_TOPOLOGY_HCCS 0x1ULL
@@ -150,10 +148,6 @@ extern "C" {
 #define ACL_RT_MEM_TYPE_DEV 0x2U
 #define ACL_RT_MEM_TYPE_DVPP 0x8U
 #define ACL_RT_MEM_TYPE_RSVD 0x10U
-
-/* size limit */
-#define ACL_PKG_VERSION_MAX_SIZE 128
-#define ACL_PKG_VERSION_PARTS_MAX_SIZE 64
 
 /* ---- scalar and handle types */
 typedef void *aclrtDrvMemHandle;
