@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -281,10 +282,28 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except errors.AclError as exc:
         print(f"pyacl-rt: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # `pyacl-rt info | head`: the reader went away; exit quietly, and keep Python
+        # from complaining again when it flushes stdout at shutdown.
+        _silence_stdout()
+        return 1
     except OSError as exc:
         print(f"pyacl-rt: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    stream.flush()
+    try:
+        stream.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
     return code
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -6,7 +6,13 @@ functions) are tested in test_runtime.py / the mock-driven tests below.
 
 from __future__ import annotations
 
+import os
 import pickle
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -206,3 +212,186 @@ def test_function_not_found_message() -> None:
     exc = FunctionNotFoundError("aclrtFoo")
     assert exc.library is None
     assert "aclrtFoo" in str(exc) and "loaded library" in str(exc)
+
+
+# ------------------------------------------------- produced for real by the mock
+_PKG_ROOT = str(Path(errors.__file__).resolve().parent.parent)
+
+_PROBE = """
+import pickle, sys
+from pyacl_rt import lowlevel as ll
+from pyacl_rt.errors import AclError
+s = ll.scratch()
+def call():
+{body}
+try:
+    call()
+except AclError as exc:
+    sys.stdout.buffer.write(pickle.dumps(exc))
+else:
+    sys.stdout.buffer.write(b"NO ERROR")
+"""
+
+
+def _probe(body: str, **env: str) -> AclError:
+    """Run ``body`` (the inside of a function) in a fresh process against the mock and
+    return the AclError it raised, pickled across the process boundary."""
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ASCEND_MOCK_", "PYACL_RT_")) and k != "ASCEND_RT_VISIBLE_DEVICES"
+    }
+    full_env["PYACL_RT_BACKEND"] = "mock"
+    full_env["PYTHONPATH"] = _PKG_ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env)
+    code = _PROBE.format(body=textwrap.indent(textwrap.dedent(body).strip(), "    "))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=full_env, capture_output=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert proc.stdout != b"NO ERROR", "the call did not fail"
+    exc = pickle.loads(proc.stdout)
+    assert isinstance(exc, AclError)
+    return exc
+
+
+def test_mock_usage_error_invalid_device() -> None:
+    exc = _probe('ll.check(ll.aclrtSetDevice(99), "aclrtSetDevice")', ASCEND_MOCK_DEVICE_COUNT="2")
+    assert type(exc) is AclUsageError
+    assert exc.code == 107001 and exc.name == "ACL_ERROR_RT_INVALID_DEVICEID"
+    assert exc.function == "aclrtSetDevice"
+    assert exc.recent_message and "aclrtSetDevice" in exc.recent_message
+    assert "aclrtSetDevice" in str(exc) and "107001" in str(exc)
+
+
+def test_mock_usage_error_zero_size_malloc() -> None:
+    exc = _probe(
+        """
+        ll.check(ll.aclrtSetDevice(0), "aclrtSetDevice")
+        ll.check(ll.aclrtMalloc(s.uptr, 0, 0), "aclrtMalloc")
+        """
+    )
+    assert type(exc) is AclUsageError and exc.code == 100000
+    assert exc.recent_message and "size" in exc.recent_message
+
+
+def test_mock_context_null() -> None:
+    exc = _probe('ll.check(ll.aclrtGetDevice(s.i32), "aclrtGetDevice")')
+    assert type(exc) is AclUsageError and exc.code == 107002
+    assert "current context" in exc.explanation
+
+
+def test_mock_out_of_memory_is_memory_error() -> None:
+    exc = _probe(
+        """
+        ll.check(ll.aclrtSetDevice(0), "aclrtSetDevice")
+        ll.check(ll.aclrtMalloc(s.uptr, 2 << 30, 0), "aclrtMalloc")
+        """,
+        ASCEND_MOCK_MEM_PER_DEVICE="1G",
+    )
+    assert isinstance(exc, AclOutOfMemoryError) and isinstance(exc, MemoryError)
+    assert exc.code == 207001 and exc.function == "aclrtMalloc"
+    assert exc.recent_message
+
+
+@pytest.mark.parametrize(
+    ("code", "cls"),
+    [
+        (107000, AclUsageError),
+        (207004, AclResourceError),
+        (207001, AclOutOfMemoryError),
+        (300000, AclServiceError),
+        (507000, AclInternalError),
+        (507054, AclDeviceLostError),
+    ],
+)
+def test_mock_fault_injection_each_family(code: int, cls: type[AclError]) -> None:
+    exc = _probe(
+        'll.check(ll.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")',
+        ASCEND_MOCK_FAULTS=f"aclrtGetDeviceCount:1:{code}",
+    )
+    assert type(exc) is cls
+    assert exc.code == code and exc.function == "aclrtGetDeviceCount"
+    assert exc.recent_message and "aclrtGetDeviceCount" in exc.recent_message
+
+
+def test_mock_device_lost() -> None:
+    exc = _probe(
+        """
+        ll.check(ll.aclrtSetDevice(0), "aclrtSetDevice")  # device 0 is fine
+        ll.check(ll.aclrtSetDevice(1), "aclrtSetDevice")
+        """,
+        ASCEND_MOCK_DEVICE_COUNT="2",
+        ASCEND_MOCK_DEVICE_LOST="1:507010",
+    )
+    assert type(exc) is AclDeviceLostError
+    assert isinstance(exc, AclInternalError)
+    assert exc.code == 507010 and exc.name == "ACL_ERROR_RT_LOST_HEARTBEAT"
+    assert "down" in exc.explanation
+
+
+def test_mock_feature_not_supported() -> None:
+    exc = _probe('ll.check(ll.aclrtSetGroup(0), "aclrtSetGroup")')
+    assert type(exc) is FeatureNotSupportedError
+    assert exc.code == 207000 and exc.function == "aclrtSetGroup"
+    assert exc.recent_message and "not supported" in exc.recent_message
+
+
+def test_mock_not_initialized() -> None:
+    # the dump API checks the ACL init flag (acl_abi.md section 5.1)
+    exc = _probe('ll.check(ll.aclmdlInitDump(), "aclmdlInitDump")')
+    assert type(exc) is NotInitializedError
+    assert exc.code == 100001
+
+
+def test_runtime_not_initialized_state() -> None:
+    exc = _probe(
+        """
+        from pyacl_rt import runtime
+        runtime.ensure_initialized()
+        """,
+        PYACL_RT_LAZY_INIT="0",
+    )
+    assert type(exc) is NotInitializedError
+    assert exc.code is None and "init()" in str(exc)
+
+
+_PARTIAL_LIB = r"""
+#include <stddef.h>
+#include <stdint.h>
+int aclInit(const char *p) { (void)p; return 0; }
+int aclFinalize(void) { return 0; }
+const char *aclGetRecentErrMsg(void) { return NULL; }
+int aclrtGetDeviceCount(uint32_t *n) { *n = 1; return 0; }
+"""
+
+
+def test_function_not_found_in_partial_library(tmp_path: Path) -> None:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "partial.c"
+    src.write_text(_PARTIAL_LIB)
+    lib = tmp_path / "lib64" / "libascendcl.so"
+    lib.parent.mkdir()
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    body = """
+        from pyacl_rt import runtime
+        runtime.init()   # works: aclInit exists
+        ll.check(ll.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
+        assert s.u32[0] == 1
+        {call}
+    """
+    for call in (
+        "ll.aclrtSetDevice(0)",  # module attribute: a stub that raises
+        'll.check(ll.lib.aclrtSetDevice(0), "aclrtSetDevice")',  # raw table: sentinel
+    ):
+        exc = _probe(
+            body.format(call=call),
+            PYACL_RT_BACKEND="real",
+            PYACL_RT_LIBRARY=str(lib),
+        )
+        assert type(exc) is FunctionNotFoundError
+        assert exc.code is None and exc.function == "aclrtSetDevice"
+        assert exc.library is not None and str(lib) in exc.library
+        assert isinstance(exc, FeatureNotSupportedError)
