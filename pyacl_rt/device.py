@@ -412,9 +412,12 @@ def set_device(dev: DeviceLike) -> None:
     The first use of a device in the process calls ``aclrtSetDevice`` (creating its
     primary context); later calls, on any thread, only install that context.
     Also records the fallback device of threads that never select one when called
-    on the main thread. ``dev`` may be an int, a :class:`Device` or ``'npu:N'``.
+    on the main thread. ``dev`` may be an int, a :class:`Device` or ``'npu:N'``;
+    ``None`` is a no-op (as in torch_npu).
     """
     global _default_device
+    if dev is None:
+        return
     index = _index(dev)
     active = _tls.active
     if active is not None and active.device != index:

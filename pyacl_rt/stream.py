@@ -682,6 +682,26 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     return s
 
 
+def _drain_pools() -> int:
+    """Destroy every pooled stream now (tests, and libraries that want to give the
+    resources back before finalize). Returns how many were destroyed. Pooled Stream
+    objects still held somewhere become closed."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    n = 0
+    for pool in pools:
+        with pool.lock:
+            items = [s for s in pool.streams if s is not None]
+            pool.streams = [None] * STREAMS_PER_POOL
+        for s in items:
+            s._make_inert(_CLOSED)
+            with _live_lock:
+                _live.discard(s)
+            n += 1
+    return n
+
+
 # ------------------------------------------------------------- lifecycle
 def _iter_live() -> Iterator[Stream]:
     with _live_lock:

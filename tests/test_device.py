@@ -1,0 +1,363 @@
+"""Devices: counts, per-thread selection, guards, queries, no stray contexts."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyacl_rt import device as D
+from pyacl_rt import errors, lowlevel, runtime
+from pyacl_rt import stream as S
+from pyacl_rt.mock import mock_control
+
+
+# ------------------------------------------------------------------ fixtures
+# The same leak fixture is in each object test file (test_context/stream/event/
+# callbacks/threads): after each test, nothing created by the test is left alive
+# in the mock except the primary context (+ its default stream) of devices the
+# test used for the first time.
+def _snapshot() -> dict[int, dict[str, int]]:
+    mc = mock_control()
+    return {d: mc.counts(d) for d in range(mc.device_count)}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    if runtime.is_finalized():
+        runtime.init()
+    runtime.ensure_initialized()
+    gc.collect()
+    before = _snapshot()
+    primaries = set(D._primaries)
+    yield
+    D._tls.device = -1
+    D._tls.active = None
+    D._tls.streams.clear()
+    D._default_device = 0
+    S._drain_pools()
+    gc.collect()
+    S._markers.drop_all()
+    after = _snapshot()
+    new = set(D._primaries) - primaries
+    for d, counts in after.items():
+        extra = 1 if d in new else 0
+        assert counts["contexts"] == before[d]["contexts"] + extra, (d, before[d], counts)
+        assert counts["streams"] == before[d]["streams"] + extra, (d, before[d], counts)
+        assert counts["events"] == before[d]["events"], (d, before[d], counts)
+        assert counts["allocations"] == before[d]["allocations"], (d, before[d], counts)
+
+
+def in_thread(fn: Any, *args: Any) -> Any:
+    """Run fn in a fresh thread, return its result or re-raise its exception."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["r"] = fn(*args)
+        except BaseException as exc:
+            box["e"] = exc
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "thread hung"
+    if "e" in box:
+        raise box["e"]
+    return box.get("r")
+
+
+def raw_get_device() -> int | None:
+    s = lowlevel.scratch()
+    rc = lowlevel.lib.aclrtGetDevice(s.i32)
+    if rc == 107002:
+        lowlevel.recent_error_message()
+        return None
+    lowlevel.check(rc, "aclrtGetDevice")
+    return int(s.i32[0])
+
+
+# --------------------------------------------------------------------- tests
+def test_count_and_available() -> None:
+    assert D.device_count() == mock_control().device_count == 8
+    assert D.is_available() is True
+
+
+def test_current_device_default_and_per_thread() -> None:
+    assert D.current_device() == 0
+    D.set_device(2)
+    assert D.current_device() == 2
+    assert raw_get_device() == 2
+    # A thread that never selected a device follows the main thread's selection.
+    assert in_thread(D.current_device) == 2
+
+    def other() -> tuple[int, int]:
+        D.set_device(1)
+        return D.current_device(), raw_get_device() or -1
+
+    assert in_thread(other) == (1, 1)
+    assert D.current_device() == 2  # untouched by the other thread
+    assert raw_get_device() == 2
+
+
+def test_set_device_accepts_forms() -> None:
+    D.set_device("npu:1")
+    assert D.current_device() == 1
+    D.set_device(D.Device(3))
+    assert D.current_device() == 3
+    D.set_device("2")
+    assert D.current_device() == 2
+
+
+@pytest.mark.parametrize("bad", [8, 99, -1, "npu:8", "npu:x", "gpu:1"])
+def test_invalid_device_index(bad: object) -> None:
+    with pytest.raises(D.InvalidDeviceError) as info:
+        D.set_device(bad)  # type: ignore[arg-type]
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, errors.AclUsageError)
+
+
+@pytest.mark.parametrize("bad", [1.5, True, object()])
+def test_device_type_errors(bad: object) -> None:
+    with pytest.raises((TypeError, D.InvalidDeviceError)):
+        D.set_device(bad)  # type: ignore[arg-type]
+
+
+def test_nested_device_guard_restores_exactly() -> None:
+    D.set_device(1)
+    with D.device(2) as idx:
+        assert idx == 2
+        assert D.current_device() == 2
+        with D.device(3):
+            assert D.current_device() == 3
+            assert raw_get_device() == 3
+        assert D.current_device() == 2
+        assert raw_get_device() == 2
+        with D.device(None):
+            assert D.current_device() == 2
+    assert D.current_device() == 1
+    assert raw_get_device() == 1
+
+
+def test_device_guard_on_fresh_thread_restores_no_device() -> None:
+    def body() -> tuple[int, int, int]:
+        before = D._tls.device
+        with D.device(1):
+            inside = D.current_device()
+        return before, inside, D._tls.device
+
+    assert in_thread(body) == (-1, 1, -1)
+
+
+def test_device_guard_restores_after_exception() -> None:
+    D.set_device(0)
+    with pytest.raises(KeyError), D.device(4):
+        raise KeyError("x")
+    assert D.current_device() == 0
+
+
+def test_device_object() -> None:
+    d = D.Device(1)
+    assert d is D.Device(1) is D.Device("npu:1")
+    assert d.index == 1 == int(d) == [10, 11][d] - 10
+    assert d == 1 and d == D.Device(1) and d != D.Device(2)
+    assert hash(d) == hash(D.Device(1))
+    assert repr(d) == "Device(1)" and str(d) == "npu:1"
+    mc = mock_control()
+    assert d.name == mc.soc_name == d.soc_name
+    assert d.total_memory == mc.config(2)
+    free, total = d.mem_get_info()
+    assert 0 < free <= total == d.total_memory
+    assert d.free_memory <= total
+    props = d.properties
+    assert props.index == 1 and props.name == mc.soc_name
+    assert props.total_memory == total
+    assert props.cube_core_num is not None and props.vector_core_num is not None
+    assert props.L2_cache_size is not None and props.L2_cache_size > 0
+    assert d.info(D.ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE) == total
+    assert d.capability(D.ACL_DEVICE_INFO_AI_CORE_NUM) > 0
+    rates = d.utilization_rates()
+    assert set(rates) == {"cube", "vector", "aicpu", "memory"}
+    assert rates["memory"] is None  # ACL always reports -1 for memory
+    assert 0 <= d.utilization() <= 100
+    assert d.can_access_peer(1) is False
+    assert d.can_access_peer(2) in (True, False)
+    d.synchronize()
+
+
+def test_device_object_as_guard() -> None:
+    D.set_device(0)
+    with D.Device(5) as dev:
+        assert dev.index == 5
+        assert D.current_device() == 5
+        with D.Device(6):
+            assert D.current_device() == 6
+        assert D.current_device() == 5
+    assert D.current_device() == 0
+    D.Device(4).set_current()
+    assert D.current_device() == 4
+
+
+def test_device_of() -> None:
+    s = S.Stream(3)
+    D.set_device(0)
+    with D.device_of(s):
+        assert D.current_device() == 3
+    assert D.current_device() == 0
+    with D.device_of(object()):
+        assert D.current_device() == 0
+    s.close()
+
+
+def test_torch_style_functions() -> None:
+    mc = mock_control()
+    assert D.get_device_name() == mc.soc_name == D.get_device_name(2)
+    assert D.get_soc_version() == mc.soc_name
+    assert isinstance(D.get_cann_version(), str)
+    assert D.get_cann_version("HCCL") == ""
+    assert D.is_support_inf_nan() is True  # default mock SoC: Ascend910B1
+    assert D.is_bf16_supported() is True
+    assert D.get_device_capability(0) is None
+    free, total = D.mem_get_info(1)
+    assert free <= total
+    assert 0 <= D.utilization(1) <= 100
+    props = D.get_device_properties(2)
+    assert props.index == 2 and props.total_memory == total
+    assert D.can_device_access_peer(0, 0) is False
+    assert isinstance(D.can_device_access_peer(0, 1), bool)
+    D.synchronize()
+    D.synchronize(1)
+    D.synchronize("npu:2")
+
+
+def test_set_op_timeout_ms() -> None:
+    applied = D.set_op_timeout_ms(2000)
+    assert isinstance(applied, int) and applied >= 0
+    with pytest.raises(ValueError):
+        D.set_op_timeout_ms(-1)
+    with pytest.raises(TypeError):
+        D.set_op_timeout_ms(1.5)  # type: ignore[arg-type]
+
+
+def test_objects_work_on_a_new_thread_without_set_device() -> None:
+    s = S.Stream(2)
+
+    def use() -> tuple[bool, int]:
+        s.synchronize()
+        return s.query(), D._tls.device
+
+    assert in_thread(use) == (True, -1)
+    s.close()
+
+
+def test_forget_thread_context_after_raw_switch() -> None:
+    s = S.Stream(1)
+    s.query()
+    # Switch the context behind pyacl_rt's back, then tell it.
+    lowlevel.check(lowlevel.lib.aclrtSetCurrentContext(D._context_for(2).handle), "set")
+    D.forget_thread_context()
+    assert s.query() is True
+    assert raw_get_device() == 1
+    s.close()
+
+
+def test_device_errors_propagate_when_device_lost() -> None:
+    mc = mock_control()
+    D.set_device(6)
+    mc.set_device_lost(6, 507010)
+    try:
+        with pytest.raises(errors.AclDeviceLostError):
+            D.synchronize(6)
+    finally:
+        mc.set_device_lost(6, 0)
+    D.synchronize(6)
+
+
+def test_no_stray_contexts_when_using_only_device_3(run_python: Any) -> None:
+    code = """
+        import threading
+        import pyacl_rt.device as D, pyacl_rt.stream as S, pyacl_rt.event as E
+        from pyacl_rt.mock import mock_control
+        assert D.current_device() == 0          # a query: must not create anything
+        assert D.is_available()
+        for i in range(D.device_count()):
+            D.get_device_properties(i)          # device-id queries: no context either
+        s = S.Stream(3)
+        e = E.Event()
+        e.record(s)
+        D.mem_get_info(3)
+        def worker():
+            s.query(); e.synchronize()
+            s2 = S.Stream(3); s2.synchronize(); s2.close()
+            with D.device(3):
+                S.current_stream().synchronize()
+        t = threading.Thread(target=worker); t.start(); t.join()
+        mc = mock_control()
+        counts = [mc.stat("contexts", d) for d in range(8)]
+        print(counts)
+        assert counts == [0, 0, 0, 1, 0, 0, 0, 0], counts
+        print("OK")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout
+
+
+def test_fresh_thread_queries_do_not_create_contexts(run_python: Any) -> None:
+    code = """
+        import threading
+        import pyacl_rt.device as D
+        from pyacl_rt.mock import mock_control
+        D.set_device(5)
+        out = []
+        t = threading.Thread(target=lambda: out.append(D.current_device())); t.start(); t.join()
+        assert out == [5], out
+        mc = mock_control()
+        assert [mc.stat("contexts", d) for d in range(8)] == [0]*5 + [1] + [0, 0]
+        print("OK")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+
+
+def test_soc_dependent_queries(run_python: Any, clean_env: Any) -> None:
+    code = """
+        import pyacl_rt.device as D
+        print(D.get_soc_version(), D.is_support_inf_nan(), D.is_bf16_supported())
+    """
+    r = run_python(code, env=clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_SOC_NAME="Ascend310P3"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["Ascend310P3", "False", "False"]
+
+
+def test_fork_child_refuses_objects(run_python: Any) -> None:
+    code = """
+        import os
+        import pyacl_rt.device as D, pyacl_rt.stream as S
+        from pyacl_rt import errors
+        s = S.Stream(1)
+        s.query()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                s.query()
+            except errors.ForkedProcessError:
+                code = 0
+            try:
+                D.set_device(1)
+                code = 1
+            except errors.ForkedProcessError:
+                pass
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        assert s.query()
+        print("OK")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout
