@@ -199,6 +199,17 @@ def test_headers_compile(tmp_path: Path, tool: str, std: str) -> None:
     src.write_text(incs + USAGE)
     res = _compile(compiler, std, src, None, "-Wpedantic")
     assert res.returncode == 0, f"all headers ({std}):\n{res.stderr}"
+    # the headers alone also pass the stricter warnings user projects often enable
+    strict = ["-Wpedantic", "-Wshadow", "-Wconversion", "-Wsign-conversion", "-Wundef"]
+    strict += ["-Wcast-qual", "-Wredundant-decls", "-Wmissing-declarations"]
+    if ext == "c":
+        strict += ["-Wstrict-prototypes", "-Wmissing-prototypes", "-Wc++-compat"]
+    else:
+        strict += ["-Wold-style-cast", "-Wzero-as-null-pointer-constant", "-Wuseless-cast"]
+    src = tmp_path / f"strict.{ext}"
+    src.write_text(incs + "typedef int translation_unit_not_empty;\n")
+    res = _compile(compiler, std, src, None, *strict)
+    assert res.returncode == 0, f"all headers, strict warnings ({std}):\n{res.stderr}"
 
 
 USAGE = """
