@@ -7,7 +7,8 @@ Commands:
     found, CANN version, and one line per visible device (index, SoC, total/free
     memory in GiB). ``--json`` prints a stable machine-readable document (see
     :data:`INFO_SCHEMA_VERSION`); ``--env`` prints the environment variables pyacl_rt
-    honours with their current values instead (no library is loaded).
+    honours with their current values instead (no library is loaded);
+    ``--env --markdown`` prints the README's table of them.
 
 Exit codes: 0 success; 1 runtime error (one-line message on stderr, no traceback;
 for ``info`` also when any device could not be queried - the document is still
@@ -219,7 +220,12 @@ def _env_rows_text(rows: list[dict[str, str]]) -> str:
 
 
 def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
+    if args.markdown and not args.env:
+        raise _UsageError("--markdown only applies to --env")
     if args.env:
+        if args.markdown:
+            out.write(_options.render_env_table_markdown())
+            return 0
         rows = _options.env_table()
         if args.json:
             json.dump({"schema": INFO_SCHEMA_VERSION, "env": rows}, out, indent=2)
@@ -258,6 +264,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--env",
         action="store_true",
         help="show the environment variables pyacl_rt honours and their current values",
+    )
+    info.add_argument(
+        "--markdown",
+        action="store_true",
+        help="with --env: print the documentation table (as in the README) in Markdown",
     )
     info.set_defaults(func=_cmd_info)
     return parser

@@ -468,14 +468,16 @@ def _after_fork_in_child() -> None:
     # The parent's threads are gone; a lock they held would never be released.
     _lock = threading.RLock()
     _hooks_lock = threading.Lock()
-    if _ever_initialized:
-        _bad_fork = True
+    if not _ever_initialized:
+        # The parent never started the runtime: the child may start its own, and the
+        # module-level hooks registered at import (device, stream registries) stay.
+        return
+    _bad_fork = True
     _ready = False
     _live_generation = -1
+    _state = UNINITIALIZED
     # The parent's hooks refer to the parent's handles: never run them here.
     _hooks = {}
-    if _bad_fork:
-        _state = UNINITIALIZED
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -189,7 +189,8 @@ def test_info_env_json_and_invalid_value() -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [[], ["nosuchcommand"], ["info", "--bogus"], ["info", "extra-arg"]]
+    "args",
+    [[], ["nosuchcommand"], ["info", "--bogus"], ["info", "extra-arg"], ["info", "--markdown"]],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:
     proc = run_cli(*args)
@@ -268,3 +269,11 @@ def test_format_info_text_renders_errors() -> None:
     assert "  [0] S  memory 1.00 GiB total, 0.50 GiB free" in text
     assert "  [1] error: boom" in text
     assert "warning: w1" in text
+
+
+def test_info_env_markdown_matches_options_table() -> None:
+    from pyacl_rt._options import render_env_table_markdown
+
+    proc = run_cli("info", "--env", "--markdown")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == render_env_table_markdown()

@@ -227,3 +227,18 @@ def test_markdown_table() -> None:
     # every row has exactly 5 cells (no stray pipes inside cells)
     for line in lines:
         assert line.count("|") == 6, line
+
+
+def test_readme_env_table_in_sync() -> None:
+    """The README's environment table is rendered from ENV_VARS (single source):
+    regenerate it with ``pyacl-rt info --env --markdown``."""
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    if not readme.is_file():
+        pytest.skip("no README.md in this checkout")
+    text = readme.read_text()
+    if "PYACL_RT_BACKEND" not in text:
+        pytest.skip("README.md has no environment table yet")
+    assert _options.render_env_table_markdown() in text, (
+        "README.md's environment-variable table is out of date: replace it with the "
+        "output of `pyacl-rt info --env --markdown`"
+    )

@@ -545,17 +545,23 @@ def test_fork_before_init_is_allowed() -> None:
         """
         import os, sys
         from pyacl_rt import runtime as rt
+        rt.register_release_hook(lambda: print("hook in", os.getpid() == parent, flush=True),
+                                 rt.PRIORITY_EVENTS)
+        parent = os.getpid()
+        sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
             rt.ensure_initialized()
             print("child", rt.state(), rt.in_bad_fork(), flush=True)
-            sys.exit(0)
+            rt.finalize()        # hooks registered before the fork still run here
+            print("child", rt.state(), flush=True)
+            os._exit(0)
         _, status = os.waitpid(pid, 0)
         print("status", os.waitstatus_to_exitcode(status), flush=True)
         """
     )
-    assert "child ready False" in proc.stdout.splitlines()
-    assert "status 0" in proc.stdout.splitlines()
+    lines = proc.stdout.splitlines()
+    assert lines == ["child ready False", "hook in False", "child finalized", "status 0"]
 
 
 _MP_SCRIPT = """
