@@ -607,8 +607,10 @@ def _guard_stack() -> list[stream]:
 
 class stream:
     """``with stream(s):`` makes ``s`` the current stream (and its device the current
-    device) for the block, then restores both exactly, even if :func:`set_stream`
-    was called inside. ``stream(None)`` is a no-op, as in torch_npu.
+    device) for the block, then restores the thread's previous state exactly: the
+    selected device (or "none"), the active Context and the current stream of
+    *every* device, even if :func:`set_stream` / :func:`set_device` were called
+    inside the block. ``stream(None)`` is a no-op, as in torch_npu.
     """
 
     __slots__ = ("_saved", "s")
@@ -617,13 +619,13 @@ class stream:
         if s is not None and not isinstance(s, Stream):
             raise TypeError(f"stream() needs a Stream or None, got {type(s).__name__}")
         self.s = s
-        self._saved: list[tuple[int, Any, Any, int]] = []
+        self._saved: list[tuple[int, Any, dict[int, Any]]] = []
 
     def __enter__(self) -> Stream | None:
         s = self.s
         if s is None:
             return None
-        self._saved.append((_tls.device, _tls.active, _tls.streams.get(s._device), s._device))
+        self._saved.append((_tls.device, _tls.active, dict(_tls.streams)))
         try:
             set_stream(s)
         except BaseException:
@@ -634,12 +636,11 @@ class stream:
     def __exit__(self, *exc: object) -> None:
         if self.s is None or not self._saved:
             return
-        prev_device, prev_active, prev_stream, dev = self._saved.pop()
+        prev_device, prev_active, prev_streams = self._saved.pop()
         _restore_selection(prev_device, prev_active)
-        if prev_stream is None:
-            _tls.streams.pop(dev, None)
-        else:
-            _tls.streams[dev] = prev_stream
+        table = _tls.streams
+        table.clear()
+        table.update(prev_streams)
 
 
 # ------------------------------------------------------------------- pool

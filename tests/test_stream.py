@@ -1,0 +1,443 @@
+"""Streams: lifetime, default/current streams, guards, ordering, pool, keep-alive."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyacl_rt import device as D
+from pyacl_rt import errors, runtime
+from pyacl_rt import stream as S
+from pyacl_rt.event import Event
+from pyacl_rt.mock import mock_control
+
+
+# ------------------------------------------------------------------ fixtures
+def _snapshot() -> dict[int, dict[str, int]]:
+    mc = mock_control()
+    return {d: mc.counts(d) for d in range(mc.device_count)}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    if runtime.is_finalized():
+        runtime.init()
+    runtime.ensure_initialized()
+    gc.collect()
+    before = _snapshot()
+    primaries = set(D._primaries)
+    yield
+    D._tls.device = -1
+    D._tls.active = None
+    D._tls.streams.clear()
+    D._default_device = 0
+    S._drain_pools()
+    gc.collect()
+    S._markers.drop_all()
+    after = _snapshot()
+    new = set(D._primaries) - primaries
+    for d, counts in after.items():
+        extra = 1 if d in new else 0
+        assert counts["contexts"] == before[d]["contexts"] + extra, (d, before[d], counts)
+        assert counts["streams"] == before[d]["streams"] + extra, (d, before[d], counts)
+        assert counts["events"] == before[d]["events"], (d, before[d], counts)
+        assert counts["allocations"] == before[d]["allocations"], (d, before[d], counts)
+
+
+class Gate:
+    """A blocking host callback: holds a stream until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self) -> None:
+        self.entered.set()
+        assert self.release.wait(60), "gate never released"
+
+    def block(self, s: S.Stream) -> None:
+        s.launch_host_func(self)
+        assert self.entered.wait(60)
+
+
+def streams_on(device: int) -> int:
+    return mock_control().stat("streams", device)
+
+
+# --------------------------------------------------------------------- tests
+def test_create_query_synchronize_close() -> None:
+    base = streams_on(1) if 1 in D._primaries else None
+    s = S.Stream(1)
+    if base is not None:
+        assert streams_on(1) == base + 1
+    assert isinstance(s.handle, int) and s.handle != 0
+    assert s.npu_stream == s.handle
+    assert s.device == D.Device(1) and s.device_index == 1
+    assert s.kind == "owned" and not s.closed
+    assert s.query() is True
+    s.synchronize()
+    s.synchronize(timeout=1000)
+    s.synchronize(timeout=0.5)
+    assert "owned" in repr(s)
+    s.close()
+    assert s.closed and "closed" in repr(s)
+    s.close()  # idempotent
+    if base is not None:
+        assert streams_on(1) == base
+
+
+def test_use_after_close_is_refused() -> None:
+    s = S.Stream(0)
+    s.close()
+    for call in (s.query, s.synchronize, lambda: Event().record(s), lambda: S.set_stream(s)):
+        with pytest.raises(D.ObjectClosedError):
+            call()
+    with pytest.raises(D.ObjectClosedError):
+        s.launch_host_func(print)
+
+
+def test_gc_destroys_stream() -> None:
+    D.set_device(2)
+    base = streams_on(2)
+    s = S.Stream()
+    assert streams_on(2) == base + 1
+    del s
+    gc.collect()
+    assert streams_on(2) == base
+
+
+def test_priority_and_flags() -> None:
+    s = S.Stream(0, priority=-1, flags=0x1 | 0x2)
+    assert s.priority == 0 and s.flags == 3
+    s.close()
+    s = S.Stream(0, priority=3)
+    assert s.priority == 3
+    s.close()
+    with pytest.raises(TypeError):
+        S.Stream(0, priority=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        S.Stream(0, flags=-1)
+    with pytest.raises(D.InvalidDeviceError):
+        S.Stream(42)
+
+
+@pytest.mark.parametrize("bad", [0, -5, float("nan")])
+def test_bad_timeouts(bad: float) -> None:
+    s = S.Stream(0)
+    with pytest.raises(ValueError):
+        s.synchronize(timeout=bad)
+    with pytest.raises(TypeError):
+        s.synchronize(timeout="10")  # type: ignore[arg-type]
+    s.close()
+
+
+def test_synchronize_timeout_raises_timeout_error() -> None:
+    s = S.Stream(1)
+    gate = Gate()
+    gate.block(s)
+    assert s.query() is False
+    with pytest.raises(D.SyncTimeoutError) as info:
+        s.synchronize(timeout=20)
+    assert isinstance(info.value, TimeoutError)
+    assert isinstance(info.value, errors.AclError)
+    assert info.value.code == 507046
+    gate.release.set()
+    s.synchronize()
+    assert s.query() is True
+    s.close()
+
+
+def test_default_stream() -> None:
+    d = S.default_stream(1)
+    assert d is S.default_stream(1) is S.default_stream("npu:1")
+    assert d.handle == 0 and d.kind == "default"
+    assert d.query() is True
+    d.synchronize()
+    d.close()  # not ours: a no-op
+    assert not d.closed and d.query() is True
+    assert d != S.default_stream(2)
+    D.set_device(1)
+    assert S.default_stream() is d
+
+
+def test_current_stream_and_set_stream() -> None:
+    D.set_device(0)
+    assert S.current_stream() is S.default_stream(0)
+    s = S.Stream(1)
+    S.set_stream(s)
+    assert S.current_stream() is s
+    assert D.current_device() == 1  # set_stream selects the stream's device
+    assert S.current_stream(0) is S.default_stream(0)
+    with pytest.raises(TypeError):
+        S.set_stream("s")  # type: ignore[arg-type]
+    D._tls.streams.clear()
+    s.close()
+
+
+def test_current_stream_is_per_thread() -> None:
+    s = S.Stream(0)
+    S.set_stream(s)
+    seen: list[Any] = []
+    t = threading.Thread(target=lambda: seen.append(S.current_stream(0)))
+    t.start()
+    t.join()
+    assert seen[0] is S.default_stream(0)
+    assert S.current_stream(0) is s
+    D._tls.streams.clear()
+    s.close()
+
+
+def test_stream_guard_restores_exactly_mixed_with_set_stream() -> None:
+    D.set_device(0)
+    a, b, c = S.Stream(0), S.Stream(0), S.Stream(1)
+    S.set_stream(a)
+    with S.stream(b) as got:
+        assert got is b and S.current_stream() is b
+        S.set_stream(c)  # other device: selects device 1 too
+        assert D.current_device() == 1 and S.current_stream() is c
+        with S.stream(a):
+            assert D.current_device() == 0 and S.current_stream() is a
+            S.set_stream(b)
+        assert S.current_stream() is c and D.current_device() == 1
+        S.set_stream(a)
+    # Back to exactly what was current before the block, on both devices.
+    assert D.current_device() == 0
+    assert S.current_stream(0) is a
+    assert S.current_stream(1) is S.default_stream(1)
+    with S.stream(None) as none:
+        assert none is None and S.current_stream() is a
+    D._tls.streams.clear()
+    for s in (a, b, c):
+        s.close()
+
+
+def test_stream_guard_on_fresh_thread_restores_nothing_selected() -> None:
+    s = S.Stream(3)
+
+    def body() -> tuple[int, bool, int, bool]:
+        with s:
+            inside = (D.current_device(), S.current_stream() is s)
+        return D._tls.device, 3 in D._tls.streams, *inside  # type: ignore[return-value]
+
+    box: list[Any] = []
+    t = threading.Thread(target=lambda: box.append(body()))
+    t.start()
+    t.join()
+    assert box == [(-1, False, 3, True)]
+    s.close()
+
+
+def test_with_stream_object() -> None:
+    D.set_device(2)
+    s = S.Stream(2)
+    with s as same:
+        assert same is s and S.current_stream() is s
+        with S.Stream(2) as inner:
+            assert S.current_stream() is inner
+        assert S.current_stream() is s
+    assert S.current_stream() is S.default_stream(2)
+    assert not s.closed  # `with s:` selects, it does not close
+    inner.close()
+    s.close()
+
+
+def test_wait_event_orders_streams() -> None:
+    a, b = S.Stream(1), S.Stream(1)
+    gate = Gate()
+    gate.block(a)
+    ev = a.record_event()
+    assert isinstance(ev, Event) and ev.query() is False
+    b.wait_event(ev)
+    marker = b.record_event()
+    assert marker.query() is False  # b waits behind a's gate
+    gate.release.set()
+    b.synchronize()
+    assert ev.query() and marker.query()
+    ev.close()
+    marker.close()
+    a.close()
+    b.close()
+
+
+def test_wait_stream_orders_streams() -> None:
+    a, b = S.Stream(2), S.Stream(2)
+    gate = Gate()
+    gate.block(a)
+    b.wait_stream(a)
+    b.wait_stream(b)  # self: no-op
+    done = b.record_event()
+    assert done.query() is False
+    gate.release.set()
+    b.synchronize()
+    assert done.query()
+    with pytest.raises(TypeError):
+        b.wait_stream(object())  # type: ignore[arg-type]
+    done.close()
+    a.close()
+    b.close()
+
+
+def test_wait_on_unrecorded_event_is_noop() -> None:
+    s = S.Stream(0)
+    s.wait_event(Event())
+    s.synchronize()
+    s.close()
+
+
+def test_close_waits_for_pending_work() -> None:
+    s = S.Stream(1)
+    gate = Gate()
+    gate.block(s)
+    closer = threading.Thread(target=s.close)
+    closer.start()
+    closer.join(0.2)
+    gate.release.set()
+    closer.join(60)
+    assert not closer.is_alive() and s.closed
+
+
+def test_pool_round_robin() -> None:
+    first = S.stream_from_pool(1)
+    seen = [first] + [S.stream_from_pool(1) for _ in range(S.STREAMS_PER_POOL - 1)]
+    assert len({id(x) for x in seen}) == S.STREAMS_PER_POOL
+    assert S.stream_from_pool(1) is first  # wrapped around
+    high = S.stream_from_pool(1, priority=-1)
+    assert high not in seen
+    assert first.kind == "pool"
+    first.close()  # not the caller's to close
+    assert not first.closed and first.query()
+    D.set_device(1)
+    assert S.stream_from_pool() is seen[1]
+    assert S._drain_pools() == S.STREAMS_PER_POOL + 1
+    assert first.closed
+
+
+def test_from_handle_is_not_owned() -> None:
+    owner = S.Stream(0)
+    ext = S.Stream.from_handle(owner.handle, 0)
+    assert ext.kind == "external" and ext == owner
+    assert ext.query() is True
+    ext.close()
+    assert not ext.closed and owner.query()
+    with pytest.raises(TypeError):
+        S.Stream.from_handle(-1)
+    owner.close()
+
+
+def test_keep_alive_until_work_completes() -> None:
+    class Payload:
+        pass
+
+    s = S.Stream(1)
+    gate = Gate()
+    gate.block(s)
+    obj = Payload()
+    ref = weakref.ref(obj)
+    s._keep_alive(obj)
+    s._keep_alive((Payload(), Payload()))
+    del obj
+    gc.collect()
+    assert ref() is not None  # the stream still needs it
+    assert s._watch_pending() == 2
+    gate.release.set()
+    s.synchronize()
+    assert s._watch_pending() == 0
+    gc.collect()
+    assert ref() is None
+
+
+def test_keep_alive_polls_completed_entries() -> None:
+    s = S.Stream(0)
+    for _ in range(5):
+        s._keep_alive(object())
+    s.synchronize()
+    assert s._watch_pending() == 0
+    s._keep_alive(object())
+    D.synchronize(0)  # a device synchronize releases too
+    assert s._watch_pending() == 0
+    s.close()
+
+
+def test_equality_and_hash() -> None:
+    a = S.Stream(0)
+    b = S.Stream(0)
+    assert a == a and a != b and hash(a) == hash(S.Stream.from_handle(a.handle, 0))
+    assert (a == 1) is False
+    a.close()
+    b.close()
+
+
+def test_stream_used_from_new_thread_without_set_device() -> None:
+    s = S.Stream(4)
+    out: list[Any] = []
+
+    def work() -> None:
+        e = Event()
+        e.record(s)
+        s.synchronize()
+        out.append((e.query(), D._tls.device))
+        e.close()
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert out == [(True, -1)]
+    s.close()
+
+
+def test_finalize_with_live_objects(run_python: Any) -> None:
+    code = """
+        import threading
+        import pyacl_rt.device as D, pyacl_rt.stream as S, pyacl_rt.event as E
+        import pyacl_rt.context as C
+        from pyacl_rt import runtime, errors
+        from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
+        s = S.Stream(1); p = S.stream_from_pool(2); d = S.default_stream(3)
+        e = E.Event(enable_timing=True); e.record(s)
+        ctx = C.Context(4)
+        with ctx:
+            s4 = S.Stream(); e4 = E.Event(); e4.record(s4)
+        hit = []
+        s.launch_host_func(hit.append, 1)
+        s._keep_alive(object())
+        runtime.finalize()
+        assert hit == [1], hit
+        for obj in (s, p, d, e, ctx, s4, e4):
+            obj.close()                      # no-op, never raises
+        for call in (s.query, p.query, d.query, e.query, s4.synchronize, e4.synchronize,
+                     ctx.make_current, lambda: e.record(s)):
+            try:
+                call()
+            except errors.RuntimeFinalizedError:
+                pass
+            else:
+                raise AssertionError(call)
+        assert not any(t.name.startswith("pyacl_rt-callbacks") for t in threading.enumerate())
+        report = mock_control().leak_report(REPORT_LAST_FINALIZE)
+        print(report)
+        assert "no leaks" in report.lower(), report
+        del s, p, d, e, ctx, s4, e4
+        import gc; gc.collect()
+        print("OK")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "OK" in r.stdout
+
+
+def test_interpreter_exit_with_live_objects(run_python: Any) -> None:
+    code = """
+        import pyacl_rt.stream as S, pyacl_rt.event as E
+        s = S.Stream(1); e = E.Event(); e.record(s)
+        s.launch_host_func(print, "callback ran")
+        print("exiting")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "callback ran" in r.stdout
+    assert "Traceback" not in r.stderr
