@@ -1,0 +1,413 @@
+/* test_device.c - device count/set/reset/refcounts, per-thread current device,
+ * device queries, id mapping, limits, timeouts, callbacks, device lost (mock-core). */
+#include <pthread.h>
+#include <string.h>
+
+#include "acl/acl.h"
+#include "acl/acl_mock.h"
+#include "mock_test.h"
+
+static void test_count_and_set(void)
+{
+    uint32_t n = 0;
+    CHECK_EQ(aclrtGetDeviceCount(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtGetDeviceCount(&n));
+    CHECK_EQ(n, 8);
+    CHECK_EQ(aclrtSetDevice(-1), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_EQ(aclrtSetDevice(8), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "deviceId");
+    CHECK_EQ(aclrtResetDevice(8), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_EQ(aclrtResetDeviceForce(-3), ACL_ERROR_RT_INVALID_DEVICEID);
+
+    int32_t dev = -1;
+    CHECK_EQ(aclrtGetDevice(NULL), ACL_ERROR_INVALID_PARAM);
+    (void)aclGetRecentErrMsg();
+    /* no device yet: 107002, and (special state) no error message recorded */
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK(aclGetRecentErrMsg() == NULL);
+    CHECK_EQ(dev, -1);
+
+    CHECK_OK(aclrtSetDevice(2));
+    CHECK_OK(aclrtGetDevice(&dev));
+    CHECK_EQ(dev, 2);
+    CHECK_OK(aclrtSetDevice(5)); /* switching is allowed */
+    CHECK_OK(aclrtGetDevice(&dev));
+    CHECK_EQ(dev, 5);
+    CHECK_OK(aclrtResetDevice(5));
+    CHECK_OK(aclrtResetDevice(2));
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_CONTEXTS), 0);
+}
+
+static void test_refcount(void)
+{
+    uint32_t flags = 9;
+    int32_t active = -1;
+    CHECK_EQ(aclrtGetPrimaryCtxState(1, NULL, &active), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetPrimaryCtxState(1, &flags, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetPrimaryCtxState(99, &flags, &active), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_OK(aclrtGetPrimaryCtxState(1, &flags, &active));
+    CHECK_EQ(active, 0);
+    CHECK_EQ(flags, 0);
+
+    aclrtContext c1 = NULL, c2 = NULL;
+    CHECK_OK(aclrtSetDevice(1));
+    CHECK_OK(aclrtGetCurrentContext(&c1));
+    CHECK_OK(aclrtSetDevice(1));
+    CHECK_OK(aclrtGetCurrentContext(&c2));
+    CHECK(c1 == c2); /* the same default context */
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_CONTEXTS), 1);
+    CHECK_GE(aclmockGetStat(1, ACLMOCK_STAT_STREAMS), 1);
+    CHECK_OK(aclrtResetDevice(1));
+    CHECK_OK(aclrtGetPrimaryCtxState(1, &flags, &active));
+    CHECK_EQ(active, 1); /* still one reference */
+    int32_t dev = -1;
+    CHECK_OK(aclrtGetDevice(&dev));
+    CHECK_EQ(dev, 1);
+    CHECK_OK(aclrtResetDevice(1));
+    CHECK_OK(aclrtGetPrimaryCtxState(1, &flags, &active));
+    CHECK_EQ(active, 0);
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_CONTEXTS), 0);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_STREAMS), 0);
+    /* resetting a device that is not set is harmless */
+    CHECK_OK(aclrtResetDevice(1));
+
+    /* force releases whatever the count */
+    CHECK_OK(aclrtSetDevice(3));
+    CHECK_OK(aclrtSetDevice(3));
+    CHECK_OK(aclrtSetDevice(3));
+    CHECK_OK(aclrtResetDeviceForce(3));
+    CHECK_OK(aclrtGetPrimaryCtxState(3, &flags, &active));
+    CHECK_EQ(active, 0);
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_OK(aclrtResetDeviceForce(3));
+}
+
+typedef struct thr {
+    aclError before;
+    int32_t after;
+    aclError set_rc;
+} thr;
+
+static void *device_thread(void *arg)
+{
+    thr *t = arg;
+    int32_t d = -1;
+    t->before = aclrtGetDevice(&d);
+    t->set_rc = aclrtSetDevice(6);
+    t->after = -1;
+    (void)aclrtGetDevice(&t->after);
+    (void)aclrtResetDevice(6);
+    return NULL;
+}
+
+static void test_per_thread_device(void)
+{
+    CHECK_OK(aclrtSetDevice(4));
+    thr t;
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, device_thread, &t));
+    pthread_join(th, NULL);
+    CHECK_EQ(t.before, ACL_ERROR_RT_CONTEXT_NULL); /* the main thread's device is not inherited */
+    CHECK_OK(t.set_rc);
+    CHECK_EQ(t.after, 6);
+    int32_t d = -1;
+    CHECK_OK(aclrtGetDevice(&d));
+    CHECK_EQ(d, 4); /* unchanged by the other thread */
+    CHECK_OK(aclrtResetDevice(4));
+}
+
+static void test_queries(void)
+{
+    const char *soc = aclrtGetSocName();
+    CHECK_STR_EQ(soc, "Ascend910B1");
+    CHECK_STR_EQ(aclmockGetSocName(), "Ascend910B1");
+    aclrtRunMode mode = ACL_DEVICE;
+    CHECK_EQ(aclrtGetRunMode(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtGetRunMode(&mode));
+    CHECK_EQ(mode, ACL_HOST);
+
+    int64_t v = 0;
+    CHECK_OK(aclGetDeviceCapability(0, ACL_DEVICE_INFO_AI_CORE_NUM, &v));
+    CHECK_EQ(v, 24);
+    CHECK_OK(aclGetDeviceCapability(7, ACL_DEVICE_INFO_VECTOR_CORE_NUM, &v));
+    CHECK_EQ(v, 48);
+    CHECK_OK(aclGetDeviceCapability(0, ACL_DEVICE_INFO_L2_SIZE, &v));
+    CHECK_EQ(v, 192ll << 20);
+    CHECK_EQ(aclGetDeviceCapability(0, ACL_DEVICE_INFO_UNDEFINED, &v), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclGetDeviceCapability(8, ACL_DEVICE_INFO_L2_SIZE, &v), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_EQ(aclGetDeviceCapability(0xFFFFFFFFu, ACL_DEVICE_INFO_L2_SIZE, &v),
+             ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_EQ(aclGetDeviceCapability(0, ACL_DEVICE_INFO_L2_SIZE, NULL), ACL_ERROR_INVALID_PARAM);
+
+    CHECK_OK(aclrtGetDeviceInfo(0, ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE, &v));
+    CHECK_EQ(v, 64ll << 30);
+    CHECK_EQ(v, aclmockGetConfig(ACLMOCK_CONFIG_MEM_PER_DEVICE));
+    CHECK_OK(aclrtGetDeviceInfo(0, ACL_DEV_ATTR_AICORE_CORE_NUM, &v));
+    CHECK_EQ(v, 24);
+    CHECK_OK(aclrtGetDeviceInfo(0, ACL_DEV_ATTR_VECTOR_CORE_NUM, &v));
+    CHECK_EQ(v, 48);
+    CHECK_OK(aclrtGetDeviceInfo(3, ACL_DEV_ATTR_PHY_CHIP_ID, &v));
+    CHECK_EQ(v, 3);
+    CHECK_OK(aclrtGetDeviceInfo(0, ACL_DEV_ATTR_L2_CACHE_SIZE, &v));
+    CHECK_EQ(v, 192ll << 20);
+    CHECK_EQ(aclrtGetDeviceInfo(0, (aclrtDevAttr)12345, &v), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetDeviceInfo(0, ACL_DEV_ATTR_WARP_SIZE, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetDeviceInfo(9, ACL_DEV_ATTR_WARP_SIZE, &v), ACL_ERROR_RT_INVALID_DEVICEID);
+
+    int32_t cap = -1;
+    CHECK_OK(aclrtGetDeviceCapability(0, ACL_FEATURE_SYSTEM_MEMQ_EVENT_CROSS_DEV, &cap));
+    CHECK_EQ(cap, ACL_DEV_FEATURE_NOT_SUPPORT);
+    CHECK_EQ(aclrtGetDeviceCapability(0, (aclrtDevFeatureType)999, &cap), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetDeviceCapability(0, ACL_FEATURE_SYSTEM_MEMQ_EVENT_CROSS_DEV, NULL),
+             ACL_ERROR_INVALID_PARAM);
+
+    aclrtAtomicOperation ops[2] = {ACL_RT_ATOMIC_OPERATION_INTEGER_ADD, ACL_RT_ATOMIC_OPERATION_CAS};
+    uint32_t caps[2] = {7, 7};
+    CHECK_OK(aclrtDeviceGetHostAtomicCapabilities(caps, ops, 2, 0));
+    CHECK_EQ(caps[0], 0);
+    CHECK_EQ(caps[1], 0);
+    CHECK_EQ(aclrtDeviceGetHostAtomicCapabilities(caps, ops, 0, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtDeviceGetHostAtomicCapabilities(NULL, ops, 2, 0), ACL_ERROR_INVALID_PARAM);
+    ops[1] = (aclrtAtomicOperation)20;
+    CHECK_EQ(aclrtDeviceGetHostAtomicCapabilities(caps, ops, 2, 0), ACL_ERROR_INVALID_PARAM);
+
+    aclrtUtilizationInfo u;
+    memset(&u, 0x55, sizeof u);
+    u.utilizationExtend = NULL;
+    CHECK_OK(aclrtGetDeviceUtilizationRate(0, &u));
+    CHECK_EQ(u.memoryUtilization, -1);
+    CHECK_GE(u.cubeUtilization, 0);
+    CHECK_LE(u.cubeUtilization, 100);
+    u.utilizationExtend = (aclrtUtilizationExtendInfo *)&u;
+    CHECK_EQ(aclrtGetDeviceUtilizationRate(0, &u), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "utilizationExtend");
+    CHECK_EQ(aclrtGetDeviceUtilizationRate(0, NULL), ACL_ERROR_INVALID_PARAM);
+
+    aclrtDeviceStatus st = ACL_RT_DEVICE_STATUS_END;
+    CHECK_OK(aclrtQueryDeviceStatus(0, &st));
+    CHECK_EQ(st, ACL_RT_DEVICE_STATUS_NORMAL);
+    CHECK_EQ(aclrtQueryDeviceStatus(0, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtQueryDeviceStatus(8, &st), ACL_ERROR_RT_INVALID_DEVICEID);
+
+    aclrtUuid a, b, a2;
+    CHECK_OK(aclrtDeviceGetUuid(0, &a));
+    CHECK_OK(aclrtDeviceGetUuid(1, &b));
+    CHECK_OK(aclrtDeviceGetUuid(0, &a2));
+    CHECK(memcmp(a.bytes, a2.bytes, sizeof a.bytes) == 0);
+    CHECK(memcmp(a.bytes, b.bytes, sizeof a.bytes) != 0);
+    CHECK_EQ(aclrtDeviceGetUuid(0, NULL), ACL_ERROR_INVALID_PARAM);
+
+    int32_t least = -1, greatest = -1;
+    CHECK_OK(aclrtDeviceGetStreamPriorityRange(&least, &greatest));
+    CHECK_EQ(least, 7);
+    CHECK_EQ(greatest, 0);
+    CHECK_EQ(aclrtDeviceGetStreamPriorityRange(NULL, &greatest), ACL_ERROR_INVALID_PARAM);
+}
+
+static void test_id_mapping(void)
+{
+    int32_t out = -1;
+    CHECK_OK(aclrtGetLogicDevIdByUserDevId(3, &out));
+    CHECK_EQ(out, 3);
+    CHECK_OK(aclrtGetPhyDevIdByUserDevId(5, &out));
+    CHECK_EQ(out, 5);
+    CHECK_OK(aclrtGetUserDevIdByLogicDevId(2, &out));
+    CHECK_EQ(out, 2);
+    CHECK_OK(aclrtGetUserDevIdByPhyDevId(7, &out));
+    CHECK_EQ(out, 7);
+    CHECK_OK(aclrtGetLogicDevIdByPhyDevId(6, &out));
+    CHECK_EQ(out, 6);
+    CHECK_OK(aclrtGetPhyDevIdByLogicDevId(1, &out));
+    CHECK_EQ(out, 1);
+    CHECK_EQ(aclrtGetLogicDevIdByUserDevId(8, &out), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_EQ(aclrtGetUserDevIdByPhyDevId(-1, &out), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_EQ(aclrtGetPhyDevIdByLogicDevId(64, &out), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_EQ(aclrtGetPhyDevIdByUserDevId(0, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclmockGetPhysicalDevice(4), 4);
+    CHECK_EQ(aclmockGetPhysicalDevice(8), -1);
+}
+
+static void test_limits_and_timeouts(void)
+{
+    uint32_t v = 0;
+    CHECK_OK(aclrtGetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, &v));
+    CHECK_EQ(v, 24);
+    CHECK_OK(aclrtSetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, 8));
+    CHECK_OK(aclrtGetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, &v));
+    CHECK_EQ(v, 8);
+    CHECK_OK(aclrtGetDeviceResLimit(1, ACL_RT_DEV_RES_CUBE_CORE, &v));
+    CHECK_EQ(v, 24); /* per device */
+    CHECK_EQ(aclrtSetDeviceResLimit(0, ACL_RT_DEV_RES_VECTOR_CORE, 49), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtSetDeviceResLimit(0, ACL_RT_DEV_RES_VECTOR_CORE, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtSetDeviceResLimit(0, (aclrtDevResLimitType)5, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetDeviceResLimit(10, ACL_RT_DEV_RES_CUBE_CORE, &v), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_OK(aclrtResetDeviceResLimit(0));
+    CHECK_OK(aclrtGetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, &v));
+    CHECK_EQ(v, 24);
+
+    size_t lim = 0;
+    CHECK_EQ(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, &lim), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_OK(aclrtSetDevice(0));
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, 65536));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 65536);
+    CHECK_EQ(aclrtDeviceGetLimit((aclrtDeviceLimit)9, &lim), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtResetDevice(0));
+
+    uint64_t interval = 0, actual = 0;
+    uint32_t ms = 0;
+    CHECK_OK(aclrtGetOpTimeOutInterval(&interval));
+    CHECK_GT(interval, 0);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(547000000ull, &actual));
+    CHECK_EQ(actual, 547000000ull);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(1500, &actual)); /* rounded up to the interval */
+    CHECK_EQ(actual % interval, 0);
+    CHECK_GE(actual, 1500);
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, actual / 1000);
+    CHECK_OK(aclrtSetOpExecuteTimeOut(10));
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, 10000);
+    CHECK_OK(aclrtSetOpExecuteTimeOutWithMs(250));
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, 250);
+    CHECK_OK(aclrtSetOpExecuteTimeOut(0)); /* 0 = maximum */
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, 547000);
+    CHECK_EQ(aclrtSetOpExecuteTimeOutV2(1, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetOpExecuteTimeout(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtGetOpTimeOutInterval(NULL), ACL_ERROR_INVALID_PARAM);
+}
+
+static void test_synchronize(void)
+{
+    CHECK_EQ(aclrtSynchronizeDevice(), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_EQ(aclrtSynchronizeDeviceWithTimeout(-2), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_EQ(aclrtSynchronizeDeviceWithTimeout(100), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_OK(aclrtSetDevice(2));
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtSynchronizeDevice());
+    CHECK_OK(aclrtSynchronizeDeviceWithTimeout(-1));
+    CHECK_OK(aclrtSynchronizeDeviceWithTimeout(1000));
+    CHECK_EQ(aclrtDeviceTaskAbort(2, 36u * 60u * 1000u + 1u), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtDeviceTaskAbort(20, 0), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_OK(aclrtDeviceTaskAbort(2, 1000));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtResetDevice(2));
+}
+
+static int g_state_events[4];
+static int g_abort_events[2];
+static uint32_t g_state_dev;
+
+static void on_state(uint32_t devId, aclrtDeviceState state, void *args)
+{
+    CHECK(args == g_state_events);
+    g_state_dev = devId;
+    if ((int)state >= 0 && (int)state < 4) {
+        g_state_events[state]++;
+    }
+}
+
+static int32_t on_abort(int32_t deviceId, aclrtDeviceTaskAbortStage stage, uint32_t timeout, void *args)
+{
+    (void)deviceId;
+    (void)timeout;
+    (void)args;
+    if ((int)stage >= 0 && (int)stage < 2) {
+        g_abort_events[stage]++;
+    }
+    return 0;
+}
+
+static void test_callbacks(void)
+{
+    CHECK_EQ(aclrtRegDeviceStateCallback(NULL, on_state, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtRegDeviceStateCallback("", on_state, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtRegDeviceStateCallback("t", on_state, g_state_events));
+    CHECK_OK(aclrtSetDevice(5));
+    CHECK_EQ(g_state_dev, 5);
+    CHECK_EQ(g_state_events[ACL_RT_DEVICE_STATE_SET_PRE], 1);
+    CHECK_EQ(g_state_events[ACL_RT_DEVICE_STATE_SET_POST], 1);
+    CHECK_OK(aclrtResetDevice(5));
+    CHECK_EQ(g_state_events[ACL_RT_DEVICE_STATE_RESET_PRE], 1);
+    CHECK_EQ(g_state_events[ACL_RT_DEVICE_STATE_RESET_POST], 1);
+    CHECK_OK(aclrtRegDeviceStateCallback("t", NULL, NULL)); /* unregister */
+    CHECK_OK(aclrtSetDevice(5));
+    CHECK_OK(aclrtResetDevice(5));
+    CHECK_EQ(g_state_events[ACL_RT_DEVICE_STATE_SET_PRE], 1);
+
+    CHECK_EQ(aclrtSetDeviceTaskAbortCallback(NULL, on_abort, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtSetDeviceTaskAbortCallback("a", on_abort, NULL));
+    CHECK_OK(aclrtDeviceTaskAbort(0, 0));
+    CHECK_EQ(g_abort_events[ACL_RT_DEVICE_TASK_ABORT_PRE], 1);
+    CHECK_EQ(g_abort_events[ACL_RT_DEVICE_TASK_ABORT_POST], 1);
+    CHECK_OK(aclrtSetDeviceTaskAbortCallback("a", NULL, NULL));
+}
+
+static void test_device_lost(void)
+{
+    CHECK_EQ(aclmockSetDeviceLost(8, 507010), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_OK(aclrtSetDevice(1));
+    CHECK_OK(aclmockSetDeviceLost(1, ACL_ERROR_RT_LOST_HEARTBEAT));
+    CHECK_EQ(aclmockGetDeviceLost(1), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_EQ(aclmockGetDeviceLost(0), 0);
+    /* every call on the device fails with the sticky code */
+    CHECK_EQ(aclrtSetDevice(1), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_EQ(aclrtSetDevice(1), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "lost");
+    int64_t v;
+    CHECK_EQ(aclrtGetDeviceInfo(1, ACL_DEV_ATTR_WARP_SIZE, &v), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_EQ(aclrtSynchronizeDevice(), ACL_ERROR_RT_LOST_HEARTBEAT);
+    aclrtContext ctx;
+    CHECK_EQ(aclrtCreateContext(&ctx, 1), ACL_ERROR_RT_LOST_HEARTBEAT);
+    aclrtStream s = NULL;
+    CHECK_EQ(aclrtCreateStream(&s), ACL_ERROR_RT_LOST_HEARTBEAT);
+    aclrtDeviceStatus st;
+    CHECK_OK(aclrtQueryDeviceStatus(1, &st));
+    CHECK_EQ(st, ACL_RT_DEVICE_STATUS_ABNORMAL);
+    /* other devices are fine */
+    CHECK_OK(aclrtGetDeviceInfo(0, ACL_DEV_ATTR_WARP_SIZE, &v));
+    /* reset still releases the device's resources but reports the code */
+    CHECK_EQ(aclrtResetDevice(1), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_CONTEXTS), 0);
+    /* revive (test convenience) */
+    CHECK_OK(aclmockSetDeviceLost(1, 0));
+    CHECK_OK(aclrtSetDevice(1));
+    CHECK_OK(aclrtQueryDeviceStatus(1, &st));
+    CHECK_EQ(st, ACL_RT_DEVICE_STATUS_NORMAL);
+    CHECK_OK(aclrtResetDevice(1));
+}
+
+static void test_stats(void)
+{
+    CHECK_EQ(aclmockGetStat(0, (aclmockStat)99), -1);
+    CHECK_EQ(aclmockGetStat(8, ACLMOCK_STAT_CONTEXTS), -1);
+    CHECK_EQ(aclmockGetStat(-2, ACLMOCK_STAT_CONTEXTS), -1);
+    CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_CONTEXTS), 0);
+    CHECK_EQ(aclmockGetConfig(ACLMOCK_CONFIG_PHYSICAL_DEVICE_COUNT), 8);
+    CHECK_EQ(aclmockGetConfig(ACLMOCK_CONFIG_VISIBLE_DEVICE_COUNT), 8);
+    CHECK_EQ(aclmockGetConfig(ACLMOCK_CONFIG_VISIBLE_INVALID), 0);
+    CHECK_EQ(aclmockGetConfig((aclmockConfigKey)77), -1);
+}
+
+int main(void)
+{
+    RUN_TEST(test_count_and_set);
+    RUN_TEST(test_refcount);
+    RUN_TEST(test_per_thread_device);
+    RUN_TEST(test_queries);
+    RUN_TEST(test_id_mapping);
+    RUN_TEST(test_limits_and_timeouts);
+    RUN_TEST(test_synchronize);
+    RUN_TEST(test_callbacks);
+    RUN_TEST(test_device_lost);
+    RUN_TEST(test_stats);
+    return TEST_REPORT();
+}
