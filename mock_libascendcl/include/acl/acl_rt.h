@@ -698,7 +698,7 @@ typedef aclError (*aclFinalizeCallbackFunc)(void *userData);
 typedef void (*aclrtCallback)(void *userData);
 typedef void (*aclrtHostFunc)(void *args);
 typedef void (*aclrtExceptionInfoCallback)(aclrtExceptionInfo *exceptionInfo);
-typedef void (*aclrtDeviceStateCallback)(uint32_t devId, aclrtDeviceState state, void *args);
+typedef void (*aclrtDeviceStateCallback)(int32_t deviceId, aclrtDeviceState state, void *args);
 typedef int32_t (*aclrtDeviceTaskAbortCallback)(
     int32_t deviceId,
     aclrtDeviceTaskAbortStage stage,

@@ -51,7 +51,7 @@ CHECK(SAME(aclFinalizeCallbackFunc, aclError (*)(void *userData)), "typedef aclF
 CHECK(SAME(aclrtCallback, void (*)(void *userData)), "typedef aclrtCallback");
 CHECK(SAME(aclrtHostFunc, void (*)(void *args)), "typedef aclrtHostFunc");
 CHECK(SAME(aclrtExceptionInfoCallback, void (*)(aclrtExceptionInfo *exceptionInfo)), "typedef aclrtExceptionInfoCallback");
-CHECK(SAME(aclrtDeviceStateCallback, void (*)(uint32_t devId, aclrtDeviceState state, void *args)), "typedef aclrtDeviceStateCallback");
+CHECK(SAME(aclrtDeviceStateCallback, void (*)(int32_t deviceId, aclrtDeviceState state, void *args)), "typedef aclrtDeviceStateCallback");
 CHECK(SAME(aclrtDeviceTaskAbortCallback, int32_t (*)(int32_t deviceId, aclrtDeviceTaskAbortStage stage, uint32_t timeout, void *args)), "typedef aclrtDeviceTaskAbortCallback");
 CHECK(SAME(aclrtStreamStateCallback, void (*)(aclrtStream stm, aclrtStreamState state, void *args)), "typedef aclrtStreamStateCallback");
 CHECK(SAME(aclrtOpExceptionCallback, void (*)(aclrtExceptionInfo *exceptionInfo, void *userData)), "typedef aclrtOpExceptionCallback");

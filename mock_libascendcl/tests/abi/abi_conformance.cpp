@@ -50,7 +50,7 @@ static_assert(SAME(aclFinalizeCallbackFunc, aclError (*)(void *userData)), "type
 static_assert(SAME(aclrtCallback, void (*)(void *userData)), "typedef aclrtCallback");
 static_assert(SAME(aclrtHostFunc, void (*)(void *args)), "typedef aclrtHostFunc");
 static_assert(SAME(aclrtExceptionInfoCallback, void (*)(aclrtExceptionInfo *exceptionInfo)), "typedef aclrtExceptionInfoCallback");
-static_assert(SAME(aclrtDeviceStateCallback, void (*)(uint32_t devId, aclrtDeviceState state, void *args)), "typedef aclrtDeviceStateCallback");
+static_assert(SAME(aclrtDeviceStateCallback, void (*)(int32_t deviceId, aclrtDeviceState state, void *args)), "typedef aclrtDeviceStateCallback");
 static_assert(SAME(aclrtDeviceTaskAbortCallback, int32_t (*)(int32_t deviceId, aclrtDeviceTaskAbortStage stage, uint32_t timeout, void *args)), "typedef aclrtDeviceTaskAbortCallback");
 static_assert(SAME(aclrtStreamStateCallback, void (*)(aclrtStream stm, aclrtStreamState state, void *args)), "typedef aclrtStreamStateCallback");
 static_assert(SAME(aclrtOpExceptionCallback, void (*)(aclrtExceptionInfo *exceptionInfo, void *userData)), "typedef aclrtOpExceptionCallback");
