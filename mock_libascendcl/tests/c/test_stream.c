@@ -553,6 +553,30 @@ static void test_context_teardown_drains_streams(void)
     CHECK_OK(aclrtSetDevice(0));
 }
 
+static void test_fault_injection_and_device_lost(void)
+{
+    aclrtStream s = NULL;
+    CHECK_OK(aclmockInjectFault("aclrtCreateStream", 1, ACL_ERROR_RT_NO_STREAM_RESOURCE));
+    CHECK_EQ(aclrtCreateStream(&s), ACL_ERROR_RT_NO_STREAM_RESOURCE);
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclmockInjectFault("aclrtSynchronizeStream", 1, ACL_ERROR_RT_INTERNAL_ERROR));
+    CHECK_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_INTERNAL_ERROR);
+    CHECK_OK(aclrtSynchronizeStream(s));
+    aclmockClearFaults();
+
+    /* a lost device: stream operations fail with the sticky code */
+    CHECK_OK(aclmockSetDeviceLost(0, ACL_ERROR_RT_LOST_HEARTBEAT));
+    atomic_int c;
+    atomic_init(&c, 0);
+    CHECK_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_EQ(aclrtLaunchHostFunc(s, counter_fn, &c), ACL_ERROR_RT_LOST_HEARTBEAT);
+    aclrtStreamStatus st;
+    CHECK_EQ(aclrtStreamQuery(s, &st), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_OK(aclmockSetDeviceLost(0, 0));
+    CHECK_OK(aclrtSynchronizeStream(s));
+    CHECK_OK(aclrtDestroyStream(s));
+}
+
 int main(void)
 {
     CHECK_OK(aclrtSetDevice(0));
@@ -573,6 +597,7 @@ int main(void)
     RUN_TEST(test_sync_device_covers_streams);
     RUN_TEST(test_many_streams_many_threads);
     RUN_TEST(test_context_teardown_drains_streams);
+    RUN_TEST(test_fault_injection_and_device_lost);
     CHECK_OK(aclrtResetDevice(0));
     return TEST_REPORT();
 }
