@@ -306,7 +306,7 @@ static int g_state_events[4];
 static int g_abort_events[2];
 static uint32_t g_state_dev;
 
-static void on_state(uint32_t devId, aclrtDeviceState state, void *args)
+static void on_state(int32_t devId, aclrtDeviceState state, void *args)
 {
     CHECK(args == g_state_events);
     g_state_dev = devId;
