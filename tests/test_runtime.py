@@ -481,6 +481,52 @@ print(json.dumps(out))
     assert out["new_ptr"] is True
 
 
+def test_finalize_with_live_runtime_objects() -> None:
+    """Real Stream/Event objects alive at finalize: released by their hooks (the mock
+    shows nothing left), then inert: close() is a no-op, use raises."""
+    proc = run_py(
+        """
+        import ctypes, json
+        from pyacl_rt import lowlevel as ll, runtime as rt
+        from pyacl_rt.errors import RuntimeFinalizedError
+        from pyacl_rt.event import Event
+        from pyacl_rt.stream import Stream
+        s = Stream(device=1)
+        e = Event()
+        e.record(s)
+        s.synchronize()
+        mock = ctypes.CDLL(ll.selection().path)
+        mock.aclmockGetStat.restype = ctypes.c_int64
+        stats = lambda: [mock.aclmockGetStat(-1, k) for k in range(3)]  # ctx, streams, events
+        out = {"before": stats()}
+        rt.finalize()
+        out["after"] = stats()
+        s.close()
+        e.close()
+        out["after_close"] = stats()
+        uses = []
+        for use in (s.query, e.query, s.synchronize):
+            try:
+                use()
+                uses.append("no error")
+            except RuntimeFinalizedError:
+                uses.append("RuntimeFinalizedError")
+        out["uses"] = uses
+        buf = ctypes.create_string_buffer(4096)
+        mock.aclmockGetLeakReport(buf, 4096, 1)
+        out["leaks"] = buf.value.decode()
+        print(json.dumps(out))
+        """
+    )
+    out = last_json(proc)
+    assert all(n > 0 for n in out["before"]), out
+    assert out["after"] == [0, 0, 0]
+    assert out["after_close"] == [0, 0, 0]
+    assert out["uses"] == ["RuntimeFinalizedError"] * 3
+    assert "no leaks" in out["leaks"]
+    assert "raised during finalize" not in proc.stderr, proc.stderr
+
+
 def test_status_snapshot() -> None:
     proc = run_py(
         """
