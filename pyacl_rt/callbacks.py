@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Final
 from . import device as _device
 from . import lowlevel, runtime
 from ._options import get_options
-from .device import _check, _lib, _tls
+from .device import _check, _CtxRef, _lib, _tls
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -203,6 +203,24 @@ _trampoline = _ffi.callback("void(void *)", _on_callback)
 _subscribe_lock = threading.Lock()
 
 
+#: Subscriptions of default streams (handle 0) per context: their Python wrappers
+#: may be recreated, the ACL stream (and its subscription) stays with the context.
+_default_subs: dict[_CtxRef, _ReportThread] = {}
+
+
+def _forget_context(ctx: _CtxRef) -> None:
+    """An explicit context is closing: drop its default stream's subscription."""
+    rt = _default_subs.pop(ctx, None)
+    if rt is not None and ctx.device >= 0:
+        try:
+            if _tls.ctx is not ctx:
+                ctx.make_current()
+            _lib.aclrtSynchronizeStream(0)
+        except Exception:  # pragma: no cover - defensive
+            pass
+        rt.unsubscribe(0)
+
+
 def launch(
     stream: Stream, fn: Callable[..., object], args: tuple[object, ...], block: bool
 ) -> None:
@@ -210,12 +228,16 @@ def launch(
     state = stream._state
     if state[1] is None:
         with _subscribe_lock:
+            if state[1] is None and stream._handle == 0:
+                state[1] = _default_subs.get(stream._ctx)
             if state[1] is None:
                 rt = _thread_for(stream._device)
                 if _tls.ctx is not stream._ctx:
                     stream._activate()
                 rt.subscribe(stream._handle)
                 state[1] = rt
+                if stream._handle == 0:
+                    _default_subs[stream._ctx] = rt
     key = next(_keys)
     _pending[key] = (fn, args, stream)
     rc = _lib.aclrtLaunchCallback(
@@ -238,6 +260,7 @@ def report_threads() -> dict[int, threading.Thread]:
 
 def _stop_threads() -> None:
     """Release hook (after streams): stop every report thread. Never raises."""
+    _default_subs.clear()
     with _threads_lock:
         threads = list(_threads.values())
         _threads.clear()
@@ -257,6 +280,7 @@ def _after_fork_in_child() -> None:
     # The report threads do not exist in the child; forget them without joining.
     _threads.clear()
     _pending.clear()
+    _default_subs.clear()
 
 
 import os  # noqa: E402

@@ -556,7 +556,10 @@ def _timeout_ms(timeout: float) -> int:
 
 
 # ---------------------------------------------------- default / current stream
+#: Default-stream wrappers of primary contexts (they live as long as the process).
 _defaults: dict[_CtxRef, Stream] = {}
+#: ... and of explicit Contexts: weak, so that the cache never keeps a Context alive.
+_explicit_defaults: weakref.WeakValueDictionary[_CtxRef, Stream] = weakref.WeakValueDictionary()
 
 
 def default_stream(device: DeviceLike = None) -> Stream:
@@ -565,9 +568,10 @@ def default_stream(device: DeviceLike = None) -> Stream:
     """
     index = current_device() if device is None else _index(device)
     ctx = _context_for(index)
-    s = _defaults.get(ctx)
+    cache = _defaults if ctx.owner is None else _explicit_defaults
+    s = cache.get(ctx)
     if s is None:
-        s = _defaults.setdefault(ctx, Stream._wrap(0, ctx, _DEFAULT))
+        s = cache.setdefault(ctx, Stream._wrap(0, ctx, _DEFAULT))
     return s
 
 
@@ -728,6 +732,7 @@ def _release_streams() -> None:
     with _pools_lock:
         _pools.clear()
     _defaults.clear()
+    _explicit_defaults.clear()
 
 
 def _release_markers() -> None:
@@ -740,7 +745,8 @@ def _on_context_close(ctx: _CtxRef) -> None:
     with _pools_lock:
         for key in [k for k in _pools if k[0] is ctx]:
             del _pools[key]
-    _defaults.pop(ctx, None)
+    _explicit_defaults.pop(ctx, None)
+    callbacks._forget_context(ctx)
     _markers.drop_context(ctx)
 
 

@@ -39,6 +39,8 @@ def no_leaks() -> Iterator[None]:
     D._tls.streams.clear()
     D._default_device = 0
     S._drain_pools()
+    for d in list(D._primaries):
+        D.synchronize(d)  # releases keep-alive lists of default streams
     gc.collect()
     S._markers.drop_all()
     after = _snapshot()

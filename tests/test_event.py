@@ -1,0 +1,268 @@
+"""Events: lazy creation, record/query/synchronize/wait, timing, lifetime."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyacl_rt import context as C
+from pyacl_rt import device as D
+from pyacl_rt import errors, runtime
+from pyacl_rt import stream as S
+from pyacl_rt.event import Event, EventTimingError
+from pyacl_rt.mock import mock_control
+
+
+# ------------------------------------------------------------------ fixtures
+def _snapshot() -> dict[int, dict[str, int]]:
+    mc = mock_control()
+    return {d: mc.counts(d) for d in range(mc.device_count)}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    if runtime.is_finalized():
+        runtime.init()
+    runtime.ensure_initialized()
+    gc.collect()
+    before = _snapshot()
+    primaries = set(D._primaries)
+    yield
+    D._tls.device = -1
+    D._tls.active = None
+    D._tls.streams.clear()
+    D._default_device = 0
+    S._drain_pools()
+    for d in list(D._primaries):
+        D.synchronize(d)  # releases keep-alive lists of default streams
+    gc.collect()
+    S._markers.drop_all()
+    after = _snapshot()
+    new = set(D._primaries) - primaries
+    for d, counts in after.items():
+        extra = 1 if d in new else 0
+        assert counts["contexts"] == before[d]["contexts"] + extra, (d, before[d], counts)
+        assert counts["streams"] == before[d]["streams"] + extra, (d, before[d], counts)
+        assert counts["events"] == before[d]["events"], (d, before[d], counts)
+        assert counts["allocations"] == before[d]["allocations"], (d, before[d], counts)
+
+
+class Gate:
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self) -> None:
+        self.entered.set()
+        assert self.release.wait(60)
+
+    def block(self, s: S.Stream) -> None:
+        s.launch_host_func(self)
+        assert self.entered.wait(60)
+
+
+def events_on(device: int) -> int:
+    return mock_control().stat("events", device)
+
+
+# --------------------------------------------------------------------- tests
+def test_unrecorded_event() -> None:
+    e = Event()
+    assert e.handle == 0 and e.device is None and not e.is_recorded
+    assert e.query() is True  # torch_npu: True if never recorded
+    e.synchronize()
+    e.wait(S.Stream(0))  # no-op; the temporary stream is collected
+    assert "not recorded" in repr(e)
+    with pytest.raises(EventTimingError):
+        Event(enable_timing=True).elapsed_time(Event(enable_timing=True))
+    e.close()
+    assert e.closed
+    with pytest.raises(D.ObjectClosedError):
+        e.record()
+
+
+def test_record_query_synchronize() -> None:
+    D.set_device(1)
+    base = events_on(1)
+    e = Event()
+    e.record()  # current stream = default stream of device 1
+    assert events_on(1) == base + 1
+    assert e.is_recorded and e.handle != 0 and e.device == D.Device(1)
+    e.synchronize()
+    assert e.query() is True
+    s = S.Stream(1)
+    gate = Gate()
+    gate.block(s)
+    e.record(s)  # re-record: follows the latest record
+    assert e.query() is False
+    with pytest.raises(D.SyncTimeoutError) as info:
+        e.synchronize(timeout=20)
+    assert isinstance(info.value, TimeoutError) and info.value.code == 507047
+    gate.release.set()
+    e.synchronize()
+    assert e.query() is True
+    e.close()
+    e.close()
+    assert events_on(1) == base
+    s.close()
+
+
+def test_record_on_current_stream_from_guard() -> None:
+    s = S.Stream(2)
+    e = Event()
+    with S.stream(s):
+        e.record()
+    assert e.device == D.Device(2)
+    s.synchronize()
+    assert e.query()
+    e.close()
+    s.close()
+
+
+def test_wait_orders_other_stream() -> None:
+    a, b = S.Stream(3), S.Stream(3)
+    gate = Gate()
+    gate.block(a)
+    e = Event()
+    e.record(a)
+    e.wait(b)
+    after = Event()
+    after.record(b)
+    assert after.query() is False
+    gate.release.set()
+    after.synchronize()
+    assert e.query()
+    with S.stream(b):
+        e.wait()  # current stream
+    b.synchronize()
+    for x in (e, after, a, b):
+        x.close()
+    with pytest.raises(TypeError):
+        Event().wait("s")  # type: ignore[arg-type]
+
+
+def test_elapsed_time() -> None:
+    s = S.Stream(0)
+    start, end = Event(enable_timing=True), Event(enable_timing=True)
+    assert start.enable_timing and not Event().enable_timing
+    start.record(s)
+    s.launch_host_func(lambda: None)
+    end.record(s)
+    ms = start.elapsed_time(end)  # synchronizes both first
+    assert isinstance(ms, float) and ms >= 0.0
+    with pytest.raises(TypeError):
+        start.elapsed_time(1)  # type: ignore[arg-type]
+    for x in (start, end, s):
+        x.close()
+
+
+def test_elapsed_time_errors() -> None:
+    s = S.Stream(0)
+    plain, timed, unrecorded = Event(), Event(enable_timing=True), Event(enable_timing=True)
+    plain.record(s)
+    timed.record(s)
+    with pytest.raises(EventTimingError, match="enable_timing=False"):
+        plain.elapsed_time(timed)
+    with pytest.raises(EventTimingError, match="enable_timing=False"):
+        timed.elapsed_time(plain)
+    with pytest.raises(EventTimingError, match="never recorded") as info:
+        timed.elapsed_time(unrecorded)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, errors.AclError)
+    timed.close()
+    with pytest.raises(D.ObjectClosedError):
+        Event(enable_timing=True).elapsed_time(timed) if False else timed.elapsed_time(timed)
+    for x in (plain, s):
+        x.close()
+
+
+def test_flags_and_unsupported() -> None:
+    e = Event(blocking=True)
+    assert e.blocking is True
+    with pytest.raises(errors.FeatureNotSupportedError):
+        Event(interprocess=True)
+
+
+def test_event_bound_to_one_device() -> None:
+    e = Event()
+    e.record(S.default_stream(0))
+    with pytest.raises(errors.AclUsageError, match="device 0"):
+        e.record(S.default_stream(1))
+    e.close()
+
+
+def test_context_manager_closes() -> None:
+    D.set_device(4)
+    base = events_on(4)
+    with Event() as e:
+        e.record()
+        assert events_on(4) == base + 1
+    assert e.closed and events_on(4) == base
+
+
+def test_gc_destroys_event() -> None:
+    D.set_device(5)
+    base = events_on(5)
+    e = Event()
+    e.record()
+    assert events_on(5) == base + 1
+    del e
+    gc.collect()
+    assert events_on(5) == base
+
+
+def test_event_used_from_new_thread() -> None:
+    s = S.Stream(6)
+    gate = Gate()
+    gate.block(s)
+    e = Event()
+    e.record(s)
+    out: list[Any] = []
+
+    def waiter() -> None:
+        out.append(e.query())
+        gate.release.set()
+        e.synchronize()
+        out.append(e.query())
+        out.append(D._tls.device)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    t.join(60)
+    assert out == [False, True, -1]
+    e.close()
+    s.close()
+
+
+def test_event_keeps_its_context_alive() -> None:
+    ctx = C.Context(7)
+    with ctx:
+        e = Event()
+        e.record()
+    handle = ctx.handle
+    del ctx
+    gc.collect()
+    assert e.query() is True  # the context is still alive through the event
+    assert C.current_context() is None
+    e.close()
+    del e
+    gc.collect()
+    # Context gone now: only the primary context of device 7 (if any) remains.
+    assert mock_control().stat("contexts", 7) == (1 if 7 in D._primaries else 0)
+    assert handle != 0
+
+
+def test_elapsed_time_torch_style_usage() -> None:
+    t0, t1 = Event(enable_timing=True), Event(enable_timing=True)
+    side = S.Stream(1)
+    with S.stream(side):
+        t0.record()
+        t1.record()
+    S.current_stream(1).wait_stream(side)
+    t1.synchronize()
+    assert t0.elapsed_time(t1) >= 0.0
+    for x in (t0, t1, side):
+        x.close()
