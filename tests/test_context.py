@@ -1,0 +1,219 @@
+"""Explicit contexts: creation without side effects, with-statement, ownership."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyacl_rt import context as C
+from pyacl_rt import device as D
+from pyacl_rt import errors, lowlevel, runtime
+from pyacl_rt import stream as S
+from pyacl_rt.event import Event
+from pyacl_rt.mock import mock_control
+
+
+# ------------------------------------------------------------------ fixtures
+def _snapshot() -> dict[int, dict[str, int]]:
+    mc = mock_control()
+    return {d: mc.counts(d) for d in range(mc.device_count)}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    if runtime.is_finalized():
+        runtime.init()
+    runtime.ensure_initialized()
+    gc.collect()
+    before = _snapshot()
+    primaries = set(D._primaries)
+    yield
+    D._tls.device = -1
+    D._tls.active = None
+    D._tls.streams.clear()
+    D._default_device = 0
+    S._drain_pools()
+    for d in list(D._primaries):
+        D.synchronize(d)  # releases keep-alive lists of default streams
+    gc.collect()
+    S._markers.drop_all()
+    after = _snapshot()
+    new = set(D._primaries) - primaries
+    for d, counts in after.items():
+        extra = 1 if d in new else 0
+        assert counts["contexts"] == before[d]["contexts"] + extra, (d, before[d], counts)
+        assert counts["streams"] == before[d]["streams"] + extra, (d, before[d], counts)
+        assert counts["events"] == before[d]["events"], (d, before[d], counts)
+        assert counts["allocations"] == before[d]["allocations"], (d, before[d], counts)
+
+
+def raw_current_context() -> int:
+    s = lowlevel.scratch()
+    lowlevel.check(lowlevel.lib.aclrtGetCurrentContext(s.uptr), "aclrtGetCurrentContext")
+    return int(s.uptr[0])
+
+
+def contexts_on(device: int) -> int:
+    return mock_control().stat("contexts", device)
+
+
+# --------------------------------------------------------------------- tests
+def test_create_has_no_side_effect_and_close() -> None:
+    D.set_device(1)
+    before = raw_current_context()
+    base = contexts_on(1)
+    ctx = C.Context(1)
+    assert contexts_on(1) == base + 1
+    assert ctx.handle != 0 and ctx.handle != before
+    assert ctx.device == D.Device(1)
+    assert raw_current_context() == before  # creation restored the thread's context
+    assert C.current_context() is None
+    assert "device 1" in repr(ctx) and not ctx.closed
+    ctx.close()
+    assert ctx.closed and contexts_on(1) == base and "closed" in repr(ctx)
+    ctx.close()  # idempotent
+    with pytest.raises(D.ObjectClosedError):
+        ctx.make_current()
+    with pytest.raises(D.ObjectClosedError), ctx:
+        pass
+
+
+def test_with_context_makes_it_current_and_restores() -> None:
+    D.set_device(0)
+    primary0 = raw_current_context()
+    ctx = C.Context(2)
+    with ctx as same:
+        assert same is ctx
+        assert C.current_context() is ctx
+        assert raw_current_context() == ctx.handle
+        assert D.current_device() == 2
+        s = S.Stream()  # created in the explicit context
+        assert s._ctx is ctx._ref
+        with D.device(3):
+            assert C.current_context() is None and D.current_device() == 3
+        assert C.current_context() is ctx and raw_current_context() == ctx.handle
+        ctx.synchronize()
+    assert C.current_context() is None
+    assert D.current_device() == 0 and raw_current_context() == primary0
+    # Objects of the context work outside the block, from any thread.
+    assert s.query()
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(s.query()))
+    t.start()
+    t.join()
+    assert out == [True]
+    s.close()
+    ctx.close()
+
+
+def test_objects_keep_context_alive() -> None:
+    base = contexts_on(4)
+    ctx = C.Context(4)
+    with ctx:
+        s = S.Stream()
+        e = Event()
+        e.record(s)
+    del ctx
+    gc.collect()
+    assert contexts_on(4) == base + 1  # alive through s and e
+    s.synchronize()
+    assert e.query()
+    del s
+    gc.collect()
+    assert contexts_on(4) == base + 1  # still alive through e
+    del e
+    gc.collect()
+    assert contexts_on(4) == base
+
+
+def test_close_closes_children_first() -> None:
+    ctx = C.Context(5)
+    with ctx:
+        s = S.Stream()
+        e = Event()
+        e.record()  # on the context's default stream
+        pooled = S.stream_from_pool()
+    ctx.close()
+    for call in (s.query, e.query, pooled.query, lambda: S.Stream.synchronize(s)):
+        with pytest.raises(D.ObjectClosedError):
+            call()
+    s.close()
+    e.close()
+
+
+def test_context_used_on_another_thread() -> None:
+    ctx = C.Context(6)
+
+    def body() -> tuple[int, bool, int]:
+        with ctx:
+            s = S.Stream()
+            s.synchronize()
+            inside = raw_current_context()
+            s.close()
+        return inside, C.current_context() is None, D._tls.device
+
+    box: list[Any] = []
+    t = threading.Thread(target=lambda: box.append(body()))
+    t.start()
+    t.join()
+    assert box == [(ctx.handle, True, -1)]
+    ctx.close()
+
+
+def test_default_stream_of_context_and_callbacks() -> None:
+    ctx = C.Context(7)
+    ran: list[int] = []
+    with ctx:
+        d = S.current_stream()
+        assert d.kind == "default" and d._ctx is ctx._ref
+        assert d is not S.default_stream(0)
+        d.launch_host_func(ran.append, 1)
+        d.synchronize()
+    assert ran == [1]
+    del d
+    ctx.close()
+
+
+def test_make_current_and_invalid_device() -> None:
+    ctx = C.Context(3)
+    ctx.make_current()
+    assert C.current_context() is ctx and D.current_device() == 3
+    D.set_device(0)
+    assert C.current_context() is None
+    ctx.close()
+    with pytest.raises(D.InvalidDeviceError):
+        C.Context(99)
+
+
+def test_finalize_makes_context_inert(run_python: Any) -> None:
+    code = """
+        import pyacl_rt.context as C, pyacl_rt.stream as S
+        from pyacl_rt import runtime, errors
+        ctx = C.Context(1)
+        with ctx:
+            s = S.Stream()
+        runtime.finalize()
+        ctx.close(); s.close()
+        try:
+            ctx.make_current()
+        except errors.RuntimeFinalizedError:
+            print("OK")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout
+
+
+def test_context_errors_are_typed() -> None:
+    mc = mock_control()
+    mc.inject_fault("aclrtCreateContext", 207005)
+    try:
+        with pytest.raises(errors.AclResourceError) as info:
+            C.Context(0)
+        assert info.value.code == 207005
+    finally:
+        mc.clear_faults()
