@@ -1,0 +1,267 @@
+"""Host callbacks: report threads, ordering, errors, refused blocking calls."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyacl_rt import callbacks as CB
+from pyacl_rt import device as D
+from pyacl_rt import runtime
+from pyacl_rt import stream as S
+from pyacl_rt.event import Event
+from pyacl_rt.mock import mock_control
+
+
+# ------------------------------------------------------------------ fixtures
+def _snapshot() -> dict[int, dict[str, int]]:
+    mc = mock_control()
+    return {d: mc.counts(d) for d in range(mc.device_count)}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    if runtime.is_finalized():
+        runtime.init()
+    runtime.ensure_initialized()
+    gc.collect()
+    before = _snapshot()
+    primaries = set(D._primaries)
+    yield
+    D._tls.device = -1
+    D._tls.active = None
+    D._tls.streams.clear()
+    D._default_device = 0
+    S._drain_pools()
+    for d in list(D._primaries):
+        D.synchronize(d)  # releases keep-alive lists of default streams
+    gc.collect()
+    S._markers.drop_all()
+    after = _snapshot()
+    new = set(D._primaries) - primaries
+    for d, counts in after.items():
+        extra = 1 if d in new else 0
+        assert counts["contexts"] == before[d]["contexts"] + extra, (d, before[d], counts)
+        assert counts["streams"] == before[d]["streams"] + extra, (d, before[d], counts)
+        assert counts["events"] == before[d]["events"], (d, before[d], counts)
+        assert counts["allocations"] == before[d]["allocations"], (d, before[d], counts)
+    assert CB.pending_count() == 0
+
+
+# --------------------------------------------------------------------- tests
+def test_runs_in_order_on_report_thread() -> None:
+    s = S.Stream(1)
+    seen: list[tuple[int, str]] = []
+    for i in range(20):
+        s.launch_host_func(lambda i: seen.append((i, threading.current_thread().name)), i)
+    s.synchronize()
+    assert [i for i, _ in seen] == list(range(20))
+    assert {name for _, name in seen} == {"pyacl_rt-callbacks-npu1"}
+    assert CB.report_threads()[1].name == "pyacl_rt-callbacks-npu1"
+    s.close()
+
+
+def test_callable_and_args_kept_alive_until_run() -> None:
+    class Arg:
+        pass
+
+    s = S.Stream(2)
+    gate = threading.Event()
+    s.launch_host_func(gate.wait, 60)  # hold the stream
+    got: list[Any] = []
+    arg = Arg()
+    ref = weakref.ref(arg)
+    s.launch_host_func(lambda a: got.append(type(a).__name__), arg)
+    del arg
+    gc.collect()
+    assert ref() is not None and CB.pending_count() >= 1
+    gate.set()
+    s.synchronize()
+    assert got == ["Arg"]
+    gc.collect()
+    assert ref() is None
+    s.close()
+
+
+def test_exception_is_logged_and_reraised_once(caplog: pytest.LogCaptureFixture) -> None:
+    s = S.Stream(0)
+
+    def boom(x: int) -> None:
+        raise KeyError(f"bad {x}")
+
+    with caplog.at_level(logging.ERROR, logger="pyacl_rt"):
+        s.launch_host_func(boom, 1)
+        s.launch_host_func(lambda: None)
+        with pytest.raises(KeyError, match="bad 1") as info:
+            s.synchronize()
+    assert any("host callback" in n for n in getattr(info.value, "__notes__", []))
+    assert any("host callback" in r.getMessage() for r in caplog.records)
+    s.synchronize()  # reported once, then cleared
+    s.close()
+
+
+def test_several_exceptions_first_raised_others_noted() -> None:
+    s = S.Stream(0)
+
+    def fail(msg: str) -> None:
+        raise ValueError(msg)
+
+    s.launch_host_func(fail, "first")
+    s.launch_host_func(fail, "second")
+    with pytest.raises(ValueError, match="first") as info:
+        s.synchronize()
+    assert any("second" in n for n in info.value.__notes__)
+    s.close()
+
+
+def test_blocking_calls_refused_inside_callback() -> None:
+    s = S.Stream(3)
+    other = S.Stream(3)
+    ev = Event()
+    ev.record(other)
+    results: dict[str, str] = {}
+
+    def cb() -> None:
+        for name, call in (
+            ("stream", s.synchronize),
+            ("other", other.synchronize),
+            ("event", ev.synchronize),
+            ("device", D.synchronize),
+            ("close", s.close),
+        ):
+            try:
+                call()
+                results[name] = "ran"
+            except D.CallbackContextError as exc:
+                results[name] = "refused:" + str(exc)[:20]
+
+    s.launch_host_func(cb)
+    s.synchronize()  # would hang forever if the callback deadlocked
+    assert set(results) == {"stream", "other", "event", "device", "close"}
+    assert all(v.startswith("refused") for v in results.values()), results
+    assert not s.closed
+    ev.close()
+    other.close()
+    s.close()
+
+
+def test_non_blocking_and_add_callback() -> None:
+    s = S.Stream(4)
+    got: list[Any] = []
+    s.launch_host_func(got.append, "nb", block=False)
+    s.add_callback(lambda st, status, arg: got.append((st is s, status, arg)), "x")
+    s.synchronize()
+    assert "nb" in got and (True, 0, "x") in got
+    with pytest.raises(TypeError):
+        s.launch_host_func(42)  # type: ignore[arg-type]
+    s.close()
+
+
+def test_default_stream_callbacks() -> None:
+    D.set_device(5)
+    d = S.current_stream()
+    got: list[int] = []
+    d.launch_host_func(got.append, 7)
+    d.synchronize()
+    assert got == [7]
+    # A new wrapper of the same default stream reuses the subscription.
+    del d
+    gc.collect()
+    S.default_stream(5).launch_host_func(got.append, 8)
+    S.default_stream(5).synchronize()
+    assert got == [7, 8]
+
+
+def test_close_runs_pending_callbacks_first() -> None:
+    s = S.Stream(6)
+    got: list[int] = []
+    gate = threading.Event()
+    s.launch_host_func(gate.wait, 60)
+    s.launch_host_func(got.append, 1)
+    t = threading.Thread(target=s.close)
+    t.start()
+    gate.set()
+    t.join(60)
+    assert not t.is_alive() and got == [1] and s.closed
+
+
+def test_callbacks_launched_from_many_threads() -> None:
+    s = S.Stream(7)
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def add(i: int) -> None:
+        with lock:
+            got.append(i)
+
+    def launcher(base: int) -> None:
+        for i in range(25):
+            s.launch_host_func(add, base + i)
+
+    threads = [threading.Thread(target=launcher, args=(k * 100,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    s.synchronize()
+    assert sorted(got) == sorted(k * 100 + i for k in range(4) for i in range(25))
+    s.close()
+
+
+def test_finalize_stops_report_threads(run_python: Any) -> None:
+    code = """
+        import threading
+        import pyacl_rt.stream as S
+        from pyacl_rt import runtime
+        s = S.Stream(1); t = S.Stream(2)
+        out = []
+        s.launch_host_func(out.append, 1); t.launch_host_func(out.append, 2)
+        runtime.finalize()
+        assert sorted(out) == [1, 2], out
+        names = [t.name for t in threading.enumerate()]
+        assert not any(n.startswith("pyacl_rt-callbacks") for n in names), names
+        print("OK")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout
+
+
+def test_launch_failure_is_typed_and_releases_callable() -> None:
+    mc = mock_control()
+    s = S.Stream(0)
+    s.launch_host_func(lambda: None)  # subscribe first
+    s.synchronize()
+    mc.inject_fault("aclrtLaunchCallback", 107000)
+    try:
+        with pytest.raises(Exception) as info:
+            s.launch_host_func(print, "never")
+        assert getattr(info.value, "code", None) == 107000
+    finally:
+        mc.clear_faults()
+    assert CB.pending_count() == 0
+    s.close()
+
+
+def test_sync_timeout_with_blocked_callback() -> None:
+    s = S.Stream(1)
+    gate = threading.Event()
+    entered = threading.Event()
+
+    def hold() -> None:
+        entered.set()
+        gate.wait(60)
+
+    s.launch_host_func(hold)
+    assert entered.wait(60)
+    with pytest.raises(TimeoutError):
+        s.synchronize(timeout=10)
+    gate.set()
+    s.synchronize()
+    s.close()
