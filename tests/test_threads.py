@@ -1,0 +1,219 @@
+"""Threads: objects from any thread, 8 threads x 2 devices, GIL released while waiting."""
+
+from __future__ import annotations
+
+import gc
+import random
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyacl_rt import callbacks as CB
+from pyacl_rt import device as D
+from pyacl_rt import runtime
+from pyacl_rt import stream as S
+from pyacl_rt.event import Event
+from pyacl_rt.mock import mock_control
+
+
+# ------------------------------------------------------------------ fixtures
+def _snapshot() -> dict[int, dict[str, int]]:
+    mc = mock_control()
+    return {d: mc.counts(d) for d in range(mc.device_count)}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    if runtime.is_finalized():
+        runtime.init()
+    runtime.ensure_initialized()
+    gc.collect()
+    before = _snapshot()
+    primaries = set(D._primaries)
+    yield
+    D._tls.device = -1
+    D._tls.active = None
+    D._tls.streams.clear()
+    D._default_device = 0
+    S._drain_pools()
+    for d in list(D._primaries):
+        D.synchronize(d)  # releases keep-alive lists of default streams
+    gc.collect()
+    S._markers.drop_all()
+    after = _snapshot()
+    new = set(D._primaries) - primaries
+    for d, counts in after.items():
+        extra = 1 if d in new else 0
+        assert counts["contexts"] == before[d]["contexts"] + extra, (d, before[d], counts)
+        assert counts["streams"] == before[d]["streams"] + extra, (d, before[d], counts)
+        assert counts["events"] == before[d]["events"], (d, before[d], counts)
+        assert counts["allocations"] == before[d]["allocations"], (d, before[d], counts)
+    assert CB.pending_count() == 0
+
+
+def run_threads(n: int, target: Any) -> list[BaseException]:
+    errs: list[BaseException] = []
+    lock = threading.Lock()
+
+    def wrap(i: int) -> None:
+        try:
+            target(i)
+        except BaseException as exc:
+            with lock:
+                errs.append(exc)
+
+    threads = [threading.Thread(target=wrap, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+        assert not t.is_alive(), "worker thread hung"
+    return errs
+
+
+# --------------------------------------------------------------------- tests
+def test_eight_threads_two_devices_mixing_streams_and_events() -> None:
+    devices = (0, 1)
+    shared = {d: S.Stream(d) for d in devices}  # created on the main thread
+    barrier = threading.Barrier(8)
+    counter = [0]
+    lock = threading.Lock()
+
+    def add() -> None:
+        with lock:
+            counter[0] += 1
+
+    def worker(i: int) -> None:
+        rng = random.Random(i)
+        mine = {d: S.Stream(d) for d in devices}  # no set_device on this thread
+        barrier.wait()
+        for it in range(15):
+            d = devices[(i + it) % 2]
+            a = mine[d]
+            b = rng.choice([shared[d], S.stream_from_pool(d), S.default_stream(d)])
+            e = Event(enable_timing=rng.random() < 0.5)
+            e.record(a)
+            a.launch_host_func(add)
+            b.wait_event(e)
+            b.wait_stream(a)
+            if rng.random() < 0.5:
+                with S.stream(b):
+                    after = Event()
+                    after.record()
+                    assert S.current_stream() is b
+                after.synchronize()
+                after.close()
+            else:
+                with D.device(devices[1 - devices.index(d)]):
+                    S.current_stream().query()
+            b.synchronize()
+            assert e.query()
+            e.close()
+            assert D._tls.device == -1  # guards restored "no device selected"
+        for s in mine.values():
+            s.synchronize()
+            s.close()
+
+    errs = run_threads(8, worker)
+    assert not errs, errs
+    for s in shared.values():
+        s.synchronize()
+        s.close()
+    assert counter[0] == 8 * 15
+
+
+def test_objects_created_on_main_used_from_fresh_threads() -> None:
+    D.set_device(3)
+    s = S.Stream()
+    e = Event(enable_timing=True)
+    start = Event(enable_timing=True)
+
+    def worker(i: int) -> None:
+        if i == 0:
+            start.record(s)
+            e.record(s)
+        s.synchronize()
+        s.query()
+        assert D._tls.device == -1
+        assert D.current_device() == 3  # follows the main thread's selection
+
+    assert not run_threads(4, worker)
+    assert start.elapsed_time(e) >= 0.0
+    for x in (e, start, s):
+        x.close()
+
+
+def test_stream_created_in_thread_used_on_main_after_thread_exit() -> None:
+    box: list[S.Stream] = []
+    t = threading.Thread(target=lambda: box.append(S.Stream(2)))
+    t.start()
+    t.join()
+    s = box.pop()
+    s.launch_host_func(lambda: None)
+    s.synchronize()
+    assert s.query()
+    s.close()
+
+
+def test_gil_released_while_synchronize_blocks() -> None:
+    s = S.Stream(1)
+    gate = threading.Event()
+    entered = threading.Event()
+
+    def hold() -> None:
+        entered.set()
+        gate.wait(60)
+
+    s.launch_host_func(hold)
+    assert entered.wait(60)
+    done = threading.Event()
+
+    def waiter() -> None:
+        s.synchronize()  # blocks in C until the gate opens
+        done.set()
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    # The main thread keeps running Python while `waiter` is blocked in C: if the
+    # GIL were held, this loop could not progress and the gate would never open.
+    progress = 0
+    while progress < 10_000:
+        progress += 1
+    assert not done.is_set()
+    gate.set()
+    t.join(60)
+    assert done.is_set()
+    s.close()
+
+
+def test_concurrent_device_guards_are_per_thread() -> None:
+    barrier = threading.Barrier(6)
+
+    def worker(i: int) -> None:
+        dev = i % 4
+        with D.device(dev):
+            barrier.wait()
+            for _ in range(50):
+                assert D.current_device() == dev
+                with D.device((dev + 1) % 4):
+                    assert D.current_device() == (dev + 1) % 4
+                assert D.current_device() == dev
+        assert D._tls.device == -1
+
+    assert not run_threads(6, worker)
+
+
+def test_stream_pool_is_thread_safe() -> None:
+    got: list[S.Stream] = []
+    lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        for _ in range(16):
+            st = S.stream_from_pool(0)
+            with lock:
+                got.append(st)
+
+    assert not run_threads(4, worker)
+    assert len({id(x) for x in got}) == S.STREAMS_PER_POOL
