@@ -8756,30 +8756,7 @@ typedef struct aclprofConfig aclprofConfig;
 typedef struct aclprofAicoreEvents aclprofAicoreEvents;
 typedef struct aclprofSubscribeConfig aclprofSubscribeConfig;
 typedef struct aclprofStepInfo aclprofStepInfo;
-/* handle types used inside structs and callback types */
-typedef void *aclrtStream;
-typedef void *aclrtEvent;
-typedef void *aclrtContext;
-typedef void *aclrtNotify;
-typedef void *aclrtLabel;
-typedef void *aclrtLabelList;
-typedef void *aclrtMbuf;
-typedef void *aclrtAllocatorDesc;
-typedef void *aclrtAllocator;
-typedef void *aclrtAllocatorBlock;
-typedef void *aclrtAllocatorAddr;
-typedef void *aclrtTaskGrp;
-typedef void *aclmdlRITask;
-typedef void *aclrtCntNotify;
-typedef void *aclrtDrvMemHandle;
-typedef void *aclrtBinary;
-typedef void *aclrtBinHandle;
-typedef void *aclrtFuncHandle;
-typedef void *aclrtArgsHandle;
-typedef void *aclrtParamHandle;
-typedef void *aclmdlRI;
-typedef void *aclmdlRICondHandle;
-/* callback types */
+/* callback types (handles spelled void *) */
 typedef aclError (*aclInitCallbackFunc)(const char *configStr, size_t len, void *userData);
 typedef aclError (*aclFinalizeCallbackFunc)(void *userData);
 typedef void (*aclrtCallback)(void *userData);
@@ -8791,16 +8768,13 @@ typedef int32_t (*aclrtDeviceTaskAbortCallback)(
     aclrtDeviceTaskAbortStage stage,
     uint32_t timeout,
     void *args);
-typedef void (*aclrtStreamStateCallback)(aclrtStream stm, aclrtStreamState state, void *args);
+typedef void (*aclrtStreamStateCallback)(void *stm, aclrtStreamState state, void *args);
 typedef void (*aclrtOpExceptionCallback)(aclrtExceptionInfo *exceptionInfo, void *userData);
 typedef uint32_t (*aclrtSnapShotCallBack)(int32_t deviceId, void *args);
-typedef void *(*aclrtAllocatorAllocFunc)(aclrtAllocator allocator, size_t size);
-typedef void (*aclrtAllocatorFreeFunc)(aclrtAllocator allocator, aclrtAllocatorBlock block);
-typedef void *(*aclrtAllocatorAllocAdviseFunc)(
-    aclrtAllocator allocator,
-    size_t size,
-    aclrtAllocatorAddr addr);
-typedef void *(*aclrtAllocatorGetAddrFromBlockFunc)(aclrtAllocatorBlock block);
+typedef void *(*aclrtAllocatorAllocFunc)(void *allocator, size_t size);
+typedef void (*aclrtAllocatorFreeFunc)(void *allocator, void *block);
+typedef void *(*aclrtAllocatorAllocAdviseFunc)(void *allocator, size_t size, void *addr);
+typedef void *(*aclrtAllocatorGetAddrFromBlockFunc)(void *block);
 /* structures */
 typedef struct acldumpChunk {
     char fileName[4096];
@@ -9028,13 +9002,13 @@ typedef struct dim3 {
     uint32_t z;
 } dim3;
 typedef struct tagAclmdlRICondTaskParams {
-    aclmdlRICondHandle handle;
+    void *handle;
     int32_t type;
     uint32_t size;
-    aclmdlRI *modelRIArray;
+    void **modelRIArray;
 } aclmdlRICondTaskParams;
 typedef struct aclmdlRIKernelTaskParams {
-    aclrtFuncHandle funcHandle;
+    void *funcHandle;
     aclrtLaunchKernelCfg *cfg;
     void *args;
     uint32_t isHostArgs;
@@ -9043,17 +9017,17 @@ typedef struct aclmdlRIKernelTaskParams {
     uint32_t rsv[10];
 } aclmdlRIKernelTaskParams;
 typedef struct aclmdlRIEventRecordTaskParams {
-    aclrtEvent event;
+    void *event;
     uint32_t eventFlag;
     uint32_t recordFlag;
 } aclmdlRIEventRecordTaskParams;
 typedef struct aclmdlRIEventWaitTaskParams {
-    aclrtEvent event;
+    void *event;
     uint32_t eventFlag;
     uint32_t waitFlag;
 } aclmdlRIEventWaitTaskParams;
 typedef struct aclmdlRIEventResetTaskParams {
-    aclrtEvent event;
+    void *event;
     uint32_t eventFlag;
     uint32_t resetFlag;
 } aclmdlRIEventResetTaskParams;
@@ -9069,7 +9043,7 @@ typedef struct aclmdlRIValueWaitTaskParams {
 typedef struct aclmdlRITaskParams {
     int32_t type;
     uint32_t rsv0[3];
-    aclrtTaskGrp taskGrp;
+    void *taskGrp;
     void *opInfoPtr;
     size_t opInfoSize;
     uint8_t rsv1[32];

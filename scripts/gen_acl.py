@@ -1429,15 +1429,13 @@ def gen_cdef_types(t: Tables) -> str:
     for s in t.structs.values():
         if s.opaque and s.name in used_words:
             out.append(f"typedef struct {s.tag} {s.name};")
-    # handles inside struct fields / callback typedefs keep their C type (void *) here
-    out.append("/* handle types used inside structs and callback types */")
-    for td in t.typedefs:
-        if td.kind == "handle" and td.name in used_words:
-            out.append(f"typedef void *{td.name};")
-    out.append("/* callback types */")
+    # Handle typedefs are not declared: in struct fields and callback types they are
+    # spelled as what they are (void *), in the binding signatures as uintptr_t.
+    out.append("/* callback types (handles spelled void *) */")
     for td in t.typedefs:
         if td.kind == "funcptr" and td.name in used_words:
-            out.append(wrap_c_decl(funcptr_typedef(td.name, td.definition), PY_LINE))
+            text = funcptr_typedef(td.name, handles_as_void_ptr(td.definition, t))
+            out.append(wrap_c_decl(text, PY_LINE))
     out.append("/* structures */")
     for s in structs:
         out.append(cdef_struct(s, t))
@@ -1451,6 +1449,13 @@ def gen_cdef_types(t: Tables) -> str:
     return "\n".join(out) + "\n"
 
 
+def handles_as_void_ptr(text: str, t: Tables) -> str:
+    """Replace every handle typedef name in a C type text by `void *`."""
+    for h in sorted(t.handle_names):
+        text = re.sub(rf"\b{h}\b\s*", "void *", text)
+    return text.replace("* *", "**").replace("*  ", "* ")
+
+
 def cdef_struct(s: Struct, t: Tables) -> str:
     enum_names = set(t.enum_types())
 
@@ -1459,6 +1464,7 @@ def cdef_struct(s: Struct, t: Tables) -> str:
         b = base.replace("const ", "").strip()
         if b in enum_names:
             base = "int32_t"
+        base = handles_as_void_ptr(base, t)
         if s.name == "aclprofTensor" and name == "shape":
             arr = "[8]"
         return decl(base + arr, name)
