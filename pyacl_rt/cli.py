@@ -10,6 +10,21 @@ Commands:
     honours with their current values instead (no library is loaded);
     ``--env --markdown`` prints the README's table of them.
 
+``info --json`` document (schema 1; keys are only ever added)::
+
+    {"schema": 1, "pyacl_rt_version": str,
+     "backend": "real" | "mock",
+     "library": {"path": str, "found_via": str, "loaded": {file name: path | null}},
+     "cann_version": str | null, "cann_version_source": str,
+     "runtime": {"state": str, "external": bool},
+     "visible_devices": str | null,            # ASCEND_RT_VISIBLE_DEVICES as given
+     "device_count": int,
+     "devices": [{"index": int, "soc_name": str | null,
+                  "total_memory_bytes": int | null, "free_memory_bytes": int | null,
+                  "total_memory_gib": float | null, "free_memory_gib": float | null,
+                  "error": str | null}],       # one entry per visible device
+     "warnings": [str]}                        # e.g. the auto -> mock fallback
+
 Exit codes: 0 success; 1 runtime error (one-line message on stderr, no traceback;
 for ``info`` also when any device could not be queried - the document is still
 printed with the error in that device's entry); 2 usage error.

@@ -21,8 +21,10 @@ States::
   interpreter exit (``atexit``). A hook that raises is logged and the rest still run.
 * **Re-initialisation**: ACL itself allows ``aclInit`` again after ``aclFinalize``
   (acl_abi.md section 5.1, the implementation), so an explicit :func:`init` after
-  :func:`finalize` starts a new *generation*. Lazy init never restarts a finalized
-  runtime: after :func:`finalize` implicit use raises
+  :func:`finalize` starts a new *generation*. (The RT documentation contradicts
+  itself and some older CANN releases refused it; if the loaded runtime refuses,
+  its ``aclInit`` error is raised unchanged - pyacl_rt does not pretend.) Lazy init
+  never restarts a finalized runtime: after :func:`finalize` implicit use raises
   :class:`~pyacl_rt.errors.RuntimeFinalizedError` until :func:`init` is called.
   This keeps stray objects (``__del__`` during interpreter shutdown) from
   re-initialising the runtime behind the user's back.
@@ -301,7 +303,7 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
         if path is None:
             path = get_options().acl_config
         lowlevel.load()
-        rc = lowlevel.lib.aclInit(path.encode() if path is not None else lowlevel.ffi.NULL)
+        rc = lowlevel.lib.aclInit(os.fsencode(path) if path is not None else lowlevel.ffi.NULL)
         if rc == ACL_ERROR_REPEAT_INITIALIZE:
             external = True
             # aclInit records the "error" on this thread; clear it so it does not

@@ -12,7 +12,9 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -395,3 +397,35 @@ def test_function_not_found_in_partial_library(tmp_path: Path) -> None:
         assert exc.code is None and exc.function == "aclrtSetDevice"
         assert exc.library is not None and str(lib) in exc.library
         assert isinstance(exc, FeatureNotSupportedError)
+
+
+def test_mock_control_fault_on_worker_thread(mock_loaded: Any) -> None:
+    """In-process injection: the error and its runtime text belong to the failing
+    thread; another thread's recent message is untouched."""
+    from pyacl_rt.mock import mock_control
+
+    ll = mock_loaded
+    mc = mock_control()
+    ll.recent_error_message()  # start clean on this thread
+    mc.inject_fault("aclrtGetDeviceCount", 507033)
+    result: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            ll.check(ll.aclrtGetDeviceCount(ll.scratch().u32), "aclrtGetDeviceCount")
+        except AclError as exc:
+            result["exc"] = exc
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    try:
+        assert mc.fault_hits("aclrtGetDeviceCount") == 1
+    finally:
+        mc.clear_faults()
+    exc = result["exc"]
+    assert type(exc) is AclDeviceLostError and exc.code == 507033
+    assert exc.recent_message and "aclrtGetDeviceCount" in exc.recent_message
+    assert ll.recent_error_message() is None
+    # and the next call works again
+    ll.check(ll.aclrtGetDeviceCount(ll.scratch().u32), "aclrtGetDeviceCount")
