@@ -14,7 +14,8 @@ Commands:
 
     {"schema": 1, "pyacl_rt_version": str,
      "backend": "real" | "mock",
-     "library": {"path": str, "found_via": str, "loaded": {file name: path | null}},
+     "library": {"path": str, "found_via": str, "loaded": {file name: path | null},
+                 "searched": [str]},           # the real-library search, in order
      "cann_version": str | null, "cann_version_source": str,
      "runtime": {"state": str, "external": bool},
      "visible_devices": str | null,            # ASCEND_RT_VISIBLE_DEVICES as given
@@ -165,6 +166,7 @@ def collect_info() -> dict[str, Any]:
             "path": info.path,
             "found_via": info.found_via,
             "loaded": dict(info.libraries),
+            "searched": [str(a) for a in info.attempts],
         },
         "cann_version": info.cann_version,
         "cann_version_source": info.version_source,
@@ -216,7 +218,10 @@ def format_info_text(doc: dict[str, Any]) -> str:
             line += f"  (error: {dev['error']})"
         lines.append(line)
     for w in doc["warnings"]:
-        lines.append(f"warning: {w}")
+        # first sentence only; the full text (e.g. every place searched) is in --json
+        first, sep, rest = w.partition(". ")
+        more = " (details: pyacl-rt info --json)" if sep and rest else ""
+        lines.append(f"warning: {first.rstrip('.')}{more}")
     return "\n".join(lines) + "\n"
 
 

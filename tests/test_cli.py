@@ -121,6 +121,13 @@ def test_info_auto_fallback_warning_is_reported_not_printed_raw() -> None:
         pytest.skip("real CANN library present")
     assert "BackendFallbackWarning" not in proc.stderr
     assert len(doc["warnings"]) == 1 and "mock" in doc["warnings"][0]
+    assert doc["library"]["searched"]  # every place tried, in order
+    assert any("PYACL_RT_LIBRARY" in a for a in doc["library"]["searched"])
+    text = run_cli("info", **env)
+    assert text.returncode == 0, text.stderr
+    warn = [ln for ln in text.stdout.splitlines() if ln.startswith("warning:")]
+    assert len(warn) == 1 and "falling back to the bundled mock" in warn[0]
+    assert "(details: pyacl-rt info --json)" in warn[0]
 
 
 def test_info_device_lost_exit_1_but_document_printed() -> None:
@@ -235,7 +242,7 @@ def test_format_info_text_renders_errors() -> None:
     doc = {
         "pyacl_rt_version": "0",
         "backend": "mock",
-        "library": {"path": "/x/libascendcl.so", "found_via": "test"},
+        "library": {"path": "/x/libascendcl.so", "found_via": "test", "searched": []},
         "cann_version": None,
         "cann_version_source": "unknown",
         "runtime": {"state": "ready", "external": True},
