@@ -171,6 +171,19 @@ void mock_callbacks_stream_gone(mock_stream *s)
     pthread_mutex_unlock(&g_cb_mu);
 }
 
+bool mock_callbacks_served_by_caller(const mock_stream *s)
+{
+    uint64_t self = (uint64_t)pthread_self();
+    bool served = false;
+    pthread_mutex_lock(&g_cb_mu);
+    for (int k = 0; k < KIND_COUNT && !served; k++) {
+        binding *b = find_bind(k, s);
+        served = b != NULL && b->sub->tid == self;
+    }
+    pthread_mutex_unlock(&g_cb_mu);
+    return served;
+}
+
 void mock_callbacks_finalize(void)
 {
     pthread_mutex_lock(&g_cb_mu);

@@ -556,8 +556,14 @@ static void stream_teardown(mock_stream *s, bool force)
     if (!s->is_default) {
         notify_state(s, ACL_RT_STREAM_STATE_DESTROY_PRE);
     }
-    mock_callbacks_stream_gone(s);
-    mock_misc_stream_destroyed(s); /* allocator registered on the stream */
+    /* Pending host callbacks are part of the pending work a normal destroy
+     * waits for, so subscriptions go only after the drain - unless nobody
+     * could run them: a forced destroy, or the caller is the very thread that
+     * processes this stream's reports (it would wait for itself). */
+    bool cancel_first = force || mock_callbacks_served_by_caller(s);
+    if (cancel_first) {
+        mock_callbacks_stream_gone(s);
+    }
     pthread_mutex_lock(&s->mu);
     if (force) {
         s->discard_until = UINT64_MAX;
@@ -567,6 +573,10 @@ static void stream_teardown(mock_stream *s, bool force)
     pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
+    if (!cancel_first) {
+        mock_callbacks_stream_gone(s);
+    }
+    mock_misc_stream_destroyed(s); /* allocator registered on the stream */
     mock_stat_add(s->device, MOCK_STAT_STREAMS, -1);
     mock_stream_put(s);
 }

@@ -75,5 +75,7 @@ MOCK_HIDDEN mock_stream *mock_stream_self(void);
 /* Drops every report/host-func subscription of a stream being destroyed and
  * cancels its queued callbacks (waking blocked workers). */
 MOCK_HIDDEN void mock_callbacks_stream_gone(mock_stream *s);
+/* True if the calling thread processes reports or host funcs of stream s. */
+MOCK_HIDDEN bool mock_callbacks_served_by_caller(const mock_stream *s);
 
 #endif /* MOCK_STREAM_INTERNAL_H */

@@ -74,6 +74,17 @@ static void reporter_stop(reporter *r)
 
 /* ------------------------------------------------------------ callbacks */
 
+typedef struct opener_arg {
+    gate *g;
+} opener_arg;
+
+static void *open_soon(void *arg)
+{
+    sleep_ms(20);
+    gate_open(((opener_arg *)arg)->g);
+    return NULL;
+}
+
 typedef struct cb_rec {
     atomic_int calls;
     pthread_t ran_on;
@@ -306,6 +317,49 @@ static void test_unsubscribe_cancels_pending(void)
     CHECK_OK(aclrtDestroyStream(s));
 }
 
+static void test_destroy_runs_pending_callbacks(void)
+{
+    /* aclrtDestroyStream waits for pending work, callbacks included: they
+     * run on the (still subscribed) report thread before destroy returns.
+     * The force variant drops them. */
+    reporter rep;
+    reporter_start(&rep, process_report);
+    cb_rec rec;
+    memset(&rec, 0, sizeof(rec));
+    cb_item it = {&rec, 0};
+    gate g;
+    gate_init(&g);
+    aclrtStream s;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtSubscribeReport((uint64_t)rep.thread, s));
+    hold_stream(s, &g);
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(aclrtLaunchCallback(record_cb, &it, ACL_CALLBACK_BLOCK, s));
+    }
+    gate_open(&g);
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_EQ(atomic_load(&rec.calls), 5);
+
+    gate g2;
+    gate_init(&g2);
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtSubscribeReport((uint64_t)rep.thread, s));
+    hold_stream(s, &g2);
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(aclrtLaunchCallback(record_cb, &it, ACL_CALLBACK_BLOCK, s));
+    }
+    wait_entered(&g2, 1);
+    opener_arg oa = {&g2};
+    pthread_t t;
+    pthread_create(&t, NULL, open_soon, &oa);
+    CHECK_OK(aclrtDestroyStreamForce(s)); /* waits only for the running gate */
+    pthread_join(t, NULL);
+    CHECK_EQ(atomic_load(&rec.calls), 5);
+    reporter_stop(&rep);
+    gate_destroy(&g);
+    gate_destroy(&g2);
+}
+
 /* ------------------------------------------------------------ host funcs */
 
 typedef struct hf_rec {
@@ -390,6 +444,7 @@ int main(void)
     RUN_TEST(test_one_thread_many_streams);
     RUN_TEST(test_thread_on_two_devices);
     RUN_TEST(test_unsubscribe_cancels_pending);
+    RUN_TEST(test_destroy_runs_pending_callbacks);
     RUN_TEST(test_host_func_runtime_thread);
     RUN_TEST(test_host_func_subscribed);
     RUN_TEST(test_finalize_hook_unblocks);
