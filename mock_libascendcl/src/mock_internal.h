@@ -140,6 +140,11 @@ MOCK_HIDDEN void mock_stream_set_overflow_switch(mock_stream *s, uint32_t on);
  * (aclrtDestroyStreamForce, aclrtStreamAbort/Stop): a task that blocks for a
  * long time (aclrtValueWait) should poll this every few ms and return. */
 MOCK_HIDDEN bool mock_stream_task_cancelled(void);
+/* (streams, additive) aclrtStreamAbort on every stream of `ctx` (default one
+ * included): discards the tasks not started yet, interrupts waiting tasks
+ * (event waits, value waits), clears stream errors; streams stay usable.
+ * For aclrtDeviceTaskAbort. Must not be called from a stream worker. */
+MOCK_HIDDEN void mock_streams_abort_context(mock_context *ctx);
 
 /* ------------------------------------------------------------------ memory.c */
 

@@ -663,6 +663,22 @@ aclError mock_streams_sync_context(mock_context *ctx, int32_t timeout_ms)
     return first;
 }
 
+void mock_streams_abort_context(mock_context *ctx)
+{
+    size_t n;
+    mock_stream **v = collect_ctx(ctx, true, false, &n);
+    if (v == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (tls_worker != v[i]) {
+            stream_abort(v[i]);
+        }
+        mock_stream_put(v[i]);
+    }
+    free(v);
+}
+
 void mock_streams_destroy_context(mock_context *ctx)
 {
     size_t n;
