@@ -191,15 +191,41 @@ class Typedef:
     source: str
 
 
-def _read_tsv(path: Path) -> list[dict[str, str]]:
+class TableError(ValueError):
+    """A malformed input table; the message names the file and line."""
+
+
+def _read_tsv(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+    """Rows of a TSV table with their line numbers; checks the header and the field counts."""
     with path.open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(reader, None)
+        if header is None:
+            raise TableError(f"{path}: empty file")
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise TableError(f"{path}:1: missing columns {missing}")
+        rows = []
+        for lineno, fields in enumerate(reader, start=2):
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                raise TableError(f"{path}:{lineno}: {len(fields)} fields, expected {len(header)}")
+            rows.append((lineno, dict(zip(header, fields, strict=True))))
+        return rows
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise TableError(f"{what} is not an integer: {text!r}") from None
 
 
 def _short_header(path: str) -> str:
     marker = "include/external/acl/"
     if not path.startswith(marker):
-        raise ValueError(f"unexpected header path {path!r}")
+        raise TableError(f"unexpected header path {path!r}")
     return path[len(marker) :]
 
 
@@ -234,70 +260,111 @@ def parse_param(decl: str) -> Param:
         return Param(ctype=ctype, name=name, decl=decl)
     m2 = re.match(r"^(.*?)(\w+)$", decl)
     if not m2 or not m2.group(1).strip():
-        raise ValueError(f"cannot parse parameter {decl!r}")
+        raise TableError(f"cannot parse parameter {decl!r}")
     ctype = m2.group(1).strip()
     return Param(ctype=ctype, name=m2.group(2), decl=decl)
+
+
+FUNCTION_COLUMNS = ("name", "return_type", "params", "header", "group", "lib", "mock", "deprecated")
+CONSTANT_COLUMNS = ("kind", "type", "name", "value", "header", "c_type", "comment")
+STRUCT_COLUMNS = (
+    "struct",
+    "field",
+    "c_type",
+    "offset",
+    "size",
+    "struct_size",
+    "kind",
+    "align",
+    "header",
+)
+TYPEDEF_COLUMNS = ("name", "kind", "definition", "header", "source")
 
 
 class Tables:
     def __init__(self, abi_dir: Path) -> None:
         self.functions: list[Function] = []
-        for r in _read_tsv(abi_dir / "acl_functions.tsv"):
-            raw = [p for p in split_params(r["params"]) if p != "void"]
-            variadic = bool(raw) and raw[-1] == "..."
-            if variadic:
-                raw = raw[:-1]
-            self.functions.append(
-                Function(
-                    name=r["name"],
-                    restype=r["return_type"].strip(),
-                    params=[parse_param(p) for p in raw],
-                    variadic=variadic,
-                    header=_short_header(r["header"]),
-                    group=r["group"],
-                    lib=r["lib"],
-                    mock=r["mock"],
-                    deprecated=r["deprecated"],
-                    notes=r["notes"],
-                )
+        self.constants: list[Constant] = []
+        self.structs: OrderedDict[str, Struct] = OrderedDict()
+        self.typedefs: list[Typedef] = []
+        loaders = (
+            ("acl_functions.tsv", FUNCTION_COLUMNS, self._function_row),
+            ("acl_constants.tsv", CONSTANT_COLUMNS, self._constant_row),
+            ("acl_structs.tsv", STRUCT_COLUMNS, self._struct_row),
+            ("acl_typedefs.tsv", TYPEDEF_COLUMNS, self._typedef_row),
+        )
+        for fname, columns, load in loaders:
+            path = abi_dir / fname
+            for lineno, row in _read_tsv(path, columns):
+                try:
+                    load(row)
+                except TableError as exc:
+                    raise TableError(f"{path}:{lineno}: {exc}") from None
+                except (ValueError, KeyError) as exc:
+                    raise TableError(f"{path}:{lineno}: {exc!r}") from None
+        self._check()
+
+    def _function_row(self, r: dict[str, str]) -> None:
+        raw = [p for p in split_params(r["params"]) if p != "void"]
+        variadic = bool(raw) and raw[-1] == "..."
+        if variadic:
+            raw = raw[:-1]
+        self.functions.append(
+            Function(
+                name=r["name"],
+                restype=r["return_type"].strip(),
+                params=[parse_param(p) for p in raw],
+                variadic=variadic,
+                header=_short_header(r["header"]),
+                group=r["group"],
+                lib=r["lib"],
+                mock=r["mock"],
+                deprecated=r["deprecated"],
+                notes=r.get("notes", ""),
             )
-        self.constants: list[Constant] = [
+        )
+
+    def _constant_row(self, r: dict[str, str]) -> None:
+        self.constants.append(
             Constant(
                 kind=r["kind"],
                 type=r["type"],
                 name=r["name"],
-                value=int(r["value"]),
+                value=_int(r["value"], "value"),
                 header=_short_header(r["header"]),
                 c_type=r["c_type"],
                 comment=r["comment"],
             )
-            for r in _read_tsv(abi_dir / "acl_constants.tsv")
-        ]
-        self.structs: OrderedDict[str, Struct] = OrderedDict()
-        for r in _read_tsv(abi_dir / "acl_structs.tsv"):
-            name = r["struct"]
-            if name not in self.structs:
-                incomplete = r["struct_size"] == "incomplete"
-                self.structs[name] = Struct(
-                    name=name,
-                    kind=r["kind"],
-                    size=None if incomplete else int(r["struct_size"]),
-                    align=None if incomplete else int(r["align"]),
-                    tag=r["tag"],
-                    header=_short_header(r["header"]),
-                    notes=r["notes"] if incomplete else "",
+        )
+
+    def _struct_row(self, r: dict[str, str]) -> None:
+        name = r["struct"]
+        if name not in self.structs:
+            incomplete = r["struct_size"] == "incomplete"
+            self.structs[name] = Struct(
+                name=name,
+                kind=r["kind"],
+                size=None if incomplete else _int(r["struct_size"], "struct_size"),
+                align=None if incomplete else _int(r["align"], "align"),
+                tag=r.get("tag", ""),
+                header=_short_header(r["header"]),
+                notes=r.get("notes", "") if incomplete else "",
+            )
+        if r["field"]:
+            self.structs[name].fields.append(
+                Field(
+                    name=r["field"],
+                    c_type=r["c_type"],
+                    offset=_int(r["offset"], "offset"),
+                    size=_int(r["size"], "size"),
+                    notes=r.get("notes", ""),
                 )
-            if r["field"]:
-                self.structs[name].fields.append(
-                    Field(
-                        name=r["field"],
-                        c_type=r["c_type"],
-                        offset=int(r["offset"]),
-                        size=int(r["size"]),
-                        notes=r["notes"],
-                    )
-                )
-        self.typedefs: list[Typedef] = [
+            )
+
+    def _typedef_row(self, r: dict[str, str]) -> None:
+        if r["kind"] not in ("scalar", "handle", "funcptr"):
+            raise TableError(f"unknown typedef kind {r['kind']!r}")
+        self.typedefs.append(
             Typedef(
                 name=r["name"],
                 kind=r["kind"],
@@ -305,9 +372,7 @@ class Tables:
                 header=r["header"],
                 source=r["source"],
             )
-            for r in _read_tsv(abi_dir / "acl_typedefs.tsv")
-        ]
-        self._check()
+        )
 
     def _check(self) -> None:
         names = [f.name for f in self.functions]

@@ -118,6 +118,37 @@ def test_generator_check_mode_and_bad_input(tmp_path: Path) -> None:
     assert "gen_acl.py: error:" in res.stderr and "acl_functions.tsv" in res.stderr
 
 
+@pytest.mark.parametrize(
+    ("table", "old", "new", "expect"),
+    [
+        ("acl_constants.tsv", "ACL_FLOAT16\t1\t", "ACL_FLOAT16\tone\t", "value is not an integer"),
+        ("acl_structs.tsv", "\t2576\t", "\t2576\t\textra\t", "fields, expected"),
+        (
+            "acl_functions.tsv",
+            "aclInit\taclError\tconst char *configPath",
+            "aclInit\taclError\t*",
+            "parameter",
+        ),
+    ],
+)
+def test_generator_rejects_malformed_tables(
+    tmp_path: Path, table: str, old: str, new: str, expect: str
+) -> None:
+    abi_dir = tmp_path / "abi"
+    abi_dir.mkdir()
+    for p in ABI_DIR.glob("*.tsv"):
+        shutil.copy(p, abi_dir / p.name)
+    text = (abi_dir / table).read_text()
+    assert old in text
+    (abi_dir / table).write_text(text.replace(old, new, 1))
+    out = tmp_path / "out"
+    res = _run([sys.executable, str(GEN), "--abi-dir", str(abi_dir), "--out", str(out)])
+    assert res.returncode == 2
+    assert re.search(rf"{re.escape(table)}:\d+: .*{expect}", res.stderr), res.stderr
+    assert "Traceback" not in res.stderr
+    assert not out.exists()  # nothing is written from a bad table
+
+
 def test_table_counts(tables: Any, abi: ModuleType) -> None:
     t = tables
     assert len(t.functions) == 442
