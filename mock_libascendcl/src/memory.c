@@ -161,20 +161,33 @@ static bool region_reserve(dev_region *d, int32_t device)
     return false;
 }
 
-/* First fit. Called with d->lock held. Returns false when no extent fits. */
-static bool extent_take(dev_region *d, size_t len, size_t *off_out)
+static void extent_give(dev_region *d, size_t off, size_t len);
+
+/* First fit of `len` bytes whose absolute address is a multiple of `align`
+ * (a power of two, at least the page size). Called with d->lock held.
+ * Returns false when no extent fits. */
+static bool extent_take(dev_region *d, size_t len, size_t align, size_t *off_out)
 {
+    uintptr_t base = atomic_load(&d->base);
     for (size_t i = 0; i < d->nfree; i++) {
-        if (d->free[i].len >= len) {
-            *off_out = d->free[i].off;
-            d->free[i].off += len;
-            d->free[i].len -= len;
-            if (d->free[i].len == 0) {
-                memmove(&d->free[i], &d->free[i + 1], (d->nfree - i - 1) * sizeof(extent));
-                d->nfree--;
-            }
-            return true;
+        size_t off = d->free[i].off, elen = d->free[i].len;
+        size_t start = (size_t)(round_up(base + off, align) - base);
+        size_t pad = start - off;
+        if (pad > elen || elen - pad < len) {
+            continue;
         }
+        *off_out = start;
+        /* shrink the extent to its tail, then give back the alignment gap */
+        d->free[i].off = start + len;
+        d->free[i].len = elen - pad - len;
+        if (d->free[i].len == 0) {
+            memmove(&d->free[i], &d->free[i + 1], (d->nfree - i - 1) * sizeof(extent));
+            d->nfree--;
+        }
+        if (pad > 0) {
+            extent_give(d, off, pad);
+        }
+        return true;
     }
     return false;
 }
@@ -619,7 +632,11 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
                           device, size, asize, (unsigned long long)used, (unsigned long long)cap);
     }
     size_t off;
-    if (!extent_take(d, span, &off)) {
+    /* Huge-page allocations start on a 2 MiB boundary like the real
+     * allocator's granules (and can be backed by host huge pages). */
+    uint32_t psize = policy_page_size(policy, size);
+    size_t align = psize >= 2 * MIB && span >= 2 * MIB ? 2 * MIB : page;
+    if (!extent_take(d, span, align, &off)) {
         pthread_mutex_unlock(&d->lock);
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "out of device memory on device %d: no free range of %zu bytes (fragmentation)",
@@ -651,7 +668,7 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
     }
     r->span = span;
     r->policy = policy;
-    r->page_size = policy_page_size(policy, size);
+    r->page_size = psize;
     r->protect = mem_isolation();
     r->dtor = device_rec_dtor;
     if (!mem_registry_insert(r)) {

@@ -254,6 +254,7 @@ static void test_pointer_attributes(void)
     CHECK_OK(aclrtMalloc(&d2, 4 * MIB, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK_OK(aclrtPointerGetAttributes(d2, &pa));
     CHECK_EQ(pa.pageSize, 2 * MIB);
+    CHECK_EQ((uintptr_t)d2 % (2 * MIB), 0); /* huge-page granule aligned */
     int stack = 0;
     CHECK_OK(aclrtPointerGetAttributes(&stack, &pa));
     CHECK_EQ(pa.location.type, ACL_MEM_LOCATION_TYPE_UNREGISTERED);
