@@ -344,3 +344,78 @@ def test_extension_has_no_link_dependency_on_acl() -> None:
     dyn = subprocess.run([readelf, "-d", ext.__file__], capture_output=True, text=True).stdout
     needed = [ln for ln in dyn.splitlines() if "(NEEDED)" in ln]
     assert needed and not [ln for ln in needed if "ascend" in ln or "msprof" in ln], needed
+
+
+# ---------------------------------------------------------------- MockControl
+MOCK_CONTROL_PROBE = r"""
+import json
+from pyacl_rt import lowlevel as ll
+from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
+mc = mock_control()
+s = ll.scratch()
+out = {"n": mc.device_count, "soc": mc.soc_name, "ver": mc.cann_version,
+       "before": mc.counts(1)}
+assert ll.aclrtSetDevice(1) == 0
+assert ll.aclrtCreateStream(s.uptr) == 0
+stream = s.uptr[0]
+assert ll.aclrtMalloc(s.uptr, 100, 0) == 0
+dev = s.uptr[0]
+out["during"] = mc.counts(1)
+out["total_allocs"] = mc.stat("allocations")
+mc.inject_fault("aclrtMalloc", 500004, nth=2)
+out["f1"] = ll.aclrtMalloc(s.uptr, 8, 0)
+ll.aclrtFree(s.uptr[0])
+out["f2"] = ll.aclrtMalloc(s.uptr, 8, 0)
+out["hits"] = mc.fault_hits("aclrtMalloc")
+mc.clear_faults()
+out["f3"] = ll.aclrtMalloc(s.uptr, 8, 0)
+ll.aclrtFree(s.uptr[0])
+out["leaks_now"] = mc.leak_report()
+mc.set_device_lost(1, 507010)
+out["lost"] = [mc.device_lost(1), ll.aclrtSynchronizeStream(stream), mc.device_lost(0)]
+mc.set_device_lost(1, 0)
+assert ll.aclrtFree(dev) == 0
+assert ll.aclrtDestroyStream(stream) == 0
+assert ll.aclrtResetDevice(1) == 0
+out["after"] = mc.counts(1)
+try:
+    mc.stat("nonsense")
+except ValueError as e:
+    out["bad"] = str(e)
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_mock_control(run_python: Any, clean_env: Any) -> None:
+    proc = run_python(
+        MOCK_CONTROL_PROBE,
+        env=clean_env(
+            PYACL_RT_BACKEND="mock",
+            ASCEND_MOCK_DEVICE_COUNT="4",
+            ASCEND_MOCK_CANN_VERSION="8.0.RC3",
+        ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert r["n"] == 4 and r["soc"].startswith("Ascend") and r["ver"] == "8.0.RC3"
+    assert r["before"]["allocations"] == 0 and r["before"]["streams"] == 0
+    assert r["during"]["allocations"] == 1 and r["during"]["bytes"] >= 100
+    assert r["during"]["streams"] >= 2 and r["during"]["contexts"] >= 1  # + default stream
+    assert r["total_allocs"] == 1
+    assert r["f1"] == 0 and r["f2"] == 500004 and r["hits"] == 1 and r["f3"] == 0
+    assert "1" in r["leaks_now"] and r["leaks_now"] != "no leaks"
+    assert r["lost"] == [507010, 507010, 0]
+    assert r["after"] == dict.fromkeys(r["after"], 0)
+    assert "nonsense" in r["bad"]
+
+
+def test_mock_control_refuses_real_library(
+    tmp_path: Path, build_shared_lib: Any, run_python: Any, clean_env: Any
+) -> None:
+    lib = str(build_shared_lib(tmp_path / "real" / "libascendcl.so", PARTIAL_LIB))
+    code = (
+        "from pyacl_rt.mock import mock_control\n"
+        "try:\n    mock_control()\nexcept RuntimeError as e:\n    print('REFUSED', e)\n"
+    )
+    proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="real", PYACL_RT_LIBRARY=lib))
+    assert proc.returncode == 0 and "REFUSED" in proc.stdout and "not the mock" in proc.stdout
