@@ -100,6 +100,14 @@ static aclError classify(const char *fn, const char *what, const void *p, size_t
                           "argument '%s': %zu bytes at offset %zu overrun the %zu-byte allocation at %p", what, len,
                           off, size, (void *)(uintptr_t)((uintptr_t)p - off));
     }
+    if (r->device >= 0 && r->kind != MEM_REC_HOST_REG) {
+        aclError lost = mock_device_lost_code(r->device);
+        if (lost != ACL_SUCCESS) {
+            int32_t dev = r->device;
+            mem_release(r);
+            return mock_error(fn, lost, "argument '%s' (%p) is memory of device %d, which is lost", what, p, dev);
+        }
+    }
     if (r->no_access || (write && r->readonly)) {
         bool na = r->no_access;
         mem_release(r);
@@ -456,6 +464,11 @@ static copy_op *op_new(int op)
  * of pageable memory completes before returning). Takes ownership of o. */
 static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_done)
 {
+    if (wait_done && mock_stream_self() == s) {
+        /* Called from a task of this very stream (a host function): waiting
+         * would deadlock, so the copy stays asynchronous (still in order). */
+        wait_done = false;
+    }
     if (wait_done) {
         o->sync = true;
         pthread_mutex_init(&o->mu, NULL);

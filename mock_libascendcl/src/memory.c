@@ -482,6 +482,7 @@ MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec)
 typedef struct access_slot {
     const void *ptr;
     mem_rec *rec;
+    bool gate; /* entered the device-write gate (copy.c) */
 } access_slot;
 static _Thread_local access_slot t_access[ACCESS_STACK];
 static _Thread_local int t_naccess;
@@ -501,8 +502,16 @@ MOCK_HIDDEN void mock_mem_access_begin(const void *ptr, size_t len)
         return;
     }
     mem_rec_access_begin(r);
+    /* Another subsystem touching device memory (e.g. aclrtReduceAsync, the
+     * overflow status buffer) counts as a device write for aclrtValueWait:
+     * enter the write gate so waiters never race with it and are woken. */
+    bool gate = mem_rec_is_device(r);
+    if (gate) {
+        mem_write_begin();
+    }
     t_access[t_naccess].ptr = ptr;
     t_access[t_naccess].rec = r;
+    t_access[t_naccess].gate = gate;
     t_naccess++;
 }
 
@@ -512,8 +521,12 @@ MOCK_HIDDEN void mock_mem_access_end(const void *ptr, size_t len)
     for (int i = t_naccess - 1; i >= 0; i--) {
         if (t_access[i].ptr == ptr) {
             mem_rec *r = t_access[i].rec;
+            bool gate = t_access[i].gate;
             memmove(&t_access[i], &t_access[i + 1], (size_t)(t_naccess - i - 1) * sizeof(access_slot));
             t_naccess--;
+            if (gate) {
+                mem_write_end();
+            }
             mem_rec_access_end(r);
             mem_release(r);
             return;
@@ -823,7 +836,14 @@ static aclError free_common(const char *fn, void *ptr, unsigned kinds)
                           "pointer %p is not a live allocation (double free or foreign pointer)", ptr);
     }
     stats_on_free(r);
+    int32_t dev = r->kind == MEM_REC_HOST_PINNED ? -1 : r->device;
     mem_release(r); /* the registry's reference */
+    /* Memory of a lost device is released, but the call reports the sticky
+     * code like every other call on that device (aclmockSetDeviceLost). */
+    aclError lost = mock_device_lost_code(dev);
+    if (lost != ACL_SUCCESS) {
+        return mock_error(fn, lost, "device %d of the memory at %p is lost (the memory was released)", dev, ptr);
+    }
     return ACL_SUCCESS;
 }
 

@@ -481,6 +481,25 @@ static void test_cross_device(void)
     CHECK_OK(aclrtResetDevice(1));
 }
 
+static void test_device_lost(void)
+{
+    void *d0 = NULL, *d3 = NULL;
+    char h[64] = {0};
+    CHECK_OK(aclrtMalloc(&d0, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtSetDevice(3));
+    CHECK_OK(aclrtMalloc(&d3, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtSetDevice(0));
+    CHECK_OK(aclmockSetDeviceLost(3, ACL_ERROR_RT_LOST_HEARTBEAT));
+    CHECK_EQ(aclrtMemcpy(h, 64, d3, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_EQ(aclrtMemset(d3, 64, 0, 64), ACL_ERROR_RT_LOST_HEARTBEAT);
+    CHECK_OK(aclrtMemcpy(d0, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE)); /* device 0 is fine */
+    CHECK_EQ(aclrtFree(d3), ACL_ERROR_RT_LOST_HEARTBEAT);            /* released anyway */
+    CHECK_EQ(aclrtFree(d3), ACL_ERROR_RT_MEMORY_FREE);
+    CHECK_OK(aclmockSetDeviceLost(3, 0));
+    CHECK_OK(aclrtFree(d0));
+    aclrtResetDevice(3);
+}
+
 static void *no_ctx_copy(void *arg)
 {
     (void)arg;
@@ -563,6 +582,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_batch);
     RUN_TEST(test_value_write_wait);
     RUN_TEST(test_cross_device);
+    RUN_TEST(test_device_lost);
     RUN_TEST(test_threads);
     CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_ALLOCATIONS), 0);
     CHECK_OK(aclrtResetDevice(0));
