@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
@@ -278,12 +279,13 @@ def _stop_threads() -> None:
 
 def _after_fork_in_child() -> None:
     # The report threads do not exist in the child; forget them without joining.
+    global _threads_lock, _subscribe_lock
+    _threads_lock = threading.Lock()
+    _subscribe_lock = threading.Lock()
     _threads.clear()
     _pending.clear()
     _default_subs.clear()
 
-
-import os  # noqa: E402
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 runtime.register_release_hook(_stop_threads, runtime.PRIORITY_STREAMS + 10)

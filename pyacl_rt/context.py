@@ -18,6 +18,7 @@ Floor 4: imports :mod:`device`, :mod:`errors`, :mod:`lowlevel`, :mod:`runtime`.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -204,14 +205,13 @@ def _release_contexts() -> None:
 
 
 def _after_fork_in_child() -> None:
-    with _live_lock:
-        ctxs = list(_live)
+    global _live_lock
+    _live_lock = threading.Lock()
+    ctxs = list(_live)
     for ctx in ctxs:
         ctx._finalizer.detach()
         ctx._ref.kill("forked")
 
-
-import os  # noqa: E402
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 runtime.register_release_hook(_release_contexts, runtime.PRIORITY_CONTEXTS)

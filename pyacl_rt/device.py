@@ -216,8 +216,10 @@ class _ThreadState(threading.local):
         self.guards: list[tuple[int, _CtxRef | None]] = []
         #: True while a host callback runs on this thread.
         self.in_callback: bool = False
-        #: lowlevel's per-thread out-parameter arrays.
+        #: lowlevel's per-thread out-parameter arrays, and its int32_t[4] directly
+        #: (one attribute load less on the hot paths).
         self.scratch: Any = _scratch()
+        self.i32: Any = self.scratch.i32
 
 
 _tls: Final = _ThreadState()

@@ -23,6 +23,7 @@ Floor 5: imports floors 1-4 and :mod:`stream`.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import weakref
 from typing import Any, Final
@@ -151,6 +152,8 @@ class Event:
     # --------------------------------------------------------------- helpers
     def _bind(self, stream: Stream) -> None:
         """First record: create the ACL event in ``stream``'s context (or refuse)."""
+        if stream._ctx.device < 0:
+            stream._activate()  # raises the stream's closed / finalized error
         ctx = self._ctx
         if ctx is not None:
             if ctx.device < 0:
@@ -220,13 +223,14 @@ class Event:
         ctx = self._ctx
         if ctx is None:
             return True
-        if _tls.ctx is not ctx:
+        t = _tls
+        if t.ctx is not ctx:
             self._activate()
-        st = _tls.scratch.i32
+        st = t.i32
         rc = _aclrtQueryEventStatus(self._handle, st)
         if rc:
             _check(rc, "aclrtQueryEventStatus")
-        return st[0] == ACL_EVENT_RECORDED_STATUS_COMPLETE  # type: ignore[no-any-return]
+        return st[0] == 1  # type: ignore[no-any-return]  # ACL_EVENT_RECORDED_STATUS_COMPLETE
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for the work captured by the last record. Releases the GIL.
@@ -353,5 +357,11 @@ def _on_context_close(ctx: _CtxRef) -> None:
     _close_all(ctx, _CLOSED)
 
 
+def _after_fork_in_child() -> None:
+    global _live_lock
+    _live_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 _context._close_hooks.insert(0, _on_context_close)
 runtime.register_release_hook(_release_events, runtime.PRIORITY_EVENTS)

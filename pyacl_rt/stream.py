@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -353,13 +354,14 @@ class Stream:
     # ------------------------------------------------------------- queries
     def query(self) -> bool:
         """True if all work submitted to the stream has completed (``aclrtStreamQuery``)."""
-        if _tls.ctx is not self._ctx:
+        t = _tls
+        if t.ctx is not self._ctx:
             self._activate()
-        st = _tls.scratch.i32
+        st = t.i32
         rc = _aclrtStreamQuery(self._handle, st)
         if rc:
             _check(rc, "aclrtStreamQuery")
-        return st[0] == ACL_STREAM_STATUS_COMPLETE  # type: ignore[no-any-return]
+        return st[0] == 0  # type: ignore[no-any-return]  # ACL_STREAM_STATUS_COMPLETE
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait until all work on the stream completed. Releases the GIL.
@@ -473,7 +475,7 @@ class Stream:
         watch.append((marker, objs))
 
     def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
-        st = _tls.scratch.i32
+        st = _tls.i32
         ctx = self._ctx
         while watch:
             marker = watch[0][0]
@@ -580,8 +582,15 @@ def current_stream(device: DeviceLike = None) -> Stream:
 
     The default stream unless :func:`set_stream` / ``with stream(s):`` chose another.
     """
-    index = current_device() if device is None else _index(device)
-    s = _tls.streams.get(index)
+    if device is None:
+        t = _tls
+        index = t.device
+        if index < 0:
+            index = current_device()
+        s = t.streams.get(index)
+    else:
+        index = _index(device)
+        s = _tls.streams.get(index)
     if s is not None:
         return s  # type: ignore[no-any-return]
     return default_stream(index)
@@ -756,6 +765,16 @@ def _on_device_sync(index: int) -> None:
             _release_watch(s._ctx, s._state[0])
 
 
+def _after_fork_in_child() -> None:
+    # A parent thread may have held these at fork time; the child only needs them
+    # not to deadlock while refusing to use the runtime.
+    global _live_lock, _pools_lock
+    _live_lock = threading.Lock()
+    _pools_lock = threading.Lock()
+    _markers._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 _context._close_hooks.append(_on_context_close)
 _device._sync_hooks.append(_on_device_sync)
 runtime.register_release_hook(_release_streams, runtime.PRIORITY_STREAMS)

@@ -266,3 +266,15 @@ def test_elapsed_time_torch_style_usage() -> None:
     assert t0.elapsed_time(t1) >= 0.0
     for x in (t0, t1, side):
         x.close()
+
+
+def test_record_on_closed_stream_names_the_stream() -> None:
+    s = S.Stream(0)
+    e = Event()
+    e.record(s)
+    s2 = S.Stream(0)
+    s2.close()
+    with pytest.raises(D.ObjectClosedError, match="stream is closed"):
+        e.record(s2)
+    e.close()
+    s.close()
