@@ -349,11 +349,13 @@ def _select_uncached(opts: Options) -> LibrarySelection:
 def select_library(path: str | None = None) -> LibrarySelection:
     """Choose the library (cached for the process).
 
-    ``path`` (absolute) overrides the search, like ``PYACL_RT_LIBRARY``.
+    ``path`` (absolute) overrides the search, like ``PYACL_RT_LIBRARY``, and replaces a
+    cached choice (:func:`pyacl_rt.lowlevel.load` refuses to switch once a library is
+    actually loaded).
     """
     global _selection
     with _select_lock:
-        if _selection is not None:
+        if _selection is not None and path is None:
             return _selection
         if path is not None:
             reason = _check_file(path)
