@@ -11,7 +11,8 @@ headers and linked to a mock ``libascendcl.so``; it runs the measurements and pr
 1. ``--lib-dir`` (a directory containing ``libascendcl.so``, e.g. a cmake build dir),
 2. an existing cmake build in ``build/`` or ``mock_libascendcl/build/``,
 3. the library bundled in the Python package (``pyacl_rt/_mock/lib``),
-4. otherwise a fresh Release build of ``mock_libascendcl`` in a temporary directory.
+4. otherwise a fresh build of ``mock_libascendcl`` (RelWithDebInfo, the project default)
+   in a temporary directory.
 
 Measured (device 0, one explicit stream):
 
@@ -155,14 +156,21 @@ int main(int argc, char **argv)
     for (int k = 0; k < K_N; k++) t[k] = malloc(sizeof(double) * (size_t)reps);
     for (int r = 0; r < reps; r++) {
         for (int k = 0; k < K_N; k++) {
-            double t0 = now_us();
+            void *dst = NULL, *src = NULL;
+            aclrtMemcpyKind kind = ACL_MEMCPY_HOST_TO_DEVICE;
             switch (k) {
-            case K_HOST: memcpy(host_b, host_a, size); break;
-            case K_H2D: CHECK(aclrtMemcpy(dev_a, size, pin_a, size, ACL_MEMCPY_HOST_TO_DEVICE)); break;
-            case K_D2H: CHECK(aclrtMemcpy(pin_b, size, dev_a, size, ACL_MEMCPY_DEVICE_TO_HOST)); break;
-            case K_D2D: CHECK(aclrtMemcpy(dev_b, size, dev_a, size, ACL_MEMCPY_DEVICE_TO_DEVICE)); break;
-            case K_H2H: CHECK(aclrtMemcpy(pin_b, size, pin_a, size, ACL_MEMCPY_HOST_TO_HOST)); break;
-            default: CHECK(aclrtMemcpy(dev_b, size, host_a, size, ACL_MEMCPY_HOST_TO_DEVICE)); break;
+            case K_H2D: dst = dev_a; src = pin_a; kind = ACL_MEMCPY_HOST_TO_DEVICE; break;
+            case K_D2H: dst = pin_b; src = dev_a; kind = ACL_MEMCPY_DEVICE_TO_HOST; break;
+            case K_D2D: dst = dev_b; src = dev_a; kind = ACL_MEMCPY_DEVICE_TO_DEVICE; break;
+            case K_H2H: dst = pin_b; src = pin_a; kind = ACL_MEMCPY_HOST_TO_HOST; break;
+            case K_H2D_PAGEABLE: dst = dev_b; src = host_a; kind = ACL_MEMCPY_HOST_TO_DEVICE; break;
+            default: break;
+            }
+            double t0 = now_us();
+            if (k == K_HOST) {
+                memcpy(host_b, host_a, size);
+            } else {
+                CHECK(aclrtMemcpy(dst, size, src, size, kind));
             }
             t[k][r] = now_us() - t0;
         }
@@ -213,13 +221,25 @@ def find_library(lib_dir: str | None, workdir: Path) -> tuple[Path, str]:
     if shutil.which("cmake") is None:
         raise SystemExit("bench_mock: no mock library found and cmake is not installed")
     build = workdir / "build"
-    print(f"bench_mock: building mock_libascendcl (Release) in {build} ...", file=sys.stderr)
+    print(f"bench_mock: building mock_libascendcl in {build} ...", file=sys.stderr)
     subprocess.run(
-        ["cmake", "-S", str(MOCK_SRC), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", "-DMOCK_BUILD_TESTS=OFF"],
+        [
+            "cmake",
+            "-S",
+            str(MOCK_SRC),
+            "-B",
+            str(build),
+            "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+            "-DMOCK_BUILD_TESTS=OFF",
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    subprocess.run(["cmake", "--build", str(build), "-j2", "--target", "ascendcl"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["cmake", "--build", str(build), "-j2", "--target", "ascendcl"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return build, f"fresh build {build}"
 
 
@@ -231,21 +251,41 @@ def compile_driver(workdir: Path, lib: Path) -> Path:
     src.write_text(DRIVER_C)
     exe = workdir / "bench_driver"
     cmd = [
-        cc, "-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror",
-        "-I", str(MOCK_SRC / "include"), str(src), "-o", str(exe),
-        "-L", str(lib), "-lascendcl", f"-Wl,-rpath,{lib}", "-lpthread",
+        cc,
+        "-O2",
+        "-std=c11",
+        "-D_GNU_SOURCE",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-I",
+        str(MOCK_SRC / "include"),
+        str(src),
+        "-o",
+        str(exe),
+        "-L",
+        str(lib),
+        "-lascendcl",
+        f"-Wl,-rpath,{lib}",
+        "-lpthread",
     ]
     subprocess.run(cmd, check=True)
     return exe
 
 
-def run_driver(exe: Path, iters: int, size_mib: int, reps: int, isolation: bool) -> dict[str, float]:
+def run_driver(
+    exe: Path, iters: int, size_mib: int, reps: int, isolation: bool
+) -> dict[str, float]:
     env = dict(os.environ)
     env["ASCEND_MOCK_ISOLATION"] = "1" if isolation else "0"
     env.pop("ASCEND_MOCK_FAULTS", None)
     env.pop("ASCEND_MOCK_DEVICE_LOST", None)
     out = subprocess.run(
-        [str(exe), str(iters), str(size_mib), str(reps)], check=True, capture_output=True, text=True, env=env
+        [str(exe), str(iters), str(size_mib), str(reps)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     ).stdout
     results: dict[str, float] = {}
     for line in out.splitlines():
@@ -285,9 +325,13 @@ def evaluate(r: dict[str, float], size_mib: int) -> tuple[list[dict[str, Any]], 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lib-dir", help="directory containing the mock libascendcl.so to measure")
-    ap.add_argument("--iters", type=int, default=2000, help="latency samples per measurement (default 2000)")
+    ap.add_argument(
+        "--iters", type=int, default=2000, help="latency samples per measurement (default 2000)"
+    )
     ap.add_argument("--size-mib", type=int, default=64, help="memcpy size in MiB (default 64)")
-    ap.add_argument("--reps", type=int, default=9, help="memcpy repetitions, median taken (default 9)")
+    ap.add_argument(
+        "--reps", type=int, default=9, help="memcpy repetitions, median taken (default 9)"
+    )
     ap.add_argument("--isolation", action="store_true", help="run with ASCEND_MOCK_ISOLATION=1")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args(argv)
@@ -302,11 +346,25 @@ def main(argv: list[str] | None = None) -> int:
 
     checks, ok = evaluate(r, args.size_mib)
     if args.json:
-        print(json.dumps({"library": str(lib), "origin": origin, "isolation": args.isolation,
-                          "results": r, "checks": checks, "ok": ok}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "library": str(lib),
+                    "origin": origin,
+                    "isolation": args.isolation,
+                    "results": r,
+                    "checks": checks,
+                    "ok": ok,
+                },
+                indent=2,
+            )
+        )
         return 0 if ok else 1
 
-    print(f"library: {lib / 'libascendcl.so'} ({origin}); isolation {'on' if args.isolation else 'off'}")
+    print(
+        f"library: {lib / 'libascendcl.so'} ({origin}); "
+        f"isolation {'on' if args.isolation else 'off'}"
+    )
     print(f"cpu count: {os.cpu_count()}")
     print()
     print("latency (us)                 median      p90      min")
@@ -315,7 +373,10 @@ def main(argv: list[str] | None = None) -> int:
         ("memset64_roundtrip", "memset 64 B + sync stream"),
         ("event_roundtrip", "record + sync event"),
     ):
-        print(f"  {label:<26} {r[key + '_median_us']:8.2f} {r[key + '_p90_us']:8.2f} {r[key + '_min_us']:8.2f}")
+        print(
+            f"  {label:<26} {r[key + '_median_us']:8.2f} "
+            f"{r[key + '_p90_us']:8.2f} {r[key + '_min_us']:8.2f}"
+        )
     print()
     host = r["host_memcpy_gbps"]
     print(f"bandwidth @ {args.size_mib} MiB          GB/s   x host")
@@ -331,7 +392,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:<26} {g:8.2f}   {g / host if host else 0:5.2f}")
     print()
     for c in checks:
-        print(f"  [{'PASS' if c['ok'] else 'FAIL'}] {c['name']}: {c['value']:.2f} {c['unit']} (target {c['target']})")
+        print(
+            f"  [{'PASS' if c['ok'] else 'FAIL'}] {c['name']}: "
+            f"{c['value']:.2f} {c['unit']} (target {c['target']})"
+        )
     print(f"overall: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
