@@ -889,8 +889,11 @@ static void host_rec_dtor(mem_rec *r)
 
 static aclError host_alloc(const char *fn, void **out, uint64_t size)
 {
-    if (size > SIZE_MAX - 64) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %llu is too large", (unsigned long long)size);
+    /* Beyond 1 TiB no host could pin it (and sanitizer allocators abort on
+     * such requests instead of failing): refuse up front. */
+    if (size > ((uint64_t)1 << 40)) {
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %llu is too large for host memory",
+                          (unsigned long long)size);
     }
     void *p = NULL;
     if (posix_memalign(&p, 64, round_up((size_t)size, 64)) != 0 || p == NULL) {

@@ -95,6 +95,13 @@ static void test_bad_args(void)
     CHECK_EQ(aclrtFree(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtFreeHost(NULL), ACL_ERROR_INVALID_PARAM);
 
+    /* absurd sizes fail cleanly */
+    CHECK_EQ(aclrtMalloc(&p, SIZE_MAX, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    CHECK_EQ(aclrtMallocAlign32(&p, SIZE_MAX - 10, ACL_MEM_MALLOC_HUGE1G_ONLY), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    CHECK_EQ(aclrtMallocHost(&p, SIZE_MAX), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    CHECK_EQ(aclrtMallocHostWithCfg(&p, UINT64_MAX / 2, NULL), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    CHECK_EQ(aclrtMemAllocManaged(&p, UINT64_MAX, ACL_RT_MEM_ATTACH_GLOBAL), ACL_ERROR_RT_MEMORY_ALLOCATION);
+
     /* double free, interior pointer, foreign pointer, wrong free function */
     CHECK_OK(aclrtMalloc(&p, 256, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK_EQ(aclrtFree((char *)p + 64), ACL_ERROR_RT_MEMORY_FREE);
