@@ -180,6 +180,9 @@ static void test_block_and_no_block(void)
     CHECK_EQ(rec.order[0], 0);
     CHECK_EQ(rec.order[1], 1);
 
+    /* the wrong thread: the main thread is not the subscribed one */
+    CHECK_EQ(aclrtProcessReport(5), ACL_ERROR_RT_THREAD_SUBSCRIBE);
+
     /* BLOCK callbacks run on the subscribed thread */
     CHECK_OK(aclrtLaunchCallback(record_cb, &items[2], ACL_CALLBACK_BLOCK, s));
     CHECK_OK(aclrtSynchronizeStream(s));

@@ -300,7 +300,8 @@ static void test_attributes(void)
     aclrtStream s2;
     CHECK_OK(aclrtCreateStreamWithConfig(&s2, 1000, 0));
     CHECK_OK(aclrtStreamGetPriority(s2, &prio));
-    CHECK_EQ(prio, 7); /* clamped to the least priority */
+    CHECK_EQ(prio, (uint32_t)least); /* clamped to the least priority */
+    CHECK_LE(greatest, least);
     CHECK_EQ(aclrtCreateStreamWithConfig(NULL, 0, 0), ACL_ERROR_INVALID_PARAM);
 
     int32_t id1 = -1, id2 = -1;
