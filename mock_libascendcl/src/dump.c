@@ -870,7 +870,12 @@ const char *aclmockDumpGetPath(int32_t dumpType)
         default: break;
         }
         if (on && g_dump.path[0] != '\0') {
-            memcpy(g_path_out, g_dump.path, sizeof g_path_out);
+            /* g_path_out changes only when the configured path changes, so
+             * concurrent callers holding the returned pointer in steady state
+             * never see it rewritten */
+            if (strcmp(g_path_out, g_dump.path) != 0) {
+                memcpy(g_path_out, g_dump.path, sizeof g_path_out);
+            }
             res = g_path_out;
         }
     }

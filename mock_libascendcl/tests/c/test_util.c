@@ -3,6 +3,7 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -222,6 +223,37 @@ static void test_many_buffers(void)
     CHECK_EQ(bad, 0);
 }
 
+/* Concurrent create/update/read/destroy from several threads (run under TSAN too). */
+static void *buffer_churn(void *arg)
+{
+    uintptr_t bad = 0;
+    char *base = (char *)arg;
+    for (int i = 0; i < 2000; i++) {
+        aclDataBuffer *b = aclCreateDataBuffer(base + (i % 16), (size_t)i);
+        if (b == NULL) {
+            bad++;
+            continue;
+        }
+        if (aclGetDataBufferSizeV2(b) != (size_t)i) bad++;
+        if (aclUpdateDataBuffer(b, base, 7) != ACL_SUCCESS) bad++;
+        if (aclGetDataBufferAddr(b) != base) bad++;
+        if (aclDestroyDataBuffer(b) != ACL_SUCCESS) bad++;
+    }
+    return (void *)bad;
+}
+
+static void test_buffers_threads(void)
+{
+    static char areas[4][16];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_create(&t[i], NULL, buffer_churn, areas[i]), 0);
+    for (int i = 0; i < 4; i++) {
+        void *r = NULL;
+        pthread_join(t[i], &r);
+        CHECK(r == NULL);
+    }
+}
+
 static void test_fault_injection(void)
 {
     CHECK_OK(aclmockInjectFault("aclCreateDataBuffer", 1, ACL_ERROR_BAD_ALLOC));
@@ -243,6 +275,7 @@ int main(void)
     RUN_TEST(test_data_buffer);
     RUN_TEST(test_data_buffer_errors);
     RUN_TEST(test_many_buffers);
+    RUN_TEST(test_buffers_threads);
     RUN_TEST(test_fault_injection);
     return TEST_REPORT();
 }
