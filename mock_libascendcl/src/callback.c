@@ -479,7 +479,6 @@ aclError aclrtProcessHostFunc(int32_t timeout)
 typedef struct hostfunc_arg {
     aclrtHostFunc fn;
     void *args;
-    report *r; /* used when a host-func thread is subscribed */
 } hostfunc_arg;
 
 static aclError hostfunc_task(void *p)
@@ -490,19 +489,26 @@ static aclError hostfunc_task(void *p)
     bool subscribed = find_bind(KIND_HOSTFUNC, s) != NULL;
     pthread_mutex_unlock(&g_cb_mu);
     if (subscribed) {
-        return deliver(KIND_HOSTFUNC, a->r, s);
+        /* Hand it to the subscribed thread (aclrtProcessHostFunc). The report
+         * is allocated only here, so launches on unsubscribed streams (the
+         * common case) cost one small allocation. */
+        report *r = calloc(1, sizeof(*r));
+        if (r != NULL) {
+            r->fn = a->fn; /* aclrtHostFunc and aclrtCallback: void (*)(void *) */
+            r->user = a->args;
+            r->block = true; /* a host func blocks its stream until it returns */
+            r->refs = 1;
+            r->stream = s;
+            mock_cond_init(&r->done_cv);
+            aclError rc = deliver(KIND_HOSTFUNC, r, s);
+            pthread_mutex_lock(&g_cb_mu);
+            report_put_locked(r);
+            pthread_mutex_unlock(&g_cb_mu);
+            return rc;
+        }
     }
     a->fn(a->args); /* on the runtime-owned worker; blocks the stream */
     return ACL_SUCCESS;
-}
-
-static void hostfunc_free(void *p)
-{
-    hostfunc_arg *a = p;
-    pthread_mutex_lock(&g_cb_mu);
-    report_put_locked(a->r);
-    pthread_mutex_unlock(&g_cb_mu);
-    free(a);
 }
 
 aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
@@ -518,23 +524,13 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
         return rc;
     }
     hostfunc_arg *a = malloc(sizeof(*a));
-    report *r = calloc(1, sizeof(*r));
-    if (a == NULL || r == NULL) {
-        free(a);
-        free(r);
+    if (a == NULL) {
         mock_stream_put(s);
         return mock_error(f, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
     }
-    r->fn = fn; /* aclrtHostFunc and aclrtCallback are both void (*)(void *) */
-    r->user = args;
-    r->block = true; /* a host func blocks its stream until it returns */
-    r->refs = 1;
-    r->stream = s;
-    mock_cond_init(&r->done_cv);
     a->fn = fn;
     a->args = args;
-    a->r = r;
-    rc = mock_stream_enqueue(s, hostfunc_task, a, hostfunc_free);
+    rc = mock_stream_enqueue(s, hostfunc_task, a, free);
     mock_stream_put(s);
     if (rc != ACL_SUCCESS) {
         return mock_error(f, rc, "the stream refused the host func task (error %d)", rc);
