@@ -222,7 +222,7 @@ static void parse_faults(const char *s)
             }
             if (ok && g_fault_count < CORE_MAX_FAULTS) {
                 core_fault_spec *f = &g_faults[g_fault_count++];
-                snprintf(f->func, sizeof f->func, "%s", item);
+                snprintf(f->func, sizeof f->func, "%.*s", (int)(sizeof f->func - 1), item);
                 f->nth = (uint32_t)nth;
                 f->code = code;
             } else {

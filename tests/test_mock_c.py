@@ -1,0 +1,241 @@
+"""Builds mock_libascendcl with CMake and runs its C test programs.
+
+Three configurations: ``plain``, ``asan`` (AddressSanitizer + UBSan) and ``tsan``
+(ThreadSanitizer). Each is configured and built once per session (incrementally: the
+build trees live in a per-checkout temporary directory, or under
+``$PYACL_RT_MOCK_C_BUILD_DIR`` when set), then every test executable that CMake
+registers (``tests/c/test_*.c``, ``tests/abi/*.c|*.cpp``, ``tests/programs/*.c|*.cpp``)
+is one pytest test per configuration. The exported symbols of the plain build are
+compared with ``mock_libascendcl/abi/exports_<lib>.txt``.
+
+Selection: the sanitizer runs carry the ``asan`` / ``tsan`` marks and their ids contain
+the configuration name, e.g. ``pytest tests/test_mock_c.py -k "plain"`` or
+``-m "not asan and not tsan"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+MOCK = REPO / "mock_libascendcl"
+JOBS = "2"
+RUN_TIMEOUT = 180
+BUILD_TIMEOUT = 900
+
+CONFIGS: dict[str, dict[str, str]] = {
+    "plain": {"MOCK_SANITIZE": "", "CMAKE_BUILD_TYPE": "RelWithDebInfo"},
+    # -O1 keeps the sanitizer builds quick to compile and still fast enough to run
+    "asan": {"MOCK_SANITIZE": "asan", "CMAKE_BUILD_TYPE": "Debug", "CMAKE_C_FLAGS": "-O1",
+             "CMAKE_CXX_FLAGS": "-O1"},
+    "tsan": {"MOCK_SANITIZE": "tsan", "CMAKE_BUILD_TYPE": "Debug", "CMAKE_C_FLAGS": "-O1",
+             "CMAKE_CXX_FLAGS": "-O1"},
+}
+
+SANITIZER_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+    "TSAN_OPTIONS": "halt_on_error=1:second_deadlock_stack=1",
+}
+
+
+def _test_programs() -> list[str]:
+    """The ctest names (group/name) CMakeLists.txt derives from the source files."""
+    names: list[str] = []
+    for group, patterns in (
+        ("c", ("test_*.c",)),
+        ("abi", ("*.c", "*.cpp")),
+        ("programs", ("*.c", "*.cpp")),
+    ):
+        for pattern in patterns:
+            for src in sorted((MOCK / "tests" / group).glob(pattern)):
+                stem = src.stem + ("_cpp" if src.suffix == ".cpp" else "")
+                names.append(f"{group}/{stem}")
+    return sorted(set(names))
+
+
+def _build_root() -> Path:
+    override = os.environ.get("PYACL_RT_MOCK_C_BUILD_DIR")
+    if override:
+        return Path(override)
+    tag = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"pyacl_rt_mock_c_{tag}"
+
+
+def _clean_env() -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ASCEND_", "PYACL_RT_", "ASAN_", "TSAN_", "UBSAN_"))
+        and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")
+    }
+    env.update(SANITIZER_ENV)
+    return env
+
+
+class _Builds:
+    """Builds each configuration at most once per session (thread-safe, lazy)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.lock = threading.Lock()
+        self.results: dict[str, tuple[bool, Path, str]] = {}
+
+    def get(self, config: str) -> Path:
+        with self.lock:
+            if config not in self.results:
+                self.results[config] = self._build(config)
+        ok, path, log = self.results[config]
+        if not ok:
+            pytest.fail(f"building the mock ({config}) failed:\n{log[-6000:]}", pytrace=False)
+        return path
+
+    def _build(self, config: str) -> tuple[bool, Path, str]:
+        if shutil.which("cmake") is None:
+            pytest.skip("cmake is not installed")
+        build = self.root / config
+        build.mkdir(parents=True, exist_ok=True)
+        defs = [f"-D{k}={v}" for k, v in CONFIGS[config].items()]
+        steps = [
+            ["cmake", "-S", str(MOCK), "-B", str(build), "-DMOCK_BUILD_TESTS=ON", *defs],
+            ["cmake", "--build", str(build), "-j", JOBS],
+        ]
+        log = ""
+        for cmd in steps:
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT, env=_clean_env()
+            )
+            log += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+            if proc.returncode != 0:
+                return False, build, log
+        return True, build, log
+
+
+@pytest.fixture(scope="session")
+def mock_builds() -> _Builds:
+    return _Builds(_build_root())
+
+
+def _params() -> list[object]:
+    params: list[object] = []
+    for config in CONFIGS:
+        marks = [getattr(pytest.mark, config)] if config != "plain" else []
+        for name in _test_programs():
+            params.append(pytest.param(config, name, id=f"{config}-{name}", marks=marks))
+    return params
+
+
+@pytest.mark.parametrize(("config", "program"), _params())
+def test_c_program(mock_builds: _Builds, config: str, program: str) -> None:
+    build = mock_builds.get(config)
+    group, name = program.split("/", 1)
+    exe = build / "tests" / group / name
+    assert exe.exists(), f"{exe} was not built (is it registered in CMakeLists.txt?)"
+    proc = subprocess.run(
+        [str(exe)],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        env=_clean_env(),
+        cwd=build,
+    )
+    output = f"--- stdout\n{proc.stdout[-8000:]}\n--- stderr\n{proc.stderr[-8000:]}"
+    assert proc.returncode == 0, f"{program} ({config}) exited with {proc.returncode}\n{output}"
+    assert "ERROR: AddressSanitizer" not in proc.stderr, output
+    assert "WARNING: ThreadSanitizer" not in proc.stderr, output
+    assert "runtime error:" not in proc.stderr, output  # UBSan
+    summary = re.search(r"(\d+) passed, (\d+) failed", proc.stdout)
+    if summary is not None:  # programs using tests/c/mock_test.h
+        assert summary.group(2) == "0", output
+        assert int(summary.group(1)) > 0, output
+
+
+def _exported(lib: Path) -> set[str]:
+    proc = subprocess.run(
+        ["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True
+    )
+    names: set[str] = set()
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] not in ("A",):  # "A": version nodes
+            names.add(parts[2].split("@", 1)[0])
+    return names
+
+
+@pytest.mark.parametrize("lib", ["libascendcl", "libmsprofiler", "libascend_dump"])
+def test_exported_symbols(mock_builds: _Builds, lib: str) -> None:
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) is not installed")
+    build = mock_builds.get("plain")
+    expected_file = MOCK / "abi" / f"exports_{lib}.txt"
+    expected = {
+        line.strip()
+        for line in expected_file.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    exported = _exported(build / f"{lib}.so")
+    extra = sorted(n for n in exported - expected if not n.startswith("aclmock"))
+    missing = sorted(expected - exported)
+    assert not missing, f"{lib}.so does not export: {missing}"
+    assert not extra, f"{lib}.so exports names that are not in {expected_file.name}: {extra}"
+    if lib == "libascendcl":
+        assert "aclmockGetStat" in exported
+        assert "aclmockInjectFault" in exported
+
+
+def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
+    """`cmake --install` + find_package(mock_libascendcl) from a consumer project."""
+    build = mock_builds.get("plain")
+    prefix = tmp_path / "prefix"
+    env = _clean_env()
+    proc = subprocess.run(
+        ["cmake", "--install", str(build), "--prefix", str(prefix)],
+        capture_output=True, text=True, env=env, timeout=BUILD_TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (prefix / "include" / "acl" / "acl.h").exists()
+    assert (prefix / "include" / "acl" / "acl_mock.h").exists()
+    libdirs = [d for d in (prefix / "lib", prefix / "lib64") if (d / "libascendcl.so").exists()]
+    assert libdirs, "libascendcl.so was not installed"
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\n"
+        "project(consumer C)\n"
+        "find_package(mock_libascendcl REQUIRED)\n"
+        "add_executable(consumer main.c)\n"
+        "target_link_libraries(consumer PRIVATE mock_libascendcl::ascendcl)\n"
+    )
+    (app / "main.c").write_text(
+        "#include <stdio.h>\n#include \"acl/acl.h\"\n#include \"acl/acl_mock.h\"\n"
+        "int main(void) {\n"
+        "  uint32_t n = 0; int32_t d = -1;\n"
+        "  if (aclInit(NULL) != ACL_SUCCESS) return 1;\n"
+        "  if (aclrtGetDeviceCount(&n) != ACL_SUCCESS || n != 8) return 2;\n"
+        "  if (aclrtSetDevice(1) != ACL_SUCCESS || aclrtGetDevice(&d) != 0 || d != 1) return 3;\n"
+        "  if (aclmockGetStat(1, ACLMOCK_STAT_CONTEXTS) != 1) return 4;\n"
+        "  if (aclrtResetDevice(1) != ACL_SUCCESS || aclFinalize() != ACL_SUCCESS) return 5;\n"
+        "  puts(\"consumer ok\");\n  return 0;\n}\n"
+    )
+    steps = [
+        ["cmake", "-S", str(app), "-B", str(app / "build"), f"-DCMAKE_PREFIX_PATH={prefix}"],
+        ["cmake", "--build", str(app / "build")],
+    ]
+    for cmd in steps:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=BUILD_TIMEOUT)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.run(
+        [str(app / "build" / "consumer")], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "consumer ok" in proc.stdout
