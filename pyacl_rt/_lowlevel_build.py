@@ -99,6 +99,7 @@ def build_sources() -> tuple[str, str, int]:
         "uintptr_t pyacl_lowlevel_dlsym(int lib, const char *name);",
         "uintptr_t pyacl_lowlevel_handle(int lib);",
         "const char *pyacl_lowlevel_lib_error(int lib);",
+        "uintptr_t pyacl_lowlevel_table(void);",
     ]
     wrappers: list[str] = []
     names: list[str] = []
@@ -233,6 +234,10 @@ static uintptr_t pyacl_lowlevel_dlsym(int lib, const char *name) {{
 static uintptr_t pyacl_lowlevel_handle(int lib) {{
     return (lib >= 0 && lib < PYACL_NLIB) ? (uintptr_t)pyacl_handles[lib] : 0;
 }}
+/* Address of the dispatch table (void *[PYACL_NFUNC], index = BINDING_FUNCTIONS order):
+ * the hook for hand-written fast paths that want to jump through the same resolved
+ * pointers. Entries never change after a successful load. */
+static uintptr_t pyacl_lowlevel_table(void) {{ return (uintptr_t)pyacl_table; }}
 static const char *pyacl_lowlevel_lib_error(int lib) {{
     return (lib >= 0 && lib < PYACL_NLIB) ? pyacl_lib_errors[lib] : "";
 }}

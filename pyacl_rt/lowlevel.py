@@ -65,6 +65,7 @@ __all__ = [
     "MISSING_SYMBOL",
     "Scratch",
     "check",
+    "dispatch_table",
     "ffi",
     "function_names",
     "is_loaded",
@@ -208,6 +209,17 @@ def library_handle(index: int = 0) -> int:
     """The ``dlopen`` handle of :data:`LIBRARIES` ``[index]`` (0 if not loaded)."""
     load()
     return int(_lib.pyacl_lowlevel_handle(index))
+
+
+def dispatch_table() -> tuple[int, dict[str, int]]:
+    """``(address, {name: index})`` of the C dispatch table (``void *[N]``).
+
+    Hook for hand-written fast paths (a C extension or cffi ABI code) that want to call
+    through exactly the pointers this module resolved; a NULL entry is a missing symbol.
+    Valid for the life of the process once loaded.
+    """
+    load()
+    return int(_lib.pyacl_lowlevel_table()), dict(_INDEX)
 
 
 # -------------------------------------------------------------------- errors

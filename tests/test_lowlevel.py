@@ -419,3 +419,17 @@ def test_mock_control_refuses_real_library(
     )
     proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="real", PYACL_RT_LIBRARY=lib))
     assert proc.returncode == 0 and "REFUSED" in proc.stdout and "not the mock" in proc.stdout
+
+
+def test_dispatch_table_hook(mock_loaded: Any) -> None:
+    ll = mock_loaded
+    addr, index = ll.dispatch_table()
+    table = ll.ffi.cast("void **", addr)
+    i = index["aclrtGetDevice"]
+    fn = ll.ffi.cast("int (*)(int32_t *)", table[i])
+    assert ll.aclrtSetDevice(0) == 0
+    try:
+        s = ll.scratch()
+        assert fn(s.i32) == 0 and s.i32[0] == 0
+    finally:
+        assert ll.aclrtResetDevice(0) == 0
