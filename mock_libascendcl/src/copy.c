@@ -89,6 +89,10 @@ static aclError classify(const char *fn, const char *what, const void *p, size_t
                               "allocation (freed, unmapped or out of bounds)",
                               what, p, len);
         }
+        if (!mem_host_mapped(p, len)) {
+            return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                              "argument '%s' (%p, %zu bytes) is not mapped memory of this process", what, p, len);
+        }
         out->host = true;
         return ACL_SUCCESS;
     }

@@ -71,6 +71,8 @@ MOCK_HIDDEN void mem_release(mem_rec *rec);
  * inside a live record (freed device memory, an unmapped VMM reservation):
  * such an access would fault, so it is refused. */
 MOCK_HIDDEN bool mem_in_dead_space(const void *ptr, size_t len);
+/* True when [ptr, ptr+len) is mapped in this process (plain host memory). */
+MOCK_HIDDEN bool mem_host_mapped(const void *ptr, size_t len);
 /* Isolation bracket on a known record (no-op when isolation is off). */
 MOCK_HIDDEN void mem_rec_access_begin(mem_rec *rec);
 MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec);

@@ -443,6 +443,21 @@ MOCK_HIDDEN bool mem_in_dead_space(const void *ptr, size_t len)
     return mem_vmm_in_reservation(ptr, len);
 }
 
+/* Plain host memory is not in the registry: make sure at least that the
+ * range is mapped, so that a garbage pointer gives an error instead of a
+ * crash (msync(MS_ASYNC) fails with ENOMEM on unmapped pages and has no
+ * effect otherwise). Permissions are not checked. */
+MOCK_HIDDEN bool mem_host_mapped(const void *ptr, size_t len)
+{
+    uintptr_t page = (uintptr_t)mem_page_size();
+    uintptr_t start = (uintptr_t)ptr & ~(page - 1);
+    uintptr_t end = (uintptr_t)ptr + (len ? len : 1);
+    if (end < (uintptr_t)ptr) {
+        return false;
+    }
+    return msync((void *)start, end - start, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
 /* ------------------------------------------------------------- isolation */
 
 static int rec_prot(const mem_rec *r)
@@ -1200,6 +1215,10 @@ static aclError host_register(const char *fn, void *ptr, uint64_t size, uint32_t
     if (mem_in_dead_space(ptr, (size_t)size)) {
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range at %p is device address space, not host memory",
                           ptr);
+    }
+    if (!mem_host_mapped(ptr, (size_t)size)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %llu bytes at %p is not mapped memory",
+                          (unsigned long long)size, ptr);
     }
     mem_rec *r = mem_rec_new(MEM_REC_HOST_REG, (uintptr_t)ptr, (size_t)size, -1);
     if (r == NULL) {

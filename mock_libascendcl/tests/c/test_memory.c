@@ -312,6 +312,7 @@ static void test_host_register(void)
     CHECK_OK(aclrtHostUnregister(buf));
     CHECK_EQ(aclrtHostUnregister(buf), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED);
     CHECK_EQ(aclrtHostGetDevicePointer(buf, &dp, 0), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    CHECK_EQ(aclrtHostRegisterV2((void *)(uintptr_t)0x10000, 4096, ACL_HOST_REG_MAPPED), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_OK(aclrtHostRegisterV2(buf, n, ACL_HOST_REG_PINNED));
     CHECK_EQ(aclrtHostGetDevicePointer(buf, &dp, 0), ACL_ERROR_RT_PARAM_INVALID); /* not MAPPED */
     CHECK_OK(aclrtHostUnregister(buf));
