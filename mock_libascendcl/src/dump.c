@@ -23,483 +23,55 @@
 #include <unistd.h>
 
 #include "misc_internal.h"
+#include "mock_json.h"
 
 #define DUMP_MAX_FILE_SIZE (10u * 1024u * 1024u)
-#define DUMP_MAX_DEPTH 128
 #define DUMP_PATH_MAX 4096
-
-/* ================================================================== JSON */
-
-typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
-
-typedef struct jnode {
-    jtype t;
-    char *key;          /* member name when the parent is an object */
-    char *str;          /* J_STR value */
-    bool b;             /* J_BOOL value */
-    struct jnode *kids; /* J_ARR / J_OBJ children, in order */
-    struct jnode *next;
-} jnode;
-
-typedef struct jparser {
-    const char *s;
-    size_t n, i;
-    int depth;
-    char err[256];
-} jparser;
-
-static void jfree(jnode *n)
-{
-    while (n != NULL) {
-        jnode *next = n->next;
-        jfree(n->kids);
-        free(n->key);
-        free(n->str);
-        free(n);
-        n = next;
-    }
-}
-
-static void jerr(jparser *p, const char *what)
-{
-    if (p->err[0] != '\0') {
-        return;
-    }
-    size_t line = 1, col = 1;
-    for (size_t k = 0; k < p->i && k < p->n; k++) {
-        if (p->s[k] == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
-    snprintf(p->err, sizeof p->err, "line %zu column %zu: %s", line, col, what);
-}
-
-static void jws(jparser *p)
-{
-    while (p->i < p->n) {
-        char c = p->s[p->i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-            p->i++;
-        } else {
-            break;
-        }
-    }
-}
-
-static int jhex(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static bool jhex4(jparser *p, uint32_t *out)
-{
-    if (p->i + 4 > p->n) {
-        jerr(p, "truncated \\u escape");
-        return false;
-    }
-    uint32_t v = 0;
-    for (int k = 0; k < 4; k++) {
-        int h = jhex(p->s[p->i + (size_t)k]);
-        if (h < 0) {
-            jerr(p, "invalid hex digit in \\u escape");
-            return false;
-        }
-        v = (v << 4) | (uint32_t)h;
-    }
-    p->i += 4;
-    *out = v;
-    return true;
-}
-
-/* Parses a string starting at '"'; returns a malloc'd UTF-8 copy. */
-static char *jstring(jparser *p)
-{
-    p->i++; /* opening quote */
-    size_t cap = 16, len = 0;
-    char *out = (char *)malloc(cap);
-    if (out == NULL) {
-        jerr(p, "out of memory");
-        return NULL;
-    }
-    for (;;) {
-        if (p->i >= p->n) {
-            jerr(p, "unterminated string");
-            free(out);
-            return NULL;
-        }
-        unsigned char c = (unsigned char)p->s[p->i];
-        char buf[4];
-        size_t blen = 0;
-        if (c == '"') {
-            p->i++;
-            break;
-        }
-        if (c < 0x20) {
-            jerr(p, "control character in string");
-            free(out);
-            return NULL;
-        }
-        if (c == '\\') {
-            p->i++;
-            if (p->i >= p->n) {
-                jerr(p, "unterminated escape");
-                free(out);
-                return NULL;
-            }
-            char e = p->s[p->i++];
-            uint32_t cp = 0;
-            switch (e) {
-            case '"': buf[0] = '"'; blen = 1; break;
-            case '\\': buf[0] = '\\'; blen = 1; break;
-            case '/': buf[0] = '/'; blen = 1; break;
-            case 'b': buf[0] = '\b'; blen = 1; break;
-            case 'f': buf[0] = '\f'; blen = 1; break;
-            case 'n': buf[0] = '\n'; blen = 1; break;
-            case 'r': buf[0] = '\r'; blen = 1; break;
-            case 't': buf[0] = '\t'; blen = 1; break;
-            case 'u':
-                if (!jhex4(p, &cp)) {
-                    free(out);
-                    return NULL;
-                }
-                if (cp >= 0xd800 && cp <= 0xdbff) {
-                    uint32_t lo = 0;
-                    if (p->i + 2 > p->n || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u') {
-                        jerr(p, "unpaired UTF-16 surrogate in \\u escape");
-                        free(out);
-                        return NULL;
-                    }
-                    p->i += 2;
-                    if (!jhex4(p, &lo)) {
-                        free(out);
-                        return NULL;
-                    }
-                    if (lo < 0xdc00 || lo > 0xdfff) {
-                        jerr(p, "invalid UTF-16 low surrogate in \\u escape");
-                        free(out);
-                        return NULL;
-                    }
-                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-                    jerr(p, "unpaired UTF-16 surrogate in \\u escape");
-                    free(out);
-                    return NULL;
-                }
-                if (cp < 0x80) {
-                    buf[0] = (char)cp;
-                    blen = 1;
-                } else if (cp < 0x800) {
-                    buf[0] = (char)(0xc0 | (cp >> 6));
-                    buf[1] = (char)(0x80 | (cp & 0x3f));
-                    blen = 2;
-                } else if (cp < 0x10000) {
-                    buf[0] = (char)(0xe0 | (cp >> 12));
-                    buf[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                    buf[2] = (char)(0x80 | (cp & 0x3f));
-                    blen = 3;
-                } else {
-                    buf[0] = (char)(0xf0 | (cp >> 18));
-                    buf[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-                    buf[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                    buf[3] = (char)(0x80 | (cp & 0x3f));
-                    blen = 4;
-                }
-                break;
-            default:
-                p->i--;
-                jerr(p, "invalid escape sequence in string");
-                free(out);
-                return NULL;
-            }
-        } else {
-            buf[0] = (char)c;
-            blen = 1;
-            p->i++;
-        }
-        if (len + blen + 1 > cap) {
-            while (len + blen + 1 > cap) {
-                cap *= 2;
-            }
-            char *grown = (char *)realloc(out, cap);
-            if (grown == NULL) {
-                jerr(p, "out of memory");
-                free(out);
-                return NULL;
-            }
-            out = grown;
-        }
-        memcpy(out + len, buf, blen);
-        len += blen;
-    }
-    out[len] = '\0';
-    return out;
-}
-
-static bool jnumber(jparser *p)
-{
-    size_t i = p->i;
-    if (i < p->n && p->s[i] == '-') i++;
-    if (i >= p->n) goto bad;
-    if (p->s[i] == '0') {
-        i++;
-    } else if (p->s[i] >= '1' && p->s[i] <= '9') {
-        while (i < p->n && p->s[i] >= '0' && p->s[i] <= '9') i++;
-    } else {
-        goto bad;
-    }
-    if (i < p->n && p->s[i] == '.') {
-        i++;
-        if (i >= p->n || p->s[i] < '0' || p->s[i] > '9') goto bad;
-        while (i < p->n && p->s[i] >= '0' && p->s[i] <= '9') i++;
-    }
-    if (i < p->n && (p->s[i] == 'e' || p->s[i] == 'E')) {
-        i++;
-        if (i < p->n && (p->s[i] == '+' || p->s[i] == '-')) i++;
-        if (i >= p->n || p->s[i] < '0' || p->s[i] > '9') goto bad;
-        while (i < p->n && p->s[i] >= '0' && p->s[i] <= '9') i++;
-    }
-    p->i = i;
-    return true;
-bad:
-    p->i = i;
-    jerr(p, "invalid number");
-    return false;
-}
-
-static jnode *jvalue(jparser *p);
-
-static jnode *jnew(jparser *p, jtype t)
-{
-    jnode *n = (jnode *)calloc(1, sizeof *n);
-    if (n == NULL) {
-        jerr(p, "out of memory");
-        return NULL;
-    }
-    n->t = t;
-    return n;
-}
-
-static bool jliteral(jparser *p, const char *lit)
-{
-    size_t l = strlen(lit);
-    if (p->n - p->i >= l && memcmp(p->s + p->i, lit, l) == 0) {
-        p->i += l;
-        return true;
-    }
-    jerr(p, "invalid literal (expected a JSON value)");
-    return false;
-}
-
-static jnode *jcontainer(jparser *p, bool is_obj)
-{
-    if (++p->depth > DUMP_MAX_DEPTH) {
-        jerr(p, "nesting too deep");
-        return NULL;
-    }
-    jnode *n = jnew(p, is_obj ? J_OBJ : J_ARR);
-    if (n == NULL) {
-        return NULL;
-    }
-    jnode **tail = &n->kids;
-    char close = is_obj ? '}' : ']';
-    p->i++; /* '{' or '[' */
-    jws(p);
-    if (p->i < p->n && p->s[p->i] == close) {
-        p->i++;
-        p->depth--;
-        return n;
-    }
-    for (;;) {
-        char *key = NULL;
-        jws(p);
-        if (is_obj) {
-            if (p->i >= p->n || p->s[p->i] != '"') {
-                jerr(p, "expected a string key");
-                goto fail;
-            }
-            key = jstring(p);
-            if (key == NULL) {
-                goto fail;
-            }
-            jws(p);
-            if (p->i >= p->n || p->s[p->i] != ':') {
-                free(key);
-                jerr(p, "expected ':' after key");
-                goto fail;
-            }
-            p->i++;
-        }
-        jnode *v = jvalue(p);
-        if (v == NULL) {
-            free(key);
-            goto fail;
-        }
-        v->key = key;
-        *tail = v;
-        tail = &v->next;
-        jws(p);
-        if (p->i < p->n && p->s[p->i] == ',') {
-            p->i++;
-            continue;
-        }
-        if (p->i < p->n && p->s[p->i] == close) {
-            p->i++;
-            break;
-        }
-        jerr(p, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
-        goto fail;
-    }
-    p->depth--;
-    return n;
-fail:
-    jfree(n);
-    return NULL;
-}
-
-static jnode *jvalue(jparser *p)
-{
-    jws(p);
-    if (p->i >= p->n) {
-        jerr(p, "unexpected end of file (expected a JSON value)");
-        return NULL;
-    }
-    char c = p->s[p->i];
-    jnode *n;
-    switch (c) {
-    case '{':
-        return jcontainer(p, true);
-    case '[':
-        return jcontainer(p, false);
-    case '"': {
-        char *s = jstring(p);
-        if (s == NULL) {
-            return NULL;
-        }
-        n = jnew(p, J_STR);
-        if (n == NULL) {
-            free(s);
-            return NULL;
-        }
-        n->str = s;
-        return n;
-    }
-    case 't':
-    case 'f':
-        if (!jliteral(p, c == 't' ? "true" : "false")) {
-            return NULL;
-        }
-        n = jnew(p, J_BOOL);
-        if (n != NULL) {
-            n->b = (c == 't');
-        }
-        return n;
-    case 'n':
-        if (!jliteral(p, "null")) {
-            return NULL;
-        }
-        return jnew(p, J_NULL);
-    default:
-        if (c == '-' || (c >= '0' && c <= '9')) {
-            if (!jnumber(p)) {
-                return NULL;
-            }
-            return jnew(p, J_NUM);
-        }
-        jerr(p, "unexpected character (expected a JSON value)");
-        return NULL;
-    }
-}
-
-/* Parses a whole document; NULL with p->err set on a syntax error. */
-static jnode *jparse(jparser *p)
-{
-    /* a UTF-8 BOM is tolerated */
-    if (p->n >= 3 && (unsigned char)p->s[0] == 0xef && (unsigned char)p->s[1] == 0xbb &&
-        (unsigned char)p->s[2] == 0xbf) {
-        p->i = 3;
-    }
-    jnode *root = jvalue(p);
-    if (root == NULL) {
-        return NULL;
-    }
-    jws(p);
-    if (p->i < p->n) {
-        jerr(p, "unexpected content after the top-level value");
-        jfree(root);
-        return NULL;
-    }
-    return root;
-}
-
-/* Last member named `key` (JSON allows duplicates; the last one wins). */
-static const jnode *jget(const jnode *obj, const char *key)
-{
-    const jnode *found = NULL;
-    if (obj == NULL || obj->t != J_OBJ) {
-        return NULL;
-    }
-    for (const jnode *k = obj->kids; k != NULL; k = k->next) {
-        if (k->key != NULL && strcmp(k->key, key) == 0) {
-            found = k;
-        }
-    }
-    return found;
-}
-
-static const char *jtype_name(jtype t)
-{
-    switch (t) {
-    case J_NULL: return "null";
-    case J_BOOL: return "a boolean";
-    case J_NUM: return "a number";
-    case J_STR: return "a string";
-    case J_ARR: return "an array";
-    case J_OBJ: return "an object";
-    }
-    return "?";
-}
 
 /* ================================================================== state */
 
-typedef struct dump_state {
-    pthread_mutex_t mu;
-    bool inited;
-    bool configured;
+typedef struct dump_cfg {
     bool data_dump;      /* dump_list non-empty or dump_op_switch "on" */
     bool overflow_dump;  /* dump_debug "on" */
     int exception_level; /* 0 none, 1 brief, 2 norm, 3 detail (dump_scene) */
     char path[DUMP_PATH_MAX];
+} dump_cfg;
+
+typedef struct dump_state {
+    pthread_mutex_t mu;
+    bool inited;     /* between aclmdlInitDump and aclmdlFinalizeDump */
+    bool configured; /* aclmdlSetDump succeeded in this session */
+    dump_cfg cfg;
+    bool init_on;    /* the aclInit config had a valid "dump" section */
+    dump_cfg init_cfg;
 } dump_state;
 
-static dump_state g_dump = { PTHREAD_MUTEX_INITIALIZER, false, false, false, false, 0, { 0 } };
+static dump_state g_dump = { PTHREAD_MUTEX_INITIALIZER, false, false, { false, false, 0, { 0 } }, false,
+                             { false, false, 0, { 0 } } };
 
-/* Called with g_dump.mu held: forget a dump session that outlived aclFinalize
- * (aclFinalize ends dumping in CANN too). */
+static void dump_reset_locked(void)
+{
+    g_dump.inited = false;
+    g_dump.configured = false;
+    memset(&g_dump.cfg, 0, sizeof g_dump.cfg);
+    g_dump.init_on = false;
+    memset(&g_dump.init_cfg, 0, sizeof g_dump.init_cfg);
+}
+
+/* Called with g_dump.mu held: forget dump state that outlived aclFinalize
+ * (aclFinalize ends dumping in CANN too; aclFinalize also calls
+ * mock_dump_finalize, this is the safety net). */
 static void dump_sync_with_init_locked(void)
 {
-    if (g_dump.inited && !mock_is_initialized()) {
-        g_dump.inited = false;
-        g_dump.configured = false;
-        g_dump.data_dump = g_dump.overflow_dump = false;
-        g_dump.exception_level = 0;
-        g_dump.path[0] = '\0';
+    if ((g_dump.inited || g_dump.init_on) && !mock_is_initialized()) {
+        dump_reset_locked();
     }
 }
 
 MOCK_HIDDEN void mock_dump_finalize(void)
 {
     pthread_mutex_lock(&g_dump.mu);
-    g_dump.inited = false;
-    g_dump.configured = false;
-    g_dump.data_dump = g_dump.overflow_dump = false;
-    g_dump.exception_level = 0;
-    g_dump.path[0] = '\0';
+    dump_reset_locked();
     pthread_mutex_unlock(&g_dump.mu);
 }
 
@@ -535,21 +107,12 @@ aclError aclmdlFinalizeDump(void)
     }
     g_dump.inited = false;
     g_dump.configured = false;
-    g_dump.data_dump = g_dump.overflow_dump = false;
-    g_dump.exception_level = 0;
-    g_dump.path[0] = '\0';
+    memset(&g_dump.cfg, 0, sizeof g_dump.cfg);
     pthread_mutex_unlock(&g_dump.mu);
     return ACL_SUCCESS;
 }
 
 /* ============================================================ validation */
-
-typedef struct dump_cfg {
-    bool data_dump;
-    bool overflow_dump;
-    int exception_level;
-    char path[DUMP_PATH_MAX];
-} dump_cfg;
 
 static bool str_in(const char *s, const char *const *options)
 {
@@ -562,17 +125,17 @@ static bool str_in(const char *s, const char *const *options)
 }
 
 /* Optional string member with an enumerated value. */
-static aclError check_enum_key(const char *fn, const char *file, const jnode *dump, const char *key,
+static aclError check_enum_key(const char *fn, const char *file, const mock_json *dump, const char *key,
                                const char *const *options, const char **out)
 {
-    const jnode *v = jget(dump, key);
+    const mock_json *v = mock_json_get(dump, key);
     *out = NULL;
     if (v == NULL) {
         return ACL_SUCCESS;
     }
-    if (v->t != J_STR) {
+    if (v->t != MOCK_JSON_STRING) {
         return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': key 'dump.%s' must be a string, not %s",
-                          file, key, jtype_name(v->t));
+                          file, key, mock_json_type_name(v->t));
     }
     if (!str_in(v->str, options)) {
         char allowed[256] = "";
@@ -621,7 +184,7 @@ static bool valid_step_spec(const char *s)
     return true;
 }
 
-static aclError validate_dump_object(const char *fn, const char *file, const jnode *root, dump_cfg *cfg)
+static aclError validate_dump_object(const char *fn, const char *file, const mock_json *root, dump_cfg *cfg)
 {
     static const char *const on_off[] = { "on", "off", NULL };
     static const char *const modes[] = { "input", "output", "all", NULL };
@@ -633,50 +196,50 @@ static aclError validate_dump_object(const char *fn, const char *file, const jno
     const char *s;
 
     memset(cfg, 0, sizeof *cfg);
-    if (root->t != J_OBJ) {
+    if (root->t != MOCK_JSON_OBJECT) {
         return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                           "dump config '%s': the top-level value must be an object, not %s", file,
-                          jtype_name(root->t));
+                          mock_json_type_name(root->t));
     }
-    const jnode *dump = jget(root, "dump");
+    const mock_json *dump = mock_json_get(root, "dump");
     if (dump == NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': missing key 'dump'", file);
     }
-    if (dump->t != J_OBJ) {
+    if (dump->t != MOCK_JSON_OBJECT) {
         return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': key 'dump' must be an object, not %s",
-                          file, jtype_name(dump->t));
+                          file, mock_json_type_name(dump->t));
     }
 
     /* dump_list: array of objects with optional model_name (string), layer (array of strings) */
-    const jnode *list = jget(dump, "dump_list");
+    const mock_json *list = mock_json_get(dump, "dump_list");
     size_t list_len = 0;
     if (list != NULL) {
-        if (list->t != J_ARR) {
+        if (list->t != MOCK_JSON_ARRAY) {
             return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_list' must be an array, not %s", file,
-                              jtype_name(list->t));
+                              mock_json_type_name(list->t));
         }
         size_t idx = 0;
-        for (const jnode *item = list->kids; item != NULL; item = item->next, idx++) {
-            if (item->t != J_OBJ) {
+        for (const mock_json *item = list->kids; item != NULL; item = item->next, idx++) {
+            if (item->t != MOCK_JSON_OBJECT) {
                 return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                                   "dump config '%s': 'dump.dump_list[%zu]' must be an object, not %s", file, idx,
-                                  jtype_name(item->t));
+                                  mock_json_type_name(item->t));
             }
-            const jnode *mn = jget(item, "model_name");
-            if (mn != NULL && mn->t != J_STR) {
+            const mock_json *mn = mock_json_get(item, "model_name");
+            if (mn != NULL && mn->t != MOCK_JSON_STRING) {
                 return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                                   "dump config '%s': 'dump.dump_list[%zu].model_name' must be a string", file, idx);
             }
-            const jnode *layer = jget(item, "layer");
+            const mock_json *layer = mock_json_get(item, "layer");
             if (layer != NULL) {
-                if (layer->t != J_ARR) {
+                if (layer->t != MOCK_JSON_ARRAY) {
                     return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                                       "dump config '%s': 'dump.dump_list[%zu].layer' must be an array", file, idx);
                 }
                 size_t li = 0;
-                for (const jnode *l = layer->kids; l != NULL; l = l->next, li++) {
-                    if (l->t != J_STR) {
+                for (const mock_json *l = layer->kids; l != NULL; l = l->next, li++) {
+                    if (l->t != MOCK_JSON_STRING) {
                         return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                                           "dump config '%s': 'dump.dump_list[%zu].layer[%zu]' must be a string",
                                           file, idx, li);
@@ -695,12 +258,12 @@ static aclError validate_dump_object(const char *fn, const char *file, const jno
     if ((rc = check_enum_key(fn, file, dump, "dump_level", levels, &s)) != ACL_SUCCESS) return rc;
     if ((rc = check_enum_key(fn, file, dump, "dump_scene", scenes, &scene)) != ACL_SUCCESS) return rc;
 
-    const jnode *step = jget(dump, "dump_step");
+    const mock_json *step = mock_json_get(dump, "dump_step");
     if (step != NULL) {
-        if (step->t != J_STR) {
+        if (step->t != MOCK_JSON_STRING) {
             return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_step' must be a string, not %s", file,
-                              jtype_name(step->t));
+                              mock_json_type_name(step->t));
         }
         if (!valid_step_spec(step->str)) {
             return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
@@ -725,12 +288,12 @@ static aclError validate_dump_object(const char *fn, const char *file, const jno
                           file);
     }
 
-    const jnode *path = jget(dump, "dump_path");
+    const mock_json *path = mock_json_get(dump, "dump_path");
     if (path != NULL) {
-        if (path->t != J_STR) {
+        if (path->t != MOCK_JSON_STRING) {
             return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_path' must be a string, not %s", file,
-                              jtype_name(path->t));
+                              mock_json_type_name(path->t));
         }
         if (path->str[0] == '\0' || strlen(path->str) >= DUMP_PATH_MAX) {
             return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
@@ -791,15 +354,15 @@ static aclError load_dump_config(const char *fn, const char *file, dump_cfg *cfg
         return mock_error(fn, ACL_ERROR_INVALID_FILE, "dump config file '%s' cannot be read", file);
     }
     buf[n] = '\0';
-    jparser p = { buf, n, 0, 0, { 0 } };
-    jnode *root = jparse(&p);
+    char err[256];
+    mock_json *root = mock_json_parse(buf, n, err, sizeof err);
     aclError rc;
     if (root == NULL) {
-        rc = mock_error(fn, ACL_ERROR_PARSE_FILE, "dump config '%s' is not valid JSON: %s", file, p.err);
+        rc = mock_error(fn, ACL_ERROR_PARSE_FILE, "dump config '%s' is not valid JSON: %s", file, err);
     } else {
         rc = validate_dump_object(fn, file, root, cfg);
     }
-    jfree(root);
+    mock_json_free(root);
     free(buf);
     return rc;
 }
@@ -829,10 +392,7 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
             rc = mock_error(fn, ACL_ERROR_DUMP_NOT_RUN, "dump was finalized while the config was being read");
         } else {
             g_dump.configured = true;
-            g_dump.data_dump = cfg->data_dump;
-            g_dump.overflow_dump = cfg->overflow_dump;
-            g_dump.exception_level = cfg->exception_level;
-            memcpy(g_dump.path, cfg->path, sizeof g_dump.path);
+            g_dump.cfg = *cfg;
         }
         pthread_mutex_unlock(&g_dump.mu);
     }
@@ -859,26 +419,59 @@ const char *aclmockDumpGetPath(int32_t dumpType)
     const char *res = NULL;
     pthread_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
-    if (g_dump.inited && g_dump.configured) {
+    /* an aclmdlSetDump session takes precedence over the aclInit config */
+    const dump_cfg *c = (g_dump.inited && g_dump.configured) ? &g_dump.cfg
+                        : g_dump.init_on                    ? &g_dump.init_cfg
+                                                            : NULL;
+    if (c != NULL) {
         bool on = false;
         switch (dumpType) {
-        case 1: on = g_dump.exception_level == 1; break;
-        case 2: on = g_dump.exception_level == 2; break;
-        case 3: on = g_dump.exception_level == 3; break;
-        case 4: on = g_dump.data_dump; break;
-        case 5: on = g_dump.overflow_dump; break;
+        case 1: on = c->exception_level == 1; break;
+        case 2: on = c->exception_level == 2; break;
+        case 3: on = c->exception_level == 3; break;
+        case 4: on = c->data_dump; break;
+        case 5: on = c->overflow_dump; break;
         default: break;
         }
-        if (on && g_dump.path[0] != '\0') {
+        if (on && c->path[0] != '\0') {
             /* g_path_out changes only when the configured path changes, so
              * concurrent callers holding the returned pointer in steady state
              * never see it rewritten */
-            if (strcmp(g_path_out, g_dump.path) != 0) {
-                memcpy(g_path_out, g_dump.path, sizeof g_path_out);
+            if (strcmp(g_path_out, c->path) != 0) {
+                memcpy(g_path_out, c->path, sizeof g_path_out);
             }
             res = g_path_out;
         }
     }
     pthread_mutex_unlock(&g_dump.mu);
     return res;
+}
+
+/* ======================================================= aclInit config */
+
+MOCK_HIDDEN aclError mock_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len)
+{
+    char err[256];
+    mock_json *root = mock_json_parse(text, len, err, sizeof err);
+    if (root == NULL) {
+        return mock_error(fn, ACL_ERROR_PARSE_FILE, "config file '%s' is not valid JSON: %s", path, err);
+    }
+    aclError rc = ACL_SUCCESS;
+    if (root->t == MOCK_JSON_OBJECT && mock_json_get(root, "dump") != NULL) {
+        dump_cfg *cfg = (dump_cfg *)malloc(sizeof *cfg);
+        if (cfg == NULL) {
+            rc = mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        } else {
+            rc = validate_dump_object(fn, path, root, cfg);
+            if (rc == ACL_SUCCESS) {
+                pthread_mutex_lock(&g_dump.mu);
+                g_dump.init_on = true;
+                g_dump.init_cfg = *cfg;
+                pthread_mutex_unlock(&g_dump.mu);
+            }
+            free(cfg);
+        }
+    }
+    mock_json_free(root);
+    return rc;
 }

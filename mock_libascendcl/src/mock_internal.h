@@ -182,6 +182,12 @@ MOCK_HIDDEN void mock_misc_stream_destroyed(mock_stream *s);
 /* dump.c: ends an aclmdlInitDump session; aclFinalize calls it (CANN stops
  * dumping at finalize, so a later aclInit + aclmdlInitDump succeeds). */
 MOCK_HIDDEN void mock_dump_finalize(void);
+/* dump.c: applies the "dump" section of an aclInit config file (CANN lets
+ * acl.json configure dumping at init). `text` is the file content. No "dump"
+ * key -> ACL_SUCCESS and nothing changes; an invalid section -> the error
+ * (ACL_ERROR_INVALID_DUMP_CONFIG ..., recorded under `fn`, message naming the
+ * key). Meant to be called by aclInit after its own validation. */
+MOCK_HIDDEN aclError mock_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len);
 /* exception.c: runs the exception-info callbacks registered with
  * aclrtSetExceptionInfoCallback / aclrtExceptionInfoCallbackRegister for a
  * failed task (call without holding locks, e.g. from the stream worker after

@@ -1,0 +1,41 @@
+/*
+ * mock_json.h - strict JSON parser of the mock (mock_json.c): parse a document
+ * into a tree, look members up, free it. Internal (hidden) to libascendcl.so.
+ */
+#ifndef MOCK_JSON_H
+#define MOCK_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define MOCK_JSON_HIDDEN __attribute__((visibility("hidden")))
+
+typedef enum mock_json_type {
+    MOCK_JSON_NULL,
+    MOCK_JSON_BOOL,
+    MOCK_JSON_NUMBER,
+    MOCK_JSON_STRING,
+    MOCK_JSON_ARRAY,
+    MOCK_JSON_OBJECT
+} mock_json_type;
+
+typedef struct mock_json {
+    mock_json_type t;
+    char *key;              /* member name when the parent is an object, else NULL */
+    char *str;              /* STRING: decoded UTF-8 value; NUMBER: the literal text */
+    bool boolean;           /* BOOL value */
+    struct mock_json *kids; /* ARRAY / OBJECT children, in document order */
+    struct mock_json *next; /* next sibling */
+} mock_json;
+
+/* Parses text[0..len) (a UTF-8 BOM is skipped). Returns the root, or NULL with
+ * "line L column C: <what>" written to err (errlen bytes, may be 0). */
+MOCK_JSON_HIDDEN mock_json *mock_json_parse(const char *text, size_t len, char *err, size_t errlen);
+MOCK_JSON_HIDDEN void mock_json_free(mock_json *root);
+/* The last member named `key` of an object (JSON allows duplicates; the last
+ * wins, as in common parsers), or NULL (also when obj is not an object). */
+MOCK_JSON_HIDDEN const mock_json *mock_json_get(const mock_json *obj, const char *key);
+/* "null", "a boolean", "a number", "a string", "an array", "an object". */
+MOCK_JSON_HIDDEN const char *mock_json_type_name(mock_json_type t);
+
+#endif /* MOCK_JSON_H */
