@@ -255,6 +255,7 @@ ffibuilder.set_source(
     "pyacl_rt._lowlevel_cffi",
     _source,
     libraries=["dl"],
+    py_limited_api=False,  # full C API: faster argument conversion than the limited API
     extra_compile_args=["-O2", "-Wno-unused-function", "-Wno-unused-parameter"],
 )
 
