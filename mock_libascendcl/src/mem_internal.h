@@ -40,6 +40,7 @@ struct mem_rec {
     bool protect;           /* isolation mode applies (PROT_NONE when not accessed) */
     bool readonly;          /* device view is read-only (host register READONLY, VMM READ access) */
     bool no_access;         /* VMM mapping without access for its device */
+    bool cap_returned;      /* device capacity already given back (at aclrtFree) */
     atomic_long refs;
     atomic_bool freed;      /* removed from the registry */
     int access;             /* isolation access count, under the isolation lock */

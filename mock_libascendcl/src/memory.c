@@ -586,7 +586,9 @@ static void device_rec_dtor(mem_rec *r)
     if (base != 0 && r->base >= base) {
         extent_give(d, r->base - base, r->span);
     }
-    d->used = r->size > d->used ? 0 : d->used - r->size;
+    if (!r->cap_returned) {
+        d->used = r->size > d->used ? 0 : d->used - r->size;
+    }
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -851,6 +853,13 @@ static aclError free_common(const char *fn, void *ptr, unsigned kinds)
                           "pointer %p is not a live allocation (double free or foreign pointer)", ptr);
     }
     stats_on_free(r);
+    if (r->kind == MEM_REC_DEVICE) {
+        /* aclrtFree does not wait for tasks still using the memory: the
+         * capacity is free at once, while the pages themselves stay mapped
+         * until an in-flight copy holding the record lets go. */
+        mem_capacity_give(r->device, r->size);
+        r->cap_returned = true;
+    }
     int32_t dev = r->kind == MEM_REC_HOST_PINNED ? -1 : r->device;
     mem_release(r); /* the registry's reference */
     /* Memory of a lost device is released, but the call reports the sticky

@@ -211,12 +211,16 @@ static void test_free_during_async(void)
     aclrtStream s = NULL;
     CHECK_OK(aclrtCreateStream(&s));
     void *d = NULL, *p = NULL;
+    size_t f0 = 0, f1 = 0, t = 0;
+    CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &f0, &t));
     CHECK_OK(aclrtMalloc(&d, 1 << 20, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK_OK(aclrtMallocHost(&p, 1 << 20));
     for (int i = 0; i < 20; i++) {
         CHECK_OK(aclrtMemcpyAsync(d, 1 << 20, p, 1 << 20, ACL_MEMCPY_HOST_TO_DEVICE, s));
     }
     CHECK_OK(aclrtFree(d));
+    CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &f1, &t)); /* free at once, copies may still run */
+    CHECK_EQ(f1, f0);
     CHECK_OK(aclrtSynchronizeStream(s));
     CHECK_OK(aclrtFreeHost(p));
     CHECK_OK(aclrtDestroyStream(s));
