@@ -562,10 +562,10 @@ MOCK_HIDDEN bool mock_mem_lookup(const void *ptr, mock_mem_info *out)
     if (r == NULL) {
         return false;
     }
-    out->kind = mem_rec_is_device(r) && r->kind != MEM_REC_HOST_REG ? MOCK_MEM_DEVICE : MOCK_MEM_HOST_PINNED;
-    if (r->kind == MEM_REC_HOST_REG) {
-        out->kind = MOCK_MEM_HOST_PINNED;
-    }
+    /* device, VMM-mapped and managed memory are device memory; pinned and
+     * registered host memory are runtime-known host memory */
+    out->kind = (r->kind == MEM_REC_HOST_PINNED || r->kind == MEM_REC_HOST_REG) ? MOCK_MEM_HOST_PINNED
+                                                                              : MOCK_MEM_DEVICE;
     out->device = r->device;
     out->base = r->base;
     out->size = r->size;
