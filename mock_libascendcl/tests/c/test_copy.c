@@ -451,6 +451,15 @@ static void test_value_write_wait(void)
     CHECK_EQ(aclrtValueWrite(&hostword, 1, 0, sa), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
     CHECK_EQ(aclrtValueWrite((char *)flag + 124, 1, 0, sa), ACL_ERROR_RT_PARAM_INVALID); /* 128 usable: 4 bytes past the end */
 
+    /* freeing the watched memory fails the waiting task instead of hanging */
+    void *tmp = NULL;
+    CHECK_OK(aclrtMalloc(&tmp, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMemset(tmp, 64, 0, 64));
+    CHECK_OK(aclrtValueWait(tmp, 1, ACL_STREAM_WAIT_VALUE_EQ, sa));
+    CHECK_OK(aclrtFree(tmp));
+    CHECK_EQ(aclrtSynchronizeStream(sa), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_OK(aclrtSynchronizeStream(sa)); /* the error was reported once */
+
     /* a wait that never completes is cancelled by destroy-force */
     CHECK_OK(aclrtValueWait(flag, 1000, ACL_STREAM_WAIT_VALUE_EQ, sb));
     CHECK_OK(aclrtDestroyStreamForce(sb));
