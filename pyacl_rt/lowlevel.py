@@ -70,6 +70,7 @@ __all__ = [
     "function_names",
     "is_loaded",
     "is_mock_library",
+    "library_errors",
     "load",
     "loaded_libraries",
     "register_hot_path",
@@ -109,12 +110,16 @@ def _missing_stub(name: str, library: str) -> Callable[..., NoReturn]:
     return missing
 
 
+_lib_errors: dict[str, str] = {}
+
+
 def _library_label(libname: str) -> str:
     path = _lib_paths.get(libname)
     if path:
         return path
     main = _lib_paths.get(LIBRARIES[0]) or "?"
-    return f"{libname} (not found next to {main}; symbol also absent from libascendcl.so)"
+    why = _lib_errors.get(libname) or "not present"
+    return f"{libname} ({why} next to {main}; symbol also absent from libascendcl.so)"
 
 
 def load(path: str | None = None) -> _loader.LibrarySelection:
@@ -156,6 +161,9 @@ def load(path: str | None = None) -> _loader.LibrarySelection:
             )
         for i, libname in enumerate(LIBRARIES):
             _lib_paths[libname] = paths[i] if _lib.pyacl_lowlevel_handle(i) else None
+            _lib_errors[libname] = ffi.string(_lib.pyacl_lowlevel_lib_error(i)).decode(
+                errors="replace"
+            )
         g = globals()
         for i in range(_lib.pyacl_lowlevel_count()):
             name = ffi.string(_lib.pyacl_lowlevel_name(i)).decode()
@@ -185,6 +193,13 @@ def loaded_libraries() -> dict[str, str | None]:
     """Library file name -> path actually loaded (``None`` when absent)."""
     load()
     return dict(_lib_paths)
+
+
+def library_errors() -> dict[str, str]:
+    """Library file name -> why it is not loaded ("" when it is; "not present" when no
+    such file sits next to libascendcl.so; else the ``dlerror()`` text)."""
+    load()
+    return dict(_lib_errors)
 
 
 def symbols() -> dict[str, tuple[bool, str]]:
