@@ -38,8 +38,8 @@ struct mem_rec {
     uint32_t page_size;     /* reported by aclrtPointerGetAttributes */
     uint32_t policy;        /* malloc policy, or host-register flags */
     bool protect;           /* isolation mode applies (PROT_NONE when not accessed) */
-    bool readonly;          /* device view is read-only (host register READONLY, VMM READ access) */
-    bool no_access;         /* VMM mapping without access for its device */
+    _Atomic bool readonly;  /* device view is read-only (host register READONLY, VMM READ access) */
+    _Atomic bool no_access; /* VMM mapping without access for its device */
     bool cap_returned;      /* device capacity already given back (at aclrtFree) */
     atomic_long refs;
     atomic_bool freed;      /* removed from the registry */
