@@ -12,7 +12,9 @@
  *  - aclFinalize de-initialises at once whatever the count; again ->
  *    ACL_ERROR_REPEAT_FINALIZE (100037). aclFinalizeReference decrements and only the
  *    last reference finalises; with no reference left -> 100037. Re-init is allowed.
- *  - "err_msg_mode": "1" in the JSON switches aclGetRecentErrMsg to process level.
+ *  - "err_msg_mode": "1" in the JSON switches aclGetRecentErrMsg to process level; a
+ *    "dump" section configures dumping like aclmdlSetDump (validated by dump.c).
+ * The JSON is parsed with the mock's shared parser (mock_json.c).
  * §6.2: aclsysGetCANNVersion / aclsysGetVersionStr / aclsysGetVersionNum read
  * $ASCEND_HOME_PATH/share/info/<pkg>/version.info ("Version=" line) like CANN. Mock
  * choice: when ASCEND_HOME_PATH is unset (no CANN installed, the usual CI case) they
@@ -31,226 +33,10 @@
 #include <unistd.h>
 
 #include "core_private.h"
+#include "mock_json.h"
 
 #define CONFIG_MAX_BYTES (10u * 1024u * 1024u)
-#define JSON_MAX_DEPTH 64
 #define MAX_INIT_CALLBACKS 64
-
-/* ------------------------------------------------------------------ JSON */
-/* A validating scanner (no tree is built): enough to reject malformed files with the
- * line/column of the problem and to read the top-level "err_msg_mode". */
-
-typedef struct jscan {
-    const char *s;
-    size_t n, i;
-    const char *err;
-    int depth;
-    int err_msg_mode; /* -1 unset */
-} jscan;
-
-static void j_ws(jscan *j)
-{
-    while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' || j->s[j->i] == '\n' ||
-                           j->s[j->i] == '\r')) {
-        j->i++;
-    }
-}
-
-static bool j_fail(jscan *j, const char *what)
-{
-    if (j->err == NULL) {
-        j->err = what;
-    }
-    return false;
-}
-
-/* Scans a string; copies up to cap-1 bytes of its raw content into out (if non-NULL). */
-static bool j_string(jscan *j, char *out, size_t cap)
-{
-    size_t w = 0;
-    j->i++; /* opening quote */
-    while (j->i < j->n) {
-        unsigned char c = (unsigned char)j->s[j->i++];
-        if (c == '"') {
-            if (out != NULL) {
-                out[w] = '\0';
-            }
-            return true;
-        }
-        if (c < 0x20) {
-            return j_fail(j, "control character in string");
-        }
-        if (c == '\\') {
-            if (j->i >= j->n) {
-                break;
-            }
-            char e = j->s[j->i++];
-            if (e == 'u') {
-                for (int k = 0; k < 4; k++) {
-                    if (j->i >= j->n || !isxdigit((unsigned char)j->s[j->i])) {
-                        return j_fail(j, "bad \\u escape");
-                    }
-                    j->i++;
-                }
-                c = '?';
-            } else if (strchr("\"\\/bfnrt", e) != NULL && e != '\0') {
-                c = (unsigned char)e;
-            } else {
-                return j_fail(j, "bad escape in string");
-            }
-        }
-        if (out != NULL && w + 1 < cap) {
-            out[w++] = (char)c;
-        }
-    }
-    return j_fail(j, "unterminated string");
-}
-
-static bool j_number(jscan *j)
-{
-    size_t start = j->i;
-    if (j->s[j->i] == '-') {
-        j->i++;
-    }
-    if (j->i >= j->n || !isdigit((unsigned char)j->s[j->i])) {
-        return j_fail(j, "bad number");
-    }
-    if (j->s[j->i] == '0') {
-        j->i++;
-    } else {
-        while (j->i < j->n && isdigit((unsigned char)j->s[j->i])) {
-            j->i++;
-        }
-    }
-    if (j->i < j->n && j->s[j->i] == '.') {
-        j->i++;
-        if (j->i >= j->n || !isdigit((unsigned char)j->s[j->i])) {
-            return j_fail(j, "bad number");
-        }
-        while (j->i < j->n && isdigit((unsigned char)j->s[j->i])) {
-            j->i++;
-        }
-    }
-    if (j->i < j->n && (j->s[j->i] == 'e' || j->s[j->i] == 'E')) {
-        j->i++;
-        if (j->i < j->n && (j->s[j->i] == '+' || j->s[j->i] == '-')) {
-            j->i++;
-        }
-        if (j->i >= j->n || !isdigit((unsigned char)j->s[j->i])) {
-            return j_fail(j, "bad number");
-        }
-        while (j->i < j->n && isdigit((unsigned char)j->s[j->i])) {
-            j->i++;
-        }
-    }
-    return j->i > start;
-}
-
-static bool j_value(jscan *j, char *text_out, size_t cap);
-
-static bool j_container(jscan *j, bool obj)
-{
-    if (++j->depth > JSON_MAX_DEPTH) {
-        return j_fail(j, "nesting too deep");
-    }
-    char close = obj ? '}' : ']';
-    j->i++;
-    j_ws(j);
-    if (j->i < j->n && j->s[j->i] == close) {
-        j->i++;
-        j->depth--;
-        return true;
-    }
-    for (;;) {
-        char key[64] = "";
-        char val[16] = "";
-        if (obj) {
-            j_ws(j);
-            if (j->i >= j->n || j->s[j->i] != '"') {
-                return j_fail(j, "expected a member name");
-            }
-            if (!j_string(j, key, sizeof key)) {
-                return false;
-            }
-            j_ws(j);
-            if (j->i >= j->n || j->s[j->i] != ':') {
-                return j_fail(j, "expected ':'");
-            }
-            j->i++;
-        }
-        if (!j_value(j, val, sizeof val)) {
-            return false;
-        }
-        if (obj && j->depth == 1 && strcmp(key, "err_msg_mode") == 0) {
-            j->err_msg_mode = (strcmp(val, "1") == 0) ? 1 : 0;
-        }
-        j_ws(j);
-        if (j->i < j->n && j->s[j->i] == ',') {
-            j->i++;
-            continue;
-        }
-        if (j->i < j->n && j->s[j->i] == close) {
-            j->i++;
-            j->depth--;
-            return true;
-        }
-        return j_fail(j, obj ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-}
-
-/* text_out receives strings' content or a number's text (for err_msg_mode). */
-static bool j_value(jscan *j, char *text_out, size_t cap)
-{
-    j_ws(j);
-    if (j->i >= j->n) {
-        return j_fail(j, "unexpected end of file");
-    }
-    char c = j->s[j->i];
-    if (c == '{') {
-        return j_container(j, true);
-    }
-    if (c == '[') {
-        return j_container(j, false);
-    }
-    if (c == '"') {
-        return j_string(j, text_out, cap);
-    }
-    if (c == '-' || isdigit((unsigned char)c)) {
-        size_t start = j->i;
-        if (!j_number(j)) {
-            return false;
-        }
-        if (text_out != NULL && cap > 0) {
-            size_t len = j->i - start < cap - 1 ? j->i - start : cap - 1;
-            memcpy(text_out, j->s + start, len);
-            text_out[len] = '\0';
-        }
-        return true;
-    }
-    static const char *const lits[] = {"true", "false", "null"};
-    for (size_t k = 0; k < 3; k++) {
-        size_t l = strlen(lits[k]);
-        if (j->n - j->i >= l && memcmp(j->s + j->i, lits[k], l) == 0) {
-            j->i += l;
-            return true;
-        }
-    }
-    return j_fail(j, "unexpected character");
-}
-
-static void j_position(const char *s, size_t upto, int *line, int *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t k = 0; k < upto; k++) {
-        if (s[k] == '\n') {
-            (*line)++;
-            *col = 1;
-        } else {
-            (*col)++;
-        }
-    }
-}
 
 /* Reads and validates an aclInit config file. On success *content is malloc'd. */
 static aclError load_config_file(const char *fn, const char *path, char **content, int *err_mode)
@@ -295,35 +81,27 @@ static aclError load_config_file(const char *fn, const char *path, char **conten
         return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot read config file '%s'", path);
     }
     buf[size] = '\0';
-    jscan j = {.s = buf, .n = size, .i = 0, .err = NULL, .depth = 0, .err_msg_mode = -1};
-    bool ok = j_value(&j, NULL, 0);
-    if (ok) {
-        j_ws(&j);
-        if (j.i != j.n) {
-            ok = j_fail(&j, "trailing characters after the JSON value");
-        }
-    }
-    if (ok && size > 0 && buf[0] != '{') {
-        size_t k = 0;
-        while (k < size && isspace((unsigned char)buf[k])) {
-            k++;
-        }
-        if (buf[k] != '{') {
-            j.i = k;
-            ok = j_fail(&j, "the top-level JSON value must be an object");
-        }
-    }
-    if (!ok) {
-        int line, col;
-        j_position(buf, j.i, &line, &col);
-        aclError rc = mock_error(fn, ACL_ERROR_PARSE_FILE,
-                                 "config file '%s' is not valid JSON: %s at line %d, column %d",
-                                 path, j.err ? j.err : "syntax error", line, col);
+    char err[256];
+    mock_json *root = mock_json_parse(buf, size, err, sizeof err);
+    if (root == NULL) {
+        aclError rc = mock_error(fn, ACL_ERROR_PARSE_FILE, "config file '%s' is not valid JSON: %s",
+                                 path, err);
         free(buf);
         return rc;
     }
+    if (root->t != MOCK_JSON_OBJECT) {
+        mock_json_free(root);
+        free(buf);
+        return mock_error(fn, ACL_ERROR_PARSE_FILE,
+                          "config file '%s': the top-level JSON value must be an object", path);
+    }
+    const mock_json *mode = mock_json_get(root, "err_msg_mode");
+    *err_mode = mode != NULL && (mode->t == MOCK_JSON_STRING || mode->t == MOCK_JSON_NUMBER) &&
+                        strcmp(mode->str, "1") == 0
+                    ? 1
+                    : 0;
+    mock_json_free(root);
     *content = buf;
-    *err_mode = j.err_msg_mode;
     return ACL_SUCCESS;
 }
 
@@ -390,6 +168,15 @@ aclError aclInit(const char *configPath)
         }
         return mock_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
                           "already initialized (this call only takes a reference)");
+    }
+    if (content != NULL) {
+        /* acl.json may configure dumping at init (dump.c validates that section) */
+        aclError rc = mock_dump_configure_from_init(fn, configPath, content, strlen(content));
+        if (rc != ACL_SUCCESS) {
+            pthread_mutex_unlock(&g_init_lock);
+            free(content);
+            return rc;
+        }
     }
     g_config = content;
     g_refcount = 1;

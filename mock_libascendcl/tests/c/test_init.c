@@ -74,6 +74,12 @@ static void test_init_config_files(void)
     CHECK_EQ(aclInit(p), ACL_ERROR_PARSE_FILE);
     CHECK(!0); /* still alive */
 
+    /* a "dump" section is validated at init (dump.c); a bad one fails aclInit */
+    write_file(p, "{\"dump\": {\"dump_mode\": \"sideways\"}}");
+    CHECK_NE(aclInit(p), ACL_SUCCESS);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "dump_mode");
+    CHECK_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE); /* not initialised */
+
     path_in(p, sizeof p, "good.json");
     write_file(p, "{\n \"dump\": {\"dump_path\": \"/tmp\", \"n\": [1, -2.5e3, true, null]},\n"
                   " \"s\": \"caf\\u00e9\"\n}\n");
