@@ -152,6 +152,14 @@ def _already_loaded() -> list[str]:
     return found
 
 
+def _libdl() -> ctypes.CDLL:
+    """The library providing dlopen/dlinfo (libc on glibc >= 2.34, else libdl.so.2)."""
+    libc = ctypes.CDLL(None)
+    if hasattr(libc, "dlinfo"):
+        return libc
+    return ctypes.CDLL("libdl.so.2")
+
+
 class _LinkMap(ctypes.Structure):
     _fields_ = (("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p))
 
@@ -166,7 +174,7 @@ def _dlopen_search(name: str) -> tuple[str | None, str]:
     Returns ``(resolved path, "")`` or ``(None, reason)``. A hit that is later refused is
     closed again (:func:`_dlclose`).
     """
-    libc = ctypes.CDLL(None)
+    libc = _libdl()
     dlopen = libc.dlopen
     dlopen.restype = ctypes.c_void_p
     dlopen.argtypes = (ctypes.c_char_p, ctypes.c_int)
@@ -191,7 +199,7 @@ def _dlopen_search(name: str) -> tuple[str | None, str]:
 
 
 def _dlclose(handle: int) -> None:
-    libc = ctypes.CDLL(None)
+    libc = _libdl()
     libc.dlclose.argtypes = (ctypes.c_void_p,)
     libc.dlclose(handle)
 
