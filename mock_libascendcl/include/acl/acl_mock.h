@@ -127,6 +127,14 @@ ACLMOCK_API const char *aclmockGetCannVersion(void);
 /* Physical device id behind user device `device`, or -1 for a bad id. */
 ACLMOCK_API int32_t aclmockGetPhysicalDevice(int32_t device);
 
+/* ------------------------------------------------------------------ dump bridge */
+
+/* The dump directory configured (aclmdlSetDump or the "dump" section of the aclInit
+ * config) for an acldumpType value, or NULL when that kind of dump is not enabled.
+ * Used by the mock libascend_dump.so (acldumpGetPath); the string stays valid until
+ * the next aclmdlSetDump/aclmdlFinalizeDump. Implemented in src/dump.c. */
+ACLMOCK_API const char *aclmockDumpGetPath(int32_t dumpType);
+
 #ifdef __cplusplus
 }
 #endif
