@@ -23,7 +23,8 @@ Measured (device 0, one explicit stream):
 * ``aclrtMemcpy`` bandwidth at ``--size-mib`` MiB for H2D, D2H, D2D, H2H (pinned host
   memory from ``aclrtMallocHost``) and H2D from pageable ``malloc`` memory, against a plain
   host ``memcpy`` of the same size between ``malloc`` buffers measured in the same run
-  (median of ``--reps`` repetitions, all buffers pre-faulted).
+  (median of ``--reps`` repetitions, all buffers pre-faulted, the order of the kinds
+  rotated between repetitions).
 
 Targets: every memcpy kind >= 0.8x host memcpy at 64 MiB; empty-task round trip median
 < 20 us. The exit status is 0 when all targets are met, 1 otherwise. Timings depend on the
@@ -155,7 +156,8 @@ int main(int argc, char **argv)
     double *t[K_N];
     for (int k = 0; k < K_N; k++) t[k] = malloc(sizeof(double) * (size_t)reps);
     for (int r = 0; r < reps; r++) {
-        for (int k = 0; k < K_N; k++) {
+        for (int j = 0; j < K_N; j++) {
+            int k = (j + r) % K_N; /* rotate the order: no kind always runs first */
             void *dst = NULL, *src = NULL;
             aclrtMemcpyKind kind = ACL_MEMCPY_HOST_TO_DEVICE;
             switch (k) {
