@@ -11,7 +11,13 @@
  * ACL_ERROR_INVALID_FILE_SIZE 100005), be valid JSON (ACL_ERROR_PARSE_FILE
  * 100006, message gives line/column) and contain a "dump" object whose known
  * keys have valid values (ACL_ERROR_INVALID_DUMP_CONFIG 100009, message names
- * the key). A host simulator runs no operators, so no dump data is written;
+ * the key). The reference pins down only the state machine above: the file
+ * error codes and the checked keys (dump_list, dump_path, dump_mode,
+ * dump_op_switch, dump_debug, dump_data, dump_level, dump_scene, dump_step;
+ * unknown keys are ignored) follow CANN's acl.json documentation as we know
+ * it. JSON syntax is checked by mock_json.c. The "dump" section of an aclInit
+ * config is applied by mock_dump_configure_from_init.
+ * A host simulator runs no operators, so no dump data is written;
  * the accepted configuration is kept and reported by acldumpGetPath
  * (libascend_dump.so) through aclmockDumpGetPath below.
  */
