@@ -66,7 +66,6 @@ MOCK_HIDDEN mem_rec *mem_registry_remove(const void *ptr, unsigned kinds_mask, i
                                          bool *interior);
 /* Record containing ptr with a new reference, or NULL. */
 MOCK_HIDDEN mem_rec *mem_acquire(const void *ptr);
-MOCK_HIDDEN void mem_rec_ref(mem_rec *rec);
 MOCK_HIDDEN void mem_release(mem_rec *rec);
 /* True when [ptr, ptr+len) touches runtime-owned address space that is not
  * inside a live record (freed device memory, an unmapped VMM reservation):
@@ -83,7 +82,6 @@ MOCK_HIDDEN size_t mem_page_size(void);
 /* Device capacity accounting (memory.c): true when `bytes` fit. */
 MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes);
 MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes);
-MOCK_HIDDEN uint64_t mem_capacity_total(void);
 
 static inline bool mem_rec_is_device(const mem_rec *r)
 {

@@ -265,11 +265,6 @@ MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes)
     pthread_mutex_unlock(&d->lock);
 }
 
-MOCK_HIDDEN uint64_t mem_capacity_total(void)
-{
-    return mock_config_get()->mem_per_device;
-}
-
 static void dev_used(int32_t device, uint64_t *used, uint64_t *peak, uint64_t *capacity)
 {
     dev_region *d = dev_get(device);
@@ -288,7 +283,7 @@ static void dev_used(int32_t device, uint64_t *used, uint64_t *peak, uint64_t *c
 static pthread_rwlock_t g_reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static mem_rec **g_reg;
 static size_t g_nreg, g_capreg;
-/* Records removed from the registry whose memory is still referenced. */
+/* Guards the isolation access counts of records and their mprotect calls. */
 static pthread_mutex_t g_iso_lock = PTHREAD_MUTEX_INITIALIZER;
 
 MOCK_HIDDEN mem_rec *mem_rec_new(mem_rec_kind kind, uintptr_t base, size_t size, int32_t device)
@@ -403,11 +398,6 @@ MOCK_HIDDEN mem_rec *mem_acquire(const void *ptr)
     }
     pthread_rwlock_unlock(&g_reg_lock);
     return out;
-}
-
-MOCK_HIDDEN void mem_rec_ref(mem_rec *rec)
-{
-    atomic_fetch_add(&rec->refs, 1);
 }
 
 MOCK_HIDDEN void mem_release(mem_rec *rec)
