@@ -69,8 +69,14 @@ static void dump_reset_locked(void)
  * mock_dump_finalize, this is the safety net). */
 static void dump_sync_with_init_locked(void)
 {
-    if ((g_dump.inited || g_dump.init_on) && !mock_is_initialized()) {
-        dump_reset_locked();
+    /* Only the aclmdlInitDump session is dropped here: the aclInit-config part
+     * is stored by aclInit just before it marks ACL initialized, so it must not
+     * be reset in that window; it is ignored while ACL is not initialized
+     * (aclmockDumpGetPath) and cleared by mock_dump_finalize. */
+    if (g_dump.inited && !mock_is_initialized()) {
+        g_dump.inited = false;
+        g_dump.configured = false;
+        memset(&g_dump.cfg, 0, sizeof g_dump.cfg);
     }
 }
 
@@ -426,9 +432,9 @@ const char *aclmockDumpGetPath(int32_t dumpType)
     pthread_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
     /* an aclmdlSetDump session takes precedence over the aclInit config */
-    const dump_cfg *c = (g_dump.inited && g_dump.configured) ? &g_dump.cfg
-                        : g_dump.init_on                    ? &g_dump.init_cfg
-                                                            : NULL;
+    const dump_cfg *c = (g_dump.inited && g_dump.configured)     ? &g_dump.cfg
+                        : (g_dump.init_on && mock_is_initialized()) ? &g_dump.init_cfg
+                                                                    : NULL;
     if (c != NULL) {
         bool on = false;
         switch (dumpType) {
@@ -463,6 +469,10 @@ MOCK_HIDDEN aclError mock_dump_configure_from_init(const char *fn, const char *p
         return mock_error(fn, ACL_ERROR_PARSE_FILE, "config file '%s' is not valid JSON: %s", path, err);
     }
     aclError rc = ACL_SUCCESS;
+    pthread_mutex_lock(&g_dump.mu);
+    g_dump.init_on = false; /* a new aclInit config replaces the previous one */
+    memset(&g_dump.init_cfg, 0, sizeof g_dump.init_cfg);
+    pthread_mutex_unlock(&g_dump.mu);
     if (root->t == MOCK_JSON_OBJECT && mock_json_get(root, "dump") != NULL) {
         dump_cfg *cfg = (dump_cfg *)malloc(sizeof *cfg);
         if (cfg == NULL) {

@@ -187,6 +187,40 @@ static void test_finalize_ends_dump(void)
     CHECK_OK(aclmdlFinalizeDump());
 }
 
+/* A "dump" section in the aclInit config enables dumping at init. */
+static void test_dump_from_acl_init(void)
+{
+    char out[300], cfg[600];
+    snprintf(out, sizeof out, "%s/init_dump", g_dir);
+    CHECK_OK(aclFinalize());
+    CHECK(acldumpGetPath(DATA_DUMP) == NULL);
+
+    snprintf(cfg, sizeof cfg, "{\"dump\": {\"dump_op_switch\": \"on\", \"dump_path\": \"%s\"}}", out);
+    CHECK_OK(aclInit(write_cfg("acl_with_dump.json", cfg)));
+    CHECK_STR_EQ(acldumpGetPath(DATA_DUMP), out);
+    CHECK(acldumpGetPath(OVERFLOW_DUMP) == NULL);
+    /* an aclmdlSetDump session takes precedence, and ends with aclmdlFinalizeDump */
+    CHECK_OK(aclmdlInitDump());
+    snprintf(cfg, sizeof cfg, "{\"dump\": {\"dump_debug\": \"on\", \"dump_path\": \"%s/x\"}}", g_dir);
+    CHECK_OK(aclmdlSetDump(write_cfg("session.json", cfg)));
+    CHECK(acldumpGetPath(DATA_DUMP) == NULL);
+    CHECK(acldumpGetPath(OVERFLOW_DUMP) != NULL);
+    CHECK_OK(aclmdlFinalizeDump());
+    CHECK_STR_EQ(acldumpGetPath(DATA_DUMP), out);
+    CHECK_OK(aclFinalize());
+    CHECK(acldumpGetPath(DATA_DUMP) == NULL);
+
+    /* an invalid dump section makes aclInit fail, naming the key */
+    (void)aclGetRecentErrMsg();
+    CHECK_EQ(aclInit(write_cfg("acl_bad_dump.json", "{\"dump\": {\"dump_mode\": \"sideways\"}}")),
+             ACL_ERROR_INVALID_DUMP_CONFIG);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "dump.dump_mode");
+    CHECK_EQ(aclmdlInitDump(), ACL_ERROR_UNINITIALIZE);
+    /* a config without a dump section leaves dumping off */
+    CHECK_OK(aclInit(write_cfg("acl_plain.json", "{\"err_msg_mode\": \"0\"}")));
+    CHECK(acldumpGetPath(DATA_DUMP) == NULL);
+}
+
 static int32_t dump_cb(const acldumpChunk *chunk, int32_t len)
 {
     (void)chunk;
@@ -225,6 +259,7 @@ int main(void)
     RUN_TEST(test_dump_semantics);
     RUN_TEST(test_valid_configs_and_paths);
     RUN_TEST(test_finalize_ends_dump);
+    RUN_TEST(test_dump_from_acl_init);
     RUN_TEST(test_dump_callbacks);
     RUN_TEST(test_fault_injection);
     CHECK_OK(aclFinalize());
