@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from . import _options, errors
+from . import _abi_data, _options, errors
 
 __all__ = ["INFO_SCHEMA_VERSION", "build_parser", "collect_info", "format_info_text", "main"]
 
@@ -53,7 +53,8 @@ __all__ = ["INFO_SCHEMA_VERSION", "build_parser", "collect_info", "format_info_t
 INFO_SCHEMA_VERSION = 1
 
 _GIB = float(1 << 30)
-_ACL_HBM_MEM = 1  # aclrtMemAttr ACL_HBM_MEM, what torch_npu's mem_get_info uses
+# aclrtMemAttr ACL_HBM_MEM (1): what torch_npu's mem_get_info asks for
+_ACL_HBM_MEM: int = _abi_data.CONSTANTS["ACL_HBM_MEM"]
 
 
 class _UsageError(Exception):
@@ -61,15 +62,14 @@ class _UsageError(Exception):
 
 
 def _package_version() -> str:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version
 
-        try:
-            return version("pyacl_rt")
-        except PackageNotFoundError:
-            return "unknown"
-    except ImportError:  # pragma: no cover
-        return "unknown"
+    try:
+        return version("pyacl_rt")
+    except PackageNotFoundError:  # running from an uninstalled checkout
+        from . import __version__
+
+        return __version__
 
 
 # ------------------------------------------------------------------ info
