@@ -1,4 +1,5 @@
 /* test_allocator.c - external allocator descriptors and per-stream registration. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -139,12 +140,55 @@ static void test_register_get_unregister(void)
     CHECK_OK(aclrtResetDevice(0));
 }
 
+/* Threads on different devices register/query/unregister on their own streams. */
+static void *alloc_worker(void *arg)
+{
+    int32_t dev = (int32_t)(intptr_t)arg;
+    uintptr_t bad = 0;
+    if (aclrtSetDevice(dev) != ACL_SUCCESS) return (void *)1;
+    aclrtStream s = NULL;
+    bad += aclrtCreateStream(&s) != ACL_SUCCESS;
+    for (int i = 0; i < 200; i++) {
+        aclrtAllocatorDesc d = aclrtAllocatorCreateDesc();
+        bad += aclrtAllocatorSetObjToDesc(d, &g_obj_a) != ACL_SUCCESS;
+        bad += aclrtAllocatorSetAllocFuncToDesc(d, my_alloc) != ACL_SUCCESS;
+        bad += aclrtAllocatorSetFreeFuncToDesc(d, my_free) != ACL_SUCCESS;
+        bad += aclrtAllocatorSetGetAddrFromBlockFuncToDesc(d, my_addr) != ACL_SUCCESS;
+        bad += aclrtAllocatorRegister(s, d) != ACL_SUCCESS;
+        aclrtAllocatorDesc od = NULL;
+        aclrtAllocator oa = NULL;
+        aclrtAllocatorAllocFunc of = NULL;
+        aclrtAllocatorFreeFunc ofr = NULL;
+        aclrtAllocatorAllocAdviseFunc oad = NULL;
+        aclrtAllocatorGetAddrFromBlockFunc oga = NULL;
+        bad += aclrtAllocatorGetByStream(s, &od, &oa, &of, &ofr, &oad, &oga) != ACL_SUCCESS;
+        bad += od != d || of != my_alloc || oad != NULL;
+        bad += aclrtAllocatorUnregister(s) != ACL_SUCCESS;
+        bad += aclrtAllocatorDestroyDesc(d) != ACL_SUCCESS;
+    }
+    bad += aclrtDestroyStream(s) != ACL_SUCCESS;
+    bad += aclrtResetDevice(dev) != ACL_SUCCESS;
+    return (void *)bad;
+}
+
+static void test_threads(void)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_create(&t[i], NULL, alloc_worker, (void *)(intptr_t)(i % 2)), 0);
+    for (int i = 0; i < 4; i++) {
+        void *r = NULL;
+        pthread_join(t[i], &r);
+        CHECK(r == NULL);
+    }
+}
+
 int main(void)
 {
     CHECK_OK(aclInit(NULL));
     RUN_TEST(test_desc_errors);
     RUN_TEST(test_register_requires_context);
     RUN_TEST(test_register_get_unregister);
+    RUN_TEST(test_threads);
     CHECK_OK(aclFinalize());
     return TEST_REPORT();
 }

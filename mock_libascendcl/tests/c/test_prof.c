@@ -1,4 +1,5 @@
 /* test_prof.c - libmsprofiler.so: profiling state machine, configs, step info, msproftx. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,39 @@ static void test_msproftx(void)
     CHECK_NE(a, c);
 }
 
+/* msproftx from several threads at once (per-thread push/range stacks, shared range ids). */
+static void *tx_worker(void *arg)
+{
+    (void)arg;
+    uintptr_t bad = 0;
+    for (int i = 0; i < 300; i++) {
+        void *st = aclprofCreateStamp();
+        uint32_t id = 0;
+        bad += st == NULL;
+        bad += aclprofSetStampTraceMessage(st, "step", 4) != ACL_SUCCESS;
+        bad += aclprofPush(st) != ACL_SUCCESS;
+        bad += aclprofRangeStart(st, &id) != ACL_SUCCESS;
+        bad += aclprofMark(st) != ACL_SUCCESS;
+        bad += aclprofRangeStop(id) != ACL_SUCCESS;
+        bad += aclprofPop() != ACL_SUCCESS;
+        bad += aclprofStr2Id("step") == 0;
+        aclprofDestroyStamp(st);
+    }
+    bad += aclprofPop() != ACL_ERROR_INVALID_PARAM; /* this thread's stack is empty */
+    return (void *)bad;
+}
+
+static void test_msproftx_threads(void)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_create(&t[i], NULL, tx_worker, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        void *r = NULL;
+        pthread_join(t[i], &r);
+        CHECK(r == NULL);
+    }
+}
+
 static void test_unsupported_exported(void)
 {
     CHECK(aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, NULL) == NULL);
@@ -219,6 +253,7 @@ int main(void)
     RUN_TEST(test_set_config);
     RUN_TEST(test_step_info);
     RUN_TEST(test_msproftx);
+    RUN_TEST(test_msproftx_threads);
     RUN_TEST(test_unsupported_exported);
     CHECK_OK(aclFinalize());
     char cmd[300];
