@@ -63,6 +63,7 @@ from .errors import (
 )
 
 __all__ = [
+    "EXIT_WATCHDOG_SECONDS",
     "PRIORITY_CONTEXTS",
     "PRIORITY_DEVICES",
     "PRIORITY_EVENTS",
@@ -129,6 +130,12 @@ _finalizing: bool = False
 
 _hook_seq = itertools.count()
 _hooks: dict[int, ReleaseHook] = {}
+_current_step: str | None = None  # what finalize is doing right now (for the watchdog)
+
+#: Interpreter-exit watchdog: if finalize at exit takes longer than this many seconds,
+#: log (once) which release hook or ACL call it is stuck in. Diagnostic only: a hook
+#: blocked in C cannot be interrupted.
+EXIT_WATCHDOG_SECONDS: float = 10.0
 
 
 @dataclass(eq=False)
@@ -378,6 +385,7 @@ def registered_hook_count() -> int:
 
 
 def _run_hooks() -> None:
+    global _current_step
     # Snapshot in priority order; a hook may remove later hooks (closing an object
     # removes its own hook) or register new ones, so re-check membership before each
     # call and pick up hooks registered meanwhile in a further round.
@@ -397,10 +405,13 @@ def _run_hooks() -> None:
                 if hook.once:
                     del _hooks[hook.seq]
             ran.add(hook.seq)
+            _current_step = f"release hook {hook.name!r} (priority {hook.priority})"
             try:
                 hook.fn()
             except BaseException:
                 _log.exception("pyacl_rt release hook %r raised during finalize", hook.name)
+            finally:
+                _current_step = None
 
 
 # ---------------------------------------------------------------- finalize
@@ -421,7 +432,7 @@ def finalize() -> None:
 
 
 def _finalize() -> AclError | None:
-    global _ready, _live_generation, _state, _external, _finalizing
+    global _ready, _live_generation, _state, _external, _finalizing, _current_step
     if _bad_fork:
         return None
     with _lock:
@@ -432,7 +443,11 @@ def _finalize() -> AclError | None:
             _run_hooks()
             err: AclError | None = None
             if not _external:
-                rc = lowlevel.lib.aclFinalize()
+                _current_step = "aclFinalize()"
+                try:
+                    rc = lowlevel.lib.aclFinalize()
+                finally:
+                    _current_step = None
                 if rc not in (0, ACL_ERROR_REPEAT_FINALIZE):
                     try:
                         lowlevel.check(rc, "aclFinalize")
@@ -454,12 +469,31 @@ def _finalize() -> AclError | None:
             _finalizing = False
 
 
+def _watchdog_warn() -> None:
+    step = _current_step
+    _log.warning(
+        "pyacl_rt: finalize at interpreter exit has taken more than %.3g s; it is in %s. "
+        "A release hook or the runtime is blocked (e.g. waiting for device work or a "
+        "host callback that cannot run any more).",
+        EXIT_WATCHDOG_SECONDS,
+        step or "an unknown step",
+    )
+
+
 def _atexit_finalize() -> None:
+    watchdog: threading.Timer | None = None
+    if _state == READY and not _bad_fork and EXIT_WATCHDOG_SECONDS > 0:
+        watchdog = threading.Timer(EXIT_WATCHDOG_SECONDS, _watchdog_warn)
+        watchdog.daemon = True
+        watchdog.start()
     try:
         err = _finalize()
     except BaseException:
         _log.exception("pyacl_rt: finalize at interpreter exit failed")
         return
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
     if err is not None:
         _log.warning("pyacl_rt: aclFinalize at interpreter exit failed: %s", err)
 

@@ -379,6 +379,33 @@ print("main done", flush=True)
     ]
 
 
+def test_atexit_watchdog_names_a_blocked_hook() -> None:
+    """A hook stuck at interpreter exit is reported by name (the hook here waits,
+    bounded, until the watchdog's warning has been logged - no timing assertion)."""
+    proc = run_py(
+        """
+        import logging, threading
+        from pyacl_rt import runtime as rt
+        rt.EXIT_WATCHDOG_SECONDS = 0.05
+        warned = threading.Event()
+        seen = []
+        class Seen(logging.Handler):
+            def emit(self, record):
+                if "has taken more than" in record.getMessage():
+                    seen.append(record.getMessage())
+                    warned.set()
+        logging.getLogger("pyacl_rt.runtime").addHandler(Seen())
+        def slow_hook():
+            print("watchdog warned:", warned.wait(60), flush=True)
+            print(seen[0] if seen else "no message", flush=True)
+        rt.register_release_hook(slow_hook, rt.PRIORITY_STREAMS, name="slow-hook")
+        rt.init()
+        """
+    )
+    assert "watchdog warned: True" in proc.stdout
+    assert "release hook 'slow-hook' (priority 200)" in proc.stdout
+
+
 def test_atexit_without_init_does_nothing() -> None:
     proc = run_py(
         _AFTER_EXIT
