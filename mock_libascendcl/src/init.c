@@ -115,6 +115,10 @@ typedef struct init_cb {
 } init_cb;
 
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Serialises aclInit / aclFinalize / aclFinalizeReference as a whole (including the
+ * callbacks and the teardown), so an aclInit racing with a finalisation waits for it.
+ * Recursive: init/finalize callbacks may call these functions again. */
+static pthread_mutex_t g_lifecycle = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static atomic_bool g_initialized;
 static uint64_t g_refcount;
 static char *g_config; /* content of the first config, NULL for none */
@@ -142,7 +146,7 @@ static bool same_config(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
-aclError aclInit(const char *configPath)
+static aclError init_impl(const char *configPath)
 {
     static const char fn[] = "aclInit";
     MOCK_ENTER(fn);
@@ -306,7 +310,7 @@ static void finalize_now(void)
     }
 }
 
-aclError aclFinalize(void)
+static aclError finalize_impl(void)
 {
     static const char fn[] = "aclFinalize";
     MOCK_ENTER(fn);
@@ -325,7 +329,7 @@ aclError aclFinalize(void)
     return ACL_SUCCESS;
 }
 
-aclError aclFinalizeReference(uint64_t *refCount)
+static aclError finalize_reference_impl(uint64_t *refCount)
 {
     static const char fn[] = "aclFinalizeReference";
     if (refCount == NULL) {
@@ -351,6 +355,30 @@ aclError aclFinalizeReference(uint64_t *refCount)
         finalize_now();
     }
     return ACL_SUCCESS;
+}
+
+aclError aclInit(const char *configPath)
+{
+    pthread_mutex_lock(&g_lifecycle);
+    aclError rc = init_impl(configPath);
+    pthread_mutex_unlock(&g_lifecycle);
+    return rc;
+}
+
+aclError aclFinalize(void)
+{
+    pthread_mutex_lock(&g_lifecycle);
+    aclError rc = finalize_impl();
+    pthread_mutex_unlock(&g_lifecycle);
+    return rc;
+}
+
+aclError aclFinalizeReference(uint64_t *refCount)
+{
+    pthread_mutex_lock(&g_lifecycle);
+    aclError rc = finalize_reference_impl(refCount);
+    pthread_mutex_unlock(&g_lifecycle);
+    return rc;
 }
 
 /* ------------------------------------------------------- init callbacks */

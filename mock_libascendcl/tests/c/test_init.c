@@ -1,5 +1,6 @@
 /* test_init.c - aclInit/aclFinalize/aclFinalizeReference, init/finalize callbacks,
  * version queries, CANN attributes, leak report (mock-core). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,44 @@ static void test_finalize_releases_and_reports(void)
     CHECK_OK(aclrtResetDevice(0));
 }
 
+#define LIFE_THREADS 8
+#define LIFE_ITERS 50
+static int g_life_bad;
+
+static void *lifecycle_thread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < LIFE_ITERS; i++) {
+        aclError a = aclInit(NULL);
+        if (a != ACL_SUCCESS && a != ACL_ERROR_REPEAT_INITIALIZE) {
+            __atomic_fetch_add(&g_life_bad, 1, __ATOMIC_RELAXED);
+        }
+        uint64_t ref = 0;
+        aclError f = (i % 2) ? aclFinalize() : aclFinalizeReference(&ref);
+        if (f != ACL_SUCCESS && f != ACL_ERROR_REPEAT_FINALIZE) {
+            __atomic_fetch_add(&g_life_bad, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_init_finalize(void)
+{
+    pthread_t t[LIFE_THREADS];
+    for (int i = 0; i < LIFE_THREADS; i++) {
+        CHECK_OK(pthread_create(&t[i], NULL, lifecycle_thread, NULL));
+    }
+    for (int i = 0; i < LIFE_THREADS; i++) {
+        pthread_join(t[i], NULL);
+    }
+    CHECK_EQ(g_life_bad, 0);
+    /* whatever the interleaving, one more init + finalize leaves a clean state */
+    aclError a = aclInit(NULL);
+    CHECK(a == ACL_SUCCESS || a == ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK_OK(aclFinalize());
+    CHECK_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/mock_test_init_%d", (int)getpid());
@@ -310,6 +349,7 @@ int main(void)
     RUN_TEST(test_versions);
     RUN_TEST(test_cann_attributes);
     RUN_TEST(test_finalize_releases_and_reports);
+    RUN_TEST(test_concurrent_init_finalize);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) {
