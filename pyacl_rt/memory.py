@@ -1,0 +1,1269 @@
+"""Device and pinned host memory, and copies between any two buffers.
+
+* :class:`DeviceBuffer` owns an ``aclrtMalloc`` allocation on one device; slicing
+  (``buf[a:b]``) gives views that share the memory and keep the parent alive.
+* :class:`HostBuffer` owns page-locked host memory (``aclrtMallocHost``) and exports
+  it zero-copy to numpy and ``memoryview`` (see "Buffer protocol" below).
+* :func:`copy`, :func:`copy_2d`, :func:`memset` work between any pair of
+  DeviceBuffer / HostBuffer / bytes-like objects (numpy arrays, bytearray,
+  memoryview, bytes as a source); :func:`memcpy_async` is the fast path between
+  owned buffers.
+
+Checks before C
+---------------
+Every size, offset and pitch is validated in Python before any pointer reaches the
+runtime: ints only (``bool`` refused), no negatives, nothing past the end of either
+side, ``width <= pitch``, ``(height - 1) * pitch + width`` inside the buffer.
+Non-contiguous numpy arrays are refused (``ValueError``); writing into a read-only
+object (``bytes``, a read-only memoryview, a numpy array with ``writeable=False``)
+raises ``TypeError``. Messages name the argument. Use after ``close()`` raises
+:class:`~pyacl_rt.device.ObjectClosedError`; after :func:`pyacl_rt.runtime.finalize`
+:class:`~pyacl_rt.errors.RuntimeFinalizedError`.
+
+Streams and ordering
+--------------------
+Every copy that touches device memory is issued on a stream: ``stream`` if given,
+else the calling thread's current stream of the device doing the copy (the
+destination's device for H2D / D2D, the source's for D2H). ``non_blocking=False``
+(the default) waits for that stream afterwards, like ``tensor.copy_()`` in
+torch_npu; ``non_blocking=True`` returns at once. Host-to-host copies never go
+through the runtime (ACL refuses asynchronous H2H on hosts with attached devices):
+they are a plain ``memmove`` done at once, after waiting for the given ``stream``
+and for pending async work on the owned buffers involved. (Pending async writes into
+a *foreign* host object, e.g. a numpy array, are not tracked for H2H: synchronize
+first.) Device-to-device copies across devices enable peer access between the two
+devices once (``aclrtDeviceEnablePeerAccess``); a pair without peer access raises.
+
+Lifetime of memory used by async work
+-------------------------------------
+* **Foreign objects** (numpy arrays, bytearray, ...) given to an async copy are kept
+  alive until the copy completed on the device (``Stream._keep_alive``: a per-stream
+  watch list released by a marker event). ``copy(dev, arr, stream=s,
+  non_blocking=True); del arr`` is safe.
+* **Owned buffers** remember the streams they were used on. Freeing one
+  (``close()``, garbage collection, finalize) first *synchronizes those streams*,
+  then calls ``aclrtFree`` / ``aclrtFreeHost``: memory is never released under a
+  pending copy (ACL's ``aclrtFree`` does not wait, acl_abi.md section 5.6). So
+  ``close()`` blocks like ``cudaFree`` when the buffer still has queued work, and
+  the memory is back in the pool when it returns. This costs nothing on the hot
+  path (no event per copy). A buffer freed on a host-callback thread, where a
+  synchronize would deadlock, is freed later (next allocation/close, or finalize)
+  if its streams are still busy.
+
+Buffer protocol (HostBuffer)
+----------------------------
+* Python 3.12+: ``memoryview(h)`` and ``numpy.asarray(h)`` work directly through
+  ``__buffer__`` (PEP 688), zero-copy.
+* Python 3.11: a pure-Python class cannot export a C-level buffer, so
+  ``memoryview(h)`` raises ``TypeError``. Use ``h.memoryview()`` (zero-copy, same
+  memory) instead; ``numpy.asarray(h)`` works on every version (``__array__``
+  builds the array over the same memory, zero-copy). ``bytes(h)`` / ``h.tobytes()``
+  copy.
+* Exports keep the memory valid: while a memoryview or numpy array of ``h`` is
+  alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). If ``h``
+  is garbage collected while exports exist, the memory is freed when the last
+  export goes away. Caveat: :func:`pyacl_rt.runtime.finalize` cannot keep exported
+  pinned memory alive (``aclFinalize`` reclaims it); it logs a warning.
+
+Finalize
+--------
+A release hook (priority ``PRIORITY_MEMORY``, after events and streams) synchronizes
+each device that still has buffers, then frees them; the Python objects become inert.
+Closing an explicit :class:`~pyacl_rt.context.Context` frees the buffers allocated in
+it the same way.
+
+Floor 6: imports floors 1-5 only.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import ctypes
+import logging
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any, Final, Union
+
+from . import context as _context
+from . import errors, runtime
+from .device import (
+    Device,
+    DeviceLike,
+    ObjectClosedError,
+    _check,
+    _context_for,
+    _CtxRef,
+    _ensure_current,
+    _index,
+    _lib,
+    _local,
+    _owner_of,
+    current_device,
+)
+from .lowlevel import ffi, recent_error_message
+from .stream import Stream, current_stream
+
+__all__ = [
+    "ACL_MEMCPY_DEVICE_TO_DEVICE",
+    "ACL_MEMCPY_DEVICE_TO_HOST",
+    "ACL_MEMCPY_HOST_TO_DEVICE",
+    "ACL_MEMCPY_HOST_TO_HOST",
+    "ACL_MEM_MALLOC_HUGE_FIRST",
+    "ACL_MEM_MALLOC_HUGE_ONLY",
+    "ACL_MEM_MALLOC_NORMAL_ONLY",
+    "BufferLike",
+    "DeviceBuffer",
+    "HostBuffer",
+    "copy",
+    "copy_2d",
+    "memcpy_async",
+    "memory_allocated",
+    "memset",
+]
+
+_log = logging.getLogger("pyacl_rt")
+
+ACL_MEMCPY_HOST_TO_HOST: Final = 0
+ACL_MEMCPY_HOST_TO_DEVICE: Final = 1
+ACL_MEMCPY_DEVICE_TO_HOST: Final = 2
+ACL_MEMCPY_DEVICE_TO_DEVICE: Final = 3
+ACL_MEM_MALLOC_HUGE_FIRST: Final = 0
+ACL_MEM_MALLOC_HUGE_ONLY: Final = 1
+ACL_MEM_MALLOC_NORMAL_ONLY: Final = 2
+_SIZE_MAX: Final = 2**64 - 1
+
+#: Copy kind by (dst is device, src is device).
+_KIND: Final = (
+    (ACL_MEMCPY_HOST_TO_HOST, ACL_MEMCPY_DEVICE_TO_HOST),
+    (ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_DEVICE),
+)
+_KIND_NAMES: Final = ("host-to-host", "host-to-device", "device-to-host", "device-to-device")
+
+_aclrtMemcpyAsync = _lib.aclrtMemcpyAsync
+_aclrtMemcpy2dAsync = _lib.aclrtMemcpy2dAsync
+_aclrtMemsetAsync = _lib.aclrtMemsetAsync
+_aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
+_wref = weakref.ref
+
+#: Anything :func:`copy` accepts on one side.
+BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
+
+
+# =============================================================== allocations
+class _Mem:
+    """One allocation (device or pinned host). Shared by a buffer and its views.
+
+    ``ptr`` is what Python may use (0 once closed / freed / made inert); ``base``
+    is what is passed to ``aclrtFree`` (0 once freed). ``streams`` are weak
+    references to the streams the memory was used on (``last`` is the most recent,
+    for a cheap identity test on the hot path). Never references its owner, so that
+    the owner's finalizer can hold it.
+    """
+
+    __slots__ = (
+        "base",
+        "ctx",
+        "dead",
+        "device",
+        "gen",
+        "keep",
+        "last",
+        "nbytes",
+        "owner",
+        "ptr",
+        "streams",
+    )
+
+    def __init__(self, base: int, nbytes: int, device: int, ctx: _CtxRef | None) -> None:
+        self.base = base
+        self.ptr = base
+        self.nbytes = nbytes
+        self.device = device  # -1: pinned host memory
+        self.ctx = ctx
+        self.gen = runtime.generation()
+        self.last: weakref.ref[Stream] | None = None
+        self.streams: list[weakref.ref[Stream]] = []
+        self.dead = "buffer is closed"
+        #: weakref to the owning HostBuffer (host memory only), for finalize.
+        self.owner: weakref.ref[HostBuffer] | None = None
+        #: the explicit Context the memory was allocated in (kept alive), or None.
+        self.keep: object = _owner_of(ctx) if ctx is not None else None
+
+
+#: A permanently dead allocation: closed views point at it.
+_DEAD: Final = _Mem(0, 0, -1, None)
+_DEAD.base = 0
+
+# Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
+_live_lock = threading.RLock()
+_live: dict[int, _Mem] = {}
+_deferred: list[_Mem] = []
+_peers: set[tuple[_CtxRef, int]] = set()
+
+
+def _note(m: _Mem, r: weakref.ref[Stream]) -> None:
+    """Remember that stream ``r`` used ``m`` (slow part of the hot-path check)."""
+    m.last = r
+    if r not in m.streams:
+        m.streams.append(r)
+
+
+def _raise_closed(m: _Mem, what: str) -> None:
+    if m.dead == "finalized":
+        raise errors.RuntimeFinalizedError(
+            f"this {what} belongs to a runtime that was finalized; its memory was released",
+            explanation="",
+        )
+    if m.dead == "forked":
+        raise errors.ForkedProcessError()
+    raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
+
+
+def _wait_streams(m: _Mem) -> bool:
+    """Synchronize every live stream ``m`` was used on. Returns False when called on
+    a host-callback thread while one of them is still busy (caller must defer)."""
+    refs = m.streams
+    if not refs:
+        return True
+    in_cb = _local.st.in_callback
+    st = _local.st.i32
+    for r in list(refs):
+        s = r()
+        if s is None or s.closed:
+            continue  # destroying a stream waits for its work
+        ctx = s._ctx
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
+        if in_cb:
+            rc = _lib.aclrtStreamQuery(s.handle, st)
+            if rc == 0 and st[0] == 0:
+                continue
+            return False
+        rc = _aclrtSynchronizeStream(s.handle)
+        if rc:
+            _log.warning(
+                "pyacl_rt: synchronizing %r before freeing memory failed (%d): %s",
+                s,
+                rc,
+                recent_error_message(),
+            )
+    refs.clear()
+    m.last = None
+    return True
+
+
+def _free_mem(m: _Mem) -> None:
+    """Release ``m`` once (finalizer body). Never raises; never touches a runtime of
+    another generation. Waits for the streams that used ``m`` first."""
+    try:
+        with _live_lock:
+            base = m.base
+            if not base:
+                return
+            m.ptr = 0
+            alive = runtime.is_alive(m.gen)
+            if not alive:
+                m.base = 0
+                _live.pop(id(m), None)
+                return
+        prev = _local.st.ctx
+        try:
+            if not _wait_streams(m):
+                with _live_lock:
+                    if m.base and m not in _deferred:
+                        _deferred.append(m)
+                return
+            with _live_lock:
+                base = m.base
+                if not base:
+                    return
+                m.base = 0
+                _live.pop(id(m), None)
+            _free_raw(m, base)
+        finally:
+            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                try:
+                    prev.make_current()
+                except Exception:
+                    _local.st.ctx = None
+    except BaseException:  # pragma: no cover - interpreter shutdown, defensive
+        with contextlib.suppress(BaseException):
+            _log.debug("pyacl_rt: freeing memory failed", exc_info=True)
+
+
+def _free_raw(m: _Mem, base: int) -> None:
+    ctx = m.ctx
+    if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
+        ctx.make_current()
+    if m.device >= 0:
+        rc = _lib.aclrtFree(base)
+        func = "aclrtFree"
+    else:
+        rc = _lib.aclrtFreeHost(base)
+        func = "aclrtFreeHost"
+    if rc:
+        _log.warning(
+            "pyacl_rt: %s(0x%x) failed with %d: %s", func, base, rc, recent_error_message()
+        )
+
+
+def _process_deferred() -> None:
+    """Free allocations whose release was deferred from a host-callback thread."""
+    if not _deferred or _local.st.in_callback:
+        return
+    with _live_lock:
+        items = list(_deferred)
+        _deferred.clear()
+    for m in items:
+        _free_mem(m)
+
+
+def memory_allocated(device: DeviceLike = None) -> int:
+    """Bytes of live :class:`DeviceBuffer` allocations on ``device`` (current device if
+    None), as requested (before the runtime's rounding). torch_npu's name; there is no
+    caching allocator here, so ``memory_reserved`` would be the same number."""
+    index = _index(device)
+    with _live_lock:
+        return sum(m.nbytes for m in _live.values() if m.device == index and m.base)
+
+
+# ================================================================ arguments
+def _int_arg(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        index = getattr(type(value), "__index__", None)
+        if index is None or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        value = index(value)
+    assert isinstance(value, int)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    if value > _SIZE_MAX:
+        raise ValueError(f"{name} is too large ({value} > 2**64 - 1)")
+    return value
+
+
+class _Side:
+    """One resolved side of a copy: address, size, device, and what owns the memory."""
+
+    __slots__ = ("cd", "dev", "m", "mv", "n", "obj", "ptr")
+
+    def __init__(self) -> None:
+        self.ptr = 0
+        self.n = 0
+        self.dev = -1
+        self.m: _Mem | None = None
+        self.cd: Any = None
+        self.mv: memoryview | None = None
+        self.obj: object = None
+
+    def release(self) -> None:
+        """Release the buffer export of a foreign object (sync paths)."""
+        cd = self.cd
+        if cd is not None:
+            self.cd = None
+            ffi.release(cd)
+        mv = self.mv
+        if mv is not None:
+            self.mv = None
+            mv.release()
+
+
+def _resolve(obj: object, name: str, writable: bool) -> _Side:
+    side = _Side()
+    side.obj = obj
+    m = getattr(obj, "_m", None)
+    if isinstance(m, _Mem) and isinstance(obj, (DeviceBuffer, HostBuffer)):
+        p = m.ptr
+        if not p:
+            _raise_closed(m, f"{name} ({type(obj).__name__})")
+        side.ptr = p + obj._off
+        side.n = obj._n
+        side.dev = m.device
+        side.m = m
+        return side
+    try:
+        mv = memoryview(obj)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a DeviceBuffer, a HostBuffer or an object supporting the buffer "
+            f"protocol (numpy array, bytearray, memoryview, ...), not {type(obj).__name__}"
+        ) from None
+    if writable and mv.readonly:
+        mv.release()
+        raise TypeError(
+            f"{name} is read-only ({type(obj).__name__}): cannot write into it "
+            "(bytes, a read-only memoryview or a numpy array with writeable=False)"
+        )
+    if not mv.c_contiguous:
+        mv.release()
+        raise ValueError(
+            f"{name} is not C-contiguous: copies need one contiguous block of memory "
+            "(use numpy.ascontiguousarray)"
+        )
+    side.n = mv.nbytes
+    side.mv = mv
+    if side.n:
+        try:
+            cd = ffi.from_buffer("char[]", mv, require_writable=writable)
+        except (TypeError, ValueError) as exc:
+            mv.release()
+            raise TypeError(f"{name}: cannot get its memory ({exc})") from None
+        side.cd = cd
+        side.ptr = int(ffi.cast("uintptr_t", cd))
+    return side
+
+
+def _offsets(
+    d: _Side, s: _Side, nbytes: object, dst_offset: object, src_offset: object
+) -> tuple[int, int, int]:
+    doff = _int_arg(dst_offset, "dst_offset")
+    soff = _int_arg(src_offset, "src_offset")
+    if doff > d.n:
+        raise ValueError(f"dst_offset {doff} is past the end of dst ({d.n} bytes)")
+    if soff > s.n:
+        raise ValueError(f"src_offset {soff} is past the end of src ({s.n} bytes)")
+    if nbytes is None:
+        n = s.n - soff
+        if n > d.n - doff:
+            raise ValueError(
+                f"src has {n} bytes from src_offset {soff} but dst has only {d.n - doff} bytes "
+                f"from dst_offset {doff}; pass nbytes to copy part of it"
+            )
+    else:
+        n = _int_arg(nbytes, "nbytes")
+        if n > s.n - soff:
+            raise ValueError(
+                f"nbytes {n} runs past the end of src ({s.n} bytes, src_offset {soff})"
+            )
+        if n > d.n - doff:
+            raise ValueError(
+                f"nbytes {n} runs past the end of dst ({d.n} bytes, dst_offset {doff})"
+            )
+    return n, doff, soff
+
+
+def _devices(d: _Side, s: _Side) -> tuple[int, ...]:
+    """Devices a copy may run on, the default one first (dst's unless dst is host)."""
+    if s.dev < 0 or s.dev == d.dev:
+        return (d.dev,)
+    if d.dev < 0:
+        return (s.dev,)
+    return (d.dev, s.dev)
+
+
+def _pick_stream(stream: object, devices: tuple[int, ...]) -> Stream:
+    """The stream a device operation runs on, with its context current."""
+    if stream is None:
+        st = current_stream(devices[0])
+    elif isinstance(stream, Stream):
+        st = stream
+        if st._device not in devices and st._ctx.device >= 0:
+            where = " or ".join(str(d) for d in devices)
+            raise ValueError(
+                f"stream is on device {st._device} but this operation runs on device {where}"
+            )
+    else:
+        raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
+    if _local.st.ctx is not st._ctx:
+        st._activate()
+    return st
+
+
+def _ensure_peer(ctx: _CtxRef, peer: int) -> None:
+    """Enable access from ``ctx``'s device to ``peer`` once (``ctx`` is current)."""
+    key = (ctx, peer)
+    if key in _peers:
+        return
+    s = _local.st.scratch
+    rc = _lib.aclrtDeviceCanAccessPeer(s.i32, ctx.device, peer)
+    if rc:
+        _check(rc, "aclrtDeviceCanAccessPeer")
+    if not s.i32[0]:
+        raise errors.FeatureNotSupportedError(
+            f"device {ctx.device} cannot access device {peer}: no device-to-device copy "
+            "between them (copy through a HostBuffer instead)",
+            function="aclrtDeviceCanAccessPeer",
+        )
+    rc = _lib.aclrtDeviceEnablePeerAccess(peer, 0)
+    if rc:
+        _check(rc, "aclrtDeviceEnablePeerAccess")
+    _peers.add(key)
+
+
+def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
+    """Before a host-side operation: wait for the given stream and for pending async
+    work on the owned buffers involved."""
+    if stream is not None:
+        if not isinstance(stream, Stream):
+            raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
+        stream.synchronize()
+    for side in sides:
+        m = side.m
+        if m is not None and m.streams:
+            prev = _local.st.ctx
+            try:
+                _wait_streams(m)
+            finally:
+                if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                    prev.make_current()
+
+
+def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:
+    """After enqueueing on ``st``: note the stream on owned memory, keep foreign
+    objects alive (async) or wait and release them (sync)."""
+    r = _wref(st)
+    foreign: list[object] = []
+    for side in sides:
+        m = side.m
+        if m is not None:
+            if m.last is not r:
+                _note(m, r)
+        elif side.cd is not None:
+            foreign.append(side.cd)
+    if non_blocking:
+        if foreign:
+            st._keep_alive(tuple(foreign))
+        return
+    try:
+        st.synchronize()
+    finally:
+        for side in sides:
+            side.release()
+
+
+# ==================================================================== copies
+def copy(
+    dst: BufferLike,
+    src: BufferLike,
+    nbytes: int | None = None,
+    *,
+    dst_offset: int = 0,
+    src_offset: int = 0,
+    stream: Stream | None = None,
+    non_blocking: bool = False,
+) -> None:
+    """Copy ``nbytes`` bytes from ``src[src_offset:]`` to ``dst[dst_offset:]``.
+
+    ``dst`` / ``src``: :class:`DeviceBuffer` (or a view), :class:`HostBuffer`, or any
+    C-contiguous buffer-protocol object (numpy array, bytearray, memoryview; ``bytes``
+    only as a source). The kind (H2D, D2H, D2D - also across devices -, H2H) follows
+    from the objects. ``nbytes=None`` copies all of ``src`` from ``src_offset`` (it
+    must fit into ``dst``). See the module docstring for streams, ``non_blocking``
+    and what is kept alive.
+    """
+    d = _resolve(dst, "dst", True)
+    try:
+        s = _resolve(src, "src", False)
+    except BaseException:
+        d.release()
+        raise
+    try:
+        n, doff, soff = _offsets(d, s, nbytes, dst_offset, src_offset)
+    except BaseException:
+        d.release()
+        s.release()
+        raise
+    _do_copy(d, s, n, doff, soff, stream, non_blocking)
+
+
+def _do_copy(
+    d: _Side, s: _Side, n: int, doff: int, soff: int, stream: object, non_blocking: bool
+) -> None:
+    sides = (d, s)
+    try:
+        if d.dev < 0 and s.dev < 0:
+            try:
+                _host_wait(sides, stream)
+                if n:
+                    ctypes.memmove(d.ptr + doff, s.ptr + soff, n)
+            finally:
+                d.release()
+                s.release()
+            return
+        if n == 0:
+            return
+        st = _pick_stream(stream, _devices(d, s))
+        if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
+            _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
+        kind = _KIND[d.dev >= 0][s.dev >= 0]
+        rc = _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
+        if rc:
+            _check(rc, "aclrtMemcpyAsync")
+    except BaseException:
+        d.release()
+        s.release()
+        raise
+    _finish(st, sides, non_blocking)
+
+
+def memcpy_async(
+    dst: DeviceBuffer | HostBuffer, src: DeviceBuffer | HostBuffer, nbytes: int, stream: Stream
+) -> None:
+    """Fast path: enqueue a copy of ``nbytes`` bytes between two owned buffers on
+    ``stream`` (``aclrtMemcpyAsync``), from the start of ``src`` to the start of
+    ``dst`` (slice the buffers for offsets). Returns at once; no per-call allocation,
+    no event: the buffers remember the stream so that freeing them waits for it.
+    """
+    try:
+        dm = dst._m
+        sm = src._m
+        dp = dm.ptr
+        sp = sm.ptr
+        dn = dst._n
+        h = stream._handle
+        ctx = stream._ctx
+    except AttributeError:
+        _fast_type_error(dst, src, stream)
+        raise
+    if not dp:
+        _raise_closed(dm, "dst")
+    if not sp:
+        _raise_closed(sm, "src")
+    if nbytes.__class__ is not int or nbytes < 0 or nbytes > dn or nbytes > src._n:
+        _fast_size_error(nbytes, dn, src._n)
+    ddev = dm.device
+    sdev = sm.device
+    sd = stream._device
+    if (
+        (sd != ddev and sd != sdev)
+        or (ddev < 0 and sdev < 0)
+        or (ddev != sdev and sdev >= 0 <= ddev)
+    ):
+        # Rare: wrong device (raises), host-to-host, or across devices (peer access).
+        copy(dst, src, nbytes, stream=stream, non_blocking=True)
+        return
+    if _local.st.ctx is not ctx:
+        stream._activate()
+    if nbytes:
+        rc = _aclrtMemcpyAsync(
+            dp + dst._off, dn, sp + src._off, nbytes, _KIND[ddev >= 0][sdev >= 0], h
+        )
+        if rc:
+            _check(rc, "aclrtMemcpyAsync")
+        r = _wref(stream)
+        if dm.last is not r:
+            _note(dm, r)
+        if sm.last is not r:
+            _note(sm, r)
+
+
+def _fast_type_error(dst: object, src: object, stream: object) -> None:
+    for name, obj in (("dst", dst), ("src", src)):
+        if not isinstance(obj, (DeviceBuffer, HostBuffer)):
+            raise TypeError(
+                f"memcpy_async: {name} must be a DeviceBuffer or HostBuffer, not "
+                f"{type(obj).__name__} (use copy() for other objects)"
+            )
+    if not isinstance(stream, Stream):
+        raise TypeError(f"memcpy_async: stream must be a Stream, not {type(stream).__name__}")
+
+
+def _fast_size_error(nbytes: object, dn: int, sn: int) -> None:
+    n = _int_arg(nbytes, "nbytes")
+    if n > sn:
+        raise ValueError(f"nbytes {n} runs past the end of src ({sn} bytes)")
+    raise ValueError(f"nbytes {n} runs past the end of dst ({dn} bytes)")
+
+
+def copy_2d(
+    dst: BufferLike,
+    dpitch: int,
+    src: BufferLike,
+    spitch: int,
+    width: int,
+    height: int,
+    *,
+    dst_offset: int = 0,
+    src_offset: int = 0,
+    stream: Stream | None = None,
+    non_blocking: bool = False,
+) -> None:
+    """Copy a ``height`` x ``width`` byte matrix: row ``i`` goes from
+    ``src[src_offset + i*spitch :][:width]`` to ``dst[dst_offset + i*dpitch :][:width]``
+    (``aclrtMemcpy2dAsync``; host-to-host is done row by row on the host).
+
+    Requires ``width <= dpitch``, ``width <= spitch`` and
+    ``(height - 1) * pitch + width`` bytes after each offset.
+    """
+    d = _resolve(dst, "dst", True)
+    try:
+        s = _resolve(src, "src", False)
+    except BaseException:
+        d.release()
+        raise
+    try:
+        dp = _int_arg(dpitch, "dpitch")
+        sp = _int_arg(spitch, "spitch")
+        w = _int_arg(width, "width")
+        h = _int_arg(height, "height")
+        doff = _int_arg(dst_offset, "dst_offset")
+        soff = _int_arg(src_offset, "src_offset")
+        if w > dp:
+            raise ValueError(f"width {w} is larger than dpitch {dp}")
+        if w > sp:
+            raise ValueError(f"width {w} is larger than spitch {sp}")
+        if doff > d.n:
+            raise ValueError(f"dst_offset {doff} is past the end of dst ({d.n} bytes)")
+        if soff > s.n:
+            raise ValueError(f"src_offset {soff} is past the end of src ({s.n} bytes)")
+        if w and h:
+            dext = (h - 1) * dp + w
+            sext = (h - 1) * sp + w
+            if dext > d.n - doff:
+                raise ValueError(
+                    f"(height - 1) * dpitch + width = {dext} bytes run past the end of dst "
+                    f"({d.n} bytes, dst_offset {doff})"
+                )
+            if sext > s.n - soff:
+                raise ValueError(
+                    f"(height - 1) * spitch + width = {sext} bytes run past the end of src "
+                    f"({s.n} bytes, src_offset {soff})"
+                )
+    except BaseException:
+        d.release()
+        s.release()
+        raise
+    sides = (d, s)
+    try:
+        if d.dev < 0 and s.dev < 0:
+            try:
+                _host_wait(sides, stream)
+                if w and h:
+                    base_d = d.ptr + doff
+                    base_s = s.ptr + soff
+                    for i in range(h):
+                        ctypes.memmove(base_d + i * dp, base_s + i * sp, w)
+            finally:
+                d.release()
+                s.release()
+            return
+        if not (w and h):
+            return
+        st = _pick_stream(stream, _devices(d, s))
+        if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
+            _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
+        kind = _KIND[d.dev >= 0][s.dev >= 0]
+        rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
+        if rc:
+            _check(rc, "aclrtMemcpy2dAsync")
+    except BaseException:
+        d.release()
+        s.release()
+        raise
+    _finish(st, sides, non_blocking)
+
+
+def memset(
+    buf: BufferLike,
+    value: int,
+    nbytes: int | None = None,
+    offset: int = 0,
+    stream: Stream | None = None,
+    *,
+    non_blocking: bool = False,
+) -> None:
+    """Set ``nbytes`` bytes of ``buf`` from ``offset`` (default: to the end) to the byte
+    ``value`` (0..255).
+
+    Device memory: ``aclrtMemsetAsync`` on ``stream`` (default: the current stream of
+    the buffer's device), waited for unless ``non_blocking``. Host memory (HostBuffer
+    or a writable buffer-protocol object): filled on the host at once, after waiting
+    for ``stream`` and pending work on the buffer.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"value must be an int byte value (0..255), not {type(value).__name__}")
+    if not 0 <= value <= 255:
+        raise ValueError(f"value must be a byte value 0..255, got {value}")
+    b = _resolve(buf, "buf", True)
+    try:
+        off = _int_arg(offset, "offset")
+        if off > b.n:
+            raise ValueError(f"offset {off} is past the end of buf ({b.n} bytes)")
+        if nbytes is None:
+            n = b.n - off
+        else:
+            n = _int_arg(nbytes, "nbytes")
+            if n > b.n - off:
+                raise ValueError(f"nbytes {n} runs past the end of buf ({b.n} bytes, offset {off})")
+        sides = (b,)
+        if b.dev < 0:
+            _host_wait(sides, stream)
+            if n:
+                ctypes.memset(b.ptr + off, value, n)
+            b.release()
+            return
+        if n == 0:
+            return
+        st = _pick_stream(stream, (b.dev,))
+        rc = _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
+        if rc:
+            _check(rc, "aclrtMemsetAsync")
+    except BaseException:
+        b.release()
+        raise
+    _finish(st, sides, non_blocking)
+
+
+# ============================================================== DeviceBuffer
+def _register(m: _Mem) -> None:
+    with _live_lock:
+        _live[id(m)] = m
+
+
+class DeviceBuffer:
+    """``nbytes`` bytes of device memory on ``device`` (default: the current device),
+    allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
+    that device (the active explicit Context, else the device's primary context).
+
+    * ``close()`` frees it (idempotent; waits for the streams that used it first, see
+      the module docstring); so do garbage collection and finalize. Views become
+      unusable when their parent is closed.
+    * ``buf[a:b]`` (step 1) is a view sharing the memory; it keeps its parent alive.
+      Closing a view only closes the view.
+    * ``ptr`` is the device address as an int, for raw :mod:`pyacl_rt.lowlevel` calls
+      (valid while the buffer is open). Memory is not initialised.
+    * Usable from any thread: operations make the right context current.
+    """
+
+    __slots__ = ("__weakref__", "_fin", "_m", "_n", "_off", "_parent")
+
+    _m: _Mem
+    _n: int
+    _off: int
+    _parent: DeviceBuffer | None
+    _fin: weakref.finalize[..., Any] | None
+
+    def __init__(
+        self, nbytes: int, device: DeviceLike = None, policy: int = ACL_MEM_MALLOC_HUGE_FIRST
+    ) -> None:
+        n = _int_arg(nbytes, "nbytes")
+        if n == 0:
+            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
+        if isinstance(policy, bool) or not isinstance(policy, int) or policy < 0:
+            raise TypeError("policy must be a non-negative int (an ACL_MEM_MALLOC_* value)")
+        index = _index(device)
+        _process_deferred()
+        ctx = _context_for(index)
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
+        s = _local.st.scratch
+        rc = _lib.aclrtMalloc(s.uptr, n, policy)
+        if rc:
+            _check(rc, "aclrtMalloc")
+        m = _Mem(int(s.uptr[0]), n, index, ctx)
+        self._m = m
+        self._n = n
+        self._off = 0
+        self._parent = None
+        # ctx keeps an explicit Context alive through the buffer
+        self._fin = weakref.finalize(self, _free_mem, m)
+        self._fin.atexit = False
+        _register(m)
+
+    # ---------------------------------------------------------------- views
+    def __getitem__(self, key: slice) -> DeviceBuffer:
+        if not isinstance(key, slice):
+            raise TypeError(
+                f"DeviceBuffer indices must be slices (buf[a:b]), not {type(key).__name__}"
+            )
+        start, stop, step = key.indices(self._n)
+        if step != 1:
+            raise ValueError("DeviceBuffer slices must have step 1")
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, "DeviceBuffer")
+        view = DeviceBuffer.__new__(DeviceBuffer)
+        view._m = m
+        view._off = self._off + start
+        view._n = max(stop - start, 0)
+        view._parent = self._parent if self._parent is not None else self
+        view._fin = None
+        return view
+
+    # ----------------------------------------------------------- properties
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes (as requested; the runtime may round the allocation up)."""
+        return self._n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def ptr(self) -> int:
+        """Device address (int) of the first byte. Raises once closed."""
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, "DeviceBuffer")
+        return m.ptr + self._off
+
+    @property
+    def device(self) -> Device:
+        """The :class:`~pyacl_rt.device.Device` the memory lives on."""
+        m = self._m
+        if m.device < 0:
+            _raise_closed(m, "DeviceBuffer")
+        return Device(m.device)
+
+    @property
+    def device_index(self) -> int:
+        """Index of the device the memory lives on (-1 once a view is closed)."""
+        return self._m.device
+
+    @property
+    def closed(self) -> bool:
+        """True once closed, freed with its parent, or made inert by finalize."""
+        return not self._m.ptr
+
+    @property
+    def is_view(self) -> bool:
+        return self._parent is not None
+
+    @property
+    def base(self) -> DeviceBuffer | None:
+        """The buffer a view was sliced from (None for an allocation)."""
+        return self._parent
+
+    def __repr__(self) -> str:
+        kind = "view" if self._parent is not None else "DeviceBuffer"
+        if not self._m.ptr:
+            return f"<{kind} closed>"
+        return f"<{kind} {self._n} bytes at 0x{self.ptr:x} on device {self._m.device}>"
+
+    # ------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Free the memory (allocation) or drop the view. Idempotent.
+
+        For an allocation: waits for the streams that used it, then ``aclrtFree``;
+        every view of it becomes closed. No-op after finalize.
+        """
+        if self._parent is not None:
+            self._m = _DEAD
+            self._parent = None
+            return
+        f = self._fin
+        if f is not None and f.alive:
+            f()
+
+    def __enter__(self) -> DeviceBuffer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- copies
+    def copy_from_host(self, src: BufferLike, *, offset: int = 0) -> None:
+        """Copy all of ``src`` (host object or HostBuffer) into this buffer at ``offset``
+        and wait for it."""
+        copy(self, src, dst_offset=offset)
+
+    def copy_from_host_async(
+        self, src: BufferLike, stream: Stream | None = None, *, offset: int = 0
+    ) -> None:
+        """Enqueue a copy of all of ``src`` into this buffer at ``offset`` on ``stream``
+        (default: the current stream of the buffer's device). ``src`` is kept alive
+        until the copy completed."""
+        copy(self, src, dst_offset=offset, stream=stream, non_blocking=True)
+
+    def copy_to_host(self, dst: BufferLike | None = None, *, offset: int = 0) -> Any:
+        """Copy this buffer (from ``offset``) into ``dst`` and wait; with ``dst=None``
+        returns a new ``bytearray`` of the remaining bytes. Returns ``dst``."""
+        if dst is None:
+            off = _int_arg(offset, "offset")
+            if off > self._n:
+                raise ValueError(f"offset {off} is past the end of the buffer ({self._n} bytes)")
+            dst = bytearray(self._n - off)
+        copy(dst, self, src_offset=offset)
+        return dst
+
+    def copy_to_host_async(
+        self, dst: BufferLike, stream: Stream | None = None, *, offset: int = 0
+    ) -> None:
+        """Enqueue a copy of this buffer (from ``offset``, as many bytes as ``dst``
+        holds) into ``dst`` on ``stream``; ``dst`` is kept alive until it completed."""
+        d = _resolve(dst, "dst", True)
+        try:
+            s = _resolve(self, "src", False)
+            n, doff, soff = _offsets(d, s, d.n, 0, offset)
+        except BaseException:
+            d.release()
+            raise
+        _do_copy(d, s, n, doff, soff, stream, True)
+
+    def fill(self, value: int) -> None:
+        """Set every byte to ``value`` (0..255) and wait for it."""
+        memset(self, value)
+
+    def memset(
+        self,
+        value: int,
+        nbytes: int | None = None,
+        offset: int = 0,
+        stream: Stream | None = None,
+        *,
+        non_blocking: bool = False,
+    ) -> None:
+        """:func:`memset` on this buffer."""
+        memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
+
+
+# ================================================================ HostBuffer
+def _host_dtor(m: _Mem) -> Any:
+    def dtor(_cd: object) -> None:
+        _free_mem(m)
+
+    return dtor
+
+
+class HostBuffer:
+    """``nbytes`` bytes of page-locked (pinned) host memory from ``aclrtMallocHost``.
+
+    Zero-copy views: ``h.memoryview()``, ``numpy.asarray(h)`` (every Python), and
+    ``memoryview(h)`` on Python 3.12+ (see the module docstring). ``close()`` frees it
+    (after waiting for the streams that used it) and raises ``BufferError`` while
+    exports exist; garbage collection frees it once the last export is gone.
+    """
+
+    __slots__ = ("__weakref__", "_buf", "_cd", "_m", "_n", "_off")
+
+    _m: _Mem
+    _n: int
+    _off: int
+    _cd: Any
+    _buf: Any
+
+    def __init__(self, nbytes: int) -> None:
+        n = _int_arg(nbytes, "nbytes")
+        if n == 0:
+            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
+        runtime.ensure_initialized()
+        _process_deferred()
+        ctx = _local.st.ctx
+        if ctx is None or ctx.device < 0:
+            # Pinned memory is allocated through a device's runtime: use the thread's
+            # current device (its context is created if this is its first use).
+            ctx = _ensure_current(current_device())
+        s = _local.st.scratch
+        rc = _lib.aclrtMallocHost(s.uptr, n)
+        if rc:
+            _check(rc, "aclrtMallocHost")
+        base = int(s.uptr[0])
+        m = _Mem(base, n, -1, ctx)
+        m.owner = weakref.ref(self)
+        self._m = m
+        self._n = n
+        self._off = 0
+        # The owning cdata: freed (after waiting for its streams) when the last
+        # reference - this object, the byte buffer below, any export - is gone.
+        self._cd = ffi.gc(ffi.cast("char *", base), _host_dtor(m), n)
+        self._buf = ffi.buffer(self._cd, n)
+        _register(m)
+
+    # ----------------------------------------------------------- properties
+    @property
+    def nbytes(self) -> int:
+        return self._n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def ptr(self) -> int:
+        """Host address (int) of the first byte. Raises once closed."""
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, "HostBuffer")
+        return m.ptr
+
+    @property
+    def closed(self) -> bool:
+        return not self._m.ptr
+
+    def _exports(self) -> int:
+        """Number of live exports (memoryviews / numpy arrays) of the memory."""
+        buf = self._buf
+        if buf is None:
+            return 0
+        # references: the _buf slot, the local `buf`, getrefcount's argument
+        return max(sys.getrefcount(buf) - 3, 0)
+
+    def __repr__(self) -> str:
+        if not self._m.ptr:
+            return "<HostBuffer closed>"
+        return f"<HostBuffer {self._n} bytes pinned at 0x{self._m.ptr:x}>"
+
+    # --------------------------------------------------------------- exports
+    def _live_buf(self) -> Any:
+        m = self._m
+        if not m.ptr or self._buf is None:
+            _raise_closed(m, "HostBuffer")
+        return self._buf
+
+    def memoryview(self) -> builtins.memoryview:
+        """A writable, zero-copy ``memoryview`` (format ``'B'``) of the memory. While
+        it is alive, :meth:`close` raises ``BufferError``."""
+        return memoryview(self._live_buf())
+
+    view = memoryview
+
+    def __buffer__(self, flags: int) -> builtins.memoryview:
+        """PEP 688 (Python 3.12+): ``memoryview(h)`` and numpy use this."""
+        return memoryview(self._live_buf())
+
+    def __release_buffer__(self, view: builtins.memoryview) -> None:
+        view.release()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """``numpy.asarray(h)``: a zero-copy uint8 array over the memory."""
+        import numpy
+
+        arr = numpy.frombuffer(self._live_buf(), dtype=numpy.uint8)
+        if dtype is not None and numpy.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError("HostBuffer: a dtype conversion needs a copy")
+            return arr.astype(dtype)
+        if copy:
+            return arr.copy()
+        return arr
+
+    def numpy(self, dtype: Any = "uint8") -> Any:
+        """A zero-copy numpy array of ``dtype`` over the memory (nbytes must divide)."""
+        import numpy
+
+        return numpy.frombuffer(self._live_buf(), dtype=dtype)
+
+    def tobytes(self) -> bytes:
+        """A copy of the contents as ``bytes``."""
+        return bytes(self._live_buf())
+
+    def __bytes__(self) -> bytes:
+        return self.tobytes()
+
+    # ------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Free the memory (after waiting for the streams that used it). Idempotent.
+
+        Raises ``BufferError`` while memoryviews / numpy arrays of it are alive.
+        """
+        if self._buf is None:
+            return
+        n = self._exports()
+        if n and self._m.ptr:
+            raise BufferError(
+                f"cannot close HostBuffer: {n} exported view(s) (memoryview / numpy array) "
+                "still use its memory; release them first"
+            )
+        m = self._m
+        self._buf = None
+        self._cd = None  # normally the last reference: the destructor frees now
+        if m.base:
+            _free_mem(m)
+
+    def __enter__(self) -> HostBuffer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fill(self, value: int) -> None:
+        """Set every byte to ``value`` (0..255)."""
+        memset(self, value)
+
+
+# ================================================================= lifecycle
+def _iter_live() -> Iterator[_Mem]:
+    with _live_lock:
+        return iter(list(_live.values()))
+
+
+def _sync_devices(mems: list[_Mem]) -> None:
+    done: set[int] = set()
+    for m in mems:
+        ctx = m.ctx
+        if m.device < 0 or m.device in done or ctx is None or ctx.device < 0:
+            continue
+        done.add(m.device)
+        try:
+            if _local.st.ctx is not ctx:
+                ctx.make_current()
+            rc = _lib.aclrtSynchronizeDevice()
+            if rc:
+                _log.warning("pyacl_rt: aclrtSynchronizeDevice failed with %d at finalize", rc)
+        except Exception:  # pragma: no cover - defensive
+            _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
+
+
+def _release_memory() -> None:
+    """Release hook (priority 'memory'): free every live buffer; objects become inert."""
+    _process_deferred()
+    mems = list(_iter_live())
+    with _live_lock:
+        mems += [m for m in _deferred if m not in mems]
+        _deferred.clear()
+    _sync_devices(mems)
+    exported = 0
+    for m in mems:
+        m.dead = "finalized"
+        m.streams.clear()
+        m.last = None
+        if m.device < 0:
+            owner = m.owner() if m.owner is not None else None
+            if owner is None or owner._exports():
+                # Exports still reference the memory: leave it to aclFinalize.
+                exported += 1
+                m.ptr = 0
+                with _live_lock:
+                    m.base = 0
+                    _live.pop(id(m), None)
+                continue
+        _free_mem(m)
+    if exported:
+        _log.warning(
+            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy) at "
+            "finalize; aclFinalize releases that memory, do not use those views any more",
+            exported,
+        )
+    _peers.clear()
+
+
+def _on_context_close(ctx: _CtxRef) -> None:
+    """An explicit Context is closing: free the buffers allocated in it first."""
+    mems = [m for m in _iter_live() if m.ctx is ctx and m.device >= 0]
+    if mems:
+        try:
+            if _local.st.ctx is not ctx:
+                ctx.make_current()
+            _aclrtSynchronizeStream(0)
+        except Exception:  # pragma: no cover - defensive
+            _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
+    for m in mems:
+        m.dead = "its Context was closed"
+        _free_mem(m)
+    for key in [k for k in _peers if k[0] is ctx]:
+        _peers.discard(key)
+    # Host buffers allocated while this context was current: free through another
+    # context later (any context works for host memory).
+    for m in _iter_live():
+        if m.ctx is ctx:
+            m.ctx = None
+
+
+def _after_fork_in_child() -> None:
+    global _live_lock
+    _live_lock = threading.RLock()
+    for m in list(_live.values()):
+        m.ptr = 0
+        m.base = 0
+        m.dead = "forked"
+    _live.clear()
+    _deferred.clear()
+    _peers.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+_context._close_hooks.append(_on_context_close)
+runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
