@@ -165,6 +165,33 @@ def test_concurrent_first_use_initialises_once() -> None:
     assert proc.stdout.split() == ["0", "1", "False"]
 
 
+def test_concurrent_init_finalize_is_consistent() -> None:
+    """Threads racing init()/finalize(): every generation is finalized exactly once
+    (the persistent hook runs once per generation) and ACL ends finalized."""
+    proc = run_py(
+        """
+        import threading
+        from pyacl_rt import lowlevel as ll, runtime as rt
+        runs = []
+        rt.register_release_hook(lambda: runs.append(rt.generation()), rt.PRIORITY_EVENTS)
+        errs = []
+        def worker(k):
+            try:
+                for i in range(25):
+                    (rt.init if (i + k) % 2 == 0 else rt.finalize)()
+            except Exception as exc:
+                errs.append(repr(exc))
+        ts = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        rt.finalize()
+        gens = rt.generation()
+        print(errs, runs == list(range(1, gens + 1)), gens > 1, rt.state(), ll.aclFinalize())
+        """
+    )
+    assert proc.stdout.split() == ["[]", "True", "True", "finalized", "100037"]
+
+
 def test_config_path(tmp_path: Path) -> None:
     cfg = tmp_path / "acl.json"
     cfg.write_text("{}")
