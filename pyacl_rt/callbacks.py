@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Final
 from . import device as _device
 from . import lowlevel, runtime
 from ._options import get_options
-from .device import _check, _CtxRef, _lib, _tls
+from .device import _check, _CtxRef, _lib, _local
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -175,7 +175,7 @@ def _on_callback(user_data: Any) -> None:
         if entry is None:
             return
         fn, args, stream = entry
-        _tls.in_callback = True
+        _local.st.in_callback = True
         try:
             fn(*args)
         except BaseException as exc:
@@ -190,7 +190,7 @@ def _on_callback(user_data: Any) -> None:
                 exc.add_note(f"raised in host callback {fn!r} launched on {stream!r}")
             stream._errors.append(exc)
         finally:
-            _tls.in_callback = False
+            _local.st.in_callback = False
         rt = _threads.get(stream._device)
         if rt is not None and rt.thread is threading.current_thread():
             rt._graveyard.append(entry)
@@ -214,7 +214,7 @@ def _forget_context(ctx: _CtxRef) -> None:
     rt = _default_subs.pop(ctx, None)
     if rt is not None and ctx.device >= 0:
         try:
-            if _tls.ctx is not ctx:
+            if _local.st.ctx is not ctx:
                 ctx.make_current()
             _lib.aclrtSynchronizeStream(0)
         except Exception:  # pragma: no cover - defensive
@@ -233,7 +233,7 @@ def launch(
                 state[1] = _default_subs.get(stream._ctx)
             if state[1] is None:
                 rt = _thread_for(stream._device)
-                if _tls.ctx is not stream._ctx:
+                if _local.st.ctx is not stream._ctx:
                     stream._activate()
                 rt.subscribe(stream._handle)
                 state[1] = rt

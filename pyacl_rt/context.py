@@ -32,8 +32,8 @@ from .device import (
     _CtxRef,
     _index,
     _lib,
+    _local,
     _restore_selection,
-    _tls,
 )
 
 __all__ = ["Context", "current_context"]
@@ -60,8 +60,8 @@ def _destroy(ref: _CtxRef) -> None:
                 _log.exception("pyacl_rt: closing objects of %r failed", ref)
         handle = ref.handle
         ref.kill("context is closed")
-        if _tls.ctx is ref:
-            _tls.ctx = None
+        if _local.st.ctx is ref:
+            _local.st.ctx = None
         rc = _lib.aclrtDestroyContext(handle)
         if rc:
             _log.warning("aclrtDestroyContext(0x%x) failed with %d", handle, rc)
@@ -82,8 +82,8 @@ class Context:
     def __init__(self, device: DeviceLike = None) -> None:
         runtime.ensure_initialized()
         index = _index(device)
-        prev = _tls.ctx
-        s = _tls.scratch
+        prev = _local.st.ctx
+        s = _local.st.scratch
         _check(_lib.aclrtCreateContext(s.uptr, index), "aclrtCreateContext")
         handle = int(s.uptr[0])
         # The ref points back weakly: threads' context caches hold the ref, and must not
@@ -92,12 +92,12 @@ class Context:
         self._device = index
         self._saved: list[tuple[int, _CtxRef | None]] = []
         # aclrtCreateContext made it current; put the previous context back.
-        _tls.ctx = self._ref
+        _local.st.ctx = self._ref
         if prev is not None and prev.device >= 0:
             try:
                 prev.make_current()
             except errors.AclError:
-                _tls.ctx = None
+                _local.st.ctx = None
         # The finalizer must not reference self: it holds only the _CtxRef.
         self._finalizer = weakref.finalize(self, _destroy, self._ref)
         self._finalizer.atexit = False
@@ -140,18 +140,18 @@ class Context:
         """Make this context current on the calling thread (and select its device)."""
         self._require_open()
         self._ref.make_current()
-        _tls.active = self._ref
-        _tls.device = self._device
+        _local.st.active = self._ref
+        _local.st.device = self._device
 
     def __enter__(self) -> Context:
         self._require_open()
-        _tls.guards.append((_tls.device, _tls.active))
+        _local.st.guards.append((_local.st.device, _local.st.active))
         self.make_current()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if _tls.guards:
-            prev_device, prev_active = _tls.guards.pop()
+        if _local.st.guards:
+            prev_device, prev_active = _local.st.guards.pop()
             _restore_selection(prev_device, prev_active)
 
     def synchronize(self) -> None:
@@ -160,7 +160,7 @@ class Context:
 
         _refuse_in_callback("Context.synchronize()")
         self._require_open()
-        if _tls.ctx is not self._ref:
+        if _local.st.ctx is not self._ref:
             self._ref.make_current()
         rc = _lib.aclrtSynchronizeDevice()
         if rc:
@@ -176,13 +176,13 @@ class Context:
         with _live_lock:
             _live.discard(self)
         _destroy(self._ref)
-        if _tls.active is self._ref:
-            _tls.active = None
+        if _local.st.active is self._ref:
+            _local.st.active = None
 
 
 def current_context() -> Context | None:
     """The explicit :class:`Context` active on this thread (``with ctx:``), else ``None``."""
-    active = _tls.active
+    active = _local.st.active
     if active is None or active.device < 0:
         return None
     owner = active.owner

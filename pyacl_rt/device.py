@@ -160,7 +160,7 @@ class _CtxRef:
         rc = _aclrtSetCurrentContext(self.handle)
         if rc:
             _check(rc, "aclrtSetCurrentContext")
-        _tls.ctx = self
+        _local.st.ctx = self
 
     def kill(self, reason: str) -> None:
         self.device = -1
@@ -200,8 +200,14 @@ _FINALIZED = _CtxRef(0, -1)
 _FINALIZED.dead = "finalized"
 
 
-class _ThreadState(threading.local):
-    """Per-thread state. Attributes are read on hot paths: keep them few."""
+class _ThreadState:
+    """Per-thread state (one per thread, reached through ``_local.st``).
+
+    A plain slotted object: hot paths pay one thread-local lookup (``_local.st``),
+    then cheap slot loads, instead of one thread-local lookup per attribute.
+    """
+
+    __slots__ = ("active", "ctx", "device", "guards", "i32", "in_callback", "scratch", "streams")
 
     def __init__(self) -> None:
         #: The context known to be current on this thread (None = unknown / none).
@@ -222,7 +228,13 @@ class _ThreadState(threading.local):
         self.i32: Any = self.scratch.i32
 
 
-_tls: Final = _ThreadState()
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.st = _ThreadState()
+
+
+#: ``_local.st`` is the calling thread's :class:`_ThreadState`.
+_local: Final = _Local()
 
 _lock = threading.RLock()
 #: device index -> primary context (created by our single aclrtSetDevice).
@@ -233,6 +245,23 @@ _default_device = 0
 _main_thread = threading.main_thread()
 
 
+def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
+    """Run an object's finalizer now, exactly once; True if it ran.
+
+    Uses ``detach()`` rather than ``f()``: at interpreter exit ``weakref.finalize``
+    turns ``f()`` into a no-op once its own atexit hook ran, which may be before
+    pyacl_rt's finalize, and the handle would then never be released.
+    """
+    if f is None:
+        return False
+    info = f.detach()
+    if info is None:
+        return False
+    _obj, func, args, kwargs = info
+    func(*args, **kwargs)
+    return True
+
+
 def forget_thread_context() -> None:
     """Forget which context pyacl_rt believes is current on this thread.
 
@@ -240,12 +269,12 @@ def forget_thread_context() -> None:
     :mod:`pyacl_rt.lowlevel` calls; the next pyacl_rt call re-installs the right
     context. Not needed when only pyacl_rt objects are used.
     """
-    _tls.ctx = None
+    _local.st.ctx = None
 
 
 def _refuse_in_callback(what: str) -> None:
     """Raise :class:`CallbackContextError` when called on a host-callback thread."""
-    if _tls.in_callback:
+    if _local.st.in_callback:
         raise CallbackContextError(
             f"{what} called from inside a host callback: this would wait for the "
             "callback itself and deadlock. Do blocking work outside the callback "
@@ -320,14 +349,14 @@ def _create_primary(index: int) -> _CtxRef:
         if ref is not None:
             return ref
         _check(_lib.aclrtSetDevice(index), "aclrtSetDevice")
-        s = _tls.scratch
+        s = _local.st.scratch
         rc = _lib.aclrtGetCurrentContext(s.uptr)
         if rc:
             _lib.aclrtResetDevice(index)
             _check(rc, "aclrtGetCurrentContext")
         ref = _CtxRef(int(s.uptr[0]), index)
         _primaries[index] = ref
-        _tls.ctx = ref  # aclrtSetDevice made it current on this thread
+        _local.st.ctx = ref  # aclrtSetDevice made it current on this thread
         return ref
 
 
@@ -337,7 +366,7 @@ def _context_for(index: int) -> _CtxRef:
     The explicit Context activated on this thread if it is on ``index``, else the
     device's primary context (created on first use).
     """
-    active = _tls.active
+    active = _local.st.active
     if active is not None and active.device == index:
         return active
     ref = _primaries.get(index)
@@ -353,7 +382,7 @@ def _ensure_current(index: int) -> _CtxRef:
     of that device is accepted. Returns the current context. For use by
     :mod:`pyacl_rt.memory` and other floors above.
     """
-    cur = _tls.ctx
+    cur = _local.st.ctx
     if cur is not None and cur.device == index:
         return cur
     ref = _context_for(index)
@@ -379,7 +408,7 @@ def device_count() -> int:
     if count is not None:
         return count
     runtime.ensure_initialized()
-    s = _tls.scratch
+    s = _local.st.scratch
     _check(_lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
     count = int(s.u32[0])
     _device_count = count
@@ -402,7 +431,7 @@ def current_device() -> int:
     uses 0, which is how worker threads end up creating stray contexts on device 0.
     Never creates a context.
     """
-    d = _tls.device
+    d = _local.st.device
     if d >= 0:
         return d
     return _default_device
@@ -421,30 +450,30 @@ def set_device(dev: DeviceLike) -> None:
     if dev is None:
         return
     index = _index(dev)
-    active = _tls.active
+    active = _local.st.active
     if active is not None and active.device != index:
-        _tls.active = None
+        _local.st.active = None
     ref = _context_for(index)
-    if _tls.ctx is not ref:
+    if _local.st.ctx is not ref:
         ref.make_current()
-    _tls.device = index
+    _local.st.device = index
     if threading.current_thread() is _main_thread:
         _default_device = index
 
 
 def _restore_selection(prev_device: int, prev_active: _CtxRef | None) -> None:
     """Restore a saved (selection, explicit context) pair exactly."""
-    _tls.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
-    _tls.device = prev_device
+    _local.st.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
+    _local.st.device = prev_device
     if prev_device >= 0:
         try:
             ref = _context_for(prev_device)
-            if _tls.ctx is not ref:
+            if _local.st.ctx is not ref:
                 ref.make_current()
         except errors.AclError:
             # The runtime went away inside the block; the selection is restored and
             # the context will be re-established (or refused) on next use.
-            _tls.ctx = None
+            _local.st.ctx = None
 
 
 class device:
@@ -463,7 +492,7 @@ class device:
     def __enter__(self) -> int:
         if self.idx < 0:
             return current_device()
-        self._prev.append((_tls.device, _tls.active))
+        self._prev.append((_local.st.device, _local.st.active))
         set_device(self.idx)
         return self.idx
 
@@ -595,7 +624,7 @@ def set_op_timeout_ms(timeout_ms: int) -> int:
     if timeout_ms < 0:
         raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
     runtime.ensure_initialized()
-    s = _tls.scratch
+    s = _local.st.scratch
     try:
         fn = _lib.aclrtSetOpExecuteTimeOutV2
         rc = fn(timeout_ms * 1000, s.u64)
@@ -683,13 +712,13 @@ class Device:
         return hash(("npu", self._index))
 
     def __enter__(self) -> Device:
-        _tls.guards.append((_tls.device, _tls.active))
+        _local.st.guards.append((_local.st.device, _local.st.active))
         set_device(self._index)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if _tls.guards:
-            prev_device, prev_active = _tls.guards.pop()
+        if _local.st.guards:
+            prev_device, prev_active = _local.st.guards.pop()
             _restore_selection(prev_device, prev_active)
 
     # --- selection / sync
@@ -713,21 +742,21 @@ class Device:
     def info(self, attr: int) -> int:
         """``aclrtGetDeviceInfo(index, attr)``: an ``ACL_DEV_ATTR_*`` value (int64)."""
         runtime.ensure_initialized()
-        s = _tls.scratch
+        s = _local.st.scratch
         _check(_lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
         return int(s.i64[0])
 
     def capability(self, info: int) -> int:
         """``aclGetDeviceCapability(index, info)``: an ``ACL_DEVICE_INFO_*`` value."""
         runtime.ensure_initialized()
-        s = _tls.scratch
+        s = _local.st.scratch
         _check(_lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
         return int(s.i64[0])
 
     def feature(self, feature: int) -> int:
         """``aclrtGetDeviceCapability(index, feature)``: an ``ACL_FEATURE_*`` value."""
         runtime.ensure_initialized()
-        s = _tls.scratch
+        s = _local.st.scratch
         _check(
             _lib.aclrtGetDeviceCapability(self._index, feature, s.i32),
             "aclrtGetDeviceCapability",
@@ -772,7 +801,7 @@ class Device:
         context if the device was never used).
         """
         _ensure_current(self._index)
-        s = _tls.scratch
+        s = _local.st.scratch
         _check(_lib.aclrtGetMemInfo(ACL_HBM_MEM, s.size, s.size + 1), "aclrtGetMemInfo")
         return int(s.size[0]), int(s.size[1])
 
@@ -833,7 +862,7 @@ class Device:
         other = _index(peer)
         if other == self._index:
             return False
-        s = _tls.scratch
+        s = _local.st.scratch
         _check(_lib.aclrtDeviceCanAccessPeer(s.i32, self._index, other), "aclrtDeviceCanAccessPeer")
         return bool(s.i32[0])
 
@@ -894,8 +923,8 @@ def _release_devices() -> None:
                 _log.warning("aclrtResetDevice(%d) raised %r at finalize", index, exc)
         _device_count = None
         Device._instances.clear()
-    _tls.ctx = None
-    _tls.active = None
+    _local.st.ctx = None
+    _local.st.active = None
 
 
 def _after_fork_in_child() -> None:
@@ -905,8 +934,8 @@ def _after_fork_in_child() -> None:
     for ref in list(_primaries.values()):
         ref.kill("forked")
     _primaries.clear()
-    _tls.ctx = None
-    _tls.active = None
+    _local.st.ctx = None
+    _local.st.active = None
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -38,11 +38,12 @@ from .device import (
     _check,
     _CtxRef,
     _lib,
+    _local,
     _owner_of,
     _raise_dead,
     _raise_sync_error,
     _refuse_in_callback,
-    _tls,
+    _run_finalizer,
 )
 from .stream import Stream, _timeout_ms, current_stream
 
@@ -68,7 +69,7 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
     try:
         if ctx.device < 0:
             return
-        if _tls.ctx is not ctx:
+        if _local.st.ctx is not ctx:
             ctx.make_current()
         rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
         if rc:
@@ -164,10 +165,10 @@ class Event:
                 explanation="",
             )
         sctx = stream._ctx
-        if _tls.ctx is not sctx:
+        if _local.st.ctx is not sctx:
             stream._activate()
         flags = ACL_EVENT_SYNC | (ACL_EVENT_TIME_LINE if self._timing else 0)
-        s = _tls.scratch
+        s = _local.st.scratch
         rc = _lib.aclrtCreateEventExWithFlag(s.uptr, flags)
         if rc == -1:
             try:
@@ -211,7 +212,7 @@ class Event:
         ctx = stream._ctx
         if self._ctx is not ctx:
             self._bind(stream)
-        if _tls.ctx is not ctx:
+        if _local.st.ctx is not ctx:
             stream._activate()
         rc = _aclrtRecordEvent(self._handle, stream._handle)
         if rc:
@@ -223,7 +224,7 @@ class Event:
         ctx = self._ctx
         if ctx is None:
             return True
-        t = _tls
+        t = _local.st
         if t.ctx is not ctx:
             self._activate()
         st = t.i32
@@ -238,12 +239,12 @@ class Event:
         ``timeout`` in milliseconds raises :class:`~pyacl_rt.device.SyncTimeoutError`
         on expiry. A no-op if never recorded. Refused inside a host callback.
         """
-        if _tls.in_callback:
+        if _local.st.in_callback:
             _refuse_in_callback("Event.synchronize()")
         ctx = self._ctx
         if ctx is None:
             return
-        if _tls.ctx is not ctx:
+        if _local.st.ctx is not ctx:
             self._activate()
         if timeout is None:
             rc = _aclrtSynchronizeEvent(self._handle)
@@ -268,7 +269,7 @@ class Event:
             return  # never recorded: nothing to wait for (torch_npu does the same)
         if ctx.device < 0:
             self._raise_closed()
-        if _tls.ctx is not stream._ctx:
+        if _local.st.ctx is not stream._ctx:
             stream._activate()
         rc = _lib.aclrtStreamWaitEvent(stream._handle, self._handle)
         if rc:
@@ -300,9 +301,9 @@ class Event:
                 )
         self.synchronize()
         end_event.synchronize()
-        if _tls.ctx is not self._ctx:
+        if _local.st.ctx is not self._ctx:
             self._activate()
-        f = _tls.scratch.f32
+        f = _local.st.scratch.f32
         rc = _lib.aclrtEventElapsedTime(f, self._handle, end_event._handle)
         if rc:
             _check(rc, "aclrtEventElapsedTime")
@@ -311,9 +312,7 @@ class Event:
     # -------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Destroy the ACL event (asynchronous; safe while it is pending). Idempotent."""
-        f = self._finalizer
-        if f is not None:
-            f()
+        _run_finalizer(self._finalizer)
         if self._ctx is None or self._ctx.device >= 0:
             self._ctx = _CLOSED
         self._handle = 0
@@ -321,9 +320,7 @@ class Event:
             _live.discard(self)
 
     def _make_inert(self, reason: _CtxRef) -> None:
-        f = self._finalizer
-        if f is not None:
-            f()
+        _run_finalizer(self._finalizer)
         self._ctx = reason
         self._handle = 0
 

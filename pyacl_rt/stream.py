@@ -59,12 +59,13 @@ from .device import (
     _CtxRef,
     _index,
     _lib,
+    _local,
     _owner_of,
     _raise_dead,
     _raise_sync_error,
     _refuse_in_callback,
     _restore_selection,
-    _tls,
+    _run_finalizer,
     current_device,
 )
 
@@ -110,7 +111,7 @@ class _MarkerPool:
             lst = self._free.get(ctx)
             if lst:
                 return lst.pop()
-        s = _tls.scratch
+        s = _local.st.scratch
         rc = _lib.aclrtCreateEventExWithFlag(s.uptr, ACL_EVENT_SYNC)
         if rc:
             _check(rc, "aclrtCreateEventExWithFlag")
@@ -129,7 +130,7 @@ class _MarkerPool:
         if not handles or ctx.device < 0:
             return
         try:
-            if _tls.ctx is not ctx:
+            if _local.st.ctx is not ctx:
                 ctx.make_current()
             for h in handles:
                 _lib.aclrtDestroyEvent(h)
@@ -156,7 +157,7 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
         if ctx.device < 0:
             state[0].clear()
             return
-        if _tls.ctx is not ctx:
+        if _local.st.ctx is not ctx:
             ctx.make_current()
         sub = state[1]
         if sub is not None:
@@ -230,9 +231,9 @@ class Stream:
         prio = max(priority, 0)
         index = _index(device)
         ctx = _context_for(index)
-        if _tls.ctx is not ctx:
+        if _local.st.ctx is not ctx:
             ctx.make_current()
-        s = _tls.scratch
+        s = _local.st.scratch
         rc = _lib.aclrtCreateStreamWithConfig(s.uptr, prio, flags)
         if rc == -1 and prio == 0 and flags == 0:
             # Old runtime without aclrtCreateStreamWithConfig.
@@ -354,7 +355,7 @@ class Stream:
     # ------------------------------------------------------------- queries
     def query(self) -> bool:
         """True if all work submitted to the stream has completed (``aclrtStreamQuery``)."""
-        t = _tls
+        t = _local.st
         if t.ctx is not self._ctx:
             self._activate()
         st = t.i32
@@ -373,9 +374,10 @@ class Stream:
         last synchronize (the others are attached as notes). Refused inside a host
         callback (it would wait for itself).
         """
-        if _tls.in_callback:
+        t = _local.st
+        if t.in_callback:
             _refuse_in_callback("Stream.synchronize()")
-        if _tls.ctx is not self._ctx:
+        if t.ctx is not self._ctx:
             self._activate()
         if timeout is None:
             rc = _aclrtSynchronizeStream(self._handle)
@@ -444,7 +446,7 @@ class Stream:
         """
         if not callable(fn):
             raise TypeError("fn must be callable")
-        if _tls.ctx is not self._ctx:
+        if _local.st.ctx is not self._ctx:
             self._activate()
         callbacks.launch(self, fn, args, block)
 
@@ -462,7 +464,8 @@ class Stream:
         to be current on this thread (true right after enqueueing an op on it).
         """
         ctx = self._ctx
-        if _tls.ctx is not ctx:
+        t = _local.st
+        if t.ctx is not ctx:
             self._activate()
         watch: collections.deque[tuple[int, object]] = self._state[0]
         if watch:
@@ -475,7 +478,7 @@ class Stream:
         watch.append((marker, objs))
 
     def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
-        st = _tls.i32
+        st = _local.st.i32
         ctx = self._ctx
         while watch:
             marker = watch[0][0]
@@ -491,7 +494,7 @@ class Stream:
         """Number of keep-alive entries not yet released (polls first)."""
         watch = self._state[0]
         if watch and self._ctx.device >= 0:
-            if _tls.ctx is not self._ctx:
+            if _local.st.ctx is not self._ctx:
                 self._activate()
             self._poll_watch(watch)
         return len(watch)
@@ -507,25 +510,22 @@ class Stream:
         f = self._finalizer
         if f is None or not f.alive or self._kind != _OWNED:
             return
-        if self._state[1] is not None and _tls.in_callback:
+        if self._state[1] is not None and _local.st.in_callback:
             _refuse_in_callback("Stream.close()")
-        f()  # runs _destroy_stream once
+        _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
         with _live_lock:
             _live.discard(self)
 
     def _make_inert(self, reason_ctx: _CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
-        f = self._finalizer
-        if f is not None and f.alive:
-            f()
-        else:
+        if not _run_finalizer(self._finalizer):
             state = self._state
             sub = state[1]
             if sub is not None and self._ctx.device >= 0:
                 state[1] = None
                 try:
-                    if _tls.ctx is not self._ctx:
+                    if _local.st.ctx is not self._ctx:
                         self._ctx.make_current()
                     _lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
                     sub.unsubscribe(self._handle)
@@ -560,6 +560,8 @@ def _timeout_ms(timeout: float) -> int:
 # ---------------------------------------------------- default / current stream
 #: Default-stream wrappers of primary contexts (they live as long as the process).
 _defaults: dict[_CtxRef, Stream] = {}
+#: device index -> default stream of its primary context (current_stream's fast path).
+_primary_defaults: dict[int, Stream] = {}
 #: ... and of explicit Contexts: weak, so that the cache never keeps a Context alive.
 _explicit_defaults: weakref.WeakValueDictionary[_CtxRef, Stream] = weakref.WeakValueDictionary()
 
@@ -574,6 +576,8 @@ def default_stream(device: DeviceLike = None) -> Stream:
     s = cache.get(ctx)
     if s is None:
         s = cache.setdefault(ctx, Stream._wrap(0, ctx, _DEFAULT))
+        if ctx.owner is None:
+            _primary_defaults[index] = s
     return s
 
 
@@ -582,17 +586,20 @@ def current_stream(device: DeviceLike = None) -> Stream:
 
     The default stream unless :func:`set_stream` / ``with stream(s):`` chose another.
     """
+    t = _local.st
     if device is None:
-        t = _tls
         index = t.device
         if index < 0:
             index = current_device()
-        s = t.streams.get(index)
     else:
         index = _index(device)
-        s = _tls.streams.get(index)
+    s = t.streams.get(index)
     if s is not None:
         return s  # type: ignore[no-any-return]
+    if t.active is None:
+        s = _primary_defaults.get(index)
+        if s is not None:
+            return s
     return default_stream(index)
 
 
@@ -604,7 +611,7 @@ def set_stream(s: Stream) -> None:
     if s._ctx.device < 0:
         s._activate()  # raises the closed/finalized error
     _device.set_device(s._device)
-    _tls.streams[s._device] = s
+    _local.st.streams[s._device] = s
 
 
 _guard_tls = threading.local()
@@ -638,7 +645,7 @@ class stream:
         s = self.s
         if s is None:
             return None
-        self._saved.append((_tls.device, _tls.active, dict(_tls.streams)))
+        self._saved.append((_local.st.device, _local.st.active, dict(_local.st.streams)))
         try:
             set_stream(s)
         except BaseException:
@@ -651,7 +658,7 @@ class stream:
             return
         prev_device, prev_active, prev_streams = self._saved.pop()
         _restore_selection(prev_device, prev_active)
-        table = _tls.streams
+        table = _local.st.streams
         table.clear()
         table.update(prev_streams)
 
@@ -741,6 +748,7 @@ def _release_streams() -> None:
     with _pools_lock:
         _pools.clear()
     _defaults.clear()
+    _primary_defaults.clear()
     _explicit_defaults.clear()
 
 

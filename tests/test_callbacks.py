@@ -34,9 +34,9 @@ def no_leaks() -> Iterator[None]:
     before = _snapshot()
     primaries = set(D._primaries)
     yield
-    D._tls.device = -1
-    D._tls.active = None
-    D._tls.streams.clear()
+    D._local.st.device = -1
+    D._local.st.active = None
+    D._local.st.streams.clear()
     D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):

@@ -32,9 +32,9 @@ def no_leaks() -> Iterator[None]:
     before = _snapshot()
     primaries = set(D._primaries)
     yield
-    D._tls.device = -1
-    D._tls.active = None
-    D._tls.streams.clear()
+    D._local.st.device = -1
+    D._local.st.active = None
+    D._local.st.streams.clear()
     D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):
@@ -154,7 +154,7 @@ def test_context_used_on_another_thread() -> None:
             s.synchronize()
             inside = raw_current_context()
             s.close()
-        return inside, C.current_context() is None, D._tls.device
+        return inside, C.current_context() is None, D._local.st.device
 
     box: list[Any] = []
     t = threading.Thread(target=lambda: box.append(body()))

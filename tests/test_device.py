@@ -34,9 +34,9 @@ def no_leaks() -> Iterator[None]:
     before = _snapshot()
     primaries = set(D._primaries)
     yield
-    D._tls.device = -1
-    D._tls.active = None
-    D._tls.streams.clear()
+    D._local.st.device = -1
+    D._local.st.active = None
+    D._local.st.streams.clear()
     D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):
@@ -146,10 +146,10 @@ def test_nested_device_guard_restores_exactly() -> None:
 
 def test_device_guard_on_fresh_thread_restores_no_device() -> None:
     def body() -> tuple[int, int, int]:
-        before = D._tls.device
+        before = D._local.st.device
         with D.device(1):
             inside = D.current_device()
-        return before, inside, D._tls.device
+        return before, inside, D._local.st.device
 
     assert in_thread(body) == (-1, 1, -1)
 
@@ -249,7 +249,7 @@ def test_objects_work_on_a_new_thread_without_set_device() -> None:
 
     def use() -> tuple[bool, int]:
         s.synchronize()
-        return s.query(), D._tls.device
+        return s.query(), D._local.st.device
 
     assert in_thread(use) == (True, -1)
     s.close()

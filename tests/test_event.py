@@ -32,9 +32,9 @@ def no_leaks() -> Iterator[None]:
     before = _snapshot()
     primaries = set(D._primaries)
     yield
-    D._tls.device = -1
-    D._tls.active = None
-    D._tls.streams.clear()
+    D._local.st.device = -1
+    D._local.st.active = None
+    D._local.st.streams.clear()
     D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):
@@ -227,7 +227,7 @@ def test_event_used_from_new_thread() -> None:
         gate.release.set()
         e.synchronize()
         out.append(e.query())
-        out.append(D._tls.device)
+        out.append(D._local.st.device)
 
     t = threading.Thread(target=waiter)
     t.start()

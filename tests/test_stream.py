@@ -32,9 +32,9 @@ def no_leaks() -> Iterator[None]:
     before = _snapshot()
     primaries = set(D._primaries)
     yield
-    D._tls.device = -1
-    D._tls.active = None
-    D._tls.streams.clear()
+    D._local.st.device = -1
+    D._local.st.active = None
+    D._local.st.streams.clear()
     D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):
@@ -177,7 +177,7 @@ def test_current_stream_and_set_stream() -> None:
     assert S.current_stream(0) is S.default_stream(0)
     with pytest.raises(TypeError):
         S.set_stream("s")  # type: ignore[arg-type]
-    D._tls.streams.clear()
+    D._local.st.streams.clear()
     s.close()
 
 
@@ -190,7 +190,7 @@ def test_current_stream_is_per_thread() -> None:
     t.join()
     assert seen[0] is S.default_stream(0)
     assert S.current_stream(0) is s
-    D._tls.streams.clear()
+    D._local.st.streams.clear()
     s.close()
 
 
@@ -213,7 +213,7 @@ def test_stream_guard_restores_exactly_mixed_with_set_stream() -> None:
     assert S.current_stream(1) is S.default_stream(1)
     with S.stream(None) as none:
         assert none is None and S.current_stream() is a
-    D._tls.streams.clear()
+    D._local.st.streams.clear()
     for s in (a, b, c):
         s.close()
 
@@ -224,7 +224,7 @@ def test_stream_guard_on_fresh_thread_restores_nothing_selected() -> None:
     def body() -> tuple[int, bool, int, bool]:
         with s:
             inside = (D.current_device(), S.current_stream() is s)
-        return D._tls.device, 3 in D._tls.streams, *inside  # type: ignore[return-value]
+        return D._local.st.device, 3 in D._local.st.streams, *inside  # type: ignore[return-value]
 
     box: list[Any] = []
     t = threading.Thread(target=lambda: box.append(body()))
@@ -382,7 +382,7 @@ def test_stream_used_from_new_thread_without_set_device() -> None:
         e = Event()
         e.record(s)
         s.synchronize()
-        out.append((e.query(), D._tls.device))
+        out.append((e.query(), D._local.st.device))
         e.close()
 
     t = threading.Thread(target=work)

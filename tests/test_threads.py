@@ -33,9 +33,9 @@ def no_leaks() -> Iterator[None]:
     before = _snapshot()
     primaries = set(D._primaries)
     yield
-    D._tls.device = -1
-    D._tls.active = None
-    D._tls.streams.clear()
+    D._local.st.device = -1
+    D._local.st.active = None
+    D._local.st.streams.clear()
     D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):
@@ -111,7 +111,7 @@ def test_eight_threads_two_devices_mixing_streams_and_events() -> None:
             b.synchronize()
             assert e.query()
             e.close()
-            assert D._tls.device == -1  # guards restored "no device selected"
+            assert D._local.st.device == -1  # guards restored "no device selected"
         for s in mine.values():
             s.synchronize()
             s.close()
@@ -136,7 +136,7 @@ def test_objects_created_on_main_used_from_fresh_threads() -> None:
             e.record(s)
         s.synchronize()
         s.query()
-        assert D._tls.device == -1
+        assert D._local.st.device == -1
         assert D.current_device() == 3  # follows the main thread's selection
 
     assert not run_threads(4, worker)
@@ -200,7 +200,7 @@ def test_concurrent_device_guards_are_per_thread() -> None:
                 with D.device((dev + 1) % 4):
                     assert D.current_device() == (dev + 1) % 4
                 assert D.current_device() == dev
-        assert D._tls.device == -1
+        assert D._local.st.device == -1
 
     assert not run_threads(6, worker)
 
