@@ -105,6 +105,11 @@ static aclError load_config_file(const char *fn, const char *path, char **conten
     return ACL_SUCCESS;
 }
 
+/* Default until event.c provides it (see mock_internal.h). */
+__attribute__((weak)) void mock_events_finalize(void)
+{
+}
+
 /* ------------------------------------------------------------------ state */
 
 typedef struct init_cb {
@@ -296,6 +301,7 @@ static void finalize_now(void)
 
     mock_callbacks_finalize();
     mock_devices_finalize();
+    mock_events_finalize();
     mock_memory_finalize();
     mock_dump_finalize();
     core_error_set_process_mode(false);

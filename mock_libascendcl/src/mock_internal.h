@@ -174,6 +174,11 @@ MOCK_HIDDEN void mock_mem_access_end(const void *ptr, size_t len);
 MOCK_HIDDEN void mock_callbacks_finalize(void);
 MOCK_HIDDEN void mock_devices_finalize(void);  /* contexts + their streams/events */
 MOCK_HIDDEN void mock_memory_finalize(void);
+/* (core, additive) event.c: destroys every event still alive, since aclFinalize
+ * releases all resources (events are not owned by a context). aclFinalize calls it
+ * right after mock_devices_finalize. init.c has a weak no-op default until event.c
+ * defines it. */
+MOCK_HIDDEN void mock_events_finalize(void);
 
 /* ------------------------------------------------------ misc (additive) */
 /* allocator.c: forgets the allocator registered (aclrtAllocatorRegister) on a
