@@ -35,10 +35,18 @@ BUILD_TIMEOUT = 900
 CONFIGS: dict[str, dict[str, str]] = {
     "plain": {"MOCK_SANITIZE": "", "CMAKE_BUILD_TYPE": "RelWithDebInfo"},
     # -O1 keeps the sanitizer builds quick to compile and still fast enough to run
-    "asan": {"MOCK_SANITIZE": "asan", "CMAKE_BUILD_TYPE": "Debug", "CMAKE_C_FLAGS": "-O1",
-             "CMAKE_CXX_FLAGS": "-O1"},
-    "tsan": {"MOCK_SANITIZE": "tsan", "CMAKE_BUILD_TYPE": "Debug", "CMAKE_C_FLAGS": "-O1",
-             "CMAKE_CXX_FLAGS": "-O1"},
+    "asan": {
+        "MOCK_SANITIZE": "asan",
+        "CMAKE_BUILD_TYPE": "Debug",
+        "CMAKE_C_FLAGS": "-O1",
+        "CMAKE_CXX_FLAGS": "-O1",
+    },
+    "tsan": {
+        "MOCK_SANITIZE": "tsan",
+        "CMAKE_BUILD_TYPE": "Debug",
+        "CMAKE_C_FLAGS": "-O1",
+        "CMAKE_CXX_FLAGS": "-O1",
+    },
 }
 
 SANITIZER_ENV = {
@@ -199,7 +207,10 @@ def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
     env = _clean_env()
     proc = subprocess.run(
         ["cmake", "--install", str(build), "--prefix", str(prefix)],
-        capture_output=True, text=True, env=env, timeout=BUILD_TIMEOUT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=BUILD_TIMEOUT,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (prefix / "include" / "acl" / "acl.h").exists()
@@ -217,7 +228,7 @@ def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
         "target_link_libraries(consumer PRIVATE mock_libascendcl::ascendcl)\n"
     )
     (app / "main.c").write_text(
-        "#include <stdio.h>\n#include \"acl/acl.h\"\n#include \"acl/acl_mock.h\"\n"
+        '#include <stdio.h>\n#include "acl/acl.h"\n#include "acl/acl_mock.h"\n'
         "int main(void) {\n"
         "  uint32_t n = 0; int32_t d = -1;\n"
         "  if (aclInit(NULL) != ACL_SUCCESS) return 1;\n"
@@ -225,7 +236,7 @@ def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
         "  if (aclrtSetDevice(1) != ACL_SUCCESS || aclrtGetDevice(&d) != 0 || d != 1) return 3;\n"
         "  if (aclmockGetStat(1, ACLMOCK_STAT_CONTEXTS) != 1) return 4;\n"
         "  if (aclrtResetDevice(1) != ACL_SUCCESS || aclFinalize() != ACL_SUCCESS) return 5;\n"
-        "  puts(\"consumer ok\");\n  return 0;\n}\n"
+        '  puts("consumer ok");\n  return 0;\n}\n'
     )
     steps = [
         ["cmake", "-S", str(app), "-B", str(app / "build"), f"-DCMAKE_PREFIX_PATH={prefix}"],
