@@ -78,6 +78,7 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
         pass
 
 
+_bind_lock = threading.Lock()
 _live: weakref.WeakSet[Event] = weakref.WeakSet()
 _live_lock = threading.Lock()
 
@@ -155,6 +156,12 @@ class Event:
         """First record: create the ACL event in ``stream``'s context (or refuse)."""
         if stream._ctx.device < 0:
             stream._activate()  # raises the stream's closed / finalized error
+        with _bind_lock:  # two threads recording a fresh Event at once: create one
+            if self._ctx is stream._ctx:
+                return
+            self._bind_locked(stream)
+
+    def _bind_locked(self, stream: Stream) -> None:
         ctx = self._ctx
         if ctx is not None:
             if ctx.device < 0:
@@ -355,8 +362,9 @@ def _on_context_close(ctx: _CtxRef) -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _live_lock
+    global _live_lock, _bind_lock
     _live_lock = threading.Lock()
+    _bind_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

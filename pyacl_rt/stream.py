@@ -409,7 +409,10 @@ class Stream:
 
         Waiting on an event that was never recorded is a no-op (as in torch_npu).
         """
-        event._wait_on(self)
+        wait_on = getattr(event, "_wait_on", None)
+        if wait_on is None:
+            raise TypeError(f"wait_event() needs an Event, got {type(event).__name__}")
+        wait_on(self)
 
     def wait_stream(self, other: Stream) -> None:
         """Make future work on this stream wait for the work submitted to ``other`` so far."""

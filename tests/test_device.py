@@ -363,3 +363,74 @@ def test_fork_child_refuses_objects(run_python: Any) -> None:
     r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout
+
+
+TORCH_NPU_NAMES = {
+    "pyacl_rt.device": [
+        "is_available",
+        "device_count",
+        "set_device",
+        "current_device",
+        "device",
+        "device_of",
+        "synchronize",
+        "get_device_name",
+        "get_device_properties",
+        "mem_get_info",
+        "utilization",
+        "can_device_access_peer",
+        "get_soc_version",
+        "get_cann_version",
+        "set_op_timeout_ms",
+        "is_support_inf_nan",
+        "is_bf16_supported",
+    ],
+    "pyacl_rt.stream": ["current_stream", "default_stream", "set_stream", "stream", "Stream"],
+    "pyacl_rt.event": ["Event"],
+}
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "pyacl_rt.device",
+        "pyacl_rt.context",
+        "pyacl_rt.stream",
+        "pyacl_rt.event",
+        "pyacl_rt.callbacks",
+    ],
+)
+def test_public_names_exist_and_are_documented(module: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(module)
+    assert mod.__doc__ and len(mod.__doc__) > 200
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if callable(obj) and not isinstance(obj, int):
+            assert obj.__doc__, f"{module}.{name} has no docstring"
+    for name in TORCH_NPU_NAMES.get(module, []):
+        assert name in mod.__all__, name
+
+
+def test_device_creation_failure_is_typed_and_leaves_nothing(run_python: Any) -> None:
+    code = """
+        import pyacl_rt.device as D, pyacl_rt.stream as S
+        from pyacl_rt import errors
+        from pyacl_rt.mock import mock_control
+        mc = mock_control()
+        mc.inject_fault("aclrtSetDevice", 507033)
+        try:
+            S.Stream(2)
+        except errors.AclDeviceLostError as exc:
+            assert exc.code == 507033 and exc.function == "aclrtSetDevice"
+        else:
+            raise AssertionError("no error")
+        assert 2 not in D._primaries and mc.stat("contexts", 2) == 0
+        s = S.Stream(2)      # the next attempt works
+        s.close()
+        print("OK")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout

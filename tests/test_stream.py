@@ -443,3 +443,53 @@ def test_interpreter_exit_with_live_objects(run_python: Any) -> None:
     assert r.returncode == 0, r.stderr
     assert "callback ran" in r.stdout
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("func", "code", "exc"),
+    [
+        ("aclrtCreateStreamWithConfig", 207008, errors.AclResourceError),
+        ("aclrtStreamQuery", 507899, errors.AclDeviceLostError),
+        ("aclrtSynchronizeStream", 507015, errors.AclDeviceLostError),
+        ("aclrtStreamWaitEvent", 107000, errors.AclUsageError),
+    ],
+)
+def test_runtime_failures_are_typed(func: str, code: int, exc: type[Exception]) -> None:
+    mc = mock_control()
+    s = S.Stream(0)
+    e = Event()
+    e.record(s)
+    mc.inject_fault(func, code)
+    try:
+        with pytest.raises(exc) as info:
+            S.Stream(0).close()
+            s.query()
+            s.synchronize()
+            s.wait_event(e)
+        assert info.value.code == code  # type: ignore[attr-defined]
+        assert info.value.function == func  # type: ignore[attr-defined]
+    finally:
+        mc.clear_faults()
+    with pytest.raises(TypeError):
+        s.wait_event(object())
+    s.synchronize()
+    e.close()
+    s.close()
+
+
+def test_device_lost_stream_ops_raise_and_close_quietly() -> None:
+    mc = mock_control()
+    s = S.Stream(6)
+    handle = s.handle
+    mc.set_device_lost(6, 507010)
+    try:
+        with pytest.raises(errors.AclDeviceLostError):
+            s.synchronize()
+        s.close()  # never raises, even on a lost device (the failure is logged)
+    finally:
+        mc.set_device_lost(6, 0)
+    assert s.closed
+    # A lost card keeps its resources until reset; release this one for the leak check.
+    from pyacl_rt import lowlevel
+
+    lowlevel.check(lowlevel.lib.aclrtDestroyStream(handle), "aclrtDestroyStream")

@@ -217,3 +217,19 @@ def test_stream_pool_is_thread_safe() -> None:
 
     assert not run_threads(4, worker)
     assert len({id(x) for x in got}) == S.STREAMS_PER_POOL
+
+
+def test_fresh_event_recorded_by_many_threads_at_once() -> None:
+    s = S.Stream(0)
+    e = Event()
+    barrier = threading.Barrier(6)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        e.record(s)
+
+    assert not run_threads(6, worker)
+    s.synchronize()
+    assert e.query()
+    e.close()
+    s.close()
