@@ -26,6 +26,11 @@ Design - a C dispatch table, no link-time dependency on libascendcl:
   the wrapper calls ``aclAppLog(level, func, file, line, "%s", message)`` through the
   real variadic pointer type, so the message is never interpreted as a format.
 
+Speed: the module is built against the full C API (not abi3); cffi's per-call errno
+save/restore is compiled out (ACL never reports through errno, so ``ffi.errno`` means
+nothing after these calls); exact ints convert inline, everything else falls back to
+cffi's own converters (same errors).
+
 The ABI equivalence of the binding types with the C prototypes (``uintptr_t`` <->
 pointers and handles, ``int32_t`` <-> enums) is the contract of scripts/gen_acl.py.
 """
@@ -144,6 +149,62 @@ def build_sources() -> tuple[str, str, int]:
 #include <string.h>
 
 {abi.CDEF_TYPES}
+
+/* AscendCL reports failures through return codes and aclGetRecentErrMsg, never errno:
+ * skip cffi's per-call errno save/restore (two calls into _cffi_backend each). As a
+ * consequence ffi.errno is meaningless after pyacl_rt.lowlevel calls. */
+#undef _cffi_restore_errno
+#undef _cffi_save_errno
+#define _cffi_restore_errno() ((void)0)
+#define _cffi_save_errno() ((void)0)
+
+/* Inline fast paths for the integer conversions of the arguments (handles, sizes,
+ * ids): an exact int in range converts without a call into _cffi_backend; anything else
+ * (other types, out of range) goes to cffi's own converter, so errors are cffi's. */
+static int pyacl_to_i32_slow(PyObject *o) {{ return _cffi_to_c_i32(o); }}
+static unsigned int pyacl_to_u32_slow(PyObject *o) {{ return _cffi_to_c_u32(o); }}
+static long long pyacl_to_i64_slow(PyObject *o) {{ return _cffi_to_c_i64(o); }}
+static unsigned long long pyacl_to_u64_slow(PyObject *o) {{ return _cffi_to_c_u64(o); }}
+static inline int pyacl_to_i32(PyObject *o) {{
+    if (PyLong_CheckExact(o)) {{
+        int overflow = 0;
+        long v = PyLong_AsLongAndOverflow(o, &overflow);
+        if (!overflow && v >= INT32_MIN && v <= INT32_MAX) return (int)v;
+    }}
+    return pyacl_to_i32_slow(o);
+}}
+static inline unsigned int pyacl_to_u32(PyObject *o) {{
+    if (PyLong_CheckExact(o)) {{
+        int overflow = 0;
+        long v = PyLong_AsLongAndOverflow(o, &overflow);
+        if (!overflow && v >= 0 && v <= (long)UINT32_MAX) return (unsigned int)v;
+    }}
+    return pyacl_to_u32_slow(o);
+}}
+static inline long long pyacl_to_i64(PyObject *o) {{
+    if (PyLong_CheckExact(o)) {{
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (!overflow) return v;
+    }}
+    return pyacl_to_i64_slow(o);
+}}
+static inline unsigned long long pyacl_to_u64(PyObject *o) {{
+    if (PyLong_CheckExact(o)) {{
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (!overflow && v >= 0) return (unsigned long long)v;
+    }}
+    return pyacl_to_u64_slow(o);  /* also values >= 2**63 */
+}}
+#undef _cffi_to_c_i32
+#undef _cffi_to_c_u32
+#undef _cffi_to_c_i64
+#undef _cffi_to_c_u64
+#define _cffi_to_c_i32 pyacl_to_i32
+#define _cffi_to_c_u32 pyacl_to_u32
+#define _cffi_to_c_i64 pyacl_to_i64
+#define _cffi_to_c_u64 pyacl_to_u64
 
 #define PYACL_MISSING_SYMBOL -1
 #define PYACL_NFUNC {n}
