@@ -33,6 +33,8 @@ Contract:
   ``aclrtProcessReport``, ``aclrtMemcpy`` ...) let other Python threads run.
 * **No per-call allocation**: pass ints for handles/pointers and the arrays of
   :func:`scratch` for out-parameters.
+* ``ffi.errno`` is not maintained across these calls (ACL reports through return codes
+  and ``aclGetRecentErrMsg``; skipping cffi's errno bookkeeping saves two calls per call).
 * ``aclAppLog`` is bound with a fixed signature ``(level, func, file, line, message)``;
   the message is logged literally (the wrapper passes it through ``"%s"``).
 
