@@ -537,13 +537,16 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
     }
     MOCK_ENTER(fn);
     fire_abort(deviceId, ACL_RT_DEVICE_TASK_ABORT_PRE, timeout);
-    /* Host tasks cannot be interrupted: the mock lets every stream of the device run
-     * dry (within the timeout) so that no task is pending afterwards. */
+    /* Every stream of every context of the device drops its pending tasks and has
+     * its blocked tasks interrupted (stream.c); then the running tasks get `timeout`
+     * to return. */
     mock_context *ctxs[256];
     size_t n = core_ctx_collect(deviceId, ctxs, sizeof ctxs / sizeof ctxs[0]);
     aclError result = ACL_SUCCESS;
+    int32_t wait_ms = timeout == 0 ? -1 : (int32_t)timeout;
     for (size_t i = 0; i < n; i++) {
-        aclError r = mock_streams_sync_context(ctxs[i], timeout == 0 ? -1 : (int32_t)timeout);
+        mock_streams_abort_context(ctxs[i]);
+        aclError r = mock_streams_sync_context(ctxs[i], wait_ms);
         if (result == ACL_SUCCESS && r != ACL_SUCCESS) {
             result = r;
         }

@@ -298,6 +298,33 @@ static void test_synchronize(void)
     CHECK_EQ(aclrtDeviceTaskAbort(2, 36u * 60u * 1000u + 1u), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtDeviceTaskAbort(20, 0), ACL_ERROR_RT_INVALID_DEVICEID);
     CHECK_OK(aclrtDeviceTaskAbort(2, 1000));
+
+    /* abort discards pending work: a task blocked on a value that never comes, and a
+     * copy queued behind it that must never run */
+    uint64_t *flag = NULL;
+    unsigned char *buf = NULL;
+    CHECK_OK(aclrtMalloc((void **)&flag, sizeof *flag, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMalloc((void **)&buf, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMemset(flag, sizeof *flag, 0, sizeof *flag));
+    CHECK_OK(aclrtMemset(buf, 64, 0, 64));
+    CHECK_OK(aclrtValueWait(flag, 1, ACL_STREAM_WAIT_VALUE_EQ, s));
+    CHECK_OK(aclrtMemsetAsync(buf, 64, 0x7f, 64, s));
+    aclrtStreamStatus status = ACL_STREAM_STATUS_COMPLETE;
+    CHECK_OK(aclrtStreamQuery(s, &status));
+    CHECK_EQ(status, ACL_STREAM_STATUS_NOT_READY);
+    CHECK_OK(aclrtDeviceTaskAbort(2, 5000));
+    CHECK_OK(aclrtSynchronizeStream(s));
+    unsigned char host[64];
+    memset(host, 1, sizeof host);
+    CHECK_OK(aclrtMemcpy(host, sizeof host, buf, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK_EQ(host[0], 0);  /* the queued memset was discarded */
+    CHECK_EQ(host[63], 0);
+    CHECK_OK(aclrtMemsetAsync(buf, 64, 0x11, 64, s)); /* the stream stays usable */
+    CHECK_OK(aclrtSynchronizeStream(s));
+    CHECK_OK(aclrtMemcpy(host, sizeof host, buf, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK_EQ(host[5], 0x11);
+    CHECK_OK(aclrtFree(flag));
+    CHECK_OK(aclrtFree(buf));
     CHECK_OK(aclrtDestroyStream(s));
     CHECK_OK(aclrtResetDevice(2));
 }
