@@ -169,18 +169,25 @@ void core_ctx_destroy_all(void)
     t_cur = NULL;
 }
 
-size_t core_ctx_collect(int32_t device, mock_context **out, size_t max)
+mock_context **core_ctx_collect(int32_t device, size_t *n)
 {
-    size_t n = 0;
+    *n = 0;
     pthread_mutex_lock(&g_reg_lock);
-    for (mock_context *c = g_reg_head; c != NULL && n < max; c = c->next) {
-        if (c->device == device) {
-            atomic_fetch_add(&c->refs, 1);
-            out[n++] = c;
+    size_t count = 0;
+    for (mock_context *c = g_reg_head; c != NULL; c = c->next) {
+        count += c->device == device;
+    }
+    mock_context **out = count > 0 ? malloc(count * sizeof *out) : NULL;
+    if (out != NULL) {
+        for (mock_context *c = g_reg_head; c != NULL; c = c->next) {
+            if (c->device == device) {
+                atomic_fetch_add(&c->refs, 1);
+                out[(*n)++] = c;
+            }
         }
     }
     pthread_mutex_unlock(&g_reg_lock);
-    return n;
+    return out;
 }
 
 void core_ctx_set_current(mock_context *ctx)

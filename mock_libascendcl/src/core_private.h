@@ -53,9 +53,10 @@ MOCK_HIDDEN void core_ctx_destroy(mock_context *ctx);
 MOCK_HIDDEN void core_ctx_set_current(mock_context *ctx);
 /* Destroys every live context (aclFinalize). */
 MOCK_HIDDEN void core_ctx_destroy_all(void);
-/* Collects up to `max` live contexts of `device`, each retained; release each with
- * core_ctx_release. Returns the number stored. */
-MOCK_HIDDEN size_t core_ctx_collect(int32_t device, mock_context **out, size_t max);
+/* Collects the live contexts of `device`, each retained (release each with
+ * core_ctx_release), into a malloc'd array (free it); NULL with *n = 0 when there
+ * is none or memory is short. */
+MOCK_HIDDEN mock_context **core_ctx_collect(int32_t device, size_t *n);
 MOCK_HIDDEN void core_ctx_release(mock_context *ctx);
 
 #endif /* MOCK_CORE_PRIVATE_H */

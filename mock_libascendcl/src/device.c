@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core_private.h"
@@ -540,8 +541,8 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
     /* Every stream of every context of the device drops its pending tasks and has
      * its blocked tasks interrupted (stream.c); then the running tasks get `timeout`
      * to return. */
-    mock_context *ctxs[256];
-    size_t n = core_ctx_collect(deviceId, ctxs, sizeof ctxs / sizeof ctxs[0]);
+    size_t n = 0;
+    mock_context **ctxs = core_ctx_collect(deviceId, &n);
     aclError result = ACL_SUCCESS;
     int32_t wait_ms = timeout == 0 ? -1 : (int32_t)timeout;
     for (size_t i = 0; i < n; i++) {
@@ -552,6 +553,7 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
         }
         core_ctx_release(ctxs[i]);
     }
+    free(ctxs);
     fire_abort(deviceId, ACL_RT_DEVICE_TASK_ABORT_POST, timeout);
     if (result != ACL_SUCCESS) {
         return mock_error(fn, ACL_ERROR_RT_DEVICE_TASK_ABORT,
