@@ -85,7 +85,8 @@ ACLMOCK_API uint32_t aclmockGetFaultHits(const char *func);
  * reset, context/stream/event/memory operations on it, synchronize, device queries)
  * fails with the sticky `code` (e.g. ACL_ERROR_RT_LOST_HEARTBEAT 507010), like a card
  * that fell off the bus. aclrtQueryDeviceStatus still answers, with
- * ACL_RT_DEVICE_STATUS_ABNORMAL. aclrtResetDevice/aclrtResetDeviceForce release the
+ * ACL_RT_DEVICE_STATUS_ABNORMAL, and the thread-state queries aclrtGetDevice /
+ * aclrtGetCurrentContext still answer. aclrtResetDevice/aclrtResetDeviceForce release the
  * device's resources but still return the sticky code. code == 0 revives the device
  * (test convenience; a real card needs a reboot).
  * Returns ACL_SUCCESS or ACL_ERROR_RT_INVALID_DEVICEID for a bad id.
