@@ -24,7 +24,19 @@ class BuildExtWithMock(build_ext):
     def run(self) -> None:
         pkg_dir = ROOT / "pyacl_rt" if self.inplace else Path(self.build_lib) / "pyacl_rt"
         build_mock(ROOT / "mock_libascendcl", pkg_dir, Path(self.build_temp))
+        self._remove_stale_extensions(pkg_dir)
         super().run()
+
+    def _remove_stale_extensions(self, pkg_dir: Path) -> None:
+        # An old build directory (or an earlier in-place build) may hold the extension
+        # under another ABI suffix (e.g. .abi3.so); Python would import whichever it
+        # finds first, so keep only the file this build produces.
+        for ext in self.extensions:
+            current = Path(self.get_ext_filename(ext.name)).name
+            stem = ext.name.rsplit(".", 1)[-1]
+            for old in pkg_dir.glob(stem + ".*.so"):
+                if old.name != current:
+                    old.unlink()
 
     def get_outputs(self) -> list[str]:
         outputs = list(super().get_outputs())
