@@ -284,6 +284,7 @@ def _free_mem(m: _Mem) -> None:
                 m.base = 0
                 _live.pop(id(m), None)
             _free_raw(m, base)
+            m.keep = None
         finally:
             if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
                 try:
@@ -942,7 +943,8 @@ class DeviceBuffer:
         every view of it becomes closed. No-op after finalize.
         """
         if self._parent is not None:
-            self._m = _DEAD
+            if self._m.ptr:  # else keep the reason (parent closed, finalized)
+                self._m = _DEAD
             self._parent = None
             return
         f = self._fin

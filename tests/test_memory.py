@@ -1,0 +1,765 @@
+"""Memory objects: DeviceBuffer / HostBuffer lifetime, views, exports, refusal of bad
+input before C, freeing ordered after pending copies, finalize, threads, no leaks."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pyacl_rt import context as C
+from pyacl_rt import device as D
+from pyacl_rt import errors, runtime
+from pyacl_rt import memory as M
+from pyacl_rt import stream as S
+from pyacl_rt.mock import mock_control
+
+MEM_STATS = ("allocations", "bytes", "host_allocations", "host_bytes")
+
+
+def _mem_counts() -> dict[str, int]:
+    mc = mock_control()
+    return {k: mc.stat(k) for k in (*MEM_STATS, "events")}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    if runtime.is_finalized():
+        runtime.init()
+    runtime.ensure_initialized()
+    gc.collect()
+    before = _mem_counts()
+    yield
+    for d in list(D._primaries):
+        D.synchronize(d)  # releases keep-alive lists of default streams
+    gc.collect()
+    S._markers.drop_all()
+    after = _mem_counts()
+    assert after == before, (before, after, mock_control().leak_report())
+    assert not M._deferred
+
+
+class Gate:
+    """A blocking host callback: holds a stream until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self) -> None:
+        self.entered.set()
+        assert self.release.wait(60), "gate never released"
+
+    def block(self, s: S.Stream) -> None:
+        s.launch_host_func(self)
+        assert self.entered.wait(60)
+
+
+def allocations(device: int = -1) -> int:
+    return mock_control().stat("allocations", device)
+
+
+def host_allocations() -> int:
+    return mock_control().stat("host_allocations")
+
+
+# ------------------------------------------------------------- DeviceBuffer
+def test_device_buffer_alloc_close() -> None:
+    base = allocations(0)
+    buf = M.DeviceBuffer(1000, device=0)
+    assert allocations(0) == base + 1
+    assert buf.nbytes == len(buf) == 1000
+    assert isinstance(buf.ptr, int) and buf.ptr != 0
+    assert buf.device == D.Device(0) and buf.device_index == 0
+    assert not buf.closed and not buf.is_view and buf.base is None
+    assert "1000 bytes" in repr(buf)
+    assert M.memory_allocated(0) >= 1000
+    buf.close()
+    assert allocations(0) == base
+    assert buf.closed and "closed" in repr(buf)
+    buf.close()  # idempotent
+    assert allocations(0) == base
+
+
+def test_context_manager_and_gc_finalizer() -> None:
+    base = allocations(1)
+    with M.DeviceBuffer(64, device=1) as buf:
+        assert allocations(1) == base + 1
+    assert buf.closed and allocations(1) == base
+    buf2 = M.DeviceBuffer(64, device=1)
+    assert allocations(1) == base + 1
+    del buf2
+    gc.collect()
+    assert allocations(1) == base
+
+
+def test_mem_stats_visible_in_mock() -> None:
+    mc = mock_control()
+    before = mc.counts(2)
+    bufs = [M.DeviceBuffer(100 * (i + 1), device=2) for i in range(3)]
+    after = mc.counts(2)
+    assert after["allocations"] == before["allocations"] + 3
+    assert after["bytes"] >= before["bytes"] + 600
+    assert M.memory_allocated(2) == 600 + sum(
+        m.nbytes for m in M._live.values() if m.device == 2 and m not in [b._m for b in bufs]
+    )
+    for b in bufs:
+        b.close()
+    assert mc.counts(2)["allocations"] == before["allocations"]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True, None])
+def test_bad_sizes_refused(bad: Any) -> None:
+    base = allocations()
+    with pytest.raises((TypeError, ValueError), match="nbytes"):
+        M.DeviceBuffer(bad)
+    with pytest.raises((TypeError, ValueError), match="nbytes"):
+        M.HostBuffer(bad)
+    assert allocations() == base
+
+
+def test_bad_policy_and_device() -> None:
+    with pytest.raises(TypeError, match="policy"):
+        M.DeviceBuffer(8, policy=-1)
+    with pytest.raises(D.InvalidDeviceError):
+        M.DeviceBuffer(8, device=99)
+
+
+def test_out_of_memory_is_memory_error() -> None:
+    with pytest.raises(MemoryError) as info:
+        M.DeviceBuffer(2**62, device=0)
+    assert isinstance(info.value, errors.AclOutOfMemoryError)
+    assert info.value.function == "aclrtMalloc"
+
+
+def test_injected_malloc_fault_leaks_nothing() -> None:
+    mc = mock_control()
+    mc.inject_fault("aclrtMalloc", 207001, nth=1)
+    try:
+        with pytest.raises(errors.AclError) as info:
+            M.DeviceBuffer(8, device=0)
+        assert info.value.code == 207001
+    finally:
+        mc.clear_faults()
+    mc.inject_fault("aclrtMallocHost", 207001, nth=1)
+    try:
+        with pytest.raises(MemoryError):
+            M.HostBuffer(8)
+    finally:
+        mc.clear_faults()
+
+
+# -------------------------------------------------------------------- views
+def test_views_share_memory_and_keep_parent_alive() -> None:
+    base = allocations(0)
+    buf = M.DeviceBuffer(100, device=0)
+    data = np.arange(100, dtype=np.uint8)
+    M.copy(buf, data)
+    v = buf[10:30]
+    assert v.is_view and v.base is buf and v.nbytes == 20
+    assert v.ptr == buf.ptr + 10
+    vv = v[5:]
+    assert vv.ptr == buf.ptr + 15 and vv.nbytes == 15 and vv.base is buf
+    assert bytes(v.copy_to_host()) == data[10:30].tobytes()
+    v.fill(0xAB)
+    out = np.frombuffer(buf.copy_to_host(), np.uint8)
+    assert (out[10:30] == 0xAB).all() and (out[:10] == data[:10]).all()
+    assert (out[30:] == data[30:]).all()
+    # negative indices / clamping follow Python slicing
+    assert buf[-10:].nbytes == 10 and buf[90:200].nbytes == 10 and buf[50:40].nbytes == 0
+    # the view keeps the allocation alive
+    wr = weakref.ref(buf)
+    del buf
+    gc.collect()
+    assert wr() is not None and allocations(0) == base + 1
+    assert bytes(vv.copy_to_host()) == bytes(out[15:30])
+    # closing a view closes only that view
+    v.close()
+    assert v.closed and not vv.closed
+    del v, vv
+    gc.collect()
+    assert wr() is None and allocations(0) == base
+
+
+def test_view_rules() -> None:
+    with M.DeviceBuffer(10, device=0) as buf:
+        with pytest.raises(ValueError, match="step 1"):
+            buf[::2]
+        with pytest.raises(TypeError, match="slices"):
+            buf[3]  # type: ignore[call-overload]
+        v = buf[2:4]
+    assert v.closed  # parent closed: its views are unusable
+    with pytest.raises(D.ObjectClosedError):
+        v.ptr  # noqa: B018
+    with pytest.raises(D.ObjectClosedError):
+        M.copy(v, b"ab")
+
+
+def test_use_after_close_refused() -> None:
+    buf = M.DeviceBuffer(16, device=0)
+    other = M.DeviceBuffer(16, device=0)
+    h = M.HostBuffer(16)
+    s = S.Stream(0)
+    buf.close()
+    h.close()
+    for call in (
+        lambda: buf.ptr,
+        lambda: buf[0:1],
+        lambda: buf.fill(0),
+        lambda: buf.copy_to_host(),
+        lambda: buf.copy_from_host(b"x" * 16),
+        lambda: M.copy(other, buf),
+        lambda: M.copy(buf, other),
+        lambda: M.memset(buf, 1),
+        lambda: M.memcpy_async(buf, other, 16, s),
+        lambda: M.memcpy_async(other, buf, 16, s),
+        lambda: M.memcpy_async(other, h, 16, s),
+        lambda: h.ptr,
+        lambda: h.memoryview(),
+        lambda: np.asarray(h),
+        lambda: M.copy(h, other),
+        lambda: M.copy_2d(buf, 4, other, 4, 4, 4),
+    ):
+        with pytest.raises(D.ObjectClosedError, match="closed"):
+            call()
+    other.close()
+    s.close()
+
+
+def test_closed_stream_refused() -> None:
+    a = M.DeviceBuffer(16, device=0)
+    b = M.DeviceBuffer(16, device=0)
+    s = S.Stream(0)
+    s.close()
+    with pytest.raises(D.ObjectClosedError):
+        M.memcpy_async(a, b, 16, s)
+    with pytest.raises(D.ObjectClosedError):
+        M.copy(a, b, stream=s)
+    a.close()
+    b.close()
+
+
+# --------------------------------------------------------------- HostBuffer
+def test_host_buffer_zero_copy_numpy_and_memoryview() -> None:
+    base = host_allocations()
+    h = M.HostBuffer(64)
+    assert host_allocations() == base + 1
+    assert h.nbytes == len(h) == 64 and isinstance(h.ptr, int)
+    arr = np.asarray(h)
+    assert arr.dtype == np.uint8 and arr.shape == (64,)
+    assert arr.ctypes.data == h.ptr  # zero-copy
+    arr[:] = np.arange(64, dtype=np.uint8)
+    mv = h.memoryview()
+    assert mv.format == "B" and not mv.readonly and mv.nbytes == 64
+    assert mv[5] == 5
+    mv[6] = 200
+    assert arr[6] == 200
+    assert h.tobytes()[6] == 200 and bytes(h)[5] == 5
+    f32 = h.numpy(np.float32)
+    assert f32.shape == (16,) and f32.ctypes.data == h.ptr
+    assert np.asarray(h, dtype=np.int16).dtype == np.int16
+    copied = np.array(h, copy=True)
+    assert copied.ctypes.data != h.ptr
+    del arr, mv, f32, copied
+    h.close()
+    assert host_allocations() == base
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="PEP 688 __buffer__ needs 3.12+")
+def test_memoryview_of_host_buffer_py312() -> None:
+    h = M.HostBuffer(8)
+    mv = memoryview(h)
+    mv[0] = 42
+    assert np.asarray(h)[0] == 42
+    with pytest.raises(BufferError):
+        h.close()
+    mv.release()
+    h.close()
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11 behaviour")
+def test_memoryview_of_host_buffer_py311_is_documented_typeerror() -> None:
+    h = M.HostBuffer(8)
+    with pytest.raises(TypeError):
+        memoryview(h)  # type: ignore[arg-type]
+    assert h.memoryview().nbytes == 8  # the documented 3.11 way
+    h.close()
+
+
+def test_host_buffer_close_refused_while_exported() -> None:
+    base = host_allocations()
+    h = M.HostBuffer(32)
+    arr = np.asarray(h)
+    mv = h.memoryview()
+    with pytest.raises(BufferError, match="2 exported"):
+        h.close()
+    del arr
+    with pytest.raises(BufferError, match="1 exported"):
+        h.close()
+    mv.release()
+    h.close()
+    h.close()
+    assert host_allocations() == base
+
+
+def test_host_buffer_gc_with_live_export_keeps_memory() -> None:
+    base = host_allocations()
+    h = M.HostBuffer(32)
+    arr = np.asarray(h)
+    arr[:] = 7
+    del h
+    gc.collect()
+    assert host_allocations() == base + 1  # still used by arr
+    assert (arr == 7).all()  # memory still valid
+    arr[0] = 1
+    del arr
+    gc.collect()
+    assert host_allocations() == base
+
+
+def test_host_buffer_in_thread_without_device() -> None:
+    out: list[Any] = []
+
+    def worker() -> None:
+        h = M.HostBuffer(16)
+        np.asarray(h)[:] = 3
+        d = M.DeviceBuffer(16, device=1)
+        M.copy(d, h)
+        out.append(bytes(d.copy_to_host()))
+        d.close()
+        h.close()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert out == [b"\x03" * 16]
+
+
+# ---------------------------------------------------- refused before C
+@pytest.fixture
+def trap() -> Iterator[Any]:
+    """Arm a fault on every copy/memset entry point: reaching C would raise 507899
+    and count a hit. Yields a function returning the total hits."""
+    mc = mock_control()
+    funcs = (
+        "aclrtMemcpy",
+        "aclrtMemcpyAsync",
+        "aclrtMemcpy2d",
+        "aclrtMemcpy2dAsync",
+        "aclrtMemset",
+        "aclrtMemsetAsync",
+    )
+    for f in funcs:
+        mc.inject_fault(f, 507899, nth=0)
+    try:
+        yield lambda: sum(mc.fault_hits(f) for f in funcs)
+    finally:
+        mc.clear_faults()
+
+
+def test_hostile_arguments_never_reach_c(trap: Any) -> None:
+    dev = M.DeviceBuffer(64, device=0)
+    dev2 = M.DeviceBuffer(64, device=0)
+    h = M.HostBuffer(64)
+    arr = np.zeros(64, np.uint8)
+    s = S.Stream(0)
+    bad_calls: list[tuple[Any, type[BaseException], str]] = [
+        (lambda: M.copy(dev, arr, 65), ValueError, "nbytes"),
+        (lambda: M.copy(dev, arr, -1), ValueError, "nbytes"),
+        (lambda: M.copy(dev, arr, 2**64), ValueError, "nbytes"),
+        (lambda: M.copy(dev, arr, 1.0), TypeError, "nbytes"),  # type: ignore[arg-type]
+        (lambda: M.copy(dev, arr, True), TypeError, "nbytes"),
+        (lambda: M.copy(dev, arr, 10, dst_offset=60), ValueError, "dst"),
+        (lambda: M.copy(dev, arr, 10, src_offset=60), ValueError, "src"),
+        (lambda: M.copy(dev, arr, 1, dst_offset=-1), ValueError, "dst_offset"),
+        (lambda: M.copy(dev, arr, 1, src_offset=65), ValueError, "src_offset"),
+        (lambda: M.copy(dev, arr, 1, dst_offset=2**70), ValueError, "dst_offset"),
+        (lambda: M.copy(dev, np.zeros(65, np.uint8)), ValueError, "src has 65 bytes"),
+        (lambda: M.copy(arr, dev[0:10], dst_offset=60), ValueError, "src has 10"),
+        (lambda: M.copy(dev, 12345), TypeError, "src must be"),
+        (lambda: M.copy("abc", dev), TypeError, "dst must be"),
+        (lambda: M.copy(dev, arr, stream=object()), TypeError, "stream"),  # type: ignore[arg-type]
+        (lambda: M.copy(dev, arr, stream=S.default_stream(1)), ValueError, "device 1"),
+        (lambda: M.copy(dev, np.zeros((8, 8), np.uint8)[:, ::2]), ValueError, "contiguous"),
+        (lambda: M.copy(np.zeros((8, 16), np.uint8).T, dev), ValueError, "contiguous"),
+        (lambda: M.memcpy_async(dev, dev2, 65, s), ValueError, "nbytes"),
+        (lambda: M.memcpy_async(dev, dev2[0:8], 9, s), ValueError, "src"),
+        (lambda: M.memcpy_async(dev[0:8], dev2, 9, s), ValueError, "dst"),
+        (lambda: M.memcpy_async(dev, dev2, -1, s), ValueError, "nbytes"),
+        (lambda: M.memcpy_async(dev, dev2, "1", s), TypeError, "nbytes"),  # type: ignore[arg-type]
+        (lambda: M.memcpy_async(dev, arr, 1, s), TypeError, "src"),  # type: ignore[arg-type]
+        (lambda: M.memcpy_async(arr, dev, 1, s), TypeError, "dst"),  # type: ignore[arg-type]
+        (lambda: M.memcpy_async(dev, dev2, 1, None), TypeError, "stream"),  # type: ignore[arg-type]
+        (lambda: M.memcpy_async(dev, dev2, 1, S.default_stream(1)), ValueError, "device 1"),
+        (lambda: M.memset(dev, 256), ValueError, "value"),
+        (lambda: M.memset(dev, -1), ValueError, "value"),
+        (lambda: M.memset(dev, 1.0), TypeError, "value"),  # type: ignore[arg-type]
+        (lambda: M.memset(dev, 0, 65), ValueError, "nbytes"),
+        (lambda: M.memset(dev, 0, 10, offset=60), ValueError, "nbytes"),
+        (lambda: M.memset(dev, 0, offset=65), ValueError, "offset"),
+        (lambda: M.memset(dev, 0, offset=-3), ValueError, "offset"),
+        (lambda: M.memset(b"abc", 0), TypeError, "read-only"),
+        (lambda: M.copy_2d(dev, 8, arr, 8, 9, 2), ValueError, "dpitch"),
+        (lambda: M.copy_2d(dev, 16, arr, 8, 9, 2), ValueError, "spitch"),
+        (lambda: M.copy_2d(dev, 8, arr, 8, 8, 9), ValueError, "dst"),
+        (lambda: M.copy_2d(dev, 8, arr, 9, 8, 8), ValueError, "spitch"),
+        (lambda: M.copy_2d(dev, 8, arr, 8, 8, 8, dst_offset=1), ValueError, "dst"),
+        (lambda: M.copy_2d(dev, 8, arr, 8, 8, 8, src_offset=1), ValueError, "src"),
+        (lambda: M.copy_2d(dev, -8, arr, 8, 8, 8), ValueError, "dpitch"),
+        (lambda: M.copy_2d(dev, 8, arr, 8, -1, 8), ValueError, "width"),
+        (lambda: M.copy_2d(dev, 8, arr, 8, 8, 2**64), ValueError, "height"),
+        (lambda: M.copy_2d(dev, 2**63, arr, 8, 8, 3), ValueError, "dst"),
+        (lambda: M.copy_2d(dev, 8, arr, 8, 8, 1, dst_offset=65), ValueError, "dst_offset"),
+    ]
+    for call, exc, text in bad_calls:
+        with pytest.raises(exc, match=text):
+            call()
+    assert trap() == 0
+    dev.close()
+    dev2.close()
+    h.close()
+    s.close()
+
+
+def test_zero_size_operations_do_not_reach_c(trap: Any) -> None:
+    dev = M.DeviceBuffer(16, device=0)
+    s = S.Stream(0)
+    M.copy(dev, b"")
+    M.copy(dev, b"abc", 0)
+    M.memcpy_async(dev, dev, 0, s)
+    M.memset(dev, 1, 0)
+    M.copy_2d(dev, 4, b"abcd", 4, 0, 4)
+    M.copy_2d(dev, 4, b"abcd", 4, 4, 0)
+    assert trap() == 0
+    dev.close()
+    s.close()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: b"x" * 16,
+        lambda: memoryview(bytearray(16)).toreadonly(),
+        lambda: _readonly_array(),
+    ],
+    ids=["bytes", "readonly-memoryview", "readonly-numpy"],
+)
+def test_writes_into_readonly_objects_refused(make: Any, trap: Any) -> None:
+    ro = make()
+    dev = M.DeviceBuffer(16, device=0)
+    h = M.HostBuffer(16)
+    for call in (
+        lambda: M.copy(ro, dev),
+        lambda: M.copy(ro, h),
+        lambda: M.copy(ro, b"y" * 16),
+        lambda: dev.copy_to_host(ro),
+        lambda: dev.copy_to_host_async(ro),
+        lambda: M.copy_2d(ro, 4, dev, 4, 4, 4),
+        lambda: M.memset(ro, 0),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            call()
+    assert trap() == 0
+    assert bytes(ro) == bytes(make())
+    dev.close()
+    h.close()
+
+
+def _readonly_array() -> np.ndarray[Any, Any]:
+    a = np.zeros(16, np.uint8)
+    a.flags.writeable = False
+    return a
+
+
+def test_readonly_source_is_fine() -> None:
+    ro = _readonly_array() + 5
+    ro.flags.writeable = False
+    with M.DeviceBuffer(16, device=0) as dev:
+        M.copy(dev, ro)
+        M.copy(dev, memoryview(b"z" * 16).toreadonly(), 8, dst_offset=8)
+        assert bytes(dev.copy_to_host()) == b"\x05" * 8 + b"z" * 8
+
+
+# ------------------------------------------- freeing while a copy is pending
+def test_close_waits_for_pending_copy() -> None:
+    base = allocations(0)
+    s = S.Stream(0)
+    gate = Gate()
+    src = M.DeviceBuffer(1 << 16, device=0)
+    dst = M.HostBuffer(1 << 16)
+    payload = np.random.default_rng(1).integers(0, 256, 1 << 16, dtype=np.uint8)
+    M.copy(src, payload)
+    gate.block(s)
+    M.memcpy_async(dst, src, 1 << 16, s)  # pending behind the gate
+    closed = threading.Event()
+
+    def closer() -> None:
+        src.close()  # must wait for the copy
+        closed.set()
+
+    t = threading.Thread(target=closer)
+    t.start()
+    assert not closed.wait(0.3), "close() returned while the copy was pending"
+    assert allocations(0) == base + 1
+    gate.release.set()
+    t.join(60)
+    assert closed.is_set() and allocations(0) == base
+    assert (np.asarray(dst) == payload).all()  # the copy completed correctly
+    dst.close()
+    s.close()
+
+
+def test_gc_of_buffer_with_pending_copy() -> None:
+    base = allocations(0)
+    s = S.Stream(0)
+    gate = Gate()
+    dev = M.DeviceBuffer(4096, device=0)
+    h = M.HostBuffer(4096)
+    np.asarray(h)[:] = 9
+    gate.block(s)
+    M.memcpy_async(dev, h, 4096, s)
+    out = M.HostBuffer(4096)
+    M.memcpy_async(out, dev, 4096, s)
+    # Drop every reference from another thread: the finalizers wait for the stream.
+    holder = [dev, h]
+    del dev, h
+    done = threading.Event()
+
+    def dropper() -> None:
+        holder.clear()
+        gc.collect()
+        done.set()
+
+    t = threading.Thread(target=dropper)
+    t.start()
+    assert not done.wait(0.3)
+    assert allocations(0) == base + 1
+    gate.release.set()
+    t.join(60)
+    assert done.is_set() and allocations(0) == base
+    assert (np.asarray(out) == 9).all()
+    out.close()
+    s.close()
+
+
+def test_free_from_host_callback_is_deferred() -> None:
+    base = allocations(0)
+    s = S.Stream(0)
+    gate = Gate()
+    gate.block(s)
+    dev = M.DeviceBuffer(64, device=0)
+    M.memset(dev, 1, stream=s, non_blocking=True)  # pending behind the gate
+    box = [dev]
+    del dev
+    other = S.Stream(1)  # another device: its callbacks are not held up by the gate
+
+    def drop_in_callback() -> None:
+        box.clear()  # the finalizer runs on the callback thread: must not block
+        gc.collect()
+
+    other.launch_host_func(drop_in_callback)
+    other.synchronize()
+    assert allocations(0) == base + 1 and len(M._deferred) == 1
+    gate.release.set()
+    s.synchronize()
+    M._process_deferred()
+    assert allocations(0) == base and not M._deferred
+    s.close()
+    other.close()
+
+
+def test_numpy_array_deleted_after_async_copy_is_kept_alive() -> None:
+    s = S.Stream(0)
+    dev = M.DeviceBuffer(1 << 12, device=0)
+    arr = np.arange(1 << 12, dtype=np.uint32).view(np.uint8)[: 1 << 12].copy()
+    expect = arr.copy()
+    wr = weakref.ref(arr)
+    gate = Gate()
+    gate.block(s)
+    # pageable memory: the runtime may complete the copy before returning (the mock
+    # does) - release the gate from another thread so the call can finish
+    threading.Timer(0.05, gate.release.set).start()
+    M.copy(dev, arr, stream=s, non_blocking=True)
+    del arr
+    gc.collect()
+    assert wr() is not None  # held by the stream's watch list
+    s.synchronize()
+    gc.collect()
+    assert wr() is None
+    assert bytes(dev.copy_to_host()) == expect.tobytes()
+    # and D2H into a numpy array
+    out = np.zeros(1 << 12, np.uint8)
+    wr2 = weakref.ref(out)
+    dev.copy_to_host_async(out, s)
+    assert s._watch_pending() in (0, 1)
+    s.synchronize()
+    assert (out == expect).all()
+    del out
+    gc.collect()
+    assert wr2() is None
+    dev.close()
+    s.close()
+
+
+def test_bytearray_locked_while_async_copy_pending() -> None:
+    s = S.Stream(0)
+    dev = M.DeviceBuffer(16, device=0)
+    ba = bytearray(b"q" * 16)
+    M.copy(dev, ba, stream=s, non_blocking=True)
+    if s._watch_pending():
+        with pytest.raises(BufferError):
+            ba.extend(b"more")  # exported to the copy: cannot be resized
+    s.synchronize()
+    ba.extend(b"more")
+    assert bytes(dev.copy_to_host()) == b"q" * 16
+    dev.close()
+    s.close()
+
+
+# --------------------------------------------------------- threads/contexts
+def test_buffers_from_new_threads_without_set_device() -> None:
+    data = np.arange(256, dtype=np.uint8)
+    shared = M.DeviceBuffer(256, device=2)
+    M.copy(shared, data)
+    results: list[bytes] = []
+    errors_: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            own = M.DeviceBuffer(256, device=i % 3)
+            M.copy(own, shared)  # across devices for i % 3 != 2
+            s = S.Stream(i % 3)
+            out = M.HostBuffer(256)
+            M.memcpy_async(out, own, 256, s)
+            s.synchronize()
+            results.append(bytes(np.asarray(out)))
+            own.close()
+            out.close()
+            s.close()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors_.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors_, errors_
+    assert results == [data.tobytes()] * 6
+    shared.close()
+
+
+def test_buffer_used_from_another_thread() -> None:
+    buf = M.DeviceBuffer(32, device=3)
+    out: list[bytes] = []
+    t = threading.Thread(target=lambda: (buf.fill(0x11), out.append(bytes(buf.copy_to_host()))))
+    t.start()
+    t.join()
+    assert out == [b"\x11" * 32]
+    buf.close()
+
+
+def test_context_close_frees_its_buffers() -> None:
+    base = allocations(4)
+    ctx = C.Context(4)
+    with ctx:
+        buf = M.DeviceBuffer(128)
+        assert buf.device_index == 4
+    assert allocations(4) == base + 1
+    view = buf[0:4]
+    ctx.close()
+    assert allocations(4) == base
+    assert buf.closed and view.closed
+    with pytest.raises(D.ObjectClosedError, match="Context"):
+        buf.fill(0)
+    buf.close()
+
+
+def test_buffer_keeps_explicit_context_alive() -> None:
+    ctx = C.Context(4)
+    with ctx:
+        buf = M.DeviceBuffer(16)
+    wr = weakref.ref(ctx)
+    del ctx
+    gc.collect()
+    assert wr() is not None
+    buf.fill(3)
+    assert bytes(buf.copy_to_host()) == b"\x03" * 16
+    buf.close()
+    gc.collect()
+    assert wr() is None
+
+
+# ---------------------------------------------------------------- finalize
+def test_finalize_frees_buffers_and_makes_them_inert(run_python: Any) -> None:
+    code = """
+        import numpy as np
+        import pyacl_rt.memory as M, pyacl_rt.stream as S
+        from pyacl_rt import runtime, errors
+        from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
+        a = M.DeviceBuffer(1000, device=0); v = a[0:10]
+        b = M.DeviceBuffer(1000, device=1)
+        h = M.HostBuffer(64)
+        exported = M.HostBuffer(32); arr = np.asarray(exported)
+        s = S.Stream(0)
+        M.copy(b, np.ones(1000, np.uint8), stream=S.default_stream(1), non_blocking=True)
+        M.memcpy_async(h, a, 64, s)
+        mc = mock_control()
+        assert mc.stat("allocations") == 2, mc.counts()
+        runtime.finalize()
+        for obj in (a, v, b, h, exported):
+            obj.close()                 # no-op, never raises
+        for call in (lambda: a.ptr, lambda: v.fill(0), lambda: M.copy(b, a),
+                     lambda: h.memoryview(), lambda: M.memcpy_async(a, b, 1, s)):
+            try:
+                call()
+            except errors.RuntimeFinalizedError:
+                pass
+            else:
+                raise AssertionError(call)
+        report = mock_control().leak_report(REPORT_LAST_FINALIZE)
+        # only the exported pinned buffer is left for aclFinalize to reclaim
+        assert "allocation" not in report.lower() or "32" in report, report
+        del a, v, b, h, exported, arr
+        import gc; gc.collect()
+        runtime.init()
+        c = M.DeviceBuffer(8, device=0); c.fill(1); c.close()
+        print("OK")
+    """
+    res = run_python(code)
+    assert res.returncode == 0, res.stderr
+    assert "OK" in res.stdout
+    assert "still exported" in res.stderr  # the warning about the exported HostBuffer
+
+
+def test_fork_child_refuses_buffers(run_python: Any) -> None:
+    code = """
+        import os
+        import pyacl_rt.memory as M
+        from pyacl_rt import errors
+        a = M.DeviceBuffer(16, device=0)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                a.fill(0)
+            except errors.ForkedProcessError:
+                code = 0
+            del a
+            import gc; gc.collect()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, status
+        a.fill(1)
+        assert bytes(a.copy_to_host()) == b"\\x01" * 16
+        print("OK")
+    """
+    res = run_python(code)
+    assert res.returncode == 0, res.stderr
+    assert "OK" in res.stdout
