@@ -7,7 +7,12 @@ Backend (``PYACL_RT_BACKEND``, read through :mod:`pyacl_rt._options`):
   silences it).
 * ``real``: the real library only; :class:`~pyacl_rt.errors.LibraryNotFoundError` lists
   every place that was tried and why each was rejected.
-* ``mock``: the mock bundled in the package (``pyacl_rt/_mock/lib``).
+* ``mock``: the mock bundled in the package (``pyacl_rt/_mock/lib``);
+  ``PYACL_RT_LIBRARY`` is ignored.
+
+With ``auto``, a real library that is found but fails to load (e.g. CANN toolkit without
+the driver libraries) also falls back to the mock, with the ``dlopen`` error in the
+warning.
 
 Real-library search, in this order (first acceptable hit wins):
 
@@ -55,6 +60,7 @@ __all__ = [
     "backend_info",
     "bundled_mock_dir",
     "bundled_mock_library",
+    "fallback_after_load_failure",
     "find_real_library",
     "is_refused_path",
     "parse_cann_version",
@@ -317,19 +323,44 @@ _selection: LibrarySelection | None = None
 _warned = False
 
 
-def _warn_fallback(attempts: tuple[Attempt, ...]) -> None:
+def _warn_fallback(attempts: tuple[Attempt, ...], why: str | None = None) -> None:
     global _warned
     if _warned:
         return
     _warned = True
+    reason = why or "no real libascendcl.so found"
     warnings.warn(
-        "pyacl_rt: no real libascendcl.so found (PYACL_RT_BACKEND=auto); falling back to "
+        f"pyacl_rt: {reason} (PYACL_RT_BACKEND=auto); falling back to "
         f"the bundled mock. Tried {len(attempts)} places: "
         + "; ".join(str(a) for a in attempts)
         + ". Set PYACL_RT_BACKEND=mock to silence this.",
         BackendFallbackWarning,
         stacklevel=4,
     )
+
+
+def fallback_after_load_failure(failed: LibrarySelection, error: str) -> LibrarySelection | None:
+    """With ``PYACL_RT_BACKEND=auto``, a real library that was *found* by the search but
+    cannot be loaded (e.g. the CANN toolkit is installed without the driver) falls back
+    to the bundled mock with the one warning, naming the error. Returns the new
+    (cached) selection, or ``None`` when no fallback applies (backend ``real``, an
+    explicit ``PYACL_RT_LIBRARY`` / ``load(path)``, or the mock itself failed)."""
+    global _selection
+    if failed.backend != "real" or failed.requested_backend != "auto":
+        return None
+    if failed.found_via == "PYACL_RT_LIBRARY":
+        return None
+    opts = get_options()
+    attempts = (*failed.attempts, Attempt("load", failed.path, False, error))
+    mock = bundled_mock_library()
+    if opts.warn_fallback:
+        _warn_fallback(attempts, f"{failed.path} was found but failed to load: {error}")
+    sel = LibrarySelection(
+        "mock", mock, "bundled mock (PYACL_RT_BACKEND=auto fallback)", attempts, "auto"
+    )
+    with _select_lock:
+        _selection = sel
+    return sel
 
 
 def _select_uncached(opts: Options) -> LibrarySelection:

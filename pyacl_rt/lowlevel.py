@@ -124,6 +124,23 @@ def _library_label(libname: str) -> str:
     return f"{libname} ({why} next to {main}; symbol also absent from libascendcl.so)"
 
 
+def _dlopen_all(path: str) -> tuple[list[str], str | None]:
+    """dlopen ``path`` (+ companions next to it) into the dispatch table.
+    Returns (paths tried, None) or (paths, error text)."""
+    d = os.path.dirname(path)
+    paths = [path]
+    for companion in LIBRARIES[1:]:
+        cand = os.path.join(d, companion)
+        paths.append(cand if os.path.isfile(cand) else "")
+    c_paths = [ffi.new("char[]", p.encode()) for p in paths]
+    arr = ffi.new("const char *[]", c_paths)
+    err = ffi.new("char[1024]")
+    rc = _lib.pyacl_lowlevel_load(arr, len(paths), err, len(err))
+    if rc < 0:
+        return paths, str(ffi.string(err).decode(errors="replace"))
+    return paths, None
+
+
 def load(path: str | None = None) -> _loader.LibrarySelection:
     """Load the library once (idempotent) and bind every function as a module attribute.
 
@@ -145,22 +162,18 @@ def load(path: str | None = None) -> _loader.LibrarySelection:
                 )
             return _selection
         sel = _loader.select_library(path)
-        d = os.path.dirname(sel.path)
-        paths = [sel.path]
-        for companion in LIBRARIES[1:]:
-            cand = os.path.join(d, companion)
-            paths.append(cand if os.path.isfile(cand) else "")
-        c_paths = [ffi.new("char[]", p.encode()) for p in paths]
-        arr = ffi.new("const char *[]", c_paths)
-        err = ffi.new("char[1024]")
-        rc = _lib.pyacl_lowlevel_load(arr, len(paths), err, len(err))
-        if rc < 0:
-            raise LibraryNotFoundError(
-                f"failed to load {sel.path} (chosen via {sel.found_via}): "
-                + ffi.string(err).decode(errors="replace"),
-                searched=[str(a) for a in sel.attempts] or [sel.path],
-                backend=sel.backend,
-            )
+        paths, error = _dlopen_all(sel.path)
+        if error is not None:
+            fallback = None if path is not None else _loader.fallback_after_load_failure(sel, error)
+            if fallback is not None:
+                sel = fallback
+                paths, error = _dlopen_all(sel.path)
+            if error is not None:
+                raise LibraryNotFoundError(
+                    f"failed to load {sel.path} (chosen via {sel.found_via}): {error}",
+                    searched=[str(a) for a in sel.attempts] or [sel.path],
+                    backend=sel.backend,
+                )
         for i, libname in enumerate(LIBRARIES):
             _lib_paths[libname] = paths[i] if _lib.pyacl_lowlevel_handle(i) else None
             _lib_errors[libname] = ffi.string(_lib.pyacl_lowlevel_lib_error(i)).decode(

@@ -371,3 +371,46 @@ def test_cann_versions_sort_like_releases() -> None:
 def test_parse_cann_version_rejects_garbage(bad: str) -> None:
     with pytest.raises(ValueError, match="CANN version"):
         parse_cann_version(bad)
+
+
+BROKEN_SRC = """
+extern void nonexistent_driver_function(void);
+int aclInit(const char *p) { (void)p; nonexistent_driver_function(); return 0; }
+"""
+
+
+def test_found_but_unloadable_library(
+    tmp_path: Path, build_shared_lib: Any, run_python: Any, clean_env: Any
+) -> None:
+    """auto: a real library that is found but cannot be loaded (e.g. toolkit without the
+    driver) falls back to the mock with the dlopen error in the one warning; real: error."""
+    lib = build_shared_lib(tmp_path / "cann" / "lib64" / "libascendcl.so", BROKEN_SRC)
+    home = str(lib.parent.parent)
+    code = r"""
+    import json, warnings
+    from pyacl_rt import _loader, lowlevel, errors
+    _loader.STANDARD_DIRS = ()
+    out = {}
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            sel = lowlevel.load()
+            out["sel"] = [sel.backend, sel.found_via, lowlevel.is_mock_library()]
+        except errors.LibraryNotFoundError as e:
+            out["error"] = str(e)
+    out["warnings"] = [str(x.message) for x in w
+                       if issubclass(x.category, _loader.BackendFallbackWarning)]
+    print("RESULT " + json.dumps(out))
+    """
+    proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="auto", ASCEND_HOME_PATH=home))
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert r["sel"][0] == "mock" and "fallback" in r["sel"][1] and r["sel"][2] is True
+    assert len(r["warnings"]) == 1
+    assert (
+        "failed to load" in r["warnings"][0] and "nonexistent_driver_function" in r["warnings"][0]
+    )
+
+    proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="real", ASCEND_HOME_PATH=home))
+    r = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert "nonexistent_driver_function" in r["error"] and r["warnings"] == []
