@@ -120,9 +120,16 @@ __all__ = [
     "HostBuffer",
     "copy",
     "copy_2d",
+    "empty_cache",
+    "host_memory_allocated",
+    "max_memory_allocated",
+    "max_memory_reserved",
     "memcpy_async",
     "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
     "memset",
+    "reset_peak_memory_stats",
 ]
 
 _log = logging.getLogger("pyacl_rt")
@@ -268,7 +275,7 @@ def _free_mem(m: _Mem) -> None:
             alive = runtime.is_alive(m.gen)
             if not alive:
                 m.base = 0
-                _live.pop(id(m), None)
+                _unregister(m)
                 return
         prev = _local.st.ctx
         try:
@@ -282,7 +289,7 @@ def _free_mem(m: _Mem) -> None:
                 if not base:
                     return
                 m.base = 0
-                _live.pop(id(m), None)
+                _unregister(m)
             _free_raw(m, base)
             m.keep = None
         finally:
@@ -323,13 +330,101 @@ def _process_deferred() -> None:
         _free_mem(m)
 
 
-def memory_allocated(device: DeviceLike = None) -> int:
-    """Bytes of live :class:`DeviceBuffer` allocations on ``device`` (current device if
-    None), as requested (before the runtime's rounding). torch_npu's name; there is no
-    caching allocator here, so ``memory_reserved`` would be the same number."""
+def _unregister(m: _Mem) -> None:
+    """Forget a freed allocation (caller holds ``_live_lock``)."""
+    if _live.pop(id(m), None) is not None:
+        _stats[m.device]["allocated"] -= m.nbytes
+        _stats[m.device]["frees"] += 1
+
+
+def _register(m: _Mem) -> None:
+    with _live_lock:
+        _live[id(m)] = m
+        st = _stats.setdefault(m.device, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0})
+        st["allocated"] += m.nbytes
+        st["allocs"] += 1
+        if st["allocated"] > st["peak"]:
+            st["peak"] = st["allocated"]
+
+
+#: device index (-1: pinned host memory) -> counters of this process.
+_stats: dict[int, dict[str, int]] = {}
+
+
+def _stat(device: DeviceLike, key: str) -> int:
     index = _index(device)
     with _live_lock:
-        return sum(m.nbytes for m in _live.values() if m.device == index and m.base)
+        return _stats.get(index, {}).get(key, 0)
+
+
+def memory_allocated(device: DeviceLike = None) -> int:
+    """Bytes held by live :class:`DeviceBuffer` allocations on ``device`` (current device
+    if None), as requested (the runtime rounds each allocation up a little).
+
+    torch_npu's name. pyacl_rt has no caching allocator: memory is returned to the
+    runtime when a buffer is freed, so :func:`memory_reserved` is the same number.
+    """
+    return _stat(device, "allocated")
+
+
+def max_memory_allocated(device: DeviceLike = None) -> int:
+    """Peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats`."""
+    return _stat(device, "peak")
+
+
+def memory_reserved(device: DeviceLike = None) -> int:
+    """Same as :func:`memory_allocated` (no caching allocator; torch_npu compatibility)."""
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device: DeviceLike = None) -> int:
+    """Same as :func:`max_memory_allocated` (no caching allocator)."""
+    return max_memory_allocated(device)
+
+
+def reset_peak_memory_stats(device: DeviceLike = None) -> None:
+    """Reset the peak of ``device`` to the current :func:`memory_allocated`."""
+    index = _index(device)
+    with _live_lock:
+        st = _stats.get(index)
+        if st is not None:
+            st["peak"] = st["allocated"]
+
+
+def empty_cache() -> None:
+    """No-op: pyacl_rt frees memory at once, there is no cache to empty (torch_npu
+    compatibility). Also frees allocations whose release was deferred from a host
+    callback, when their streams are done."""
+    _process_deferred()
+
+
+def memory_stats(device: DeviceLike = None) -> dict[str, int]:
+    """Counters of ``device``: ``allocated_bytes.current`` / ``.peak``,
+    ``num_allocs``, ``num_frees`` (DeviceBuffer allocations of this process), plus
+    the runtime's ``free_bytes`` / ``total_bytes`` (``aclrtGetMemInfo``).
+
+    A small subset of torch_npu's ``memory_stats`` keys, with the same names.
+    """
+    from .device import mem_get_info
+
+    index = _index(device)
+    with _live_lock:
+        st = dict(_stats.get(index, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0}))
+    free, total = mem_get_info(index)
+    return {
+        "allocated_bytes.all.current": st["allocated"],
+        "allocated_bytes.all.peak": st["peak"],
+        "num_allocs": st["allocs"],
+        "num_frees": st["frees"],
+        "free_bytes": free,
+        "total_bytes": total,
+    }
+
+
+def host_memory_allocated() -> int:
+    """Bytes held by live :class:`HostBuffer` allocations (pinned host memory)."""
+    with _live_lock:
+        return _stats.get(-1, {}).get("allocated", 0)
 
 
 # ================================================================ arguments
@@ -810,11 +905,6 @@ def memset(
 
 
 # ============================================================== DeviceBuffer
-def _register(m: _Mem) -> None:
-    with _live_lock:
-        _live[id(m)] = m
-
-
 class DeviceBuffer:
     """``nbytes`` bytes of device memory on ``device`` (default: the current device),
     allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
@@ -864,6 +954,12 @@ class DeviceBuffer:
         self._fin = weakref.finalize(self, _free_mem, m)
         self._fin.atexit = False
         _register(m)
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "DeviceBuffer cannot be pickled or copied (it owns device memory); copy the "
+            "data with pyacl_rt.memory.copy into a new buffer"
+        )
 
     # ---------------------------------------------------------------- views
     def __getitem__(self, key: slice) -> DeviceBuffer:
@@ -1065,6 +1161,12 @@ class HostBuffer:
         self._buf = ffi.buffer(self._cd, n)
         _register(m)
 
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "HostBuffer cannot be pickled or copied (it owns pinned memory); use "
+            "h.tobytes() or numpy.array(h) for a copy of the data"
+        )
+
     # ----------------------------------------------------------- properties
     @property
     def nbytes(self) -> int:
@@ -1220,7 +1322,7 @@ def _release_memory() -> None:
                 m.ptr = 0
                 with _live_lock:
                     m.base = 0
-                    _live.pop(id(m), None)
+                    _unregister(m)
                 continue
         _free_mem(m)
     if exported:
@@ -1262,6 +1364,7 @@ def _after_fork_in_child() -> None:
         m.base = 0
         m.dead = "forked"
     _live.clear()
+    _stats.clear()
     _deferred.clear()
     _peers.clear()
 

@@ -99,19 +99,44 @@ def test_context_manager_and_gc_finalizer() -> None:
     assert allocations(1) == base
 
 
-def test_mem_stats_visible_in_mock() -> None:
+def test_mem_stats_visible_in_mock_and_python() -> None:
     mc = mock_control()
     before = mc.counts(2)
+    py_before = M.memory_allocated(2)
+    M.reset_peak_memory_stats(2)
     bufs = [M.DeviceBuffer(100 * (i + 1), device=2) for i in range(3)]
     after = mc.counts(2)
     assert after["allocations"] == before["allocations"] + 3
     assert after["bytes"] >= before["bytes"] + 600
-    assert M.memory_allocated(2) == 600 + sum(
-        m.nbytes for m in M._live.values() if m.device == 2 and m not in [b._m for b in bufs]
-    )
+    assert M.memory_allocated(2) == M.memory_reserved(2) == py_before + 600
+    stats = M.memory_stats(2)
+    assert stats["allocated_bytes.all.current"] == py_before + 600
+    assert stats["total_bytes"] >= stats["free_bytes"] > 0
+    bufs[2].close()
+    assert M.memory_allocated(2) == py_before + 300
+    assert M.max_memory_allocated(2) == M.max_memory_reserved(2) == py_before + 600
+    M.reset_peak_memory_stats(2)
+    assert M.max_memory_allocated(2) == py_before + 300
     for b in bufs:
         b.close()
     assert mc.counts(2)["allocations"] == before["allocations"]
+    assert M.memory_allocated(2) == py_before
+    h = M.HostBuffer(48)
+    assert M.host_memory_allocated() >= 48
+    h.close()
+    M.empty_cache()
+
+
+def test_buffers_cannot_be_pickled_or_copied() -> None:
+    import copy
+    import pickle
+
+    with M.DeviceBuffer(8, device=0) as buf, M.HostBuffer(8) as h:
+        for obj in (buf, buf[0:2], h):
+            with pytest.raises(TypeError, match="cannot be pickled"):
+                pickle.dumps(obj)
+            with pytest.raises(TypeError, match="cannot be pickled"):
+                copy.copy(obj)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True, None])
@@ -342,28 +367,44 @@ def test_host_buffer_in_thread_without_device() -> None:
 
 
 # ---------------------------------------------------- refused before C
+_COPY_FUNCS = (
+    "aclrtMemcpy",
+    "aclrtMemcpyAsync",
+    "aclrtMemcpy2d",
+    "aclrtMemcpy2dAsync",
+    "aclrtMemset",
+    "aclrtMemsetAsync",
+)
+
+
+class Trap:
+    """Arms a fault on every copy/memset entry point: a call reaching C would fail with
+    507899 and count a hit."""
+
+    def arm(self) -> None:
+        for f in _COPY_FUNCS:
+            mock_control().inject_fault(f, 507899, nth=0)
+
+    def disarm(self) -> None:
+        mock_control().clear_faults()
+
+    def __call__(self) -> int:
+        mc = mock_control()
+        return sum(mc.fault_hits(f) for f in _COPY_FUNCS)
+
+
 @pytest.fixture
-def trap() -> Iterator[Any]:
-    """Arm a fault on every copy/memset entry point: reaching C would raise 507899
-    and count a hit. Yields a function returning the total hits."""
-    mc = mock_control()
-    funcs = (
-        "aclrtMemcpy",
-        "aclrtMemcpyAsync",
-        "aclrtMemcpy2d",
-        "aclrtMemcpy2dAsync",
-        "aclrtMemset",
-        "aclrtMemsetAsync",
-    )
-    for f in funcs:
-        mc.inject_fault(f, 507899, nth=0)
+def trap() -> Iterator[Trap]:
+    t = Trap()
+    t.arm()
     try:
-        yield lambda: sum(mc.fault_hits(f) for f in funcs)
+        yield t
     finally:
-        mc.clear_faults()
+        t.disarm()
 
 
-def test_hostile_arguments_never_reach_c(trap: Any) -> None:
+def test_hostile_arguments_never_reach_c(trap: Trap) -> None:
+    trap.disarm()
     dev = M.DeviceBuffer(64, device=0)
     dev2 = M.DeviceBuffer(64, device=0)
     h = M.HostBuffer(64)
@@ -417,17 +458,25 @@ def test_hostile_arguments_never_reach_c(trap: Any) -> None:
         (lambda: M.copy_2d(dev, 2**63, arr, 8, 8, 3), ValueError, "dst"),
         (lambda: M.copy_2d(dev, 8, arr, 8, 8, 1, dst_offset=65), ValueError, "dst_offset"),
     ]
+    M.copy(dev, bytes(range(64)))
+    M.copy(dev2, bytes(range(64, 128)))
+    trap.arm()
     for call, exc, text in bad_calls:
         with pytest.raises(exc, match=text):
             call()
     assert trap() == 0
+    trap.disarm()
+    # nothing was written anywhere
+    assert (arr == 0).all()
+    assert bytes(dev.copy_to_host()) == bytes(range(64))
+    assert bytes(dev2.copy_to_host()) == bytes(range(64, 128))
     dev.close()
     dev2.close()
     h.close()
     s.close()
 
 
-def test_zero_size_operations_do_not_reach_c(trap: Any) -> None:
+def test_zero_size_operations_do_not_reach_c(trap: Trap) -> None:
     dev = M.DeviceBuffer(16, device=0)
     s = S.Stream(0)
     M.copy(dev, b"")
@@ -450,7 +499,7 @@ def test_zero_size_operations_do_not_reach_c(trap: Any) -> None:
     ],
     ids=["bytes", "readonly-memoryview", "readonly-numpy"],
 )
-def test_writes_into_readonly_objects_refused(make: Any, trap: Any) -> None:
+def test_writes_into_readonly_objects_refused(make: Any, trap: Trap) -> None:
     ro = make()
     dev = M.DeviceBuffer(16, device=0)
     h = M.HostBuffer(16)
