@@ -107,6 +107,8 @@ class _ReportThread:
         poll = self.poll_ms
         process = _lib.aclrtProcessReport
         wait = self._wake.wait
+        deferred = _device._deferred_calls
+        st = _local.st
         while not self._stop:
             if self.subscriptions <= 0:
                 wait(poll / 1000.0)
@@ -115,6 +117,15 @@ class _ReportThread:
             rc = process(poll)
             if self._graveyard:
                 self._graveyard.clear()
+            if deferred:
+                _run_deferred()
+            cur = st.ctx
+            if cur is None or cur.device != self.device:
+                # A deferred release (or a finalizer) switched this thread's context.
+                try:
+                    _device._ensure_current(self.device)
+                except Exception:
+                    _log.debug("pyacl_rt: report thread lost its context", exc_info=True)
             if rc == 0 or rc == ACL_ERROR_RT_REPORT_TIMEOUT:
                 continue
             lowlevel.recent_error_message()  # consume this thread's error text
@@ -150,6 +161,20 @@ class _ReportThread:
         self._wake.set()
         if self.thread is not threading.current_thread():
             self.thread.join(timeout=max(5.0, 4 * self.poll_ms / 1000.0))
+
+
+def _run_deferred() -> None:
+    """Run the releases finalizers deferred while on a callback thread. Never raises."""
+    calls = _device._deferred_calls
+    while calls:
+        try:
+            fn = calls.pop(0)
+        except IndexError:  # pragma: no cover - another thread drained it
+            return
+        try:
+            fn()
+        except BaseException:  # pragma: no cover - finalizers never raise
+            _log.debug("pyacl_rt: deferred release failed", exc_info=True)
 
 
 _threads: dict[int, _ReportThread] = {}
@@ -261,6 +286,7 @@ def report_threads() -> dict[int, threading.Thread]:
 
 def _stop_threads() -> None:
     """Release hook (after streams): stop every report thread. Never raises."""
+    _run_deferred()
     _default_subs.clear()
     with _threads_lock:
         threads = list(_threads.values())
@@ -270,6 +296,7 @@ def _stop_threads() -> None:
             rt.stop()
         except BaseException:  # pragma: no cover - defensive
             _log.exception("pyacl_rt: stopping %s failed", rt.thread.name)
+    _run_deferred()
     if _pending:
         _log.warning(
             "pyacl_rt: %d host callback(s) never ran before finalize (dropped)", len(_pending)

@@ -17,6 +17,7 @@ Floor 4: imports :mod:`device`, :mod:`errors`, :mod:`lowlevel`, :mod:`runtime`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -30,6 +31,7 @@ from .device import (
     ObjectClosedError,
     _check,
     _CtxRef,
+    _deferred_calls,
     _index,
     _lib,
     _local,
@@ -52,6 +54,10 @@ def _destroy(ref: _CtxRef) -> None:
     """Finalizer body: destroy the context unless the runtime already did. Never raises."""
     try:
         if ref.device < 0:
+            return
+        if _local.st.in_callback:
+            # Closing the children waits for their work: not on a host-callback thread.
+            _deferred_calls.append(functools.partial(_destroy, ref))
             return
         for hook in _close_hooks:
             try:

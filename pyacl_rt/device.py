@@ -245,6 +245,12 @@ _default_device = 0
 _main_thread = threading.main_thread()
 
 
+#: Releases that a finalizer could not do safely on a host-callback thread (destroying
+#: a stream waits for its work, which may wait for the running callback). The report
+#: thread runs them after the callback returned (see :mod:`pyacl_rt.callbacks`).
+_deferred_calls: list[Callable[[], None]] = []
+
+
 def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
     """Run an object's finalizer now, exactly once; True if it ran.
 

@@ -39,6 +39,7 @@ Floor 5: imports floors 1-4 and :mod:`callbacks`.
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import os
 import threading
@@ -156,6 +157,11 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
     try:
         if ctx.device < 0:
             state[0].clear()
+            return
+        if _local.st.in_callback:
+            # GC inside a host callback: destroying waits for the stream's work,
+            # which may wait for this very callback. Let the report thread do it.
+            _device._deferred_calls.append(functools.partial(_destroy_stream, ctx, handle, state))
             return
         if _local.st.ctx is not ctx:
             ctx.make_current()

@@ -265,3 +265,28 @@ def test_sync_timeout_with_blocked_callback() -> None:
     gate.set()
     s.synchronize()
     s.close()
+
+
+def test_stream_collected_inside_callback_is_released_after_it() -> None:
+    import time
+
+    s = S.Stream(1)
+    victim = [S.Stream(1)]
+    victim[0].launch_host_func(lambda: None)  # subscribed too
+    victim[0].synchronize()
+    mc = mock_control()
+    base = mc.stat("streams", 1)
+
+    def cb() -> None:
+        victim.clear()
+        gc.collect()  # the finalizer runs here, on the report thread: must not block
+
+    s.launch_host_func(cb)
+    s.synchronize()
+    for _ in range(3000):  # the report thread releases it after the callback returned
+        if mc.stat("streams", 1) == base - 1:
+            break
+        time.sleep(0.01)
+    assert mc.stat("streams", 1) == base - 1
+    assert not D._deferred_calls
+    s.close()
