@@ -434,3 +434,34 @@ def test_device_creation_failure_is_typed_and_leaves_nothing(run_python: Any) ->
     r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout
+
+
+def test_no_visible_device(run_python: Any, clean_env: Any) -> None:
+    code = """
+        import pyacl_rt.device as D
+        from pyacl_rt import errors
+        assert D.is_available() is False
+        try:
+            D.set_device(0)
+        except errors.AclError as exc:
+            print("raised", type(exc).__name__, exc.code)
+    """
+    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_RT_VISIBLE_DEVICES="3,1")
+    r = run_python(code, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "raised AclResourceError 207004" in r.stdout
+
+
+def test_visible_devices_renumber(run_python: Any, clean_env: Any) -> None:
+    code = """
+        import pyacl_rt.device as D, pyacl_rt.stream as S
+        from pyacl_rt.mock import mock_control
+        assert D.device_count() == 2
+        S.Stream(1).close()
+        assert mock_control().physical_device(1) == 5
+        print("OK")
+    """
+    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_RT_VISIBLE_DEVICES="2,5")
+    r = run_python(code, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout
