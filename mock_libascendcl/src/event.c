@@ -231,6 +231,28 @@ aclError aclrtDestroyEvent(aclrtEvent event)
     return ACL_SUCCESS;
 }
 
+/* aclFinalize (after mock_devices_finalize, so no stream is left to run a
+ * record/wait task): every event still alive is released, since aclFinalize
+ * frees all runtime resources and events are not owned by a context. Tasks
+ * can no longer hold references, but ev_put keeps any stray one safe. */
+void mock_events_finalize(void)
+{
+    pthread_mutex_lock(&g_ev_mu);
+    mock_registry reg = g_ev_reg;
+    memset(&g_ev_reg, 0, sizeof g_ev_reg);
+    memset(g_ev_live, 0, sizeof g_ev_live);
+    pthread_mutex_unlock(&g_ev_mu);
+    for (size_t i = 0; i < reg.cap; i++) {
+        ev_t *e = reg.slots[i];
+        if (e == NULL || e == MOCK_REG_TOMB) {
+            continue;
+        }
+        mock_stat_add(e->device, MOCK_STAT_EVENTS, -1);
+        ev_put(e);
+    }
+    free(reg.slots);
+}
+
 /* ----------------------------------------------------------------- record */
 
 typedef struct rec_arg {

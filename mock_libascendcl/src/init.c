@@ -105,11 +105,6 @@ static aclError load_config_file(const char *fn, const char *path, char **conten
     return ACL_SUCCESS;
 }
 
-/* Default until event.c provides it (see mock_internal.h). */
-__attribute__((weak)) void mock_events_finalize(void)
-{
-}
-
 /* ------------------------------------------------------------------ state */
 
 typedef struct init_cb {

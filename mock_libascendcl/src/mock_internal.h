@@ -176,8 +176,7 @@ MOCK_HIDDEN void mock_devices_finalize(void);  /* contexts + their streams/event
 MOCK_HIDDEN void mock_memory_finalize(void);
 /* (core, additive) event.c: destroys every event still alive, since aclFinalize
  * releases all resources (events are not owned by a context). aclFinalize calls it
- * right after mock_devices_finalize. init.c has a weak no-op default until event.c
- * defines it. */
+ * right after mock_devices_finalize. */
 MOCK_HIDDEN void mock_events_finalize(void);
 
 /* ------------------------------------------------------ misc (additive) */

@@ -497,6 +497,34 @@ static void test_many_threads_pingpong(void)
     CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_EVENTS), before);
 }
 
+/* aclFinalize releases every resource: events are not owned by a context, so
+ * they must not outlive it (counts drop to 0, handles become stale). */
+static void test_finalize_releases_events(void)
+{
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclrtSetDevice(1));
+    aclrtEvent e = NULL, e2 = NULL;
+    CHECK_OK(aclrtCreateEvent(&e));
+    CHECK_OK(aclrtCreateEventWithFlag(&e2, ACL_EVENT_SYNC));
+    CHECK_OK(aclrtRecordEvent(e2, NULL));
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_EVENTS), 2);
+    uint32_t avail_before = 0, avail_after = 0;
+    CHECK_OK(aclrtGetEventAvailNum(&avail_before));
+    CHECK_OK(aclFinalize());
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_EVENTS), 0);
+    CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_EVENTS), 0);
+    CHECK_EQ(aclrtDestroyEvent(e), ACL_ERROR_RT_PARAM_INVALID);
+    aclrtEventRecordedStatus rs;
+    CHECK_EQ(aclrtQueryEventStatus(e2, &rs), ACL_ERROR_RT_PARAM_INVALID);
+    /* a new generation starts with the full per-device budget */
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclrtSetDevice(1));
+    CHECK_OK(aclrtGetEventAvailNum(&avail_after));
+    CHECK_EQ(avail_after, avail_before + 2);
+    CHECK_OK(aclrtResetDevice(1));
+    CHECK_OK(aclFinalize());
+}
+
 int main(void)
 {
     CHECK_OK(aclrtSetDevice(0));
@@ -514,5 +542,6 @@ int main(void)
     RUN_TEST(test_record_with_flag);
     RUN_TEST(test_many_threads_pingpong);
     CHECK_OK(aclrtResetDevice(0));
+    RUN_TEST(test_finalize_releases_events);
     return TEST_REPORT();
 }
