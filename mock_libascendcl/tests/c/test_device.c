@@ -329,6 +329,53 @@ static void test_synchronize(void)
     CHECK_OK(aclrtResetDevice(2));
 }
 
+/* A failed device synchronize records its error like every other entry point:
+ * last error (thread level) and a recent message naming the function. */
+static void test_synchronize_records_errors(void)
+{
+    CHECK_OK(aclrtSetDevice(2));
+    aclrtStream blocked = NULL, failing = NULL;
+    aclrtEvent ev = NULL;
+    uint64_t *flag = NULL;
+    CHECK_OK(aclrtCreateStream(&blocked));
+    CHECK_OK(aclrtCreateStream(&failing));
+    CHECK_OK(aclrtSetStreamFailureMode(failing, ACL_STOP_ON_FAILURE));
+    CHECK_OK(aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC));
+    CHECK_OK(aclrtMalloc((void **)&flag, sizeof *flag, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMemset(flag, sizeof *flag, 0, sizeof *flag));
+    CHECK_OK(aclrtValueWait(flag, 1, ACL_STREAM_WAIT_VALUE_EQ, blocked));
+    (void)aclrtGetLastError(ACL_RT_THREAD_LEVEL);
+    (void)aclGetRecentErrMsg();
+
+    /* timeout: `blocked` cannot finish */
+    CHECK_EQ(aclrtSynchronizeDeviceWithTimeout(20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    CHECK_EQ(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "aclrtSynchronizeDeviceWithTimeout");
+
+    /* a failed task: `failing` waits 20 ms for an event `blocked` never reaches */
+    CHECK_OK(aclrtRecordEvent(ev, blocked));
+    CHECK_OK(aclrtStreamWaitEventWithTimeout(failing, ev, 20));
+    CHECK_EQ(aclrtSynchronizeStream(failing), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    (void)aclrtGetLastError(ACL_RT_THREAD_LEVEL);
+    (void)aclGetRecentErrMsg();
+    CHECK_OK(aclrtValueWrite(flag, 1, 0, NULL)); /* releases `blocked` */
+    CHECK_OK(aclrtSynchronizeStream(blocked));
+    CHECK_EQ(aclrtSynchronizeDevice(), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    CHECK_EQ(aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "aclrtSynchronizeDevice");
+    CHECK_EQ(aclrtSynchronizeDeviceWithTimeout(1000), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    CHECK_EQ(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "aclrtSynchronizeDeviceWithTimeout");
+
+    CHECK_OK(aclrtStreamAbort(failing));
+    CHECK_OK(aclrtSynchronizeDevice());
+    CHECK_OK(aclrtDestroyEvent(ev));
+    CHECK_OK(aclrtFree(flag));
+    CHECK_OK(aclrtDestroyStream(failing));
+    CHECK_OK(aclrtDestroyStream(blocked));
+    CHECK_OK(aclrtResetDevice(2));
+}
+
 static int g_state_events[4];
 static int g_abort_events[2];
 static uint32_t g_state_dev;
@@ -433,6 +480,7 @@ int main(void)
     RUN_TEST(test_id_mapping);
     RUN_TEST(test_limits_and_timeouts);
     RUN_TEST(test_synchronize);
+    RUN_TEST(test_synchronize_records_errors);
     RUN_TEST(test_callbacks);
     RUN_TEST(test_device_lost);
     RUN_TEST(test_stats);
