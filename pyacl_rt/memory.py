@@ -72,28 +72,40 @@ each device that still has buffers, then frees them; the Python objects become i
 Closing an explicit :class:`~pyacl_rt.context.Context` frees the buffers allocated in
 it the same way.
 
+Modules: this one (public API: buffers, copies, statistics), :mod:`pyacl_rt._memrecord`
+(allocation records, ordered freeing, registry, finalize/context/fork hooks) and
+:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses).
+
 Floor 6: imports floors 1-5 only.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import ctypes
 import logging
 import os
 import sys
-import threading
 import weakref
-from collections.abc import Iterator
 from typing import Any, Final, Union
 
+from . import _memrecord as _rec
 from . import context as _context
 from . import errors, runtime
+from ._membuf import _int_arg, _offsets, _resolve, _Side
+from ._memrecord import (
+    _DEAD,
+    _free_mem,
+    _Mem,
+    _note,
+    _process_deferred,
+    _raise_closed,
+    _register,
+    _wait_streams,
+)
 from .device import (
     Device,
     DeviceLike,
-    ObjectClosedError,
     _check,
     _context_for,
     _CtxRef,
@@ -101,10 +113,9 @@ from .device import (
     _index,
     _lib,
     _local,
-    _owner_of,
     current_device,
 )
-from .lowlevel import ffi, recent_error_message
+from .lowlevel import ffi
 from .stream import Stream, current_stream
 
 __all__ = [
@@ -141,225 +152,23 @@ ACL_MEMCPY_DEVICE_TO_DEVICE: Final = 3
 ACL_MEM_MALLOC_HUGE_FIRST: Final = 0
 ACL_MEM_MALLOC_HUGE_ONLY: Final = 1
 ACL_MEM_MALLOC_NORMAL_ONLY: Final = 2
-_SIZE_MAX: Final = 2**64 - 1
-
 #: Copy kind by (dst is device, src is device).
 _KIND: Final = (
     (ACL_MEMCPY_HOST_TO_HOST, ACL_MEMCPY_DEVICE_TO_HOST),
     (ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_DEVICE),
 )
-_KIND_NAMES: Final = ("host-to-host", "host-to-device", "device-to-host", "device-to-device")
 
 _aclrtMemcpyAsync = _lib.aclrtMemcpyAsync
 _aclrtMemcpy2dAsync = _lib.aclrtMemcpy2dAsync
 _aclrtMemsetAsync = _lib.aclrtMemsetAsync
-_aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
-_wref = weakref.ref
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
 
 
-# =============================================================== allocations
-class _Mem:
-    """One allocation (device or pinned host). Shared by a buffer and its views.
-
-    ``ptr`` is what Python may use (0 once closed / freed / made inert); ``base``
-    is what is passed to ``aclrtFree`` (0 once freed). ``streams`` are weak
-    references to the streams the memory was used on (``last`` is the most recent,
-    for a cheap identity test on the hot path). Never references its owner, so that
-    the owner's finalizer can hold it.
-    """
-
-    __slots__ = (
-        "base",
-        "ctx",
-        "dead",
-        "device",
-        "gen",
-        "keep",
-        "last",
-        "nbytes",
-        "owner",
-        "ptr",
-        "streams",
-    )
-
-    def __init__(self, base: int, nbytes: int, device: int, ctx: _CtxRef | None) -> None:
-        self.base = base
-        self.ptr = base
-        self.nbytes = nbytes
-        self.device = device  # -1: pinned host memory
-        self.ctx = ctx
-        self.gen = runtime.generation()
-        self.last: object = None
-        self.streams: list[weakref.ref[Stream]] = []
-        self.dead = "buffer is closed"
-        #: weakref to the owning HostBuffer (host memory only), for finalize.
-        self.owner: weakref.ref[HostBuffer] | None = None
-        #: the explicit Context the memory was allocated in (kept alive), or None.
-        self.keep: object = _owner_of(ctx) if ctx is not None else None
-
-
-#: A permanently dead allocation: closed views point at it.
-_DEAD: Final = _Mem(0, 0, -1, None)
-_DEAD.base = 0
-
-# Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
-_live_lock = threading.RLock()
-_live: dict[int, _Mem] = {}
-_deferred: list[_Mem] = []
-_peers: set[tuple[_CtxRef, int]] = set()
-
-
-def _note(m: _Mem, stream: Stream) -> None:
-    """Remember that ``stream`` used ``m`` (slow part of the hot-path check).
-
-    ``m.last`` is the stream's private state list: unique per Stream object and cheap
-    to compare, and holding it does not keep the Stream alive (``m.streams`` holds
-    weak references, which :func:`_wait_streams` uses)."""
-    m.last = stream._state
-    r = _wref(stream)
-    if r not in m.streams:
-        m.streams.append(r)
-
-
-def _raise_closed(m: _Mem, what: str) -> None:
-    if m.dead == "finalized":
-        raise errors.RuntimeFinalizedError(
-            f"this {what} belongs to a runtime that was finalized; its memory was released",
-            explanation="",
-        )
-    if m.dead == "forked":
-        raise errors.ForkedProcessError()
-    raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
-
-
-def _wait_streams(m: _Mem) -> bool:
-    """Synchronize every live stream ``m`` was used on. Returns False when called on
-    a host-callback thread while one of them is still busy (caller must defer)."""
-    refs = m.streams
-    if not refs:
-        return True
-    in_cb = _local.st.in_callback
-    st = _local.st.i32
-    for r in list(refs):
-        s = r()
-        if s is None or s.closed:
-            continue  # destroying a stream waits for its work
-        ctx = s._ctx
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
-        if in_cb:
-            rc = _lib.aclrtStreamQuery(s.handle, st)
-            if rc == 0 and st[0] == 0:
-                continue
-            return False
-        rc = _aclrtSynchronizeStream(s.handle)
-        if rc:
-            _log.warning(
-                "pyacl_rt: synchronizing %r before freeing memory failed (%d): %s",
-                s,
-                rc,
-                recent_error_message(),
-            )
-    refs.clear()
-    m.last = None
-    return True
-
-
-def _free_mem(m: _Mem) -> None:
-    """Release ``m`` once (finalizer body). Never raises; never touches a runtime of
-    another generation. Waits for the streams that used ``m`` first."""
-    try:
-        with _live_lock:
-            base = m.base
-            if not base:
-                return
-            m.ptr = 0
-            alive = runtime.is_alive(m.gen)
-            if not alive:
-                m.base = 0
-                _unregister(m)
-                return
-        prev = _local.st.ctx
-        try:
-            if not _wait_streams(m):
-                with _live_lock:
-                    if m.base and m not in _deferred:
-                        _deferred.append(m)
-                return
-            with _live_lock:
-                base = m.base
-                if not base:
-                    return
-                m.base = 0
-                _unregister(m)
-            _free_raw(m, base)
-            m.keep = None
-        finally:
-            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                try:
-                    prev.make_current()
-                except Exception:
-                    _local.st.ctx = None
-    except BaseException:  # pragma: no cover - interpreter shutdown, defensive
-        with contextlib.suppress(BaseException):
-            _log.debug("pyacl_rt: freeing memory failed", exc_info=True)
-
-
-def _free_raw(m: _Mem, base: int) -> None:
-    ctx = m.ctx
-    if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
-        ctx.make_current()
-    if m.device >= 0:
-        rc = _lib.aclrtFree(base)
-        func = "aclrtFree"
-    else:
-        rc = _lib.aclrtFreeHost(base)
-        func = "aclrtFreeHost"
-    if rc:
-        _log.warning(
-            "pyacl_rt: %s(0x%x) failed with %d: %s", func, base, rc, recent_error_message()
-        )
-
-
-def _process_deferred() -> None:
-    """Free allocations whose release was deferred from a host-callback thread."""
-    if not _deferred or _local.st.in_callback:
-        return
-    with _live_lock:
-        items = list(_deferred)
-        _deferred.clear()
-    for m in items:
-        _free_mem(m)
-
-
-def _unregister(m: _Mem) -> None:
-    """Forget a freed allocation (caller holds ``_live_lock``)."""
-    if _live.pop(id(m), None) is not None:
-        _stats[m.device]["allocated"] -= m.nbytes
-        _stats[m.device]["frees"] += 1
-
-
-def _register(m: _Mem) -> None:
-    with _live_lock:
-        _live[id(m)] = m
-        st = _stats.setdefault(m.device, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0})
-        st["allocated"] += m.nbytes
-        st["allocs"] += 1
-        if st["allocated"] > st["peak"]:
-            st["peak"] = st["allocated"]
-
-
-#: device index (-1: pinned host memory) -> counters of this process.
-_stats: dict[int, dict[str, int]] = {}
-
-
+# ================================================================= statistics
 def _stat(device: DeviceLike, key: str) -> int:
-    index = _index(device)
-    with _live_lock:
-        return _stats.get(index, {}).get(key, 0)
+    return _rec.stat(_index(device), key)
 
 
 def memory_allocated(device: DeviceLike = None) -> int:
@@ -389,18 +198,14 @@ def max_memory_reserved(device: DeviceLike = None) -> int:
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
     """Reset the peak of ``device`` to the current :func:`memory_allocated`."""
-    index = _index(device)
-    with _live_lock:
-        st = _stats.get(index)
-        if st is not None:
-            st["peak"] = st["allocated"]
+    _rec.reset_peak(_index(device))
 
 
 def empty_cache() -> None:
     """No-op: pyacl_rt frees memory at once, there is no cache to empty (torch_npu
     compatibility). Also frees allocations whose release was deferred from a host
     callback, when their streams are done."""
-    _process_deferred()
+    _rec._process_deferred()
 
 
 def memory_stats(device: DeviceLike = None) -> dict[str, int]:
@@ -413,8 +218,7 @@ def memory_stats(device: DeviceLike = None) -> dict[str, int]:
     from .device import mem_get_info
 
     index = _index(device)
-    with _live_lock:
-        st = dict(_stats.get(index, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0}))
+    st = _rec.counters(index)
     free, total = mem_get_info(index)
     return {
         "allocated_bytes.all.current": st["allocated"],
@@ -428,125 +232,13 @@ def memory_stats(device: DeviceLike = None) -> dict[str, int]:
 
 def host_memory_allocated() -> int:
     """Bytes held by live :class:`HostBuffer` allocations (pinned host memory)."""
-    with _live_lock:
-        return _stats.get(-1, {}).get("allocated", 0)
+    return _rec.stat(-1, "allocated")
+
+
+_peers: set[tuple[_CtxRef, int]] = set()
 
 
 # ================================================================ arguments
-def _int_arg(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        index = getattr(type(value), "__index__", None)
-        if index is None or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-        value = index(value)
-    assert isinstance(value, int)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    if value > _SIZE_MAX:
-        raise ValueError(f"{name} is too large ({value} > 2**64 - 1)")
-    return value
-
-
-class _Side:
-    """One resolved side of a copy: address, size, device, and what owns the memory."""
-
-    __slots__ = ("cd", "dev", "m", "mv", "n", "obj", "ptr")
-
-    def __init__(self) -> None:
-        self.ptr = 0
-        self.n = 0
-        self.dev = -1
-        self.m: _Mem | None = None
-        self.cd: Any = None
-        self.mv: memoryview | None = None
-        self.obj: object = None
-
-    def release(self) -> None:
-        """Release the buffer export of a foreign object (sync paths)."""
-        cd = self.cd
-        if cd is not None:
-            self.cd = None
-            ffi.release(cd)
-        mv = self.mv
-        if mv is not None:
-            self.mv = None
-            mv.release()
-
-
-def _resolve(obj: object, name: str, writable: bool) -> _Side:
-    side = _Side()
-    side.obj = obj
-    m = getattr(obj, "_m", None)
-    if isinstance(m, _Mem) and isinstance(obj, (DeviceBuffer, HostBuffer)):
-        p = m.ptr
-        if not p:
-            _raise_closed(m, f"{name} ({type(obj).__name__})")
-        side.ptr = p + obj._off
-        side.n = obj._n
-        side.dev = m.device
-        side.m = m
-        return side
-    try:
-        mv = memoryview(obj)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a DeviceBuffer, a HostBuffer or an object supporting the buffer "
-            f"protocol (numpy array, bytearray, memoryview, ...), not {type(obj).__name__}"
-        ) from None
-    if writable and mv.readonly:
-        mv.release()
-        raise TypeError(
-            f"{name} is read-only ({type(obj).__name__}): cannot write into it "
-            "(bytes, a read-only memoryview or a numpy array with writeable=False)"
-        )
-    if not mv.c_contiguous:
-        mv.release()
-        raise ValueError(
-            f"{name} is not C-contiguous: copies need one contiguous block of memory "
-            "(use numpy.ascontiguousarray)"
-        )
-    side.n = mv.nbytes
-    side.mv = mv
-    if side.n:
-        try:
-            cd = ffi.from_buffer("char[]", mv, require_writable=writable)
-        except (TypeError, ValueError) as exc:
-            mv.release()
-            raise TypeError(f"{name}: cannot get its memory ({exc})") from None
-        side.cd = cd
-        side.ptr = int(ffi.cast("uintptr_t", cd))
-    return side
-
-
-def _offsets(
-    d: _Side, s: _Side, nbytes: object, dst_offset: object, src_offset: object
-) -> tuple[int, int, int]:
-    doff = _int_arg(dst_offset, "dst_offset")
-    soff = _int_arg(src_offset, "src_offset")
-    if doff > d.n:
-        raise ValueError(f"dst_offset {doff} is past the end of dst ({d.n} bytes)")
-    if soff > s.n:
-        raise ValueError(f"src_offset {soff} is past the end of src ({s.n} bytes)")
-    if nbytes is None:
-        n = s.n - soff
-        if n > d.n - doff:
-            raise ValueError(
-                f"src has {n} bytes from src_offset {soff} but dst has only {d.n - doff} bytes "
-                f"from dst_offset {doff}; pass nbytes to copy part of it"
-            )
-    else:
-        n = _int_arg(nbytes, "nbytes")
-        if n > s.n - soff:
-            raise ValueError(
-                f"nbytes {n} runs past the end of src ({s.n} bytes, src_offset {soff})"
-            )
-        if n > d.n - doff:
-            raise ValueError(
-                f"nbytes {n} runs past the end of dst ({d.n} bytes, dst_offset {doff})"
-            )
-    return n, doff, soff
-
-
 def _devices(d: _Side, s: _Side) -> tuple[int, ...]:
     """Devices a copy may run on, the default one first (dst's unless dst is host)."""
     if s.dev < 0 or s.dev == d.dev:
@@ -1286,99 +978,18 @@ class HostBuffer:
 
 
 # ================================================================= lifecycle
-def _iter_live() -> Iterator[_Mem]:
-    with _live_lock:
-        return iter(list(_live.values()))
-
-
-def _sync_devices(mems: list[_Mem]) -> None:
-    done: set[int] = set()
-    for m in mems:
-        ctx = m.ctx
-        if m.device < 0 or m.device in done or ctx is None or ctx.device < 0:
-            continue
-        done.add(m.device)
-        try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
-            rc = _lib.aclrtSynchronizeDevice()
-            if rc:
-                _log.warning("pyacl_rt: aclrtSynchronizeDevice failed with %d at finalize", rc)
-        except Exception:  # pragma: no cover - defensive
-            _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
-
-
-def _release_memory() -> None:
-    """Release hook (priority 'memory'): free every live buffer; objects become inert."""
-    _process_deferred()
-    mems = list(_iter_live())
-    with _live_lock:
-        mems += [m for m in _deferred if m not in mems]
-        _deferred.clear()
-    _sync_devices(mems)
-    exported = 0
-    for m in mems:
-        m.dead = "finalized"
-        m.streams.clear()
-        m.last = None
-        if m.device < 0:
-            owner = m.owner() if m.owner is not None else None
-            if owner is None or owner._exports():
-                # Exports still reference the memory: leave it to aclFinalize.
-                exported += 1
-                m.ptr = 0
-                with _live_lock:
-                    m.base = 0
-                    _unregister(m)
-                continue
-        _free_mem(m)
-    if exported:
-        _log.warning(
-            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy) at "
-            "finalize; aclFinalize releases that memory, do not use those views any more",
-            exported,
-        )
+def _forget_peers() -> None:
     _peers.clear()
 
 
-def _on_context_close(ctx: _CtxRef) -> None:
-    """An explicit Context is closing: free the buffers allocated in it first."""
-    mems = [m for m in _iter_live() if m.ctx is ctx and m.device >= 0]
-    if mems:
-        try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
-            _aclrtSynchronizeStream(0)
-        except Exception:  # pragma: no cover - defensive
-            _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
-    for m in mems:
-        m.dead = "its Context was closed"
-        _free_mem(m)
+def _forget_context_peers(ctx: _CtxRef) -> None:
     for key in [k for k in _peers if k[0] is ctx]:
         _peers.discard(key)
-    # Host buffers allocated while this context was current: free through another
-    # context later (any context works for host memory).
-    for m in _iter_live():
-        if m.ctx is ctx:
-            m.ctx = None
 
 
-def _after_fork_in_child() -> None:
-    global _live_lock
-    _live_lock = threading.RLock()
-    for m in list(_live.values()):
-        m.ptr = 0
-        m.base = 0
-        m.dead = "forked"
-    _live.clear()
-    _stats.clear()
-    _deferred.clear()
-    _peers.clear()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-_context._close_hooks.append(_on_context_close)
-runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
+os.register_at_fork(after_in_child=_forget_peers)
+_context._close_hooks.append(_forget_context_peers)
+runtime.register_release_hook(_forget_peers, runtime.PRIORITY_MEMORY)
 
 
 # ============================================================ benchmark hook

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pyacl_rt import _memrecord as R
 from pyacl_rt import context as C
 from pyacl_rt import device as D
 from pyacl_rt import errors, runtime
@@ -42,7 +43,7 @@ def no_leaks() -> Iterator[None]:
     S._markers.drop_all()
     after = _mem_counts()
     assert after == before, (before, after, mock_control().leak_report())
-    assert not M._deferred
+    assert not R._deferred
 
 
 class Gate:
@@ -614,11 +615,11 @@ def test_free_from_host_callback_is_deferred() -> None:
 
     other.launch_host_func(drop_in_callback)
     other.synchronize()
-    assert allocations(0) == base + 1 and len(M._deferred) == 1
+    assert allocations(0) == base + 1 and len(R._deferred) == 1
     gate.release.set()
     s.synchronize()
-    M._process_deferred()
-    assert allocations(0) == base and not M._deferred
+    M.empty_cache()
+    assert allocations(0) == base and not R._deferred
     s.close()
     other.close()
 

@@ -1,0 +1,138 @@
+"""Copy arguments -> addresses, for :mod:`pyacl_rt.memory`, checked before any C call.
+
+* :func:`_int_arg`: sizes, offsets and pitches are ints (``bool`` refused, ``__index__``
+  accepted), ``>= 0`` and ``<= 2**64 - 1``; messages name the argument.
+* :func:`_resolve`: an owned buffer gives its int address (refused once closed); any
+  other object must support the buffer protocol and be C-contiguous, and writable
+  when it is a destination (``TypeError`` for bytes, read-only memoryviews and numpy
+  arrays with ``writeable=False``). Its address comes from one ``ffi.from_buffer``
+  per call, which also holds the export (a bytearray cannot be resized meanwhile)
+  until :meth:`_Side.release` or until the object is no longer needed by an async copy.
+* :func:`_offsets`: ``nbytes`` / offsets against both sides.
+
+Floor 6 (helper of :mod:`pyacl_rt.memory`): imports floors 1-5 only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ._memrecord import _Mem, _raise_closed
+from .lowlevel import ffi
+
+_SIZE_MAX: Final = 2**64 - 1
+
+
+def _int_arg(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        index = getattr(type(value), "__index__", None)
+        if index is None or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        value = index(value)
+    assert isinstance(value, int)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    if value > _SIZE_MAX:
+        raise ValueError(f"{name} is too large ({value} > 2**64 - 1)")
+    return value
+
+
+class _Side:
+    """One resolved side of a copy: address, size, device, and what owns the memory."""
+
+    __slots__ = ("cd", "dev", "m", "mv", "n", "obj", "ptr")
+
+    def __init__(self) -> None:
+        self.ptr = 0
+        self.n = 0
+        self.dev = -1
+        self.m: _Mem | None = None
+        self.cd: Any = None
+        self.mv: memoryview | None = None
+        self.obj: object = None
+
+    def release(self) -> None:
+        """Release the buffer export of a foreign object (sync paths)."""
+        cd = self.cd
+        if cd is not None:
+            self.cd = None
+            ffi.release(cd)
+        mv = self.mv
+        if mv is not None:
+            self.mv = None
+            mv.release()
+
+
+def _resolve(obj: object, name: str, writable: bool) -> _Side:
+    side = _Side()
+    side.obj = obj
+    m = getattr(obj, "_m", None)
+    if isinstance(m, _Mem):  # a DeviceBuffer (or view) or a HostBuffer
+        p = m.ptr
+        if not p:
+            _raise_closed(m, f"{name} ({type(obj).__name__})")
+        owned: Any = obj
+        side.ptr = p + owned._off
+        side.n = owned._n
+        side.dev = m.device
+        side.m = m
+        return side
+    try:
+        mv = memoryview(obj)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a DeviceBuffer, a HostBuffer or an object supporting the buffer "
+            f"protocol (numpy array, bytearray, memoryview, ...), not {type(obj).__name__}"
+        ) from None
+    if writable and mv.readonly:
+        mv.release()
+        raise TypeError(
+            f"{name} is read-only ({type(obj).__name__}): cannot write into it "
+            "(bytes, a read-only memoryview or a numpy array with writeable=False)"
+        )
+    if not mv.c_contiguous:
+        mv.release()
+        raise ValueError(
+            f"{name} is not C-contiguous: copies need one contiguous block of memory "
+            "(use numpy.ascontiguousarray)"
+        )
+    side.n = mv.nbytes
+    side.mv = mv
+    if side.n:
+        try:
+            cd = ffi.from_buffer("char[]", mv, require_writable=writable)
+        except (TypeError, ValueError) as exc:
+            mv.release()
+            raise TypeError(f"{name}: cannot get its memory ({exc})") from None
+        side.cd = cd
+        side.ptr = int(ffi.cast("uintptr_t", cd))
+    return side
+
+
+def _offsets(
+    d: _Side, s: _Side, nbytes: object, dst_offset: object, src_offset: object
+) -> tuple[int, int, int]:
+    doff = _int_arg(dst_offset, "dst_offset")
+    soff = _int_arg(src_offset, "src_offset")
+    if doff > d.n:
+        raise ValueError(f"dst_offset {doff} is past the end of dst ({d.n} bytes)")
+    if soff > s.n:
+        raise ValueError(f"src_offset {soff} is past the end of src ({s.n} bytes)")
+    if nbytes is None:
+        n = s.n - soff
+        if n > d.n - doff:
+            raise ValueError(
+                f"src has {n} bytes from src_offset {soff} but dst has only {d.n - doff} bytes "
+                f"from dst_offset {doff}; pass nbytes to copy part of it"
+            )
+    else:
+        n = _int_arg(nbytes, "nbytes")
+        if n > s.n - soff:
+            raise ValueError(
+                f"nbytes {n} runs past the end of src ({s.n} bytes, src_offset {soff})"
+            )
+        if n > d.n - doff:
+            raise ValueError(
+                f"nbytes {n} runs past the end of dst ({d.n} bytes, dst_offset {doff})"
+            )
+    return n, doff, soff

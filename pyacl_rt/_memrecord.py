@@ -1,0 +1,351 @@
+"""Allocation records behind :mod:`pyacl_rt.memory`: freeing ordered after streams.
+
+One :class:`_Mem` per allocation (device memory from ``aclrtMalloc`` or pinned host
+memory from ``aclrtMallocHost``), shared by a buffer and its views. It never
+references its owner, so the owner's finalizer can hold it.
+
+* **Stream tracking**: an operation on the memory notes its stream (``_note``; the
+  hot path compares ``m.last`` with the stream's private state list first).
+* **Ordered freeing**: :func:`_free_mem` (the finalizer body, also what ``close()``
+  calls) synchronizes every live stream the memory was used on, then frees it; it
+  never raises and never touches a runtime of another generation. On a host-callback
+  thread, where a synchronize could deadlock, a still-busy allocation is deferred
+  (:func:`_process_deferred` frees it later: next allocation, ``empty_cache()``,
+  finalize).
+* **Registry and counters** of live allocations per device (-1 = pinned host).
+* **Lifecycle**: a release hook (``PRIORITY_MEMORY``) synchronizes the devices that
+  still have allocations and frees them (objects become inert); closing an explicit
+  Context frees the device memory allocated in it; a forked child forgets everything
+  without touching the parent's memory.
+
+Floor 6 (helper of :mod:`pyacl_rt.memory`): imports floors 1-5 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Final
+
+from . import context as _context
+from . import errors, runtime
+from .device import ObjectClosedError, _CtxRef, _lib, _local, _owner_of
+from .lowlevel import recent_error_message
+
+if TYPE_CHECKING:
+    from .memory import HostBuffer
+    from .stream import Stream
+
+_log = logging.getLogger("pyacl_rt")
+
+_aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
+_wref = weakref.ref
+
+
+# =============================================================== allocations
+class _Mem:
+    """One allocation (device or pinned host). Shared by a buffer and its views.
+
+    ``ptr`` is what Python may use (0 once closed / freed / made inert); ``base``
+    is what is passed to ``aclrtFree`` (0 once freed). ``streams`` are weak
+    references to the streams the memory was used on (``last`` is the most recent,
+    for a cheap identity test on the hot path). Never references its owner, so that
+    the owner's finalizer can hold it.
+    """
+
+    __slots__ = (
+        "base",
+        "ctx",
+        "dead",
+        "device",
+        "gen",
+        "keep",
+        "last",
+        "nbytes",
+        "owner",
+        "ptr",
+        "streams",
+    )
+
+    def __init__(self, base: int, nbytes: int, device: int, ctx: _CtxRef | None) -> None:
+        self.base = base
+        self.ptr = base
+        self.nbytes = nbytes
+        self.device = device  # -1: pinned host memory
+        self.ctx = ctx
+        self.gen = runtime.generation()
+        self.last: object = None
+        self.streams: list[weakref.ref[Stream]] = []
+        self.dead = "buffer is closed"
+        #: weakref to the owning HostBuffer (host memory only), for finalize.
+        self.owner: weakref.ref[HostBuffer] | None = None
+        #: the explicit Context the memory was allocated in (kept alive), or None.
+        self.keep: object = _owner_of(ctx) if ctx is not None else None
+
+
+#: A permanently dead allocation: closed views point at it.
+_DEAD: Final = _Mem(0, 0, -1, None)
+_DEAD.base = 0
+
+# Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
+_live_lock = threading.RLock()
+_live: dict[int, _Mem] = {}
+_deferred: list[_Mem] = []
+
+
+def _note(m: _Mem, stream: Stream) -> None:
+    """Remember that ``stream`` used ``m`` (slow part of the hot-path check).
+
+    ``m.last`` is the stream's private state list: unique per Stream object and cheap
+    to compare, and holding it does not keep the Stream alive (``m.streams`` holds
+    weak references, which :func:`_wait_streams` uses)."""
+    m.last = stream._state
+    r = _wref(stream)
+    if r not in m.streams:
+        m.streams.append(r)
+
+
+def _raise_closed(m: _Mem, what: str) -> None:
+    if m.dead == "finalized":
+        raise errors.RuntimeFinalizedError(
+            f"this {what} belongs to a runtime that was finalized; its memory was released",
+            explanation="",
+        )
+    if m.dead == "forked":
+        raise errors.ForkedProcessError()
+    raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
+
+
+def _wait_streams(m: _Mem) -> bool:
+    """Synchronize every live stream ``m`` was used on. Returns False when called on
+    a host-callback thread while one of them is still busy (caller must defer)."""
+    refs = m.streams
+    if not refs:
+        return True
+    in_cb = _local.st.in_callback
+    st = _local.st.i32
+    for r in list(refs):
+        s = r()
+        if s is None or s.closed:
+            continue  # destroying a stream waits for its work
+        ctx = s._ctx
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
+        if in_cb:
+            rc = _lib.aclrtStreamQuery(s.handle, st)
+            if rc == 0 and st[0] == 0:
+                continue
+            return False
+        rc = _aclrtSynchronizeStream(s.handle)
+        if rc:
+            _log.warning(
+                "pyacl_rt: synchronizing %r before freeing memory failed (%d): %s",
+                s,
+                rc,
+                recent_error_message(),
+            )
+    refs.clear()
+    m.last = None
+    return True
+
+
+def _free_mem(m: _Mem) -> None:
+    """Release ``m`` once (finalizer body). Never raises; never touches a runtime of
+    another generation. Waits for the streams that used ``m`` first."""
+    try:
+        with _live_lock:
+            base = m.base
+            if not base:
+                return
+            m.ptr = 0
+            alive = runtime.is_alive(m.gen)
+            if not alive:
+                m.base = 0
+                _unregister(m)
+                return
+        prev = _local.st.ctx
+        try:
+            if not _wait_streams(m):
+                with _live_lock:
+                    if m.base and m not in _deferred:
+                        _deferred.append(m)
+                return
+            with _live_lock:
+                base = m.base
+                if not base:
+                    return
+                m.base = 0
+                _unregister(m)
+            _free_raw(m, base)
+            m.keep = None
+        finally:
+            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                try:
+                    prev.make_current()
+                except Exception:
+                    _local.st.ctx = None
+    except BaseException:  # pragma: no cover - interpreter shutdown, defensive
+        with contextlib.suppress(BaseException):
+            _log.debug("pyacl_rt: freeing memory failed", exc_info=True)
+
+
+def _free_raw(m: _Mem, base: int) -> None:
+    ctx = m.ctx
+    if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
+        ctx.make_current()
+    if m.device >= 0:
+        rc = _lib.aclrtFree(base)
+        func = "aclrtFree"
+    else:
+        rc = _lib.aclrtFreeHost(base)
+        func = "aclrtFreeHost"
+    if rc:
+        _log.warning(
+            "pyacl_rt: %s(0x%x) failed with %d: %s", func, base, rc, recent_error_message()
+        )
+
+
+def _process_deferred() -> None:
+    """Free allocations whose release was deferred from a host-callback thread."""
+    if not _deferred or _local.st.in_callback:
+        return
+    with _live_lock:
+        items = list(_deferred)
+        _deferred.clear()
+    for m in items:
+        _free_mem(m)
+
+
+def _unregister(m: _Mem) -> None:
+    """Forget a freed allocation (caller holds ``_live_lock``)."""
+    if _live.pop(id(m), None) is not None:
+        _stats[m.device]["allocated"] -= m.nbytes
+        _stats[m.device]["frees"] += 1
+
+
+def _register(m: _Mem) -> None:
+    with _live_lock:
+        _live[id(m)] = m
+        st = _stats.setdefault(m.device, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0})
+        st["allocated"] += m.nbytes
+        st["allocs"] += 1
+        if st["allocated"] > st["peak"]:
+            st["peak"] = st["allocated"]
+
+
+#: device index (-1: pinned host memory) -> counters of this process.
+_stats: dict[int, dict[str, int]] = {}
+
+
+def stat(index: int, key: str) -> int:
+    """Counter ``key`` (allocated, peak, allocs, frees) of device ``index``."""
+    with _live_lock:
+        return _stats.get(index, {}).get(key, 0)
+
+
+def counters(index: int) -> dict[str, int]:
+    with _live_lock:
+        return dict(_stats.get(index, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0}))
+
+
+def reset_peak(index: int) -> None:
+    with _live_lock:
+        st = _stats.get(index)
+        if st is not None:
+            st["peak"] = st["allocated"]
+
+
+# ================================================================= lifecycle
+def _iter_live() -> Iterator[_Mem]:
+    with _live_lock:
+        return iter(list(_live.values()))
+
+
+def _sync_devices(mems: list[_Mem]) -> None:
+    done: set[int] = set()
+    for m in mems:
+        ctx = m.ctx
+        if m.device < 0 or m.device in done or ctx is None or ctx.device < 0:
+            continue
+        done.add(m.device)
+        try:
+            if _local.st.ctx is not ctx:
+                ctx.make_current()
+            rc = _lib.aclrtSynchronizeDevice()
+            if rc:
+                _log.warning("pyacl_rt: aclrtSynchronizeDevice failed with %d at finalize", rc)
+        except Exception:  # pragma: no cover - defensive
+            _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
+
+
+def _release_memory() -> None:
+    """Release hook (priority 'memory'): free every live buffer; objects become inert."""
+    _process_deferred()
+    mems = list(_iter_live())
+    with _live_lock:
+        mems += [m for m in _deferred if m not in mems]
+        _deferred.clear()
+    _sync_devices(mems)
+    exported = 0
+    for m in mems:
+        m.dead = "finalized"
+        m.streams.clear()
+        m.last = None
+        if m.device < 0:
+            owner = m.owner() if m.owner is not None else None
+            if owner is None or owner._exports():
+                # Exports still reference the memory: leave it to aclFinalize.
+                exported += 1
+                m.ptr = 0
+                with _live_lock:
+                    m.base = 0
+                    _unregister(m)
+                continue
+        _free_mem(m)
+    if exported:
+        _log.warning(
+            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy) at "
+            "finalize; aclFinalize releases that memory, do not use those views any more",
+            exported,
+        )
+
+
+def _on_context_close(ctx: _CtxRef) -> None:
+    """An explicit Context is closing: free the buffers allocated in it first."""
+    mems = [m for m in _iter_live() if m.ctx is ctx and m.device >= 0]
+    if mems:
+        try:
+            if _local.st.ctx is not ctx:
+                ctx.make_current()
+            _aclrtSynchronizeStream(0)
+        except Exception:  # pragma: no cover - defensive
+            _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
+    for m in mems:
+        m.dead = "its Context was closed"
+        _free_mem(m)
+    # Host buffers allocated while this context was current: free through another
+    # context later (any context works for host memory).
+    for m in _iter_live():
+        if m.ctx is ctx:
+            m.ctx = None
+
+
+def _after_fork_in_child() -> None:
+    global _live_lock
+    _live_lock = threading.RLock()
+    for m in list(_live.values()):
+        m.ptr = 0
+        m.base = 0
+        m.dead = "forked"
+    _live.clear()
+    _stats.clear()
+    _deferred.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+_context._close_hooks.append(_on_context_close)
+runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
