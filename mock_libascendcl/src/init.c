@@ -204,6 +204,9 @@ static aclError init_impl(const char *configPath)
             free(g_config);
             g_config = NULL;
             pthread_mutex_unlock(&g_init_lock);
+            /* undo what this aclInit applied, so a later aclInit starts clean */
+            mock_dump_finalize();
+            core_error_set_process_mode(false);
             return mock_error(fn, rc, "init callback %zu (type %d) failed with %d", i,
                               (int)snap[i].type, rc);
         }

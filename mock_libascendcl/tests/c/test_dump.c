@@ -221,6 +221,32 @@ static void test_dump_from_acl_init(void)
     CHECK(acldumpGetPath(DATA_DUMP) == NULL);
 }
 
+static aclError failing_init_cb(const char *configStr, size_t len, void *userData)
+{
+    (void)configStr;
+    (void)len;
+    (void)userData;
+    return ACL_ERROR_INTERNAL_ERROR;
+}
+
+/* aclInit applies the "dump" section and then fails (an init callback fails):
+ * nothing of that dump config may survive into the next aclInit. */
+static void test_failed_init_drops_dump_config(void)
+{
+    char out[300], cfg[600];
+    snprintf(out, sizeof out, "%s/failed_init_dump", g_dir);
+    snprintf(cfg, sizeof cfg, "{\"dump\": {\"dump_op_switch\": \"on\", \"dump_path\": \"%s\"}}", out);
+    CHECK_OK(aclFinalize());
+    CHECK_OK(aclInitCallbackRegister(ACL_REG_TYPE_OTHER, failing_init_cb, NULL));
+    CHECK_EQ(aclInit(write_cfg("acl_dump_cb_fails.json", cfg)), ACL_ERROR_INTERNAL_ERROR);
+    CHECK_OK(aclInitCallbackUnRegister(ACL_REG_TYPE_OTHER, failing_init_cb));
+    CHECK(acldumpGetPath(DATA_DUMP) == NULL);
+    CHECK_OK(aclInit(NULL));
+    CHECK(acldumpGetPath(DATA_DUMP) == NULL);
+    CHECK_OK(aclmdlInitDump()); /* no stale session either */
+    CHECK_OK(aclmdlFinalizeDump());
+}
+
 static int32_t dump_cb(const acldumpChunk *chunk, int32_t len)
 {
     (void)chunk;
@@ -260,6 +286,7 @@ int main(void)
     RUN_TEST(test_valid_configs_and_paths);
     RUN_TEST(test_finalize_ends_dump);
     RUN_TEST(test_dump_from_acl_init);
+    RUN_TEST(test_failed_init_drops_dump_config);
     RUN_TEST(test_dump_callbacks);
     RUN_TEST(test_fault_injection);
     CHECK_OK(aclFinalize());
