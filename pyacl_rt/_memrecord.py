@@ -120,15 +120,19 @@ def _raise_closed(m: _Mem, what: str) -> None:
     raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
 
 
-def _wait_streams(m: _Mem) -> bool:
+def _wait_streams(m: _Mem, forget: bool = True) -> bool:
     """Synchronize every live stream ``m`` was used on. Returns False when called on
-    a host-callback thread while one of them is still busy (caller must defer)."""
+    a host-callback thread while one of them is still busy (caller must defer).
+
+    ``forget``: drop the streams waited for (when freeing). Host-side users (H2H copy,
+    host memset) keep them: another thread may enqueue on them meanwhile."""
     refs = m.streams
     if not refs:
         return True
     in_cb = _local.st.in_callback
     st = _local.st.i32
-    for r in list(refs):
+    waited = list(refs)
+    for r in waited:
         s = r()
         if s is None or s.closed:
             continue  # destroying a stream waits for its work
@@ -143,14 +147,23 @@ def _wait_streams(m: _Mem) -> bool:
         rc = _aclrtSynchronizeStream(s.handle)
         if rc:
             _log.warning(
-                "pyacl_rt: synchronizing %r before freeing memory failed (%d): %s",
+                "pyacl_rt: synchronizing %r before using or freeing memory failed (%d): %s",
                 s,
                 rc,
                 recent_error_message(),
             )
-    refs.clear()
-    m.last = None
+    if forget:
+        for r in waited:
+            with contextlib.suppress(ValueError):
+                refs.remove(r)
+        m.last = None
     return True
+
+
+#: Foreign objects of a synchronous copy whose wait failed (the copy may still be
+#: queued on a broken stream): kept referenced for the life of the process rather
+#: than risk the device writing into freed memory.
+_stranded: list[object] = []
 
 
 def _free_mem(m: _Mem) -> None:

@@ -113,6 +113,7 @@ from .device import (
     _index,
     _lib,
     _local,
+    _refuse_in_callback,
     current_device,
 )
 from .lowlevel import ffi
@@ -299,7 +300,8 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
         if m is not None and m.streams:
             prev = _local.st.ctx
             try:
-                _wait_streams(m)
+                if not _wait_streams(m, forget=False):
+                    _refuse_in_callback("a host-side copy or memset of memory with pending work")
             finally:
                 if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
                     prev.make_current()
@@ -323,9 +325,17 @@ def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:
         return
     try:
         st.synchronize()
-    finally:
-        for side in sides:
-            side.release()
+    except BaseException:
+        # The copy may still be queued (e.g. a device fault): never release memory
+        # the device might still write.
+        if foreign:
+            try:
+                st._keep_alive(tuple(foreign))
+            except BaseException:
+                _rec._stranded.append(tuple(foreign))
+        raise
+    for side in sides:
+        side.release()
 
 
 # ==================================================================== copies
@@ -379,6 +389,8 @@ def _do_copy(
             return
         if n == 0:
             return
+        if not non_blocking and _local.st.in_callback:
+            _refuse_in_callback("a synchronous copy (use non_blocking=True)")
         st = _pick_stream(stream, _devices(d, s))
         if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
             _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
@@ -538,6 +550,8 @@ def copy_2d(
             return
         if not (w and h):
             return
+        if not non_blocking and _local.st.in_callback:
+            _refuse_in_callback("a synchronous copy (use non_blocking=True)")
         st = _pick_stream(stream, _devices(d, s))
         if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
             _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
@@ -593,6 +607,8 @@ def memset(
             return
         if n == 0:
             return
+        if not non_blocking and _local.st.in_callback:
+            _refuse_in_callback("a synchronous memset (use non_blocking=True)")
         st = _pick_stream(stream, (b.dev,))
         rc = _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
         if rc:

@@ -813,3 +813,36 @@ def test_fork_child_refuses_buffers(run_python: Any) -> None:
     res = run_python(code)
     assert res.returncode == 0, res.stderr
     assert "OK" in res.stdout
+
+
+def test_synchronous_operations_refused_in_host_callbacks() -> None:
+    s = S.Stream(1)
+    dev = M.DeviceBuffer(16, device=1)
+    src = M.HostBuffer(16)
+    np.asarray(src)[:] = 4
+    seen: list[str] = []
+
+    def callback() -> None:
+        for call in (
+            lambda: M.copy(dev, b"x" * 16),
+            lambda: M.memset(dev, 0),
+            lambda: dev.copy_to_host(),
+            lambda: M.copy_2d(dev, 4, b"y" * 16, 4, 4, 4),
+        ):
+            try:
+                call()
+            except D.CallbackContextError:
+                seen.append("refused")
+        M.memcpy_async(dev, src, 16, other)
+        seen.append("async ok")
+
+    other = S.Stream(1)
+    s.launch_host_func(callback)
+    s.synchronize()
+    other.synchronize()
+    assert seen == ["refused"] * 4 + ["async ok"]
+    assert bytes(dev.copy_to_host()) == b"\x04" * 16
+    dev.close()
+    src.close()
+    s.close()
+    other.close()
