@@ -846,3 +846,21 @@ def test_synchronous_operations_refused_in_host_callbacks() -> None:
     src.close()
     s.close()
     other.close()
+
+
+def test_device_lost_copy_raises_and_close_never_raises(caplog: Any) -> None:
+    mc = mock_control()
+    base = allocations(6)
+    buf = M.DeviceBuffer(64, device=6)
+    M.copy(buf, b"k" * 64)
+    mc.set_device_lost(6, 507010)
+    try:
+        with pytest.raises(errors.AclDeviceLostError):
+            M.copy(buf, b"x" * 64)
+        with pytest.raises(errors.AclDeviceLostError):
+            buf.copy_to_host()
+        buf.close()  # never raises; the runtime still releases the memory
+        assert buf.closed
+    finally:
+        mc.set_device_lost(6, 0)
+    assert allocations(6) == base
