@@ -6,7 +6,9 @@ build trees live in a per-checkout temporary directory, or under
 ``$PYACL_RT_MOCK_C_BUILD_DIR`` when set), then every test executable that CMake
 registers (``tests/c/test_*.c``, ``tests/abi/*.c|*.cpp``, ``tests/programs/*.c|*.cpp``)
 is one pytest test per configuration. The exported symbols of the plain build are
-compared with ``mock_libascendcl/abi/exports_<lib>.txt``.
+compared with ``mock_libascendcl/abi/exports_<lib>.txt``. The libraries alone are also
+built as ``Debug`` and ``Release`` (no tests run there) to catch build-type specific
+warnings.
 
 Selection: the sanitizer runs carry the ``asan`` / ``tsan`` marks and their ids contain
 the configuration name, e.g. ``pytest tests/test_mock_c.py -k "plain"`` or
@@ -165,6 +167,42 @@ def test_c_program(mock_builds: _Builds, config: str, program: str) -> None:
     if summary is not None:  # programs using tests/c/mock_test.h
         assert summary.group(2) == "0", output
         assert int(summary.group(1)) > 0, output
+
+
+# Build types users pick: each only configures and builds the three libraries (no tests),
+# with -Werror, so that optimisation-dependent warnings (format-truncation at -O0,
+# maybe-uninitialized at -O3) cannot come back unnoticed. A few seconds each.
+BUILD_TYPES = ["Debug", "Release"]
+
+
+@pytest.mark.parametrize("build_type", BUILD_TYPES)
+def test_libraries_build(build_type: str) -> None:
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    build = _build_root() / f"libs-{build_type.lower()}"
+    build.mkdir(parents=True, exist_ok=True)
+    steps = [
+        [
+            "cmake",
+            "-S",
+            str(MOCK),
+            "-B",
+            str(build),
+            "-DMOCK_BUILD_TESTS=OFF",
+            "-DMOCK_SANITIZE=",
+            f"-DCMAKE_BUILD_TYPE={build_type}",
+        ],
+        ["cmake", "--build", str(build), "-j", JOBS],
+    ]
+    for cmd in steps:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT, env=_clean_env()
+        )
+        assert proc.returncode == 0, (
+            f"$ {' '.join(cmd)}\n{proc.stdout[-6000:]}{proc.stderr[-6000:]}"
+        )
+    for lib in ("libascendcl.so", "libmsprofiler.so", "libascend_dump.so"):
+        assert (build / lib).exists(), f"{lib} was not built ({build_type})"
 
 
 def _exported(lib: Path) -> set[str]:

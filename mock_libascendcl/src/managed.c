@@ -74,6 +74,7 @@ aclError aclrtMemAllocManaged(void **ptr, uint64_t size, uint32_t flag)
 /* The managed record containing [ptr, ptr+size), with a reference. */
 static aclError managed_range(const char *fn, const void *ptr, size_t size, mem_rec **out)
 {
+    *out = NULL; /* defined on every path (the callers read it only on success) */
     mem_rec *r = mem_acquire(ptr);
     if (r == NULL || r->kind != MEM_REC_MANAGED) {
         mem_release(r);
@@ -95,6 +96,7 @@ static aclError managed_range(const char *fn, const void *ptr, size_t size, mem_
 static aclError check_location(const char *fn, const char *what, aclrtMemManagedLocation loc, bool allow_invalid,
                                int32_t *id)
 {
+    *id = LOC_NONE; /* defined on every path (the callers read it only on success) */
     switch ((int)loc.type) {
     case ACL_MEM_LOCATIONTYPE_DEVICE: {
         aclError rc = mock_device_check(fn, loc.id);
