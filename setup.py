@@ -3,7 +3,9 @@
 All metadata lives in pyproject.toml.  ``pip install .`` / ``pip install -e .`` /
 ``python -m build`` run build_ext, which first builds mock_libascendcl into
 pyacl_rt/_mock/ (in the source tree for editable installs) and then the cffi
-module pyacl_rt._lowlevel_cffi (declared by pyacl_rt/_lowlevel_build.py).
+module pyacl_rt._lowlevel_cffi (declared by pyacl_rt/_lowlevel_build.py) and the
+hand-written fast-call module pyacl_rt._fastcall (pyacl_rt/_fastcall.c), which calls
+through the cffi module's dispatch table (no link dependency on libascendcl either).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
@@ -53,6 +55,13 @@ setup(
     include_package_data=False,
     package_data={"pyacl_rt": ["py.typed", "*.pyi"]},
     cffi_modules=["pyacl_rt/_lowlevel_build.py:ffibuilder"],
+    ext_modules=[
+        Extension(
+            "pyacl_rt._fastcall",
+            sources=["pyacl_rt/_fastcall.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
+        )
+    ],
     cmdclass={"build_ext": BuildExtWithMock},
     zip_safe=False,
 )

@@ -105,6 +105,7 @@ def build_sources() -> tuple[str, str, int]:
         "uintptr_t pyacl_lowlevel_handle(int lib);",
         "const char *pyacl_lowlevel_lib_error(int lib);",
         "uintptr_t pyacl_lowlevel_table(void);",
+        "uintptr_t pyacl_lowlevel_api(void);",
     ]
     wrappers: list[str] = []
     names: list[str] = []
@@ -299,6 +300,27 @@ static uintptr_t pyacl_lowlevel_handle(int lib) {{
  * the hook for hand-written fast paths that want to jump through the same resolved
  * pointers. Entries never change after a successful load. */
 static uintptr_t pyacl_lowlevel_table(void) {{ return (uintptr_t)pyacl_table; }}
+/* C-level accessor for pyacl_rt._fastcall (hand-written METH_FASTCALL / METH_O fast
+ * paths): the same table, names and missing-symbol thread-local as the wrappers below,
+ * so there is one table, filled once. Layout versioned by magic/version/size; keep in
+ * sync with struct pyacl_lowlevel_api in pyacl_rt/_fastcall.c (additive changes only,
+ * bump version). */
+struct pyacl_lowlevel_api {{
+    uint32_t magic;                 /* 0x5041434C "PACL" */
+    uint32_t version;               /* 1 */
+    uint32_t size;                  /* sizeof(struct pyacl_lowlevel_api) */
+    int32_t nfunc;                  /* entries of table / names */
+    void *const *table;             /* the dispatch table (NULL entry = missing symbol) */
+    const char *const *names;       /* function names, table order */
+    int (*is_loaded)(void);         /* 1 once pyacl_lowlevel_load succeeded */
+    void (*set_missing)(int index); /* record a missing call (pyacl_lowlevel_take_missing) */
+}};
+static void pyacl_set_missing(int i) {{ pyacl_missing = i; }}
+static const struct pyacl_lowlevel_api pyacl_api = {{
+    0x5041434Cu, 1u, (uint32_t)sizeof(struct pyacl_lowlevel_api), PYACL_NFUNC,
+    (void *const *)pyacl_table, pyacl_names, pyacl_lowlevel_is_loaded, pyacl_set_missing,
+}};
+static uintptr_t pyacl_lowlevel_api(void) {{ return (uintptr_t)&pyacl_api; }}
 static const char *pyacl_lowlevel_lib_error(int lib) {{
     return (lib >= 0 && lib < PYACL_NLIB) ? pyacl_lib_errors[lib] : "";
 }}

@@ -35,6 +35,46 @@ Contract:
   :func:`scratch` for out-parameters.
 * ``ffi.errno`` is not maintained across these calls (ACL reports through return codes
   and ``aclGetRecentErrMsg``; skipping cffi's errno bookkeeping saves two calls per call).
+* **Fast variants** (:data:`fast`, the hand-written C module ``pyacl_rt._fastcall``)
+  for the hot calls with out-parameters or >= 2 arguments, where cffi's generic
+  wrapper costs most (argument tuple + ``PyArg_UnpackTuple``; reading the scratch
+  array back). They jump through the *same* dispatch table (one table, filled once by
+  :func:`load`; a call before loading loads first). Convention:
+
+  - no out-parameter: return ``rc`` (the ``aclError`` int), like the raw functions;
+  - one out-parameter: return ``(rc, value)``; ``value`` is 0 unless ``rc == 0``
+    (pyACL returns ``(value, ret)``; here ``rc`` comes first everywhere);
+  - a nonzero ``rc`` never raises (pass it to :func:`check`); a missing symbol raises
+    :class:`~pyacl_rt.errors.FunctionNotFoundError` (same path as :func:`check`);
+  - handles, device pointers and sizes are ints in ``[0, 2**64)`` (``__index__``
+    accepted, ``bool`` refused), enums / timeouts 32-bit ints: anything else raises
+    ``TypeError`` / ``OverflowError`` naming the argument before C is reached.
+
+  ========================================================  =====================
+  ``fast.get_device() -> (rc, device)``                     GIL kept
+  ``fast.get_current_context() -> (rc, context)``           GIL kept
+  ``fast.set_current_context(context) -> rc``               GIL released
+  ``fast.stream_query(stream) -> (rc, status)``             GIL released
+  ``fast.query_event_status(event) -> (rc, status)``        GIL released
+  ``fast.synchronize_stream(stream) -> rc``                 GIL released
+  ``fast.synchronize_stream_with_timeout(stream, ms) -> rc`` GIL released
+  ``fast.synchronize_event(event) -> rc``                   GIL released
+  ``fast.synchronize_event_with_timeout(event, ms) -> rc``  GIL released
+  ``fast.record_event(event, stream) -> rc``                GIL released
+  ``fast.stream_wait_event(stream, event) -> rc``           GIL released
+  ``fast.memcpy_async(dst, dst_max, src, n, kind, stream)`` GIL released
+  ``fast.memcpy(dst, dst_max, src, n, kind) -> rc``         GIL released
+  ``fast.memset_async(dst, dst_max, value, n, stream)``     GIL released
+  ========================================================  =====================
+
+  GIL policy: every call that can block (takes a runtime lock, talks to the driver,
+  waits for the device) releases the GIL. Only ``get_device`` and
+  ``get_current_context`` keep it (listed in ``fast.GIL_HELD``): they read the calling
+  thread's current context and never wait for device work, and releasing and
+  re-taking the GIL costs more than the call itself (measured by
+  scripts/bench_overhead.py, columns "C-ext" vs "C-ext+GIL"). The queries
+  (``stream_query``, ``query_event_status``) release it: they take the stream's /
+  event's lock in the runtime (and ask the driver on real hardware), so they can wait.
 * ``aclAppLog`` is bound with a fixed signature ``(level, func, file, line, message)``;
   the message is logged literally (the wrapper passes it through ``"%s"``).
 
@@ -53,12 +93,13 @@ from ._abi_data import BINDING_FUNCTIONS
 from .errors import FunctionNotFoundError, LibraryNotFoundError, error_from_code
 
 try:
+    from . import _fastcall as fast
     from ._lowlevel_cffi import ffi
     from ._lowlevel_cffi import lib as _lib
 except ImportError as exc:  # pragma: no cover - only in an unbuilt checkout
     raise ImportError(
-        "pyacl_rt._lowlevel_cffi is not built: install the package with `pip install .` "
-        "(or `pip install -e .` in a checkout), which compiles it"
+        "pyacl_rt._lowlevel_cffi / pyacl_rt._fastcall are not built: install the package "
+        "with `pip install .` (or `pip install -e .` in a checkout), which compiles them"
     ) from exc
 
 __all__ = [
@@ -68,6 +109,7 @@ __all__ = [
     "Scratch",
     "check",
     "dispatch_table",
+    "fast",
     "ffi",
     "function_names",
     "is_loaded",

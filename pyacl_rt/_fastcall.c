@@ -1,0 +1,617 @@
+/*
+ * pyacl_rt._fastcall - hand-written CPython fast paths for the hottest raw calls.
+ *
+ * Why: cffi wraps a C function of >= 2 arguments as METH_VARARGS (an argument tuple
+ * and PyArg_UnpackTuple per call, ~40 ns) and an out-parameter must be read back from
+ * a cdata array (~35 ns). Here each function is METH_NOARGS / METH_O / METH_FASTCALL,
+ * converts its arguments inline and returns the out-parameter directly.
+ *
+ * One table: the functions call through the dispatch table of pyacl_rt._lowlevel_cffi
+ * (filled once by pyacl_rt.lowlevel.load()). At import this module asks the cffi module
+ * for a C-level accessor (lib.pyacl_lowlevel_api() -> struct pyacl_lowlevel_api *),
+ * checks its magic/version/size and finds its functions' slots by name. Each call loads
+ * the pointer from that table (no copy, nothing cached).
+ *
+ * Conventions (documented in pyacl_rt/lowlevel.py and pyacl_rt/_fastcall.pyi):
+ *   - no out-parameter        -> returns rc (the aclError as an int)
+ *   - one out-parameter       -> returns (rc, value); value is 0 unless rc == 0
+ *   - ACL error codes never raise (like the raw layer): check rc, e.g. lowlevel.check().
+ *   - a symbol the loaded library lacks raises FunctionNotFoundError (through the same
+ *     sentinel path as the raw layer: the slot index is recorded in the cffi module's
+ *     thread-local and lowlevel.check(MISSING_SYMBOL, name) raises). A call before the
+ *     library is loaded loads it first (lowlevel.load()), like lowlevel's attributes.
+ *   - handles / device pointers / sizes are non-negative ints < 2**64 (int subclasses
+ *     and __index__ objects accepted, bool refused): otherwise TypeError / OverflowError
+ *     naming the function and the argument; nothing reaches C.
+ *   - GIL: released around every call that can block (anything that takes a runtime
+ *     lock, talks to the driver or waits for the device). Kept only for get_device()
+ *     and get_current_context(), which read per-thread runtime state and never wait
+ *     for device work; see GIL_HELD and scripts/bench_overhead.py for the measurement.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PYACL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PYACL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+_Static_assert(sizeof(unsigned long) == sizeof(uintptr_t), "LP64 platform expected");
+_Static_assert(sizeof(size_t) == sizeof(uintptr_t), "size_t and uintptr_t differ");
+
+/* Must match pyacl_rt/_lowlevel_build.py (checked at import through magic/version/size). */
+struct pyacl_lowlevel_api {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t size;
+    int32_t nfunc;
+    void *const *table;
+    const char *const *names;
+    int (*is_loaded)(void);
+    void (*set_missing)(int index);
+};
+#define PYACL_API_MAGIC 0x5041434Cu
+#define PYACL_API_VERSION 1u
+
+/* The binding's ABI types (see scripts/gen_acl.py): aclError and enums are 32-bit ints,
+ * handles and pointers cross as uintptr_t. */
+typedef int32_t (*fn_p_t)(int32_t *);                 /* GetDevice */
+typedef int32_t (*fn_pu_t)(uintptr_t *);              /* GetCurrentContext */
+typedef int32_t (*fn_u_t)(uintptr_t);                 /* Synchronize*, SetCurrentContext */
+typedef int32_t (*fn_ui_t)(uintptr_t, int32_t);       /* Synchronize*WithTimeout */
+typedef int32_t (*fn_up_t)(uintptr_t, int32_t *);     /* StreamQuery, QueryEventStatus */
+typedef int32_t (*fn_uu_t)(uintptr_t, uintptr_t);     /* RecordEvent, StreamWaitEvent */
+typedef int32_t (*fn_copy_t)(uintptr_t, size_t, uintptr_t, size_t, int32_t, uintptr_t);
+typedef int32_t (*fn_copysync_t)(uintptr_t, size_t, uintptr_t, size_t, int32_t);
+typedef int32_t (*fn_memset_t)(uintptr_t, size_t, int32_t, size_t, uintptr_t);
+
+enum {
+    S_GET_DEVICE,
+    S_GET_CURRENT_CONTEXT,
+    S_SET_CURRENT_CONTEXT,
+    S_STREAM_QUERY,
+    S_QUERY_EVENT_STATUS,
+    S_SYNCHRONIZE_STREAM,
+    S_SYNCHRONIZE_STREAM_WITH_TIMEOUT,
+    S_SYNCHRONIZE_EVENT,
+    S_SYNCHRONIZE_EVENT_WITH_TIMEOUT,
+    S_RECORD_EVENT,
+    S_STREAM_WAIT_EVENT,
+    S_MEMCPY_ASYNC,
+    S_MEMCPY,
+    S_MEMSET_ASYNC,
+    S_COUNT
+};
+static const char *const slot_names[S_COUNT] = {
+    "aclrtGetDevice",
+    "aclrtGetCurrentContext",
+    "aclrtSetCurrentContext",
+    "aclrtStreamQuery",
+    "aclrtQueryEventStatus",
+    "aclrtSynchronizeStream",
+    "aclrtSynchronizeStreamWithTimeout",
+    "aclrtSynchronizeEvent",
+    "aclrtSynchronizeEventWithTimeout",
+    "aclrtRecordEvent",
+    "aclrtStreamWaitEvent",
+    "aclrtMemcpyAsync",
+    "aclrtMemcpy",
+    "aclrtMemsetAsync",
+};
+
+static const struct pyacl_lowlevel_api *g_api;
+static void *const *g_table;
+static int g_index[S_COUNT];
+
+/* ------------------------------------------------------------ missing symbols */
+
+/* Cold path of every call: the slot is NULL. Load the library if nobody did yet and
+ * retry; otherwise record the miss and let lowlevel.check() raise FunctionNotFoundError
+ * (same error, same library label as the raw layer). Returns NULL with an exception. */
+static void *slot_resolve(int slot)
+{
+    int idx = g_index[slot];
+    PyObject *ll = PyImport_ImportModule("pyacl_rt.lowlevel");
+    if (ll == NULL) {
+        return NULL;
+    }
+    if (!g_api->is_loaded()) {
+        PyObject *r = PyObject_CallMethod(ll, "load", NULL);
+        if (r == NULL) {
+            Py_DECREF(ll);
+            return NULL;
+        }
+        Py_DECREF(r);
+        void *p = g_table[idx];
+        if (p != NULL) {
+            Py_DECREF(ll);
+            return p;
+        }
+    }
+    g_api->set_missing(idx);
+    PyObject *r = PyObject_CallMethod(ll, "check", "is", -1, g_api->names[idx]);
+    Py_DECREF(ll);
+    if (r != NULL) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_RuntimeError, "%s is missing from the loaded library",
+                     g_api->names[idx]);
+    }
+    return NULL;
+}
+
+#define GET_FN(var, type, slot)                                  \
+    type var = (type)g_table[g_index[slot]];                     \
+    if (PYACL_UNLIKELY(var == NULL)) {                           \
+        var = (type)slot_resolve(slot);                          \
+        if (var == NULL) {                                       \
+            return NULL;                                         \
+        }                                                        \
+    }
+
+/* --------------------------------------------------------- argument conversion */
+
+static int bad_type(const char *func, const char *arg, const char *what, PyObject *o)
+{
+    PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be an int (%s), not %.100s", func,
+                 arg, what, Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* A non-negative int < 2**64 (handle, device pointer, size). */
+static int to_u64_slow(PyObject *o, unsigned long *out, const char *func, const char *arg,
+                       const char *what)
+{
+    if (PyBool_Check(o) || !(PyLong_Check(o) || PyIndex_Check(o))) {
+        return bad_type(func, arg, what, o);
+    }
+    PyObject *i = PyNumber_Index(o);
+    if (i == NULL) {
+        return -1;
+    }
+    unsigned long v = PyLong_AsUnsignedLong(i);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError,
+                         "%s(): argument '%s' = %R is out of range for %s (0 <= value < 2**64)",
+                         func, arg, i, what);
+        }
+        Py_DECREF(i);
+        return -1;
+    }
+    Py_DECREF(i);
+    *out = v;
+    return 0;
+}
+
+static inline int to_u64(PyObject *o, unsigned long *out, const char *func, const char *arg,
+                         const char *what)
+{
+    if (PYACL_LIKELY(PyLong_CheckExact(o))) {
+        unsigned long v = PyLong_AsUnsignedLong(o);
+        if (PYACL_LIKELY(v != (unsigned long)-1 || !PyErr_Occurred())) {
+            *out = v;
+            return 0;
+        }
+        PyErr_Clear();
+    }
+    return to_u64_slow(o, out, func, arg, what);
+}
+
+/* An int in [INT32_MIN, INT32_MAX] (enum values, timeouts, memset byte value). */
+static int to_i32(PyObject *o, int32_t *out, const char *func, const char *arg, const char *what)
+{
+    if (PyBool_Check(o) || !(PyLong_Check(o) || PyIndex_Check(o))) {
+        return bad_type(func, arg, what, o);
+    }
+    int overflow = 0;
+    long v = PyLong_AsLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow || v < INT32_MIN || v > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError,
+                     "%s(): argument '%s' = %R is out of range for %s (a 32-bit signed int)",
+                     func, arg, o, what);
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+#define HANDLE(o, var, func, arg, what)                            \
+    unsigned long var;                                             \
+    if (PYACL_UNLIKELY(to_u64((o), &var, func, arg, what) < 0)) {  \
+        return NULL;                                               \
+    }
+
+#define INT32(o, var, func, arg, what)                            \
+    int32_t var;                                                  \
+    if (PYACL_UNLIKELY(to_i32((o), &var, func, arg, what) < 0)) { \
+        return NULL;                                              \
+    }
+
+static int check_nargs(const char *func, Py_ssize_t n, Py_ssize_t want)
+{
+    if (PYACL_LIKELY(n == want)) {
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments (%zd given)", func, want, n);
+    return -1;
+}
+
+static PyObject *rc_value(int32_t rc, long value)
+{
+    PyObject *r = PyLong_FromLong(rc);
+    if (r == NULL) {
+        return NULL;
+    }
+    PyObject *v = PyLong_FromLong(rc == 0 ? value : 0);
+    if (v == NULL) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    PyObject *t = PyTuple_New(2);
+    if (t == NULL) {
+        Py_DECREF(r);
+        Py_DECREF(v);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, r);
+    PyTuple_SET_ITEM(t, 1, v);
+    return t;
+}
+
+static PyObject *rc_handle(int32_t rc, uintptr_t value)
+{
+    PyObject *r = PyLong_FromLong(rc);
+    if (r == NULL) {
+        return NULL;
+    }
+    PyObject *v = PyLong_FromUnsignedLong(rc == 0 ? (unsigned long)value : 0UL);
+    if (v == NULL) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    PyObject *t = PyTuple_New(2);
+    if (t == NULL) {
+        Py_DECREF(r);
+        Py_DECREF(v);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, r);
+    PyTuple_SET_ITEM(t, 1, v);
+    return t;
+}
+
+#define NOGIL(stmt)              \
+    do {                         \
+        Py_BEGIN_ALLOW_THREADS   \
+        stmt;                    \
+        Py_END_ALLOW_THREADS     \
+    } while (0)
+
+/* ------------------------------------------------------------------ functions */
+
+/* GIL kept: aclrtGetDevice reads the calling thread's current context. */
+static PyObject *f_get_device(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    GET_FN(fn, fn_p_t, S_GET_DEVICE);
+    int32_t dev = 0;
+    int32_t rc = fn(&dev);
+    return rc_value(rc, dev);
+}
+
+/* GIL kept: aclrtGetCurrentContext reads the calling thread's current context. */
+static PyObject *f_get_current_context(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    GET_FN(fn, fn_pu_t, S_GET_CURRENT_CONTEXT);
+    uintptr_t ctx = 0;
+    int32_t rc = fn(&ctx);
+    return rc_handle(rc, ctx);
+}
+
+static PyObject *f_set_current_context(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    HANDLE(arg, ctx, "set_current_context", "context", "an aclrtContext handle");
+    GET_FN(fn, fn_u_t, S_SET_CURRENT_CONTEXT);
+    int32_t rc;
+    NOGIL(rc = fn(ctx));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_stream_query(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    HANDLE(arg, stream, "stream_query", "stream", "an aclrtStream handle");
+    GET_FN(fn, fn_up_t, S_STREAM_QUERY);
+    int32_t status = 0;
+    int32_t rc;
+    NOGIL(rc = fn(stream, &status));
+    return rc_value(rc, status);
+}
+
+static PyObject *f_query_event_status(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    HANDLE(arg, event, "query_event_status", "event", "an aclrtEvent handle");
+    GET_FN(fn, fn_up_t, S_QUERY_EVENT_STATUS);
+    int32_t status = 0;
+    int32_t rc;
+    NOGIL(rc = fn(event, &status));
+    return rc_value(rc, status);
+}
+
+static PyObject *f_synchronize_stream(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    HANDLE(arg, stream, "synchronize_stream", "stream", "an aclrtStream handle");
+    GET_FN(fn, fn_u_t, S_SYNCHRONIZE_STREAM);
+    int32_t rc;
+    NOGIL(rc = fn(stream));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_synchronize_stream_with_timeout(PyObject *self, PyObject *const *args,
+                                                   Py_ssize_t nargs)
+{
+    (void)self;
+    static const char name[] = "synchronize_stream_with_timeout";
+    if (check_nargs(name, nargs, 2) < 0) {
+        return NULL;
+    }
+    HANDLE(args[0], stream, name, "stream", "an aclrtStream handle");
+    INT32(args[1], timeout, name, "timeout", "milliseconds, -1 = forever");
+    GET_FN(fn, fn_ui_t, S_SYNCHRONIZE_STREAM_WITH_TIMEOUT);
+    int32_t rc;
+    NOGIL(rc = fn(stream, timeout));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_synchronize_event(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    HANDLE(arg, event, "synchronize_event", "event", "an aclrtEvent handle");
+    GET_FN(fn, fn_u_t, S_SYNCHRONIZE_EVENT);
+    int32_t rc;
+    NOGIL(rc = fn(event));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_synchronize_event_with_timeout(PyObject *self, PyObject *const *args,
+                                                  Py_ssize_t nargs)
+{
+    (void)self;
+    static const char name[] = "synchronize_event_with_timeout";
+    if (check_nargs(name, nargs, 2) < 0) {
+        return NULL;
+    }
+    HANDLE(args[0], event, name, "event", "an aclrtEvent handle");
+    INT32(args[1], timeout, name, "timeout", "milliseconds, -1 = forever");
+    GET_FN(fn, fn_ui_t, S_SYNCHRONIZE_EVENT_WITH_TIMEOUT);
+    int32_t rc;
+    NOGIL(rc = fn(event, timeout));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_record_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char name[] = "record_event";
+    if (check_nargs(name, nargs, 2) < 0) {
+        return NULL;
+    }
+    HANDLE(args[0], event, name, "event", "an aclrtEvent handle");
+    HANDLE(args[1], stream, name, "stream", "an aclrtStream handle");
+    GET_FN(fn, fn_uu_t, S_RECORD_EVENT);
+    int32_t rc;
+    NOGIL(rc = fn(event, stream));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_stream_wait_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char name[] = "stream_wait_event";
+    if (check_nargs(name, nargs, 2) < 0) {
+        return NULL;
+    }
+    HANDLE(args[0], stream, name, "stream", "an aclrtStream handle");
+    HANDLE(args[1], event, name, "event", "an aclrtEvent handle");
+    GET_FN(fn, fn_uu_t, S_STREAM_WAIT_EVENT);
+    int32_t rc;
+    NOGIL(rc = fn(stream, event));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_memcpy_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char name[] = "memcpy_async";
+    if (check_nargs(name, nargs, 6) < 0) {
+        return NULL;
+    }
+    HANDLE(args[0], dst, name, "dst", "an address");
+    HANDLE(args[1], dst_max, name, "dst_max", "a size in bytes");
+    HANDLE(args[2], src, name, "src", "an address");
+    HANDLE(args[3], count, name, "count", "a size in bytes");
+    INT32(args[4], kind, name, "kind", "an aclrtMemcpyKind");
+    HANDLE(args[5], stream, name, "stream", "an aclrtStream handle");
+    GET_FN(fn, fn_copy_t, S_MEMCPY_ASYNC);
+    int32_t rc;
+    NOGIL(rc = fn(dst, dst_max, src, count, kind, stream));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_memcpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char name[] = "memcpy";
+    if (check_nargs(name, nargs, 5) < 0) {
+        return NULL;
+    }
+    HANDLE(args[0], dst, name, "dst", "an address");
+    HANDLE(args[1], dst_max, name, "dst_max", "a size in bytes");
+    HANDLE(args[2], src, name, "src", "an address");
+    HANDLE(args[3], count, name, "count", "a size in bytes");
+    INT32(args[4], kind, name, "kind", "an aclrtMemcpyKind");
+    GET_FN(fn, fn_copysync_t, S_MEMCPY);
+    int32_t rc;
+    NOGIL(rc = fn(dst, dst_max, src, count, kind));
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *f_memset_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char name[] = "memset_async";
+    if (check_nargs(name, nargs, 5) < 0) {
+        return NULL;
+    }
+    HANDLE(args[0], dst, name, "dst", "an address");
+    HANDLE(args[1], dst_max, name, "dst_max", "a size in bytes");
+    INT32(args[2], value, name, "value", "the byte value");
+    HANDLE(args[3], count, name, "count", "a size in bytes");
+    HANDLE(args[4], stream, name, "stream", "an aclrtStream handle");
+    GET_FN(fn, fn_memset_t, S_MEMSET_ASYNC);
+    int32_t rc;
+    NOGIL(rc = fn(dst, dst_max, value, count, stream));
+    return PyLong_FromLong(rc);
+}
+
+/* Introspection for tests: the address of the table this module calls through. */
+static PyObject *f_table_address(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromVoidPtr((void *)g_table);
+}
+
+#define FASTCALL(f) ((PyCFunction)(void (*)(void))(f))
+
+static PyMethodDef methods[] = {
+    {"get_device", f_get_device, METH_NOARGS,
+     "get_device() -> (rc, device): aclrtGetDevice (GIL kept: per-thread read)."},
+    {"get_current_context", f_get_current_context, METH_NOARGS,
+     "get_current_context() -> (rc, context): aclrtGetCurrentContext (GIL kept)."},
+    {"set_current_context", f_set_current_context, METH_O,
+     "set_current_context(context) -> rc: aclrtSetCurrentContext (releases the GIL)."},
+    {"stream_query", f_stream_query, METH_O,
+     "stream_query(stream) -> (rc, status): aclrtStreamQuery (releases the GIL)."},
+    {"query_event_status", f_query_event_status, METH_O,
+     "query_event_status(event) -> (rc, status): aclrtQueryEventStatus (releases the GIL)."},
+    {"synchronize_stream", f_synchronize_stream, METH_O,
+     "synchronize_stream(stream) -> rc: aclrtSynchronizeStream (releases the GIL)."},
+    {"synchronize_stream_with_timeout", FASTCALL(f_synchronize_stream_with_timeout),
+     METH_FASTCALL,
+     "synchronize_stream_with_timeout(stream, timeout_ms) -> rc (releases the GIL)."},
+    {"synchronize_event", f_synchronize_event, METH_O,
+     "synchronize_event(event) -> rc: aclrtSynchronizeEvent (releases the GIL)."},
+    {"synchronize_event_with_timeout", FASTCALL(f_synchronize_event_with_timeout),
+     METH_FASTCALL,
+     "synchronize_event_with_timeout(event, timeout_ms) -> rc (releases the GIL)."},
+    {"record_event", FASTCALL(f_record_event), METH_FASTCALL,
+     "record_event(event, stream) -> rc: aclrtRecordEvent (releases the GIL)."},
+    {"stream_wait_event", FASTCALL(f_stream_wait_event), METH_FASTCALL,
+     "stream_wait_event(stream, event) -> rc: aclrtStreamWaitEvent (releases the GIL)."},
+    {"memcpy_async", FASTCALL(f_memcpy_async), METH_FASTCALL,
+     "memcpy_async(dst, dst_max, src, count, kind, stream) -> rc: aclrtMemcpyAsync "
+     "(releases the GIL)."},
+    {"memcpy", FASTCALL(f_memcpy), METH_FASTCALL,
+     "memcpy(dst, dst_max, src, count, kind) -> rc: aclrtMemcpy (releases the GIL)."},
+    {"memset_async", FASTCALL(f_memset_async), METH_FASTCALL,
+     "memset_async(dst, dst_max, value, count, stream) -> rc: aclrtMemsetAsync "
+     "(releases the GIL)."},
+    {"_table_address", f_table_address, METH_NOARGS,
+     "Address of the dispatch table this module calls through (tests)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "pyacl_rt._fastcall",
+    "Hand-written fast paths over pyacl_rt.lowlevel's dispatch table "
+    "(use them as pyacl_rt.lowlevel.fast; see pyacl_rt/_fastcall.c).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+static int find_api(void)
+{
+    PyObject *mod = PyImport_ImportModule("pyacl_rt._lowlevel_cffi");
+    if (mod == NULL) {
+        return -1;
+    }
+    PyObject *lib = PyObject_GetAttrString(mod, "lib");
+    Py_DECREF(mod);
+    if (lib == NULL) {
+        return -1;
+    }
+    PyObject *addr = PyObject_CallMethod(lib, "pyacl_lowlevel_api", NULL);
+    Py_DECREF(lib);
+    if (addr == NULL) {
+        return -1;
+    }
+    const struct pyacl_lowlevel_api *api = PyLong_AsVoidPtr(addr);
+    Py_DECREF(addr);
+    if (api == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ImportError, "pyacl_lowlevel_api() returned NULL");
+        }
+        return -1;
+    }
+    if (api->magic != PYACL_API_MAGIC || api->version != PYACL_API_VERSION ||
+        api->size < sizeof(struct pyacl_lowlevel_api)) {
+        PyErr_Format(PyExc_ImportError,
+                     "pyacl_rt._fastcall does not match pyacl_rt._lowlevel_cffi "
+                     "(api magic %#x version %u size %u): rebuild the package",
+                     api->magic, api->version, api->size);
+        return -1;
+    }
+    for (int s = 0; s < S_COUNT; s++) {
+        g_index[s] = -1;
+        for (int i = 0; i < api->nfunc; i++) {
+            if (strcmp(api->names[i], slot_names[s]) == 0) {
+                g_index[s] = i;
+                break;
+            }
+        }
+        if (g_index[s] < 0) {
+            PyErr_Format(PyExc_ImportError, "%s is not in the dispatch table of "
+                         "pyacl_rt._lowlevel_cffi: rebuild the package", slot_names[s]);
+            return -1;
+        }
+    }
+    g_api = api;
+    g_table = api->table;
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__fastcall(void)
+{
+    if (find_api() < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL) {
+        return NULL;
+    }
+    PyObject *held = Py_BuildValue("(ss)", "get_device", "get_current_context");
+    if (held == NULL || PyModule_AddObject(m, "GIL_HELD", held) < 0) {
+        Py_XDECREF(held);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
