@@ -130,8 +130,12 @@ typedef struct fault_slot {
 
 static pthread_mutex_t g_fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static fault_slot g_slots[CORE_MAX_FAULTS];
-/* Number of armed (not yet spent) faults; the fast path reads only this. */
-static atomic_int g_armed;
+/* Number of armed (not yet spent) faults, plus FAULTS_ENV_PENDING until
+ * ASCEND_MOCK_FAULTS has been read: the fast path reads only this, so the first
+ * call of any entry point takes the slow path once and loads the environment
+ * lazily (a program may setenv() before its first ACL call). */
+#define FAULTS_ENV_PENDING (1 << 30)
+static atomic_int g_armed = FAULTS_ENV_PENDING;
 static pthread_once_t g_fault_once = PTHREAD_ONCE_INIT;
 
 /* Caller holds g_fault_lock. */
@@ -172,14 +176,8 @@ static void load_env_faults(void)
     for (size_t i = 0; i < n; i++) {
         (void)arm_locked(specs[i].func, specs[i].nth, specs[i].code);
     }
+    atomic_fetch_sub(&g_armed, FAULTS_ENV_PENDING);
     pthread_mutex_unlock(&g_fault_lock);
-}
-
-/* Read ASCEND_MOCK_FAULTS when the library is loaded, so that the per-call check is a
- * single relaxed load while no fault is armed. */
-__attribute__((constructor)) static void fault_ctor(void)
-{
-    pthread_once(&g_fault_once, load_env_faults);
 }
 
 aclError mock_fault_check(const char *func)
@@ -187,6 +185,8 @@ aclError mock_fault_check(const char *func)
     if (atomic_load_explicit(&g_armed, memory_order_relaxed) == 0) {
         return ACL_SUCCESS;
     }
+    /* first call (environment not read yet), or a fault is armed */
+    pthread_once(&g_fault_once, load_env_faults);
     aclError code = ACL_SUCCESS;
     uint32_t call_no = 0;
     pthread_mutex_lock(&g_fault_lock);
