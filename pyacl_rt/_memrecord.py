@@ -209,7 +209,10 @@ def _free_mem(m: _Mem) -> None:
 def _free_raw(m: _Mem, base: int) -> None:
     ctx = m.ctx
     if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
-        ctx.make_current()
+        try:
+            ctx.make_current()
+        except Exception as exc:  # e.g. a lost device: free anyway, the call reports it
+            _log.debug("pyacl_rt: making %r current before a free failed: %s", ctx, exc)
     if m.device >= 0:
         rc = _lib.aclrtFree(base)
         func = "aclrtFree"
