@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "misc_internal.h"
-#include "misc_registry.h"
+#include "mock_registry.h"
 
 #define ALLOC_DESC_MAGIC 0x616c6c6f63446573ULL
 
@@ -33,7 +33,7 @@ typedef struct alloc_reg {
     struct alloc_reg *next;
 } alloc_reg;
 
-static misc_registry g_descs = MISC_REGISTRY_INIT; /* its lock also guards g_regs */
+static mock_handle_set g_descs = MOCK_HANDLE_SET_INIT; /* its lock also guards g_regs */
 static alloc_reg *g_regs = NULL;
 
 aclrtAllocatorDesc aclrtAllocatorCreateDesc(void)
@@ -47,7 +47,7 @@ aclrtAllocatorDesc aclrtAllocatorCreateDesc(void)
         return NULL;
     }
     d->magic = ALLOC_DESC_MAGIC;
-    if (!misc_registry_add(&g_descs, d)) {
+    if (!mock_handle_set_add(&g_descs, d)) {
         free(d);
         (void)mock_error("aclrtAllocatorCreateDesc", ACL_ERROR_BAD_ALLOC, "out of host memory");
         return NULL;
@@ -62,7 +62,7 @@ aclError aclrtAllocatorDestroyDesc(aclrtAllocatorDesc allocatorDesc)
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' is NULL");
     }
     MOCK_ENTER(fn);
-    if (!misc_registry_remove(&g_descs, allocatorDesc)) {
+    if (!mock_handle_set_remove(&g_descs, allocatorDesc)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'allocatorDesc' (%p) is not a live allocator descriptor "
                           "(never created or already destroyed)",
@@ -85,9 +85,9 @@ static aclError desc_set(const char *fn, aclrtAllocatorDesc desc, const void *va
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", which == 0 ? "allocator" : "func");
     }
     MOCK_ENTER(fn);
-    misc_registry_lock(&g_descs);
-    if (!misc_registry_contains_locked(&g_descs, desc)) {
-        misc_registry_unlock(&g_descs);
+    mock_handle_set_lock(&g_descs);
+    if (!mock_handle_set_contains_locked(&g_descs, desc)) {
+        mock_handle_set_unlock(&g_descs);
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
                           desc);
     }
@@ -99,7 +99,7 @@ static aclError desc_set(const char *fn, aclrtAllocatorDesc desc, const void *va
     case 3: d->advise_fn = (aclrtAllocatorAllocAdviseFunc)fnptr; break;
     default: d->addr_fn = (aclrtAllocatorGetAddrFromBlockFunc)fnptr; break;
     }
-    misc_registry_unlock(&g_descs);
+    mock_handle_set_unlock(&g_descs);
     return ACL_SUCCESS;
 }
 
@@ -145,9 +145,9 @@ aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocator
     if (fresh == NULL) {
         return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
-    misc_registry_lock(&g_descs);
-    if (!misc_registry_contains_locked(&g_descs, allocatorDesc)) {
-        misc_registry_unlock(&g_descs);
+    mock_handle_set_lock(&g_descs);
+    if (!mock_handle_set_contains_locked(&g_descs, allocatorDesc)) {
+        mock_handle_set_unlock(&g_descs);
         free(fresh);
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
                           allocatorDesc);
@@ -159,7 +159,7 @@ aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocator
                           : d->addr_fn == NULL       ? "get-address function (aclrtAllocatorSetGetAddrFromBlockFuncToDesc)"
                                                      : NULL;
     if (missing != NULL) {
-        misc_registry_unlock(&g_descs);
+        mock_handle_set_unlock(&g_descs);
         free(fresh);
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' has no %s", missing);
     }
@@ -176,7 +176,7 @@ aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocator
     }
     r->handle = allocatorDesc;
     r->copy = *d;
-    misc_registry_unlock(&g_descs);
+    mock_handle_set_unlock(&g_descs);
     free(fresh);
     return ACL_SUCCESS;
 }
@@ -190,7 +190,7 @@ aclError aclrtAllocatorUnregister(aclrtStream stream)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    misc_registry_lock(&g_descs);
+    mock_handle_set_lock(&g_descs);
     alloc_reg **pp = &g_regs;
     while (*pp != NULL && (*pp)->stream != s) {
         pp = &(*pp)->next;
@@ -199,7 +199,7 @@ aclError aclrtAllocatorUnregister(aclrtStream stream)
     if (r != NULL) {
         *pp = r->next;
     }
-    misc_registry_unlock(&g_descs);
+    mock_handle_set_unlock(&g_descs);
     if (r == NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "no allocator is registered on stream %p", stream);
     }
@@ -229,7 +229,7 @@ aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *alloc
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    misc_registry_lock(&g_descs);
+    mock_handle_set_lock(&g_descs);
     const alloc_reg *r = g_regs;
     while (r != NULL && r->stream != s) {
         r = r->next;
@@ -242,7 +242,7 @@ aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *alloc
         *allocAdviseFunc = r->copy.advise_fn;
         *getAddrFromBlockFunc = r->copy.addr_fn;
     }
-    misc_registry_unlock(&g_descs);
+    mock_handle_set_unlock(&g_descs);
     if (r == NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "no allocator is registered on stream %p", stream);
     }
@@ -253,7 +253,7 @@ aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *alloc
 
 MOCK_HIDDEN void mock_allocator_stream_gone(mock_stream *s)
 {
-    misc_registry_lock(&g_descs);
+    mock_handle_set_lock(&g_descs);
     alloc_reg **pp = &g_regs;
     alloc_reg *dead = NULL;
     while (*pp != NULL) {
@@ -266,7 +266,7 @@ MOCK_HIDDEN void mock_allocator_stream_gone(mock_stream *s)
             pp = &(*pp)->next;
         }
     }
-    misc_registry_unlock(&g_descs);
+    mock_handle_set_unlock(&g_descs);
     while (dead != NULL) {
         alloc_reg *next = dead->next;
         free(dead);

@@ -291,15 +291,11 @@ static aclError process_common(int kind, int32_t timeout)
                           (unsigned long long)self);
     }
     u->refs++;
-    struct timespec dl;
-    if (timeout > 0) {
-        dl = mock_deadline_ms(timeout);
-    }
+    struct timespec dl_buf;
+    const struct timespec *dl = mock_deadline_opt(timeout, &dl_buf);
     aclError rc = ACL_SUCCESS;
     while (u->head == NULL && u->nstreams > 0) {
-        if (timeout < 0) {
-            pthread_cond_wait(&u->cv, &g_cb_mu);
-        } else if (pthread_cond_timedwait(&u->cv, &g_cb_mu, &dl) == ETIMEDOUT && u->head == NULL) {
+        if (mock_cond_wait_until(&u->cv, &g_cb_mu, dl) == ETIMEDOUT && u->head == NULL) {
             rc = ACL_ERROR_RT_REPORT_TIMEOUT;
             break;
         }

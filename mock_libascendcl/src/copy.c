@@ -17,7 +17,6 @@
  * so the read never races with a copy (TSAN clean).
  */
 #include "mem_internal.h"
-#include "stream_internal.h" /* mock_task_wait, mock_cond_init: abortable waits on a worker */
 
 #include <errno.h>
 #include <stdlib.h>

@@ -49,7 +49,7 @@ typedef struct mock_event_s {
 } ev_t;
 
 static pthread_mutex_t g_ev_mu = PTHREAD_MUTEX_INITIALIZER;
-static mock_registry g_ev_reg;
+static mock_registry g_ev_reg = MOCK_REGISTRY_EMPTY;
 static uint32_t g_ev_live[MOCK_MAX_DEVICES];
 static atomic_uint g_ev_next_id;
 /* aclrtSetOpWaitTimeout: seconds, 0 = wait forever. */
@@ -243,14 +243,13 @@ void mock_events_finalize(void)
     memset(g_ev_live, 0, sizeof g_ev_live);
     pthread_mutex_unlock(&g_ev_mu);
     for (size_t i = 0; i < reg.cap; i++) {
-        ev_t *e = reg.slots[i];
-        if (e == NULL || e == MOCK_REG_TOMB) {
-            continue;
+        ev_t *e = mock_registry_slot(&reg, i);
+        if (e != NULL) {
+            mock_stat_add(e->device, MOCK_STAT_EVENTS, -1);
+            ev_put(e);
         }
-        mock_stat_add(e->device, MOCK_STAT_EVENTS, -1);
-        ev_put(e);
     }
-    free(reg.slots);
+    mock_registry_release(&reg);
 }
 
 /* ----------------------------------------------------------------- record */
@@ -496,17 +495,13 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    struct timespec dl;
-    if (timeout_ms >= 0) {
-        dl = mock_deadline_ms(timeout_ms);
-    }
+    struct timespec dl_buf;
+    const struct timespec *dl = mock_deadline_opt(timeout_ms, &dl_buf);
     pthread_mutex_lock(&e->mu);
     uint64_t target = e->rec_seq; /* the latest record at the time of the call */
     e->waiters++;
     while (e->done_seq < target) {
-        if (timeout_ms < 0) {
-            pthread_cond_wait(&e->cv, &e->mu);
-        } else if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT && e->done_seq < target) {
+        if (mock_cond_wait_until(&e->cv, &e->mu, dl) == ETIMEDOUT && e->done_seq < target) {
             rc = ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
             break;
         }
@@ -697,15 +692,13 @@ static aclError wait_task(void *p)
 {
     wait_arg *a = p;
     ev_t *e = a->e;
-    struct timespec dl;
-    if (a->timeout_ms >= 0) {
-        dl = mock_deadline_ms(a->timeout_ms);
-    }
+    struct timespec dl_buf;
+    const struct timespec *dl = mock_deadline_opt(a->timeout_ms, &dl_buf);
     aclError rc = ACL_SUCCESS;
     pthread_mutex_lock(&e->mu);
     e->waiters++;
     while (e->done_seq < a->target) {
-        int w = mock_task_wait(&e->cv, &e->mu, a->timeout_ms >= 0 ? &dl : NULL);
+        int w = mock_task_wait(&e->cv, &e->mu, dl);
         if (w == ECANCELED) {
             break; /* stream aborted: the task counts as discarded */
         }

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "misc_internal.h"
-#include "misc_registry.h"
+#include "mock_registry.h"
 
 #define EXC_INFO_MAGIC 0x657863496e666f21ULL
 #define EXC_MAX_CALLBACKS 64
@@ -37,7 +37,7 @@ static pthread_mutex_t g_exc_mu = PTHREAD_MUTEX_INITIALIZER;
 static aclrtExceptionInfoCallback g_set_cb = NULL;
 static aclrtExceptionInfoCallback g_cbs[EXC_MAX_CALLBACKS];
 static size_t g_ncbs = 0;
-static misc_registry g_infos = MISC_REGISTRY_INIT;
+static mock_handle_set g_infos = MOCK_HANDLE_SET_INIT;
 
 aclError aclrtSetExceptionInfoCallback(aclrtExceptionInfoCallback callback)
 {
@@ -115,13 +115,13 @@ void mock_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id,
     info.thread_id = (uint32_t)syscall(SYS_gettid);
     info.device_id = (uint32_t)device;
     info.error_code = (uint32_t)code;
-    if (!misc_registry_add(&g_infos, &info)) {
+    if (!mock_handle_set_add(&g_infos, &info)) {
         return; /* out of memory: cannot publish the info safely */
     }
     for (size_t i = 0; i < n; i++) {
         cbs[i](&info);
     }
-    misc_registry_remove(&g_infos, &info);
+    mock_handle_set_remove(&g_infos, &info);
     info.magic = 0;
 }
 
@@ -133,12 +133,12 @@ static uint32_t info_field(const char *fn, const aclrtExceptionInfo *info, size_
         return EXC_INVALID;
     }
     uint32_t v = EXC_INVALID;
-    misc_registry_lock(&g_infos);
-    bool live = misc_registry_contains_locked(&g_infos, info);
+    mock_handle_set_lock(&g_infos);
+    bool live = mock_handle_set_contains_locked(&g_infos, info);
     if (live) {
         memcpy(&v, (const char *)info + offset, sizeof v);
     }
-    misc_registry_unlock(&g_infos);
+    mock_handle_set_unlock(&g_infos);
     if (!live) {
         (void)mock_error(fn, ACL_ERROR_INVALID_PARAM,
                          "argument 'info' (%p) is not an exception info passed to a running callback",

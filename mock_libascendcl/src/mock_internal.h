@@ -16,16 +16,77 @@
 #ifndef MOCK_INTERNAL_H
 #define MOCK_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
+#include "mock_registry.h" /* the handle registry (header-only, see there) */
 
 #define MOCK_HIDDEN __attribute__((visibility("hidden")))
 #define MOCK_MAX_DEVICES 64
+
+/* ------------------------------------------------------- shared helpers */
+/* Small pieces every subsystem uses, kept here so that no subsystem includes
+ * another one's private header. */
+
+static inline uint64_t mock_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Absolute CLOCK_MONOTONIC deadline `ms` milliseconds from now. */
+static inline struct timespec mock_deadline_ms(int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)((ms % 1000) * 1000000);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec += 1;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/* `timeout_ms` < 0 means "no deadline": returns NULL; otherwise fills *buf
+ * with the deadline and returns buf. For mock_cond_wait_until/mock_task_wait. */
+static inline const struct timespec *mock_deadline_opt(int64_t timeout_ms, struct timespec *buf)
+{
+    if (timeout_ms < 0) {
+        return NULL;
+    }
+    *buf = mock_deadline_ms(timeout_ms);
+    return buf;
+}
+
+/* Every condition variable of the mock uses CLOCK_MONOTONIC (deadlines above). */
+static inline void mock_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+/* One wait on cv (mu held) until signalled or `deadline` (NULL = none) passes.
+ * Returns 0 (recheck your predicate) or ETIMEDOUT. Use in a loop:
+ *     while (!ready) if (mock_cond_wait_until(cv, mu, dl) == ETIMEDOUT && !ready) -> timeout */
+static inline int mock_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline)
+{
+    if (deadline == NULL) {
+        pthread_cond_wait(cv, mu);
+        return 0;
+    }
+    return pthread_cond_timedwait(cv, mu, deadline) == ETIMEDOUT ? ETIMEDOUT : 0;
+}
 
 /* ------------------------------------------------------------------ config.c */
 
@@ -145,6 +206,12 @@ MOCK_HIDDEN bool mock_stream_task_cancelled(void);
  * (event waits, value waits), clears stream errors; streams stay usable.
  * For aclrtDeviceTaskAbort. Must not be called from a stream worker. */
 MOCK_HIDDEN void mock_streams_abort_context(mock_context *ctx);
+/* (shared helpers) For tasks that block a stream: like mock_cond_wait_until,
+ * but when called on a stream worker thread it also returns ECANCELED as soon
+ * as the worker's stream is aborted (destroy-force / aclrtStreamAbort). */
+MOCK_HIDDEN int mock_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline);
+/* The stream whose worker is the calling thread, or NULL. */
+MOCK_HIDDEN mock_stream *mock_stream_self(void);
 
 /* ------------------------------------------------------------------ memory.c */
 

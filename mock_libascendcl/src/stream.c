@@ -87,100 +87,9 @@ struct mock_stream {
 /* -------------------------------------------------------------- registry */
 
 static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static mock_registry g_reg;
+static mock_registry g_reg = MOCK_REGISTRY_EMPTY;
 static uint32_t g_live_per_dev[MOCK_MAX_DEVICES];
 static atomic_int g_next_id[MOCK_MAX_DEVICES];
-
-static size_t reg_hash(const void *p)
-{
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return (size_t)x;
-}
-
-void *mock_registry_find(const mock_registry *r, const void *p)
-{
-    if (p == NULL || r->cap == 0) {
-        return NULL;
-    }
-    size_t mask = r->cap - 1;
-    for (size_t i = reg_hash(p) & mask, n = 0; n < r->cap; i = (i + 1) & mask, n++) {
-        void *e = r->slots[i];
-        if (e == NULL) {
-            return NULL;
-        }
-        if (e == p) {
-            return e;
-        }
-    }
-    return NULL;
-}
-
-static bool reg_grow(mock_registry *r)
-{
-    size_t ncap = r->cap ? r->cap * 2 : 64;
-    while (r->live * 2 >= ncap) {
-        ncap *= 2;
-    }
-    void **ns = calloc(ncap, sizeof(*ns));
-    if (ns == NULL) {
-        return false;
-    }
-    for (size_t i = 0; i < r->cap; i++) {
-        void *e = r->slots[i];
-        if (e != NULL && e != MOCK_REG_TOMB) {
-            size_t j = reg_hash(e) & (ncap - 1);
-            while (ns[j] != NULL) {
-                j = (j + 1) & (ncap - 1);
-            }
-            ns[j] = e;
-        }
-    }
-    free(r->slots);
-    r->slots = ns;
-    r->cap = ncap;
-    r->used = r->live;
-    return true;
-}
-
-bool mock_registry_insert(mock_registry *r, void *p)
-{
-    if ((r->used + 1) * 2 > r->cap && !reg_grow(r)) {
-        return false;
-    }
-    size_t mask = r->cap - 1;
-    size_t i = reg_hash(p) & mask;
-    while (r->slots[i] != NULL && r->slots[i] != MOCK_REG_TOMB) {
-        i = (i + 1) & mask;
-    }
-    if (r->slots[i] == NULL) {
-        r->used++;
-    }
-    r->slots[i] = p;
-    r->live++;
-    return true;
-}
-
-bool mock_registry_erase(mock_registry *r, const void *p)
-{
-    if (p == NULL || r->cap == 0) {
-        return false;
-    }
-    size_t mask = r->cap - 1;
-    for (size_t i = reg_hash(p) & mask, n = 0; n < r->cap; i = (i + 1) & mask, n++) {
-        if (r->slots[i] == NULL) {
-            return false;
-        }
-        if (r->slots[i] == p) {
-            r->slots[i] = MOCK_REG_TOMB;
-            r->live--;
-            return true;
-        }
-    }
-    return false;
-}
 
 static mock_stream *reg_find(const void *p)
 {
@@ -216,15 +125,6 @@ static void notify_state(mock_stream *s, aclrtStreamState state)
 
 static _Thread_local mock_stream *tls_worker;
 
-void mock_cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-}
-
 static bool ts_before(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
@@ -234,11 +134,7 @@ int mock_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespe
 {
     mock_stream *self = tls_worker;
     if (self == NULL) {
-        if (deadline == NULL) {
-            pthread_cond_wait(cv, mu);
-            return 0;
-        }
-        return pthread_cond_timedwait(cv, mu, deadline) == ETIMEDOUT ? ETIMEDOUT : 0;
+        return mock_cond_wait_until(cv, mu, deadline);
     }
     if (atomic_load(&self->abort_req)) {
         return ECANCELED;
@@ -430,16 +326,12 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
     aclError rc = ACL_SUCCESS;
     pthread_mutex_lock(&s->mu);
     if (s->completed < target) {
-        struct timespec dl;
-        if (timeout_ms >= 0) {
-            dl = mock_deadline_ms(timeout_ms);
-        }
+        struct timespec dl_buf;
+        const struct timespec *dl = mock_deadline_opt(timeout_ms, &dl_buf);
         s->waiters++;
         while (atomic_load(&s->completed) < target) {
-            if (timeout_ms < 0) {
-                pthread_cond_wait(&s->done_cv, &s->mu);
-            } else if (pthread_cond_timedwait(&s->done_cv, &s->mu, &dl) == ETIMEDOUT &&
-                       atomic_load(&s->completed) < target) {
+            if (mock_cond_wait_until(&s->done_cv, &s->mu, dl) == ETIMEDOUT &&
+                atomic_load(&s->completed) < target) {
                 rc = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
                 break;
             }
@@ -615,22 +507,23 @@ void mock_stream_destroy_default(mock_stream *s)
 static mock_stream **collect_ctx(mock_context *ctx, bool with_default, bool unregister, size_t *n)
 {
     pthread_mutex_lock(&g_reg_mu);
-    mock_stream **v = malloc((g_reg.live + 1) * sizeof(*v));
+    mock_stream **v = malloc((g_reg.count + 1) * sizeof(*v));
     size_t k = 0;
     if (v != NULL) {
         for (size_t i = 0; i < g_reg.cap; i++) {
-            mock_stream *e = g_reg.slots[i];
-            if (e == NULL || e == MOCK_REG_TOMB || e->ctx != ctx || (e->is_default && !with_default)) {
+            mock_stream *e = mock_registry_slot(&g_reg, i);
+            if (e == NULL || e->ctx != ctx || (e->is_default && !with_default)) {
                 continue;
             }
-            if (unregister) {
-                g_reg.slots[i] = MOCK_REG_TOMB;
-                g_reg.live--;
-                g_live_per_dev[e->device]--;
-            } else {
+            if (!unregister) {
                 mock_stream_ref(e);
             }
             v[k++] = e;
+        }
+        /* erase after the walk: erasing moves entries between slots */
+        for (size_t i = 0; unregister && i < k; i++) {
+            mock_registry_erase(&g_reg, v[i]);
+            g_live_per_dev[v[i]->device]--;
         }
     }
     pthread_mutex_unlock(&g_reg_mu);

@@ -11,7 +11,7 @@
 
 #include "mock_internal.h"
 #include "misc_internal.h"
-#include "misc_registry.h"
+#include "mock_registry.h"
 
 /* Fault injection for entry points that do not return aclError. */
 #define UTIL_ENTER_OR(func, failval)                   \
@@ -165,7 +165,7 @@ struct aclDataBuffer {
     size_t size;
 };
 
-static misc_registry g_buffers = MISC_REGISTRY_INIT;
+static mock_handle_set g_buffers = MOCK_HANDLE_SET_INIT;
 
 aclDataBuffer *aclCreateDataBuffer(void *data, size_t size)
 {
@@ -180,7 +180,7 @@ aclDataBuffer *aclCreateDataBuffer(void *data, size_t size)
     b->magic = DATA_BUFFER_MAGIC;
     b->data = data;
     b->size = size;
-    if (!misc_registry_add(&g_buffers, b)) {
+    if (!mock_handle_set_add(&g_buffers, b)) {
         free(b);
         (void)mock_error("aclCreateDataBuffer", ACL_ERROR_BAD_ALLOC,
                          "out of host memory registering an aclDataBuffer");
@@ -196,9 +196,9 @@ aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer)
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' is NULL");
     }
     MOCK_ENTER(fn);
-    misc_registry_lock(&g_buffers);
-    bool live = misc_registry_remove_locked(&g_buffers, dataBuffer);
-    misc_registry_unlock(&g_buffers);
+    mock_handle_set_lock(&g_buffers);
+    bool live = mock_handle_set_remove_locked(&g_buffers, dataBuffer);
+    mock_handle_set_unlock(&g_buffers);
     if (!live) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'dataBuffer' (%p) is not a live aclDataBuffer "
@@ -218,13 +218,13 @@ aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size)
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' is NULL");
     }
     MOCK_ENTER(fn);
-    misc_registry_lock(&g_buffers);
-    bool live = misc_registry_contains_locked(&g_buffers, dataBuffer);
+    mock_handle_set_lock(&g_buffers);
+    bool live = mock_handle_set_contains_locked(&g_buffers, dataBuffer);
     if (live) {
         dataBuffer->data = data;
         dataBuffer->size = size;
     }
-    misc_registry_unlock(&g_buffers);
+    mock_handle_set_unlock(&g_buffers);
     if (!live) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'dataBuffer' (%p) is not a live aclDataBuffer", (void *)dataBuffer);
@@ -239,13 +239,13 @@ static bool buffer_read(const char *fn, const aclDataBuffer *dataBuffer, void **
         (void)mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' is NULL");
         return false;
     }
-    misc_registry_lock(&g_buffers);
-    bool live = misc_registry_contains_locked(&g_buffers, dataBuffer);
+    mock_handle_set_lock(&g_buffers);
+    bool live = mock_handle_set_contains_locked(&g_buffers, dataBuffer);
     if (live) {
         *data = dataBuffer->data;
         *size = dataBuffer->size;
     }
-    misc_registry_unlock(&g_buffers);
+    mock_handle_set_unlock(&g_buffers);
     if (!live) {
         (void)mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' (%p) is not a live aclDataBuffer",
                          (const void *)dataBuffer);
