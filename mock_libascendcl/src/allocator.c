@@ -58,9 +58,7 @@ aclrtAllocatorDesc aclrtAllocatorCreateDesc(void)
 aclError aclrtAllocatorDestroyDesc(aclrtAllocatorDesc allocatorDesc)
 {
     static const char fn[] = "aclrtAllocatorDestroyDesc";
-    if (allocatorDesc == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, allocatorDesc);
     MOCK_ENTER(fn);
     if (!mock_handle_set_remove(&g_descs, allocatorDesc)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
@@ -132,9 +130,7 @@ aclError aclrtAllocatorSetGetAddrFromBlockFuncToDesc(aclrtAllocatorDesc allocato
 aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocatorDesc)
 {
     static const char fn[] = "aclrtAllocatorRegister";
-    if (allocatorDesc == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, allocatorDesc);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_resolve(fn, stream, &s);

@@ -429,9 +429,7 @@ aclError aclrtProcessReport(int32_t timeout)
 aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType, aclrtStream stream)
 {
     static const char f[] = "aclrtLaunchCallback";
-    if (fn == NULL) {
-        return mock_error(f, ACL_ERROR_INVALID_PARAM, "argument 'fn' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(f, fn);
     if (blockType != ACL_CALLBACK_NO_BLOCK && blockType != ACL_CALLBACK_BLOCK) {
         return mock_error(f, ACL_ERROR_INVALID_PARAM, "argument 'blockType' has invalid value %d", (int)blockType);
     }
@@ -510,9 +508,7 @@ static aclError hostfunc_task(void *p)
 aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
 {
     static const char f[] = "aclrtLaunchHostFunc";
-    if (fn == NULL) {
-        return mock_error(f, ACL_ERROR_INVALID_PARAM, "argument 'fn' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(f, fn);
     MOCK_ENTER(f);
     mock_stream *s = NULL;
     aclError rc = mock_stream_get(f, stream, true, &s);

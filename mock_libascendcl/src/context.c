@@ -263,9 +263,7 @@ mock_stream *mock_ctx_default_stream(mock_context *ctx)
 aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
 {
     static const char fn[] = "aclrtCreateContext";
-    if (context == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'context' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, context);
     aclError rc = mock_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -284,9 +282,7 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
 aclError aclrtDestroyContext(aclrtContext context)
 {
     static const char fn[] = "aclrtDestroyContext";
-    if (context == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'context' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, context);
     mock_context *ctx = lookup(context);
     if (ctx == NULL) {
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
@@ -309,9 +305,7 @@ aclError aclrtDestroyContext(aclrtContext context)
 aclError aclrtSetCurrentContext(aclrtContext context)
 {
     static const char fn[] = "aclrtSetCurrentContext";
-    if (context == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'context' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, context);
     mock_context *ctx = lookup(context);
     if (ctx == NULL) {
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
@@ -333,9 +327,7 @@ aclError aclrtSetCurrentContext(aclrtContext context)
 aclError aclrtGetCurrentContext(aclrtContext *context)
 {
     static const char fn[] = "aclrtGetCurrentContext";
-    if (context == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'context' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, context);
     MOCK_ENTER(fn);
     mock_context *ctx = mock_ctx_current();
     if (ctx == NULL) {
@@ -349,9 +341,7 @@ aclError aclrtGetCurrentContext(aclrtContext *context)
 aclError aclrtCtxGetCurrentDefaultStream(aclrtStream *stream)
 {
     static const char fn[] = "aclrtCtxGetCurrentDefaultStream";
-    if (stream == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -404,9 +394,7 @@ aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value)
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
                           (int)opt);
     }
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -451,9 +439,7 @@ aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value)
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
                           (int)opt);
     }
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_opt_lock);
     bool set = g_opt_set[opt];

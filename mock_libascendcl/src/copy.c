@@ -518,12 +518,8 @@ static aclError memcpy_check(const char *fn, void *dst, size_t destMax, const vo
         *nothing = true;
         return ACL_SUCCESS;
     }
-    if (dst == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dst' is NULL");
-    }
-    if (src == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'src' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, dst);
+    MOCK_REQUIRE_NONNULL(fn, src);
     if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'kind' %d is not a supported aclrtMemcpyKind", kind);
     }
@@ -636,12 +632,8 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
         *nothing = true;
         return ACL_SUCCESS;
     }
-    if (dst == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dst' is NULL");
-    }
-    if (src == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'src' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, dst);
+    MOCK_REQUIRE_NONNULL(fn, src);
     if (width > spitch) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'width' (%zu) exceeds 'spitch' (%zu)", width, spitch);
     }
@@ -1033,9 +1025,7 @@ aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void **srcs, siz
 
 static aclError value_op(const char *fn, int op, void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream)
 {
-    if (devAddr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devAddr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, devAddr);
     if (op == OP_VALUE_WAIT && flag > ACL_STREAM_WAIT_VALUE_NOR) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'flag' %u is not ACL_STREAM_WAIT_VALUE_GEQ/EQ/AND/NOR", flag);

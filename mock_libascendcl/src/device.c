@@ -343,9 +343,7 @@ aclError aclrtSetDeviceTaskAbortCallback(const char *regName, aclrtDeviceTaskAbo
 aclError aclrtGetDeviceCount(uint32_t *count)
 {
     static const char fn[] = "aclrtGetDeviceCount";
-    if (count == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, count);
     MOCK_ENTER(fn);
     const mock_config *c = mock_config_get();
     if (c->visible_invalid) {
@@ -433,9 +431,7 @@ aclError aclrtResetDeviceForce(int32_t deviceId)
 aclError aclrtGetDevice(int32_t *deviceId)
 {
     static const char fn[] = "aclrtGetDevice";
-    if (deviceId == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'deviceId' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, deviceId);
     MOCK_ENTER(fn);
     mock_context *ctx = mock_ctx_current();
     if (ctx == NULL) {
@@ -581,9 +577,7 @@ const char *aclrtGetSocName(void)
 aclError aclrtGetRunMode(aclrtRunMode *runMode)
 {
     static const char fn[] = "aclrtGetRunMode";
-    if (runMode == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'runMode' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, runMode);
     MOCK_ENTER(fn);
     *runMode = ACL_HOST;
     return ACL_SUCCESS;
@@ -592,9 +586,7 @@ aclError aclrtGetRunMode(aclrtRunMode *runMode)
 aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value)
 {
     static const char fn[] = "aclGetDeviceCapability";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     aclError rc = device_check_u32(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -615,9 +607,7 @@ aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int
 aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value)
 {
     static const char fn[] = "aclrtGetDeviceInfo";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     aclError rc = device_check_u32(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -669,9 +659,7 @@ aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatu
                                   int32_t *value)
 {
     static const char fn[] = "aclrtGetDeviceCapability";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     aclError rc = mock_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -725,9 +713,7 @@ aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities,
 aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *utilizationInfo)
 {
     static const char fn[] = "aclrtGetDeviceUtilizationRate";
-    if (utilizationInfo == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'utilizationInfo' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, utilizationInfo);
     if (utilizationInfo->utilizationExtend != NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "utilizationInfo->utilizationExtend is reserved and must be NULL");
@@ -747,9 +733,7 @@ aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *u
 aclError aclrtQueryDeviceStatus(int32_t deviceId, aclrtDeviceStatus *deviceStatus)
 {
     static const char fn[] = "aclrtQueryDeviceStatus";
-    if (deviceStatus == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'deviceStatus' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, deviceStatus);
     aclError rc = check_range(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -763,9 +747,7 @@ aclError aclrtQueryDeviceStatus(int32_t deviceId, aclrtDeviceStatus *deviceStatu
 aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid *uuid)
 {
     static const char fn[] = "aclrtDeviceGetUuid";
-    if (uuid == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'uuid' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, uuid);
     aclError rc = mock_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -910,9 +892,7 @@ aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t *const p
 aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uint32_t *value)
 {
     static const char fn[] = "aclrtGetDeviceResLimit";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     if ((int)type != ACL_RT_DEV_RES_CUBE_CORE && (int)type != ACL_RT_DEV_RES_VECTOR_CORE) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'type' (%d) is not an aclrtDevResLimitType", (int)type);
@@ -991,9 +971,7 @@ aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPriority, int32_t *grea
 aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value)
 {
     static const char fn[] = "aclrtDeviceGetLimit";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     if ((int)limit < 0 || (int)limit >= DEV_LIMIT_COUNT) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
                           (int)limit);
@@ -1068,9 +1046,7 @@ aclError aclrtSetOpExecuteTimeOutWithMs(uint32_t timeout)
 aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout, uint64_t *actualTimeout)
 {
     static const char fn[] = "aclrtSetOpExecuteTimeOutV2";
-    if (actualTimeout == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'actualTimeout' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, actualTimeout);
     MOCK_ENTER(fn);
     uint64_t actual = round_timeout_us(timeout);
     atomic_store(&g_op_timeout_us, actual);
@@ -1081,9 +1057,7 @@ aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout, uint64_t *actualTimeout)
 aclError aclrtGetOpExecuteTimeout(uint32_t *const timeoutMs)
 {
     static const char fn[] = "aclrtGetOpExecuteTimeout";
-    if (timeoutMs == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'timeoutMs' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, timeoutMs);
     MOCK_ENTER(fn);
     *timeoutMs = (uint32_t)(atomic_load(&g_op_timeout_us) / 1000ull);
     return ACL_SUCCESS;
@@ -1092,9 +1066,7 @@ aclError aclrtGetOpExecuteTimeout(uint32_t *const timeoutMs)
 aclError aclrtGetOpTimeOutInterval(uint64_t *interval)
 {
     static const char fn[] = "aclrtGetOpTimeOutInterval";
-    if (interval == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'interval' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, interval);
     MOCK_ENTER(fn);
     *interval = OP_TIMEOUT_INTERVAL_US;
     return ACL_SUCCESS;

@@ -382,9 +382,7 @@ static aclError load_dump_config(const char *fn, const char *file, dump_cfg *cfg
 aclError aclmdlSetDump(const char *dumpCfgPath)
 {
     static const char fn[] = "aclmdlSetDump";
-    if (dumpCfgPath == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dumpCfgPath' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, dumpCfgPath);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();

@@ -156,9 +156,7 @@ static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, b
 aclError aclrtCreateEvent(aclrtEvent *event)
 {
     static const char fn[] = "aclrtCreateEvent";
-    if (event == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, event);
     MOCK_ENTER(fn);
     return ev_create(fn, event, EVENT_DEFAULT_FLAGS, false);
 }
@@ -166,9 +164,7 @@ aclError aclrtCreateEvent(aclrtEvent *event)
 aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
 {
     static const char fn[] = "aclrtCreateEventWithFlag";
-    if (event == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, event);
     /* flag must be non-zero and <= 0x3F; DEVICE_USE_ONLY (0x10) and EXTERNAL
      * (0x20) only alone (RT rt api_error.cc EventCreate; §3.2). */
     if (flag == 0 || flag > 0x3Fu) {
@@ -188,9 +184,7 @@ aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
 aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag)
 {
     static const char fn[] = "aclrtCreateEventExWithFlag";
-    if (event == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, event);
     /* Allowed: bits 0x1|0x2|0x4|0x8, or ACL_EVENT_IPC (0x40) alone; 0 and
      * EXTERNAL are invalid (RT rt api_error.cc EventCreateEx; §3.2). */
     if (flag == 0 || ((flag & ~0xFu) != 0 && flag != ACL_EVENT_IPC)) {
@@ -211,9 +205,7 @@ aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag)
 aclError aclrtDestroyEvent(aclrtEvent event)
 {
     static const char fn[] = "aclrtDestroyEvent";
-    if (event == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, event);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_ev_mu);
     ev_t *e = mock_registry_find(&g_ev_reg, event);
@@ -299,9 +291,7 @@ static void record_free(void *p)
 
 static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stream, uint32_t flag)
 {
-    if (event == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, event);
     if (flag != ACL_EVENT_RECORD_DEFAULT && flag != ACL_EVENT_RECORD_EXTERNAL) {
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
     }
@@ -415,9 +405,7 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
 aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
 {
     static const char fn[] = "aclrtQueryEvent";
-    if (status == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
     ev_t *e = NULL;
     aclError rc = ev_get(fn, event, "event", &e);
@@ -440,9 +428,7 @@ aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
 aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status)
 {
     static const char fn[] = "aclrtQueryEventStatus";
-    if (status == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
     ev_t *e = NULL;
     aclError rc = ev_get(fn, event, "event", &e);
@@ -463,9 +449,7 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
 aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status)
 {
     static const char fn[] = "aclrtQueryEventWaitStatus";
-    if (status == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
     ev_t *e = NULL;
     aclError rc = ev_get(fn, event, "event", &e);
@@ -562,15 +546,9 @@ static aclError ev_ts_check(const char *fn, const ev_t *e, const char *argname)
 aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent)
 {
     static const char fn[] = "aclrtEventElapsedTime";
-    if (ms == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ms' is NULL");
-    }
-    if (startEvent == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'startEvent' is NULL");
-    }
-    if (endEvent == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'endEvent' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ms);
+    MOCK_REQUIRE_NONNULL(fn, startEvent);
+    MOCK_REQUIRE_NONNULL(fn, endEvent);
     MOCK_ENTER(fn);
     ev_t *a = NULL, *b = NULL;
     aclError rc = ev_get(fn, startEvent, "startEvent", &a);
@@ -609,9 +587,7 @@ aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endE
 aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp)
 {
     static const char fn[] = "aclrtEventGetTimestamp";
-    if (timestamp == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'timestamp' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, timestamp);
     MOCK_ENTER(fn);
     ev_t *e = NULL;
     aclError rc = ev_get(fn, event, "event", &e);
@@ -637,9 +613,7 @@ aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp)
 aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId)
 {
     static const char fn[] = "aclrtGetEventId";
-    if (eventId == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'eventId' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, eventId);
     MOCK_ENTER(fn);
     ev_t *e = NULL;
     aclError rc = ev_get(fn, event, "event", &e);
@@ -654,9 +628,7 @@ aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId)
 aclError aclrtGetEventAvailNum(uint32_t *eventCount)
 {
     static const char fn[] = "aclrtGetEventAvailNum";
-    if (eventCount == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'eventCount' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, eventCount);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -777,9 +749,7 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
 {
     static const char fn[] = "aclrtStreamWaitEvent";
-    if (event == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, event);
     MOCK_ENTER(fn);
     return wait_common(fn, stream, event, -1);
 }
@@ -787,9 +757,7 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
 aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout, uint32_t flag)
 {
     static const char fn[] = "aclrtStreamWaitEventWithFlag";
-    if (event == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, event);
     if (flag != ACL_EVENT_WAIT_DEFAULT && flag != ACL_EVENT_WAIT_EXTERNAL) {
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
     }
@@ -801,9 +769,7 @@ aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint
 aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, int32_t timeout)
 {
     static const char fn[] = "aclrtStreamWaitEventWithTimeout";
-    if (event == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'event' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, event);
     if (timeout < -1) {
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)", timeout);
     }

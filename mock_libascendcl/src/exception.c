@@ -52,9 +52,7 @@ aclError aclrtSetExceptionInfoCallback(aclrtExceptionInfoCallback callback)
 aclError aclrtExceptionInfoCallbackRegister(aclrtExceptionInfoCallback callback)
 {
     static const char fn[] = "aclrtExceptionInfoCallbackRegister";
-    if (callback == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, callback);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_exc_mu);
     for (size_t i = 0; i < g_ncbs; i++) {
@@ -76,9 +74,7 @@ aclError aclrtExceptionInfoCallbackRegister(aclrtExceptionInfoCallback callback)
 aclError aclrtExceptionInfoCallbackUnregister(aclrtExceptionInfoCallback callback)
 {
     static const char fn[] = "aclrtExceptionInfoCallbackUnregister";
-    if (callback == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, callback);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_exc_mu);
     for (size_t i = 0; i < g_ncbs; i++) {
@@ -186,9 +182,7 @@ void mock_note_task_submitted(uint32_t task_id)
 aclError aclrtGetThreadLastTaskId(uint32_t *taskId)
 {
     static const char fn[] = "aclrtGetThreadLastTaskId";
-    if (taskId == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'taskId' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, taskId);
     MOCK_ENTER(fn);
     /* A thread that has not submitted any task yet gets 0. */
     *taskId = tls_has_task ? tls_last_task_id : 0;

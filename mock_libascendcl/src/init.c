@@ -336,9 +336,7 @@ static aclError finalize_impl(void)
 static aclError finalize_reference_impl(uint64_t *refCount)
 {
     static const char fn[] = "aclFinalizeReference";
-    if (refCount == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'refCount' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, refCount);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_init_lock);
     if (!atomic_load(&g_initialized) || g_refcount < 1) {
@@ -633,9 +631,7 @@ aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *ve
         "runtime", "runtime", "bisheng-compiler", "hccl", "oam-tools", "ops-legacy", "ops-legacy",
         "driver",
     };
-    if (version == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'version' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, version);
     if ((int)name < 0 || (int)name >= (int)(sizeof pkgs / sizeof pkgs[0])) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'name' (%d) is not an aclCANNPackageName", (int)name);
@@ -771,9 +767,7 @@ aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num)
 aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value)
 {
     static const char fn[] = "aclGetCannAttribute";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     int a = (int)cannAttr;
     if (a != ACL_CANN_ATTR_INF_NAN && a != ACL_CANN_ATTR_BF16 && a != ACL_CANN_ATTR_JIT_COMPILE) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,

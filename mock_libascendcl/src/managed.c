@@ -28,9 +28,7 @@ static void managed_dtor(mem_rec *r)
 aclError aclrtMemAllocManaged(void **ptr, uint64_t size, uint32_t flag)
 {
     const char *fn = "aclrtMemAllocManaged";
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -127,9 +125,7 @@ aclError aclrtMemManagedAdvise(const void *const ptr, uint64_t size, aclrtMemMan
                                aclrtMemManagedLocation location)
 {
     const char *fn = "aclrtMemManagedAdvise";
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -357,9 +353,7 @@ aclError aclrtMemManagedPrefetchAsync(const void *ptr, size_t size, aclrtMemMana
 {
     const char *fn = "aclrtMemManagedPrefetchAsync";
     (void)flags; /* reserved */
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }

@@ -704,9 +704,7 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
 static aclError malloc_common(const char *fn, void **devPtr, size_t size, aclrtMemMallocPolicy policy,
                               bool pad)
 {
-    if (devPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, devPtr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -765,9 +763,7 @@ static aclError check_cfg(const char *fn, const aclrtMallocConfig *cfg, int32_t 
 aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
 {
     const char *fn = "aclrtMallocWithCfg";
-    if (devPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, devPtr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -864,9 +860,7 @@ static aclError free_common(const char *fn, void *ptr, unsigned kinds)
 aclError aclrtFree(void *devPtr)
 {
     const char *fn = "aclrtFree";
-    if (devPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, devPtr);
     MOCK_ENTER(fn);
     return free_common(fn, devPtr, (1u << MEM_REC_DEVICE) | (1u << MEM_REC_MANAGED));
 }
@@ -883,9 +877,7 @@ static aclError sync_current_device(const char *fn)
 aclError aclrtFreeWithDevSync(void *devPtr)
 {
     const char *fn = "aclrtFreeWithDevSync";
-    if (devPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, devPtr);
     MOCK_ENTER(fn);
     aclError rc = sync_current_device(fn);
     if (rc != ACL_SUCCESS) {
@@ -933,9 +925,7 @@ static aclError host_alloc(const char *fn, void **out, uint64_t size)
 aclError aclrtMallocHost(void **hostPtr, size_t size)
 {
     const char *fn = "aclrtMallocHost";
-    if (hostPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hostPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, hostPtr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -946,9 +936,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size)
 aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg)
 {
     const char *fn = "aclrtMallocHostWithCfg";
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -970,9 +958,7 @@ aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cf
 aclError aclrtFreeHost(void *hostPtr)
 {
     const char *fn = "aclrtFreeHost";
-    if (hostPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hostPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, hostPtr);
     MOCK_ENTER(fn);
     return free_common(fn, hostPtr, 1u << MEM_REC_HOST_PINNED);
 }
@@ -980,9 +966,7 @@ aclError aclrtFreeHost(void *hostPtr)
 aclError aclrtFreeHostWithDevSync(void *hostPtr)
 {
     const char *fn = "aclrtFreeHostWithDevSync";
-    if (hostPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hostPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, hostPtr);
     MOCK_ENTER(fn);
     aclError rc = sync_current_device(fn);
     if (rc != ACL_SUCCESS) {
@@ -999,9 +983,7 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_out, size_t *total)
     if (free_out == NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'free' is NULL");
     }
-    if (total == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'total' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, total);
     if ((int)attr < ACL_DDR_MEM || (int)attr > ACL_MEM_P2P_HUGE1G) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' %d is not an aclrtMemAttr", (int)attr);
     }
@@ -1036,12 +1018,8 @@ aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo,
                               size_t *outputNum)
 {
     const char *fn = "aclrtGetMemUsageInfo";
-    if (memUsageInfo == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'memUsageInfo' is NULL");
-    }
-    if (outputNum == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'outputNum' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, memUsageInfo);
+    MOCK_REQUIRE_NONNULL(fn, outputNum);
     if (inputNum == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'inputNum' is 0");
     }
@@ -1064,12 +1042,8 @@ aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo,
 aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes)
 {
     const char *fn = "aclrtPointerGetAttributes";
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
-    if (attributes == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attributes' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
+    MOCK_REQUIRE_NONNULL(fn, attributes);
     MOCK_ENTER(fn);
     memset(attributes, 0, sizeof(*attributes));
     mem_rec *r = mem_acquire(ptr);
@@ -1105,15 +1079,11 @@ aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType, uin
     const char *fn = "aclrtCheckMemType";
     const uint32_t known = ACL_RT_MEM_TYPE_DEV | ACL_RT_MEM_TYPE_DVPP | ACL_RT_MEM_TYPE_RSVD;
     (void)reserve;
-    if (addrList == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'addrList' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, addrList);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
-    if (checkResult == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'checkResult' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, checkResult);
     if (memType == 0 || (memType & ~known) != 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'memType' 0x%x is not a combination of "
                           "ACL_RT_MEM_TYPE_DEV/DVPP/RSVD", memType);
@@ -1145,9 +1115,7 @@ aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType, uin
 aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize)
 {
     const char *fn = "aclrtMemGetAddressRange";
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
     if (pbase == NULL && psize == NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "arguments 'pbase' and 'psize' are both NULL");
     }
@@ -1171,9 +1139,7 @@ aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize)
  * operations only validate their arguments. */
 static aclError cache_op(const char *fn, void *devPtr, size_t size)
 {
-    if (devPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, devPtr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -1239,15 +1205,11 @@ static aclError host_register(const char *fn, void *ptr, uint64_t size, uint32_t
 aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr)
 {
     const char *fn = "aclrtHostRegister";
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
-    if (devPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'devPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, devPtr);
     if ((int)type != ACL_HOST_REGISTER_MAPPED && (int)type != ACL_HOST_REGISTER_IOMEMORY &&
         (int)type != ACL_HOST_REGISTER_READONLY) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'type' %d is not an aclrtHostRegisterType",
@@ -1269,9 +1231,7 @@ aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag)
 {
     const char *fn = "aclrtHostRegisterV2";
     const uint64_t known = ACL_HOST_REG_MAPPED | ACL_HOST_REG_IOMEMORY | ACL_HOST_REG_READONLY | ACL_HOST_REG_PINNED;
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -1286,9 +1246,7 @@ aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag)
 aclError aclrtHostUnregister(void *ptr)
 {
     const char *fn = "aclrtHostUnregister";
-    if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, ptr);
     MOCK_ENTER(fn);
     int found;
     bool interior;
@@ -1304,12 +1262,8 @@ aclError aclrtHostUnregister(void *ptr)
 aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag)
 {
     const char *fn = "aclrtHostGetDevicePointer";
-    if (pHost == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'pHost' is NULL");
-    }
-    if (pDevice == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'pDevice' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, pHost);
+    MOCK_REQUIRE_NONNULL(fn, pDevice);
     if (flag != 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' must be 0, got %u", flag);
     }
@@ -1335,9 +1289,7 @@ aclError aclrtHostMemMapCapabilities(uint32_t deviceId, aclrtHacType hacType,
                                      aclrtHostMemMapCapability *capabilities)
 {
     const char *fn = "aclrtHostMemMapCapabilities";
-    if (capabilities == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'capabilities' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, capabilities);
     if ((int)hacType < ACL_RT_HAC_TYPE_STARS || (int)hacType > ACL_RT_HAC_TYPE_CCU) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hacType' %d is not an aclrtHacType", (int)hacType);
     }

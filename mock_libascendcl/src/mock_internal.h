@@ -127,6 +127,15 @@ MOCK_HIDDEN aclError mock_fault_check(const char *func);
         }                                                \
     } while (0)
 
+/* Argument validation shared by every entry point: a NULL pointer argument is
+ * ACL_ERROR_INVALID_PARAM (100000) with the message "argument '<name>' is NULL". */
+#define MOCK_REQUIRE_NONNULL(func, arg)                                                      \
+    do {                                                                                 \
+        if ((arg) == NULL) {                                                             \
+            return mock_error((func), ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", #arg); \
+        }                                                                                \
+    } while (0)
+
 /* ------------------------------------------------------------------- init.c */
 
 MOCK_HIDDEN bool mock_is_initialized(void);

@@ -196,12 +196,8 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
                           aclrtStream stream, void *reserve)
 {
     static const char fn[] = "aclrtReduceAsync";
-    if (dst == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dst' is NULL");
-    }
-    if (src == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'src' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, dst);
+    MOCK_REQUIRE_NONNULL(fn, src);
     if (reserve != NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'reserve' must be NULL");
     }
@@ -365,9 +361,7 @@ static aclError run_trace_task(void *arg)
 aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
 {
     static const char fn[] = "aclrtProfTrace";
-    if (userdata == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'userdata' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, userdata);
     if (length <= 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'length' (%d) must be positive", (int)length);
     }

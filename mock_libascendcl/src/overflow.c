@@ -78,9 +78,7 @@ aclError aclrtSetDeviceSatMode(aclrtFloatOverflowMode mode)
 aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode)
 {
     static const char fn[] = "aclrtGetDeviceSatMode";
-    if (mode == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'mode' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, mode);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -115,9 +113,7 @@ aclError aclrtSetStreamOverflowSwitch(aclrtStream stream, uint32_t flag)
 aclError aclrtGetStreamOverflowSwitch(aclrtStream stream, uint32_t *flag)
 {
     static const char fn[] = "aclrtGetStreamOverflowSwitch";
-    if (flag == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, flag);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_resolve(fn, stream, &s);
@@ -154,9 +150,7 @@ static aclError run_noop_task(void *arg)
  * and enqueues the write of "no overflow" (zeros). */
 static aclError status_get(const char *fn, void *outputAddr, uint64_t outputSize, aclrtStream stream)
 {
-    if (outputAddr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'outputAddr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, outputAddr);
     if (outputSize == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'outputSize' is 0");
     }

@@ -35,9 +35,7 @@ MOCK_HIDDEN void mem_peer_finalize(void)
 aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId)
 {
     const char *fn = "aclrtDeviceCanAccessPeer";
-    if (canAccessPeer == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'canAccessPeer' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, canAccessPeer);
     MOCK_ENTER(fn);
     aclError rc = mock_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
@@ -118,9 +116,7 @@ aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId)
 aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status)
 {
     const char *fn = "aclrtDevicePeerAccessStatus";
-    if (status == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
     aclError rc = mock_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
@@ -148,9 +144,7 @@ static aclError check_u32_device(const char *fn, uint32_t dev)
 aclError aclrtGetDevicesTopo(uint32_t deviceId, uint32_t otherDeviceId, uint64_t *value)
 {
     const char *fn = "aclrtGetDevicesTopo";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     MOCK_ENTER(fn);
     aclError rc = check_u32_device(fn, deviceId);
     if (rc != ACL_SUCCESS) {
@@ -209,12 +203,8 @@ aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrt
                                              const uint32_t count, int32_t srcDeviceId, int32_t dstDeviceId)
 {
     const char *fn = "aclrtDeviceGetP2PAtomicCapabilities";
-    if (capabilities == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'capabilities' is NULL");
-    }
-    if (operations == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'operations' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, capabilities);
+    MOCK_REQUIRE_NONNULL(fn, operations);
     if (count == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }

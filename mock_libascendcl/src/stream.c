@@ -664,9 +664,7 @@ aclError mock_stream_resolve(const char *func, aclrtStream handle, mock_stream *
 aclError aclrtCreateStream(aclrtStream *stream)
 {
     static const char fn[] = "aclrtCreateStream";
-    if (stream == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -685,9 +683,7 @@ aclError aclrtCreateStream(aclrtStream *stream)
 aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag)
 {
     static const char fn[] = "aclrtCreateStreamWithConfig";
-    if (stream == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -743,9 +739,7 @@ aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void)
 aclError aclrtDestroyStreamConfigHandle(aclrtStreamConfigHandle *handle)
 {
     static const char fn[] = "aclrtDestroyStreamConfigHandle";
-    if (handle == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_cfg_mu);
     for (size_t i = 0; i < g_ncfg; i++) {
@@ -765,12 +759,8 @@ aclError aclrtSetStreamConfigOpt(aclrtStreamConfigHandle *handle, aclrtStreamCon
                                  size_t valueSize)
 {
     static const char fn[] = "aclrtSetStreamConfigOpt";
-    if (handle == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
-    }
-    if (attrValue == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attrValue' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, handle);
+    MOCK_REQUIRE_NONNULL(fn, attrValue);
     switch (attr) {
     case ACL_RT_STREAM_WORK_ADDR_PTR:
         if (valueSize != sizeof(void *)) {
@@ -821,12 +811,8 @@ aclError aclrtSetStreamConfigOpt(aclrtStreamConfigHandle *handle, aclrtStreamCon
 aclError aclrtCreateStreamV2(aclrtStream *stream, const aclrtStreamConfigHandle *handle)
 {
     static const char fn[] = "aclrtCreateStreamV2";
-    if (stream == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
-    }
-    if (handle == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, stream);
+    MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -929,9 +915,7 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
 {
     static const char fn[] = "aclrtStreamQuery";
-    if (status == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'status' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_get(fn, stream, false, &s);
@@ -973,9 +957,7 @@ aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
 aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId)
 {
     static const char fn[] = "aclrtStreamGetId";
-    if (streamId == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'streamId' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, streamId);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_get(fn, stream, false, &s);
@@ -990,9 +972,7 @@ aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId)
 aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority)
 {
     static const char fn[] = "aclrtStreamGetPriority";
-    if (priority == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'priority' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, priority);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_get(fn, stream, false, &s);
@@ -1009,9 +989,7 @@ aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority)
 aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags)
 {
     static const char fn[] = "aclrtStreamGetFlags";
-    if (flags == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flags' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, flags);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_get(fn, stream, false, &s);
@@ -1026,9 +1004,7 @@ aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags)
 static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr attr, aclrtStreamAttrValue *value,
                             bool set)
 {
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     if (attr < ACL_STREAM_ATTR_FAILURE_MODE || attr > ACL_STREAM_ATTR_PRIORITY) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stmAttrType' has invalid value %d", (int)attr);
     }
@@ -1129,9 +1105,7 @@ static aclError abort_common(const char *fn, aclrtStream stream)
  * recovery path, doc 06_stream_management.md). */
 aclError aclrtStreamAbort(aclrtStream stream)
 {
-    if (stream == NULL) {
-        return mock_error("aclrtStreamAbort", ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL("aclrtStreamAbort", stream);
     return abort_common("aclrtStreamAbort", stream);
 }
 
@@ -1139,9 +1113,7 @@ aclError aclrtStreamAbort(aclrtStream stream)
  * pending tasks are dropped and the stream can be reused afterwards. */
 aclError aclrtStreamStop(aclrtStream stream)
 {
-    if (stream == NULL) {
-        return mock_error("aclrtStreamStop", ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL("aclrtStreamStop", stream);
     return abort_common("aclrtStreamStop", stream);
 }
 
@@ -1150,9 +1122,7 @@ aclError aclrtStreamStop(aclrtStream stream)
 aclError aclrtGetStreamAvailableNum(uint32_t *streamCount)
 {
     static const char fn[] = "aclrtGetStreamAvailableNum";
-    if (streamCount == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'streamCount' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, streamCount);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -1170,9 +1140,7 @@ aclError aclrtGetStreamAvailableNum(uint32_t *streamCount)
 aclError aclrtRegStreamStateCallback(const char *regName, aclrtStreamStateCallback callback, void *args)
 {
     static const char fn[] = "aclrtRegStreamStateCallback";
-    if (regName == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'regName' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, regName);
     size_t len = strnlen(regName, 64);
     if (len == 0 || len >= 64) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'regName' must be 1..63 characters");
@@ -1230,9 +1198,7 @@ static aclError check_res_type(const char *fn, aclrtDevResLimitType type)
 aclError aclrtGetStreamResLimit(aclrtStream stream, aclrtDevResLimitType type, uint32_t *value)
 {
     static const char fn[] = "aclrtGetStreamResLimit";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     aclError rc = check_res_type(fn, type);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -1295,9 +1261,7 @@ static _Thread_local mock_stream *tls_res_stream;
 aclError aclrtUseStreamResInCurrentThread(aclrtStream stream)
 {
     static const char fn[] = "aclrtUseStreamResInCurrentThread";
-    if (stream == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_get(fn, stream, false, &s);
@@ -1312,9 +1276,7 @@ aclError aclrtUseStreamResInCurrentThread(aclrtStream stream)
 aclError aclrtUnuseStreamResInCurrentThread(aclrtStream stream)
 {
     static const char fn[] = "aclrtUnuseStreamResInCurrentThread";
-    if (stream == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_get(fn, stream, false, &s);
@@ -1333,9 +1295,7 @@ aclError aclrtUnuseStreamResInCurrentThread(aclrtStream stream)
 aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value)
 {
     static const char fn[] = "aclrtGetResInCurrentThread";
-    if (value == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, value);
     aclError rc = check_res_type(fn, type);
     if (rc != ACL_SUCCESS) {
         return rc;

@@ -192,9 +192,7 @@ aclDataBuffer *aclCreateDataBuffer(void *data, size_t size)
 aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer)
 {
     static const char fn[] = "aclDestroyDataBuffer";
-    if (dataBuffer == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, dataBuffer);
     MOCK_ENTER(fn);
     mock_handle_set_lock(&g_buffers);
     bool live = mock_handle_set_remove_locked(&g_buffers, dataBuffer);
@@ -214,9 +212,7 @@ aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer)
 aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size)
 {
     static const char fn[] = "aclUpdateDataBuffer";
-    if (dataBuffer == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, dataBuffer);
     MOCK_ENTER(fn);
     mock_handle_set_lock(&g_buffers);
     bool live = mock_handle_set_contains_locked(&g_buffers, dataBuffer);

@@ -102,9 +102,7 @@ static aclError reserve_common(const char *fn, void **virPtr, size_t size, size_
                                uint64_t flags)
 {
     (void)flags; /* page-type hints; every reservation behaves the same here */
-    if (virPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'virPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, virPtr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -169,9 +167,7 @@ aclError aclrtReserveMemAddressNoUCMemory(void **virPtr, size_t size, size_t ali
 aclError aclrtReleaseMemAddress(void *virPtr)
 {
     const char *fn = "aclrtReleaseMemAddress";
-    if (virPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'virPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, virPtr);
     MOCK_ENTER(fn);
     pthread_rwlock_wrlock(&g_vmm_rw);
     size_t i;
@@ -269,12 +265,8 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
 {
     const char *fn = "aclrtMallocPhysical";
     (void)flags; /* reserved */
-    if (handle == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
-    }
-    if (prop == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'prop' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, handle);
+    MOCK_REQUIRE_NONNULL(fn, prop);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
@@ -336,9 +328,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
 aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
 {
     const char *fn = "aclrtFreePhysical";
-    if (handle == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_vmm_mu);
     phys *p = phys_find_locked(handle);
@@ -358,12 +348,8 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGr
                                           size_t *granularity)
 {
     const char *fn = "aclrtMemGetAllocationGranularity";
-    if (prop == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'prop' is NULL");
-    }
-    if (granularity == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'granularity' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, prop);
+    MOCK_REQUIRE_NONNULL(fn, granularity);
     if ((int)option != ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM && (int)option != ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'option' %d is not MINIMUM or RECOMMENDED", (int)option);
     }
@@ -379,12 +365,8 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGr
 aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, aclrtPhysicalMemProp *prop)
 {
     const char *fn = "aclrtMemGetAllocationPropertiesFromHandle";
-    if (handle == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
-    }
-    if (prop == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'prop' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, handle);
+    MOCK_REQUIRE_NONNULL(fn, prop);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_vmm_mu);
     phys *p = phys_find_locked(handle);
@@ -431,15 +413,11 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
                            uint64_t flags, bool no_access)
 {
     (void)flags; /* reserved */
-    if (virPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'virPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, virPtr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
-    if (handle == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
     if ((uintptr_t)virPtr % VMM_GRANULARITY != 0 || size % VMM_GRANULARITY != 0 || offset % VMM_GRANULARITY != 0) {
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
@@ -541,9 +519,7 @@ aclError aclrtMemMapNoAccess(void *virPtr, size_t size, size_t offset, aclrtDrvM
 aclError aclrtUnmapMem(void *virPtr)
 {
     const char *fn = "aclrtUnmapMem";
-    if (virPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'virPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, virPtr);
     MOCK_ENTER(fn);
     int found;
     bool interior;
@@ -569,15 +545,11 @@ static int loc_index(const aclrtMemLocation *loc)
 aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, size_t count)
 {
     const char *fn = "aclrtMemSetAccess";
-    if (virPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'virPtr' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, virPtr);
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
-    if (desc == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'desc' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, desc);
     if (count == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
@@ -620,15 +592,9 @@ aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, 
 aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *flag)
 {
     const char *fn = "aclrtMemGetAccess";
-    if (virPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'virPtr' is NULL");
-    }
-    if (location == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'location' is NULL");
-    }
-    if (flag == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, virPtr);
+    MOCK_REQUIRE_NONNULL(fn, location);
+    MOCK_REQUIRE_NONNULL(fn, flag);
     int idx = loc_index(location);
     if (idx < 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'location' (type %d, id %u) is not a valid location",
@@ -650,12 +616,8 @@ aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *f
 aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle)
 {
     const char *fn = "aclrtMemRetainAllocationHandle";
-    if (virPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'virPtr' is NULL");
-    }
-    if (handle == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'handle' is NULL");
-    }
+    MOCK_REQUIRE_NONNULL(fn, virPtr);
+    MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
     mem_rec *r = mem_acquire(virPtr);
     if (r == NULL || r->kind != MEM_REC_VMM_MAP) {
