@@ -498,17 +498,18 @@ aclError aclrtSynchronizeDevice(void)
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
 {
     static const char fn[] = "aclrtSynchronizeDeviceWithTimeout";
-    if (timeout < -1) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "argument 'timeout' (%d) must be -1 (forever) or >= 0 ms", timeout);
-    }
-    MOCK_ENTER(fn);
-    mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    int32_t ms = -1;
+    aclError rc = mock_check_timeout(fn, timeout, &ms);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    rc = mock_streams_sync_context(ctx, timeout == 0 ? -1 : timeout);
+    MOCK_ENTER(fn);
+    mock_context *ctx = NULL;
+    rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = mock_streams_sync_context(ctx, ms);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
         return mock_error(fn, rc, "the streams of the current context did not finish within %d ms",
                           timeout);

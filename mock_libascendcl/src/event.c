@@ -508,12 +508,13 @@ aclError aclrtSynchronizeEvent(aclrtEvent event)
 aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
 {
     static const char fn[] = "aclrtSynchronizeEventWithTimeout";
-    /* Same pattern as the stream variant (RT impl event.cpp, §5.4). */
-    if (timeout < -1) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)", timeout);
+    int32_t ms = -1;
+    aclError rc = mock_check_timeout(fn, timeout, &ms);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     MOCK_ENTER(fn);
-    return ev_sync(fn, event, timeout <= 0 ? -1 : timeout);
+    return ev_sync(fn, event, ms);
 }
 
 /* ------------------------------------------------------------------- time */
@@ -770,9 +771,11 @@ aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, i
 {
     static const char fn[] = "aclrtStreamWaitEventWithTimeout";
     MOCK_REQUIRE_NONNULL(fn, event);
-    if (timeout < -1) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)", timeout);
+    int32_t ms = -1;
+    aclError rc = mock_check_timeout(fn, timeout, &ms);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     MOCK_ENTER(fn);
-    return wait_common(fn, stream, event, timeout <= 0 ? -1 : timeout);
+    return wait_common(fn, stream, event, ms);
 }

@@ -136,6 +136,22 @@ MOCK_HIDDEN aclError mock_fault_check(const char *func);
         }                                                                                \
     } while (0)
 
+/* The `timeout` argument of aclrtSynchronize{Stream,Event,Device}WithTimeout and
+ * aclrtStreamWaitEventWithTimeout (RT impl stream.cpp/event.cpp, acl_abi.md §5.4):
+ * -1 = forever, > 0 = milliseconds; 0 is not rejected by the reference and the
+ * runtime treats it like -1 (its internal "no timeout"); < -1 is
+ * ACL_ERROR_RT_PARAM_INVALID (recorded under `func`). On success *ms is -1
+ * (forever) or the milliseconds. */
+static inline aclError mock_check_timeout(const char *func, int32_t timeout, int32_t *ms)
+{
+    if (timeout < -1) {
+        return mock_error(func, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)",
+                          timeout);
+    }
+    *ms = timeout <= 0 ? -1 : timeout;
+    return ACL_SUCCESS;
+}
+
 /* ------------------------------------------------------------------- init.c */
 
 MOCK_HIDDEN bool mock_is_initialized(void);

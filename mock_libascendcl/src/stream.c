@@ -902,14 +902,13 @@ aclError aclrtSynchronizeStream(aclrtStream stream)
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
 {
     static const char fn[] = "aclrtSynchronizeStreamWithTimeout";
-    /* -1 = forever, > 0 = ms, < -1 -> 107000 (RT impl stream.cpp, §5.4).
-     * 0 is not rejected by the reference; the runtime treats it like -1
-     * (its internal "0 = no timeout"), so do we. */
-    if (timeout < -1) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)", timeout);
+    int32_t ms = -1;
+    aclError rc = mock_check_timeout(fn, timeout, &ms);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     MOCK_ENTER(fn);
-    return sync_common(fn, stream, timeout <= 0 ? -1 : timeout);
+    return sync_common(fn, stream, ms);
 }
 
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
