@@ -872,18 +872,10 @@ static aclError batch_build(const char *fn, void **dsts, size_t *destMaxs, void 
     if (attrs == NULL || attrsIndexes == NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", attrs == NULL ? "attrs" : "attrsIndexes");
     }
-    if (numAttrs == 0 || numAttrs > numBatches) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'numAttrs' (%zu) must be in 1..numBatches (%zu)",
-                          numAttrs, numBatches);
-    }
-    if (attrsIndexes[0] != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "attrsIndexes[0] must be 0");
-    }
-    for (size_t k = 1; k < numAttrs; k++) {
-        if (attrsIndexes[k] <= attrsIndexes[k - 1] || attrsIndexes[k] >= numBatches) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
-                              "attrsIndexes must be strictly increasing and below numBatches (index %zu)", k);
-        }
+    aclError vrc = mem_check_batch_indexes(fn, attrsIndexes, numAttrs, numBatches, "attrsIndexes", "numAttrs",
+                                           "numBatches");
+    if (vrc != ACL_SUCCESS) {
+        return vrc;
     }
     MOCK_ENTER(fn);
     mock_context *ctx;

@@ -59,12 +59,10 @@ aclError aclrtMemAllocManaged(void **ptr, uint64_t size, uint32_t flag)
     }
     r->span = span;
     r->dtor = managed_dtor;
-    if (!mem_registry_insert(r)) {
-        mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "registry insertion failed");
+    rc = mem_register_allocation(fn, r, dev, size);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
-    mock_stat_add(dev, MOCK_STAT_ALLOCATIONS, 1);
-    mock_stat_add(dev, MOCK_STAT_BYTES, (int64_t)size);
     *ptr = p;
     return ACL_SUCCESS;
 }
@@ -392,18 +390,10 @@ aclError aclrtMemManagedPrefetchBatchAsync(const void **ptrs, size_t *sizes, siz
     if (count == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
-    if (numPrefetchLocs == 0 || numPrefetchLocs > count) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'numPrefetchLocs' (%zu) must be in 1..count (%zu)",
-                          numPrefetchLocs, count);
-    }
-    if (prefetchLocIdxs[0] != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "prefetchLocIdxs[0] must be 0");
-    }
-    for (size_t k = 1; k < numPrefetchLocs; k++) {
-        if (prefetchLocIdxs[k] <= prefetchLocIdxs[k - 1] || prefetchLocIdxs[k] >= count) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
-                              "prefetchLocIdxs must be strictly increasing and below count (index %zu)", k);
-        }
+    aclError vrc = mem_check_batch_indexes(fn, prefetchLocIdxs, numPrefetchLocs, count, "prefetchLocIdxs",
+                                           "numPrefetchLocs", "count");
+    if (vrc != ACL_SUCCESS) {
+        return vrc;
     }
     MOCK_ENTER(fn);
     prefetch_task *t = prefetch_new(count);

@@ -64,6 +64,18 @@ MOCK_HIDDEN bool mem_registry_insert(mem_rec *rec);
  * containing ptr when no exact match exists (0 = none). */
 MOCK_HIDDEN mem_rec *mem_registry_remove(const void *ptr, unsigned kinds_mask, int *found_kind,
                                          bool *interior);
+/* Registers a new allocation record (the registry takes the caller's
+ * reference) and counts it in the live stats: of `device`, or the host-pinned
+ * stats when device < 0. On failure the record is released and the error
+ * recorded under `fn`. Shared by every allocator (device, host, managed). */
+MOCK_HIDDEN aclError mem_register_allocation(const char *fn, mem_rec *rec, int32_t device, uint64_t bytes);
+/* Validates the "batch groups" index array of the batch calls
+ * (aclrtMemcpyBatch* attrsIndexes, aclrtMemManagedPrefetchBatchAsync
+ * prefetchLocIdxs): n in 1..count, idx[0] == 0, strictly increasing, each
+ * below count. `idx_name`/`n_name`/`count_name` name the arguments in the
+ * messages (ACL_ERROR_INVALID_PARAM). */
+MOCK_HIDDEN aclError mem_check_batch_indexes(const char *fn, const size_t *idx, size_t n, size_t count,
+                                             const char *idx_name, const char *n_name, const char *count_name);
 /* Record containing ptr with a new reference, or NULL. */
 MOCK_HIDDEN mem_rec *mem_acquire(const void *ptr);
 MOCK_HIDDEN void mem_release(mem_rec *rec);

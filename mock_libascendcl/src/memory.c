@@ -327,6 +327,41 @@ static size_t rec_extent(const mem_rec *r)
     return r->span > r->size ? r->span : r->size;
 }
 
+aclError mem_register_allocation(const char *fn, mem_rec *rec, int32_t device, uint64_t bytes)
+{
+    if (!mem_registry_insert(rec)) {
+        mem_release(rec);
+        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "registry insertion failed");
+    }
+    if (device < 0) {
+        mock_stat_add(-1, MOCK_STAT_HOST_ALLOCATIONS, 1);
+        mock_stat_add(-1, MOCK_STAT_HOST_BYTES, (int64_t)bytes);
+    } else {
+        mock_stat_add(device, MOCK_STAT_ALLOCATIONS, 1);
+        mock_stat_add(device, MOCK_STAT_BYTES, (int64_t)bytes);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError mem_check_batch_indexes(const char *fn, const size_t *idx, size_t n, size_t count, const char *idx_name,
+                                 const char *n_name, const char *count_name)
+{
+    if (n == 0 || n > count) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' (%zu) must be in 1..%s (%zu)", n_name, n,
+                          count_name, count);
+    }
+    if (idx[0] != 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "%s[0] must be 0", idx_name);
+    }
+    for (size_t k = 1; k < n; k++) {
+        if (idx[k] <= idx[k - 1] || idx[k] >= count) {
+            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                              "%s must be strictly increasing and below %s (index %zu)", idx_name, count_name, k);
+        }
+    }
+    return ACL_SUCCESS;
+}
+
 MOCK_HIDDEN bool mem_registry_insert(mem_rec *rec)
 {
     pthread_rwlock_wrlock(&g_reg_lock);
@@ -691,12 +726,10 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
     r->page_size = psize;
     r->protect = mem_isolation();
     r->dtor = device_rec_dtor;
-    if (!mem_registry_insert(r)) {
-        mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "registry insertion failed");
+    aclError rc = mem_register_allocation(fn, r, device, asize);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
-    mock_stat_add(device, MOCK_STAT_ALLOCATIONS, 1);
-    mock_stat_add(device, MOCK_STAT_BYTES, (int64_t)asize);
     *out = (void *)base;
     return ACL_SUCCESS;
 }
@@ -912,12 +945,10 @@ static aclError host_alloc(const char *fn, void **out, uint64_t size)
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->dtor = host_rec_dtor;
-    if (!mem_registry_insert(r)) {
-        mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "registry insertion failed");
+    aclError rc = mem_register_allocation(fn, r, -1, size);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
-    mock_stat_add(-1, MOCK_STAT_HOST_ALLOCATIONS, 1);
-    mock_stat_add(-1, MOCK_STAT_HOST_BYTES, (int64_t)size);
     *out = p;
     return ACL_SUCCESS;
 }
