@@ -116,6 +116,7 @@ from .device import (
     _refuse_in_callback,
     current_device,
 )
+from .lowlevel import fast as _fast
 from .lowlevel import ffi
 from .stream import Stream, current_stream
 
@@ -159,9 +160,10 @@ _KIND: Final = (
     (ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_DEVICE),
 )
 
-_aclrtMemcpyAsync = _lib.aclrtMemcpyAsync
+# lowlevel.fast: the hand-written METH_FASTCALL entry points (same dispatch table).
+_aclrtMemcpyAsync = _fast.memcpy_async
 _aclrtMemcpy2dAsync = _lib.aclrtMemcpy2dAsync
-_aclrtMemsetAsync = _lib.aclrtMemsetAsync
+_aclrtMemsetAsync = _fast.memset_async
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
