@@ -47,8 +47,19 @@ Lifetime of memory used by async work
   ``close()`` blocks like ``cudaFree`` when the buffer still has queued work, and
   the memory is back in the pool when it returns. This costs nothing on the hot
   path (no event per copy). A buffer freed on a host-callback thread, where a
-  synchronize would deadlock, is freed later (next allocation/close, or finalize)
-  if its streams are still busy.
+  synchronize would deadlock, is freed later (next allocation, :func:`empty_cache`,
+  or finalize) if its streams are still busy.
+
+Threads and host callbacks
+--------------------------
+Buffers work from any thread (each operation makes the buffer's device context
+current; no ``set_device`` needed). Closing a buffer while another thread is still
+enqueueing work on it is a race, as freeing memory is in C. Inside a host callback,
+synchronous copies and memsets raise :class:`~pyacl_rt.device.CallbackContextError`
+(they would wait for the stream running the callback); asynchronous copies between
+owned buffers are fine. An async copy of *pageable* memory (numpy, bytearray)
+completes before returning (ACL semantics), so from a callback it must not target
+a stream that is waiting for that callback.
 
 Buffer protocol (HostBuffer)
 ----------------------------
