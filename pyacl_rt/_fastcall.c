@@ -12,10 +12,13 @@
  * checks its magic/version/size and finds its functions' slots by name. Each call loads
  * the pointer from that table (no copy, nothing cached).
  *
- * Conventions (documented in pyacl_rt/lowlevel.py and pyacl_rt/_fastcall.pyi):
- *   - no out-parameter        -> returns rc (the aclError as an int)
- *   - one out-parameter       -> returns (rc, value); value is 0 unless rc == 0
- *   - ACL error codes never raise (like the raw layer): check rc, e.g. lowlevel.check().
+ * Conventions (documented in pyacl_rt/lowlevel.py and pyacl_rt/_fastcall.pyi): these are
+ * *checked* calls, doing exactly what a hand-written extension does ("call, check rc,
+ * return the value"):
+ *   - success: the out-parameter's value (int), or None when the function has none;
+ *   - a nonzero aclError raises the pyacl_rt error of that code, built by
+ *     pyacl_rt.lowlevel.check(rc, "aclrtXxx") (reads aclGetRecentErrMsg at once, on the
+ *     failing thread);
  *   - a symbol the loaded library lacks raises FunctionNotFoundError (through the same
  *     sentinel path as the raw layer: the slot index is recorded in the cffi module's
  *     thread-local and lowlevel.check(MISSING_SYMBOL, name) raises). A call before the
@@ -242,49 +245,27 @@ static int check_nargs(const char *func, Py_ssize_t n, Py_ssize_t want)
     return -1;
 }
 
-static PyObject *rc_value(int32_t rc, long value)
+/* Cold path of every call: rc != 0. lowlevel.check() raises the pyacl_rt error of the
+ * code (reading aclGetRecentErrMsg at once, on this, the failing thread). */
+static PyObject *raise_rc(int32_t rc, int slot)
 {
-    PyObject *r = PyLong_FromLong(rc);
-    if (r == NULL) {
+    PyObject *ll = PyImport_ImportModule("pyacl_rt.lowlevel");
+    if (ll == NULL) {
         return NULL;
     }
-    PyObject *v = PyLong_FromLong(rc == 0 ? value : 0);
-    if (v == NULL) {
+    PyObject *r = PyObject_CallMethod(ll, "check", "is", (int)rc, slot_names[slot]);
+    Py_DECREF(ll);
+    if (r != NULL) {
         Py_DECREF(r);
-        return NULL;
+        PyErr_Format(PyExc_RuntimeError, "%s failed with %d", slot_names[slot], (int)rc);
     }
-    PyObject *t = PyTuple_New(2);
-    if (t == NULL) {
-        Py_DECREF(r);
-        Py_DECREF(v);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(t, 0, r);
-    PyTuple_SET_ITEM(t, 1, v);
-    return t;
+    return NULL;
 }
 
-static PyObject *rc_handle(int32_t rc, uintptr_t value)
-{
-    PyObject *r = PyLong_FromLong(rc);
-    if (r == NULL) {
-        return NULL;
+#define CHECK(rc, slot)                        \
+    if (PYACL_UNLIKELY((rc) != 0)) {           \
+        return raise_rc((rc), (slot));         \
     }
-    PyObject *v = PyLong_FromUnsignedLong(rc == 0 ? (unsigned long)value : 0UL);
-    if (v == NULL) {
-        Py_DECREF(r);
-        return NULL;
-    }
-    PyObject *t = PyTuple_New(2);
-    if (t == NULL) {
-        Py_DECREF(r);
-        Py_DECREF(v);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(t, 0, r);
-    PyTuple_SET_ITEM(t, 1, v);
-    return t;
-}
 
 #define NOGIL(stmt)              \
     do {                         \
@@ -303,7 +284,8 @@ static PyObject *f_get_device(PyObject *self, PyObject *unused)
     GET_FN(fn, fn_p_t, S_GET_DEVICE);
     int32_t dev = 0;
     int32_t rc = fn(&dev);
-    return rc_value(rc, dev);
+    CHECK(rc, S_GET_DEVICE);
+    return PyLong_FromLong(dev);
 }
 
 /* GIL kept: aclrtGetCurrentContext reads the calling thread's current context. */
@@ -314,7 +296,8 @@ static PyObject *f_get_current_context(PyObject *self, PyObject *unused)
     GET_FN(fn, fn_pu_t, S_GET_CURRENT_CONTEXT);
     uintptr_t ctx = 0;
     int32_t rc = fn(&ctx);
-    return rc_handle(rc, ctx);
+    CHECK(rc, S_GET_CURRENT_CONTEXT);
+    return PyLong_FromUnsignedLong((unsigned long)ctx);
 }
 
 static PyObject *f_set_current_context(PyObject *self, PyObject *arg)
@@ -324,7 +307,8 @@ static PyObject *f_set_current_context(PyObject *self, PyObject *arg)
     GET_FN(fn, fn_u_t, S_SET_CURRENT_CONTEXT);
     int32_t rc;
     NOGIL(rc = fn(ctx));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_SET_CURRENT_CONTEXT);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_stream_query(PyObject *self, PyObject *arg)
@@ -335,7 +319,8 @@ static PyObject *f_stream_query(PyObject *self, PyObject *arg)
     int32_t status = 0;
     int32_t rc;
     NOGIL(rc = fn(stream, &status));
-    return rc_value(rc, status);
+    CHECK(rc, S_STREAM_QUERY);
+    return PyLong_FromLong(status);
 }
 
 static PyObject *f_query_event_status(PyObject *self, PyObject *arg)
@@ -346,7 +331,8 @@ static PyObject *f_query_event_status(PyObject *self, PyObject *arg)
     int32_t status = 0;
     int32_t rc;
     NOGIL(rc = fn(event, &status));
-    return rc_value(rc, status);
+    CHECK(rc, S_QUERY_EVENT_STATUS);
+    return PyLong_FromLong(status);
 }
 
 static PyObject *f_synchronize_stream(PyObject *self, PyObject *arg)
@@ -356,7 +342,8 @@ static PyObject *f_synchronize_stream(PyObject *self, PyObject *arg)
     GET_FN(fn, fn_u_t, S_SYNCHRONIZE_STREAM);
     int32_t rc;
     NOGIL(rc = fn(stream));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_SYNCHRONIZE_STREAM);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_synchronize_stream_with_timeout(PyObject *self, PyObject *const *args,
@@ -372,7 +359,8 @@ static PyObject *f_synchronize_stream_with_timeout(PyObject *self, PyObject *con
     GET_FN(fn, fn_ui_t, S_SYNCHRONIZE_STREAM_WITH_TIMEOUT);
     int32_t rc;
     NOGIL(rc = fn(stream, timeout));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_SYNCHRONIZE_STREAM_WITH_TIMEOUT);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_synchronize_event(PyObject *self, PyObject *arg)
@@ -382,7 +370,8 @@ static PyObject *f_synchronize_event(PyObject *self, PyObject *arg)
     GET_FN(fn, fn_u_t, S_SYNCHRONIZE_EVENT);
     int32_t rc;
     NOGIL(rc = fn(event));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_SYNCHRONIZE_EVENT);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_synchronize_event_with_timeout(PyObject *self, PyObject *const *args,
@@ -398,7 +387,8 @@ static PyObject *f_synchronize_event_with_timeout(PyObject *self, PyObject *cons
     GET_FN(fn, fn_ui_t, S_SYNCHRONIZE_EVENT_WITH_TIMEOUT);
     int32_t rc;
     NOGIL(rc = fn(event, timeout));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_SYNCHRONIZE_EVENT_WITH_TIMEOUT);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_record_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -413,7 +403,8 @@ static PyObject *f_record_event(PyObject *self, PyObject *const *args, Py_ssize_
     GET_FN(fn, fn_uu_t, S_RECORD_EVENT);
     int32_t rc;
     NOGIL(rc = fn(event, stream));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_RECORD_EVENT);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_stream_wait_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -428,7 +419,8 @@ static PyObject *f_stream_wait_event(PyObject *self, PyObject *const *args, Py_s
     GET_FN(fn, fn_uu_t, S_STREAM_WAIT_EVENT);
     int32_t rc;
     NOGIL(rc = fn(stream, event));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_STREAM_WAIT_EVENT);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_memcpy_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -447,7 +439,8 @@ static PyObject *f_memcpy_async(PyObject *self, PyObject *const *args, Py_ssize_
     GET_FN(fn, fn_copy_t, S_MEMCPY_ASYNC);
     int32_t rc;
     NOGIL(rc = fn(dst, dst_max, src, count, kind, stream));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_MEMCPY_ASYNC);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_memcpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -465,7 +458,8 @@ static PyObject *f_memcpy(PyObject *self, PyObject *const *args, Py_ssize_t narg
     GET_FN(fn, fn_copysync_t, S_MEMCPY);
     int32_t rc;
     NOGIL(rc = fn(dst, dst_max, src, count, kind));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_MEMCPY);
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_memset_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -483,7 +477,8 @@ static PyObject *f_memset_async(PyObject *self, PyObject *const *args, Py_ssize_
     GET_FN(fn, fn_memset_t, S_MEMSET_ASYNC);
     int32_t rc;
     NOGIL(rc = fn(dst, dst_max, value, count, stream));
-    return PyLong_FromLong(rc);
+    CHECK(rc, S_MEMSET_ASYNC);
+    Py_RETURN_NONE;
 }
 
 /* Introspection for tests: the address of the table this module calls through. */
@@ -498,36 +493,37 @@ static PyObject *f_table_address(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
     {"get_device", f_get_device, METH_NOARGS,
-     "get_device() -> (rc, device): aclrtGetDevice (GIL kept: per-thread read)."},
+     "get_device() -> device: aclrtGetDevice (GIL kept: per-thread read)."},
     {"get_current_context", f_get_current_context, METH_NOARGS,
-     "get_current_context() -> (rc, context): aclrtGetCurrentContext (GIL kept)."},
+     "get_current_context() -> context: aclrtGetCurrentContext (GIL kept)."},
     {"set_current_context", f_set_current_context, METH_O,
-     "set_current_context(context) -> rc: aclrtSetCurrentContext (releases the GIL)."},
+     "set_current_context(context) -> None: aclrtSetCurrentContext (releases the GIL)."},
     {"stream_query", f_stream_query, METH_O,
-     "stream_query(stream) -> (rc, status): aclrtStreamQuery (releases the GIL)."},
+     "stream_query(stream) -> status: aclrtStreamQuery (0 = complete; releases the GIL)."},
     {"query_event_status", f_query_event_status, METH_O,
-     "query_event_status(event) -> (rc, status): aclrtQueryEventStatus (releases the GIL)."},
+     "query_event_status(event) -> status: aclrtQueryEventStatus (1 = complete; releases "
+     "the GIL)."},
     {"synchronize_stream", f_synchronize_stream, METH_O,
-     "synchronize_stream(stream) -> rc: aclrtSynchronizeStream (releases the GIL)."},
+     "synchronize_stream(stream) -> None: aclrtSynchronizeStream (releases the GIL)."},
     {"synchronize_stream_with_timeout", FASTCALL(f_synchronize_stream_with_timeout),
      METH_FASTCALL,
-     "synchronize_stream_with_timeout(stream, timeout_ms) -> rc (releases the GIL)."},
+     "synchronize_stream_with_timeout(stream, timeout_ms) -> None (releases the GIL)."},
     {"synchronize_event", f_synchronize_event, METH_O,
-     "synchronize_event(event) -> rc: aclrtSynchronizeEvent (releases the GIL)."},
+     "synchronize_event(event) -> None: aclrtSynchronizeEvent (releases the GIL)."},
     {"synchronize_event_with_timeout", FASTCALL(f_synchronize_event_with_timeout),
      METH_FASTCALL,
-     "synchronize_event_with_timeout(event, timeout_ms) -> rc (releases the GIL)."},
+     "synchronize_event_with_timeout(event, timeout_ms) -> None (releases the GIL)."},
     {"record_event", FASTCALL(f_record_event), METH_FASTCALL,
-     "record_event(event, stream) -> rc: aclrtRecordEvent (releases the GIL)."},
+     "record_event(event, stream) -> None: aclrtRecordEvent (releases the GIL)."},
     {"stream_wait_event", FASTCALL(f_stream_wait_event), METH_FASTCALL,
-     "stream_wait_event(stream, event) -> rc: aclrtStreamWaitEvent (releases the GIL)."},
+     "stream_wait_event(stream, event) -> None: aclrtStreamWaitEvent (releases the GIL)."},
     {"memcpy_async", FASTCALL(f_memcpy_async), METH_FASTCALL,
-     "memcpy_async(dst, dst_max, src, count, kind, stream) -> rc: aclrtMemcpyAsync "
+     "memcpy_async(dst, dst_max, src, count, kind, stream) -> None: aclrtMemcpyAsync "
      "(releases the GIL)."},
     {"memcpy", FASTCALL(f_memcpy), METH_FASTCALL,
-     "memcpy(dst, dst_max, src, count, kind) -> rc: aclrtMemcpy (releases the GIL)."},
+     "memcpy(dst, dst_max, src, count, kind) -> None: aclrtMemcpy (releases the GIL)."},
     {"memset_async", FASTCALL(f_memset_async), METH_FASTCALL,
-     "memset_async(dst, dst_max, value, count, stream) -> rc: aclrtMemsetAsync "
+     "memset_async(dst, dst_max, value, count, stream) -> None: aclrtMemsetAsync "
      "(releases the GIL)."},
     {"_table_address", f_table_address, METH_NOARGS,
      "Address of the dispatch table this module calls through (tests)."},

@@ -39,31 +39,38 @@ Contract:
   for the hot calls with out-parameters or >= 2 arguments, where cffi's generic
   wrapper costs most (argument tuple + ``PyArg_UnpackTuple``; reading the scratch
   array back). They jump through the *same* dispatch table (one table, filled once by
-  :func:`load`; a call before loading loads first). Convention:
+  :func:`load`; a call before loading loads first). They are **checked** calls, doing
+  what a hand-written C extension does - call, check rc, return the value:
 
-  - no out-parameter: return ``rc`` (the ``aclError`` int), like the raw functions;
-  - one out-parameter: return ``(rc, value)``; ``value`` is 0 unless ``rc == 0``
-    (pyACL returns ``(value, ret)``; here ``rc`` comes first everywhere);
-  - a nonzero ``rc`` never raises (pass it to :func:`check`); a missing symbol raises
-    :class:`~pyacl_rt.errors.FunctionNotFoundError` (same path as :func:`check`);
+  - success returns the out-parameter's value (an int), or ``None`` if there is none;
+  - a nonzero ``aclError`` raises the same exception as ``check(rc, "aclrtXxx")``
+    (typed by code family, with the recent-error text read at once on the failing
+    thread; e.g. a sync timeout is an AclError with ``code`` 507046/507047);
+  - a symbol the loaded library lacks raises
+    :class:`~pyacl_rt.errors.FunctionNotFoundError` (same sentinel path as :func:`check`);
   - handles, device pointers and sizes are ints in ``[0, 2**64)`` (``__index__``
-    accepted, ``bool`` refused), enums / timeouts 32-bit ints: anything else raises
-    ``TypeError`` / ``OverflowError`` naming the argument before C is reached.
+    accepted, ``bool`` refused), enums / timeouts / the memset value 32-bit ints:
+    anything else raises ``TypeError`` / ``OverflowError`` naming the function and the
+    argument before C is reached.
+
+  Why checked rather than pyACL's ``(value, ret)`` tuples: every caller checks rc
+  anyway, and a tuple plus its unpacking costs about as much as the call itself.
+  Use the cffi functions when you need the raw code without an exception.
 
   ========================================================  =====================
-  ``fast.get_device() -> (rc, device)``                     GIL kept
-  ``fast.get_current_context() -> (rc, context)``           GIL kept
-  ``fast.set_current_context(context) -> rc``               GIL released
-  ``fast.stream_query(stream) -> (rc, status)``             GIL released
-  ``fast.query_event_status(event) -> (rc, status)``        GIL released
-  ``fast.synchronize_stream(stream) -> rc``                 GIL released
-  ``fast.synchronize_stream_with_timeout(stream, ms) -> rc`` GIL released
-  ``fast.synchronize_event(event) -> rc``                   GIL released
-  ``fast.synchronize_event_with_timeout(event, ms) -> rc``  GIL released
-  ``fast.record_event(event, stream) -> rc``                GIL released
-  ``fast.stream_wait_event(stream, event) -> rc``           GIL released
+  ``fast.get_device() -> int``                              GIL kept
+  ``fast.get_current_context() -> int``                     GIL kept
+  ``fast.set_current_context(context)``                     GIL released
+  ``fast.stream_query(stream) -> int`` (0 = complete)       GIL released
+  ``fast.query_event_status(event) -> int`` (1 = complete)  GIL released
+  ``fast.synchronize_stream(stream)``                       GIL released
+  ``fast.synchronize_stream_with_timeout(stream, ms)``      GIL released
+  ``fast.synchronize_event(event)``                         GIL released
+  ``fast.synchronize_event_with_timeout(event, ms)``        GIL released
+  ``fast.record_event(event, stream)``                      GIL released
+  ``fast.stream_wait_event(stream, event)``                 GIL released
   ``fast.memcpy_async(dst, dst_max, src, n, kind, stream)`` GIL released
-  ``fast.memcpy(dst, dst_max, src, n, kind) -> rc``         GIL released
+  ``fast.memcpy(dst, dst_max, src, n, kind)``               GIL released
   ``fast.memset_async(dst, dst_max, value, n, stream)``     GIL released
   ========================================================  =====================
 
@@ -72,7 +79,7 @@ Contract:
   ``get_current_context`` keep it (listed in ``fast.GIL_HELD``): they read the calling
   thread's current context and never wait for device work, and releasing and
   re-taking the GIL costs more than the call itself (measured by
-  scripts/bench_overhead.py, columns "C-ext" vs "C-ext+GIL"). The queries
+  scripts/bench_overhead.py: columns "C-ext" vs "C+GIL", ~30-60 ns). The queries
   (``stream_query``, ``query_event_status``) release it: they take the stream's /
   event's lock in the runtime (and ask the driver on real hardware), so they can wait.
 * ``aclAppLog`` is bound with a fixed signature ``(level, func, file, line, message)``;
