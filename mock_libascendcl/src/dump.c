@@ -329,51 +329,17 @@ static aclError validate_dump_object(const char *fn, const char *file, const moc
 /* Reads and validates the file; fills `cfg` on success. */
 static aclError load_dump_config(const char *fn, const char *file, dump_cfg *cfg)
 {
-    struct stat st;
     if (file[0] == '\0') {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dumpCfgPath' is an empty string");
     }
-    if (stat(file, &st) != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "dump config file '%s' cannot be accessed: %s", file,
-                          strerror(errno));
+    char *buf = NULL;
+    size_t n = 0;
+    mock_json *root = NULL;
+    aclError rc = mock_json_load_file(fn, "dump config file", file, DUMP_MAX_FILE_SIZE, &buf, &n, &root);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
-    if (!S_ISREG(st.st_mode)) {
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "dump config '%s' is not a regular file", file);
-    }
-    if (st.st_size == 0) {
-        return mock_error(fn, ACL_ERROR_PARSE_FILE, "dump config file '%s' is empty (expected a JSON object)", file);
-    }
-    if ((uint64_t)st.st_size > DUMP_MAX_FILE_SIZE) {
-        return mock_error(fn, ACL_ERROR_INVALID_FILE_SIZE, "dump config file '%s' is %lld bytes (limit %u)", file,
-                          (long long)st.st_size, DUMP_MAX_FILE_SIZE);
-    }
-    FILE *f = fopen(file, "rb");
-    if (f == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "dump config file '%s' cannot be opened: %s", file,
-                          strerror(errno));
-    }
-    size_t cap = (size_t)st.st_size;
-    char *buf = (char *)malloc(cap + 1);
-    if (buf == NULL) {
-        fclose(f);
-        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory reading dump config '%s'", file);
-    }
-    size_t n = fread(buf, 1, cap, f);
-    bool read_err = ferror(f) != 0;
-    fclose(f);
-    if (read_err) {
-        free(buf);
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "dump config file '%s' cannot be read", file);
-    }
-    buf[n] = '\0';
-    char err[256];
-    mock_json *root = mock_json_parse(buf, n, err, sizeof err);
-    aclError rc;
-    if (root == NULL) {
-        rc = mock_error(fn, ACL_ERROR_PARSE_FILE, "dump config '%s' is not valid JSON: %s", file, err);
-    } else {
-        rc = validate_dump_object(fn, file, root, cfg);
-    }
+    rc = validate_dump_object(fn, file, root, cfg);
     mock_json_free(root);
     free(buf);
     return rc;

@@ -41,52 +41,11 @@
 /* Reads and validates an aclInit config file. On success *content is malloc'd. */
 static aclError load_config_file(const char *fn, const char *path, char **content, int *err_mode)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot open config file '%s': %s", path,
-                          strerror(errno));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "config path '%s' is not a regular file",
-                          path);
-    }
-    if (st.st_size > (off_t)CONFIG_MAX_BYTES) {
-        close(fd);
-        return mock_error(fn, ACL_ERROR_INVALID_FILE_SIZE,
-                          "config file '%s' is larger than 10 MiB (%lld bytes)", path,
-                          (long long)st.st_size);
-    }
-    size_t size = (size_t)st.st_size;
-    char *buf = malloc(size + 1);
-    if (buf == NULL) {
-        close(fd);
-        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory reading '%s'", path);
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r <= 0) {
-            break;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    if (got != size) {
-        free(buf);
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot read config file '%s'", path);
-    }
-    buf[size] = '\0';
-    char err[256];
-    mock_json *root = mock_json_parse(buf, size, err, sizeof err);
-    if (root == NULL) {
-        aclError rc = mock_error(fn, ACL_ERROR_PARSE_FILE, "config file '%s' is not valid JSON: %s",
-                                 path, err);
-        free(buf);
+    char *buf = NULL;
+    size_t size = 0;
+    mock_json *root = NULL;
+    aclError rc = mock_json_load_file(fn, "config file", path, CONFIG_MAX_BYTES, &buf, &size, &root);
+    if (rc != ACL_SUCCESS) {
         return rc;
     }
     if (root->t != MOCK_JSON_OBJECT) {

@@ -5,12 +5,17 @@
  * usable for the aclInit config too). Errors carry the line and column of the
  * problem. Depth is limited so that hostile files cannot exhaust the stack.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "mock_internal.h"
 #include "mock_json.h"
 
 #define MOCK_JSON_MAX_DEPTH 128
@@ -460,3 +465,65 @@ const char *mock_json_type_name(mock_json_type t)
     return "?";
 }
 
+
+/* ------------------------------------------------------------ file loading */
+
+aclError mock_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes, char **text,
+                        size_t *len, mock_json **root)
+{
+    *text = NULL;
+    *len = 0;
+    *root = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot open %s '%s': %s", what, path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return mock_error(fn, ACL_ERROR_INVALID_FILE, "%s '%s' is not a regular file", what, path);
+    }
+    if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
+        close(fd);
+        return mock_error(fn, ACL_ERROR_INVALID_FILE_SIZE, "%s '%s' is %lld bytes (limit %zu)", what, path,
+                          (long long)st.st_size, max_bytes);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return mock_error(fn, ACL_ERROR_PARSE_FILE, "%s '%s' is empty (expected a JSON object)", what, path);
+    }
+    size_t size = (size_t)st.st_size;
+    char *buf = malloc(size + 1);
+    if (buf == NULL) {
+        close(fd);
+        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory reading %s '%s'", what, path);
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != size) {
+        free(buf);
+        return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot read %s '%s'", what, path);
+    }
+    buf[size] = '\0';
+    char err[256];
+    mock_json *tree = mock_json_parse(buf, size, err, sizeof err);
+    if (tree == NULL) {
+        aclError rc = mock_error(fn, ACL_ERROR_PARSE_FILE, "%s '%s' is not valid JSON: %s", what, path, err);
+        free(buf);
+        return rc;
+    }
+    *text = buf;
+    *len = size;
+    *root = tree;
+    return ACL_SUCCESS;
+}

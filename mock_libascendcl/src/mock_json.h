@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "acl/acl_base.h"
+
 #define MOCK_JSON_HIDDEN __attribute__((visibility("hidden")))
 
 typedef enum mock_json_type {
@@ -37,5 +39,16 @@ MOCK_JSON_HIDDEN void mock_json_free(mock_json *root);
 MOCK_JSON_HIDDEN const mock_json *mock_json_get(const mock_json *obj, const char *key);
 /* "null", "a boolean", "a number", "a string", "an array", "an object". */
 MOCK_JSON_HIDDEN const char *mock_json_type_name(mock_json_type t);
+
+/* Reads the JSON file `path` (a regular file of at most `max_bytes`) and parses
+ * it: the one loader of the aclInit config and the aclmdlSetDump config. `what`
+ * names the file in messages ("config file", "dump config file"). On success
+ * *text is the malloc'd, NUL-terminated content (*len bytes; free it) and *root
+ * the tree (mock_json_free). Errors, recorded under `fn` (acl_abi.md §5.1/§5.10):
+ * ACL_ERROR_INVALID_FILE (cannot open/read, not a regular file),
+ * ACL_ERROR_INVALID_FILE_SIZE (larger than max_bytes), ACL_ERROR_PARSE_FILE
+ * (empty, or not JSON: the message has line and column), ACL_ERROR_BAD_ALLOC. */
+MOCK_JSON_HIDDEN aclError mock_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes,
+                                         char **text, size_t *len, mock_json **root);
 
 #endif /* MOCK_JSON_H */
