@@ -14,6 +14,7 @@
 #ifndef MOCK_TEST_H
 #define MOCK_TEST_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,5 +106,58 @@ static int mt_failed_ __attribute__((unused)) = 0;
     (printf("%d passed, %d failed\n", __atomic_load_n(&mt_passed_, __ATOMIC_RELAXED), \
             __atomic_load_n(&mt_failed_, __ATOMIC_RELAXED)),                     \
      fflush(stdout), (__atomic_load_n(&mt_failed_, __ATOMIC_RELAXED) == 0 ? 0 : 1))
+
+/* ------------------------------------------------------------ environment */
+
+/* Gives the test the mock configuration it needs: unsets every ASCEND_MOCK_*
+ * variable and ASCEND_RT_VISIBLE_DEVICES (so the developer's shell cannot leak
+ * in), then sets the NAME, VALUE pairs given, e.g.
+ *     mt_mock_env("ASCEND_MOCK_DEVICE_COUNT", "4", (const char *)NULL);
+ * Call it first thing in main(): the mock reads its configuration at the first
+ * ACL call (README "When variables are read"). */
+static inline void mt_mock_env(const char *name, ...)
+{
+    static const char *const vars[] = {
+        "ASCEND_MOCK_DEVICE_COUNT", "ASCEND_MOCK_MEM_PER_DEVICE", "ASCEND_MOCK_SOC_NAME",
+        "ASCEND_MOCK_CANN_VERSION", "ASCEND_MOCK_ISOLATION",      "ASCEND_MOCK_FAULTS",
+        "ASCEND_MOCK_DEVICE_LOST",  "ASCEND_MOCK_LEAK_REPORT",    "ASCEND_RT_VISIBLE_DEVICES",
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        unsetenv(vars[i]);
+    }
+    va_list ap;
+    va_start(ap, name);
+    for (const char *n = name; n != NULL; n = va_arg(ap, const char *)) {
+        const char *v = va_arg(ap, const char *);
+        if (v != NULL) {
+            setenv(n, v, 1);
+        }
+    }
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------ scratch dirs */
+
+/* Creates a fresh directory /tmp/mock_test_<tag>_XXXXXX in buf (len >= 64).
+ * Returns 0, or -1 after printing why. */
+static inline int mt_make_tmpdir(char *buf, size_t len, const char *tag)
+{
+    snprintf(buf, len, "/tmp/mock_test_%s_XXXXXX", tag);
+    if (mkdtemp(buf) == NULL) {
+        perror("mkdtemp");
+        return -1;
+    }
+    return 0;
+}
+
+/* Removes a directory made by mt_make_tmpdir and everything in it (best effort). */
+static inline void mt_remove_tree(const char *path)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "warning: could not remove %s\n", path);
+    }
+}
 
 #endif /* MOCK_TEST_H */

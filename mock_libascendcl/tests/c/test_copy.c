@@ -572,20 +572,9 @@ static void test_threads(void)
     }
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    (void)argc;
-    const char *c = getenv("ASCEND_MOCK_DEVICE_COUNT");
-    if (c == NULL || strcmp(c, "4") != 0) { /* configuration is read at load time */
-        setenv("ASCEND_MOCK_DEVICE_COUNT", "4", 1);
-        setenv("ASCEND_MOCK_MEM_PER_DEVICE", "1G", 1);
-        unsetenv("ASCEND_RT_VISIBLE_DEVICES");
-        unsetenv("ASCEND_MOCK_ISOLATION");
-        unsetenv("ASCEND_MOCK_FAULTS");
-        execv("/proc/self/exe", argv);
-        perror("execv");
-        return 1;
-    }
+    mt_mock_env("ASCEND_MOCK_DEVICE_COUNT", "4", "ASCEND_MOCK_MEM_PER_DEVICE", "1G", (const char *)NULL);
     CHECK_OK(aclInit(NULL));
     RUN_TEST(test_no_context);
     CHECK_OK(aclrtSetDevice(0));

@@ -273,9 +273,7 @@ static void test_fault_injection(void)
 
 int main(void)
 {
-    snprintf(g_dir, sizeof g_dir, "/tmp/mock_test_dump_XXXXXX");
-    if (mkdtemp(g_dir) == NULL) {
-        perror("mkdtemp");
+    if (mt_make_tmpdir(g_dir, sizeof g_dir, "dump") != 0) {
         return 1;
     }
     RUN_TEST(test_state_before_init);
@@ -290,10 +288,6 @@ int main(void)
     RUN_TEST(test_dump_callbacks);
     RUN_TEST(test_fault_injection);
     CHECK_OK(aclFinalize());
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "cleanup of %s failed\n", g_dir);
-    }
+    mt_remove_tree(g_dir);
     return TEST_REPORT();
 }

@@ -340,8 +340,9 @@ static void test_concurrent_init_finalize(void)
 
 int main(void)
 {
-    snprintf(g_dir, sizeof g_dir, "/tmp/mock_test_init_%d", (int)getpid());
-    mkdir(g_dir, 0755);
+    if (mt_make_tmpdir(g_dir, sizeof g_dir, "init") != 0) {
+        return 1;
+    }
     RUN_TEST(test_init_finalize_basic);
     RUN_TEST(test_init_config_files);
     RUN_TEST(test_finalize_reference);
@@ -350,10 +351,6 @@ int main(void)
     RUN_TEST(test_cann_attributes);
     RUN_TEST(test_finalize_releases_and_reports);
     RUN_TEST(test_concurrent_init_finalize);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "warning: could not remove %s\n", g_dir);
-    }
+    mt_remove_tree(g_dir);
     return TEST_REPORT();
 }

@@ -146,18 +146,9 @@ static void test_vmm_isolated(void)
     CHECK_OK(aclrtReleaseMemAddress(va));
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    (void)argc;
-    const char *iso = getenv("ASCEND_MOCK_ISOLATION");
-    if (iso == NULL || strcmp(iso, "1") != 0) { /* configuration is read at load time */
-        setenv("ASCEND_MOCK_ISOLATION", "1", 1);
-        setenv("ASCEND_MOCK_MEM_PER_DEVICE", "1G", 1);
-        unsetenv("ASCEND_MOCK_FAULTS");
-        execv("/proc/self/exe", argv);
-        perror("execv");
-        return 1;
-    }
+    mt_mock_env("ASCEND_MOCK_ISOLATION", "1", "ASCEND_MOCK_MEM_PER_DEVICE", "1G", (const char *)NULL);
     CHECK_OK(aclInit(NULL));
     CHECK_OK(aclrtSetDevice(0));
     RUN_TEST(test_config);

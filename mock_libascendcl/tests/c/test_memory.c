@@ -560,22 +560,9 @@ static void test_finalize_releases(void)
     CHECK_OK(aclFinalize());
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    (void)argc;
-    /* The configuration is read when the library loads: re-run ourselves
-     * with the environment this test needs. */
-    const char *m = getenv("ASCEND_MOCK_MEM_PER_DEVICE");
-    if (m == NULL || strcmp(m, "64M") != 0) {
-        setenv("ASCEND_MOCK_MEM_PER_DEVICE", "64M", 1);
-        setenv("ASCEND_MOCK_DEVICE_COUNT", "4", 1);
-        unsetenv("ASCEND_RT_VISIBLE_DEVICES");
-        unsetenv("ASCEND_MOCK_ISOLATION");
-        unsetenv("ASCEND_MOCK_FAULTS");
-        execv("/proc/self/exe", argv);
-        perror("execv");
-        return 1;
-    }
+    mt_mock_env("ASCEND_MOCK_MEM_PER_DEVICE", "64M", "ASCEND_MOCK_DEVICE_COUNT", "4", (const char *)NULL);
     CHECK_OK(aclInit(NULL));
     RUN_TEST(test_no_context);
     CHECK_OK(aclrtSetDevice(0));

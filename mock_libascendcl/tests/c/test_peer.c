@@ -125,18 +125,9 @@ static void test_finalize_clears(void)
     CHECK_EQ(st, 0);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    (void)argc;
-    const char *c = getenv("ASCEND_MOCK_DEVICE_COUNT");
-    if (c == NULL || strcmp(c, "4") != 0) { /* configuration is read at load time */
-        setenv("ASCEND_MOCK_DEVICE_COUNT", "4", 1);
-        unsetenv("ASCEND_RT_VISIBLE_DEVICES");
-        unsetenv("ASCEND_MOCK_FAULTS");
-        execv("/proc/self/exe", argv);
-        perror("execv");
-        return 1;
-    }
+    mt_mock_env("ASCEND_MOCK_DEVICE_COUNT", "4", (const char *)NULL);
     CHECK_OK(aclInit(NULL));
     RUN_TEST(test_can_access);
     RUN_TEST(test_enable_disable);

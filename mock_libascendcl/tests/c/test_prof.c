@@ -242,9 +242,7 @@ static void test_unsupported_exported(void)
 
 int main(void)
 {
-    snprintf(g_dir, sizeof g_dir, "/tmp/mock_test_prof_XXXXXX");
-    if (mkdtemp(g_dir) == NULL) {
-        perror("mkdtemp");
+    if (mt_make_tmpdir(g_dir, sizeof g_dir, "prof") != 0) {
         return 1;
     }
     CHECK_OK(aclInit(NULL));
@@ -256,10 +254,6 @@ int main(void)
     RUN_TEST(test_msproftx_threads);
     RUN_TEST(test_unsupported_exported);
     CHECK_OK(aclFinalize());
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "cleanup of %s failed\n", g_dir);
-    }
+    mt_remove_tree(g_dir);
     return TEST_REPORT();
 }
