@@ -395,7 +395,7 @@ def gil_test(cx: Any, rounds: int, block_ms: int) -> dict[str, Any]:
             ll.check(rc, "aclrtLaunchHostFunc")
             entered = threading.Event()
 
-            def waiter() -> None:
+            def waiter(entered: threading.Event = entered) -> None:
                 entered.set()
                 stream.synchronize()
 
@@ -589,10 +589,8 @@ def main(argv: list[str] | None = None) -> int:
                 stmts["pythonic"] = case.pythonic
             row: dict[str, Any] = {"call": case.name}
             stat = min if args.stat == "min" else statistics.median
-            if case.sync_after:
-                row.update(time_interleaved(stmts, ns, args.number, args.repeat, hold, release, stat))
-            else:
-                row.update(time_interleaved(stmts, ns, args.number, args.repeat, nothing, nothing, stat))
+            before, after = (hold, release) if case.sync_after else (nothing, nothing)
+            row.update(time_interleaved(stmts, ns, args.number, args.repeat, before, after, stat))
             base = row["cext_gil"] if case.fast_keeps_gil else row["cext"]
             row["baseline"] = "C-ext+GIL" if case.fast_keeps_gil else "C-ext"
             row["ll_over_cext"] = row["lowlevel"] / row["cext"]
@@ -631,8 +629,7 @@ def _print_table(
     results: list[dict[str, Any]], gil: dict[str, Any] | None, args: Any, path: str
 ) -> None:
     print(
-        f"per-call time, {args.stat} of {args.repeat} x {args.number:,} calls (ns); "
-        f"library: {path}"
+        f"per-call time, {args.stat} of {args.repeat} x {args.number:,} calls (ns); library: {path}"
     )
     hdr = (
         f"{'call':30} {'lowlevel':>8} {'fast':>6} {'pythonic':>8} {'ctypes':>7} {'C-ext':>6}"
@@ -667,8 +664,8 @@ def _print_table(
     rows = [
         ("lowlevel (cffi) <= 1.3x C-ext", ll_worst, ll_worst <= 1.3),
         ("lowlevel (cffi) >= 2x faster than ctypes", ll_ct, ll_ct >= 2),
-        ("raw layer (fast where it exists, else cffi) <= 1.3x C-ext", max(best), max(best) <= 1.3),
-        ("raw layer (fast where it exists, else cffi) >= 2x ctypes", min(best_ct), min(best_ct) >= 2),
+        ("raw layer (fast if it exists, else cffi) <= 1.3x C-ext", max(best), max(best) <= 1.3),
+        ("raw layer (fast if it exists, else cffi) >= 2x ctypes", min(best_ct), min(best_ct) >= 2),
         ("Pythonic hot paths <= 3x C-ext", max(py), max(py) <= 3),
     ]  # fmt: skip
     for label, value, ok in rows:

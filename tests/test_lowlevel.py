@@ -434,3 +434,339 @@ def test_dispatch_table_hook(mock_loaded: Any) -> None:
         assert fn(s.i32) == 0 and s.i32[0] == 0
     finally:
         assert ll.aclrtResetDevice(0) == 0
+
+
+# ------------------------------------------------------------ fast variants
+class _Res:
+    """Device 0 + a stream, an event, 64 B device memory and a 64 B host array."""
+
+    def __init__(self, ll: Any) -> None:
+        self.ll = ll
+        s = ll.scratch()
+        assert ll.aclrtSetDevice(0) == 0
+        assert ll.aclrtCreateStream(s.uptr) == 0
+        self.stream = int(s.uptr[0])
+        assert ll.aclrtCreateEvent(s.uptr) == 0
+        self.event = int(s.uptr[0])
+        assert ll.aclrtMalloc(s.uptr, 64, 0) == 0
+        self.dev = int(s.uptr[0])
+        self.host = ll.ffi.new("unsigned char[64]")
+        self.host_addr = int(ll.ffi.cast("uintptr_t", self.host))
+
+    def close(self) -> None:
+        ll = self.ll
+        assert ll.aclrtSynchronizeStream(self.stream) == 0
+        assert ll.aclrtFree(self.dev) == 0
+        assert ll.aclrtDestroyEvent(self.event) == 0
+        assert ll.aclrtDestroyStream(self.stream) == 0
+        assert ll.aclrtResetDevice(0) == 0
+
+
+@pytest.fixture
+def res(mock_loaded: Any) -> Any:
+    r = _Res(mock_loaded)
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+def test_fast_uses_the_same_dispatch_table(mock_loaded: Any) -> None:
+    ll = mock_loaded
+    assert ll.fast._table_address() == ll.dispatch_table()[0]
+    assert ll.fast.GIL_HELD == ("get_device", "get_current_context")
+
+
+def test_fast_variants_return_what_the_cffi_calls_return(res: Any) -> None:
+    ll, fast, s = res.ll, res.ll.fast, res.ll.scratch()
+    c = CONSTANTS
+    # out-parameter calls: the value the cffi call writes into scratch
+    assert ll.aclrtGetDevice(s.i32) == 0 and fast.get_device() == s.i32[0] == 0
+    assert ll.aclrtGetCurrentContext(s.uptr) == 0
+    ctx = int(s.uptr[0])
+    assert fast.get_current_context() == ctx != 0
+    assert fast.set_current_context(ctx) is None
+    assert fast.get_current_context() == ctx
+    assert ll.aclrtStreamQuery(res.stream, s.i32) == 0
+    assert fast.stream_query(res.stream) == s.i32[0] == c["ACL_STREAM_STATUS_COMPLETE"]
+    assert fast.query_event_status(res.event) in (0, 1)
+    # calls without out-parameter: None where cffi returns 0
+    assert fast.record_event(res.event, res.stream) is None
+    assert fast.synchronize_event(res.event) is None
+    assert ll.aclrtQueryEventStatus(res.event, s.i32) == 0
+    assert fast.query_event_status(res.event) == s.i32[0]
+    assert s.i32[0] == c["ACL_EVENT_RECORDED_STATUS_COMPLETE"]
+    assert fast.synchronize_event_with_timeout(res.event, 1000) is None
+    assert fast.stream_wait_event(res.stream, res.event) is None
+    # copies move the same bytes as the cffi calls
+    res.host[0:8] = b"fastcall"
+    h2d, d2h = c["ACL_MEMCPY_HOST_TO_DEVICE"], c["ACL_MEMCPY_DEVICE_TO_HOST"]
+    assert fast.memcpy_async(res.dev, 64, res.host_addr, 8, h2d, res.stream) is None
+    assert fast.memset_async(res.dev + 8, 56, 0x5A, 8, res.stream) is None
+    assert fast.synchronize_stream(res.stream) is None
+    out = ll.ffi.new("unsigned char[16]")
+    out_addr = int(ll.ffi.cast("uintptr_t", out))
+    assert fast.memcpy(out_addr, 16, res.dev, 16, d2h) is None
+    assert bytes(ll.ffi.buffer(out, 16)) == b"fastcall" + b"\x5a" * 8
+    assert ll.aclrtMemcpy(out_addr, 16, res.dev, 16, d2h) == 0
+    assert bytes(ll.ffi.buffer(out, 16)) == b"fastcall" + b"\x5a" * 8
+    assert fast.synchronize_stream_with_timeout(res.stream, -1) is None
+    assert fast.stream_query(res.stream) == c["ACL_STREAM_STATUS_COMPLETE"]
+    # __index__ objects and int subclasses are accepted like ints
+    import enum
+
+    class Kind(enum.IntEnum):
+        H2D = h2d
+
+    class Idx:
+        def __init__(self, v: int) -> None:
+            self.v = v
+
+        def __index__(self) -> int:
+            return self.v
+
+    assert fast.memcpy(Idx(res.dev), Idx(64), res.host_addr, 8, Kind.H2D) is None
+    assert fast.stream_query(Idx(res.stream)) == c["ACL_STREAM_STATUS_COMPLETE"]
+
+
+def test_fast_failures_raise_what_check_raises(res: Any) -> None:
+    from pyacl_rt import errors
+
+    ll, fast = res.ll, res.ll.fast
+    bogus = 0x1234560
+    cases: list[tuple[str, Any, tuple[Any, ...], Any, tuple[Any, ...]]] = [
+        ("aclrtSynchronizeStream", fast.synchronize_stream, (bogus,), None, ()),
+        ("aclrtStreamQuery", fast.stream_query, (bogus,), "i32", ()),
+        ("aclrtQueryEventStatus", fast.query_event_status, (bogus,), "i32", ()),
+        ("aclrtRecordEvent", fast.record_event, (bogus, res.stream), None, ()),
+        ("aclrtSetCurrentContext", fast.set_current_context, (bogus,), None, ()),
+        (
+            "aclrtMemcpyAsync",
+            fast.memcpy_async,
+            (res.dev, 8, res.host_addr, 64, CONSTANTS["ACL_MEMCPY_HOST_TO_DEVICE"], res.stream),
+            None,
+            (),
+        ),
+    ]
+    for name, fn, args, out, _ in cases:
+        raw_args = (*args, getattr(ll.scratch(), out)) if out else args
+        rc = getattr(ll, name)(*raw_args)
+        assert rc != 0, name
+        with pytest.raises(errors.AclError) as raw_err:
+            ll.check(rc, name)
+        with pytest.raises(errors.AclError) as fast_err:
+            fn(*args)
+        assert type(fast_err.value) is type(raw_err.value), name
+        assert fast_err.value.code == rc and fast_err.value.function == name
+        assert fast_err.value.recent_message  # read on this thread, at once
+        assert ll.recent_error_message() is None  # and consumed
+    # the thread's context is still usable after the failed SetCurrentContext
+    assert fast.get_device() == 0
+
+
+def test_fast_get_device_without_context_raises(mock_loaded: Any) -> None:
+    from pyacl_rt import errors
+
+    box: dict[str, Any] = {}
+
+    def worker() -> None:  # a fresh thread has no current context
+        try:
+            mock_loaded.fast.get_device()
+        except errors.AclError as e:
+            box["code"] = e.code
+        box["rc"] = mock_loaded.aclrtGetDevice(mock_loaded.scratch().i32)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert box["code"] == box["rc"] == 107002
+
+
+BAD_HANDLES: list[tuple[Any, type[Exception]]] = [
+    ("1", TypeError),
+    (1.0, TypeError),
+    (None, TypeError),
+    (True, TypeError),
+    (b"\x00", TypeError),
+    (-1, OverflowError),
+    (2**64, OverflowError),
+    (-(2**70), OverflowError),
+]
+
+
+@pytest.mark.parametrize(("bad", "exc"), BAD_HANDLES)
+def test_fast_bad_handles_raise_before_c(res: Any, bad: Any, exc: type[Exception]) -> None:
+    fast, h2d = res.ll.fast, CONSTANTS["ACL_MEMCPY_HOST_TO_DEVICE"]
+    calls: list[tuple[Any, tuple[Any, ...], str]] = [
+        (fast.set_current_context, (bad,), "context"),
+        (fast.stream_query, (bad,), "stream"),
+        (fast.query_event_status, (bad,), "event"),
+        (fast.synchronize_stream, (bad,), "stream"),
+        (fast.synchronize_stream_with_timeout, (bad, 10), "stream"),
+        (fast.synchronize_event, (bad,), "event"),
+        (fast.synchronize_event_with_timeout, (bad, 10), "event"),
+        (fast.record_event, (res.event, bad), "stream"),
+        (fast.record_event, (bad, res.stream), "event"),
+        (fast.stream_wait_event, (bad, res.event), "stream"),
+        (fast.memcpy_async, (bad, 64, res.host_addr, 8, h2d, res.stream), "dst"),
+        (fast.memcpy_async, (res.dev, bad, res.host_addr, 8, h2d, res.stream), "dst_max"),
+        (fast.memcpy_async, (res.dev, 64, res.host_addr, bad, h2d, res.stream), "count"),
+        (fast.memcpy_async, (res.dev, 64, res.host_addr, 8, h2d, bad), "stream"),
+        (fast.memcpy, (res.dev, 64, bad, 8, h2d), "src"),
+        (fast.memset_async, (res.dev, 64, 0, bad, res.stream), "count"),
+    ]
+    for fn, args, argname in calls:
+        with pytest.raises(exc, match=f"argument '{argname}'"):
+            fn(*args)
+    # nothing was enqueued or changed
+    assert fast.stream_query(res.stream) == CONSTANTS["ACL_STREAM_STATUS_COMPLETE"]
+    assert fast.get_device() == 0
+
+
+def test_fast_bad_int32_and_arity(res: Any) -> None:
+    fast = res.ll.fast
+    for bad, exc in (("1", TypeError), (1.5, TypeError), (2**31, OverflowError)):
+        with pytest.raises(exc, match="argument 'kind'"):
+            fast.memcpy_async(res.dev, 64, res.host_addr, 8, bad, res.stream)
+        with pytest.raises(exc, match="argument 'timeout'"):
+            fast.synchronize_stream_with_timeout(res.stream, bad)
+        with pytest.raises(exc, match="argument 'value'"):
+            fast.memset_async(res.dev, 64, bad, 8, res.stream)
+    with pytest.raises(TypeError, match="takes exactly 2 arguments"):
+        fast.record_event(res.event)
+    with pytest.raises(TypeError, match="takes exactly 6 arguments"):
+        fast.memcpy_async(res.dev, 64, res.host_addr, 8, 1)
+    with pytest.raises(TypeError):
+        fast.stream_query()
+    with pytest.raises(TypeError):
+        fast.get_device(0)
+    with pytest.raises(TypeError):
+        fast.synchronize_stream(stream=res.stream)
+    with pytest.raises(TypeError):
+        fast.record_event(event=res.event, stream=res.stream)
+
+
+FAST_MISSING_PROBE = r"""
+import json
+from pyacl_rt import lowlevel as ll, errors
+out = {"loaded_before": ll.is_loaded()}
+# the first fast call loads the library (like lowlevel's attributes)
+try:
+    ll.fast.get_device()
+except errors.AclError as e:
+    out["first"] = e.code
+out["loaded_after"] = ll.is_loaded()
+assert ll.aclrtSetDevice(3) == 0
+out["get"] = ll.fast.get_device()
+for name, call in (("sync", lambda: ll.fast.synchronize_stream(0)),
+                   ("record", lambda: ll.fast.record_event(1, 2)),
+                   ("query", lambda: ll.fast.stream_query(0))):
+    try:
+        call()
+    except errors.FunctionNotFoundError as e:
+        out[name] = [e.function, e.library, isinstance(e, errors.AclError)]
+out["taken"] = ll.take_missing()
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_fast_missing_symbol_raises_function_not_found(
+    tmp_path: Path, build_shared_lib: Any, run_python: Any, clean_env: Any
+) -> None:
+    lib = str(build_shared_lib(tmp_path / "old_cann" / "lib64" / "libascendcl.so", PARTIAL_LIB))
+    proc = run_python(
+        FAST_MISSING_PROBE, env=clean_env(PYACL_RT_BACKEND="real", PYACL_RT_LIBRARY=lib)
+    )
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert r["loaded_before"] is False and r["loaded_after"] is True
+    assert r["first"] == 107002  # PARTIAL_LIB: no device set yet
+    assert r["get"] == 3
+    assert r["sync"] == ["aclrtSynchronizeStream", lib, True]
+    assert r["record"] == ["aclrtRecordEvent", lib, True]
+    assert r["query"] == ["aclrtStreamQuery", lib, True]
+    assert r["taken"] is None  # the miss was consumed by the error
+
+
+WAIT_FLAG_LIB = r"""
+#include <stdint.h>
+#include <time.h>
+static int g_flag, g_timed_out;
+/* aclrtHostFunc: blocks its stream until pyacl_test_set_flag(1), at most arg ms (a
+ * safety net so that a GIL held by the synchronizing thread fails instead of hanging). */
+void pyacl_test_wait_flag(void *arg) {
+    long max_ms = (long)(uintptr_t)arg;
+    for (long i = 0; i < max_ms && !__atomic_load_n(&g_flag, __ATOMIC_ACQUIRE); i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (!__atomic_load_n(&g_flag, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&g_timed_out, 1, __ATOMIC_RELEASE);
+}
+void pyacl_test_set_flag(int v) { __atomic_store_n(&g_flag, v, __ATOMIC_RELEASE); }
+int pyacl_test_timed_out(void) { return __atomic_load_n(&g_timed_out, __ATOMIC_ACQUIRE); }
+void pyacl_test_reset(void) { g_flag = 0; g_timed_out = 0; }
+"""
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        "synchronize_stream",
+        "synchronize_stream_with_timeout",
+        "synchronize_event",
+        "synchronize_event_with_timeout",
+    ],
+)
+def test_fast_blocking_calls_release_the_gil(
+    res: Any, which: str, tmp_path: Path, build_shared_lib: Any
+) -> None:
+    """A stream blocked in C (host func waiting for a flag) and a thread in a fast
+    synchronize: the main thread must run Python and release the stream; with the GIL
+    held it could not, and the host func would end by its 20 s safety timeout."""
+    import ctypes
+
+    ll, fast = res.ll, res.ll.fast
+    helper = ctypes.CDLL(str(build_shared_lib(tmp_path / "libwaitflag.so", WAIT_FLAG_LIB)))
+    helper.pyacl_test_reset()
+    fn_addr = ctypes.cast(helper.pyacl_test_wait_flag, ctypes.c_void_p).value
+    assert ll.aclrtLaunchHostFunc(res.stream, ll.ffi.cast("aclrtHostFunc", fn_addr), 20_000) == 0
+    fast.record_event(res.event, res.stream)
+    call = {
+        "synchronize_stream": lambda: fast.synchronize_stream(res.stream),
+        "synchronize_stream_with_timeout": lambda: fast.synchronize_stream_with_timeout(
+            res.stream, 60_000
+        ),
+        "synchronize_event": lambda: fast.synchronize_event(res.event),
+        "synchronize_event_with_timeout": lambda: fast.synchronize_event_with_timeout(
+            res.event, 60_000
+        ),
+    }[which]
+    entered = threading.Event()
+    box: dict[str, Any] = {}
+
+    def syncer() -> None:
+        assert ll.aclrtSetDevice(0) == 0
+        entered.set()
+        try:
+            box["result"] = call()
+        except BaseException as e:  # pragma: no cover - reported below
+            box["error"] = e
+        ll.aclrtResetDevice(0)
+
+    t = threading.Thread(target=syncer)
+    t.start()
+    try:
+        assert entered.wait(30)
+        progress = 0
+        while progress < 10_000:  # Python runs on this thread while the other waits in C
+            progress += 1
+        assert t.is_alive()  # still blocked: the flag is not set yet
+        helper.pyacl_test_set_flag(1)
+        t.join(30)
+        assert not t.is_alive()
+    finally:
+        helper.pyacl_test_set_flag(1)
+        t.join(30)
+    assert helper.pyacl_test_timed_out() == 0
+    assert "error" not in box and box["result"] is None
