@@ -171,7 +171,8 @@ _KIND: Final = (
     (ACL_MEMCPY_HOST_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_DEVICE),
 )
 
-# lowlevel.fast: the hand-written METH_FASTCALL entry points (same dispatch table).
+# lowlevel.fast: the hand-written METH_FASTCALL entry points (same dispatch table);
+# they raise the pyacl_rt error of a failed call themselves.
 _aclrtMemcpyAsync = _fast.memcpy_async
 _aclrtMemcpy2dAsync = _lib.aclrtMemcpy2dAsync
 _aclrtMemsetAsync = _fast.memset_async
@@ -408,9 +409,7 @@ def _do_copy(
         if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
             _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
-        rc = _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
-        if rc:
-            _check(rc, "aclrtMemcpyAsync")
+        _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
     except BaseException:
         d.release()
         s.release()
@@ -462,9 +461,7 @@ def memcpy_async(
     if _local.st.ctx is not stream._ctx:
         stream._activate()
     if nbytes:
-        rc = _aclrtMemcpyAsync(dp + dst._off, dn, sp + src._off, nbytes, kind, stream._handle)
-        if rc:
-            _check(rc, "aclrtMemcpyAsync")
+        _aclrtMemcpyAsync(dp + dst._off, dn, sp + src._off, nbytes, kind, stream._handle)
         if dm.last is not tok:
             _note(dm, stream)
         if sm.last is not tok:
@@ -623,9 +620,7 @@ def memset(
         if not non_blocking and _local.st.in_callback:
             _refuse_in_callback("a synchronous memset (use non_blocking=True)")
         st = _pick_stream(stream, (b.dev,))
-        rc = _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
-        if rc:
-            _check(rc, "aclrtMemsetAsync")
+        _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
     except BaseException:
         b.release()
         raise

@@ -336,6 +336,16 @@ def test_memcpy_async_error_from_runtime_is_typed() -> None:
         with pytest.raises(errors.AclError) as info:
             M.memcpy_async(a, b, 16, s)
         assert info.value.code == 507899 and info.value.function == "aclrtMemcpyAsync"
+        for func, call in (
+            ("aclrtMemcpyAsync", lambda: M.copy(a, b"z" * 16)),
+            ("aclrtMemcpyAsync", lambda: M.copy(bytearray(16), a, non_blocking=True)),
+            ("aclrtMemsetAsync", lambda: M.memset(a, 1)),
+            ("aclrtMemcpy2dAsync", lambda: M.copy_2d(a, 4, b, 4, 4, 4)),
+        ):
+            mc.inject_fault(func, 507899, nth=1)
+            with pytest.raises(errors.AclError) as info:
+                call()
+            assert info.value.code == 507899 and info.value.function == func
     finally:
         mc.clear_faults()
     a.close()
