@@ -1014,27 +1014,3 @@ def _forget_context_peers(ctx: _CtxRef) -> None:
 os.register_at_fork(after_in_child=_forget_peers)
 _context._close_hooks.append(_forget_context_peers)
 runtime.register_release_hook(_forget_peers, runtime.PRIORITY_MEMORY)
-
-
-# ============================================================ benchmark hook
-def _make_hot_memcpy_async() -> Any:
-    """``fn()`` = one :func:`memcpy_async` of 8 bytes H2D between owned buffers on an
-    owned stream (resources created at the first call; the stream's worker drains the
-    queue concurrently). Registered for scripts/bench_overhead.py."""
-    res: list[Any] = []
-
-    def hot() -> None:
-        if not res:
-            res.extend((DeviceBuffer(64), HostBuffer(64), 8, Stream()))
-        memcpy_async(*res)
-
-    return hot
-
-
-def _register_hot_paths() -> None:
-    from . import lowlevel
-
-    lowlevel.register_hot_path("aclrtMemcpyAsync (8 B H2D)", _make_hot_memcpy_async())
-
-
-_register_hot_paths()
