@@ -864,3 +864,48 @@ def test_device_lost_copy_raises_and_close_never_raises(caplog: Any) -> None:
     finally:
         mc.set_device_lost(6, 0)
     assert allocations(6) == base
+
+
+def test_concurrent_alloc_copy_free_stress() -> None:
+    """Threads allocate, copy on their own streams and free buffers made by others
+    (some by close(), some by garbage collection)."""
+    import queue
+
+    base = allocations()
+    handoff: queue.Queue[Any] = queue.Queue()
+    fails: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            s = S.Stream(i % 2)
+            host = M.HostBuffer(512)
+            np.asarray(host)[:] = i
+            for j in range(40):
+                buf = M.DeviceBuffer(512, device=i % 2)
+                M.memcpy_async(buf, host, 512, s)
+                M.copy(buf[0:8], bytes([j]) * 8, stream=s, non_blocking=True)
+                handoff.put(buf)
+                try:
+                    other = handoff.get_nowait()
+                except queue.Empty:
+                    continue
+                if j % 2:
+                    other.close()
+                else:
+                    del other
+            s.synchronize()
+            host.close()
+            s.close()
+        except BaseException as exc:  # pragma: no cover - reported below
+            fails.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not fails, fails
+    while not handoff.empty():
+        handoff.get().close()
+    gc.collect()
+    assert allocations() == base
