@@ -32,7 +32,9 @@ they are a plain ``memmove`` done at once, after waiting for the given ``stream`
 and for pending async work on the owned buffers involved. (Pending async writes into
 a *foreign* host object, e.g. a numpy array, are not tracked for H2H: synchronize
 first.) Device-to-device copies across devices enable peer access between the two
-devices once (``aclrtDeviceEnablePeerAccess``); a pair without peer access raises.
+devices once (``aclrtDeviceEnablePeerAccess``); between devices that cannot access
+each other, :func:`copy` stages through pinned host memory (synchronously) and
+:func:`copy_2d` raises :class:`~pyacl_rt.errors.FeatureNotSupportedError`.
 
 Lifetime of memory used by async work
 -------------------------------------
@@ -281,25 +283,39 @@ def _pick_stream(stream: object, devices: tuple[int, ...]) -> Stream:
     return st
 
 
-def _ensure_peer(ctx: _CtxRef, peer: int) -> None:
-    """Enable access from ``ctx``'s device to ``peer`` once (``ctx`` is current)."""
+def _ensure_peer(ctx: _CtxRef, peer: int) -> bool:
+    """Enable access from ``ctx``'s device to ``peer`` once (``ctx`` is current).
+    False when the runtime says the devices cannot access each other."""
     key = (ctx, peer)
     if key in _peers:
-        return
+        return True
     s = _local.st.scratch
     rc = _lib.aclrtDeviceCanAccessPeer(s.i32, ctx.device, peer)
     if rc:
         _check(rc, "aclrtDeviceCanAccessPeer")
     if not s.i32[0]:
-        raise errors.FeatureNotSupportedError(
-            f"device {ctx.device} cannot access device {peer}: no device-to-device copy "
-            "between them (copy through a HostBuffer instead)",
-            function="aclrtDeviceCanAccessPeer",
-        )
+        return False
     rc = _lib.aclrtDeviceEnablePeerAccess(peer, 0)
     if rc:
         _check(rc, "aclrtDeviceEnablePeerAccess")
     _peers.add(key)
+    return True
+
+
+def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -> None:
+    """Across two devices without peer access: through a pinned host buffer, on the
+    copy's stream where it fits and the current stream of the other device, waiting
+    for each half (synchronous, whatever ``non_blocking`` said)."""
+    if _local.st.in_callback:
+        _refuse_in_callback("a cross-device copy between devices without peer access")
+    src_stream = st if st._device == s.dev else current_stream(s.dev)
+    dst_stream = st if st._device == d.dev else current_stream(d.dev)
+    stage = HostBuffer(n)
+    try:
+        copy(stage, s.obj, n, src_offset=soff, stream=src_stream)
+        copy(d.obj, stage, n, dst_offset=doff, stream=dst_stream)
+    finally:
+        stage.close()
 
 
 def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
@@ -406,8 +422,14 @@ def _do_copy(
         if not non_blocking and _local.st.in_callback:
             _refuse_in_callback("a synchronous copy (use non_blocking=True)")
         st = _pick_stream(stream, _devices(d, s))
-        if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
-            _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
+        if (
+            d.dev >= 0
+            and s.dev >= 0
+            and d.dev != s.dev
+            and not _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
+        ):
+            _staged_copy(d, s, n, doff, soff, st)
+            return
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
     except BaseException:
@@ -563,8 +585,17 @@ def copy_2d(
         if not non_blocking and _local.st.in_callback:
             _refuse_in_callback("a synchronous copy (use non_blocking=True)")
         st = _pick_stream(stream, _devices(d, s))
-        if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
-            _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
+        if (
+            d.dev >= 0
+            and s.dev >= 0
+            and d.dev != s.dev
+            and not _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
+        ):
+            raise errors.FeatureNotSupportedError(
+                f"devices {s.dev} and {d.dev} cannot access each other: 2D copies between "
+                "them are not supported (copy through a HostBuffer)",
+                function="aclrtDeviceCanAccessPeer",
+            )
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:

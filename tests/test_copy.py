@@ -380,3 +380,33 @@ def test_copies_from_many_threads() -> None:
     for t in threads:
         t.join()
     assert not fails, fails
+
+
+def test_cross_device_without_peer_access_is_staged(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(M, "_ensure_peer", lambda ctx, peer: False)
+    staged: list[int] = []
+    real = M._staged_copy
+
+    def spy(*args: Any) -> None:
+        staged.append(args[2])
+        real(*args)
+
+    monkeypatch.setattr(M, "_staged_copy", spy)
+    data = np.random.default_rng(8).integers(0, 256, 300, dtype=np.uint8)
+    a = M.DeviceBuffer(300, device=3)
+    b = M.DeviceBuffer(400, device=4)
+    M.copy(a, data)
+    M.copy(b, a, dst_offset=100)
+    s4 = S.Stream(4)
+    M.copy(b[0:50], a[10:60], stream=s4, non_blocking=True)
+    M.memcpy_async(a[0:5], b[100:105], 5, S.Stream(3))  # falls back to copy()
+    D.synchronize(3)
+    out = np.frombuffer(b.copy_to_host(), np.uint8)
+    assert (out[100:] == data).all() and (out[:50] == data[10:60]).all()
+    assert bytes(a.copy_to_host())[:5] == data[:5].tobytes()
+    assert staged == [300, 50, 5]
+    with pytest.raises(errors.FeatureNotSupportedError, match="cannot access"):
+        M.copy_2d(b, 10, a, 10, 10, 3)
+    a.close()
+    b.close()
+    s4.close()
