@@ -372,17 +372,18 @@ def _timed_spin_thread(n: int) -> float:
     return out[0]
 
 
-def gil_test(cx: Any, rounds: int, block_ms: int) -> dict[str, Any]:
+def gil_test(cx: Any, rounds: int, block_ms: int, stat: Any = min) -> dict[str, Any]:
     """Throughput of a pure-Python CPU-bound thread alone vs while another Python thread
-    is blocked in Stream.synchronize() (stream held by a host function sleeping in C)."""
+    is blocked in Stream.synchronize() (stream held by a host function sleeping in C).
+    Alone / blocked rounds alternate; ``stat`` (min or median) of each series."""
     from pyacl_rt.stream import Stream
 
     host_fn = ll.ffi.cast("aclrtHostFunc", cx.sleep_host_func_addr())
-    # calibrate: about 40% of the block window per measurement
+    # calibrate: each measurement takes about half of the block window
     n = 200_000
-    while _timed_spin_thread(n) < block_ms / 1000 * 0.4 / 2:
+    while (t := _timed_spin_thread(n)) < 0.05:
         n *= 2
-    n *= 2
+    n = max(1, int(n * (block_ms / 1000 * 0.5) / t))
     alone: list[float] = []
     blocked: list[float] = []
     still_blocked: list[bool] = []
@@ -408,10 +409,12 @@ def gil_test(cx: Any, rounds: int, block_ms: int) -> dict[str, Any]:
             w.join()
     finally:
         stream.close()
-    t_alone = statistics.median(alone)
-    t_blocked = statistics.median(blocked)
+    t_alone = stat(alone)
+    t_blocked = stat(blocked)
     return {
         "iterations": n,
+        "alone_runs_s": alone,
+        "with_blocked_runs_s": blocked,
         "alone_s": t_alone,
         "with_blocked_s": t_blocked,
         "throughput_ratio": t_alone / t_blocked,
@@ -431,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         default="min",
         help="statistic over the runs (default min: background load only ever adds time)",
     )
-    ap.add_argument("--gil-rounds", type=int, default=3, help="GIL test rounds (0 = skip)")
+    ap.add_argument("--gil-rounds", type=int, default=5, help="GIL test rounds (0 = skip)")
     ap.add_argument("--block-ms", type=int, default=1500, help="GIL test: stream block time")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
@@ -612,7 +615,8 @@ def main(argv: list[str] | None = None) -> int:
         phost.close()
         pstream.close()
 
-        gil = gil_test(cx, args.gil_rounds, args.block_ms) if args.gil_rounds > 0 else None
+        stat = min if args.stat == "min" else statistics.median
+        gil = gil_test(cx, args.gil_rounds, args.block_ms, stat) if args.gil_rounds > 0 else None
 
     if args.json:
         print(json.dumps({"calls": results, "gil": gil}, indent=2))
@@ -673,7 +677,8 @@ def _print_table(
     if gil is not None:
         ok = gil["slowdown"] < 0.10 and gil["waiter_blocked_throughout"]
         print(
-            f"\nGIL test: pure-Python thread, {gil['iterations']:,} iterations: alone "
+            f"\nGIL test ({args.stat} of {len(gil['alone_runs_s'])} alternating rounds): "
+            f"pure-Python thread, {gil['iterations']:,} iterations: alone "
             f"{gil['alone_s'] * 1e3:.0f} ms, with a thread blocked in Stream.synchronize() "
             f"{gil['with_blocked_s'] * 1e3:.0f} ms; throughput ratio "
             f"{gil['throughput_ratio']:.3f} (slowdown {gil['slowdown'] * 100:+.1f}%, target "
