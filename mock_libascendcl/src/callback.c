@@ -32,7 +32,10 @@ enum { KIND_REPORT = 0, KIND_HOSTFUNC = 1, KIND_COUNT = 2 };
 /* "max 1024 subscribed threads per process" (§5.7) */
 #define MAX_SUB_THREADS 1024
 
-enum { REP_QUEUED = 0, REP_RUNNING, REP_DONE, REP_CANCELLED };
+/* REP_RELEASED: still running on the subscribed thread, but that thread is
+ * tearing the stream down from inside the callback, so the worker stops
+ * waiting for it (it would wait for the teardown that waits for the worker). */
+enum { REP_QUEUED = 0, REP_RUNNING, REP_DONE, REP_CANCELLED, REP_RELEASED };
 
 typedef struct report {
     struct report *next;
@@ -53,6 +56,7 @@ typedef struct subscriber {
     int nstreams;
     int refs; /* table + threads inside Process* */
     report *head, *tail;
+    report *running; /* the report its thread is running now, or NULL */
     pthread_cond_t cv;
 } subscriber;
 
@@ -161,12 +165,23 @@ static void unbind_locked(binding *b)
 
 void mock_callbacks_stream_gone(mock_stream *s)
 {
+    uint64_t self = (uint64_t)pthread_self();
     pthread_mutex_lock(&g_cb_mu);
     for (int k = 0; k < KIND_COUNT; k++) {
         binding *b = find_bind(k, s);
-        if (b != NULL) {
-            unbind_locked(b);
+        if (b == NULL) {
+            continue;
         }
+        /* Called from inside a blocking callback of s (its thread destroys the
+         * stream or releases its device/context): the worker waits for that
+         * callback, and the teardown waits for the worker. Release the worker;
+         * the callback simply finishes later. */
+        report *r = b->sub->running;
+        if (b->sub->tid == self && r != NULL && r->stream == s && r->state == REP_RUNNING) {
+            r->state = REP_RELEASED;
+            pthread_cond_broadcast(&r->done_cv);
+        }
+        unbind_locked(b);
     }
     pthread_mutex_unlock(&g_cb_mu);
 }
@@ -311,9 +326,11 @@ static aclError process_common(int kind, int32_t timeout)
             u->tail = NULL;
         }
         r->state = REP_RUNNING;
+        u->running = r;
         pthread_mutex_unlock(&g_cb_mu);
         r->fn(r->user);
         pthread_mutex_lock(&g_cb_mu);
+        u->running = NULL;
         r->state = REP_DONE;
         pthread_cond_broadcast(&r->done_cv);
         report_put_locked(r);

@@ -294,6 +294,11 @@ aclError aclrtDestroyContext(aclrtContext context)
                           "by aclrtResetDevice", context, ctx->device);
     }
     MOCK_ENTER(fn);
+    if (mock_stream_self_in_context(ctx)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "called from a task of a stream of this context: destroying it would wait for "
+                          "that task (deadlock)");
+    }
     aclError lost = mock_device_lost_code(ctx->device);
     core_ctx_destroy(ctx);
     if (lost != ACL_SUCCESS) {

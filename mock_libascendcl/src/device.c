@@ -393,8 +393,19 @@ static aclError reset_device(const char *fn, int32_t deviceId, bool force)
     }
     MOCK_ENTER(fn);
     ensure_init();
-    fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_PRE);
     mock_device *d = &g_dev[deviceId];
+    pthread_mutex_lock(&d->lock);
+    bool tears_down = d->set_count > 0 && (force || d->set_count == 1);
+    bool own = tears_down && mock_stream_self_in_context(d->primary);
+    pthread_mutex_unlock(&d->lock);
+    if (own) {
+        /* the default context's streams are drained: the calling task's stream
+         * would wait for itself */
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "called from a task of a stream of device %d's default context: releasing the "
+                          "device would wait for that task (deadlock)", deviceId);
+    }
+    fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_PRE);
     mock_context *victim = NULL;
     pthread_mutex_lock(&d->lock);
     if (d->set_count > 0) {
@@ -488,6 +499,10 @@ aclError aclrtSynchronizeDevice(void)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
+    if (mock_stream_self_in_context(ctx)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "called from a task of a stream of the current context: it would wait for itself");
+    }
     rc = mock_streams_sync_context(ctx, -1);
     if (rc != ACL_SUCCESS) {
         return mock_error(fn, rc, "a stream of the current context failed (error %d)", rc);
@@ -508,6 +523,10 @@ aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
     rc = mock_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
+    }
+    if (mock_stream_self_in_context(ctx)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "called from a task of a stream of the current context: it would wait for itself");
     }
     rc = mock_streams_sync_context(ctx, ms);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
@@ -534,6 +553,11 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
                           "argument 'timeout' (%u ms) exceeds 36 minutes", timeout);
     }
     MOCK_ENTER(fn);
+    if (mock_stream_self_on_device(deviceId)) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "called from a task of a stream of device %d: the abort would wait for that task",
+                          deviceId);
+    }
     fire_abort(deviceId, ACL_RT_DEVICE_TASK_ABORT_PRE, timeout);
     /* Every stream of every context of the device drops its pending tasks and has
      * its blocked tasks interrupted (stream.c); then the running tasks get `timeout`

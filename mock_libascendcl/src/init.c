@@ -283,6 +283,11 @@ static aclError finalize_impl(void)
         return mock_error(fn, ACL_ERROR_REPEAT_FINALIZE, "not initialized (aclInit not called, "
                           "or already finalized)");
     }
+    if (mock_stream_self() != NULL) {
+        pthread_mutex_unlock(&g_init_lock);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: finalizing would wait "
+                          "for that task (deadlock)");
+    }
     atomic_store(&g_initialized, false);
     g_refcount = 0;
     free(g_config);
@@ -301,6 +306,11 @@ static aclError finalize_reference_impl(uint64_t *refCount)
     if (!atomic_load(&g_initialized) || g_refcount < 1) {
         pthread_mutex_unlock(&g_init_lock);
         return mock_error(fn, ACL_ERROR_REPEAT_FINALIZE, "no aclInit reference is left");
+    }
+    if (g_refcount == 1 && mock_stream_self() != NULL) {
+        pthread_mutex_unlock(&g_init_lock);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: the last reference "
+                          "would finalize and wait for that task (deadlock)");
     }
     g_refcount--;
     uint64_t left = g_refcount;

@@ -237,6 +237,13 @@ MOCK_HIDDEN void mock_streams_abort_context(mock_context *ctx);
 MOCK_HIDDEN int mock_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline);
 /* The stream whose worker is the calling thread, or NULL. */
 MOCK_HIDDEN mock_stream *mock_stream_self(void);
+/* (streams, additive) True when the calling thread is the worker of a stream of
+ * `ctx` / of a stream on `device`: a call made from a task (host function,
+ * callback run on the worker) that would tear down or wait for those streams
+ * would wait for itself, so the entry points refuse it (107000) instead of
+ * deadlocking. */
+MOCK_HIDDEN bool mock_stream_self_in_context(const mock_context *ctx);
+MOCK_HIDDEN bool mock_stream_self_on_device(int32_t device);
 
 /* ------------------------------------------------------------------ memory.c */
 

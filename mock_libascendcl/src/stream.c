@@ -165,6 +165,16 @@ mock_stream *mock_stream_self(void)
     return tls_worker;
 }
 
+bool mock_stream_self_in_context(const mock_context *ctx)
+{
+    return tls_worker != NULL && ctx != NULL && tls_worker->ctx == ctx;
+}
+
+bool mock_stream_self_on_device(int32_t device)
+{
+    return tls_worker != NULL && tls_worker->device == device;
+}
+
 void mock_stream_ref(mock_stream *s)
 {
     atomic_fetch_add(&s->refs, 1);

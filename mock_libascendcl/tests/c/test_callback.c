@@ -437,6 +437,102 @@ static void test_finalize_hook_unblocks(void)
     CHECK_EQ(aclrtProcessReport(-1), ACL_ERROR_RT_THREAD_SUBSCRIBE);
 }
 
+/* ------------------------------------------- calls that would wait for themselves */
+
+typedef struct self_call {
+    int which;
+    aclrtContext ctx;
+    aclError rc;
+} self_call;
+
+static void self_call_fn(void *arg)
+{
+    self_call *c = (self_call *)arg;
+    switch (c->which) {
+    case 0: c->rc = aclrtResetDevice(3); break;
+    case 1: c->rc = aclrtResetDeviceForce(3); break;
+    case 2: c->rc = aclrtDestroyContext(c->ctx); break;
+    case 3:
+        CHECK_OK(aclrtSetCurrentContext(c->ctx));
+        c->rc = aclrtSynchronizeDevice();
+        break;
+    case 4:
+        CHECK_OK(aclrtSetCurrentContext(c->ctx));
+        c->rc = aclrtSynchronizeDeviceWithTimeout(0); /* 0 = forever */
+        break;
+    case 5: c->rc = aclrtDeviceTaskAbort(3, 0); /* 0 = no time limit */ break;
+    default: c->rc = aclFinalize(); break;
+    }
+}
+
+/* A host function (it runs on its stream's worker) that releases its own
+ * device/context, finalizes, or waits for its own device gets 107000 instead of
+ * waiting for itself forever; nothing is torn down and the stream stays usable. */
+static void test_task_cannot_wait_for_itself(void)
+{
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclrtSetDevice(3));
+    aclrtContext primary = NULL;
+    CHECK_OK(aclrtGetCurrentContext(&primary));
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    const int cases[] = {0, 1, 3, 4, 5, 6};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        self_call c = {cases[i], primary, -1};
+        CHECK_OK(aclrtLaunchHostFunc(s, self_call_fn, &c));
+        CHECK_OK(aclrtSynchronizeStream(s));
+        CHECK_EQ(c.rc, ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_EQ(aclmockGetStat(3, ACLMOCK_STAT_CONTEXTS), 1);
+    }
+    /* an explicit context destroyed from a task of one of its streams */
+    aclrtContext ctx = NULL;
+    CHECK_OK(aclrtCreateContext(&ctx, 3));
+    aclrtStream s2 = NULL;
+    CHECK_OK(aclrtCreateStream(&s2));
+    self_call c = {2, ctx, -1};
+    CHECK_OK(aclrtLaunchHostFunc(s2, self_call_fn, &c));
+    CHECK_OK(aclrtSynchronizeStream(s2));
+    CHECK_EQ(c.rc, ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_EQ(aclmockGetStat(3, ACLMOCK_STAT_CONTEXTS), 2);
+    /* from another context's stream it is fine */
+    c.rc = -1;
+    CHECK_OK(aclrtLaunchHostFunc(s, self_call_fn, &c));
+    CHECK_OK(aclrtSynchronizeStream(s));
+    CHECK_OK(c.rc);
+    CHECK_EQ(aclmockGetStat(3, ACLMOCK_STAT_CONTEXTS), 1);
+    CHECK_OK(aclrtSetCurrentContext(primary));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtResetDevice(3));
+    CHECK_EQ(aclmockGetStat(3, ACLMOCK_STAT_CONTEXTS), 0);
+    CHECK_OK(aclrtSetDevice(0));
+}
+
+static void reset_dev4_cb(void *arg)
+{
+    *(aclError *)arg = aclrtResetDevice(4);
+}
+
+/* A callback run by a report thread (not the worker) may release the device of
+ * its stream: the stream's pending callbacks are cancelled, nothing hangs. */
+static void test_report_thread_resets_device(void)
+{
+    CHECK_OK(aclrtSetDevice(4));
+    reporter rep;
+    reporter_start(&rep, process_report);
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtSubscribeReport((uint64_t)rep.thread, s));
+    aclError rc = -1;
+    CHECK_OK(aclrtLaunchCallback(reset_dev4_cb, &rc, ACL_CALLBACK_BLOCK, s));
+    while (aclmockGetStat(4, ACLMOCK_STAT_CONTEXTS) != 0) {
+        sleep_ms(1);
+    }
+    reporter_stop(&rep);
+    CHECK_OK(rc);
+    CHECK_EQ(aclmockGetStat(4, ACLMOCK_STAT_STREAMS), 0);
+    CHECK_OK(aclrtSetDevice(0));
+}
+
 int main(void)
 {
     CHECK_OK(aclrtSetDevice(0));
@@ -451,6 +547,8 @@ int main(void)
     RUN_TEST(test_host_func_runtime_thread);
     RUN_TEST(test_host_func_subscribed);
     RUN_TEST(test_finalize_hook_unblocks);
+    RUN_TEST(test_task_cannot_wait_for_itself);
+    RUN_TEST(test_report_thread_resets_device);
     CHECK_OK(aclrtResetDevice(0));
     return TEST_REPORT();
 }
