@@ -38,6 +38,7 @@ struct mock_context {
     bool opt_set[SYSPARAM_COUNT];
     int64_t opt_value[SYSPARAM_COUNT];
     mock_context *next;       /* registry list */
+    atomic_bool stop_on_failure; /* a stream of it was set to ACL_STOP_ON_FAILURE */
 };
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -251,6 +252,16 @@ aclError mock_ctx_require(const char *func, mock_context **out)
 int32_t mock_ctx_device(const mock_context *ctx)
 {
     return ctx->device;
+}
+
+void mock_ctx_set_stop_on_failure(mock_context *ctx)
+{
+    atomic_store(&ctx->stop_on_failure, true);
+}
+
+bool mock_ctx_stop_on_failure(const mock_context *ctx)
+{
+    return atomic_load(&((mock_context *)ctx)->stop_on_failure);
 }
 
 mock_stream *mock_ctx_default_stream(mock_context *ctx)

@@ -176,6 +176,11 @@ MOCK_HIDDEN mock_context *mock_ctx_current(void);
 MOCK_HIDDEN aclError mock_ctx_require(const char *func, mock_context **out);
 MOCK_HIDDEN int32_t mock_ctx_device(const mock_context *ctx);
 MOCK_HIDDEN mock_stream *mock_ctx_default_stream(mock_context *ctx);
+/* (core, additive) ACL_STOP_ON_FAILURE "applies to all streams of that
+ * context" (acl_abi.md §5.4): set by aclrtSetStreamFailureMode on any stream
+ * of ctx, read by every stream of ctx. */
+MOCK_HIDDEN void mock_ctx_set_stop_on_failure(mock_context *ctx);
+MOCK_HIDDEN bool mock_ctx_stop_on_failure(const mock_context *ctx);
 
 /* ------------------------------------------------------------------- stats */
 /* Live-object counters per device (device -1 = host-side objects), read by the

@@ -62,6 +62,7 @@ struct mock_stream {
 
     /* attributes (atomics: read/written by getters without the queue lock) */
     _Atomic uint64_t failure_mode;
+    atomic_bool failure_mode_set; /* aclrtSetStreamFailureMode may be called once per stream */
     atomic_uint overflow_switch;
     atomic_uint user_tag;
     atomic_uint cache_op_info;
@@ -124,6 +125,30 @@ static void notify_state(mock_stream *s, aclrtStreamState state)
 /* ------------------------------------------------------------ primitives */
 
 static _Thread_local mock_stream *tls_worker;
+
+/* The effective failure mode: the stream's own, or STOP when any stream of its
+ * context was set to STOP (acl_abi.md §5.4: "STOP applies to all streams of
+ * that context"). */
+static bool stops_on_failure(const mock_stream *s)
+{
+    return atomic_load(&((mock_stream *)s)->failure_mode) == ACL_STOP_ON_FAILURE ||
+           mock_ctx_stop_on_failure(s->ctx);
+}
+
+/* Sets the failure mode; the reference allows it once per stream (§5.4). */
+static aclError set_failure_mode(const char *fn, mock_stream *s, uint64_t mode)
+{
+    if (atomic_exchange(&s->failure_mode_set, true)) {
+        /* The code for a second call is not pinned down by the reference. */
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "the failure mode of this stream was already set (it may be set once per stream)");
+    }
+    atomic_store(&s->failure_mode, mode);
+    if (mode == ACL_STOP_ON_FAILURE) {
+        mock_ctx_set_stop_on_failure(s->ctx);
+    }
+    return ACL_SUCCESS;
+}
 
 static bool ts_before(const struct timespec *a, const struct timespec *b)
 {
@@ -238,7 +263,7 @@ static void *worker_main(void *arg)
         s->count--;
         uint64_t seq = ++s->started;
         bool skip = seq <= s->discard_until ||
-                    (s->err != ACL_SUCCESS && atomic_load(&s->failure_mode) == ACL_STOP_ON_FAILURE);
+                    (s->err != ACL_SUCCESS && stops_on_failure(s));
         pthread_mutex_unlock(&s->mu);
 
         aclError rc = ACL_SUCCESS;
@@ -275,7 +300,7 @@ aclError mock_stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*
     aclError refuse = ACL_SUCCESS;
     if (s->stopping) {
         refuse = ACL_ERROR_RT_STREAM_ABORT;
-    } else if (s->err != ACL_SUCCESS && atomic_load(&s->failure_mode) == ACL_STOP_ON_FAILURE) {
+    } else if (s->err != ACL_SUCCESS && stops_on_failure(s)) {
         refuse = s->err;
     } else if (s->count == s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 64;
@@ -350,7 +375,7 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
     }
     if (rc == ACL_SUCCESS && s->err != ACL_SUCCESS) {
         rc = s->err;
-        if (consume_err && atomic_load(&s->failure_mode) != ACL_STOP_ON_FAILURE) {
+        if (consume_err && !stops_on_failure(s)) {
             s->err = ACL_SUCCESS;
         }
     }
@@ -399,6 +424,7 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
     s->flags = flags & STREAM_KNOWN_FLAGS;
     s->is_default = is_default;
     atomic_init(&s->failure_mode, ACL_CONTINUE_ON_FAILURE);
+    atomic_init(&s->failure_mode_set, false);
     pthread_mutex_init(&s->mu, NULL);
     mock_cond_init(&s->work_cv);
     mock_cond_init(&s->done_cv);
@@ -958,9 +984,9 @@ aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    atomic_store(&s->failure_mode, mode);
+    rc = set_failure_mode(fn, s, mode);
     mock_stream_put(s);
-    return ACL_SUCCESS;
+    return rc;
 }
 
 aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId)
@@ -1035,10 +1061,10 @@ static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr 
     switch (attr) {
     case ACL_STREAM_ATTR_FAILURE_MODE:
         if (set) {
-            atomic_store(&s->failure_mode, value->failureMode);
+            rc = set_failure_mode(fn, s, value->failureMode);
         } else {
             memset(value, 0, sizeof(*value));
-            value->failureMode = atomic_load(&s->failure_mode);
+            value->failureMode = stops_on_failure(s) ? ACL_STOP_ON_FAILURE : ACL_CONTINUE_ON_FAILURE;
         }
         break;
     case ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK:
@@ -1077,7 +1103,7 @@ static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr 
         break;
     }
     mock_stream_put(s);
-    return ACL_SUCCESS;
+    return rc;
 }
 
 aclError aclrtSetStreamAttribute(aclrtStream stream, aclrtStreamAttr stmAttrType, aclrtStreamAttrValue *value)

@@ -205,6 +205,10 @@ static void enqueue_failing_task(aclrtStream s, aclrtStream holder, aclrtEvent e
 
 static void test_failure_modes(void)
 {
+    /* STOP applies to a whole context (acl_abi.md §5.4): use one of our own */
+    aclrtContext prev = NULL, ctx = NULL;
+    CHECK_OK(aclrtGetCurrentContext(&prev));
+    CHECK_OK(aclrtCreateContext(&ctx, 0));
     aclrtStream s, holder;
     aclrtEvent ev;
     CHECK_OK(aclrtCreateStream(&s));
@@ -243,12 +247,46 @@ static void test_failure_modes(void)
     CHECK_OK(aclrtSynchronizeStream(s));
     CHECK_EQ(atomic_load(&c), 2);
 
+    /* the mode may be set once per stream (§5.4), by either API */
+    CHECK_EQ(aclrtSetStreamFailureMode(s, ACL_CONTINUE_ON_FAILURE), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "once");
+    v.failureMode = ACL_CONTINUE_ON_FAILURE;
+    CHECK_EQ(aclrtSetStreamAttribute(s, ACL_STREAM_ATTR_FAILURE_MODE, &v), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_OK(aclrtGetStreamAttribute(s, ACL_STREAM_ATTR_FAILURE_MODE, &v));
+    CHECK_EQ(v.failureMode, ACL_STOP_ON_FAILURE);
+
+    /* STOP applies to all streams of the context: the others, its default
+     * stream and streams created later stop on their own failures too */
+    CHECK_OK(aclrtGetStreamAttribute(holder, ACL_STREAM_ATTR_FAILURE_MODE, &v));
+    CHECK_EQ(v.failureMode, ACL_STOP_ON_FAILURE);
+    CHECK_OK(aclrtGetStreamAttribute(NULL, ACL_STREAM_ATTR_FAILURE_MODE, &v));
+    CHECK_EQ(v.failureMode, ACL_STOP_ON_FAILURE);
+    aclrtStream later;
+    CHECK_OK(aclrtCreateStream(&later));
+    CHECK_OK(aclrtGetStreamAttribute(later, ACL_STREAM_ATTR_FAILURE_MODE, &v));
+    CHECK_EQ(v.failureMode, ACL_STOP_ON_FAILURE);
+    enqueue_failing_task(later, holder, ev);
+    CHECK_OK(aclrtLaunchHostFunc(later, counter_fn, &c));
+    CHECK_EQ(aclrtSynchronizeStream(later), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    CHECK_EQ(atomic_load(&c), 2); /* discarded */
+    CHECK_EQ(aclrtLaunchHostFunc(later, counter_fn, &c), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    CHECK_OK(aclrtStreamAbort(later));
+    CHECK_OK(aclrtDestroyStream(later));
+
     gate_open(&g);
     CHECK_OK(aclrtSynchronizeStream(holder));
     CHECK_OK(aclrtDestroyStream(s));
     CHECK_OK(aclrtDestroyStream(holder));
     CHECK_OK(aclrtDestroyEvent(ev));
     gate_destroy(&g);
+    CHECK_OK(aclrtDestroyContext(ctx));
+    CHECK_OK(aclrtSetCurrentContext(prev));
+
+    /* other contexts keep CONTINUE */
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtGetStreamAttribute(s, ACL_STREAM_ATTR_FAILURE_MODE, &v));
+    CHECK_EQ(v.failureMode, ACL_CONTINUE_ON_FAILURE);
+    CHECK_OK(aclrtDestroyStream(s));
 }
 
 static void test_abort_and_stop(void)
