@@ -485,7 +485,12 @@ def _atexit_finalize() -> None:
     if _state == READY and not _bad_fork and EXIT_WATCHDOG_SECONDS > 0:
         watchdog = threading.Timer(EXIT_WATCHDOG_SECONDS, _watchdog_warn)
         watchdog.daemon = True
-        watchdog.start()
+        try:
+            watchdog.start()
+        except RuntimeError:
+            # Python >= 3.12 refuses new threads once interpreter shutdown has begun;
+            # finalize must still run, just without the watchdog.
+            watchdog = None
     try:
         err = _finalize()
     except BaseException:

@@ -433,6 +433,24 @@ def test_atexit_watchdog_names_a_blocked_hook() -> None:
     assert "release hook 'slow-hook' (priority 200)" in proc.stdout
 
 
+def test_atexit_finalizes_even_when_no_thread_can_start() -> None:
+    """Python >= 3.12 refuses new threads during interpreter shutdown; the exit
+    watchdog must not stop finalize from running (regression: it raised there)."""
+    proc = run_py(
+        _AFTER_EXIT
+        + """
+import threading
+from pyacl_rt import runtime as rt
+def refuse(self):
+    raise RuntimeError("can't create new thread at interpreter shutdown")
+threading.Timer.start = refuse
+rt.register_release_hook(lambda: print("hook ran", flush=True), rt.PRIORITY_STREAMS)
+rt.ensure_initialized()
+"""
+    )
+    assert proc.stdout.splitlines() == ["hook ran", "after-exit aclFinalize: 100037"]
+
+
 def test_atexit_without_init_does_nothing() -> None:
     proc = run_py(
         _AFTER_EXIT
