@@ -77,7 +77,9 @@ class _ReportThread:
     def __init__(self, device: int) -> None:
         self.device = device
         self.poll_ms = int(get_options().callback_poll_ms)
-        self.subscriptions = 0
+        #: (context, stream handle) pairs subscribed to this thread (handle 0 = the
+        #: context's default stream). A set: unsubscribing twice is harmless.
+        self.subscriptions: set[tuple[_CtxRef, int]] = set()
         self._stop = False
         self._wake = threading.Event()
         self._started = threading.Event()
@@ -110,7 +112,7 @@ class _ReportThread:
         deferred = _device._deferred_calls
         st = _local.st
         while not self._stop:
-            if self.subscriptions <= 0:
+            if not self.subscriptions:
                 wait(poll / 1000.0)
                 self._wake.clear()
                 continue
@@ -137,17 +139,23 @@ class _ReportThread:
             self._wake.clear()
         self._graveyard.clear()
 
-    def subscribe(self, stream_handle: int) -> None:
-        """Subscribe a stream (its context must be current on the calling thread)."""
+    def subscribe(self, stream_handle: int, ctx: _CtxRef) -> None:
+        """Subscribe a stream (``ctx`` must be current on the calling thread)."""
+        key = (ctx, stream_handle)
+        if key in self.subscriptions:
+            return
         rc = _lib.aclrtSubscribeReport(self.ident, stream_handle)
         if rc:
             _check(rc, "aclrtSubscribeReport")
-        self.subscriptions += 1
+        self.subscriptions.add(key)
         self._wake.set()
 
-    def unsubscribe(self, stream_handle: int) -> None:
-        """Unsubscribe (stream's context current on the calling thread). Never raises."""
-        self.subscriptions -= 1
+    def unsubscribe(self, stream_handle: int, ctx: _CtxRef) -> None:
+        """Unsubscribe (``ctx`` current on the calling thread). Idempotent; never raises."""
+        key = (ctx, stream_handle)
+        if key not in self.subscriptions:
+            return
+        self.subscriptions.discard(key)
         try:
             rc = _lib.aclrtUnSubscribeReport(self.ident, stream_handle)
             if rc:
@@ -244,7 +252,7 @@ def _forget_context(ctx: _CtxRef) -> None:
             _lib.aclrtSynchronizeStream(0)
         except Exception:  # pragma: no cover - defensive
             pass
-        rt.unsubscribe(0)
+        rt.unsubscribe(0, ctx)
 
 
 def launch(
@@ -260,7 +268,7 @@ def launch(
                 rt = _thread_for(stream._device)
                 if _local.st.ctx is not stream._ctx:
                     stream._activate()
-                rt.subscribe(stream._handle)
+                rt.subscribe(stream._handle, stream._ctx)
                 state[1] = rt
                 if stream._handle == 0:
                     _default_subs[stream._ctx] = rt

@@ -24,7 +24,7 @@ Model (ACL semantics, acl_abi.md section 5.2/5.3)
 Differences from ``torch_npu.npu`` (documented per function):
 
 * A thread that never selected a device does not default to device 0 but to the
-  device last selected with :func:`set_device` on the main thread (else 0). This is
+  device currently selected on the main thread (else 0). This is
   the fix for the classic "worker thread silently creates a context on device 0"
   report. Querying :func:`current_device` never creates a context.
 
@@ -39,7 +39,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Protocol, SupportsIndex, Union
+from typing import Any, ClassVar, Final, SupportsIndex, Union
 
 from . import errors, lowlevel, runtime
 from ._lowlevel_cffi import lib as _cffi_lib
@@ -230,7 +230,15 @@ class _ThreadState:
 
 class _Local(threading.local):
     def __init__(self) -> None:
+        global _main_state
         self.st = _ThreadState()
+        if threading.current_thread() is _main_thread:
+            _main_state = self.st
+
+
+_main_thread = threading.main_thread()
+#: The main thread's state: its selected device is the fallback of other threads.
+_main_state: _ThreadState | None = None
 
 
 #: ``_local.st`` is the calling thread's :class:`_ThreadState`.
@@ -240,9 +248,6 @@ _lock = threading.RLock()
 #: device index -> primary context (created by our single aclrtSetDevice).
 _primaries: dict[int, _CtxRef] = {}
 _device_count: int | None = None
-#: Fallback device of threads that never selected one.
-_default_device = 0
-_main_thread = threading.main_thread()
 
 
 #: Releases that a finalizer could not do safely on a host-callback thread (destroying
@@ -290,11 +295,6 @@ def _refuse_in_callback(what: str) -> None:
 
 
 # ----------------------------------------------------------- device index
-class _HasDevice(Protocol):
-    @property
-    def device(self) -> Any: ...
-
-
 DeviceLike = Union[int, SupportsIndex, str, "Device", None]
 
 
@@ -433,14 +433,17 @@ def current_device() -> int:
     """The calling thread's selected device index.
 
     Per thread, as in ACL. A thread that never selected a device gets the device
-    last selected with :func:`set_device` on the main thread (0 if none) — torch_npu
+    currently selected on the main thread (0 if none) — torch_npu
     uses 0, which is how worker threads end up creating stray contexts on device 0.
     Never creates a context.
     """
     d = _local.st.device
     if d >= 0:
         return d
-    return _default_device
+    main = _main_state
+    if main is not None and main.device >= 0:
+        return main.device
+    return 0
 
 
 def set_device(dev: DeviceLike) -> None:
@@ -448,11 +451,10 @@ def set_device(dev: DeviceLike) -> None:
 
     The first use of a device in the process calls ``aclrtSetDevice`` (creating its
     primary context); later calls, on any thread, only install that context.
-    Also records the fallback device of threads that never select one when called
-    on the main thread. ``dev`` may be an int, a :class:`Device` or ``'npu:N'``;
+    The main thread's selection is also the fallback of threads that never select
+    a device. ``dev`` may be an int, a :class:`Device` or ``'npu:N'``;
     ``None`` is a no-op (as in torch_npu).
     """
-    global _default_device
     if dev is None:
         return
     index = _index(dev)
@@ -463,8 +465,6 @@ def set_device(dev: DeviceLike) -> None:
     if _local.st.ctx is not ref:
         ref.make_current()
     _local.st.device = index
-    if threading.current_thread() is _main_thread:
-        _default_device = index
 
 
 def _restore_selection(prev_device: int, prev_active: _CtxRef | None) -> None:

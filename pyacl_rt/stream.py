@@ -169,7 +169,7 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
         if sub is not None:
             state[1] = None
             _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
-            sub.unsubscribe(handle)
+            sub.unsubscribe(handle, ctx)
         rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
         if rc:
             _log.warning("aclrtDestroyStream(0x%x) failed with %d", handle, rc)
@@ -537,7 +537,7 @@ class Stream:
                     if _local.st.ctx is not self._ctx:
                         self._ctx.make_current()
                     _lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
-                    sub.unsubscribe(self._handle)
+                    sub.unsubscribe(self._handle, self._ctx)
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
             state[0].clear()

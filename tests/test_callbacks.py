@@ -37,7 +37,6 @@ def no_leaks() -> Iterator[None]:
     D._local.st.device = -1
     D._local.st.active = None
     D._local.st.streams.clear()
-    D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):
         D.synchronize(d)  # releases keep-alive lists of default streams
@@ -289,4 +288,22 @@ def test_stream_collected_inside_callback_is_released_after_it() -> None:
         time.sleep(0.01)
     assert mc.stat("streams", 1) == base - 1
     assert not D._deferred_calls
+    s.close()
+
+
+def test_context_close_with_live_default_stream_keeps_report_thread_working() -> None:
+    from pyacl_rt import context as C
+
+    ctx = C.Context(2)
+    with ctx:
+        d = S.current_stream()  # the context's default stream, kept alive here
+        d.launch_host_func(lambda: None)
+        d.synchronize()
+    ctx.close()  # unsubscribes it once (the wrapper and the context both know it)
+    assert d.closed
+    s = S.Stream(2)
+    got: list[int] = []
+    s.launch_host_func(got.append, 1)
+    s.synchronize()  # hangs if the report thread believed it had no subscription
+    assert got == [1]
     s.close()

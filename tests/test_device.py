@@ -37,7 +37,6 @@ def no_leaks() -> Iterator[None]:
     D._local.st.device = -1
     D._local.st.active = None
     D._local.st.streams.clear()
-    D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):
         D.synchronize(d)  # releases keep-alive lists of default streams
@@ -465,3 +464,10 @@ def test_visible_devices_renumber(run_python: Any, clean_env: Any) -> None:
     r = run_python(code, env=env)
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout
+
+
+def test_fallback_follows_main_thread_guards() -> None:
+    D.set_device(1)
+    with D.device(4):
+        assert in_thread(D.current_device) == 4
+    assert in_thread(D.current_device) == 1

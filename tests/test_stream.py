@@ -35,7 +35,6 @@ def no_leaks() -> Iterator[None]:
     D._local.st.device = -1
     D._local.st.active = None
     D._local.st.streams.clear()
-    D._default_device = 0
     S._drain_pools()
     for d in list(D._primaries):
         D.synchronize(d)  # releases keep-alive lists of default streams
