@@ -604,7 +604,9 @@ def current_stream(device: DeviceLike = None) -> Stream:
         index = _index(device)
     s = t.streams.get(index)
     if s is not None:
-        return s  # type: ignore[no-any-return]
+        if s._ctx is not _FINALIZED:
+            return s  # type: ignore[no-any-return]
+        del t.streams[index]  # chosen before a finalize: back to the default stream
     if t.active is None:
         s = _primary_defaults.get(index)
         if s is not None:

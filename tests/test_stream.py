@@ -492,3 +492,23 @@ def test_device_lost_stream_ops_raise_and_close_quietly() -> None:
     from pyacl_rt import lowlevel
 
     lowlevel.check(lowlevel.lib.aclrtDestroyStream(handle), "aclrtDestroyStream")
+
+
+def test_current_stream_after_reinit(run_python: Any) -> None:
+    code = """
+        import pyacl_rt.device as D, pyacl_rt.stream as S
+        from pyacl_rt import runtime, errors
+        s = S.Stream(1)
+        S.set_stream(s)
+        runtime.finalize()
+        runtime.init()
+        cur = S.current_stream()
+        assert cur.kind == "default" and cur.query(), cur
+        try:
+            s.query()
+        except errors.RuntimeFinalizedError:
+            print("OK")
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout
