@@ -28,7 +28,9 @@ Rules for a callback (``fn(*args)``):
   stream that has callbacks raise :class:`~pyacl_rt.device.CallbackContextError`
   there instead of deadlocking. It also must not allocate/free device memory or do
   synchronous copies (ACL forbids those from callbacks; pyacl_rt cannot detect every
-  such call). Hand heavy or blocking work to another thread.
+  such call), and must not call :func:`pyacl_rt.runtime.finalize` (resetting the
+  device waits for the stream, which waits for the callback). Hand heavy or
+  blocking work to another thread.
 * An exception it raises is logged (logger ``pyacl_rt``) and re-raised by the next
   ``synchronize()`` of that stream; it is never lost.
 * The callable, its arguments and the stream are kept alive until it has run.
@@ -173,6 +175,8 @@ class _ReportThread:
 
 def _run_deferred() -> None:
     """Run the releases finalizers deferred while on a callback thread. Never raises."""
+    if _local.st.in_callback:
+        return  # still inside a callback (e.g. finalize() called from one): not here
     calls = _device._deferred_calls
     while calls:
         try:
