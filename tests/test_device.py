@@ -180,6 +180,9 @@ def test_device_object() -> None:
     assert props.L2_cache_size is not None and props.L2_cache_size > 0
     assert d.info(D.ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE) == total
     assert d.capability(D.ACL_DEVICE_INFO_AI_CORE_NUM) > 0
+    assert d.feature(1) in (0, 1)  # ACL_FEATURE_TSCPU_TASK_UPDATE_SUPPORT_AIC_AIV
+    with pytest.raises(errors.AclError):
+        d.info(-12345)  # unknown attribute: a typed error naming the function
     rates = d.utilization_rates()
     assert set(rates) == {"cube", "vector", "aicpu", "memory"}
     assert rates["memory"] is None  # ACL always reports -1 for memory
