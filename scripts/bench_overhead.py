@@ -26,7 +26,9 @@ namespace, so every column pays the same global lookup):
               returns the value (raising on failure): ``v = cx_get()``. So every column
               ends with the same thing in Python: the checked value, or the rc.
 ``C-ext+GIL`` the same baseline keeping the GIL (no ``Py_BEGIN_ALLOW_THREADS``).
-``pythonic``  the Pythonic hot path of the same operation (issue 4 item 9):
+``pythonic``  the Pythonic hot path of the same operation (issue 4 item 9; for a case
+              without one, a callable registered with
+              ``pyacl_rt.lowlevel.register_hot_path(case_name, fn)`` is timed as ``fn()``):
               ``current_device()``, ``Stream.query()``, ``Event.record(stream)``,
               ``memory.memcpy_async(dst_buf, src_buf, 8, stream)`` between owned buffers.
               ``current_device()`` answers from per-thread state without calling
@@ -588,8 +590,12 @@ def main(argv: list[str] | None = None) -> int:
             }
             if case.fast:
                 stmts["fast"] = case.fast
+            hot = ll.HOT_PATHS.get(case.name)
             if case.pythonic:
                 stmts["pythonic"] = case.pythonic
+            elif hot is not None:  # hook: lowlevel.register_hot_path(case name, fn)
+                ns["_hot"] = hot
+                stmts["pythonic"] = "_hot()"
             row: dict[str, Any] = {"call": case.name}
             stat = min if args.stat == "min" else statistics.median
             before, after = (hold, release) if case.sync_after else (nothing, nothing)
