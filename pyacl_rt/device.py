@@ -118,7 +118,18 @@ class SyncTimeoutError(errors.AclInternalError, TimeoutError):
 _lib: Any = _cffi_lib
 _check: Callable[[int, str], None] = lowlevel.check
 _aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
+#: Checked C fast paths (lowlevel.fast): value returned, typed error raised.
+_fast: Any = lowlevel.fast
 _scratch: Callable[[], Any] = lowlevel.scratch
+
+
+def _timeout_error(exc: errors.AclError) -> errors.AclError:
+    """``exc`` as a :class:`SyncTimeoutError` if it is a sync timeout, else ``exc``."""
+    if exc.code in TIMEOUT_CODES:
+        return SyncTimeoutError(
+            code=exc.code, function=exc.function, recent_message=exc.recent_message
+        )
+    return exc
 
 
 def _raise_sync_error(rc: int, func: str) -> None:

@@ -37,13 +37,14 @@ from .device import (
     ObjectClosedError,
     _check,
     _CtxRef,
+    _fast,
     _lib,
     _local,
     _owner_of,
     _raise_dead,
-    _raise_sync_error,
     _refuse_in_callback,
     _run_finalizer,
+    _timeout_error,
 )
 from .stream import Stream, _timeout_ms, current_stream
 
@@ -55,9 +56,12 @@ ACL_EVENT_SYNC: Final = 0x1
 ACL_EVENT_TIME_LINE: Final = 0x8
 ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = 1
 
-_aclrtRecordEvent = _lib.aclrtRecordEvent
-_aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
-_aclrtSynchronizeEvent = _lib.aclrtSynchronizeEvent
+# Checked C fast paths (lowlevel.fast): value returned, typed error raised.
+_fast_record_event = _fast.record_event
+_fast_query_event_status = _fast.query_event_status
+_fast_synchronize_event = _fast.synchronize_event
+_fast_synchronize_event_with_timeout = _fast.synchronize_event_with_timeout
+_fast_stream_wait_event = _fast.stream_wait_event
 
 
 class EventTimingError(errors.AclUsageError, ValueError):
@@ -221,9 +225,7 @@ class Event:
             self._bind(stream)
         if _local.st.ctx is not ctx:
             stream._activate()
-        rc = _aclrtRecordEvent(self._handle, stream._handle)
-        if rc:
-            _check(rc, "aclrtRecordEvent")
+        _fast_record_event(self._handle, stream._handle)
         self._recorded = True
 
     def query(self) -> bool:
@@ -231,14 +233,10 @@ class Event:
         ctx = self._ctx
         if ctx is None:
             return True
-        t = _local.st
-        if t.ctx is not ctx:
+        if _local.st.ctx is not ctx:
             self._activate()
-        st = t.i32
-        rc = _aclrtQueryEventStatus(self._handle, st)
-        if rc:
-            _check(rc, "aclrtQueryEventStatus")
-        return st[0] == 1  # type: ignore[no-any-return]  # ACL_EVENT_RECORDED_STATUS_COMPLETE
+        # ACL_EVENT_RECORDED_STATUS_COMPLETE
+        return _fast_query_event_status(self._handle) == 1  # type: ignore[no-any-return]
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for the work captured by the last record. Releases the GIL.
@@ -253,14 +251,13 @@ class Event:
             return
         if _local.st.ctx is not ctx:
             self._activate()
-        if timeout is None:
-            rc = _aclrtSynchronizeEvent(self._handle)
-            if rc:
-                _raise_sync_error(rc, "aclrtSynchronizeEvent")
-        else:
-            rc = _lib.aclrtSynchronizeEventWithTimeout(self._handle, _timeout_ms(timeout))
-            if rc:
-                _raise_sync_error(rc, "aclrtSynchronizeEventWithTimeout")
+        try:
+            if timeout is None:
+                _fast_synchronize_event(self._handle)
+            else:
+                _fast_synchronize_event_with_timeout(self._handle, _timeout_ms(timeout))
+        except errors.AclError as exc:
+            raise _timeout_error(exc) from None
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on ``stream`` (default: current stream) wait for this event."""
@@ -278,9 +275,7 @@ class Event:
             self._raise_closed()
         if _local.st.ctx is not stream._ctx:
             stream._activate()
-        rc = _lib.aclrtStreamWaitEvent(stream._handle, self._handle)
-        if rc:
-            _check(rc, "aclrtStreamWaitEvent")
+        _fast_stream_wait_event(stream._handle, self._handle)
 
     def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds between this event's record and ``end_event``'s.

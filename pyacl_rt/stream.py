@@ -63,10 +63,10 @@ from .device import (
     _local,
     _owner_of,
     _raise_dead,
-    _raise_sync_error,
     _refuse_in_callback,
     _restore_selection,
     _run_finalizer,
+    _timeout_error,
     current_device,
 )
 
@@ -87,10 +87,13 @@ ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = 1
 ACL_STREAM_STATUS_COMPLETE: Final = 0
 STREAMS_PER_POOL: Final = 32
 
-_aclrtStreamQuery = _lib.aclrtStreamQuery
-_aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
 _aclrtRecordEvent = _lib.aclrtRecordEvent
 _aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
+# Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
+# typed error themselves, so the hot paths need no scratch array and no rc test.
+_fast_stream_query = _device._fast.stream_query
+_fast_synchronize_stream = _device._fast.synchronize_stream
+_fast_synchronize_stream_with_timeout = _device._fast.synchronize_stream_with_timeout
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
@@ -361,14 +364,9 @@ class Stream:
     # ------------------------------------------------------------- queries
     def query(self) -> bool:
         """True if all work submitted to the stream has completed (``aclrtStreamQuery``)."""
-        t = _local.st
-        if t.ctx is not self._ctx:
+        if _local.st.ctx is not self._ctx:
             self._activate()
-        st = t.i32
-        rc = _aclrtStreamQuery(self._handle, st)
-        if rc:
-            _check(rc, "aclrtStreamQuery")
-        return st[0] == 0  # type: ignore[no-any-return]  # ACL_STREAM_STATUS_COMPLETE
+        return _fast_stream_query(self._handle) == 0  # type: ignore[no-any-return]
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait until all work on the stream completed. Releases the GIL.
@@ -385,15 +383,13 @@ class Stream:
             _refuse_in_callback("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
-        if timeout is None:
-            rc = _aclrtSynchronizeStream(self._handle)
-            if rc:
-                _raise_sync_error(rc, "aclrtSynchronizeStream")
-        else:
-            ms = _timeout_ms(timeout)
-            rc = _lib.aclrtSynchronizeStreamWithTimeout(self._handle, ms)
-            if rc:
-                _raise_sync_error(rc, "aclrtSynchronizeStreamWithTimeout")
+        try:
+            if timeout is None:
+                _fast_synchronize_stream(self._handle)
+            else:
+                _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
+        except errors.AclError as exc:
+            raise _timeout_error(exc) from None
         watch = self._state[0]
         if watch:
             _release_watch(self._ctx, watch)
