@@ -4,11 +4,20 @@ Commands:
 
 ``pyacl-rt info``
     Backend (real CANN library or bundled mock), library path and how it was
-    found, CANN version, and one line per visible device (index, SoC, total/free
-    memory in GiB). ``--json`` prints a stable machine-readable document (see
+    found, CANN version, and every visible device through its
+    :class:`~pyacl_rt.device.Device` object: one line per device (index, SoC,
+    total/free memory in GiB, utilisation) and a peer-access matrix (one line per
+    device listing its peers when the matrix would not fit in 80 columns).
+    ``--json`` prints a stable machine-readable document (see
     :data:`INFO_SCHEMA_VERSION`); ``--env`` prints the environment variables pyacl_rt
     honours with their current values instead (no library is loaded);
     ``--env --markdown`` prints the README's table of them.
+
+    Contexts: SoC, utilisation and peer access are queried by device id (no context).
+    Free memory needs a context: ``info`` uses the device's primary context if this
+    process already holds it, else a temporary :class:`~pyacl_rt.context.Context`
+    destroyed right after the query. The command finalizes the runtime before
+    printing when it started it, so it leaves no context or device reference behind.
 
 ``info --json`` document (schema 1; keys are only ever added)::
 
@@ -23,8 +32,16 @@ Commands:
      "devices": [{"index": int, "soc_name": str | null,
                   "total_memory_bytes": int | null, "free_memory_bytes": int | null,
                   "total_memory_gib": float | null, "free_memory_gib": float | null,
-                  "error": str | null}],       # one entry per visible device
+                  "error": str | null,
+                  # added in 0.1 (still schema 1):
+                  "utilization_percent": int | null,     # Device.utilization()
+                  "utilization_rates": {"cube", "vector", "aicpu", "memory":
+                                        int | null} | null,
+                  "peer_access": [bool | null]}],  # [j]: can this device access
+                                                   # device j (null: self/unknown)
      "warnings": [str]}                        # e.g. the auto -> mock fallback
+
+    ``runtime.state`` is the state while the devices were queried.
 
 Exit codes: 0 success; 1 runtime error (one-line message on stderr, no traceback;
 for ``info`` also when any device could not be queried - the document is still
@@ -40,11 +57,12 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from . import _abi_data, _options, errors
+from . import _options, errors
 
 __all__ = ["INFO_SCHEMA_VERSION", "build_parser", "collect_info", "format_info_text", "main"]
 
@@ -53,8 +71,6 @@ __all__ = ["INFO_SCHEMA_VERSION", "build_parser", "collect_info", "format_info_t
 INFO_SCHEMA_VERSION = 1
 
 _GIB = float(1 << 30)
-# aclrtMemAttr ACL_HBM_MEM (1): what torch_npu's mem_get_info asks for
-_ACL_HBM_MEM: int = _abi_data.CONSTANTS["ACL_HBM_MEM"]
 
 
 class _UsageError(Exception):
@@ -73,33 +89,8 @@ def _package_version() -> str:
 
 
 # ------------------------------------------------------------------ info
-def _cstring(value: Any) -> str | None:
-    """Decode a ``const char *`` result (cdata, int address or bytes); None for NULL."""
-    from . import lowlevel
-
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        return value
-    ffi = lowlevel.ffi
-    if isinstance(value, int):
-        if value == 0:
-            return None
-        value = ffi.cast("char *", value)
-    if value == ffi.NULL:
-        return None
-    raw: bytes = ffi.string(value)
-    return raw.decode("utf-8", "replace")
-
-
-def _query_device(index: int) -> dict[str, Any]:
-    """Set device ``index`` on this thread, read SoC and memory, reset it again."""
-    from . import lowlevel
-
-    lib = lowlevel.lib
-    entry: dict[str, Any] = {
+def _empty_entry(index: int) -> dict[str, Any]:
+    return {
         "index": index,
         "soc_name": None,
         "total_memory_bytes": None,
@@ -107,19 +98,46 @@ def _query_device(index: int) -> dict[str, Any]:
         "total_memory_gib": None,
         "free_memory_gib": None,
         "error": None,
+        "utilization_percent": None,
+        "utilization_rates": None,
+        "peer_access": [],
     }
+
+
+def _mem_info(dev: Any) -> tuple[int, int]:
+    """``(free, total)`` of ``dev`` without leaving a context behind.
+
+    ``aclrtGetMemInfo`` needs a context on the device. If pyacl_rt already holds the
+    device's primary context (the device is in use in this process) that one is used;
+    otherwise a temporary explicit :class:`~pyacl_rt.context.Context` is created for
+    the query and destroyed right after, so ``info`` never leaves a context (or a
+    device reference) on a device nobody asked for.
+    """
+    from . import device as _device
+    from .context import Context
+
+    cur = _device._local.st.ctx
+    if dev.index in _device._primaries or (cur is not None and cur.device == dev.index):
+        result: tuple[int, int] = dev.mem_get_info()
+        return result
+    ctx = Context(dev.index)
     try:
-        lowlevel.check(lib.aclrtSetDevice(index), "aclrtSetDevice")
-    except errors.AclError as exc:
-        entry["error"] = _one_line(exc)
-        return entry
+        with ctx:
+            result = dev.mem_get_info()
+    finally:
+        ctx.close()
+    return result
+
+
+def _query_device(index: int) -> dict[str, Any]:
+    """SoC, memory and utilisation of device ``index`` through its :class:`Device`."""
+    from .device import Device
+
+    entry = _empty_entry(index)
     try:
-        entry["soc_name"] = _cstring(lib.aclrtGetSocName())
-        s = lowlevel.scratch()
-        # two size_t out-parameters: elements 0 and 1 of the size_t scratch array
-        lowlevel.check(lib.aclrtGetMemInfo(_ACL_HBM_MEM, s.size, s.size + 1), "aclrtGetMemInfo")
-        free = int(s.size[0])
-        total = int(s.size[1])
+        dev = Device(index)
+        entry["soc_name"] = dev.name or None
+        free, total = _mem_info(dev)
         entry.update(
             total_memory_bytes=total,
             free_memory_bytes=free,
@@ -128,19 +146,49 @@ def _query_device(index: int) -> dict[str, Any]:
         )
     except errors.AclError as exc:
         entry["error"] = _one_line(exc)
-    finally:
-        try:
-            lowlevel.check(lib.aclrtResetDevice(index), "aclrtResetDevice")
-        except errors.AclError as exc:
-            if entry["error"] is None:
-                entry["error"] = _one_line(exc)
+        return entry
+    try:
+        entry["utilization_rates"] = dev.utilization_rates()
+        entry["utilization_percent"] = dev.utilization()
+    except errors.FeatureNotSupportedError:
+        pass  # the device (or runtime) does not report it: null, not an error
+    except errors.AclError as exc:
+        entry["error"] = _one_line(exc)
     return entry
+
+
+def _fill_peer_access(devices: list[dict[str, Any]]) -> None:
+    """``peer_access[j]`` of device ``i``: can ``i`` access ``j``'s memory.
+
+    ``None`` on the diagonal, when the runtime does not support the query, and when
+    the query failed; a failure between two otherwise healthy devices is reported in
+    the row device's ``error`` (a failure involving a device that already has an
+    error is that device's error).
+    """
+    from .device import Device
+
+    for row in devices:
+        i = row["index"]
+        cells: list[bool | None] = []
+        for col in devices:
+            j = col["index"]
+            value: bool | None = None
+            if i != j and row["error"] is None and col["error"] is None:
+                try:
+                    value = Device(i).can_access_peer(j)
+                except errors.FeatureNotSupportedError:
+                    value = None
+                except errors.AclError as exc:
+                    if row["error"] is None:
+                        row["error"] = f"peer access {i}->{j}: {_one_line(exc)}"
+            cells.append(value)
+        row["peer_access"] = cells
 
 
 def collect_info() -> dict[str, Any]:
     """The ``info`` document (what ``--json`` prints). Raises :class:`AclError` on a
     process-wide failure (no library, runtime does not start, device count fails)."""
-    from . import _loader, lowlevel, runtime
+    from . import _loader, device, runtime
 
     captured: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
@@ -153,10 +201,9 @@ def collect_info() -> dict[str, Any]:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     runtime.ensure_initialized()
-    s = lowlevel.scratch()
-    lowlevel.check(lowlevel.lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
-    count = int(s.u32[0])
+    count = device.device_count()
     devices = [_query_device(i) for i in range(count)]
+    _fill_peer_access(devices)
     opts = _options.get_options()
     return {
         "schema": INFO_SCHEMA_VERSION,
@@ -185,8 +232,77 @@ def _fmt_gib(value: Any) -> str:
     return "?" if value is None else f"{value:.2f} GiB"
 
 
+#: Width the text output is laid out for (device lines and the peer matrix).
+TEXT_WIDTH = 80
+
+
+def _fmt_util(dev: dict[str, Any]) -> str:
+    pct = dev.get("utilization_percent")
+    return "util n/a" if pct is None else f"util {pct}%"
+
+
+def _peer_cell(value: bool | None, is_self: bool) -> str:
+    if is_self:
+        return "-"
+    return "?" if value is None else ("Y" if value else "N")
+
+
+def _format_peer_access(devices: list[dict[str, Any]]) -> list[str]:
+    """The peer-access matrix (rows can access columns), or one line per device
+    listing its peers when the matrix would not fit in :data:`TEXT_WIDTH` columns."""
+    if len(devices) < 2 or not all("peer_access" in d for d in devices):
+        return []
+    indices = [d["index"] for d in devices]
+    label_w = 2 + len(str(max(indices)))  # "  N" right-aligned
+    cell_w = len(str(max(indices))) + 1
+    lines = ["peer access (row device -> column device; Y yes, N no, ? unknown):"]
+    if label_w + 2 + cell_w * len(devices) <= TEXT_WIDTH:
+        lines.append(" " * label_w + " |" + "".join(f"{i:>{cell_w}}" for i in indices))
+        for d in devices:
+            cells = d["peer_access"]
+            row = "".join(
+                f"{_peer_cell(cells[k] if k < len(cells) else None, j == d['index']):>{cell_w}}"
+                for k, j in enumerate(indices)
+            )
+            lines.append(f"{d['index']:>{label_w}} |{row}")
+        return lines
+    for d in devices:
+        cells = d["peer_access"]
+        peers = [j for k, j in enumerate(indices) if k < len(cells) and cells[k]]
+        unknown = [
+            j
+            for k, j in enumerate(indices)
+            if j != d["index"] and (k >= len(cells) or cells[k] is None)
+        ]
+        text = _ranges(peers) if peers else "none"
+        if unknown:
+            text += f" (unknown: {_ranges(unknown)})"
+        lines.extend(_wrapped(f"{d['index']:>{label_w}} -> {text}", label_w + 4))
+    return lines
+
+
+def _ranges(values: list[int]) -> str:
+    """``[0, 2, 3, 4, 7]`` -> ``"0, 2-4, 7"``."""
+    parts: list[str] = []
+    start = prev = values[0]
+    for v in [*values[1:], None]:
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if v is not None:
+            start = prev = v
+    return ", ".join(parts)
+
+
+def _wrapped(text: str, indent: int) -> list[str]:
+    return textwrap.wrap(
+        text, width=TEXT_WIDTH, subsequent_indent=" " * indent, break_on_hyphens=False
+    ) or [text]
+
+
 def format_info_text(doc: dict[str, Any]) -> str:
-    """Human-readable rendering of :func:`collect_info`'s document."""
+    """Human-readable rendering of :func:`collect_info`'s document (80 columns)."""
     lib = doc["library"]
     lines = [
         f"pyacl_rt {doc['pyacl_rt_version']}",
@@ -207,16 +323,17 @@ def format_info_text(doc: dict[str, Any]) -> str:
     for dev in doc["devices"]:
         head = f"  [{dev['index']}]"
         if dev["error"] is not None and dev["total_memory_bytes"] is None:
-            lines.append(f"{head} error: {dev['error']}")
+            lines.extend(_wrapped(f"{head} error: {dev['error']}", len(head) + 1))
             continue
         line = (
             f"{head} {dev['soc_name'] or 'unknown SoC'}  "
             f"memory {_fmt_gib(dev['total_memory_gib'])} total, "
-            f"{_fmt_gib(dev['free_memory_gib'])} free"
+            f"{_fmt_gib(dev['free_memory_gib'])} free, {_fmt_util(dev)}"
         )
-        if dev["error"] is not None:
-            line += f"  (error: {dev['error']})"
         lines.append(line)
+        if dev["error"] is not None:
+            lines.extend(_wrapped(f"{' ' * len(head)} error: {dev['error']}", len(head) + 1))
+    lines.extend(_format_peer_access(doc["devices"]))
     for w in doc["warnings"]:
         # first sentence only; the full text (e.g. every place searched) is in --json
         first, sep, rest = w.partition(". ")
@@ -253,7 +370,21 @@ def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
         else:
             out.write(_env_rows_text(rows))
         return 0
-    doc = collect_info()
+    from . import runtime
+
+    # `info` leaves the process as it found it: if it started the runtime, it also
+    # finalizes it (releasing every device reference and aclFinalize) before printing.
+    started_here = runtime.state() == "uninitialized"
+    doc: dict[str, Any] | None = None
+    try:
+        doc = collect_info()
+    finally:
+        if started_here:
+            try:
+                runtime.finalize()
+            except errors.AclError:
+                if doc is not None:
+                    raise  # a failed aclFinalize is the command's error
     if args.json:
         json.dump(doc, out, indent=2, sort_keys=False)
         out.write("\n")

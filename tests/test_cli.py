@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -59,7 +61,45 @@ def test_info_text() -> None:
     for i, line in enumerate(dev_lines):
         assert line.startswith(f"  [{i}] Ascend910B3")
         assert "8.00 GiB total" in line and "GiB free" in line
+        assert re.search(r", util (\d+%|n/a)$", line), line
+    # peer-access matrix: header row, then one row per device, "-" on the diagonal
+    lines = out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("peer access"))
+    assert lines[at + 1].split() == ["|", "0", "1", "2"]
+    rows = [ln.split() for ln in lines[at + 2 : at + 5]]
+    for i, row in enumerate(rows):
+        assert row[:2] == [str(i), "|"]
+        cells = row[2:]
+        assert len(cells) == 3 and cells[i] == "-"
+        assert all(c in "YN" for j, c in enumerate(cells) if j != i)
+    assert max(len(ln) for ln in lines if "/" not in ln) <= cli.TEXT_WIDTH
     assert "Traceback" not in proc.stderr
+
+
+def test_info_text_many_devices_fits_80_columns() -> None:
+    proc = run_cli("info", ASCEND_MOCK_DEVICE_COUNT="40")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len([ln for ln in lines if ln.startswith("  [")]) == 40
+    # too wide for a matrix: one "i -> peers" line per device, ranges compressed
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("peer access"))
+    peer_lines = [ln for ln in lines[at + 1 :] if "->" in ln]
+    assert len(peer_lines) == 40
+    assert peer_lines[0].split("->")[0].strip() == "0"
+    assert all(len(ln) <= cli.TEXT_WIDTH for ln in lines if "/" not in ln)
+
+
+def test_peer_text_rendering_units() -> None:
+    assert cli._ranges([0, 2, 3, 4, 7]) == "0, 2-4, 7"
+    assert cli._ranges([5]) == "5"
+    devices = [
+        {"index": 0, "peer_access": [None, True, None]},
+        {"index": 1, "peer_access": [False, None, True]},
+        {"index": 2, "peer_access": [None, None, None]},
+    ]
+    lines = cli._format_peer_access(devices)
+    assert lines[1:] == ["    | 0 1 2", "  0 | - Y ?", "  1 | N - Y", "  2 | ? ? -"]
+    assert cli._format_peer_access(devices[:1]) == []
 
 
 def test_info_json_is_stable_document() -> None:
@@ -81,7 +121,8 @@ def test_info_json_is_stable_document() -> None:
     assert doc["visible_devices"] is None
     assert [d["index"] for d in doc["devices"]] == [0, 1, 2, 3]
     for d in doc["devices"]:
-        assert set(d) == {
+        # schema 1 keys, then the keys added later (additions only, never renames)
+        assert list(d)[:7] == [
             "index",
             "soc_name",
             "total_memory_bytes",
@@ -89,14 +130,41 @@ def test_info_json_is_stable_document() -> None:
             "total_memory_gib",
             "free_memory_gib",
             "error",
+        ]
+        assert set(d) == set(list(d)[:7]) | {
+            "utilization_percent",
+            "utilization_rates",
+            "peer_access",
         }
         assert d["error"] is None
+        assert isinstance(d["utilization_percent"], int)
+        assert 0 <= d["utilization_percent"] <= 100
+        assert set(d["utilization_rates"]) == {"cube", "vector", "aicpu", "memory"}
+        peers = d["peer_access"]
+        assert len(peers) == 4 and peers[d["index"]] is None
+        assert all(isinstance(p, bool) for j, p in enumerate(peers) if j != d["index"])
         assert d["total_memory_bytes"] == 2 << 30
         assert 0 < d["free_memory_bytes"] <= d["total_memory_bytes"]
         assert d["total_memory_gib"] == 2.0
         assert isinstance(d["soc_name"], str) and d["soc_name"]
     assert doc["runtime"] == {"state": "ready", "external": False}
     assert doc["warnings"] == []
+    # the matrix is consistent with the Device objects of a fresh process
+    code = """
+        import json, pyacl_rt as npu
+        n = npu.device_count()
+        print(json.dumps([[None if i == j else npu.can_device_access_peer(i, j)
+                           for j in range(n)] for i in range(n)]))
+    """
+    ref = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=_env(ASCEND_MOCK_DEVICE_COUNT="4"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ref.returncode == 0, ref.stderr
+    assert [d["peer_access"] for d in doc["devices"]] == json.loads(ref.stdout)
 
 
 def test_info_honours_visible_devices() -> None:
@@ -106,8 +174,13 @@ def test_info_honours_visible_devices() -> None:
     assert doc["device_count"] == 2
     assert doc["visible_devices"] == "1,3"
     assert [d["index"] for d in doc["devices"]] == [0, 1]
+    assert [len(d["peer_access"]) for d in doc["devices"]] == [2, 2]
+    assert all(d["utilization_percent"] is not None for d in doc["devices"])
     text = run_cli("info", ASCEND_MOCK_DEVICE_COUNT="4", ASCEND_RT_VISIBLE_DEVICES="1,3")
     assert "devices:      2 (ASCEND_RT_VISIBLE_DEVICES=1,3)" in text.stdout
+    lines = text.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("peer access"))
+    assert lines[at + 1].split() == ["|", "0", "1"]
 
 
 def test_info_auto_fallback_warning_is_reported_not_printed_raw() -> None:
@@ -139,6 +212,9 @@ def test_info_device_lost_exit_1_but_document_printed() -> None:
     assert doc["devices"][0]["error"] is None
     err = doc["devices"][1]["error"]
     assert err is not None and "507010" in err
+    # queries involving the lost device are unknown, not errors of device 0
+    assert doc["devices"][0]["peer_access"] == [None, None]
+    assert doc["devices"][1]["peer_access"] == [None, None]
     text = run_cli("info", ASCEND_MOCK_DEVICE_COUNT="2", ASCEND_MOCK_DEVICE_LOST="1:507010")
     assert text.returncode == 1
     assert "[1] error:" in text.stdout and "ACL_ERROR_RT_LOST_HEARTBEAT" in text.stdout
@@ -273,9 +349,11 @@ def test_format_info_text_renders_errors() -> None:
     text = cli.format_info_text(doc)
     assert "CANN version: unknown" in text
     assert "initialised by another component" in text
-    assert "  [0] S  memory 1.00 GiB total, 0.50 GiB free" in text
+    assert "  [0] S  memory 1.00 GiB total, 0.50 GiB free, util n/a" in text
     assert "  [1] error: boom" in text
     assert "warning: w1" in text
+    # a document without the added keys (an older producer) still renders
+    assert "peer access" not in text
 
 
 def test_info_env_markdown_matches_options_table() -> None:
@@ -284,3 +362,97 @@ def test_info_env_markdown_matches_options_table() -> None:
     proc = run_cli("info", "--env", "--markdown")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == render_env_table_markdown()
+
+
+_COUNT_CONTEXTS = """
+    import io, json
+    import pyacl_rt as npu
+    from pyacl_rt import cli, context, runtime
+    from pyacl_rt.mock import REPORT_LAST_FINALIZE, mock_control
+
+    created = []
+    _orig_init = context.Context.__init__
+
+    def counting_init(self, device=None):
+        _orig_init(self, device)
+        created.append((self.device.index, dict(mc.counts())))
+
+    context.Context.__init__ = counting_init
+    mc = mock_control()
+    {body}
+"""
+
+
+def _run_counting(body: str, **env: str) -> subprocess.CompletedProcess[str]:
+    code = textwrap.dedent(_COUNT_CONTEXTS).replace("{body}", body)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_info_command_releases_everything_it_created() -> None:
+    # the command in a fresh process: one temporary context per device for the memory
+    # query (never two at once), nothing alive afterwards, runtime finalized
+    body = """
+buf = io.StringIO()
+assert cli.main(["info", "--json"], out=buf) == 0
+doc = json.loads(buf.getvalue())
+assert doc["device_count"] == 3
+assert [d for d, _ in created] == [0, 1, 2], created
+assert all(c["contexts"] == 1 for _, c in created), created
+assert runtime.state() == "finalized"
+assert "no leaks" in mc.leak_report(REPORT_LAST_FINALIZE), mc.leak_report(REPORT_LAST_FINALIZE)
+print("OK")
+"""
+    proc = _run_counting(body, ASCEND_MOCK_DEVICE_COUNT="3")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("OK")
+
+
+def test_collect_info_in_a_busy_process_leaves_counts_unchanged() -> None:
+    # a process that uses device 1 (primary context, a stream, a buffer): collect_info
+    # reuses that context, creates temporary ones only for devices 0 and 2, and leaves
+    # every per-device count as it found it; the runtime stays up
+    body = """
+npu.set_device(1)
+s = npu.Stream()
+buf = npu.DeviceBuffer(4096)
+before = [mc.counts(i) for i in range(3)]
+with npu.stream(s):
+    doc = cli.collect_info()
+    # the thread's selection and current stream are untouched
+    assert npu.current_device() == 1 and npu.current_stream() is s
+after = [mc.counts(i) for i in range(3)]
+assert before == after, (before, after)
+assert [d for d, _ in created] == [0, 2], created
+assert doc["devices"][1]["free_memory_bytes"] < doc["devices"][1]["total_memory_bytes"]
+assert runtime.state() == "ready"
+s.synchronize(); buf.close(); s.close()
+print("OK")
+"""
+    proc = _run_counting(body, ASCEND_MOCK_DEVICE_COUNT="3")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("OK")
+
+
+def test_info_failure_midway_still_releases() -> None:
+    # device 1's memory query fails: the command reports it (exit 1) and still
+    # destroys the temporary context and finalizes the runtime
+    body = """
+mc.inject_fault("aclrtGetMemInfo", 507899, nth=2)
+buf = io.StringIO()
+assert cli.main(["info", "--json"], out=buf) == 1
+doc = json.loads(buf.getvalue())
+assert doc["devices"][0]["error"] is None
+assert "507899" in doc["devices"][1]["error"]
+assert runtime.state() == "finalized"
+assert "no leaks" in mc.leak_report(REPORT_LAST_FINALIZE)
+print("OK")
+"""
+    proc = _run_counting(body, ASCEND_MOCK_DEVICE_COUNT="2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("OK")
