@@ -47,7 +47,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from . import callbacks, errors, runtime
+from . import callbacks, errors, lowlevel, runtime
 from . import context as _context
 from . import device as _device
 from .device import (
@@ -392,7 +392,9 @@ class Stream:
             raise _timeout_error(exc) from None
         watch = self._state[0]
         if watch:
-            _release_watch(self._ctx, watch)
+            # Everything recorded before this sync is complete; entries another thread
+            # appended meanwhile are not (polling releases exactly the completed ones).
+            self._poll_watch(watch)
         if self._errors:
             self._raise_callback_error()
 
@@ -483,16 +485,26 @@ class Stream:
         watch.append((marker, objs))
 
     def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
+        """Release the leading entries whose marker completed (markers complete in
+        stream order). Safe against other threads polling or appending the same list:
+        an entry is removed by identity, so only an entry seen complete is released."""
         st = _local.st.i32
         ctx = self._ctx
-        while watch:
-            marker = watch[0][0]
-            if (
-                _aclrtQueryEventStatus(marker, st) != 0
-                or st[0] != ACL_EVENT_RECORDED_STATUS_COMPLETE
-            ):
+        while True:
+            try:
+                entry = watch[0]
+            except IndexError:
                 return
-            watch.popleft()
+            marker = entry[0]
+            if _aclrtQueryEventStatus(marker, st):
+                lowlevel.recent_error_message()  # failed query: keep the entry
+                return
+            if st[0] != ACL_EVENT_RECORDED_STATUS_COMPLETE:
+                return
+            try:
+                watch.remove(entry)  # identity first: never another thread's entry
+            except ValueError:
+                continue  # another thread released it meanwhile
             _markers.put(ctx, marker)
 
     def _watch_pending(self) -> int:
@@ -777,7 +789,12 @@ def _on_context_close(ctx: _CtxRef) -> None:
 def _on_device_sync(index: int) -> None:
     for s in _iter_live():
         if s._device == index and s._ctx.device >= 0 and s._state[0]:
-            _release_watch(s._ctx, s._state[0])
+            try:
+                if _local.st.ctx is not s._ctx:
+                    s._ctx.make_current()
+                s._poll_watch(s._state[0])
+            except errors.AclError:  # pragma: no cover - defensive
+                pass
 
 
 def _after_fork_in_child() -> None:

@@ -232,3 +232,35 @@ def test_fresh_event_recorded_by_many_threads_at_once() -> None:
     assert e.query()
     e.close()
     s.close()
+
+
+def test_keep_alive_shared_stream_from_many_threads() -> None:
+    import weakref
+
+    class Obj:
+        pass
+
+    s = S.Stream(1)
+    gate = threading.Event()
+    s.launch_host_func(gate.wait, 60)  # everything below stays pending at first
+    held: list[weakref.ref[Obj]] = []
+    lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        for k in range(100):
+            o = Obj()
+            s._keep_alive(o)
+            with lock:
+                held.append(weakref.ref(o))
+            if k % 25 == 0:
+                s._watch_pending()  # concurrent polling of the same list
+
+    assert not run_threads(4, worker)
+    gc.collect()
+    assert all(r() is not None for r in held)  # nothing released while pending
+    gate.set()
+    s.synchronize()
+    assert s._watch_pending() == 0
+    gc.collect()
+    assert all(r() is None for r in held)
+    s.close()
