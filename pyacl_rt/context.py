@@ -70,7 +70,12 @@ def _destroy(ref: _CtxRef) -> None:
             _local.st.ctx = None
         rc = _lib.aclrtDestroyContext(handle)
         if rc:
-            _log.warning("aclrtDestroyContext(0x%x) failed with %d", handle, rc)
+            _log.warning(
+                "aclrtDestroyContext(0x%x) failed with %d: %s",
+                handle,
+                rc,
+                lowlevel.recent_error_message(),  # consume it: not the next error's text
+            )
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -221,4 +226,3 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 runtime.register_release_hook(_release_contexts, runtime.PRIORITY_CONTEXTS)
-_ = lowlevel  # the raw layer is reached through device's bindings

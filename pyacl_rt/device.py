@@ -935,7 +935,12 @@ def _release_devices() -> None:
             try:
                 rc = _lib.aclrtResetDevice(index)
                 if rc:
-                    _log.warning("aclrtResetDevice(%d) failed with %d at finalize", index, rc)
+                    _log.warning(
+                        "aclrtResetDevice(%d) failed with %d at finalize: %s",
+                        index,
+                        rc,
+                        lowlevel.recent_error_message(),
+                    )
             except Exception as exc:  # pragma: no cover - defensive
                 _log.warning("aclrtResetDevice(%d) raised %r at finalize", index, exc)
         _device_count = None

@@ -29,7 +29,7 @@ import weakref
 from typing import Any, Final
 
 from . import context as _context
-from . import errors, runtime
+from . import errors, lowlevel, runtime
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -77,7 +77,12 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
             ctx.make_current()
         rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
         if rc:
-            _log.warning("aclrtDestroyEvent(0x%x) failed with %d", handle, rc)
+            _log.warning(
+                "aclrtDestroyEvent(0x%x) failed with %d: %s",
+                handle,
+                rc,
+                lowlevel.recent_error_message(),  # consume it: not the next error's text
+            )
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 

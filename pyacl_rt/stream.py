@@ -175,7 +175,12 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
             sub.unsubscribe(handle, ctx)
         rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
         if rc:
-            _log.warning("aclrtDestroyStream(0x%x) failed with %d", handle, rc)
+            _log.warning(
+                "aclrtDestroyStream(0x%x) failed with %d: %s",
+                handle,
+                rc,
+                lowlevel.recent_error_message(),  # consume it: not the next error's text
+            )
         _release_watch(ctx, state[0])
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
