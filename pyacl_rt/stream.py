@@ -308,6 +308,20 @@ class Stream:
     npu_stream = handle  # torch_npu's name
 
     @property
+    def resolved_handle(self) -> int:
+        """The real ``aclrtStream`` address, also for a default stream (whose
+        :attr:`handle` is 0 = NULL): ``aclrtCtxGetCurrentDefaultStream`` in the
+        stream's context. For C code that cannot rely on NULL meaning "the default
+        stream of the calling thread's current context"."""
+        if self._handle:
+            return self._handle
+        if _local.st.ctx is not self._ctx:
+            self._activate()
+        s = _local.st.scratch
+        _check(_lib.aclrtCtxGetCurrentDefaultStream(s.uptr), "aclrtCtxGetCurrentDefaultStream")
+        return int(s.uptr[0])
+
+    @property
     def device(self) -> Device:
         """The :class:`~pyacl_rt.device.Device` of this stream."""
         return Device(self._device)

@@ -157,6 +157,12 @@ def test_default_stream() -> None:
     d = S.default_stream(1)
     assert d is S.default_stream(1) is S.default_stream("npu:1")
     assert d.handle == 0 and d.kind == "default"
+    real = d.resolved_handle
+    assert real != 0 and real != S.default_stream(2).resolved_handle
+    assert S.Stream.from_handle(real, 1).query() is True
+    owned = S.Stream(1)
+    assert owned.resolved_handle == owned.handle
+    owned.close()
     assert d.query() is True
     d.synchronize()
     d.close()  # not ours: a no-op
