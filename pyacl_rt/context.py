@@ -36,6 +36,7 @@ from .device import (
     _lib,
     _local,
     _restore_selection,
+    _select_device,
 )
 
 __all__ = ["Context", "current_context"]
@@ -152,7 +153,7 @@ class Context:
         self._require_open()
         self._ref.make_current()
         _local.st.active = self._ref
-        _local.st.device = self._device
+        _select_device(_local.st, self._device)
 
     def __enter__(self) -> Context:
         self._require_open()

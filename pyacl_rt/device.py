@@ -250,6 +250,17 @@ class _Local(threading.local):
 _main_thread = threading.main_thread()
 #: The main thread's state: its selected device is the fallback of other threads.
 _main_state: _ThreadState | None = None
+#: ``_main_state.device`` if >= 0 else 0, kept up to date by :func:`_select_device`.
+_fallback_device = 0
+
+
+def _select_device(st: _ThreadState, index: int) -> None:
+    """Set a thread's selected device (-1 = none); tracks the main thread's as the
+    fallback of threads that never selected one."""
+    global _fallback_device
+    st.device = index
+    if st is _main_state:
+        _fallback_device = index if index >= 0 else 0
 
 
 #: ``_local.st`` is the calling thread's :class:`_ThreadState`.
@@ -448,13 +459,8 @@ def current_device() -> int:
     uses 0, which is how worker threads end up creating stray contexts on device 0.
     Never creates a context.
     """
-    d = _local.st.device
-    if d >= 0:
-        return d
-    main = _main_state
-    if main is not None and main.device >= 0:
-        return main.device
-    return 0
+    d: int = _local.st.device
+    return d if d >= 0 else _fallback_device
 
 
 def set_device(dev: DeviceLike) -> None:
@@ -475,13 +481,13 @@ def set_device(dev: DeviceLike) -> None:
     ref = _context_for(index)
     if _local.st.ctx is not ref:
         ref.make_current()
-    _local.st.device = index
+    _select_device(_local.st, index)
 
 
 def _restore_selection(prev_device: int, prev_active: _CtxRef | None) -> None:
     """Restore a saved (selection, explicit context) pair exactly."""
     _local.st.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
-    _local.st.device = prev_device
+    _select_device(_local.st, prev_device)
     if prev_device >= 0:
         try:
             ref = _context_for(prev_device)

@@ -34,7 +34,7 @@ def no_leaks() -> Iterator[None]:
     before = _snapshot()
     primaries = set(D._primaries)
     yield
-    D._local.st.device = -1
+    D._select_device(D._local.st, -1)
     D._local.st.active = None
     D._local.st.streams.clear()
     S._drain_pools()
