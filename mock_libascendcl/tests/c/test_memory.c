@@ -161,6 +161,45 @@ static void test_no_context(void)
     pthread_join(th, NULL);
 }
 
+static bool all_zero_on_device(const void *dev, size_t n)
+{
+    unsigned char *h = (unsigned char *)malloc(n);
+    if (h == NULL) {
+        return false;
+    }
+    memset(h, 0x5a, n);
+    bool ok = aclrtMemcpy(h, n, dev, n, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS;
+    for (size_t i = 0; ok && i < n; i++) {
+        ok = h[i] == 0;
+    }
+    free(h);
+    return ok;
+}
+
+/* README "Zero-filled device memory": new device and managed allocations read as
+ * zeros, also when they reuse pages a previous allocation dirtied. */
+static void test_zero_filled(void)
+{
+    const size_t sizes[] = {1, 100, 4096, 5000, (size_t)3 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        for (int round = 0; round < 3; round++) {
+            void *p = NULL;
+            CHECK_OK(aclrtMalloc(&p, sizes[i], ACL_MEM_MALLOC_HUGE_FIRST));
+            CHECK(all_zero_on_device(p, sizes[i]));
+            CHECK_OK(aclrtMemset(p, sizes[i], 0xab, sizes[i]));
+            CHECK_OK(aclrtFree(p));
+        }
+    }
+    void *m = NULL;
+    CHECK_OK(aclrtMemAllocManaged(&m, 8192, ACL_RT_MEM_ATTACH_GLOBAL));
+    bool zero = true;
+    for (size_t i = 0; i < 8192; i++) {
+        zero = zero && ((unsigned char *)m)[i] == 0;
+    }
+    CHECK(zero);
+    CHECK_OK(aclrtFree(m));
+}
+
 static void test_oom_and_meminfo(void)
 {
     size_t f = 0, t = 0;
@@ -568,6 +607,7 @@ int main(void)
     CHECK_OK(aclrtSetDevice(0));
     RUN_TEST(test_rounding_and_alignment);
     RUN_TEST(test_bad_args);
+    RUN_TEST(test_zero_filled);
     RUN_TEST(test_oom_and_meminfo);
     RUN_TEST(test_host_memory);
     RUN_TEST(test_pointer_attributes);
