@@ -13,6 +13,9 @@
 /* util.c: exact IEEE binary16 <-> binary32 (RNE, subnormals, inf/nan). */
 MOCK_HIDDEN float mock_half_to_float(uint16_t h);
 MOCK_HIDDEN uint16_t mock_float_to_half(float f);
+/* util.c: bfloat16 <-> binary32 (RNE, NaN stays a quiet NaN). */
+MOCK_HIDDEN float mock_bf16_to_float(uint16_t b);
+MOCK_HIDDEN uint16_t mock_float_to_bf16(float f);
 
 /* overflow.c: saturation mode of a (logical) device; the default depends on
  * the SoC (INF/NaN on A2/A3-class SoCs, saturation on older ones). */

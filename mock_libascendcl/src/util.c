@@ -87,6 +87,21 @@ static inline float f32_from_bits(uint32_t u)
     return f;
 }
 
+float mock_bf16_to_float(uint16_t b)
+{
+    return f32_from_bits((uint32_t)b << 16);
+}
+
+uint16_t mock_float_to_bf16(float f)
+{
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+    }
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
 /* Exact binary16 -> binary32 (every half value is representable). */
 MOCK_HIDDEN float mock_half_to_float(uint16_t h)
 {
