@@ -338,7 +338,7 @@ def format_info_text(doc: dict[str, Any]) -> str:
         # first sentence only; the full text (e.g. every place searched) is in --json
         first, sep, rest = w.partition(". ")
         more = " (details: pyacl-rt info --json)" if sep and rest else ""
-        lines.append(f"warning: {first.rstrip('.')}{more}")
+        lines.extend(_wrapped(f"warning: {first.rstrip('.')}{more}", len("warning: ")))
     return "\n".join(lines) + "\n"
 
 

@@ -198,9 +198,13 @@ def test_info_auto_fallback_warning_is_reported_not_printed_raw() -> None:
     assert any("PYACL_RT_LIBRARY" in a for a in doc["library"]["searched"])
     text = run_cli("info", **env)
     assert text.returncode == 0, text.stderr
-    warn = [ln for ln in text.stdout.splitlines() if ln.startswith("warning:")]
-    assert len(warn) == 1 and "falling back to the bundled mock" in warn[0]
-    assert "(details: pyacl-rt info --json)" in warn[0]
+    lines = text.stdout.splitlines()
+    at = [i for i, ln in enumerate(lines) if ln.startswith("warning:")]
+    assert len(at) == 1
+    warning = " ".join(ln.strip() for ln in lines[at[0] :])  # wrapped to 80 columns
+    assert "falling back to the bundled mock" in warning
+    assert warning.endswith("(details: pyacl-rt info --json)")
+    assert all(len(ln) <= cli.TEXT_WIDTH for ln in lines[at[0] :])
 
 
 def test_info_device_lost_exit_1_but_document_printed() -> None:

@@ -1,0 +1,752 @@
+"""The public surface of ``pyacl_rt``: every name in ``__all__`` exists, is documented
+and is exercised against the mock; ``import pyacl_rt`` loads nothing; every Python
+example in README.md runs.
+
+Names are exercised in this process (one parametrised case each, see ``SMOKE``) except
+the lifecycle ones that would disturb other tests (``init``/``finalize``, fork, a
+missing library), which run in subprocesses (``SUBPROCESS``).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.metadata
+import os
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pyacl_rt as npu
+from pyacl_rt import runtime
+from pyacl_rt.mock import mock_control
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ASCEND_", "PYACL_RT_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")
+    }
+    env["PYACL_RT_BACKEND"] = "mock"
+    env["PYACL_RT_WARN_FALLBACK"] = "0"
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def _run(code: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+# ------------------------------------------------------------------ names
+def test_all_names_exist_and_are_documented() -> None:
+    assert len(npu.__all__) == len(set(npu.__all__)), "duplicates in __all__"
+    for name in npu.__all__:
+        assert hasattr(npu, name), name
+        obj = getattr(npu, name)
+        if name == "__version__":
+            assert isinstance(obj, str)
+            continue
+        assert (obj.__doc__ or "").strip(), f"pyacl_rt.{name} has no docstring"
+    # the torch_npu.npu names of issue 4 item 6
+    torch_npu_names = """is_available device_count set_device current_device device
+        device_of synchronize get_device_name get_device_properties mem_get_info utilization
+        current_stream default_stream set_stream stream Stream Event can_device_access_peer
+        get_soc_version get_cann_version set_op_timeout_ms is_support_inf_nan
+        is_bf16_supported"""
+    for name in torch_npu_names.split():
+        assert name in npu.__all__, name
+
+
+def test_star_import_matches_all() -> None:
+    ns: dict[str, Any] = {}
+    exec("from pyacl_rt import *", ns)
+    assert set(ns) - {"__builtins__"} == set(npu.__all__)
+
+
+def test_device_and_stream_are_modules_and_context_managers() -> None:
+    import pyacl_rt.device as dmod
+    import pyacl_rt.stream as smod
+
+    assert npu.device is dmod and npu.stream is smod
+    assert isinstance(npu.device(0), dmod.device)
+    assert isinstance(npu.stream(None), smod.stream)
+    assert npu.device.set_device is npu.set_device  # still the module
+
+
+def test_import_loads_no_library_and_starts_no_runtime() -> None:
+    code = """
+        import sys
+        import pyacl_rt
+        from pyacl_rt import lowlevel, runtime
+        assert not lowlevel.is_loaded(), "import pyacl_rt loaded the library"
+        assert runtime.state() == "uninitialized"
+        assert "pyacl_rt.mock" not in sys.modules
+        # first real use loads and initialises
+        assert pyacl_rt.device_count() >= 1
+        assert lowlevel.is_loaded() and runtime.state() == "ready"
+        print("OK")
+    """
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr
+    assert "OK" in proc.stdout
+
+
+# --------------------------------------------------------------- fixtures
+@pytest.fixture
+def rt() -> Iterator[Any]:
+    """The runtime up (other tests may have finalized it), thread state reset after."""
+    if runtime.is_finalized():
+        runtime.init()
+    runtime.ensure_initialized()
+    mc = mock_control()
+    if mc.device_count < 2:
+        pytest.skip("needs >= 2 mock devices")
+    prev = npu.device._local.st.device
+    yield mc
+    mc.clear_faults()
+    st = npu.device._local.st
+    st.device = prev
+    st.active = None
+    st.streams.clear()
+    gc.collect()
+
+
+def _raises(exc: type[BaseException], fn: Callable[[], object]) -> BaseException:
+    with pytest.raises(exc) as info:
+        fn()
+    return info.value
+
+
+# ---------------------------------------------------------------- the smoke
+def _device_functions(mc: Any) -> None:
+    n = npu.device_count()
+    assert n == mc.device_count and npu.is_available()
+    with npu.device(1):
+        assert npu.current_device() == 1
+    npu.set_device(0)
+    assert npu.current_device() == 0
+
+
+def _smoke_is_available(mc: Any) -> None:
+    assert npu.is_available() is True
+
+
+def _smoke_device_count(mc: Any) -> None:
+    assert npu.device_count() == mc.device_count
+
+
+def _smoke_set_device(mc: Any) -> None:
+    npu.set_device("npu:1")
+    assert npu.current_device() == 1
+    npu.set_device(npu.Device(0))
+    assert npu.current_device() == 0
+    _raises(npu.InvalidDeviceError, lambda: npu.set_device(mc.device_count))
+
+
+def _smoke_current_device(mc: Any) -> None:
+    npu.set_device(1)
+    assert npu.current_device() == 1
+
+
+def _smoke_device(mc: Any) -> None:
+    npu.set_device(0)
+    with npu.device(1) as idx:
+        assert idx == 1 and npu.current_device() == 1
+        with npu.device("npu:0"):
+            assert npu.current_device() == 0
+        assert npu.current_device() == 1
+    assert npu.current_device() == 0
+    with npu.device(None):  # no-op, as in torch_npu
+        assert npu.current_device() == 0
+
+
+def _smoke_device_of(mc: Any) -> None:
+    s = npu.Stream(1)
+    with npu.device_of(s):
+        assert npu.current_device() == 1
+    with npu.device_of(object()):  # no .device: no-op
+        pass
+    s.close()
+
+
+def _smoke_synchronize(mc: Any) -> None:
+    buf = npu.DeviceBuffer(256, device=1)
+    buf.memset(7, non_blocking=True)
+    npu.synchronize(1)
+    npu.synchronize()
+    buf.close()
+
+
+def _smoke_get_device_name(mc: Any) -> None:
+    assert npu.get_device_name(0) == mc.soc_name
+
+
+def _smoke_get_device_properties(mc: Any) -> None:
+    p = npu.get_device_properties(1)
+    assert isinstance(p, npu.DeviceProperties)
+    assert p.index == 1 and p.name == mc.soc_name and p.total_memory > 0
+
+
+def _smoke_get_device_capability(mc: Any) -> None:
+    assert npu.get_device_capability(0) is None
+
+
+def _smoke_mem_get_info(mc: Any) -> None:
+    free, total = npu.mem_get_info(0)
+    assert 0 < free <= total
+
+
+def _smoke_utilization(mc: Any) -> None:
+    assert 0 <= npu.utilization(0) <= 100
+
+
+def _smoke_can_device_access_peer(mc: Any) -> None:
+    assert isinstance(npu.can_device_access_peer(0, 1), bool)
+    assert npu.can_device_access_peer(0, 0) is False
+
+
+def _smoke_get_soc_version(mc: Any) -> None:
+    assert npu.get_soc_version() == mc.soc_name
+
+
+def _smoke_get_cann_version(mc: Any) -> None:
+    assert npu.get_cann_version() == mc.cann_version
+    assert npu.get_cann_version("HCCL") == ""
+
+
+def _smoke_set_op_timeout_ms(mc: Any) -> None:
+    assert npu.set_op_timeout_ms(2000) >= 0
+    _raises(ValueError, lambda: npu.set_op_timeout_ms(-1))
+
+
+def _smoke_is_support_inf_nan(mc: Any) -> None:
+    assert isinstance(npu.is_support_inf_nan(), bool)
+
+
+def _smoke_is_bf16_supported(mc: Any) -> None:
+    assert isinstance(npu.is_bf16_supported(), bool)
+
+
+def _smoke_current_stream(mc: Any) -> None:
+    npu.set_device(0)
+    assert npu.current_stream() is npu.default_stream()
+
+
+def _smoke_default_stream(mc: Any) -> None:
+    s = npu.default_stream(1)
+    assert s.handle == 0 and s.device_index == 1 and s.kind == "default"
+    s.synchronize()
+
+
+def _smoke_set_stream(mc: Any) -> None:
+    s = npu.Stream(1)
+    npu.set_stream(s)
+    assert npu.current_device() == 1 and npu.current_stream() is s
+    npu.set_stream(npu.default_stream(1))
+    s.close()
+
+
+def _smoke_stream(mc: Any) -> None:
+    npu.set_device(0)
+    s = npu.Stream(1)
+    with npu.stream(s) as got:
+        assert got is s and npu.current_stream() is s and npu.current_device() == 1
+    assert npu.current_device() == 0 and npu.current_stream(1) is not s
+    with npu.stream(None):
+        pass
+    s.close()
+
+
+def _smoke_Stream(mc: Any) -> None:
+    with npu.Stream() as s:
+        assert npu.current_stream() is s
+        assert s.query() is True
+        s.synchronize(timeout=10_000)
+    s.close()
+    assert s.closed
+    _raises(npu.ObjectClosedError, s.query)
+
+
+def _smoke_stream_from_pool(mc: Any) -> None:
+    a = npu.stream_from_pool(0)
+    b = npu.stream_from_pool(0)
+    assert a is not b and a.kind == "pool"
+    a.close()  # no-op for pooled streams
+    assert not a.closed
+
+
+def _smoke_Event(mc: Any) -> None:
+    s = npu.Stream(0)
+    start, end = npu.Event(enable_timing=True), npu.Event(enable_timing=True)
+    assert start.query() is True  # never recorded
+    start.record(s)
+    s.launch_host_func(lambda: None)
+    end.record(s)
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0.0
+    plain = npu.Event()
+    plain.record(s)
+    plain.wait(npu.default_stream(0))
+    plain.synchronize()
+    assert plain.query()
+    for e in (start, end, plain):
+        e.close()
+    s.close()
+
+
+def _smoke_Device(mc: Any) -> None:
+    d = npu.Device(1)
+    assert d is npu.Device("npu:1") and int(d) == 1 and str(d) == "npu:1"
+    assert d.name == mc.soc_name and d.total_memory > 0 and d.free_memory > 0
+    assert set(d.utilization_rates()) == {"cube", "vector", "aicpu", "memory"}
+    with d:
+        assert npu.current_device() == 1
+    d.synchronize()
+
+
+def _smoke_DeviceProperties(mc: Any) -> None:
+    p = npu.Device(0).properties
+    assert isinstance(p, npu.DeviceProperties) and p.multi_processor_count
+
+
+def _smoke_Context(mc: Any) -> None:
+    before = mc.stat("contexts", 1)
+    ctx = npu.Context(1)
+    assert mc.stat("contexts", 1) == before + 1
+    with ctx:
+        assert npu.current_context() is ctx and npu.current_device() == 1
+        s = npu.Stream()
+        s.synchronize()
+    assert npu.current_context() is None
+    ctx.close()
+    assert s.closed and ctx.closed and mc.stat("contexts", 1) == before
+
+
+def _smoke_current_context(mc: Any) -> None:
+    assert npu.current_context() is None
+
+
+def _smoke_DeviceBuffer(mc: Any) -> None:
+    data = bytes(range(256)) * 4
+    with npu.DeviceBuffer(len(data), device=1) as buf:
+        buf.copy_from_host(data)
+        view = buf[256:512]
+        assert view.nbytes == 256 and view.base is buf
+        assert bytes(view.copy_to_host()) == data[256:512]
+        buf.fill(0)
+        assert bytes(buf.copy_to_host()) == bytes(len(data))
+    assert buf.closed
+
+
+def _smoke_HostBuffer(mc: Any) -> None:
+    with npu.HostBuffer(64) as h:
+        mv = h.memoryview()
+        mv[:4] = b"abcd"
+        assert h.tobytes()[:4] == b"abcd"
+        mv.release()
+
+
+def _smoke_copy(mc: Any) -> None:
+    src = bytearray(b"x" * 100)
+    dst = bytearray(100)
+    with npu.DeviceBuffer(100, device=0) as a, npu.DeviceBuffer(100, device=1) as b:
+        npu.copy(a, src)
+        npu.copy(b, a)  # across devices
+        npu.copy(dst, b)
+    assert dst == src
+
+
+def _smoke_copy_2d(mc: Any) -> None:
+    src = bytes(range(16))  # 4 rows x 4 bytes
+    dst = bytearray(8)
+    with npu.DeviceBuffer(16) as d:
+        npu.copy(d, src)
+        npu.copy_2d(dst, 2, d, 4, 2, 4)  # the first 2 bytes of each row
+    assert bytes(dst) == bytes([0, 1, 4, 5, 8, 9, 12, 13])
+
+
+def _smoke_memset(mc: Any) -> None:
+    with npu.DeviceBuffer(32) as d:
+        npu.memset(d, 0xAB)
+        assert bytes(d.copy_to_host()) == b"\xab" * 32
+    _raises(ValueError, lambda: npu.memset(bytearray(4), 256))
+
+
+def _smoke_memcpy_async(mc: Any) -> None:
+    s = npu.Stream(0)
+    with npu.HostBuffer(64) as h, npu.DeviceBuffer(64, device=0) as d:
+        h.fill(5)
+        npu.memcpy_async(d, h, 64, s)
+        s.synchronize()
+        assert bytes(d.copy_to_host()) == b"\x05" * 64
+    s.close()
+
+
+def _smoke_memory_allocated(mc: Any) -> None:
+    base = npu.memory_allocated(0)
+    with npu.DeviceBuffer(4096, device=0):
+        assert npu.memory_allocated(0) == base + 4096
+    assert npu.memory_allocated(0) == base
+
+
+def _smoke_max_memory_allocated(mc: Any) -> None:
+    with npu.DeviceBuffer(8192, device=0):
+        assert npu.max_memory_allocated(0) >= npu.memory_allocated(0) + 0
+
+
+def _smoke_memory_reserved(mc: Any) -> None:
+    assert npu.memory_reserved(0) == npu.memory_allocated(0)
+
+
+def _smoke_max_memory_reserved(mc: Any) -> None:
+    assert npu.max_memory_reserved(0) == npu.max_memory_allocated(0)
+
+
+def _smoke_reset_peak_memory_stats(mc: Any) -> None:
+    with npu.DeviceBuffer(1 << 20, device=0):
+        pass
+    npu.reset_peak_memory_stats(0)
+    assert npu.max_memory_allocated(0) == npu.memory_allocated(0)
+
+
+def _smoke_memory_stats(mc: Any) -> None:
+    st = npu.memory_stats(0)
+    assert st["allocated_bytes.all.current"] == npu.memory_allocated(0)
+    assert 0 < st["free_bytes"] <= st["total_bytes"]
+
+
+def _smoke_empty_cache(mc: Any) -> None:
+    npu.empty_cache()
+
+
+def _smoke_host_memory_allocated(mc: Any) -> None:
+    base = npu.host_memory_allocated()
+    with npu.HostBuffer(1000):
+        assert npu.host_memory_allocated() == base + 1000
+
+
+def _smoke_is_initialized(mc: Any) -> None:
+    assert npu.is_initialized() is True
+
+
+def _smoke_backend_info(mc: Any) -> None:
+    info = npu.backend_info()
+    assert info.backend == "mock" and info.path.endswith("libascendcl.so")
+    assert info.cann_version == mc.cann_version and info.supports("aclrtMalloc")
+
+
+# errors ---------------------------------------------------------------------
+def _smoke_AclError(mc: Any) -> None:
+    mc.inject_fault("aclrtStreamQuery", 507899)
+    exc = _raises(npu.AclError, npu.default_stream(0).query)
+    assert isinstance(exc, npu.AclError) and exc.code == 507899
+    assert exc.function == "aclrtStreamQuery" and exc.name
+    clone = pickle.loads(pickle.dumps(exc))
+    assert type(clone) is type(exc) and clone.code == exc.code
+
+
+def _smoke_AclInternalError(mc: Any) -> None:
+    mc.inject_fault("aclrtStreamQuery", 507899)
+    _raises(npu.AclInternalError, npu.default_stream(0).query)
+
+
+def _smoke_AclDeviceLostError(mc: Any) -> None:
+    mc.inject_fault("aclrtStreamQuery", 507899)
+    _raises(npu.AclDeviceLostError, npu.default_stream(0).query)
+
+
+def _smoke_AclUsageError(mc: Any) -> None:
+    _raises(npu.AclUsageError, lambda: npu.Event().elapsed_time(npu.Event()))
+
+
+def _smoke_AclResourceError(mc: Any) -> None:
+    mc.inject_fault("aclrtStreamQuery", 207000)
+    _raises(npu.AclResourceError, npu.default_stream(0).query)
+
+
+def _smoke_FeatureNotSupportedError(mc: Any) -> None:
+    mc.inject_fault("aclrtGetDeviceUtilizationRate", 207000)
+    _raises(npu.FeatureNotSupportedError, lambda: npu.utilization(0))
+    _raises(npu.FeatureNotSupportedError, lambda: npu.Event(interprocess=True))
+
+
+def _smoke_AclOutOfMemoryError(mc: Any) -> None:
+    exc = _raises(npu.AclOutOfMemoryError, lambda: npu.DeviceBuffer(1 << 50, device=0))
+    assert isinstance(exc, MemoryError)
+
+
+def _smoke_OutOfMemoryError(mc: Any) -> None:
+    assert npu.OutOfMemoryError is npu.AclOutOfMemoryError
+    _raises(npu.OutOfMemoryError, lambda: npu.DeviceBuffer(1 << 50, device=1))
+
+
+def _smoke_AclServiceError(mc: Any) -> None:
+    mc.inject_fault("aclrtStreamQuery", 345102)
+    _raises(npu.AclServiceError, npu.default_stream(0).query)
+
+
+def _smoke_FunctionNotFoundError(mc: Any) -> None:
+    # The bundled mock exports every function, so nothing raises it here; the real
+    # trigger (a library built without some symbols) is tested in test_lowlevel.py.
+    assert npu.backend_info().missing == ()
+    assert issubclass(npu.FunctionNotFoundError, npu.FeatureNotSupportedError)
+    exc = npu.FunctionNotFoundError("aclrtNoSuchFunction", "libascendcl.so")
+    assert exc.function == "aclrtNoSuchFunction" and "libascendcl.so" in str(exc)
+    clone = pickle.loads(pickle.dumps(exc))
+    assert str(clone) == str(exc)
+
+
+def _smoke_CallbackContextError(mc: Any) -> None:
+    s = npu.Stream(0)
+    s.launch_host_func(npu.synchronize)  # a blocking call inside a callback
+    exc = _raises(npu.CallbackContextError, s.synchronize)
+    assert "host callback" in str(exc)
+    s.close()
+
+
+def _smoke_EventTimingError(mc: Any) -> None:
+    a, b = npu.Event(), npu.Event()
+    exc = _raises(npu.EventTimingError, lambda: a.elapsed_time(b))
+    assert isinstance(exc, ValueError)
+
+
+def _smoke_InvalidDeviceError(mc: Any) -> None:
+    exc = _raises(npu.InvalidDeviceError, lambda: npu.Device(mc.device_count + 5))
+    assert isinstance(exc, ValueError)
+
+
+def _smoke_ObjectClosedError(mc: Any) -> None:
+    e = npu.Event()
+    e.record(npu.default_stream(0))
+    e.close()
+    _raises(npu.ObjectClosedError, e.query)
+
+
+def _smoke_SyncTimeoutError(mc: Any) -> None:
+    s = npu.Stream(0)
+    gate = threading.Event()
+    s.launch_host_func(gate.wait, 60)  # holds the stream until the gate opens
+    exc = _raises(npu.SyncTimeoutError, lambda: s.synchronize(timeout=1))
+    assert isinstance(exc, TimeoutError)
+    gate.set()
+    s.synchronize()
+    s.close()
+
+
+def _smoke_ConfigError(mc: Any) -> None:
+    exc = _raises(npu.ConfigError, lambda: npu.init(config_path="/nonexistent/acl.json"))
+    assert isinstance(exc, ValueError)
+
+
+# submodules -----------------------------------------------------------------
+def _smoke_callbacks(mc: Any) -> None:
+    s = npu.Stream(1)
+    seen: list[int] = []
+    s.launch_host_func(seen.append, 1)
+    s.synchronize()
+    assert seen == [1] and npu.callbacks.pending_count() == 0
+    assert 1 in npu.callbacks.report_threads()
+    s.close()
+
+
+def _smoke_context(mc: Any) -> None:
+    assert npu.context.Context is npu.Context
+
+
+def _smoke_errors(mc: Any) -> None:
+    assert npu.errors.error_name(507899) == "ACL_ERROR_RT_DRV_INTERNAL_ERROR"
+    assert npu.errors.explain(207001)
+
+
+def _smoke_event(mc: Any) -> None:
+    assert npu.event.Event is npu.Event
+
+
+def _smoke_lowlevel(mc: Any) -> None:
+    ll = npu.lowlevel
+    s = ll.scratch()
+    ll.check(ll.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
+    assert s.u32[0] == mc.device_count and ll.is_loaded() and ll.is_mock_library()
+    assert ll.symbols()["aclrtMalloc"][0] is True
+
+
+def _smoke_memory(mc: Any) -> None:
+    assert npu.memory.DeviceBuffer is npu.DeviceBuffer
+
+
+def _smoke_runtime(mc: Any) -> None:
+    assert npu.runtime.state() == "ready"
+
+
+def _smoke___version__(mc: Any) -> None:
+    assert npu.__version__ == importlib.metadata.version("pyacl_rt")
+
+
+SMOKE: dict[str, Callable[[Any], None]] = {
+    name[len("_smoke_") :]: fn for name, fn in list(globals().items()) if name.startswith("_smoke_")
+}
+
+#: Names exercised in subprocesses below (lifecycle, fork, missing library).
+SUBPROCESS = {"init", "finalize", "NotInitializedError", "RuntimeFinalizedError"}
+SUBPROCESS |= {"ForkedProcessError", "LibraryNotFoundError"}
+
+
+def test_every_public_name_is_exercised() -> None:
+    covered = set(SMOKE) | SUBPROCESS | {"device", "stream"}
+    assert set(npu.__all__) - covered == set(), "names without a smoke test"
+    assert covered - set(npu.__all__) == set(), "smoke tests for names not in __all__"
+
+
+@pytest.mark.parametrize("name", sorted(SMOKE))
+def test_smoke(name: str, rt: Any) -> None:
+    before = {d: rt.counts(d) for d in range(rt.device_count)}
+    primaries = set(npu.device._primaries)
+    SMOKE[name](rt)
+    gc.collect()
+    npu.device._local.st.streams.clear()
+    npu.stream._drain_pools()
+    for d in list(npu.device._primaries):
+        npu.synchronize(d)
+    gc.collect()
+    npu.stream._markers.drop_all()
+    new = set(npu.device._primaries) - primaries
+    for d in range(rt.device_count):
+        after = rt.counts(d)
+        extra = 1 if d in new else 0
+        assert after["contexts"] == before[d]["contexts"] + extra, (name, d, after)
+        assert after["allocations"] == before[d]["allocations"], (name, d, after)
+        assert after["events"] == before[d]["events"], (name, d, after)
+
+
+# ----------------------------------------------------------- subprocesses
+def test_init_finalize_lifecycle() -> None:
+    code = """
+        import pyacl_rt as npu
+        assert not npu.is_initialized()
+        npu.init()
+        npu.init()                         # idempotent
+        assert npu.is_initialized()
+        s = npu.Stream(0)
+        npu.finalize()
+        npu.finalize()                     # idempotent
+        assert not npu.is_initialized()
+        try:
+            s.query()
+        except npu.RuntimeFinalizedError as exc:
+            assert isinstance(exc, npu.NotInitializedError)
+        else:
+            raise AssertionError("use after finalize did not raise")
+        try:
+            npu.device_count()             # lazy init never restarts a finalized runtime
+        except npu.NotInitializedError:
+            pass
+        else:
+            raise AssertionError("implicit use after finalize did not raise")
+        s.close()                          # inert: a no-op
+        npu.init()                         # explicit init starts again
+        assert npu.device_count() == 2 and npu.Stream(1).query()
+        print("OK")
+    """
+    proc = _run(code, ASCEND_MOCK_DEVICE_COUNT="2")
+    assert proc.returncode == 0, proc.stderr
+    assert "OK" in proc.stdout
+
+
+def test_not_initialized_without_lazy_init() -> None:
+    code = """
+        import pyacl_rt as npu
+        try:
+            npu.Stream()
+        except npu.NotInitializedError as exc:
+            print("raised", type(exc).__name__)
+        npu.init()
+        npu.Stream().close()
+        print("OK")
+    """
+    proc = _run(code, PYACL_RT_LAZY_INIT="0")
+    assert proc.returncode == 0, proc.stderr
+    assert "raised NotInitializedError" in proc.stdout and "OK" in proc.stdout
+
+
+def test_forked_child_raises() -> None:
+    code = """
+        import os
+        import pyacl_rt as npu
+        npu.set_device(0)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                npu.Stream(0)
+            except npu.ForkedProcessError as exc:
+                os._exit(0 if "spawn" in str(exc) else 3)
+            os._exit(4)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+    """
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr
+    assert "child 0" in proc.stdout
+
+
+def test_missing_library(tmp_path: Path) -> None:
+    code = """
+        import pyacl_rt as npu
+        assert npu.is_available() is False     # never raises
+        try:
+            npu.device_count()
+        except npu.LibraryNotFoundError as exc:
+            assert isinstance(exc, OSError)
+            print("raised")
+    """
+    proc = _run(
+        code,
+        PYACL_RT_BACKEND="real",
+        PYACL_RT_LIBRARY=str(tmp_path / "none" / "libascendcl.so"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "raised" in proc.stdout
+
+
+# --------------------------------------------------------------- README
+def _readme_python_blocks() -> list[tuple[int, str]]:
+    if not README.is_file():
+        return []
+    text = README.read_text()
+    blocks = []
+    for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M):
+        line = text.count("\n", 0, m.start()) + 1
+        blocks.append((line, m.group(1)))
+    return blocks
+
+
+def test_readme_has_python_examples() -> None:
+    assert len(_readme_python_blocks()) >= 8
+
+
+@pytest.mark.parametrize(
+    "line,code", _readme_python_blocks(), ids=[f"README.md:{n}" for n, _ in _readme_python_blocks()]
+)
+def test_readme_example_runs(line: int, code: str, tmp_path: Path) -> None:
+    proc = _run(code, cwd=tmp_path, ASCEND_MOCK_DEVICE_COUNT="2")
+    assert proc.returncode == 0, f"README.md line {line}:\n{code}\n--- stderr:\n{proc.stderr}"
+    if "pyacl_rt: host callback" not in proc.stderr:  # the callback example logs one
+        assert "Traceback" not in proc.stderr, proc.stderr
