@@ -25,7 +25,7 @@ Rules for a callback (``fn(*args)``):
 * It runs on the report thread, while the stream waits for it (``block=True``, the
   default). It **must not** wait for device work: ``Stream.synchronize``,
   ``Event.synchronize``, ``synchronize()``, ``Context.synchronize`` and closing a
-  stream that has callbacks raise :class:`~pyacl_rt.device.CallbackContextError`
+  stream that has callbacks raise :class:`~pyacl_rt.errors.CallbackContextError`
   there instead of deadlocking. It also must not allocate/free device memory or do
   synchronous copies (ACL forbids those from callbacks; pyacl_rt cannot detect every
   such call), and must not call :func:`pyacl_rt.runtime.finalize` (resetting the

@@ -168,7 +168,7 @@ class Context:
 
     def synchronize(self) -> None:
         """Wait for all work in this context (``aclrtSynchronizeDevice`` within it)."""
-        from .device import _raise_sync_error, _refuse_in_callback
+        from .device import _refuse_in_callback
 
         _refuse_in_callback("Context.synchronize()")
         self._require_open()
@@ -176,7 +176,7 @@ class Context:
             self._ref.make_current()
         rc = _lib.aclrtSynchronizeDevice()
         if rc:
-            _raise_sync_error(rc, "aclrtSynchronizeDevice")
+            _check(rc, "aclrtSynchronizeDevice")
 
     def close(self) -> None:
         """Close the Streams/Events still alive in this context, then destroy it.

@@ -44,6 +44,14 @@ from typing import Any, ClassVar, Final, SupportsIndex, Union
 from . import errors, lowlevel, runtime
 from ._lowlevel_cffi import lib as _cffi_lib
 
+# Defined in pyacl_rt.errors (floor 1); still importable from here (compatibility).
+from .errors import (
+    CallbackContextError,
+    InvalidDeviceError,
+    ObjectClosedError,
+    SyncTimeoutError,
+)
+
 __all__ = [
     "CallbackContextError",
     "Device",
@@ -86,28 +94,7 @@ ACL_DEVICE_INFO_VECTOR_CORE_NUM: Final = 1
 ACL_DEVICE_INFO_L2_SIZE: Final = 2
 ACL_ERROR_RT_CONTEXT_NULL: Final = 107002
 ACL_ERROR_RT_INVALID_DEVICEID: Final = 107001
-TIMEOUT_CODES: Final = frozenset({507046, 507047})
-
-
-# ------------------------------------------------------------------ errors
-class InvalidDeviceError(errors.AclUsageError, ValueError):
-    """A device index is out of range or of the wrong form (also a ``ValueError``)."""
-
-
-class ObjectClosedError(errors.AclUsageError):
-    """A Stream / Event / Context was used after ``close()``."""
-
-
-class CallbackContextError(errors.AclUsageError, RuntimeError):
-    """A blocking runtime call was made from inside a host callback.
-
-    Host callbacks run on pyacl_rt's report thread while the stream waits for them;
-    a synchronize (of a stream, event or device) from there would wait for itself.
-    """
-
-
-class SyncTimeoutError(errors.AclInternalError, TimeoutError):
-    """A ``synchronize(timeout=...)`` expired (507046 / 507047). Also a ``TimeoutError``."""
+TIMEOUT_CODES: Final = errors.SYNC_TIMEOUT_CODES
 
 
 # ------------------------------------------------------- raw layer binding
@@ -121,27 +108,6 @@ _aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
 #: Checked C fast paths (lowlevel.fast): value returned, typed error raised.
 _fast: Any = lowlevel.fast
 _scratch: Callable[[], Any] = lowlevel.scratch
-
-
-def _timeout_error(exc: errors.AclError) -> errors.AclError:
-    """``exc`` as a :class:`SyncTimeoutError` if it is a sync timeout, else ``exc``."""
-    if exc.code in TIMEOUT_CODES:
-        return SyncTimeoutError(
-            code=exc.code, function=exc.function, recent_message=exc.recent_message
-        )
-    return exc
-
-
-def _raise_sync_error(rc: int, func: str) -> None:
-    """Raise for a failed synchronize: timeouts become :class:`SyncTimeoutError`."""
-    try:
-        _check(rc, func)
-    except errors.AclError as exc:
-        if exc.code in TIMEOUT_CODES:
-            raise SyncTimeoutError(
-                code=exc.code, function=func, recent_message=exc.recent_message
-            ) from None
-        raise
 
 
 # ------------------------------------------------------------ thread state
@@ -550,7 +516,7 @@ def synchronize(dev: DeviceLike = None) -> None:
     _ensure_current(index)
     rc = _lib.aclrtSynchronizeDevice()
     if rc:
-        _raise_sync_error(rc, "aclrtSynchronizeDevice")
+        _check(rc, "aclrtSynchronizeDevice")  # a timeout raises SyncTimeoutError
     for hook in _sync_hooks:
         hook(index)
 

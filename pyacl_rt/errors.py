@@ -17,7 +17,10 @@ Hierarchy by ACL code family (first digit of the code)::
     AclError
     +-- AclUsageError            1xxxxx  caller / parameter errors
     |   +-- NotInitializedError  100001 and pyacl_rt's own "not initialised" state
-    |       +-- RuntimeFinalizedError   use of the runtime or an object after finalize()
+    |   |   +-- RuntimeFinalizedError   use of the runtime or an object after finalize()
+    |   +-- InvalidDeviceError   (also ValueError) device index out of range / malformed
+    |   +-- ObjectClosedError    a Stream / Event / Context / buffer used after close()
+    |   +-- CallbackContextError (also RuntimeError) blocking call inside a host callback
     +-- AclResourceError         2xxxxx  resource errors
     |   +-- AclOutOfMemoryError  (also MemoryError) 207001, 207018, 200000, 245000
     |   +-- FeatureNotSupportedError   207000, 200001, 200006, 207019
@@ -25,6 +28,7 @@ Hierarchy by ACL code family (first digit of the code)::
     +-- AclServiceError          3xxxxx  storage / sub-health
     +-- AclInternalError         5xxxxx  internal / device errors
     |   +-- AclDeviceLostError   sticky device faults (see DEVICE_LOST_CODES)
+    |   +-- SyncTimeoutError     (also TimeoutError) 507046 / 507047, see SYNC_TIMEOUT_CODES
     +-- LibraryNotFoundError     (also OSError) the loader found no usable library
     +-- ConfigError              (also ValueError) bad PYACL_RT_* environment value
     +-- ForkedProcessError       (also RuntimeError) runtime used in a forked child
@@ -46,6 +50,7 @@ __all__ = [
     "DEVICE_LOST_CODES",
     "FEATURE_NOT_SUPPORTED_CODES",
     "OUT_OF_MEMORY_CODES",
+    "SYNC_TIMEOUT_CODES",
     "AclDeviceLostError",
     "AclError",
     "AclInternalError",
@@ -53,13 +58,17 @@ __all__ = [
     "AclResourceError",
     "AclServiceError",
     "AclUsageError",
+    "CallbackContextError",
     "ConfigError",
     "FeatureNotSupportedError",
     "ForkedProcessError",
     "FunctionNotFoundError",
+    "InvalidDeviceError",
     "LibraryNotFoundError",
     "NotInitializedError",
+    "ObjectClosedError",
     "RuntimeFinalizedError",
+    "SyncTimeoutError",
     "error_class_for_code",
     "error_from_code",
     "error_name",
@@ -94,7 +103,8 @@ FEATURE_NOT_SUPPORTED_CODES: frozenset[int] = frozenset(
 #: disconnect, device set-up failure, and AI-core / vector-core / AI-CPU / FFTS+ / CCU
 #: exceptions and traps (which poison the context until aclrtResetDevice).
 #: Timeouts of a single sync (507046, 507047) are *not* in this set: they are
-#: ordinary :class:`AclInternalError` because the device may well recover.
+#: :class:`SyncTimeoutError` (an :class:`AclInternalError`) because the device may
+#: well recover.
 DEVICE_LOST_CODES: frozenset[int] = frozenset(
     {
         507010,  # ACL_ERROR_RT_LOST_HEARTBEAT
@@ -120,6 +130,15 @@ DEVICE_LOST_CODES: frozenset[int] = frozenset(
         507904,  # ACL_ERROR_RT_COMM_OP_RETRY_FAIL
         507914,  # ACL_ERROR_RT_L3_PORT_ERROR
         507916,  # ACL_ERROR_RT_CCU_EXCEPTION
+    }
+)
+
+#: A synchronize with a timeout expired (stream 507046, event 507047):
+#: :class:`SyncTimeoutError` (also a ``TimeoutError``).
+SYNC_TIMEOUT_CODES: frozenset[int] = frozenset(
+    {
+        507046,  # ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+        507047,  # ACL_ERROR_RT_EVENT_SYNC_TIMEOUT
     }
 )
 
@@ -413,6 +432,23 @@ class FunctionNotFoundError(FeatureNotSupportedError):
         )
 
 
+class InvalidDeviceError(AclUsageError, ValueError):
+    """A device index is out of range or of the wrong form (also a ``ValueError``)."""
+
+
+class ObjectClosedError(AclUsageError):
+    """A Stream / Event / Context / buffer was used after ``close()``."""
+
+
+class CallbackContextError(AclUsageError, RuntimeError):
+    """A blocking runtime call was made from inside a host callback.
+
+    Host callbacks run on pyacl_rt's report thread while the stream waits for them;
+    a synchronize (of a stream, event or device), or ``runtime.finalize()``, from
+    there would wait for itself.
+    """
+
+
 class AclServiceError(AclError):
     """3xxxxx: storage / sub-health errors."""
 
@@ -423,6 +459,15 @@ class AclInternalError(AclError):
 
 class AclDeviceLostError(AclInternalError):
     """A sticky device fault (see :data:`DEVICE_LOST_CODES`): reset or recover the device."""
+
+
+class SyncTimeoutError(AclInternalError, TimeoutError):
+    """A synchronize with a timeout expired (507046 / 507047). Also a ``TimeoutError``.
+
+    Every path that reports these codes raises it: ``synchronize(timeout=...)`` of
+    streams and events, :func:`pyacl_rt.lowlevel.check` and the checked
+    :data:`pyacl_rt.lowlevel.fast` calls.
+    """
 
 
 class LibraryNotFoundError(AclError, OSError):
@@ -522,6 +567,8 @@ def error_class_for_code(code: int) -> type[AclError]:
         return FeatureNotSupportedError
     if code in DEVICE_LOST_CODES:
         return AclDeviceLostError
+    if code in SYNC_TIMEOUT_CODES:
+        return SyncTimeoutError
     return _FAMILY_CLASSES.get(_family(code), AclError)
 
 

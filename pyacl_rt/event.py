@@ -44,7 +44,6 @@ from .device import (
     _raise_dead,
     _refuse_in_callback,
     _run_finalizer,
-    _timeout_error,
 )
 from .stream import Stream, _timeout_ms, current_stream
 
@@ -246,7 +245,7 @@ class Event:
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for the work captured by the last record. Releases the GIL.
 
-        ``timeout`` in milliseconds raises :class:`~pyacl_rt.device.SyncTimeoutError`
+        ``timeout`` in milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError`
         on expiry. A no-op if never recorded. Refused inside a host callback.
         """
         if _local.st.in_callback:
@@ -256,13 +255,11 @@ class Event:
             return
         if _local.st.ctx is not ctx:
             self._activate()
-        try:
-            if timeout is None:
-                _fast_synchronize_event(self._handle)
-            else:
-                _fast_synchronize_event_with_timeout(self._handle, _timeout_ms(timeout))
-        except errors.AclError as exc:
-            raise _timeout_error(exc) from None
+        # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
+        if timeout is None:
+            _fast_synchronize_event(self._handle)
+        else:
+            _fast_synchronize_event_with_timeout(self._handle, _timeout_ms(timeout))
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on ``stream`` (default: current stream) wait for this event."""

@@ -17,7 +17,7 @@ side, ``width <= pitch``, ``(height - 1) * pitch + width`` inside the buffer.
 Non-contiguous numpy arrays are refused (``ValueError``); writing into a read-only
 object (``bytes``, a read-only memoryview, a numpy array with ``writeable=False``)
 raises ``TypeError``. Messages name the argument. Use after ``close()`` raises
-:class:`~pyacl_rt.device.ObjectClosedError`; after :func:`pyacl_rt.runtime.finalize`
+:class:`~pyacl_rt.errors.ObjectClosedError`; after :func:`pyacl_rt.runtime.finalize`
 :class:`~pyacl_rt.errors.RuntimeFinalizedError`.
 
 Streams and ordering
@@ -57,7 +57,7 @@ Threads and host callbacks
 Buffers work from any thread (each operation makes the buffer's device context
 current; no ``set_device`` needed). Closing a buffer while another thread is still
 enqueueing work on it is a race, as freeing memory is in C. Inside a host callback,
-synchronous copies and memsets raise :class:`~pyacl_rt.device.CallbackContextError`
+synchronous copies and memsets raise :class:`~pyacl_rt.errors.CallbackContextError`
 (they would wait for the stream running the callback); asynchronous copies between
 owned buffers are fine. An async copy of *pageable* memory (numpy, bytearray)
 completes before returning (ACL semantics), so from a callback it must not target

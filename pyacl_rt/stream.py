@@ -66,7 +66,6 @@ from .device import (
     _refuse_in_callback,
     _restore_selection,
     _run_finalizer,
-    _timeout_error,
     current_device,
 )
 
@@ -374,7 +373,7 @@ class Stream:
         ctx = self._ctx
         if ctx.device < 0:
             if ctx is _CLOSED:
-                raise _device.ObjectClosedError(
+                raise errors.ObjectClosedError(
                     f"{self.kind} stream is closed; create a new Stream", explanation=""
                 )
             _raise_dead(ctx.dead)
@@ -391,7 +390,7 @@ class Stream:
         """Wait until all work on the stream completed. Releases the GIL.
 
         ``timeout`` in milliseconds (``aclrtSynchronizeStreamWithTimeout``); on expiry
-        :class:`~pyacl_rt.device.SyncTimeoutError` (a ``TimeoutError`` and an
+        :class:`~pyacl_rt.errors.SyncTimeoutError` (a ``TimeoutError`` and an
         :class:`~pyacl_rt.errors.AclError`) is raised. ``None`` waits forever.
         Re-raises the first exception a host callback of this stream raised since the
         last synchronize (the others are attached as notes). Refused inside a host
@@ -402,13 +401,11 @@ class Stream:
             _refuse_in_callback("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
-        try:
-            if timeout is None:
-                _fast_synchronize_stream(self._handle)
-            else:
-                _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
-        except errors.AclError as exc:
-            raise _timeout_error(exc) from None
+        # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
+        if timeout is None:
+            _fast_synchronize_stream(self._handle)
+        else:
+            _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
         watch = self._state[0]
         if watch:
             # Everything recorded before this sync is complete; entries another thread

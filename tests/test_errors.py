@@ -28,13 +28,17 @@ from pyacl_rt.errors import (
     AclResourceError,
     AclServiceError,
     AclUsageError,
+    CallbackContextError,
     ConfigError,
     FeatureNotSupportedError,
     ForkedProcessError,
     FunctionNotFoundError,
+    InvalidDeviceError,
     LibraryNotFoundError,
     NotInitializedError,
+    ObjectClosedError,
     RuntimeFinalizedError,
+    SyncTimeoutError,
     error_from_code,
 )
 
@@ -57,7 +61,8 @@ from pyacl_rt.errors import (
         (345102, AclServiceError),
         (500000, AclInternalError),
         (507000, AclInternalError),
-        (507046, AclInternalError),
+        (507046, SyncTimeoutError),
+        (507047, SyncTimeoutError),
         (507010, AclDeviceLostError),
         (507033, AclDeviceLostError),
         (507053, AclDeviceLostError),
@@ -203,6 +208,31 @@ def test_pickle_special_classes() -> None:
 
     fin = _roundtrip(RuntimeFinalizedError("used after finalize"))
     assert str(fin) == "used after finalize"
+
+
+def test_pickle_object_errors() -> None:
+    """The object-layer errors (moved here from pyacl_rt.device) pickle like the rest."""
+    timeout = error_from_code(507047, function="aclrtSynchronizeEventWithTimeout")
+    out = _roundtrip(timeout)
+    assert isinstance(out, SyncTimeoutError) and isinstance(out, TimeoutError)
+    assert isinstance(out, AclInternalError) and out.code == 507047
+    inv = _roundtrip(InvalidDeviceError("invalid device index 9", code=107001))
+    assert isinstance(inv, ValueError) and isinstance(inv, AclUsageError) and inv.code == 107001
+    closed = _roundtrip(ObjectClosedError("this Event is closed", explanation=""))
+    assert isinstance(closed, AclUsageError) and str(closed) == "this Event is closed"
+    cb = _roundtrip(CallbackContextError("synchronize() called from a callback", explanation=""))
+    assert isinstance(cb, RuntimeError) and isinstance(cb, AclUsageError)
+
+
+def test_object_errors_still_importable_from_device() -> None:
+    from pyacl_rt import device
+
+    assert device.SyncTimeoutError is SyncTimeoutError
+    assert device.InvalidDeviceError is InvalidDeviceError
+    assert device.ObjectClosedError is ObjectClosedError
+    assert device.CallbackContextError is CallbackContextError
+    assert errors.SYNC_TIMEOUT_CODES == {507046, 507047}
+    assert not errors.SYNC_TIMEOUT_CODES & DEVICE_LOST_CODES
 
 
 def test_oom_is_catchable_as_memory_error() -> None:

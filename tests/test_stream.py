@@ -153,6 +153,35 @@ def test_synchronize_timeout_raises_timeout_error() -> None:
     s.close()
 
 
+def test_raw_layer_timeouts_are_sync_timeout_errors() -> None:
+    """lowlevel.check and the checked lowlevel.fast calls raise SyncTimeoutError
+    themselves (errors.error_from_code), not only the Stream/Event methods."""
+    from pyacl_rt import lowlevel
+
+    s = S.Stream(1)
+    gate = Gate()
+    gate.block(s)
+    try:
+        with pytest.raises(errors.SyncTimeoutError) as info:
+            lowlevel.fast.synchronize_stream_with_timeout(s.handle, 5)
+        assert info.value.code == 507046
+        assert info.value.function == "aclrtSynchronizeStreamWithTimeout"
+        rc = lowlevel.lib.aclrtSynchronizeStreamWithTimeout(s.handle, 5)
+        with pytest.raises(TimeoutError) as info2:
+            lowlevel.check(rc, "aclrtSynchronizeStreamWithTimeout")
+        assert type(info2.value) is errors.SyncTimeoutError
+        ev = Event()
+        ev.record(s)
+        with pytest.raises(errors.SyncTimeoutError) as info3:
+            lowlevel.fast.synchronize_event_with_timeout(ev.handle, 5)
+        assert info3.value.code == 507047
+    finally:
+        gate.release.set()
+    s.synchronize()
+    ev.close()
+    s.close()
+
+
 def test_default_stream() -> None:
     d = S.default_stream(1)
     assert d is S.default_stream(1) is S.default_stream("npu:1")
