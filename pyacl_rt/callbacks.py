@@ -28,9 +28,9 @@ Rules for a callback (``fn(*args)``):
   stream that has callbacks raise :class:`~pyacl_rt.errors.CallbackContextError`
   there instead of deadlocking. It also must not allocate/free device memory or do
   synchronous copies (ACL forbids those from callbacks; pyacl_rt cannot detect every
-  such call), and must not call :func:`pyacl_rt.runtime.finalize` (resetting the
-  device waits for the stream, which waits for the callback). Hand heavy or
-  blocking work to another thread.
+  such call). :func:`pyacl_rt.runtime.finalize` is refused there with
+  ``CallbackContextError`` too (resetting the device waits for the stream, which
+  waits for the callback). Hand heavy or blocking work to another thread.
 * An exception it raises is logged (logger ``pyacl_rt``) and re-raised by the next
   ``synchronize()`` of that stream; it is never lost.
 * The callable, its arguments and the stream are kept alive until it has run.
@@ -48,7 +48,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Final
 
 from . import device as _device
-from . import lowlevel, runtime
+from . import errors, lowlevel, runtime
 from ._options import get_options
 from .device import _check, _CtxRef, _lib, _local
 
@@ -316,6 +316,20 @@ def _stop_threads() -> None:
         _pending.clear()
 
 
+def _refuse_finalize_here() -> None:
+    """runtime.finalize() guard: refuse it inside a callback or on a report thread."""
+    if _local.st.in_callback or any(
+        rt.thread is threading.current_thread() for rt in list(_threads.values())
+    ):
+        raise errors.CallbackContextError(
+            "pyacl_rt.runtime.finalize() called on a host-callback (report) thread: it "
+            "would reset the devices, which waits for the stream that is waiting for this "
+            "callback (deadlock). Call it from another thread after the callback returned.",
+            function="finalize",
+            explanation="",
+        )
+
+
 def _after_fork_in_child() -> None:
     # The report threads do not exist in the child; forget them without joining.
     global _threads_lock, _subscribe_lock
@@ -328,3 +342,4 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 runtime.register_release_hook(_stop_threads, runtime.PRIORITY_STREAMS + 10)
+runtime._finalize_guards.append(_refuse_finalize_here)

@@ -128,6 +128,12 @@ _ever_initialized: bool = False
 _bad_fork: bool = False
 _finalizing: bool = False
 
+#: Run first by :func:`finalize`; a guard raises to refuse the call on this thread.
+#: Registered from higher floors (runtime must not import them): pyacl_rt.callbacks
+#: refuses finalize on its host-callback (report) threads, where resetting the devices
+#: would wait for the stream that waits for the running callback (a deadlock).
+_finalize_guards: list[Callable[[], None]] = []
+
 _hook_seq = itertools.count()
 _hooks: dict[int, ReleaseHook] = {}
 _current_step: str | None = None  # what finalize is doing right now (for the watchdog)
@@ -424,8 +430,12 @@ def finalize() -> None:
     :class:`~pyacl_rt.errors.RuntimeFinalizedError`).
 
     Raises the :class:`~pyacl_rt.errors.AclError` of ``aclFinalize`` if it fails
-    (the runtime is considered finalized anyway).
+    (the runtime is considered finalized anyway). Refused with
+    :class:`~pyacl_rt.errors.CallbackContextError` on a host-callback thread (it
+    would wait for the callback itself); nothing is released then.
     """
+    for guard in _finalize_guards:
+        guard()
     err = _finalize()
     if err is not None:
         raise err

@@ -232,6 +232,43 @@ def test_finalize_stops_report_threads(run_python: Any) -> None:
     assert "OK" in r.stdout
 
 
+def test_finalize_from_callback_is_refused(run_python: Any, clean_env: Any) -> None:
+    """runtime.finalize() inside a host callback raises CallbackContextError instead of
+    deadlocking (resetting the device would wait for the callback); the runtime stays
+    up and a later finalize from the main thread releases everything. In a subprocess
+    with a timeout: before the guard existed this hung."""
+    code = """
+        from pyacl_rt import errors, runtime
+        import pyacl_rt.stream as S
+        s = S.Stream(1)
+        seen = []
+
+        def cb():
+            try:
+                runtime.finalize()
+            except errors.CallbackContextError as exc:
+                seen.append(exc)
+
+        s.launch_host_func(cb)
+        s.synchronize()
+        assert len(seen) == 1, seen
+        assert "finalize" in str(seen[0]) and isinstance(seen[0], RuntimeError)
+        assert runtime.is_initialized()
+        s.launch_host_func(seen.append, 2)
+        s.synchronize()  # the stream and its report thread still work
+        assert seen[1] == 2
+        s.close()
+        runtime.finalize()
+        assert runtime.is_finalized()
+        print("OK")
+    """
+    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_LEAK_REPORT="1")
+    r = run_python(code, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "OK" in r.stdout
+    assert "leak" not in r.stderr.lower(), r.stderr
+
+
 def test_launch_failure_is_typed_and_releases_callable() -> None:
     mc = mock_control()
     s = S.Stream(0)
