@@ -127,6 +127,7 @@ from .device import (
     _lib,
     _local,
     _refuse_in_callback,
+    _run_finalizer,
     current_device,
 )
 from .lowlevel import fast as _fast
@@ -797,9 +798,9 @@ class DeviceBuffer:
                 self._m = _DEAD
             self._parent = None
             return
-        f = self._fin
-        if f is not None and f.alive:
-            f()
+        # detach() + call, not f(): at interpreter exit f() is a no-op once
+        # weakref.finalize's own atexit hook ran (see device._run_finalizer).
+        _run_finalizer(self._fin)
 
     def __enter__(self) -> DeviceBuffer:
         return self

@@ -909,3 +909,43 @@ def test_concurrent_alloc_copy_free_stress() -> None:
         handoff.get().close()
     gc.collect()
     assert allocations() == base
+
+
+def test_close_during_interpreter_exit_frees_at_once(run_python: Any, clean_env: Any) -> None:
+    """A buffer closed during interpreter exit (here from a release hook, after
+    weakref.finalize's own atexit hook made plain ``finalize()`` calls no-ops) is freed
+    by close() itself, and the mock reports no leak at aclFinalize."""
+    code = """
+        import atexit
+        out = []
+
+        def report():  # registered first: runs after pyacl_rt's finalize
+            from pyacl_rt.mock import REPORT_LAST_FINALIZE, mock_control
+            print("RESULT", out)
+            print("REPORT", mock_control().leak_report(REPORT_LAST_FINALIZE).strip())
+
+        atexit.register(report)
+        import pyacl_rt.memory as M
+        from pyacl_rt import runtime
+        from pyacl_rt.mock import mock_control
+
+        buf = M.DeviceBuffer(4096, 0)
+        view = buf[16:32]
+        host = M.HostBuffer(4096)
+
+        def close_at_exit():
+            buf.close()
+            host.close()
+            mc = mock_control()
+            out.append((buf.closed, view.closed, host.closed, M.memory_allocated(0),
+                        M.host_memory_allocated(), mc.stat("allocations"),
+                        mc.stat("host_allocations")))
+
+        runtime.register_release_hook(close_at_exit, runtime.PRIORITY_FIRST)
+    """
+    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_LEAK_REPORT="1")
+    r = run_python(code, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "RESULT [(True, True, True, 0, 0, 0, 0)]" in r.stdout, (r.stdout, r.stderr)
+    assert "REPORT mock_libascendcl leak report: no leaks" in r.stdout, r.stdout
+    assert "leak report" not in r.stderr, r.stderr
