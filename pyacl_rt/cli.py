@@ -167,13 +167,14 @@ def _fill_peer_access(devices: list[dict[str, Any]]) -> None:
     """
     from .device import Device
 
+    healthy = {d["index"] for d in devices if d["error"] is None}
     for row in devices:
         i = row["index"]
         cells: list[bool | None] = []
         for col in devices:
             j = col["index"]
             value: bool | None = None
-            if i != j and row["error"] is None and col["error"] is None:
+            if i != j and i in healthy and j in healthy:
                 try:
                     value = Device(i).can_access_peer(j)
                 except errors.FeatureNotSupportedError:
@@ -187,7 +188,12 @@ def _fill_peer_access(devices: list[dict[str, Any]]) -> None:
 
 def collect_info() -> dict[str, Any]:
     """The ``info`` document (what ``--json`` prints). Raises :class:`AclError` on a
-    process-wide failure (no library, runtime does not start, device count fails)."""
+    process-wide failure (no library, runtime does not start, device count fails).
+
+    Starts the runtime if needed (the ``info`` command finalizes it again); creates no
+    context that outlives the call (see :func:`_mem_info`) and leaves the calling
+    thread's device, context and stream selection unchanged.
+    """
     from . import _loader, device, runtime
 
     captured: list[str] = []

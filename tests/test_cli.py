@@ -443,6 +443,25 @@ print("OK")
     assert proc.stdout.strip().endswith("OK")
 
 
+def test_peer_failure_is_reported_on_the_row_and_does_not_mask_the_rest() -> None:
+    body = """
+mc.inject_fault("aclrtDeviceCanAccessPeer", 507899)  # the first peer query fails
+buf = io.StringIO()
+assert cli.main(["info", "--json"], out=buf) == 1
+doc = json.loads(buf.getvalue())
+row0 = doc["devices"][0]
+assert row0["error"].startswith("peer access 0->1:") and "507899" in row0["error"]
+assert row0["peer_access"][:2] == [None, None]
+assert isinstance(row0["peer_access"][2], bool)       # 0->2 still queried
+assert doc["devices"][1]["error"] is None
+assert all(isinstance(p, bool) for p in doc["devices"][1]["peer_access"][::2])
+print("OK")
+"""
+    proc = _run_counting(body, ASCEND_MOCK_DEVICE_COUNT="3")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("OK")
+
+
 def test_info_failure_midway_still_releases() -> None:
     # device 1's memory query fails: the command reports it (exit 1) and still
     # destroys the temporary context and finalizes the runtime
