@@ -37,12 +37,11 @@ struct mock_context {
     pthread_mutex_t opt_lock;
     bool opt_set[SYSPARAM_COUNT];
     int64_t opt_value[SYSPARAM_COUNT];
-    mock_context *next;       /* registry list */
     atomic_bool stop_on_failure; /* a stream of it was set to ACL_STOP_ON_FAILURE */
 };
 
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static mock_context *g_reg_head;
+static mock_registry g_reg = MOCK_REGISTRY_EMPTY; /* live contexts */
 static uint64_t g_next_id = 1;
 static atomic_uint_fast64_t g_epoch;
 
@@ -58,28 +57,14 @@ static int64_t g_opt_value[SYSPARAM_COUNT];
 /* Caller holds g_reg_lock. */
 static bool registered_locked(const mock_context *ctx)
 {
-    for (const mock_context *c = g_reg_head; c != NULL; c = c->next) {
-        if (c == ctx) {
-            return true;
-        }
-    }
-    return false;
+    return mock_registry_contains(&g_reg, ctx);
 }
 
 /* Validates a user handle; returns the context (not retained) or NULL. */
 static mock_context *lookup(const void *handle)
 {
-    if (handle == NULL) {
-        return NULL;
-    }
     pthread_mutex_lock(&g_reg_lock);
-    mock_context *found = NULL;
-    for (mock_context *c = g_reg_head; c != NULL; c = c->next) {
-        if ((const void *)c == handle) {
-            found = c;
-            break;
-        }
-    }
+    mock_context *found = mock_registry_find(&g_reg, handle);
     pthread_mutex_unlock(&g_reg_lock);
     return found;
 }
@@ -104,11 +89,16 @@ mock_context *core_ctx_create(int32_t device, bool primary)
         return NULL;
     }
     pthread_mutex_lock(&g_reg_lock);
-    ctx->id = g_next_id++;
-    ctx->next = g_reg_head;
-    g_reg_head = ctx;
+    bool ok = mock_registry_insert(&g_reg, ctx);
+    if (ok) {
+        ctx->id = g_next_id++;
+    }
     pthread_mutex_unlock(&g_reg_lock);
     mock_stat_add(device, MOCK_STAT_CONTEXTS, 1);
+    if (!ok) { /* out of host memory for the registry */
+        core_ctx_release(ctx);
+        return NULL;
+    }
     return ctx;
 }
 
@@ -133,16 +123,8 @@ void core_ctx_release(mock_context *ctx)
 
 void core_ctx_destroy(mock_context *ctx)
 {
-    bool was_registered = false;
     pthread_mutex_lock(&g_reg_lock);
-    for (mock_context **pp = &g_reg_head; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == ctx) {
-            *pp = ctx->next;
-            ctx->next = NULL;
-            was_registered = true;
-            break;
-        }
-    }
+    bool was_registered = mock_registry_erase(&g_reg, ctx);
     if (was_registered) {
         atomic_fetch_add(&g_epoch, 1);
     }
@@ -160,7 +142,10 @@ void core_ctx_destroy_all(void)
 {
     for (;;) {
         pthread_mutex_lock(&g_reg_lock);
-        mock_context *ctx = g_reg_head;
+        mock_context *ctx = NULL;
+        for (size_t i = 0; ctx == NULL && i < g_reg.cap; i++) {
+            ctx = mock_registry_slot(&g_reg, i);
+        }
         pthread_mutex_unlock(&g_reg_lock);
         if (ctx == NULL) {
             break;
@@ -175,13 +160,15 @@ mock_context **core_ctx_collect(int32_t device, size_t *n)
     *n = 0;
     pthread_mutex_lock(&g_reg_lock);
     size_t count = 0;
-    for (mock_context *c = g_reg_head; c != NULL; c = c->next) {
-        count += c->device == device;
+    for (size_t i = 0; i < g_reg.cap; i++) {
+        mock_context *c = mock_registry_slot(&g_reg, i);
+        count += c != NULL && c->device == device;
     }
     mock_context **out = count > 0 ? malloc(count * sizeof *out) : NULL;
     if (out != NULL) {
-        for (mock_context *c = g_reg_head; c != NULL; c = c->next) {
-            if (c->device == device) {
+        for (size_t i = 0; i < g_reg.cap; i++) {
+            mock_context *c = mock_registry_slot(&g_reg, i);
+            if (c != NULL && c->device == device) {
                 atomic_fetch_add(&c->refs, 1);
                 out[(*n)++] = c;
             }

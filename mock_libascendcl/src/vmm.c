@@ -53,8 +53,7 @@ static pthread_rwlock_t g_vmm_rw = PTHREAD_RWLOCK_INITIALIZER; /* reservations *
 static pthread_mutex_t g_vmm_mu = PTHREAD_MUTEX_INITIALIZER;   /* handles, refs */
 static resv **g_resv;
 static size_t g_nresv, g_capresv;
-static phys **g_phys;
-static size_t g_nphys, g_capphys;
+static mock_registry g_phys = MOCK_REGISTRY_EMPTY; /* live physical handles */
 
 static bool grow(void ***arr, size_t *cap, size_t n)
 {
@@ -202,12 +201,7 @@ aclError aclrtReleaseMemAddress(void *virPtr)
 /* Validates a handle; with `ref` takes a reference. g_vmm_mu held. */
 static phys *phys_find_locked(const void *h)
 {
-    for (size_t i = 0; i < g_nphys; i++) {
-        if (g_phys[i] == h) {
-            return g_phys[i];
-        }
-    }
-    return NULL;
+    return mock_registry_find(&g_phys, h);
 }
 
 /* Drops one reference; destroys at zero. g_vmm_mu held. */
@@ -216,12 +210,7 @@ static void phys_unref_locked(phys *p)
     if (--p->refs > 0) {
         return;
     }
-    for (size_t i = 0; i < g_nphys; i++) {
-        if (g_phys[i] == p) {
-            g_phys[i] = g_phys[--g_nphys];
-            break;
-        }
-    }
+    mock_registry_erase(&g_phys, p);
     close(p->fd);
     mem_capacity_give(p->device, p->size);
     mock_stat_add(p->device, MOCK_STAT_ALLOCATIONS, -1);
@@ -303,7 +292,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     }
     phys *p = calloc(1, sizeof(*p));
     pthread_mutex_lock(&g_vmm_mu);
-    if (p == NULL || !grow((void ***)&g_phys, &g_capphys, g_nphys)) {
+    if (p == NULL || !mock_registry_insert(&g_phys, p)) {
         pthread_mutex_unlock(&g_vmm_mu);
         free(p);
         close(fd);
@@ -317,7 +306,6 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     p->prop = *prop;
     p->refs = 1;
     p->user = 1;
-    g_phys[g_nphys++] = p;
     pthread_mutex_unlock(&g_vmm_mu);
     mock_stat_add(dev, MOCK_STAT_ALLOCATIONS, 1);
     mock_stat_add(dev, MOCK_STAT_BYTES, (int64_t)size);
@@ -638,14 +626,15 @@ aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle)
 MOCK_HIDDEN void mem_vmm_finalize(void)
 {
     pthread_mutex_lock(&g_vmm_mu);
-    while (g_nphys > 0) {
-        phys *p = g_phys[g_nphys - 1];
+    while (g_phys.count > 0) {
+        phys *p = NULL;
+        for (size_t i = 0; p == NULL && i < g_phys.cap; i++) {
+            p = mock_registry_slot(&g_phys, i);
+        }
         p->refs = 1;
         phys_unref_locked(p);
     }
-    free(g_phys);
-    g_phys = NULL;
-    g_capphys = 0;
+    mock_registry_release(&g_phys);
     pthread_mutex_unlock(&g_vmm_mu);
     pthread_rwlock_wrlock(&g_vmm_rw);
     for (size_t i = 0; i < g_nresv; i++) {
