@@ -481,6 +481,37 @@ static PyObject *f_memset_async(PyObject *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------ BufferForwarder
+ * A base class whose instances export, through the C buffer protocol, the buffer of
+ * the object returned by their `_live_buf()` method. Python 3.11 has no PEP 688
+ * (`__buffer__`), so a pure-Python class cannot make `memoryview(obj)` work; a
+ * subclass of this type can. The exported view's `obj` is the forwarded object, so
+ * releasing the view releases it there and the subclass's export accounting (which
+ * counts references to that object) stays exact. */
+static int forwarder_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    PyObject *target = PyObject_CallMethod(self, "_live_buf", NULL);
+    if (target == NULL) {
+        view->obj = NULL;
+        return -1;
+    }
+    int rc = PyObject_GetBuffer(target, view, flags);
+    Py_DECREF(target);
+    return rc;
+}
+
+static PyBufferProcs forwarder_as_buffer = {forwarder_getbuffer, NULL};
+
+static PyTypeObject BufferForwarder_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pyacl_rt._fastcall.BufferForwarder",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Base class: memoryview(obj) exports the buffer of obj._live_buf().",
+    .tp_as_buffer = &forwarder_as_buffer,
+    .tp_new = PyType_GenericNew,
+};
+
 /* Introspection for tests: the address of the table this module calls through. */
 static PyObject *f_table_address(PyObject *self, PyObject *unused)
 {
@@ -601,6 +632,16 @@ PyMODINIT_FUNC PyInit__fastcall(void)
     }
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) {
+        return NULL;
+    }
+    if (PyType_Ready(&BufferForwarder_Type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&BufferForwarder_Type);
+    if (PyModule_AddObject(m, "BufferForwarder", (PyObject *)&BufferForwarder_Type) < 0) {
+        Py_DECREF(&BufferForwarder_Type);
+        Py_DECREF(m);
         return NULL;
     }
     PyObject *held = Py_BuildValue("(ss)", "get_device", "get_current_context");

@@ -12,6 +12,9 @@ _Int = int | SupportsIndex
 
 GIL_HELD: tuple[str, ...]
 
+class BufferForwarder:
+    """Base class: ``memoryview(obj)`` exports the buffer of ``obj._live_buf()``."""
+
 def get_device() -> int: ...
 def get_current_context() -> int: ...
 def set_current_context(context: _Int, /) -> None: ...

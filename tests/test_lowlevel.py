@@ -770,3 +770,32 @@ def test_fast_blocking_calls_release_the_gil(
         t.join(30)
     assert helper.pyacl_test_timed_out() == 0
     assert "error" not in box and box["result"] is None
+
+
+def test_buffer_forwarder_exports_the_live_buffer() -> None:
+    """_fastcall.BufferForwarder gives Python 3.11 classes a C-level buffer: the view's
+    ``obj`` is the forwarded object, and an error from ``_live_buf`` propagates."""
+    from pyacl_rt import _fastcall
+
+    class Owner(_fastcall.BufferForwarder):
+        __slots__ = ("data",)
+
+        def __init__(self) -> None:
+            self.data = bytearray(b"hello")
+
+        def _live_buf(self) -> bytearray:
+            return self.data
+
+    owner = Owner()
+    view = memoryview(owner)  # type: ignore[arg-type]
+    view[0] = ord("J")
+    assert bytes(owner.data) == b"Jello"
+    assert view.obj is owner.data
+    view.release()
+
+    class Closed(_fastcall.BufferForwarder):
+        def _live_buf(self) -> bytearray:
+            raise ValueError("closed")
+
+    with pytest.raises(ValueError, match="closed"):
+        memoryview(Closed())  # type: ignore[arg-type]
