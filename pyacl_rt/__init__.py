@@ -31,6 +31,7 @@ context managers: calling the module, ``pyacl_rt.device(1)`` / ``pyacl_rt.stream
 returns ``pyacl_rt.device.device(1)`` / ``pyacl_rt.stream.stream(s)``. (Python binds a
 package attribute to its submodule on import, so the two names cannot simply be
 rebound; a callable module keeps ``from pyacl_rt import device`` working both ways.)
+Type checkers see the modules: type-checked code writes ``pyacl_rt.device.device(1)``.
 """
 
 from __future__ import annotations
