@@ -10,6 +10,9 @@
   library ``path`` with the system C compiler (session-wide cache by content).
 * ``mock_loaded`` -> loads the library in *this* process via ``pyacl_rt.lowlevel`` and
   skips the test unless it is the mock.
+* ``mock_leak_check`` (autouse) -> after each test that used the mock in this process,
+  checks with the mock's introspection that nothing the test created is left alive
+  (see :func:`mock_leak_check`). Mark a test ``@pytest.mark.no_leak_check`` to opt out.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +112,130 @@ def mock_loaded() -> Any:
     if not lowlevel.is_mock_library():
         pytest.skip("the loaded libascendcl.so is not the mock")
     return lowlevel
+
+
+# ------------------------------------------------------------ leak checking
+_DEVICE_STATS = ("contexts", "streams", "events", "allocations", "bytes")
+_HOST_STATS = ("host_allocations", "host_bytes")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "no_leak_check: skip the autouse mock leak check (mock_leak_check)"
+    )
+
+
+def _mock_in_process() -> Any:
+    """pyacl_rt.lowlevel if the library is loaded in this process and is the mock."""
+    if "pyacl_rt.lowlevel" not in sys.modules:
+        return None
+    from pyacl_rt import lowlevel
+
+    if not lowlevel.is_loaded() or not lowlevel.is_mock_library():
+        return None
+    return lowlevel
+
+
+def _leak_snapshot() -> dict[object, dict[str, int]]:
+    from pyacl_rt.mock import mock_control
+
+    mc = mock_control()
+    snap: dict[object, dict[str, int]] = {
+        d: {k: mc.stat(k, d) for k in _DEVICE_STATS} for d in range(mc.device_count)
+    }
+    snap["host"] = {k: mc.stat(k) for k in _HOST_STATS}
+    return snap
+
+
+def _zero_snapshot() -> dict[object, dict[str, int]]:
+    from pyacl_rt.mock import mock_control
+
+    snap: dict[object, dict[str, int]] = {
+        d: dict.fromkeys(_DEVICE_STATS, 0) for d in range(mock_control().device_count)
+    }
+    snap["host"] = dict.fromkeys(_HOST_STATS, 0)
+    return snap
+
+
+def _settle() -> None:
+    """Drop what pyacl_rt legitimately keeps between tests: the thread's selection and
+    current streams, pooled streams, keep-alive lists (released by a device
+    synchronize) and pooled marker events."""
+    import gc
+
+    from pyacl_rt import device as D
+    from pyacl_rt import runtime
+    from pyacl_rt import stream as S
+
+    if runtime.is_initialized():
+        D._select_device(D._local.st, -1)
+        D._local.st.active = None
+        D._local.st.streams.clear()
+        S._drain_pools()
+        for d in list(D._primaries):
+            D.synchronize(d)  # releases keep-alive lists of default streams
+    gc.collect()
+    S._markers.drop_all()
+
+
+@pytest.fixture(autouse=True)
+def mock_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test, the mock's live counts (per device: contexts, streams, events,
+    allocations, bytes; host allocations/bytes) are back at their value before it.
+
+    Allowed: the primary context and its default stream of a device the test used for
+    the first time (pyacl_rt keeps them until finalize). A test that finalized the
+    runtime is compared with an empty runtime plus the primaries of the current one.
+    Does nothing when the loaded library is not the mock, or when the test never
+    loaded a library in this process (subprocess-only tests). Before the test a
+    finalized runtime is re-initialised, so tests start with a usable runtime.
+    """
+    if request.node.get_closest_marker("no_leak_check") is not None:
+        yield
+        return
+    ll = _mock_in_process()
+    before: dict[object, dict[str, int]] | None = None
+    gen = -1
+    primaries: set[int] = set()
+    if ll is not None:
+        import gc
+
+        from pyacl_rt import device as D
+        from pyacl_rt import runtime
+
+        if runtime.is_finalized():
+            runtime.init()
+        runtime.ensure_initialized()
+        gc.collect()
+        before = _leak_snapshot()
+        gen = runtime.generation()
+        primaries = set(D._primaries)
+    yield
+    if _mock_in_process() is None:
+        return
+    from pyacl_rt import _memrecord as R
+    from pyacl_rt import callbacks as CB
+    from pyacl_rt import device as D
+    from pyacl_rt import runtime
+    from pyacl_rt.mock import mock_control
+
+    _settle()
+    if before is None or runtime.generation() != gen:
+        before, primaries = _zero_snapshot(), set()
+    after = _leak_snapshot()
+    new = set(D._primaries) - primaries
+    expected = {key: dict(counts) for key, counts in before.items()}
+    for d in new:
+        expected[d]["contexts"] += 1
+        expected[d]["streams"] += 1
+    diff = {
+        key: {k: f"{expected[key][k]} -> {v}" for k, v in counts.items() if v != expected[key][k]}
+        for key, counts in after.items()
+        if counts != expected[key]
+    }
+    assert not diff, (
+        f"mock objects left alive by the test (expected -> live): {diff}\n"
+        + mock_control().leak_report()
+    )
+    assert CB.pending_count() == 0, "host callbacks still pending after the test"
+    assert not R._deferred, "deferred buffer releases left after the test"

@@ -4,50 +4,16 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pyacl_rt import context as C
 from pyacl_rt import device as D
-from pyacl_rt import errors, lowlevel, runtime
+from pyacl_rt import errors, lowlevel
 from pyacl_rt import stream as S
 from pyacl_rt.event import Event
 from pyacl_rt.mock import mock_control
-
-
-# ------------------------------------------------------------------ fixtures
-def _snapshot() -> dict[int, dict[str, int]]:
-    mc = mock_control()
-    return {d: mc.counts(d) for d in range(mc.device_count)}
-
-
-@pytest.fixture(autouse=True)
-def no_leaks() -> Iterator[None]:
-    if runtime.is_finalized():
-        runtime.init()
-    runtime.ensure_initialized()
-    gc.collect()
-    before = _snapshot()
-    primaries = set(D._primaries)
-    yield
-    D._select_device(D._local.st, -1)
-    D._local.st.active = None
-    D._local.st.streams.clear()
-    S._drain_pools()
-    for d in list(D._primaries):
-        D.synchronize(d)  # releases keep-alive lists of default streams
-    gc.collect()
-    S._markers.drop_all()
-    after = _snapshot()
-    new = set(D._primaries) - primaries
-    for d, counts in after.items():
-        extra = 1 if d in new else 0
-        assert counts["contexts"] == before[d]["contexts"] + extra, (d, before[d], counts)
-        assert counts["streams"] == before[d]["streams"] + extra, (d, before[d], counts)
-        assert counts["events"] == before[d]["events"], (d, before[d], counts)
-        assert counts["allocations"] == before[d]["allocations"], (d, before[d], counts)
 
 
 def raw_current_context() -> int:

@@ -3,39 +3,19 @@ async, 2D with pitches, memset, the memcpy_async fast path, and no leaks."""
 
 from __future__ import annotations
 
-import gc
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 from pyacl_rt import device as D
-from pyacl_rt import errors, runtime
+from pyacl_rt import errors
 from pyacl_rt import memory as M
 from pyacl_rt import stream as S
 from pyacl_rt.mock import mock_control
-
-
-@pytest.fixture(autouse=True)
-def no_leaks() -> Iterator[None]:
-    if runtime.is_finalized():
-        runtime.init()
-    runtime.ensure_initialized()
-    gc.collect()
-    mc = mock_control()
-    keys = ("allocations", "bytes", "host_allocations", "host_bytes", "events")
-    before = {k: mc.stat(k) for k in keys}
-    yield
-    for d in list(D._primaries):
-        D.synchronize(d)
-    gc.collect()
-    S._markers.drop_all()
-    after = {k: mc.stat(k) for k in keys}
-    assert after == before, (before, after, mc.leak_report())
-
 
 # ------------------------------------------------------------------ helpers
 HOST_KINDS = ("numpy", "numpy2d", "bytearray", "memoryview", "host", "bytes")

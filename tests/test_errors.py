@@ -231,7 +231,7 @@ def test_object_errors_still_importable_from_device() -> None:
     assert device.InvalidDeviceError is InvalidDeviceError
     assert device.ObjectClosedError is ObjectClosedError
     assert device.CallbackContextError is CallbackContextError
-    assert errors.SYNC_TIMEOUT_CODES == {507046, 507047}
+    assert {507046, 507047} == errors.SYNC_TIMEOUT_CODES
     assert not errors.SYNC_TIMEOUT_CODES & DEVICE_LOST_CODES
 
 

@@ -16,7 +16,7 @@ import pytest
 from pyacl_rt import _memrecord as R
 from pyacl_rt import context as C
 from pyacl_rt import device as D
-from pyacl_rt import errors, runtime
+from pyacl_rt import errors
 from pyacl_rt import memory as M
 from pyacl_rt import stream as S
 from pyacl_rt.mock import mock_control
@@ -27,23 +27,6 @@ MEM_STATS = ("allocations", "bytes", "host_allocations", "host_bytes")
 def _mem_counts() -> dict[str, int]:
     mc = mock_control()
     return {k: mc.stat(k) for k in (*MEM_STATS, "events")}
-
-
-@pytest.fixture(autouse=True)
-def no_leaks() -> Iterator[None]:
-    if runtime.is_finalized():
-        runtime.init()
-    runtime.ensure_initialized()
-    gc.collect()
-    before = _mem_counts()
-    yield
-    for d in list(D._primaries):
-        D.synchronize(d)  # releases keep-alive lists of default streams
-    gc.collect()
-    S._markers.drop_all()
-    after = _mem_counts()
-    assert after == before, (before, after, mock_control().leak_report())
-    assert not R._deferred
 
 
 class Gate:
