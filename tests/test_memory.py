@@ -21,13 +21,6 @@ from pyacl_rt import memory as M
 from pyacl_rt import stream as S
 from pyacl_rt.mock import mock_control
 
-MEM_STATS = ("allocations", "bytes", "host_allocations", "host_bytes")
-
-
-def _mem_counts() -> dict[str, int]:
-    mc = mock_control()
-    return {k: mc.stat(k) for k in (*MEM_STATS, "events")}
-
 
 class Gate:
     """A blocking host callback: holds a stream until released."""
