@@ -203,10 +203,20 @@ _live_lock = threading.Lock()
 class Stream:
     """An ACL stream on ``device`` (default: the current device).
 
-    ``priority`` is ACL's stream priority (0 = highest on runtimes that honour it;
-    many CANN versions ignore it). torch_npu-style negative priorities ("high") are
-    accepted and map to 0. ``flags`` are ``ACL_STREAM_*`` bits (default 0); torch_npu
-    uses ``FAST_LAUNCH | FAST_SYNC`` for its own streams.
+    ``priority`` is torch-style: ``0`` (the default) is the normal, lowest priority and
+    each step below 0 is one level higher. It is mapped onto the device's ACL range
+    (``aclrtDeviceGetStreamPriorityRange``, queried once per device: ``least`` and
+    ``greatest``; on current runtimes 7 and 0, lower ACL numbers being higher
+    priorities): ACL priority = ``least`` moved ``-priority`` levels towards
+    ``greatest``, clamped to the range. So ``0`` -> ``least``, ``-1`` -> one level
+    higher, anything at or below ``-(number of levels - 1)`` -> ``greatest``; positive
+    values are clamped to ``least`` (as CUDA/torch clamp). :meth:`priority_range`
+    gives the torch-style range. Where the runtime cannot report a range, every
+    priority maps to ACL 0. :attr:`priority` is the effective (clamped) torch-style
+    value, :attr:`acl_priority` the ACL value. Note that ACL's own default streams
+    (and ``aclrtCreateStream``) use ACL priority 0, the greatest on current runtimes;
+    many CANN versions ignore priorities altogether. ``flags`` are ``ACL_STREAM_*``
+    bits (default 0); torch_npu uses ``FAST_LAUNCH | FAST_SYNC`` for its own streams.
 
     Unlike torch_npu, ``Stream()`` creates a new stream that this object owns and
     destroys (``close()``, GC, or finalize); use :func:`stream_from_pool` for
@@ -218,6 +228,7 @@ class Stream:
 
     __slots__ = (
         "__weakref__",
+        "_acl_priority",
         "_ctx",
         "_device",
         "_errors",
@@ -241,11 +252,12 @@ class Stream:
             raise TypeError("priority must be an int")
         if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0:
             raise TypeError("flags must be a non-negative int of ACL_STREAM_* bits")
-        prio = max(priority, 0)
         index = _index(device)
         ctx = _context_for(index)
         if _local.st.ctx is not ctx:
             ctx.make_current()
+        least, greatest = _priority_range(index)
+        prio = _acl_priority(priority, least, greatest)
         s = _local.st.scratch
         rc = _lib.aclrtCreateStreamWithConfig(s.uptr, prio, flags)
         if rc == -1 and prio == 0 and flags == 0:
@@ -258,14 +270,16 @@ class Stream:
         elif rc:
             _check(rc, "aclrtCreateStreamWithConfig")
         self._setup(int(s.uptr[0]), ctx, _OWNED, prio, flags)
+        self._priority = -abs(prio - least)
 
-    def _setup(self, handle: int, ctx: _CtxRef, kind: int, prio: int, flags: int) -> None:
+    def _setup(self, handle: int, ctx: _CtxRef, kind: int, prio: int | None, flags: int) -> None:
         self._handle = handle
         self._ctx = ctx
         self._device = ctx.device
         self._owner = _owner_of(ctx)  # keeps an explicit Context alive
         self._kind = kind
-        self._priority = prio
+        self._priority = 0
+        self._acl_priority = prio
         self._flags = flags
         self._errors: list[BaseException] = []
         # [watch list, callback subscription]: shared with the finalizer (no self ref).
@@ -283,8 +297,18 @@ class Stream:
     @classmethod
     def _wrap(cls, handle: int, ctx: _CtxRef, kind: int) -> Stream:
         obj = cls.__new__(cls)
-        obj._setup(handle, ctx, kind, 0, 0)
+        obj._setup(handle, ctx, kind, None, 0)
         return obj
+
+    @staticmethod
+    def priority_range(device: DeviceLike = None) -> tuple[int, int]:
+        """torch-style ``(least, greatest)`` priorities of ``device`` (current device if
+        None): ``(0, -(levels - 1))``, e.g. ``(0, -7)`` for ACL's 0..7. Values outside
+        are clamped by :class:`Stream`. Makes the device's context current."""
+        index = current_device() if device is None else _index(device)
+        _device._ensure_current(index)
+        least, greatest = _priority_range(index)
+        return 0, -abs(least - greatest)
 
     @classmethod
     def from_handle(cls, handle: int, device: DeviceLike = None) -> Stream:
@@ -332,8 +356,15 @@ class Stream:
 
     @property
     def priority(self) -> int:
-        """The ACL priority requested at creation (0 for default/pool/external)."""
+        """The torch-style priority after clamping (0 = lowest; see the class
+        docstring). 0 for default and external streams."""
         return self._priority
+
+    @property
+    def acl_priority(self) -> int | None:
+        """The ACL priority the stream was created with; None for default and
+        external streams (not created by pyacl_rt)."""
+        return self._acl_priority
 
     @property
     def flags(self) -> int:
@@ -579,6 +610,36 @@ class Stream:
             st.pop().__exit__()
 
 
+#: device index -> ACL (least, greatest) stream priorities, queried once per device.
+_priority_ranges: dict[int, tuple[int, int]] = {}
+
+
+def _priority_range(index: int) -> tuple[int, int]:
+    """``aclrtDeviceGetStreamPriorityRange`` of device ``index`` (its context must be
+    current on this thread), cached; ``(0, 0)`` if the runtime cannot report it."""
+    r = _priority_ranges.get(index)
+    if r is None:
+        i32 = _local.st.i32
+        rc = _lib.aclrtDeviceGetStreamPriorityRange(i32, i32 + 1)
+        if rc:
+            try:
+                _check(rc, "aclrtDeviceGetStreamPriorityRange")
+            except (errors.FeatureNotSupportedError, errors.AclUsageError):
+                # older CANN without the query, or a runtime that does not support it
+                return (0, 0)
+        r = (int(i32[0]), int(i32[1]))
+        _priority_ranges[index] = r
+    return r
+
+
+def _acl_priority(priority: int, least: int, greatest: int) -> int:
+    """torch-style ``priority`` (0 = least, negative = higher) -> ACL priority in the
+    range, clamped: ``least`` moved ``-priority`` levels towards ``greatest``."""
+    levels = abs(greatest - least)
+    up = min(max(-priority, 0), levels)
+    return least - up if greatest < least else least + up
+
+
 def _timeout_ms(timeout: float) -> int:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError("timeout must be a number of milliseconds or None")
@@ -714,7 +775,8 @@ _pools_lock = threading.Lock()
 
 def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     """A pooled stream of ``device``, round robin over 32 streams per device and
-    priority class (``priority < 0`` = the high-priority pool), as torch_npu's
+    priority class (``priority < 0`` = the high-priority pool, whose streams have the
+    device's greatest priority; the others the least), as torch_npu's
     ``Stream()`` does. Streams are created on first use and live until finalize;
     ``close()`` on them is a no-op. For libraries that need short-lived streams
     without paying stream creation each time.
@@ -732,7 +794,8 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
         pool.counter += 1
         s = pool.streams[i]
         if s is None or s._ctx.device < 0:
-            s = Stream(index, priority=0)
+            # high pool: the device's greatest priority (clamped), as torch does
+            s = Stream(index, priority=-(2**31) if high else 0)
             s._kind = _POOL
             pool.streams[i] = s
     return s
@@ -782,6 +845,7 @@ def _release_streams() -> None:
     _close_all(None, _FINALIZED)
     with _pools_lock:
         _pools.clear()
+    _priority_ranges.clear()
     _defaults.clear()
     _primary_defaults.clear()
     _explicit_defaults.clear()

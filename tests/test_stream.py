@@ -78,12 +78,22 @@ def test_gc_destroys_stream() -> None:
     assert streams_on(2) == base
 
 
+def _acl_stream_priority(s: S.Stream) -> int:
+    """The priority the runtime reports for ``s`` (aclrtStreamGetPriority)."""
+    from pyacl_rt import lowlevel
+
+    s._activate()
+    out = lowlevel.scratch().u32
+    lowlevel.check(lowlevel.lib.aclrtStreamGetPriority(s.handle, out), "aclrtStreamGetPriority")
+    return int(out[0])
+
+
 def test_priority_and_flags() -> None:
     s = S.Stream(0, priority=-1, flags=0x1 | 0x2)
-    assert s.priority == 0 and s.flags == 3
+    assert s.priority == -1 and s.flags == 3
     s.close()
-    s = S.Stream(0, priority=3)
-    assert s.priority == 3
+    s = S.Stream(0, priority=3)  # above the least priority: clamped to it
+    assert s.priority == 0
     s.close()
     with pytest.raises(TypeError):
         S.Stream(0, priority=1.5)  # type: ignore[arg-type]
@@ -303,6 +313,69 @@ def test_close_waits_for_pending_work() -> None:
     assert not closer.is_alive() and s.closed
 
 
+def test_priority_maps_torch_style_onto_the_acl_range() -> None:
+    """0 = the device's least priority, each step below 0 one level higher (negative =
+    higher), clamped to the range aclrtDeviceGetStreamPriorityRange reports (the mock:
+    least 7, greatest 0, lower ACL numbers being higher priorities)."""
+    from pyacl_rt import lowlevel
+
+    D._ensure_current(0)
+    i32 = lowlevel.scratch().i32
+    lowlevel.check(
+        lowlevel.lib.aclrtDeviceGetStreamPriorityRange(i32, i32 + 1),
+        "aclrtDeviceGetStreamPriorityRange",
+    )
+    least, greatest = int(i32[0]), int(i32[1])
+    assert (least, greatest) == (7, 0)
+    assert S.Stream.priority_range(0) == (0, -7)
+    cases = {0: 7, -1: 6, -3: 4, -7: 0, -8: 0, -1000: 0, 1: 7, 99: 7}
+    for torch_prio, acl in cases.items():
+        s = S.Stream(0, priority=torch_prio)
+        assert s.acl_priority == acl, torch_prio
+        assert _acl_stream_priority(s) == acl, torch_prio
+        assert s.priority == max(min(torch_prio, 0), -7)
+        s.close()
+    hi, lo = S.Stream(0, priority=-2), S.Stream(0)
+    assert _acl_stream_priority(hi) < _acl_stream_priority(lo)  # lower ACL = higher
+    hi.close()
+    lo.close()
+    assert S.default_stream(0).acl_priority is None and S.default_stream(0).priority == 0
+
+
+def test_priority_range_is_queried_once_per_device() -> None:
+    mc = mock_control()
+    S._priority_ranges.clear()
+    D._ensure_current(1)
+    mc.inject_fault("aclrtDeviceGetStreamPriorityRange", 107000, nth=2)
+    try:
+        a = S.Stream(1, priority=-1)  # first query: succeeds, cached
+        b = S.Stream(1, priority=-1)  # the 2nd query would fail: not made
+        assert mc.fault_hits("aclrtDeviceGetStreamPriorityRange") == 0
+    finally:
+        mc.clear_faults()
+    assert a.acl_priority == b.acl_priority == 6
+    a.close()
+    b.close()
+
+
+def test_priority_without_a_range_maps_to_zero() -> None:
+    """A runtime that cannot report the range: every priority is ACL 0 (not cached)."""
+    mc = mock_control()
+    S._priority_ranges.clear()
+    mc.inject_fault("aclrtDeviceGetStreamPriorityRange", 207000)
+    try:
+        s = S.Stream(2, priority=-3)
+        assert s.acl_priority == 0 and s.priority == 0
+        assert mc.fault_hits("aclrtDeviceGetStreamPriorityRange") == 1
+    finally:
+        mc.clear_faults()
+    s.close()
+    assert 2 not in S._priority_ranges
+    t = S.Stream(2, priority=-3)
+    assert t.acl_priority == 4
+    t.close()
+
+
 def test_pool_round_robin() -> None:
     first = S.stream_from_pool(1)
     seen = [first] + [S.stream_from_pool(1) for _ in range(S.STREAMS_PER_POOL - 1)]
@@ -310,6 +383,7 @@ def test_pool_round_robin() -> None:
     assert S.stream_from_pool(1) is first  # wrapped around
     high = S.stream_from_pool(1, priority=-1)
     assert high not in seen
+    assert high.acl_priority == 0 and first.acl_priority == 7  # greatest / least
     assert first.kind == "pool"
     first.close()  # not the caller's to close
     assert not first.closed and first.query()
