@@ -20,12 +20,11 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import errors, lowlevel, runtime
+from . import errors, runtime
 from .device import (
     DeviceLike,
     ObjectClosedError,
@@ -34,7 +33,9 @@ from .device import (
     _deferred_calls,
     _index,
     _lib,
+    _LiveSet,
     _local,
+    _log_release_failure,
     _restore_selection,
     _select_device,
 )
@@ -47,8 +48,7 @@ _log = logging.getLogger("pyacl_rt")
 #: their objects of that context here).
 _close_hooks: list[Callable[[_CtxRef], None]] = []
 
-_live: weakref.WeakSet[Context] = weakref.WeakSet()
-_live_lock = threading.Lock()
+_live: _LiveSet[Context] = _LiveSet()
 
 
 def _destroy(ref: _CtxRef) -> None:
@@ -71,12 +71,7 @@ def _destroy(ref: _CtxRef) -> None:
             _local.st.ctx = None
         rc = _lib.aclrtDestroyContext(handle)
         if rc:
-            _log.warning(
-                "aclrtDestroyContext(0x%x) failed with %d: %s",
-                handle,
-                rc,
-                lowlevel.recent_error_message(),  # consume it: not the next error's text
-            )
+            _log_release_failure("aclrtDestroyContext", handle, rc)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -113,8 +108,7 @@ class Context:
         # The finalizer must not reference self: it holds only the _CtxRef.
         self._finalizer = weakref.finalize(self, _destroy, self._ref)
         self._finalizer.atexit = False
-        with _live_lock:
-            _live.add(self)
+        _live.add(self)
 
     # ------------------------------------------------------------ properties
     @property
@@ -185,8 +179,7 @@ class Context:
         """
         if self._finalizer.detach() is None:
             return
-        with _live_lock:
-            _live.discard(self)
+        _live.discard(self)
         _destroy(self._ref)
         if _local.st.active is self._ref:
             _local.st.active = None
@@ -204,10 +197,7 @@ def current_context() -> Context | None:
 
 def _release_contexts() -> None:
     """Release hook (priority 'contexts'): destroy every explicit context still alive."""
-    with _live_lock:
-        ctxs = list(_live)
-        _live.clear()
-    for ctx in ctxs:
+    for ctx in _live.snapshot(clear=True):
         try:
             if ctx._finalizer.detach() is not None:
                 _destroy(ctx._ref)
@@ -217,10 +207,7 @@ def _release_contexts() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _live_lock
-    _live_lock = threading.Lock()
-    ctxs = list(_live)
-    for ctx in ctxs:
+    for ctx in _live.snapshot():
         ctx._finalizer.detach()
         ctx._ref.kill("forked")
 

@@ -39,7 +39,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, SupportsIndex, Union
+from typing import Any, ClassVar, Final, Generic, SupportsIndex, TypeVar, Union
 
 from . import errors, lowlevel, runtime
 from ._lowlevel_cffi import lib as _cffi_lib
@@ -259,6 +259,59 @@ def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
     _obj, func, args, kwargs = info
     func(*args, **kwargs)
     return True
+
+
+def _log_release_failure(func: str, handle: int, rc: int) -> None:
+    """Log a failed destroy/free in a finalizer and consume the runtime's error text
+    (it must not become the message of this thread's next error)."""
+    _log.warning("%s(0x%x) failed with %d: %s", func, handle, rc, lowlevel.recent_error_message())
+
+
+_T = TypeVar("_T")
+
+
+class _LiveSet(Generic[_T]):
+    """Weak registry of the live objects of one kind (Streams, Events, Contexts): what
+    finalize and closing a Context make inert. Thread-safe; its lock is replaced in a
+    forked child (a parent thread may have held it)."""
+
+    __slots__ = ("_items", "_lock")
+
+    def __init__(self) -> None:
+        self._items: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+
+    def add(self, obj: _T) -> None:
+        with self._lock:
+            self._items.add(obj)
+
+    def discard(self, obj: _T) -> None:
+        with self._lock:
+            self._items.discard(obj)
+
+    def snapshot(self, clear: bool = False) -> list[_T]:
+        """The live objects now (and forget them all if ``clear``)."""
+        with self._lock:
+            items = list(self._items)
+            if clear:
+                self._items.clear()
+        return items
+
+    def make_inert(self, ctx_filter: _CtxRef | None, reason: _CtxRef) -> None:
+        """``obj._make_inert(reason)`` for each live object (of context ``ctx_filter``
+        only, unless None) and forget it. Never raises: failures are logged."""
+        for obj in self.snapshot():
+            if ctx_filter is not None and getattr(obj, "_ctx", None) is not ctx_filter:
+                continue
+            try:
+                obj._make_inert(reason)  # type: ignore[attr-defined]
+            except BaseException:  # pragma: no cover - defensive
+                _log.exception("pyacl_rt: closing %r failed", obj)
+            self.discard(obj)
 
 
 def forget_thread_context() -> None:

@@ -29,7 +29,7 @@ import weakref
 from typing import Any, Final
 
 from . import context as _context
-from . import errors, lowlevel, runtime
+from . import errors, runtime
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -39,7 +39,9 @@ from .device import (
     _CtxRef,
     _fast,
     _lib,
+    _LiveSet,
     _local,
+    _log_release_failure,
     _owner_of,
     _raise_dead,
     _refuse_in_callback,
@@ -76,19 +78,13 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
             ctx.make_current()
         rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
         if rc:
-            _log.warning(
-                "aclrtDestroyEvent(0x%x) failed with %d: %s",
-                handle,
-                rc,
-                lowlevel.recent_error_message(),  # consume it: not the next error's text
-            )
+            _log_release_failure("aclrtDestroyEvent", handle, rc)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
 
 _bind_lock = threading.Lock()
-_live: weakref.WeakSet[Event] = weakref.WeakSet()
-_live_lock = threading.Lock()
+_live: _LiveSet[Event] = _LiveSet()
 
 
 class Event:
@@ -200,8 +196,7 @@ class Event:
         self._owner = _owner_of(sctx)
         self._finalizer = weakref.finalize(self, _destroy_event, sctx, handle)
         self._finalizer.atexit = False
-        with _live_lock:
-            _live.add(self)
+        _live.add(self)
 
     def _raise_closed(self) -> None:
         ctx = self._ctx
@@ -320,8 +315,7 @@ class Event:
         if self._ctx is None or self._ctx.device >= 0:
             self._ctx = _CLOSED
         self._handle = 0
-        with _live_lock:
-            _live.discard(self)
+        _live.discard(self)
 
     def _make_inert(self, reason: _CtxRef) -> None:
         _run_finalizer(self._finalizer)
@@ -335,32 +329,17 @@ class Event:
         self.close()
 
 
-def _close_all(ctx_filter: _CtxRef | None, reason: _CtxRef) -> None:
-    with _live_lock:
-        items = list(_live)
-    for ev in items:
-        if ctx_filter is not None and ev._ctx is not ctx_filter:
-            continue
-        try:
-            ev._make_inert(reason)
-        except BaseException:  # pragma: no cover - defensive
-            _log.exception("pyacl_rt: closing %r failed", ev)
-        with _live_lock:
-            _live.discard(ev)
-
-
 def _release_events() -> None:
     """Release hook (priority 'events'): destroy every live event."""
-    _close_all(None, _FINALIZED)
+    _live.make_inert(None, _FINALIZED)
 
 
 def _on_context_close(ctx: _CtxRef) -> None:
-    _close_all(ctx, _CLOSED)
+    _live.make_inert(ctx, _CLOSED)
 
 
 def _after_fork_in_child() -> None:
-    global _live_lock, _bind_lock
-    _live_lock = threading.Lock()
+    global _bind_lock
     _bind_lock = threading.Lock()
 
 

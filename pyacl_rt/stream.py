@@ -44,7 +44,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Final
 
 from . import callbacks, errors, lowlevel, runtime
@@ -60,7 +60,9 @@ from .device import (
     _CtxRef,
     _index,
     _lib,
+    _LiveSet,
     _local,
+    _log_release_failure,
     _owner_of,
     _raise_dead,
     _refuse_in_callback,
@@ -174,12 +176,7 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
             sub.unsubscribe(handle, ctx)
         rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
         if rc:
-            _log.warning(
-                "aclrtDestroyStream(0x%x) failed with %d: %s",
-                handle,
-                rc,
-                lowlevel.recent_error_message(),  # consume it: not the next error's text
-            )
+            _log_release_failure("aclrtDestroyStream", handle, rc)
         _release_watch(ctx, state[0])
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
@@ -195,8 +192,7 @@ def _release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -
         _markers.put(ctx, marker)
 
 
-_live: weakref.WeakSet[Stream] = weakref.WeakSet()
-_live_lock = threading.Lock()
+_live: _LiveSet[Stream] = _LiveSet()
 
 
 # ------------------------------------------------------------------ Stream
@@ -291,8 +287,7 @@ class Stream:
             self._finalizer.atexit = False
         else:
             self._finalizer = None
-        with _live_lock:
-            _live.add(self)
+        _live.add(self)
 
     @classmethod
     def _wrap(cls, handle: int, ctx: _CtxRef, kind: int) -> Stream:
@@ -578,8 +573,7 @@ class Stream:
             _refuse_in_callback("Stream.close()")
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
-        with _live_lock:
-            _live.discard(self)
+        _live.discard(self)
 
     def _make_inert(self, reason_ctx: _CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
@@ -815,34 +809,15 @@ def _drain_pools() -> int:
             pool.streams = [None] * STREAMS_PER_POOL
         for s in items:
             s._make_inert(_CLOSED)
-            with _live_lock:
-                _live.discard(s)
+            _live.discard(s)
             n += 1
     return n
 
 
 # ------------------------------------------------------------- lifecycle
-def _iter_live() -> Iterator[Stream]:
-    with _live_lock:
-        items = list(_live)
-    return iter(items)
-
-
-def _close_all(ctx_filter: _CtxRef | None, inert: _CtxRef) -> None:
-    for s in _iter_live():
-        if ctx_filter is not None and s._ctx is not ctx_filter:
-            continue
-        try:
-            s._make_inert(inert)
-        except BaseException:  # pragma: no cover - defensive
-            _log.exception("pyacl_rt: closing %r failed", s)
-        with _live_lock:
-            _live.discard(s)
-
-
 def _release_streams() -> None:
     """Release hook (priority 'streams'): destroy every live stream, pools included."""
-    _close_all(None, _FINALIZED)
+    _live.make_inert(None, _FINALIZED)
     with _pools_lock:
         _pools.clear()
     _priority_ranges.clear()
@@ -857,7 +832,7 @@ def _release_markers() -> None:
 
 def _on_context_close(ctx: _CtxRef) -> None:
     """An explicit Context is closing: close its streams, pools and markers first."""
-    _close_all(ctx, _CLOSED)
+    _live.make_inert(ctx, _CLOSED)
     with _pools_lock:
         for key in [k for k in _pools if k[0] is ctx]:
             del _pools[key]
@@ -867,7 +842,7 @@ def _on_context_close(ctx: _CtxRef) -> None:
 
 
 def _on_device_sync(index: int) -> None:
-    for s in _iter_live():
+    for s in _live.snapshot():
         if s._device == index and s._ctx.device >= 0 and s._state[0]:
             try:
                 if _local.st.ctx is not s._ctx:
@@ -880,8 +855,7 @@ def _on_device_sync(index: int) -> None:
 def _after_fork_in_child() -> None:
     # A parent thread may have held these at fork time; the child only needs them
     # not to deadlock while refusing to use the runtime.
-    global _live_lock, _pools_lock
-    _live_lock = threading.Lock()
+    global _pools_lock
     _pools_lock = threading.Lock()
     _markers._lock = threading.Lock()
 
