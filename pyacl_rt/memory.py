@@ -100,7 +100,7 @@ import logging
 import os
 import sys
 import weakref
-from typing import Any, Final, Union
+from typing import Any, Final, Self, Union
 
 from . import _memrecord as _rec
 from . import context as _context
@@ -660,7 +660,54 @@ def memset(
 
 
 # ============================================================== DeviceBuffer
-class DeviceBuffer:
+class _Buffer:
+    """What DeviceBuffer and HostBuffer share: the allocation record ``_m`` and the
+    window ``[_off, _off + _n)`` of it this object covers."""
+
+    __slots__ = ("__weakref__", "_m", "_n", "_off")
+
+    _m: _Mem
+    _n: int
+    _off: int
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes (as requested; the runtime may round the allocation up)."""
+        return self._n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def ptr(self) -> int:
+        """Address (int) of the first byte (device address for a DeviceBuffer).
+        Raises once closed."""
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, type(self).__name__)
+        return m.ptr + self._off
+
+    @property
+    def closed(self) -> bool:
+        """True once closed (for a view: or freed with its parent), or made inert by
+        finalize."""
+        return not self._m.ptr
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fill(self, value: int) -> None:
+        """Set every byte to ``value`` (0..255) and wait for it."""
+        memset(self, value)
+
+
+class DeviceBuffer(_Buffer):
     """``nbytes`` bytes of device memory on ``device`` (default: the current device),
     allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
     that device (the active explicit Context, else the device's primary context).
@@ -675,11 +722,8 @@ class DeviceBuffer:
     * Usable from any thread: operations make the right context current.
     """
 
-    __slots__ = ("__weakref__", "_fin", "_m", "_n", "_off", "_parent")
+    __slots__ = ("_fin", "_parent")
 
-    _m: _Mem
-    _n: int
-    _off: int
     _parent: DeviceBuffer | None
     _fin: weakref.finalize[..., Any] | None
 
@@ -738,22 +782,6 @@ class DeviceBuffer:
 
     # ----------------------------------------------------------- properties
     @property
-    def nbytes(self) -> int:
-        """Size in bytes (as requested; the runtime may round the allocation up)."""
-        return self._n
-
-    def __len__(self) -> int:
-        return self._n
-
-    @property
-    def ptr(self) -> int:
-        """Device address (int) of the first byte. Raises once closed."""
-        m = self._m
-        if not m.ptr:
-            _raise_closed(m, "DeviceBuffer")
-        return m.ptr + self._off
-
-    @property
     def device(self) -> Device:
         """The :class:`~pyacl_rt.device.Device` the memory lives on."""
         m = self._m
@@ -765,11 +793,6 @@ class DeviceBuffer:
     def device_index(self) -> int:
         """Index of the device the memory lives on (-1 once a view is closed)."""
         return self._m.device
-
-    @property
-    def closed(self) -> bool:
-        """True once closed, freed with its parent, or made inert by finalize."""
-        return not self._m.ptr
 
     @property
     def is_view(self) -> bool:
@@ -801,12 +824,6 @@ class DeviceBuffer:
         # detach() + call, not f(): at interpreter exit f() is a no-op once
         # weakref.finalize's own atexit hook ran (see device._run_finalizer).
         _run_finalizer(self._fin)
-
-    def __enter__(self) -> DeviceBuffer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ---------------------------------------------------------------- copies
     def copy_from_host(self, src: BufferLike, *, offset: int = 0) -> None:
@@ -847,10 +864,6 @@ class DeviceBuffer:
             raise
         _do_copy(d, s, n, doff, soff, stream, True)
 
-    def fill(self, value: int) -> None:
-        """Set every byte to ``value`` (0..255) and wait for it."""
-        memset(self, value)
-
     def memset(
         self,
         value: int,
@@ -872,7 +885,7 @@ def _host_dtor(m: _Mem) -> Any:
     return dtor
 
 
-class HostBuffer:
+class HostBuffer(_Buffer):
     """``nbytes`` bytes of page-locked (pinned) host memory from ``aclrtMallocHost``.
 
     Zero-copy views: ``h.memoryview()``, ``numpy.asarray(h)`` (every Python), and
@@ -881,11 +894,8 @@ class HostBuffer:
     exports exist; garbage collection frees it once the last export is gone.
     """
 
-    __slots__ = ("__weakref__", "_buf", "_cd", "_m", "_n", "_off")
+    __slots__ = ("_buf", "_cd")
 
-    _m: _Mem
-    _n: int
-    _off: int
     _cd: Any
     _buf: Any
 
@@ -923,25 +933,6 @@ class HostBuffer:
         )
 
     # ----------------------------------------------------------- properties
-    @property
-    def nbytes(self) -> int:
-        return self._n
-
-    def __len__(self) -> int:
-        return self._n
-
-    @property
-    def ptr(self) -> int:
-        """Host address (int) of the first byte. Raises once closed."""
-        m = self._m
-        if not m.ptr:
-            _raise_closed(m, "HostBuffer")
-        return m.ptr
-
-    @property
-    def closed(self) -> bool:
-        return not self._m.ptr
-
     def _exports(self) -> int:
         """Number of live exports (memoryviews / numpy arrays) of the memory."""
         buf = self._buf
@@ -1021,16 +1012,6 @@ class HostBuffer:
         self._cd = None  # normally the last reference: the destructor frees now
         if m.base:
             _free_mem(m)
-
-    def __enter__(self) -> HostBuffer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def fill(self, value: int) -> None:
-        """Set every byte to ``value`` (0..255)."""
-        memset(self, value)
 
 
 # ================================================================= lifecycle
