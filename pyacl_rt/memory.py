@@ -319,6 +319,30 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
         stage.close()
 
 
+def _resolve_pair(dst: object, src: object) -> tuple[_Side, _Side]:
+    """Both sides of a copy (``dst`` writable); nothing stays exported on failure."""
+    d = _resolve(dst, "dst", True)
+    try:
+        s = _resolve(src, "src", False)
+    except BaseException:
+        d.release()
+        raise
+    return d, s
+
+
+def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tuple[Stream, bool]:
+    """The stream a copy touching device memory runs on (its context made current),
+    and whether the two sides can be copied directly (False: two devices without peer
+    access; peer access is enabled once where possible). A synchronous copy is refused
+    inside a host callback."""
+    if not non_blocking and _local.st.in_callback:
+        _refuse_in_callback("a synchronous copy (use non_blocking=True)")
+    st = _pick_stream(stream, _devices(d, s))
+    if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
+        return st, _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
+    return st, True
+
+
 def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
     """Before a host-side operation: wait for the given stream and for pending async
     work on the owned buffers involved."""
@@ -389,12 +413,7 @@ def copy(
     must fit into ``dst``). See the module docstring for streams, ``non_blocking``
     and what is kept alive.
     """
-    d = _resolve(dst, "dst", True)
-    try:
-        s = _resolve(src, "src", False)
-    except BaseException:
-        d.release()
-        raise
+    d, s = _resolve_pair(dst, src)
     try:
         n, doff, soff = _offsets(d, s, nbytes, dst_offset, src_offset)
     except BaseException:
@@ -420,15 +439,8 @@ def _do_copy(
             return
         if n == 0:
             return
-        if not non_blocking and _local.st.in_callback:
-            _refuse_in_callback("a synchronous copy (use non_blocking=True)")
-        st = _pick_stream(stream, _devices(d, s))
-        if (
-            d.dev >= 0
-            and s.dev >= 0
-            and d.dev != s.dev
-            and not _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
-        ):
+        st, direct = _copy_stream(d, s, stream, non_blocking)
+        if not direct:
             _staged_copy(d, s, n, doff, soff, st)
             return
         kind = _KIND[d.dev >= 0][s.dev >= 0]
@@ -529,12 +541,7 @@ def copy_2d(
     Requires ``width <= dpitch``, ``width <= spitch`` and
     ``(height - 1) * pitch + width`` bytes after each offset.
     """
-    d = _resolve(dst, "dst", True)
-    try:
-        s = _resolve(src, "src", False)
-    except BaseException:
-        d.release()
-        raise
+    d, s = _resolve_pair(dst, src)
     try:
         dp = _int_arg(dpitch, "dpitch")
         sp = _int_arg(spitch, "spitch")
@@ -583,15 +590,8 @@ def copy_2d(
             return
         if not (w and h):
             return
-        if not non_blocking and _local.st.in_callback:
-            _refuse_in_callback("a synchronous copy (use non_blocking=True)")
-        st = _pick_stream(stream, _devices(d, s))
-        if (
-            d.dev >= 0
-            and s.dev >= 0
-            and d.dev != s.dev
-            and not _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
-        ):
+        st, direct = _copy_stream(d, s, stream, non_blocking)
+        if not direct:
             raise errors.FeatureNotSupportedError(
                 f"devices {s.dev} and {d.dev} cannot access each other: 2D copies between "
                 "them are not supported (copy through a HostBuffer)",
