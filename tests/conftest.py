@@ -10,6 +10,10 @@
   library ``path`` with the system C compiler (session-wide cache by content).
 * ``mock_loaded`` -> loads the library in *this* process via ``pyacl_rt.lowlevel`` and
   skips the test unless it is the mock.
+* ``gate`` -> a :class:`Gate`: a blocking host callback that holds a stream until
+  ``gate.release`` is set (released at teardown, so a failing test cannot hang).
+* ``run_threads(n, target)`` -> runs ``target(i)`` on ``n`` new threads, joins them and
+  returns the exceptions they raised.
 * ``mock_leak_check`` (autouse) -> after each test that used the mock in this process,
   checks with the mock's introspection that nothing the test created is left alive
   (see :func:`mock_leak_check`). Mark a test ``@pytest.mark.no_leak_check`` to opt out.
@@ -23,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -112,6 +117,55 @@ def mock_loaded() -> Any:
     if not lowlevel.is_mock_library():
         pytest.skip("the loaded libascendcl.so is not the mock")
     return lowlevel
+
+
+class Gate:
+    """A blocking host callback: holds a stream until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self) -> None:
+        self.entered.set()
+        assert self.release.wait(60), "gate never released"
+
+    def block(self, s: Any) -> None:
+        """Launch the gate on stream ``s`` and wait until it holds the stream."""
+        s.launch_host_func(self)
+        assert self.entered.wait(60)
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    g = Gate()
+    yield g
+    g.release.set()
+
+
+def _run_threads(n: int, target: Callable[[int], object]) -> list[BaseException]:
+    errs: list[BaseException] = []
+    lock = threading.Lock()
+
+    def wrap(i: int) -> None:
+        try:
+            target(i)
+        except BaseException as exc:
+            with lock:
+                errs.append(exc)
+
+    threads = [threading.Thread(target=wrap, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+        assert not t.is_alive(), "worker thread hung"
+    return errs
+
+
+@pytest.fixture
+def run_threads() -> Callable[[int, Callable[[int], object]], list[BaseException]]:
+    return _run_threads
 
 
 # ------------------------------------------------------------ leak checking

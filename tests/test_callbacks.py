@@ -249,20 +249,12 @@ def test_launch_failure_is_typed_and_releases_callable() -> None:
     s.close()
 
 
-def test_sync_timeout_with_blocked_callback() -> None:
+def test_sync_timeout_with_blocked_callback(gate: Any) -> None:
     s = S.Stream(1)
-    gate = threading.Event()
-    entered = threading.Event()
-
-    def hold() -> None:
-        entered.set()
-        gate.wait(60)
-
-    s.launch_host_func(hold)
-    assert entered.wait(60)
+    gate.block(s)
     with pytest.raises(TimeoutError):
         s.synchronize(timeout=10)
-    gate.set()
+    gate.release.set()
     s.synchronize()
     s.close()
 

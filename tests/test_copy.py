@@ -3,7 +3,6 @@ async, 2D with pitches, memset, the memcpy_async fast path, and no leaks."""
 
 from __future__ import annotations
 
-import threading
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -333,33 +332,25 @@ def test_memcpy_async_error_from_runtime_is_typed() -> None:
     s.close()
 
 
-def test_copies_from_many_threads() -> None:
+def test_copies_from_many_threads(run_threads: Any) -> None:
     rng = np.random.default_rng(3)
     payloads = [rand_bytes(rng, 2048) for _ in range(8)]
-    fails: list[BaseException] = []
 
     def worker(i: int) -> None:
-        try:
-            dev = M.DeviceBuffer(2048, device=i % 2)
-            s = S.Stream(i % 2)
-            host = M.HostBuffer(2048)
-            for _ in range(20):
-                M.copy(dev, payloads[i], stream=s, non_blocking=True)
-                M.memcpy_async(host, dev, 2048, s)
-            s.synchronize()
-            assert np.asarray(host).tobytes() == payloads[i]
-            dev.close()
-            host.close()
-            s.close()
-        except BaseException as exc:  # pragma: no cover - reported below
-            fails.append(exc)
+        dev = M.DeviceBuffer(2048, device=i % 2)
+        s = S.Stream(i % 2)
+        host = M.HostBuffer(2048)
+        for _ in range(20):
+            M.copy(dev, payloads[i], stream=s, non_blocking=True)
+            M.memcpy_async(host, dev, 2048, s)
+        s.synchronize()
+        assert np.asarray(host).tobytes() == payloads[i]
+        dev.close()
+        host.close()
+        s.close()
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not fails, fails
+    errs = run_threads(8, worker)
+    assert not errs, errs
 
 
 def test_cross_device_without_peer_access_is_staged(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,20 +16,6 @@ from pyacl_rt.event import Event, EventTimingError
 from pyacl_rt.mock import mock_control
 
 
-class Gate:
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def __call__(self) -> None:
-        self.entered.set()
-        assert self.release.wait(60)
-
-    def block(self, s: S.Stream) -> None:
-        s.launch_host_func(self)
-        assert self.entered.wait(60)
-
-
 def events_on(device: int) -> int:
     return mock_control().stat("events", device)
 
@@ -50,7 +36,7 @@ def test_unrecorded_event() -> None:
         e.record()
 
 
-def test_record_query_synchronize() -> None:
+def test_record_query_synchronize(gate: Any) -> None:
     D.set_device(1)
     base = events_on(1)
     e = Event()
@@ -60,7 +46,6 @@ def test_record_query_synchronize() -> None:
     e.synchronize()
     assert e.query() is True
     s = S.Stream(1)
-    gate = Gate()
     gate.block(s)
     e.record(s)  # re-record: follows the latest record
     assert e.query() is False
@@ -88,9 +73,8 @@ def test_record_on_current_stream_from_guard() -> None:
     s.close()
 
 
-def test_wait_orders_other_stream() -> None:
+def test_wait_orders_other_stream(gate: Any) -> None:
     a, b = S.Stream(3), S.Stream(3)
-    gate = Gate()
     gate.block(a)
     e = Event()
     e.record(a)
@@ -179,9 +163,8 @@ def test_gc_destroys_event() -> None:
     assert events_on(5) == base
 
 
-def test_event_used_from_new_thread() -> None:
+def test_event_used_from_new_thread(gate: Any) -> None:
     s = S.Stream(6)
-    gate = Gate()
     gate.block(s)
     e = Event()
     e.record(s)

@@ -22,22 +22,6 @@ from pyacl_rt import stream as S
 from pyacl_rt.mock import mock_control
 
 
-class Gate:
-    """A blocking host callback: holds a stream until released."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def __call__(self) -> None:
-        self.entered.set()
-        assert self.release.wait(60), "gate never released"
-
-    def block(self, s: S.Stream) -> None:
-        s.launch_host_func(self)
-        assert self.entered.wait(60)
-
-
 def allocations(device: int = -1) -> int:
     return mock_control().stat("allocations", device)
 
@@ -513,10 +497,9 @@ def test_readonly_source_is_fine() -> None:
 
 
 # ------------------------------------------- freeing while a copy is pending
-def test_close_waits_for_pending_copy() -> None:
+def test_close_waits_for_pending_copy(gate: Any) -> None:
     base = allocations(0)
     s = S.Stream(0)
-    gate = Gate()
     src = M.DeviceBuffer(1 << 16, device=0)
     dst = M.HostBuffer(1 << 16)
     payload = np.random.default_rng(1).integers(0, 256, 1 << 16, dtype=np.uint8)
@@ -541,10 +524,9 @@ def test_close_waits_for_pending_copy() -> None:
     s.close()
 
 
-def test_gc_of_buffer_with_pending_copy() -> None:
+def test_gc_of_buffer_with_pending_copy(gate: Any) -> None:
     base = allocations(0)
     s = S.Stream(0)
-    gate = Gate()
     dev = M.DeviceBuffer(4096, device=0)
     h = M.HostBuffer(4096)
     np.asarray(h)[:] = 9
@@ -574,10 +556,9 @@ def test_gc_of_buffer_with_pending_copy() -> None:
     s.close()
 
 
-def test_free_from_host_callback_is_deferred() -> None:
+def test_free_from_host_callback_is_deferred(gate: Any) -> None:
     base = allocations(0)
     s = S.Stream(0)
-    gate = Gate()
     gate.block(s)
     dev = M.DeviceBuffer(64, device=0)
     M.memset(dev, 1, stream=s, non_blocking=True)  # pending behind the gate
@@ -600,13 +581,12 @@ def test_free_from_host_callback_is_deferred() -> None:
     other.close()
 
 
-def test_numpy_array_deleted_after_async_copy_is_kept_alive() -> None:
+def test_numpy_array_deleted_after_async_copy_is_kept_alive(gate: Any) -> None:
     s = S.Stream(0)
     dev = M.DeviceBuffer(1 << 12, device=0)
     arr = np.arange(1 << 12, dtype=np.uint32).view(np.uint8)[: 1 << 12].copy()
     expect = arr.copy()
     wr = weakref.ref(arr)
-    gate = Gate()
     gate.block(s)
     # pageable memory: the runtime may complete the copy before returning (the mock
     # does) - release the gate from another thread so the call can finish
@@ -649,34 +629,26 @@ def test_bytearray_locked_while_async_copy_pending() -> None:
 
 
 # --------------------------------------------------------- threads/contexts
-def test_buffers_from_new_threads_without_set_device() -> None:
+def test_buffers_from_new_threads_without_set_device(run_threads: Any) -> None:
     data = np.arange(256, dtype=np.uint8)
     shared = M.DeviceBuffer(256, device=2)
     M.copy(shared, data)
     results: list[bytes] = []
-    errors_: list[BaseException] = []
 
     def worker(i: int) -> None:
-        try:
-            own = M.DeviceBuffer(256, device=i % 3)
-            M.copy(own, shared)  # across devices for i % 3 != 2
-            s = S.Stream(i % 3)
-            out = M.HostBuffer(256)
-            M.memcpy_async(out, own, 256, s)
-            s.synchronize()
-            results.append(bytes(np.asarray(out)))
-            own.close()
-            out.close()
-            s.close()
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors_.append(exc)
+        own = M.DeviceBuffer(256, device=i % 3)
+        M.copy(own, shared)  # across devices for i % 3 != 2
+        s = S.Stream(i % 3)
+        out = M.HostBuffer(256)
+        M.memcpy_async(out, own, 256, s)
+        s.synchronize()
+        results.append(bytes(np.asarray(out)))
+        own.close()
+        out.close()
+        s.close()
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors_, errors_
+    errs = run_threads(6, worker)
+    assert not errs, errs
     assert results == [data.tobytes()] * 6
     shared.close()
 
@@ -842,45 +814,37 @@ def test_device_lost_copy_raises_and_close_never_raises(caplog: Any) -> None:
     assert allocations(6) == base
 
 
-def test_concurrent_alloc_copy_free_stress() -> None:
+def test_concurrent_alloc_copy_free_stress(run_threads: Any) -> None:
     """Threads allocate, copy on their own streams and free buffers made by others
     (some by close(), some by garbage collection)."""
     import queue
 
     base = allocations()
     handoff: queue.Queue[Any] = queue.Queue()
-    fails: list[BaseException] = []
 
     def worker(i: int) -> None:
-        try:
-            s = S.Stream(i % 2)
-            host = M.HostBuffer(512)
-            np.asarray(host)[:] = i
-            for j in range(40):
-                buf = M.DeviceBuffer(512, device=i % 2)
-                M.memcpy_async(buf, host, 512, s)
-                M.copy(buf[0:8], bytes([j]) * 8, stream=s, non_blocking=True)
-                handoff.put(buf)
-                try:
-                    other = handoff.get_nowait()
-                except queue.Empty:
-                    continue
-                if j % 2:
-                    other.close()
-                else:
-                    del other
-            s.synchronize()
-            host.close()
-            s.close()
-        except BaseException as exc:  # pragma: no cover - reported below
-            fails.append(exc)
+        s = S.Stream(i % 2)
+        host = M.HostBuffer(512)
+        np.asarray(host)[:] = i
+        for j in range(40):
+            buf = M.DeviceBuffer(512, device=i % 2)
+            M.memcpy_async(buf, host, 512, s)
+            M.copy(buf[0:8], bytes([j]) * 8, stream=s, non_blocking=True)
+            handoff.put(buf)
+            try:
+                other = handoff.get_nowait()
+            except queue.Empty:
+                continue
+            if j % 2:
+                other.close()
+            else:
+                del other
+        s.synchronize()
+        host.close()
+        s.close()
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not fails, fails
+    errs = run_threads(4, worker)
+    assert not errs, errs
     while not handoff.empty():
         handoff.get().close()
     gc.collect()

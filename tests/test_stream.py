@@ -16,22 +16,6 @@ from pyacl_rt.event import Event
 from pyacl_rt.mock import mock_control
 
 
-class Gate:
-    """A blocking host callback: holds a stream until released."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def __call__(self) -> None:
-        self.entered.set()
-        assert self.release.wait(60), "gate never released"
-
-    def block(self, s: S.Stream) -> None:
-        s.launch_host_func(self)
-        assert self.entered.wait(60)
-
-
 def streams_on(device: int) -> int:
     return mock_control().stat("streams", device)
 
@@ -113,9 +97,8 @@ def test_bad_timeouts(bad: float) -> None:
     s.close()
 
 
-def test_synchronize_timeout_raises_timeout_error() -> None:
+def test_synchronize_timeout_raises_timeout_error(gate: Any) -> None:
     s = S.Stream(1)
-    gate = Gate()
     gate.block(s)
     assert s.query() is False
     with pytest.raises(D.SyncTimeoutError) as info:
@@ -129,13 +112,12 @@ def test_synchronize_timeout_raises_timeout_error() -> None:
     s.close()
 
 
-def test_raw_layer_timeouts_are_sync_timeout_errors() -> None:
+def test_raw_layer_timeouts_are_sync_timeout_errors(gate: Any) -> None:
     """lowlevel.check and the checked lowlevel.fast calls raise SyncTimeoutError
     themselves (errors.error_from_code), not only the Stream/Event methods."""
     from pyacl_rt import lowlevel
 
     s = S.Stream(1)
-    gate = Gate()
     gate.block(s)
     try:
         with pytest.raises(errors.SyncTimeoutError) as info:
@@ -258,9 +240,8 @@ def test_with_stream_object() -> None:
     s.close()
 
 
-def test_wait_event_orders_streams() -> None:
+def test_wait_event_orders_streams(gate: Any) -> None:
     a, b = S.Stream(1), S.Stream(1)
-    gate = Gate()
     gate.block(a)
     ev = a.record_event()
     assert isinstance(ev, Event) and ev.query() is False
@@ -276,9 +257,8 @@ def test_wait_event_orders_streams() -> None:
     b.close()
 
 
-def test_wait_stream_orders_streams() -> None:
+def test_wait_stream_orders_streams(gate: Any) -> None:
     a, b = S.Stream(2), S.Stream(2)
-    gate = Gate()
     gate.block(a)
     b.wait_stream(a)
     b.wait_stream(b)  # self: no-op
@@ -301,9 +281,8 @@ def test_wait_on_unrecorded_event_is_noop() -> None:
     s.close()
 
 
-def test_close_waits_for_pending_work() -> None:
+def test_close_waits_for_pending_work(gate: Any) -> None:
     s = S.Stream(1)
-    gate = Gate()
     gate.block(s)
     closer = threading.Thread(target=s.close)
     closer.start()
@@ -405,12 +384,11 @@ def test_from_handle_is_not_owned() -> None:
     owner.close()
 
 
-def test_keep_alive_until_work_completes() -> None:
+def test_keep_alive_until_work_completes(gate: Any) -> None:
     class Payload:
         pass
 
     s = S.Stream(1)
-    gate = Gate()
     gate.block(s)
     obj = Payload()
     ref = weakref.ref(obj)

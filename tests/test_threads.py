@@ -12,28 +12,8 @@ from pyacl_rt import stream as S
 from pyacl_rt.event import Event
 
 
-def run_threads(n: int, target: Any) -> list[BaseException]:
-    errs: list[BaseException] = []
-    lock = threading.Lock()
-
-    def wrap(i: int) -> None:
-        try:
-            target(i)
-        except BaseException as exc:
-            with lock:
-                errs.append(exc)
-
-    threads = [threading.Thread(target=wrap, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-        assert not t.is_alive(), "worker thread hung"
-    return errs
-
-
 # --------------------------------------------------------------------- tests
-def test_eight_threads_two_devices_mixing_streams_and_events() -> None:
+def test_eight_threads_two_devices_mixing_streams_and_events(run_threads: Any) -> None:
     devices = (0, 1)
     shared = {d: S.Stream(d) for d in devices}  # created on the main thread
     barrier = threading.Barrier(8)
@@ -83,7 +63,7 @@ def test_eight_threads_two_devices_mixing_streams_and_events() -> None:
     assert counter[0] == 8 * 15
 
 
-def test_objects_created_on_main_used_from_fresh_threads() -> None:
+def test_objects_created_on_main_used_from_fresh_threads(run_threads: Any) -> None:
     D.set_device(3)
     s = S.Stream()
     e = Event(enable_timing=True)
@@ -116,17 +96,9 @@ def test_stream_created_in_thread_used_on_main_after_thread_exit() -> None:
     s.close()
 
 
-def test_gil_released_while_synchronize_blocks() -> None:
+def test_gil_released_while_synchronize_blocks(gate: Any) -> None:
     s = S.Stream(1)
-    gate = threading.Event()
-    entered = threading.Event()
-
-    def hold() -> None:
-        entered.set()
-        gate.wait(60)
-
-    s.launch_host_func(hold)
-    assert entered.wait(60)
+    gate.block(s)
     done = threading.Event()
 
     def waiter() -> None:
@@ -141,13 +113,13 @@ def test_gil_released_while_synchronize_blocks() -> None:
     while progress < 10_000:
         progress += 1
     assert not done.is_set()
-    gate.set()
+    gate.release.set()
     t.join(60)
     assert done.is_set()
     s.close()
 
 
-def test_concurrent_device_guards_are_per_thread() -> None:
+def test_concurrent_device_guards_are_per_thread(run_threads: Any) -> None:
     barrier = threading.Barrier(6)
 
     def worker(i: int) -> None:
@@ -164,7 +136,7 @@ def test_concurrent_device_guards_are_per_thread() -> None:
     assert not run_threads(6, worker)
 
 
-def test_stream_pool_is_thread_safe() -> None:
+def test_stream_pool_is_thread_safe(run_threads: Any) -> None:
     got: list[S.Stream] = []
     lock = threading.Lock()
 
@@ -178,7 +150,7 @@ def test_stream_pool_is_thread_safe() -> None:
     assert len({id(x) for x in got}) == S.STREAMS_PER_POOL
 
 
-def test_fresh_event_recorded_by_many_threads_at_once() -> None:
+def test_fresh_event_recorded_by_many_threads_at_once(run_threads: Any) -> None:
     s = S.Stream(0)
     e = Event()
     barrier = threading.Barrier(6)
@@ -194,7 +166,7 @@ def test_fresh_event_recorded_by_many_threads_at_once() -> None:
     s.close()
 
 
-def test_keep_alive_shared_stream_from_many_threads() -> None:
+def test_keep_alive_shared_stream_from_many_threads(run_threads: Any) -> None:
     import weakref
 
     class Obj:
