@@ -22,7 +22,7 @@ import logging
 import os
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from . import errors, runtime
 from .device import (
@@ -36,6 +36,7 @@ from .device import (
     _LiveSet,
     _local,
     _log_release_failure,
+    _refuse_copy,
     _restore_selection,
     _select_device,
 )
@@ -109,6 +110,16 @@ class Context:
         self._finalizer = weakref.finalize(self, _destroy, self._ref)
         self._finalizer.atexit = False
         _live.add(self)
+
+    # Owning a raw handle: a copy would alias it (use after free once one is closed).
+    def __reduce__(self) -> NoReturn:
+        _refuse_copy(self, "aclrtContext")
+
+    def __copy__(self) -> NoReturn:
+        _refuse_copy(self, "aclrtContext")
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        _refuse_copy(self, "aclrtContext")
 
     # ------------------------------------------------------------ properties
     @property

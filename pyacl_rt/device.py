@@ -39,7 +39,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Generic, SupportsIndex, TypeVar, Union
+from typing import Any, ClassVar, Final, Generic, NoReturn, SupportsIndex, TypeVar, Union
 
 from . import errors, lowlevel, runtime
 from ._lowlevel_cffi import lib as _cffi_lib
@@ -322,6 +322,15 @@ def forget_thread_context() -> None:
     context. Not needed when only pyacl_rt objects are used.
     """
     _local.st.ctx = None
+
+
+def _refuse_copy(obj: object, what: str) -> NoReturn:
+    """``__reduce__`` / ``__copy__`` / ``__deepcopy__`` of an object owning a handle."""
+    raise TypeError(
+        f"{type(obj).__name__} objects cannot be pickled or copied: a copy would share "
+        f"the raw {what} handle and keep using it after the original is closed. "
+        f"Pass the {type(obj).__name__} object itself around (it is thread-safe)."
+    )
 
 
 def _refuse_in_callback(what: str) -> None:
@@ -708,6 +717,11 @@ class Device:
     ``with Device(i):`` selects the device for the block like :class:`device`.
     Device queries that take a device id (info, capability, utilisation, peer
     access) create no context; :meth:`mem_get_info` needs the device's context.
+
+    A Device owns no runtime handle (it is an index), so ``copy.copy``,
+    ``copy.deepcopy`` and ``pickle`` are allowed: they give back ``Device(i)`` itself
+    (unpickled in another process it names that process's device ``i``). Streams,
+    Events, Contexts and buffers, which own handles, refuse to be copied or pickled.
     """
 
     __slots__ = ("__weakref__", "_index")
@@ -723,8 +737,15 @@ class Device:
             inst = cls._instances.setdefault(i, inst)
         return inst
 
-    def __getnewargs__(self) -> tuple[int]:
-        return (self._index,)
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Device(i) is the singleton: copies and unpickled objects are that object.
+        return (Device, (self._index,))
+
+    def __copy__(self) -> Device:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Device:
+        return self
 
     @property
     def index(self) -> int:

@@ -26,7 +26,7 @@ import logging
 import os
 import threading
 import weakref
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from . import context as _context
 from . import errors, runtime
@@ -44,6 +44,7 @@ from .device import (
     _log_release_failure,
     _owner_of,
     _raise_dead,
+    _refuse_copy,
     _refuse_in_callback,
     _run_finalizer,
 )
@@ -117,6 +118,16 @@ class Event:
         self._blocking = bool(blocking)
         self._recorded = False
         self._finalizer: weakref.finalize[..., Any] | None = None
+
+    # Owning a raw handle: a copy would alias it (use after free once one is closed).
+    def __reduce__(self) -> NoReturn:
+        _refuse_copy(self, "aclrtEvent")
+
+    def __copy__(self) -> NoReturn:
+        _refuse_copy(self, "aclrtEvent")
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        _refuse_copy(self, "aclrtEvent")
 
     # ------------------------------------------------------------ properties
     @property

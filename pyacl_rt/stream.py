@@ -45,7 +45,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from . import callbacks, errors, lowlevel, runtime
 from . import context as _context
@@ -65,6 +65,7 @@ from .device import (
     _log_release_failure,
     _owner_of,
     _raise_dead,
+    _refuse_copy,
     _refuse_in_callback,
     _restore_selection,
     _run_finalizer,
@@ -267,6 +268,16 @@ class Stream:
             _check(rc, "aclrtCreateStreamWithConfig")
         self._setup(int(s.uptr[0]), ctx, _OWNED, prio, flags)
         self._priority = -abs(prio - least)
+
+    # Owning a raw handle: a copy would alias it (use after free once one is closed).
+    def __reduce__(self) -> NoReturn:
+        _refuse_copy(self, "aclrtStream")
+
+    def __copy__(self) -> NoReturn:
+        _refuse_copy(self, "aclrtStream")
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        _refuse_copy(self, "aclrtStream")
 
     def _setup(self, handle: int, ctx: _CtxRef, kind: int, prio: int | None, flags: int) -> None:
         self._handle = handle

@@ -182,3 +182,17 @@ def test_context_errors_are_typed() -> None:
         assert info.value.code == 207005
     finally:
         mc.clear_faults()
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_context_cannot_be_copied_or_pickled(how: str) -> None:
+    import copy
+    import pickle
+
+    do = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": pickle.dumps}[how]
+    ctx = C.Context(0)
+    try:
+        with pytest.raises(TypeError, match="Context objects cannot be pickled or copied"):
+            do(ctx)
+    finally:
+        ctx.close()

@@ -435,3 +435,15 @@ def test_fallback_follows_main_thread_guards() -> None:
     with D.device(4):
         assert in_thread(D.current_device) == 4
     assert in_thread(D.current_device) == 1
+
+
+def test_device_copy_and_pickle_give_the_same_device() -> None:
+    """A Device is an index (no handle): copying/pickling is fine and yields Device(i)."""
+    import copy
+    import pickle
+
+    dev = D.Device(1)
+    assert copy.copy(dev) is dev
+    assert copy.deepcopy(dev) is dev
+    assert copy.deepcopy({"d": dev})["d"] is dev
+    assert pickle.loads(pickle.dumps(dev)) is dev

@@ -226,3 +226,20 @@ def test_record_on_closed_stream_names_the_stream() -> None:
         e.record(s2)
     e.close()
     s.close()
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_event_cannot_be_copied_or_pickled(how: str) -> None:
+    import copy
+    import pickle
+
+    do = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": pickle.dumps}[how]
+    fresh = Event()
+    recorded = Event()
+    recorded.record(S.default_stream(0))
+    try:
+        for ev in (fresh, recorded):
+            with pytest.raises(TypeError, match="Event objects cannot be pickled or copied"):
+                do(ev)
+    finally:
+        recorded.close()

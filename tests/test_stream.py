@@ -565,3 +565,19 @@ def test_current_stream_after_reinit(run_python: Any) -> None:
     r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_stream_cannot_be_copied_or_pickled(how: str) -> None:
+    """A copy would share the raw handle and outlive close() (use after free)."""
+    import copy
+    import pickle
+
+    do = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": pickle.dumps}[how]
+    s = S.Stream(0)
+    try:
+        for obj in (s, S.default_stream(0), S.stream_from_pool(0)):
+            with pytest.raises(TypeError, match="Stream objects cannot be pickled or copied"):
+                do(obj)
+    finally:
+        s.close()
