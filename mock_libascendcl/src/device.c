@@ -824,92 +824,68 @@ static aclError user_from_physical(const char *fn, int32_t phys, int32_t *user)
                       "device %d is not visible (ASCEND_RT_VISIBLE_DEVICES)", phys);
 }
 
-aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t *const logicDevId)
+/* The three id spaces of the mapping functions: user (index into the visible list) on one
+ * side, logical and physical (equal in the mock) on the other. */
+typedef enum { ID_USER, ID_LOGIC, ID_PHYS } dev_id_space;
+
+/* Shared body of the six aclrtGet*DevIdBy*DevId functions: check `out`, check `in` in its
+ * space (user ids against the visible range, logical/physical ids against the host), then map. */
+static aclError map_dev_id(const char *fn, int32_t in, dev_id_space from, const char *in_name,
+                           int32_t *out, dev_id_space to, const char *out_name)
 {
-    static const char fn[] = "aclrtGetLogicDevIdByUserDevId";
-    aclError rc = map_out_check(fn, logicDevId, "logicDevId");
+    aclError rc = map_out_check(fn, out, out_name);
     if (rc == ACL_SUCCESS) {
-        rc = check_range(fn, userDevid);
+        rc = from == ID_USER ? check_range(fn, in) : physical_check(fn, in, in_name);
     }
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     MOCK_ENTER(fn);
-    *logicDevId = mock_config_get()->visible_map[userDevid];
+    if (from == ID_USER) {
+        *out = mock_config_get()->visible_map[in];
+        return ACL_SUCCESS;
+    }
+    if (to == ID_USER) {
+        return user_from_physical(fn, in, out);
+    }
+    *out = in;
     return ACL_SUCCESS;
+}
+
+aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t *const logicDevId)
+{
+    return map_dev_id("aclrtGetLogicDevIdByUserDevId", userDevid, ID_USER, "userDevid",
+                      logicDevId, ID_LOGIC, "logicDevId");
 }
 
 aclError aclrtGetPhyDevIdByUserDevId(const int32_t userDevId, int32_t *const phyDevId)
 {
-    static const char fn[] = "aclrtGetPhyDevIdByUserDevId";
-    aclError rc = map_out_check(fn, phyDevId, "phyDevId");
-    if (rc == ACL_SUCCESS) {
-        rc = check_range(fn, userDevId);
-    }
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    *phyDevId = mock_config_get()->visible_map[userDevId];
-    return ACL_SUCCESS;
+    return map_dev_id("aclrtGetPhyDevIdByUserDevId", userDevId, ID_USER, "userDevId", phyDevId,
+                      ID_PHYS, "phyDevId");
 }
 
 aclError aclrtGetUserDevIdByLogicDevId(const int32_t logicDevId, int32_t *const userDevid)
 {
-    static const char fn[] = "aclrtGetUserDevIdByLogicDevId";
-    aclError rc = map_out_check(fn, userDevid, "userDevid");
-    if (rc == ACL_SUCCESS) {
-        rc = physical_check(fn, logicDevId, "logicDevId");
-    }
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    return user_from_physical(fn, logicDevId, userDevid);
+    return map_dev_id("aclrtGetUserDevIdByLogicDevId", logicDevId, ID_LOGIC, "logicDevId",
+                      userDevid, ID_USER, "userDevid");
 }
 
 aclError aclrtGetUserDevIdByPhyDevId(const int32_t phyDevId, int32_t *const userDevId)
 {
-    static const char fn[] = "aclrtGetUserDevIdByPhyDevId";
-    aclError rc = map_out_check(fn, userDevId, "userDevId");
-    if (rc == ACL_SUCCESS) {
-        rc = physical_check(fn, phyDevId, "phyDevId");
-    }
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    return user_from_physical(fn, phyDevId, userDevId);
+    return map_dev_id("aclrtGetUserDevIdByPhyDevId", phyDevId, ID_PHYS, "phyDevId", userDevId,
+                      ID_USER, "userDevId");
 }
 
 aclError aclrtGetLogicDevIdByPhyDevId(const int32_t phyDevId, int32_t *const logicDevId)
 {
-    static const char fn[] = "aclrtGetLogicDevIdByPhyDevId";
-    aclError rc = map_out_check(fn, logicDevId, "logicDevId");
-    if (rc == ACL_SUCCESS) {
-        rc = physical_check(fn, phyDevId, "phyDevId");
-    }
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    *logicDevId = phyDevId;
-    return ACL_SUCCESS;
+    return map_dev_id("aclrtGetLogicDevIdByPhyDevId", phyDevId, ID_PHYS, "phyDevId", logicDevId,
+                      ID_LOGIC, "logicDevId");
 }
 
 aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t *const phyDevId)
 {
-    static const char fn[] = "aclrtGetPhyDevIdByLogicDevId";
-    aclError rc = map_out_check(fn, phyDevId, "phyDevId");
-    if (rc == ACL_SUCCESS) {
-        rc = physical_check(fn, logicDevId, "logicDevId");
-    }
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    *phyDevId = logicDevId;
-    return ACL_SUCCESS;
+    return map_dev_id("aclrtGetPhyDevIdByLogicDevId", logicDevId, ID_LOGIC, "logicDevId",
+                      phyDevId, ID_PHYS, "phyDevId");
 }
 
 /* ------------------------------------------------------------ limits */
