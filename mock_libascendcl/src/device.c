@@ -490,10 +490,11 @@ void mock_devices_finalize(void)
 
 /* ------------------------------------------------------------ synchronize */
 
-aclError aclrtSynchronizeDevice(void)
+/* Waits for every stream of the current context (fault hook and timeout check done by
+ * mock_sync_with_timeout). */
+static aclError sync_current_context(const char *fn, void *unused, int64_t timeout_ms)
 {
-    static const char fn[] = "aclrtSynchronizeDevice";
-    MOCK_ENTER(fn);
+    (void)unused;
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
@@ -503,40 +504,25 @@ aclError aclrtSynchronizeDevice(void)
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of the current context: it would wait for itself");
     }
-    rc = mock_streams_sync_context(ctx, -1);
+    rc = mock_streams_sync_context(ctx, timeout_ms);
+    if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+        return mock_error(fn, rc, "the streams of the current context did not finish within %lld ms",
+                          (long long)timeout_ms);
+    }
     if (rc != ACL_SUCCESS) {
         return mock_error(fn, rc, "a stream of the current context failed (error %d)", rc);
     }
     return ACL_SUCCESS;
 }
 
+aclError aclrtSynchronizeDevice(void)
+{
+    return mock_sync_with_timeout("aclrtSynchronizeDevice", NULL, -1, sync_current_context);
+}
+
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
 {
-    static const char fn[] = "aclrtSynchronizeDeviceWithTimeout";
-    int32_t ms = -1;
-    aclError rc = mock_check_timeout(fn, timeout, &ms);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    mock_context *ctx = NULL;
-    rc = mock_ctx_require(fn, &ctx);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    if (mock_stream_self_in_context(ctx)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "called from a task of a stream of the current context: it would wait for itself");
-    }
-    rc = mock_streams_sync_context(ctx, ms);
-    if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
-        return mock_error(fn, rc, "the streams of the current context did not finish within %d ms",
-                          timeout);
-    }
-    if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "a stream of the current context failed (error %d)", rc);
-    }
-    return ACL_SUCCESS;
+    return mock_sync_with_timeout("aclrtSynchronizeDeviceWithTimeout", NULL, timeout, sync_current_context);
 }
 
 #define TASK_ABORT_MAX_MS (36u * 60u * 1000u)

@@ -402,72 +402,65 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
 
 /* ------------------------------------------------------------------ query */
 
-aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
+/* Shared body of the three event queries (the caller has checked `status`): fault hook,
+ * validate the event, refuse Ex events where `ex_refusal` is set (appended to the message),
+ * and report whether the latest record has completed. Ex events report done before their
+ * first record (doc 07_event_management.md, §5.5); other events are not done until recorded.
+ * A wait on the event can complete once its latest record has. */
+static aclError ev_query_done(const char *fn, aclrtEvent event, const char *ex_refusal, bool *done)
 {
-    static const char fn[] = "aclrtQueryEvent";
-    MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
     ev_t *e = NULL;
     aclError rc = ev_get(fn, event, "event", &e);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (e->ex) {
+    if (ex_refusal != NULL && e->ex) {
         ev_put(e);
         return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                          "not supported for events created by aclrtCreateEventExWithFlag (use aclrtQueryEventStatus)");
+                          "not supported for events created by aclrtCreateEventExWithFlag%s", ex_refusal);
     }
     pthread_mutex_lock(&e->mu);
-    bool done = e->recorded && ev_complete_locked(e);
+    *done = e->recorded ? ev_complete_locked(e) : e->ex;
     pthread_mutex_unlock(&e->mu);
     ev_put(e);
-    *status = done ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
     return ACL_SUCCESS;
+}
+
+aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
+{
+    static const char fn[] = "aclrtQueryEvent";
+    MOCK_REQUIRE_NONNULL(fn, status);
+    bool done = false;
+    aclError rc = ev_query_done(fn, event, " (use aclrtQueryEventStatus)", &done);
+    if (rc == ACL_SUCCESS) {
+        *status = done ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
+    }
+    return rc;
 }
 
 aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status)
 {
     static const char fn[] = "aclrtQueryEventStatus";
     MOCK_REQUIRE_NONNULL(fn, status);
-    MOCK_ENTER(fn);
-    ev_t *e = NULL;
-    aclError rc = ev_get(fn, event, "event", &e);
-    if (rc != ACL_SUCCESS) {
-        return rc;
+    bool done = false;
+    aclError rc = ev_query_done(fn, event, NULL, &done);
+    if (rc == ACL_SUCCESS) {
+        *status = done ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
     }
-    pthread_mutex_lock(&e->mu);
-    /* Ex events report COMPLETE before their first record (doc
-     * 07_event_management.md, §5.5); other events are NOT_READY until
-     * recorded. */
-    bool done = e->recorded ? ev_complete_locked(e) : e->ex;
-    pthread_mutex_unlock(&e->mu);
-    ev_put(e);
-    *status = done ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
-    return ACL_SUCCESS;
+    return rc;
 }
 
 aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status)
 {
     static const char fn[] = "aclrtQueryEventWaitStatus";
     MOCK_REQUIRE_NONNULL(fn, status);
-    MOCK_ENTER(fn);
-    ev_t *e = NULL;
-    aclError rc = ev_get(fn, event, "event", &e);
-    if (rc != ACL_SUCCESS) {
-        return rc;
+    bool done = false;
+    aclError rc = ev_query_done(fn, event, "", &done);
+    if (rc == ACL_SUCCESS) {
+        *status = done ? ACL_EVENT_WAIT_STATUS_COMPLETE : ACL_EVENT_WAIT_STATUS_NOT_READY;
     }
-    if (e->ex) {
-        ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                          "not supported for events created by aclrtCreateEventExWithFlag");
-    }
-    pthread_mutex_lock(&e->mu);
-    /* A wait on the event can complete once its latest record has. */
-    bool done = e->recorded && ev_complete_locked(e);
-    pthread_mutex_unlock(&e->mu);
-    ev_put(e);
-    *status = done ? ACL_EVENT_WAIT_STATUS_COMPLETE : ACL_EVENT_WAIT_STATUS_NOT_READY;
-    return ACL_SUCCESS;
+    return rc;
 }
 
 /* ------------------------------------------------------------ synchronize */
@@ -499,22 +492,19 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
     return ACL_SUCCESS;
 }
 
+static aclError ev_sync_handle(const char *fn, void *event, int64_t timeout_ms)
+{
+    return ev_sync(fn, (aclrtEvent)event, timeout_ms);
+}
+
 aclError aclrtSynchronizeEvent(aclrtEvent event)
 {
-    MOCK_ENTER("aclrtSynchronizeEvent");
-    return ev_sync("aclrtSynchronizeEvent", event, -1);
+    return mock_sync_with_timeout("aclrtSynchronizeEvent", event, -1, ev_sync_handle);
 }
 
 aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
 {
-    static const char fn[] = "aclrtSynchronizeEventWithTimeout";
-    int32_t ms = -1;
-    aclError rc = mock_check_timeout(fn, timeout, &ms);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    return ev_sync(fn, event, ms);
+    return mock_sync_with_timeout("aclrtSynchronizeEventWithTimeout", event, timeout, ev_sync_handle);
 }
 
 /* ------------------------------------------------------------------- time */

@@ -152,6 +152,12 @@ static inline aclError mock_check_timeout(const char *func, int32_t timeout, int
     return ACL_SUCCESS;
 }
 
+/* Shared front of aclrtSynchronize{Device,Stream,Event}[WithTimeout] (stream.c): checks
+ * `timeout` with mock_check_timeout (the variants without a timeout pass -1), runs the
+ * fault hook of `fn`, then returns sync(fn, handle, ms) (ms -1 = forever). */
+typedef aclError (*mock_sync_fn)(const char *fn, void *handle, int64_t timeout_ms);
+MOCK_HIDDEN aclError mock_sync_with_timeout(const char *fn, void *handle, int32_t timeout, mock_sync_fn sync);
+
 /* ------------------------------------------------------------------- init.c */
 
 MOCK_HIDDEN bool mock_is_initialized(void);

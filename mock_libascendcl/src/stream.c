@@ -929,22 +929,30 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
     return ACL_SUCCESS;
 }
 
-aclError aclrtSynchronizeStream(aclrtStream stream)
+static aclError sync_stream_handle(const char *fn, void *stream, int64_t timeout_ms)
 {
-    MOCK_ENTER("aclrtSynchronizeStream");
-    return sync_common("aclrtSynchronizeStream", stream, -1);
+    return sync_common(fn, (aclrtStream)stream, timeout_ms);
 }
 
-aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
+aclError mock_sync_with_timeout(const char *fn, void *handle, int32_t timeout, mock_sync_fn sync)
 {
-    static const char fn[] = "aclrtSynchronizeStreamWithTimeout";
     int32_t ms = -1;
     aclError rc = mock_check_timeout(fn, timeout, &ms);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     MOCK_ENTER(fn);
-    return sync_common(fn, stream, ms);
+    return sync(fn, handle, ms);
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream)
+{
+    return mock_sync_with_timeout("aclrtSynchronizeStream", stream, -1, sync_stream_handle);
+}
+
+aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
+{
+    return mock_sync_with_timeout("aclrtSynchronizeStreamWithTimeout", stream, timeout, sync_stream_handle);
 }
 
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
@@ -989,25 +997,12 @@ aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
     return rc;
 }
 
-aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId)
-{
-    static const char fn[] = "aclrtStreamGetId";
-    MOCK_REQUIRE_NONNULL(fn, streamId);
-    MOCK_ENTER(fn);
-    mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    *streamId = s->id;
-    mock_stream_put(s);
-    return ACL_SUCCESS;
-}
+typedef enum { STREAM_FIELD_ID, STREAM_FIELD_PRIORITY, STREAM_FIELD_FLAGS } stream_field;
 
-aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority)
+/* Shared body of aclrtStreamGet{Id,Priority,Flags} (the caller has checked `out`):
+ * fault hook, validate the stream, read the field under the stream lock. */
+static aclError read_stream_field(const char *fn, aclrtStream stream, stream_field which, void *out)
 {
-    static const char fn[] = "aclrtStreamGetPriority";
-    MOCK_REQUIRE_NONNULL(fn, priority);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     aclError rc = mock_stream_get(fn, stream, false, &s);
@@ -1015,25 +1010,38 @@ aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority)
         return rc;
     }
     pthread_mutex_lock(&s->mu);
-    *priority = s->priority;
+    switch (which) {
+    case STREAM_FIELD_ID:
+        *(int32_t *)out = s->id;
+        break;
+    case STREAM_FIELD_PRIORITY:
+        *(uint32_t *)out = s->priority;
+        break;
+    case STREAM_FIELD_FLAGS:
+        *(uint32_t *)out = s->flags;
+        break;
+    }
     pthread_mutex_unlock(&s->mu);
     mock_stream_put(s);
     return ACL_SUCCESS;
 }
 
+aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId)
+{
+    MOCK_REQUIRE_NONNULL("aclrtStreamGetId", streamId);
+    return read_stream_field("aclrtStreamGetId", stream, STREAM_FIELD_ID, streamId);
+}
+
+aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority)
+{
+    MOCK_REQUIRE_NONNULL("aclrtStreamGetPriority", priority);
+    return read_stream_field("aclrtStreamGetPriority", stream, STREAM_FIELD_PRIORITY, priority);
+}
+
 aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags)
 {
-    static const char fn[] = "aclrtStreamGetFlags";
-    MOCK_REQUIRE_NONNULL(fn, flags);
-    MOCK_ENTER(fn);
-    mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    *flags = s->flags;
-    mock_stream_put(s);
-    return ACL_SUCCESS;
+    MOCK_REQUIRE_NONNULL("aclrtStreamGetFlags", flags);
+    return read_stream_field("aclrtStreamGetFlags", stream, STREAM_FIELD_FLAGS, flags);
 }
 
 static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr attr, aclrtStreamAttrValue *value,
