@@ -164,38 +164,31 @@ static aclError check_kind(const char *fn, int kind, const side *d, const side *
     bool ok = true;
     const char *bad = NULL;
     const side *badside = NULL;
+    /* Each explicit kind names where src and dst must live (device or host). */
+    bool check = true, src_dev = false, dst_dev = false;
     switch (kind) {
     case ACL_MEMCPY_HOST_TO_HOST:
-        if (!s->host) {
-            bad = "src", badside = s;
-        } else if (!d->host) {
-            bad = "dst", badside = d;
-        }
         break;
     case ACL_MEMCPY_HOST_TO_DEVICE:
     case ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE:
-        if (!s->host) {
-            bad = "src", badside = s;
-        } else if (!d->dev) {
-            bad = "dst", badside = d;
-        }
+        dst_dev = true;
         break;
     case ACL_MEMCPY_DEVICE_TO_HOST:
-        if (!s->dev) {
-            bad = "src", badside = s;
-        } else if (!d->host) {
-            bad = "dst", badside = d;
-        }
+        src_dev = true;
         break;
     case ACL_MEMCPY_DEVICE_TO_DEVICE:
-        if (!s->dev) {
-            bad = "src", badside = s;
-        } else if (!d->dev) {
-            bad = "dst", badside = d;
-        }
+        src_dev = dst_dev = true;
         break;
     default: /* DEFAULT: inferred from the addresses */
+        check = false;
         break;
+    }
+    if (check) {
+        if (!(src_dev ? s->dev : s->host)) {
+            bad = "src", badside = s;
+        } else if (!(dst_dev ? d->dev : d->host)) {
+            bad = "dst", badside = d;
+        }
     }
     ok = bad == NULL;
     if (!ok) {

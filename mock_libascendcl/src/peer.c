@@ -53,13 +53,10 @@ aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int3
     return ACL_SUCCESS;
 }
 
-aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
+/* Shared front of aclrtDevice{Enable,Disable}PeerAccess: fault hook, current context,
+ * valid peer that is not the current device; *cur = the current device. */
+static aclError peer_pair(const char *fn, int32_t peerDeviceId, int32_t *cur)
 {
-    const char *fn = "aclrtDeviceEnablePeerAccess";
-    if (flags != 0) {
-        /* RT impl memory.cpp: flags is reserved and must be 0 */
-        return mock_error(fn, ACL_ERROR_FEATURE_UNSUPPORTED, "argument 'flags' must be 0, got %u", flags);
-    }
     MOCK_ENTER(fn);
     mock_context *ctx;
     aclError rc = mock_ctx_require(fn, &ctx);
@@ -70,9 +67,24 @@ aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    int32_t cur = mock_ctx_device(ctx);
-    if (peerDeviceId == cur) {
+    *cur = mock_ctx_device(ctx);
+    if (peerDeviceId == *cur) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'peerDeviceId' %d is the current device", peerDeviceId);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
+{
+    const char *fn = "aclrtDeviceEnablePeerAccess";
+    if (flags != 0) {
+        /* RT impl memory.cpp: flags is reserved and must be 0 */
+        return mock_error(fn, ACL_ERROR_FEATURE_UNSUPPORTED, "argument 'flags' must be 0, got %u", flags);
+    }
+    int32_t cur = -1;
+    aclError rc = peer_pair(fn, peerDeviceId, &cur);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     /* Enabling an already enabled pair is accepted (the pair stays enabled):
      * the reference does not pin an error for it, and torch_npu enables
@@ -86,19 +98,10 @@ aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
 aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId)
 {
     const char *fn = "aclrtDeviceDisablePeerAccess";
-    MOCK_ENTER(fn);
-    mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    int32_t cur = -1;
+    aclError rc = peer_pair(fn, peerDeviceId, &cur);
     if (rc != ACL_SUCCESS) {
         return rc;
-    }
-    rc = mock_device_check(fn, peerDeviceId);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    int32_t cur = mock_ctx_device(ctx);
-    if (peerDeviceId == cur) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'peerDeviceId' %d is the current device", peerDeviceId);
     }
     pthread_mutex_lock(&g_peer_mu);
     bool was = g_peer[cur][peerDeviceId];
