@@ -2,7 +2,10 @@
 
 * :func:`_int_arg`: sizes, offsets and pitches are ints (``bool`` refused, ``__index__``
   accepted), ``>= 0`` and ``<= 2**64 - 1``; messages name the argument.
-* :func:`_resolve`: an owned buffer gives its int address (refused once closed); any
+* :func:`_resolve`: an owned buffer gives its int address (refused once closed) and
+  is marked in use (``_Mem.inuse``) until :meth:`_Side.release` / :meth:`_Side.unhold`:
+  meanwhile ``close()`` on another thread raises ``BufferError`` instead of freeing
+  memory a host-side ``memmove``/``memset`` (GIL released) is still touching; any
   other object must support the buffer protocol and be C-contiguous, and writable
   when it is a destination (``TypeError`` for bytes, read-only memoryviews and numpy
   arrays with ``writeable=False``). Its address comes from one ``ffi.from_buffer``
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._memrecord import _Mem, _raise_closed
+from ._memrecord import _hold, _Mem, _raise_closed
 from .lowlevel import ffi
 
 _SIZE_MAX: Final = 2**64 - 1
@@ -40,7 +43,7 @@ def _int_arg(value: object, name: str) -> int:
 class _Side:
     """One resolved side of a copy: address, size, device, and what owns the memory."""
 
-    __slots__ = ("cd", "dev", "m", "mv", "n", "obj", "ptr")
+    __slots__ = ("cd", "dev", "held", "m", "mv", "n", "obj", "ptr")
 
     def __init__(self) -> None:
         self.ptr = 0
@@ -50,9 +53,21 @@ class _Side:
         self.cd: Any = None
         self.mv: memoryview | None = None
         self.obj: object = None
+        self.held = False
+
+    def unhold(self) -> None:
+        """Drop the in-use mark of an owned buffer (once)."""
+        if self.held:
+            self.held = False
+            m = self.m
+            assert m is not None
+            m.inuse.pop()
 
     def release(self) -> None:
-        """Release the buffer export of a foreign object (sync paths)."""
+        """Drop the in-use mark of an owned buffer and release the buffer export of a
+        foreign object (sync paths, failures)."""
+        if self.held:
+            self.unhold()
         cd = self.cd
         if cd is not None:
             self.cd = None
@@ -68,14 +83,15 @@ def _resolve(obj: object, name: str, writable: bool) -> _Side:
     side.obj = obj
     m = getattr(obj, "_m", None)
     if isinstance(m, _Mem):  # a DeviceBuffer (or view) or a HostBuffer
-        p = m.ptr
+        p = _hold(m)
         if not p:
             _raise_closed(m, f"{name} ({type(obj).__name__})")
+        side.m = m
+        side.held = True
         owned: Any = obj
         side.ptr = p + owned._off
         side.n = owned._n
         side.dev = m.device
-        side.m = m
         return side
     try:
         mv = memoryview(obj)  # type: ignore[arg-type]

@@ -63,6 +63,7 @@ class _Mem:
         "dead",
         "device",
         "gen",
+        "inuse",
         "keep",
         "last",
         "nbytes",
@@ -81,6 +82,9 @@ class _Mem:
         self.last: object = None
         self.streams: list[weakref.ref[Stream]] = []
         self.dead = "buffer is closed"
+        #: one entry per synchronous operation using the memory right now (list
+        #: append/pop are atomic under the GIL); close() refuses while non-empty.
+        self.inuse: list[None] = []
         #: weakref to the owning HostBuffer (host memory only), for finalize.
         self.owner: weakref.ref[HostBuffer] | None = None
         #: the explicit Context the memory was allocated in (kept alive), or None.
@@ -107,6 +111,35 @@ def _note(m: _Mem, stream: Stream) -> None:
     r = _wref(stream)
     if r not in m.streams:
         m.streams.append(r)
+
+
+def _hold(m: _Mem) -> int:
+    """Mark ``m`` in use by an operation of the calling thread and return its address,
+    or 0 (nothing marked) when it is closed. Release with ``m.inuse.pop()``.
+
+    Atomic with :func:`_claim_close` (both under ``_live_lock``): once this returned
+    an address, close() refuses until the mark is dropped."""
+    with _live_lock:
+        p = m.ptr
+        if p:
+            m.inuse.append(None)
+        return p
+
+
+def _claim_close(m: _Mem, what: str) -> int:
+    """Start closing ``m``: returns its former address (0 when already closed) after
+    setting ``m.ptr`` to 0, so that no new operation can start. Raises
+    ``BufferError`` (nothing changed) while an operation on another thread still uses
+    the memory. Caller holds ``_live_lock``."""
+    p = m.ptr
+    if p and m.inuse:
+        raise BufferError(
+            f"cannot close {what}: a synchronous operation (copy / memset) on another "
+            f"thread is still using its memory ({len(m.inuse)} in flight); wait for it "
+            "to finish (e.g. join that thread), then close"
+        )
+    m.ptr = 0
+    return p
 
 
 def _raise_closed(m: _Mem, what: str) -> None:

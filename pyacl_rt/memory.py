@@ -55,13 +55,21 @@ Lifetime of memory used by async work
 Threads and host callbacks
 --------------------------
 Buffers work from any thread (each operation makes the buffer's device context
-current; no ``set_device`` needed). Closing a buffer while another thread is still
-enqueueing work on it is a race, as freeing memory is in C. Inside a host callback,
-synchronous copies and memsets raise :class:`~pyacl_rt.errors.CallbackContextError`
-(they would wait for the stream running the callback); asynchronous copies between
-owned buffers are fine. An async copy of *pageable* memory (numpy, bytearray)
-completes before returning (ACL semantics), so from a callback it must not target
-a stream that is waiting for that callback.
+current; no ``set_device`` needed). A synchronous :func:`copy` / :func:`copy_2d` /
+:func:`memset` marks the owned buffers it uses as in use until it no longer touches
+them from the host (host-to-host ``memmove`` and host ``memset`` run without the
+GIL): ``close()`` on another thread meanwhile raises ``BufferError`` and the buffer
+stays open, the same rule as for live exports (like ``bytearray`` resizing). Once a
+device operation is enqueued, the buffer only remembers its stream and ``close()``
+waits for that stream instead. The :func:`memcpy_async` fast path takes no mark (it
+stays lock- and allocation-free): closing a buffer while another thread is in the
+middle of enqueueing it there is a race in the program, as with ``cudaFree``.
+Inside a host callback, synchronous copies and memsets raise
+:class:`~pyacl_rt.errors.CallbackContextError` (they would wait for the stream
+running the callback); asynchronous copies between owned buffers are fine. An
+async copy of *pageable* memory (numpy, bytearray) completes before returning (ACL
+semantics), so from a callback it must not target a stream that is waiting for that
+callback.
 
 Buffer protocol (HostBuffer)
 ----------------------------
@@ -108,6 +116,7 @@ from . import errors, runtime
 from ._membuf import _int_arg, _offsets, _resolve, _Side
 from ._memrecord import (
     _DEAD,
+    _claim_close,
     _free_mem,
     _Mem,
     _note,
@@ -374,6 +383,8 @@ def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:
                 _note(m, st)
         elif side.cd is not None:
             foreign.append(side.cd)
+        # The stream is noted: from now on freeing the memory waits for it.
+        side.unhold()
     if non_blocking:
         if foreign:
             st._keep_alive(tuple(foreign))
@@ -438,10 +449,16 @@ def _do_copy(
                 s.release()
             return
         if n == 0:
+            d.release()
+            s.release()
             return
         st, direct = _copy_stream(d, s, stream, non_blocking)
         if not direct:
-            _staged_copy(d, s, n, doff, soff, st)
+            try:
+                _staged_copy(d, s, n, doff, soff, st)
+            finally:
+                d.release()
+                s.release()
             return
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
@@ -589,6 +606,8 @@ def copy_2d(
                 s.release()
             return
         if not (w and h):
+            d.release()
+            s.release()
             return
         st, direct = _copy_stream(d, s, stream, non_blocking)
         if not direct:
@@ -648,6 +667,7 @@ def memset(
             b.release()
             return
         if n == 0:
+            b.release()
             return
         if not non_blocking and _local.st.in_callback:
             _refuse_in_callback("a synchronous memset (use non_blocking=True)")
@@ -814,13 +834,17 @@ class DeviceBuffer(_Buffer):
         """Free the memory (allocation) or drop the view. Idempotent.
 
         For an allocation: waits for the streams that used it, then ``aclrtFree``;
-        every view of it becomes closed. No-op after finalize.
+        every view of it becomes closed. No-op after finalize. Raises
+        ``BufferError`` (and stays open) while a synchronous copy or memset on another
+        thread is still using the memory (of this buffer or one of its views).
         """
         if self._parent is not None:
             if self._m.ptr:  # else keep the reason (parent closed, finalized)
                 self._m = _DEAD
             self._parent = None
             return
+        with _rec._live_lock:
+            _claim_close(self._m, "DeviceBuffer")
         # detach() + call, not f(): at interpreter exit f() is a no-op once
         # weakref.finalize's own atexit hook ran (see device._run_finalizer).
         _run_finalizer(self._fin)
@@ -855,12 +879,12 @@ class DeviceBuffer(_Buffer):
     ) -> None:
         """Enqueue a copy of this buffer (from ``offset``, as many bytes as ``dst``
         holds) into ``dst`` on ``stream``; ``dst`` is kept alive until it completed."""
-        d = _resolve(dst, "dst", True)
+        d, s = _resolve_pair(dst, self)
         try:
-            s = _resolve(self, "src", False)
             n, doff, soff = _offsets(d, s, d.n, 0, offset)
         except BaseException:
             d.release()
+            s.release()
             raise
         _do_copy(d, s, n, doff, soff, stream, True)
 
@@ -997,17 +1021,22 @@ class HostBuffer(_Buffer):
     def close(self) -> None:
         """Free the memory (after waiting for the streams that used it). Idempotent.
 
-        Raises ``BufferError`` while memoryviews / numpy arrays of it are alive.
+        Raises ``BufferError`` (and stays open) while memoryviews / numpy arrays of it
+        are alive, or while a synchronous copy or memset on another thread is still
+        using it.
         """
         if self._buf is None:
             return
-        n = self._exports()
-        if n and self._m.ptr:
-            raise BufferError(
-                f"cannot close HostBuffer: {n} exported view(s) (memoryview / numpy array) "
-                "still use its memory; release them first"
-            )
         m = self._m
+        with _rec._live_lock:
+            p = _claim_close(m, "HostBuffer")
+            n = self._exports() if p else 0
+            if n:
+                m.ptr = p
+                raise BufferError(
+                    f"cannot close HostBuffer: {n} exported view(s) (memoryview / numpy "
+                    "array) still use its memory; release them first"
+                )
         self._buf = None
         self._cd = None  # normally the last reference: the destructor frees now
         if m.base:

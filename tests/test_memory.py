@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -522,6 +523,84 @@ def test_close_waits_for_pending_copy(gate: Any) -> None:
     assert (np.asarray(dst) == payload).all()  # the copy completed correctly
     dst.close()
     s.close()
+
+
+def _wait_in_use(m: Any) -> None:
+    """Wait until another thread marked the allocation ``m`` in use (not a timing test:
+    it only waits for a state, bounded so that a bug cannot hang the suite)."""
+    for _ in range(60000):
+        if m.inuse:
+            return
+        time.sleep(0.001)
+    raise AssertionError("the operation never started")
+
+
+@pytest.mark.parametrize("op", ["copy", "memset", "copy_2d", "copy-src"])
+def test_close_refused_while_host_operation_runs_in_another_thread(gate: Any, op: str) -> None:
+    """QA: closing a HostBuffer while another thread runs a synchronous host-side
+    memmove / memset on it freed the pinned memory under the running C call (SIGSEGV).
+    The operation holds the buffer in use (here it waits for ``stream`` first, blocked
+    by a gate); close() raises BufferError and the buffer stays usable."""
+    base = host_allocations()
+    s = S.Stream(0)
+    h = M.HostBuffer(4096)
+    src = bytearray(b"\x05" * 4096)
+    calls = {
+        "copy": lambda: M.copy(h, src, stream=s),
+        "memset": lambda: M.memset(h, 7, stream=s),
+        "copy_2d": lambda: M.copy_2d(h, 64, src, 64, 64, 64, stream=s),
+        "copy-src": lambda: M.copy(src, h, stream=s),
+    }
+    gate.block(s)
+    errs: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            calls[op]()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errs.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    _wait_in_use(h._m)
+    with pytest.raises(BufferError, match="another thread is still using"):
+        h.close()
+    assert not h.closed and host_allocations() == base + 1
+    gate.release.set()
+    t.join(60)
+    assert not errs and not h._m.inuse
+    if op != "copy-src":
+        assert np.asarray(h)[4095] == (7 if op == "memset" else 5)
+    h.close()
+    assert h.closed and host_allocations() == base
+    s.close()
+
+
+def test_device_buffer_close_refused_while_resolved() -> None:
+    """The same mark protects a DeviceBuffer (and its views) between resolving the
+    address and enqueueing; released on every path, so close() works afterwards."""
+    from pyacl_rt import _membuf
+
+    buf = M.DeviceBuffer(64, device=0)
+    view = buf[8:16]
+    side = _membuf._resolve(view, "dst", True)
+    with pytest.raises(BufferError, match="DeviceBuffer"):
+        buf.close()
+    assert not buf.closed and view.ptr == buf.ptr + 8
+    side.release()
+    side.release()  # idempotent
+    assert not buf._m.inuse
+    # failures and zero-byte early returns drop the mark too
+    with pytest.raises(ValueError):
+        M.copy(buf, b"x" * 100)
+    M.copy(buf, b"")
+    M.copy_2d(buf, 4, b"abcd", 4, 0, 4)
+    M.memset(buf, 1, 0)
+    with pytest.raises(ValueError):
+        buf.copy_to_host_async(bytearray(8), offset=100)
+    assert not buf._m.inuse
+    buf.close()
+    assert view.closed
 
 
 def test_gc_of_buffer_with_pending_copy(gate: Any) -> None:
