@@ -632,20 +632,29 @@ aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *ve
     return ACL_SUCCESS;
 }
 
-aclError aclsysGetVersionStr(char *pkgName, char *versionStr)
+/* Shared front of aclsysGetVersion{Str,Num}: both pointers non-NULL, a well-formed package
+ * name, the fault hook, then the version string of the package into v
+ * (ACL_PKG_VERSION_MAX_SIZE bytes). */
+static aclError version_front(const char *fn, const char *pkgName, const void *out, const char *out_name,
+                              char *v)
 {
-    static const char fn[] = "aclsysGetVersionStr";
-    if (pkgName == NULL || versionStr == NULL) {
+    if (pkgName == NULL || out == NULL) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
-                          pkgName == NULL ? "pkgName" : "versionStr");
+                          pkgName == NULL ? "pkgName" : out_name);
     }
     if (!pkg_name_ok(pkgName)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'pkgName' is not a package name ([A-Za-z0-9._-], 1..127 chars)");
     }
     MOCK_ENTER(fn);
+    return pkg_version(fn, pkgName, v, ACL_PKG_VERSION_MAX_SIZE);
+}
+
+aclError aclsysGetVersionStr(char *pkgName, char *versionStr)
+{
+    static const char fn[] = "aclsysGetVersionStr";
     char v[ACL_PKG_VERSION_MAX_SIZE];
-    aclError rc = pkg_version(fn, pkgName, v, sizeof v);
+    aclError rc = version_front(fn, pkgName, versionStr, "versionStr", v);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -659,17 +668,8 @@ aclError aclsysGetVersionStr(char *pkgName, char *versionStr)
 aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum)
 {
     static const char fn[] = "aclsysGetVersionNum";
-    if (pkgName == NULL || versionNum == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
-                          pkgName == NULL ? "pkgName" : "versionNum");
-    }
-    if (!pkg_name_ok(pkgName)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
-                          "argument 'pkgName' is not a package name ([A-Za-z0-9._-], 1..127 chars)");
-    }
-    MOCK_ENTER(fn);
     char v[ACL_PKG_VERSION_MAX_SIZE];
-    aclError rc = pkg_version(fn, pkgName, v, sizeof v);
+    aclError rc = version_front(fn, pkgName, versionNum, "versionNum", v);
     if (rc != ACL_SUCCESS) {
         return rc;
     }

@@ -793,25 +793,34 @@ static aclError check_cfg(const char *fn, const aclrtMallocConfig *cfg, int32_t 
     return ACL_SUCCESS;
 }
 
-aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+/* Shared front of aclrtMalloc{,Host}WithCfg: `out` non-NULL, size > 0, a valid cfg, the
+ * fault hook, and the device named by the cfg (if any) exists; *device = that device or -1. */
+static aclError cfg_alloc_front(const char *fn, void **out, const char *out_name, uint64_t size,
+                                aclrtMallocConfig *cfg, int32_t *device)
 {
-    const char *fn = "aclrtMallocWithCfg";
-    MOCK_REQUIRE_NONNULL(fn, devPtr);
+    if (out == NULL) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", out_name);
+    }
     if (size == 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
-    int32_t device;
-    aclError rc = check_cfg(fn, cfg, &device);
+    aclError rc = check_cfg(fn, cfg, device);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     MOCK_ENTER(fn);
-    if (device >= 0) {
-        rc = mock_device_check(fn, device);
-        if (rc != ACL_SUCCESS) {
-            return rc;
-        }
-    } else {
+    return *device >= 0 ? mock_device_check(fn, *device) : ACL_SUCCESS;
+}
+
+aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+{
+    const char *fn = "aclrtMallocWithCfg";
+    int32_t device = -1;
+    aclError rc = cfg_alloc_front(fn, devPtr, "devPtr", size, cfg, &device);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (device < 0) {
         mock_context *ctx;
         rc = mock_ctx_require(fn, &ctx);
         if (rc != ACL_SUCCESS) {
@@ -967,21 +976,10 @@ aclError aclrtMallocHost(void **hostPtr, size_t size)
 aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg)
 {
     const char *fn = "aclrtMallocHostWithCfg";
-    MOCK_REQUIRE_NONNULL(fn, ptr);
-    if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
-    }
-    int32_t device;
-    aclError rc = check_cfg(fn, cfg, &device);
+    int32_t device = -1;
+    aclError rc = cfg_alloc_front(fn, ptr, "ptr", size, cfg, &device);
     if (rc != ACL_SUCCESS) {
         return rc;
-    }
-    MOCK_ENTER(fn);
-    if (device >= 0) {
-        rc = mock_device_check(fn, device);
-        if (rc != ACL_SUCCESS) {
-            return rc;
-        }
     }
     return host_alloc(fn, ptr, size);
 }
