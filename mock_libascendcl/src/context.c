@@ -366,9 +366,31 @@ static bool opt_value_valid(int64_t value)
     return value == 0 || value == 1;
 }
 
-aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value)
+/* The option table of the current context (per_ctx) or the process-wide one. */
+typedef struct {
+    pthread_mutex_t *lock;
+    bool *set;
+    int64_t *value;
+} opt_table;
+
+static aclError opt_table_get(const char *fn, bool per_ctx, opt_table *t)
 {
-    static const char fn[] = "aclrtCtxSetSysParamOpt";
+    if (!per_ctx) {
+        *t = (opt_table){&g_opt_lock, g_opt_set, g_opt_value};
+        return ACL_SUCCESS;
+    }
+    mock_context *ctx = NULL;
+    aclError rc = mock_ctx_require(fn, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *t = (opt_table){&ctx->opt_lock, ctx->opt_set, ctx->opt_value};
+    return ACL_SUCCESS;
+}
+
+/* Shared body of acl{rtCtx,rt}SetSysParamOpt. */
+static aclError sysparam_set(const char *fn, bool per_ctx, aclSysParamOpt opt, int64_t value)
+{
     if (!opt_valid(opt)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
                           (int)opt);
@@ -378,80 +400,60 @@ aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value)
                           (long long)value);
     }
     MOCK_ENTER(fn);
-    mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    opt_table t;
+    aclError rc = opt_table_get(fn, per_ctx, &t);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&ctx->opt_lock);
-    ctx->opt_set[opt] = true;
-    ctx->opt_value[opt] = value;
-    pthread_mutex_unlock(&ctx->opt_lock);
+    pthread_mutex_lock(t.lock);
+    t.set[opt] = true;
+    t.value[opt] = value;
+    pthread_mutex_unlock(t.lock);
     return ACL_SUCCESS;
+}
+
+/* Shared body of acl{rtCtx,rt}GetSysParamOpt. */
+static aclError sysparam_get(const char *fn, bool per_ctx, aclSysParamOpt opt, int64_t *value)
+{
+    if (!opt_valid(opt)) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
+                          (int)opt);
+    }
+    MOCK_REQUIRE_NONNULL(fn, value);
+    MOCK_ENTER(fn);
+    opt_table t;
+    aclError rc = opt_table_get(fn, per_ctx, &t);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    pthread_mutex_lock(t.lock);
+    bool set = t.set[opt];
+    int64_t v = t.value[opt];
+    pthread_mutex_unlock(t.lock);
+    if (!set) {
+        return mock_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET, "option %d was never set%s", (int)opt,
+                          per_ctx ? " on the current context" : "");
+    }
+    *value = v;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value)
+{
+    return sysparam_set("aclrtCtxSetSysParamOpt", true, opt, value);
 }
 
 aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value)
 {
-    static const char fn[] = "aclrtCtxGetSysParamOpt";
-    if (!opt_valid(opt)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
-                          (int)opt);
-    }
-    MOCK_REQUIRE_NONNULL(fn, value);
-    MOCK_ENTER(fn);
-    mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    pthread_mutex_lock(&ctx->opt_lock);
-    bool set = ctx->opt_set[opt];
-    int64_t v = ctx->opt_value[opt];
-    pthread_mutex_unlock(&ctx->opt_lock);
-    if (!set) {
-        return mock_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET,
-                          "option %d was never set on the current context", (int)opt);
-    }
-    *value = v;
-    return ACL_SUCCESS;
+    return sysparam_get("aclrtCtxGetSysParamOpt", true, opt, value);
 }
 
 aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value)
 {
-    static const char fn[] = "aclrtSetSysParamOpt";
-    if (!opt_valid(opt)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
-                          (int)opt);
-    }
-    if (!opt_value_valid(value)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%lld) must be 0 or 1",
-                          (long long)value);
-    }
-    MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_opt_lock);
-    g_opt_set[opt] = true;
-    g_opt_value[opt] = value;
-    pthread_mutex_unlock(&g_opt_lock);
-    return ACL_SUCCESS;
+    return sysparam_set("aclrtSetSysParamOpt", false, opt, value);
 }
 
 aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value)
 {
-    static const char fn[] = "aclrtGetSysParamOpt";
-    if (!opt_valid(opt)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
-                          (int)opt);
-    }
-    MOCK_REQUIRE_NONNULL(fn, value);
-    MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_opt_lock);
-    bool set = g_opt_set[opt];
-    int64_t v = g_opt_value[opt];
-    pthread_mutex_unlock(&g_opt_lock);
-    if (!set) {
-        return mock_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET, "option %d was never set",
-                          (int)opt);
-    }
-    *value = v;
-    return ACL_SUCCESS;
+    return sysparam_get("aclrtGetSysParamOpt", false, opt, value);
 }
