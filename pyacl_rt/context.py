@@ -31,6 +31,7 @@ from .device import (
     _check,
     _CtxRef,
     _deferred_calls,
+    _fast_get_current_context,
     _index,
     _lib,
     _LiveSet,
@@ -39,6 +40,7 @@ from .device import (
     _refuse_copy,
     _restore_selection,
     _select_device,
+    _validated_ctx,
 )
 
 __all__ = ["Context", "current_context"]
@@ -81,8 +83,9 @@ class Context:
     """An explicitly created context on ``device`` (default: the current device).
 
     ``aclrtCreateContext`` makes the new context current on the creating thread;
-    pyacl_rt restores the thread's previous context right away so that creating a
-    Context has no side effect. Use ``with ctx:`` to work inside it.
+    pyacl_rt restores the thread's previous context right away (also one installed
+    behind pyacl_rt's back by raw calls) so that creating a Context has no side
+    effect. Use ``with ctx:`` to work inside it.
     """
 
     __slots__ = ("__weakref__", "_device", "_finalizer", "_ref", "_saved")
@@ -90,8 +93,17 @@ class Context:
     def __init__(self, device: DeviceLike = None) -> None:
         runtime.ensure_initialized()
         index = _index(device)
-        prev = _local.st.ctx
-        s = _local.st.scratch
+        st = _local.st
+        # The context current before (re-validated: something other than pyacl_rt may
+        # have switched it); a foreign one is restored by its raw handle.
+        prev = _validated_ctx(st)
+        foreign = 0
+        if prev is None:
+            try:
+                foreign = _fast_get_current_context()
+            except errors.AclError:
+                foreign = 0  # no current context
+        s = st.scratch
         _check(_lib.aclrtCreateContext(s.uptr, index), "aclrtCreateContext")
         handle = int(s.uptr[0])
         # The ref points back weakly: threads' context caches hold the ref, and must not
@@ -106,6 +118,8 @@ class Context:
                 prev.make_current()
             except errors.AclError:
                 _local.st.ctx = None
+        elif foreign and _lib.aclrtSetCurrentContext(foreign) == 0:
+            _local.st.ctx = None  # a context pyacl_rt does not know is current again
         # The finalizer must not reference self: it holds only the _CtxRef.
         self._finalizer = weakref.finalize(self, _destroy, self._ref)
         self._finalizer.atexit = False

@@ -18,8 +18,18 @@ Model (ACL semantics, acl_abi.md section 5.2/5.3)
 * The thread's *selected* device (:func:`set_device`, ``with device(i):``) is what
   :func:`current_device` reports and what new objects default to. Using an object of
   another device switches the thread's ACL context lazily but does not change the
-  selection. Code that mixes raw :mod:`pyacl_rt.lowlevel` context calls with
-  pyacl_rt objects should call :func:`forget_thread_context` afterwards.
+  selection.
+* Foreign context switches (raw :mod:`pyacl_rt.lowlevel` calls such as
+  ``aclrtSetDevice`` / ``aclrtSetCurrentContext``, torch_npu, a C extension) are
+  safe for **creation and allocation**: creating a Stream / Event (its first
+  record) / Context / DeviceBuffer, :func:`set_device`, ``with device(i):`` and
+  device :func:`synchronize` re-validate the cached context against
+  the runtime (one GIL-held ``aclrtGetCurrentContext``, ~30 ns) and re-install the
+  right one. The hot paths (``Stream.query``, ``Event.record``, copies on a
+  stream ...) keep trusting the cache; they pass explicit handles, except a default
+  stream (handle NULL = the default stream of whatever context is current). After
+  switching the thread's context yourself, call :func:`forget_thread_context` before
+  using existing pyacl_rt objects on that thread.
 
 Differences from ``torch_npu.npu`` (documented per function):
 
@@ -107,6 +117,7 @@ _check: Callable[[int, str], None] = lowlevel.check
 _aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
 #: Checked C fast paths (lowlevel.fast): value returned, typed error raised.
 _fast: Any = lowlevel.fast
+_fast_get_current_context: Callable[[], int] = _fast.get_current_context
 _scratch: Callable[[], Any] = lowlevel.scratch
 
 
@@ -318,8 +329,11 @@ def forget_thread_context() -> None:
     """Forget which context pyacl_rt believes is current on this thread.
 
     Call this after changing the thread's context through raw
-    :mod:`pyacl_rt.lowlevel` calls; the next pyacl_rt call re-installs the right
-    context. Not needed when only pyacl_rt objects are used.
+    :mod:`pyacl_rt.lowlevel` calls (or torch_npu / a C extension did) and before using
+    existing objects on this thread (``Stream.query``, ``Event.record``, copies...):
+    the next pyacl_rt call re-installs the right context. Creating objects,
+    allocating and selecting a device detect a foreign switch by themselves (see the
+    module docstring). Not needed when only pyacl_rt objects are used.
     """
     _local.st.ctx = None
 
@@ -416,12 +430,38 @@ def _create_primary(index: int) -> _CtxRef:
         return ref
 
 
+def _validated_ctx(st: _ThreadState) -> _CtxRef | None:
+    """The thread's cached current context if the runtime agrees, else None (and the
+    cache is cleared, so the next ``st.ctx is not ref`` test re-installs ``ref``).
+
+    Something other than pyacl_rt (raw :mod:`lowlevel` calls, torch_npu, a C
+    extension) may have switched this thread's ACL context behind the cache. One
+    GIL-held ``aclrtGetCurrentContext`` (``lowlevel.fast``, ~30 ns) detects it. Called
+    on the non-hot entry points only: object creation, allocation, device selection.
+    """
+    cur = st.ctx
+    if cur is None:
+        return None
+    if cur.device >= 0:
+        try:
+            if _fast_get_current_context() == cur.handle:
+                return cur
+        except errors.AclError:
+            pass  # no current context (or no runtime): the cache is wrong either way
+    st.ctx = None
+    return None
+
+
 def _context_for(index: int) -> _CtxRef:
     """The context new objects on device ``index`` use on this thread.
 
     The explicit Context activated on this thread if it is on ``index``, else the
-    device's primary context (created on first use).
+    device's primary context (created on first use). Also re-validates the thread's
+    cached current context (:func:`_validated_ctx`), so that the caller's
+    ``if _local.st.ctx is not ref: ref.make_current()`` is right even after a foreign
+    context switch.
     """
+    _validated_ctx(_local.st)
     active = _local.st.active
     if active is not None and active.device == index:
         return active
@@ -434,11 +474,12 @@ def _context_for(index: int) -> _CtxRef:
 def _ensure_current(index: int) -> _CtxRef:
     """Make sure the calling thread's current context is on device ``index``.
 
-    Cheap when it already is (one thread-local load and a compare). Any live context
-    of that device is accepted. Returns the current context. For use by
+    Cheap when it already is (a thread-local load, a compare and one GIL-held
+    ``aclrtGetCurrentContext`` to re-validate the cache). Any live context of that
+    device is accepted. Returns the current context. For use by
     :mod:`pyacl_rt.memory` and other floors above.
     """
-    cur = _local.st.ctx
+    cur = _validated_ctx(_local.st)
     if cur is not None and cur.device == index:
         return cur
     ref = _context_for(index)

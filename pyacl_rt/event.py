@@ -47,6 +47,7 @@ from .device import (
     _refuse_copy,
     _refuse_in_callback,
     _run_finalizer,
+    _validated_ctx,
 )
 from .stream import Stream, _timeout_ms, current_stream
 
@@ -187,7 +188,9 @@ class Event:
                 explanation="",
             )
         sctx = stream._ctx
-        if _local.st.ctx is not sctx:
+        # Creation is not a hot path: re-validate the thread's cached context (a raw
+        # context switch would create the event in a foreign context).
+        if _validated_ctx(_local.st) is not sctx:
             stream._activate()
         flags = ACL_EVENT_SYNC | (ACL_EVENT_TIME_LINE if self._timing else 0)
         s = _local.st.scratch

@@ -447,3 +447,76 @@ def test_device_copy_and_pickle_give_the_same_device() -> None:
     assert copy.deepcopy(dev) is dev
     assert copy.deepcopy({"d": dev})["d"] is dev
     assert pickle.loads(pickle.dumps(dev)) is dev
+
+
+def _foreign_switch(dev: int) -> None:
+    """Make device ``dev``'s primary context current behind pyacl_rt's back (what raw
+    lowlevel code, torch_npu or a C extension may do)."""
+    rc = lowlevel.lib.aclrtSetCurrentContext(D._primaries[dev].handle)
+    lowlevel.check(rc, "aclrtSetCurrentContext")
+    assert raw_get_device() == dev
+
+
+def test_creation_and_selection_survive_a_foreign_context_switch() -> None:
+    """QA: npu.set_device(0); raw switch to device 1; DeviceBuffer() allocated on
+    device 1 while claiming device 0. Creation, allocation and selection re-validate."""
+    from pyacl_rt.context import Context
+    from pyacl_rt.event import Event
+    from pyacl_rt.memory import DeviceBuffer
+
+    mc = mock_control()
+
+    def stats(what: str) -> tuple[int, int]:
+        return mc.stat(what, 0), mc.stat(what, 1)
+
+    def body() -> None:
+        D._context_for(1)  # device 1's primary: the "foreign" context below
+        D.set_device(0)
+
+        before = stats("allocations")
+        _foreign_switch(1)
+        b = DeviceBuffer(1 << 20)
+        assert b.device_index == 0
+        assert stats("allocations") == (before[0] + 1, before[1])
+        assert raw_get_device() == 0
+        b.close()
+
+        before = stats("streams")
+        _foreign_switch(1)
+        s = S.Stream()
+        assert s.device_index == 0
+        assert stats("streams") == (before[0] + 1, before[1])
+
+        before = stats("events")
+        _foreign_switch(1)
+        ev = Event()
+        ev.record(s)  # first record creates the ACL event in s's context
+        assert stats("events") == (before[0] + 1, before[1])
+        ev.synchronize()
+        ev.close()
+        s.close()
+
+        _foreign_switch(1)
+        D.set_device(0)
+        assert raw_get_device() == 0
+
+        _foreign_switch(1)
+        with D.device(0):
+            assert raw_get_device() == 0
+        assert raw_get_device() == 0
+
+        _foreign_switch(1)
+        D.synchronize(0)
+        assert raw_get_device() == 0
+
+        # Creating a Context puts back the foreign context that was current.
+        _foreign_switch(1)
+        before = stats("contexts")
+        ctx = Context(0)
+        assert stats("contexts") == (before[0] + 1, before[1])
+        assert raw_get_device() == 1
+        ctx.close()
+        D.set_device(0)
+        assert raw_get_device() == 0
+
+    in_thread(body)
