@@ -165,34 +165,52 @@ static void test_destroy_waits_for_pending(void)
     gate_destroy(&g);
 }
 
+/* A stream `s` plus a `holder` stream held by gate `g`; events recorded on the
+ * holder with `ev` (ACL_EVENT_SYNC) complete only once the gate opens. */
+typedef struct held_pair {
+    aclrtStream s, holder;
+    aclrtEvent ev;
+    gate g;
+} held_pair;
+
+static void held_pair_init(held_pair *h)
+{
+    CHECK_OK(aclrtCreateStream(&h->s));
+    CHECK_OK(aclrtCreateStream(&h->holder));
+    CHECK_OK(aclrtCreateEventWithFlag(&h->ev, ACL_EVENT_SYNC));
+    gate_init(&h->g);
+    hold_stream(h->holder, &h->g);
+}
+
+/* Opens the gate, drains and destroys the holder and the event (`s` is the
+ * test's to destroy). */
+static void held_pair_release(held_pair *h)
+{
+    gate_open(&h->g);
+    CHECK_OK(aclrtSynchronizeStream(h->holder));
+    CHECK_OK(aclrtDestroyStream(h->holder));
+    CHECK_OK(aclrtDestroyEvent(h->ev));
+    gate_destroy(&h->g);
+}
+
 static void test_destroy_force_discards(void)
 {
-    /* s2 is held by a gate; s1 waits for an event recorded behind the gate,
-     * then has 100 counter tasks. Force-destroying s1 interrupts the wait and
-     * discards the counters. */
-    aclrtStream s1, s2;
-    aclrtEvent ev;
-    CHECK_OK(aclrtCreateStream(&s1));
-    CHECK_OK(aclrtCreateStream(&s2));
-    CHECK_OK(aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC));
-    gate g;
-    gate_init(&g);
-    hold_stream(s2, &g);
-    CHECK_OK(aclrtRecordEvent(ev, s2));
-    CHECK_OK(aclrtStreamWaitEvent(s1, ev));
+    /* The holder is held by a gate; s waits for an event recorded behind the
+     * gate, then has 100 counter tasks. Force-destroying s interrupts the wait
+     * and discards the counters. */
+    held_pair h;
+    held_pair_init(&h);
+    CHECK_OK(aclrtRecordEvent(h.ev, h.holder));
+    CHECK_OK(aclrtStreamWaitEvent(h.s, h.ev));
     atomic_int c;
     atomic_init(&c, 0);
     for (int i = 0; i < 100; i++) {
-        CHECK_OK(aclrtLaunchHostFunc(s1, counter_fn, &c));
+        CHECK_OK(aclrtLaunchHostFunc(h.s, counter_fn, &c));
     }
-    CHECK_OK(aclrtDestroyStreamForce(s1));
+    CHECK_OK(aclrtDestroyStreamForce(h.s));
     CHECK_EQ(atomic_load(&c), 0);
-    CHECK_EQ(aclrtDestroyStreamForce(s1), ACL_ERROR_RT_PARAM_INVALID);
-    gate_open(&g);
-    CHECK_OK(aclrtSynchronizeStream(s2));
-    CHECK_OK(aclrtDestroyStream(s2));
-    CHECK_OK(aclrtDestroyEvent(ev));
-    gate_destroy(&g);
+    CHECK_EQ(aclrtDestroyStreamForce(h.s), ACL_ERROR_RT_PARAM_INVALID);
+    held_pair_release(&h);
 }
 
 /* A failing task: wait (20 ms timeout) for an event whose record is held
@@ -209,14 +227,10 @@ static void test_failure_modes(void)
     aclrtContext prev = NULL, ctx = NULL;
     CHECK_OK(aclrtGetCurrentContext(&prev));
     CHECK_OK(aclrtCreateContext(&ctx, 0));
-    aclrtStream s, holder;
-    aclrtEvent ev;
-    CHECK_OK(aclrtCreateStream(&s));
-    CHECK_OK(aclrtCreateStream(&holder));
-    CHECK_OK(aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC));
-    gate g;
-    gate_init(&g);
-    hold_stream(holder, &g);
+    held_pair h;
+    held_pair_init(&h);
+    aclrtStream s = h.s, holder = h.holder;
+    aclrtEvent ev = h.ev;
     atomic_int c;
     atomic_init(&c, 0);
 
@@ -273,12 +287,8 @@ static void test_failure_modes(void)
     CHECK_OK(aclrtStreamAbort(later));
     CHECK_OK(aclrtDestroyStream(later));
 
-    gate_open(&g);
-    CHECK_OK(aclrtSynchronizeStream(holder));
     CHECK_OK(aclrtDestroyStream(s));
-    CHECK_OK(aclrtDestroyStream(holder));
-    CHECK_OK(aclrtDestroyEvent(ev));
-    gate_destroy(&g);
+    held_pair_release(&h);
     CHECK_OK(aclrtDestroyContext(ctx));
     CHECK_OK(aclrtSetCurrentContext(prev));
 
@@ -291,15 +301,11 @@ static void test_failure_modes(void)
 
 static void test_abort_and_stop(void)
 {
-    aclrtStream s, holder;
-    aclrtEvent ev;
-    CHECK_OK(aclrtCreateStream(&s));
-    CHECK_OK(aclrtCreateStream(&holder));
-    CHECK_OK(aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC));
-    gate g;
-    gate_init(&g);
-    hold_stream(holder, &g);
-    CHECK_OK(aclrtRecordEvent(ev, holder));
+    held_pair h;
+    held_pair_init(&h);
+    aclrtStream s = h.s;
+    aclrtEvent ev = h.ev;
+    CHECK_OK(aclrtRecordEvent(ev, h.holder));
     atomic_int c;
     atomic_init(&c, 0);
     CHECK_OK(aclrtStreamWaitEvent(s, ev));
@@ -315,11 +321,8 @@ static void test_abort_and_stop(void)
     CHECK_EQ(atomic_load(&c), 1);
     CHECK_EQ(aclrtStreamAbort(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtStreamStop((aclrtStream)&c), ACL_ERROR_RT_PARAM_INVALID);
-    gate_open(&g);
     CHECK_OK(aclrtDestroyStream(s));
-    CHECK_OK(aclrtDestroyStream(holder));
-    CHECK_OK(aclrtDestroyEvent(ev));
-    gate_destroy(&g);
+    held_pair_release(&h);
 }
 
 static void test_attributes(void)
