@@ -29,6 +29,7 @@ Commands:
      "runtime": {"state": str, "external": bool},
      "visible_devices": str | null,            # ASCEND_RT_VISIBLE_DEVICES as given
      "device_count": int,
+     "no_device_reason": str | null,           # why device_count is 0 (added in 0.1)
      "devices": [{"index": int, "soc_name": str | null,
                   "total_memory_bytes": int | null, "free_memory_bytes": int | null,
                   "total_memory_gib": float | null, "free_memory_gib": float | null,
@@ -45,7 +46,10 @@ Commands:
 
 Exit codes: 0 success; 1 runtime error (one-line message on stderr, no traceback;
 for ``info`` also when any device could not be queried - the document is still
-printed with the error in that device's entry); 2 usage error.
+printed with the error in that device's entry); 2 usage error. No visible device
+(``ACL_ERROR_RT_NO_DEVICE``: no card, or ``ASCEND_RT_VISIBLE_DEVICES`` selects none
+or is malformed) is not an error: ``info`` lists 0 devices (the document is printed
+as usual), prints the runtime's reason on stderr and exits 0.
 
 New commands (``doctor``, ``bench``) plug in through :func:`build_parser`: add a
 sub-parser and set its ``func`` default to a ``(args) -> int`` handler.
@@ -229,6 +233,7 @@ def collect_info() -> dict[str, Any]:
         },
         "visible_devices": opts.visible_devices,
         "device_count": count,
+        "no_device_reason": device._no_device_reason if count == 0 else None,
         "devices": devices,
         "warnings": captured,
     }
@@ -396,6 +401,9 @@ def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
     else:
         out.write(format_info_text(doc))
+    if doc["device_count"] == 0:
+        reason = doc.get("no_device_reason") or "the runtime reports no device"
+        print(f"pyacl-rt: no devices: {reason}", file=sys.stderr)
     return 1 if any(d["error"] is not None for d in doc["devices"]) else 0
 
 

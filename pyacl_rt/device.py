@@ -104,6 +104,7 @@ ACL_DEVICE_INFO_VECTOR_CORE_NUM: Final = 1
 ACL_DEVICE_INFO_L2_SIZE: Final = 2
 ACL_ERROR_RT_CONTEXT_NULL: Final = 107002
 ACL_ERROR_RT_INVALID_DEVICEID: Final = 107001
+ACL_ERROR_RT_NO_DEVICE: Final = 207004
 TIMEOUT_CODES: Final = errors.SYNC_TIMEOUT_CODES
 
 
@@ -247,6 +248,8 @@ _lock = threading.RLock()
 #: device index -> primary context (created by our single aclrtSetDevice).
 _primaries: dict[int, _CtxRef] = {}
 _device_count: int | None = None
+#: Why device_count() is 0 (the ACL_ERROR_RT_NO_DEVICE message), else None.
+_no_device_reason: str | None = None
 
 
 #: Releases that a finalizer could not do safely on a host-callback thread (destroying
@@ -393,6 +396,11 @@ def _parse_index(dev: object) -> int:
 
 def _check_index(index: int) -> int:
     count = device_count()
+    if count == 0:
+        raise InvalidDeviceError(
+            f"invalid device index {index}: no device is visible ({_no_device_reason})",
+            code=ACL_ERROR_RT_INVALID_DEVICEID,
+        )
     if not 0 <= index < count:
         raise InvalidDeviceError(
             f"invalid device index {index}: {count} device(s) visible "
@@ -497,18 +505,34 @@ def device_count() -> int:
     """Number of visible devices (``aclrtGetDeviceCount``, honours ASCEND_RT_VISIBLE_DEVICES).
 
     Cached after the first successful call. Initialises the runtime (``aclInit``)
-    but creates no context. torch_npu counts through the driver without ACL; here
-    the (lazy) ACL initialisation is cheap and creates no device state.
+    but creates no context. Returns 0 (like torch) when the runtime reports
+    ``ACL_ERROR_RT_NO_DEVICE`` (207004: no device, or ``ASCEND_RT_VISIBLE_DEVICES``
+    selects none or is malformed); ``pyacl-rt info`` prints the runtime's reason, and
+    selecting a device then raises :class:`InvalidDeviceError` naming it. torch_npu
+    counts through the driver without ACL; here the (lazy) ACL initialisation is cheap
+    and creates no device state.
     """
     global _device_count
     count = _device_count
     if count is not None:
         return count
+    global _no_device_reason
     runtime.ensure_initialized()
     s = _local.st.scratch
-    _check(_lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
-    count = int(s.u32[0])
+    try:
+        _check(_lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
+        count = int(s.u32[0])
+        reason = None
+    except errors.AclError as exc:
+        if exc.code != ACL_ERROR_RT_NO_DEVICE:
+            raise
+        # No device visible (no card, no driver access, or ASCEND_RT_VISIBLE_DEVICES
+        # selects none / is malformed): 0 devices, like torch.
+        count = 0
+        detail = (exc.recent_message or exc.explanation or "no device is visible").strip()
+        reason = f"{exc.name or 'ACL_ERROR_RT_NO_DEVICE'} ({exc.code}): {detail}"
     _device_count = count
+    _no_device_reason = reason
     return count
 
 
@@ -1010,7 +1034,7 @@ def can_device_access_peer(dev: DeviceLike, peer: DeviceLike) -> bool:
 # ---------------------------------------------------------- lifecycle hooks
 def _release_devices() -> None:
     """Release hook (priority 'devices'): reset each device we set, once. Never raises."""
-    global _device_count
+    global _device_count, _no_device_reason
     with _lock:
         refs = list(_primaries.values())
         _primaries.clear()
@@ -1031,6 +1055,7 @@ def _release_devices() -> None:
             except Exception as exc:  # pragma: no cover - defensive
                 _log.warning("aclrtResetDevice(%d) raised %r at finalize", index, exc)
         _device_count = None
+        _no_device_reason = None
         Device._instances.clear()
     _local.st.ctx = None
     _local.st.active = None

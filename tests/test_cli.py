@@ -479,3 +479,30 @@ print("OK")
     proc = _run_counting(body, ASCEND_MOCK_DEVICE_COUNT="2")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("OK")
+
+
+@pytest.mark.parametrize(
+    "env_extra",
+    [{"ASCEND_MOCK_DEVICE_COUNT": "0"}, {"ASCEND_RT_VISIBLE_DEVICES": "abc"}],
+)
+def test_info_with_no_visible_device(env_extra: dict[str, str]) -> None:
+    """ACL_ERROR_RT_NO_DEVICE: 0 devices listed, the reason on stderr, exit 0; --json
+    still prints the document."""
+    text = run_cli("info", **env_extra)
+    assert text.returncode == 0, text.stderr
+    assert "devices:      0" in text.stdout
+    assert "[0]" not in text.stdout
+    assert "pyacl-rt: no devices: ACL_ERROR_RT_NO_DEVICE (207004)" in text.stderr
+    assert "Traceback" not in text.stderr
+
+    proc = run_cli("info", "--json", **env_extra)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["device_count"] == 0 and doc["devices"] == []
+    assert doc["no_device_reason"].startswith("ACL_ERROR_RT_NO_DEVICE (207004): ")
+    assert "pyacl-rt: no devices: " in proc.stderr
+
+
+def test_info_json_no_device_reason_null_with_devices() -> None:
+    doc = json.loads(run_cli("info", "--json", ASCEND_MOCK_DEVICE_COUNT="1").stdout)
+    assert doc["device_count"] == 1 and doc["no_device_reason"] is None

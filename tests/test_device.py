@@ -399,20 +399,40 @@ def test_device_creation_failure_is_typed_and_leaves_nothing(run_python: Any) ->
     assert "OK" in r.stdout
 
 
-def test_no_visible_device(run_python: Any, clean_env: Any) -> None:
+@pytest.mark.parametrize(
+    "env_extra",
+    [
+        {"ASCEND_RT_VISIBLE_DEVICES": "3,1"},  # not ascending: the runtime refuses it
+        {"ASCEND_RT_VISIBLE_DEVICES": "abc"},  # malformed
+        {"ASCEND_MOCK_DEVICE_COUNT": "0"},  # no device at all
+    ],
+)
+def test_no_visible_device(run_python: Any, clean_env: Any, env_extra: dict[str, str]) -> None:
+    """ACL_ERROR_RT_NO_DEVICE (207004) means 0 devices (like torch), not an error;
+    selecting a device then names the reason."""
     code = """
+        import pyacl_rt as npu
         import pyacl_rt.device as D
         from pyacl_rt import errors
+        assert D.device_count() == 0 and npu.device_count() == 0
         assert D.is_available() is False
-        try:
-            D.set_device(0)
-        except errors.AclError as exc:
-            print("raised", type(exc).__name__, exc.code)
+        for use in (lambda: D.set_device(0), lambda: npu.Stream(), lambda: D.Device(0)):
+            try:
+                use()
+            except errors.AclError as exc:
+                print("raised", type(exc).__name__, exc.code, str(exc))
+        print("reason", D._no_device_reason)
     """
-    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_RT_VISIBLE_DEVICES="3,1")
+    env = clean_env(PYACL_RT_BACKEND="mock", **env_extra)
     r = run_python(code, env=env)
     assert r.returncode == 0, r.stderr
-    assert "raised AclResourceError 207004" in r.stdout
+    lines = r.stdout.splitlines()
+    raised = [line for line in lines if line.startswith("raised")]
+    assert len(raised) == 3, r.stdout
+    for line in raised:
+        assert line.startswith("raised InvalidDeviceError 107001 invalid device index 0: ")
+        assert "no device is visible (ACL_ERROR_RT_NO_DEVICE (207004): " in line
+    assert lines[-1].startswith("reason ACL_ERROR_RT_NO_DEVICE (207004): aclrtGetDeviceCount")
 
 
 def test_visible_devices_renumber(run_python: Any, clean_env: Any) -> None:
