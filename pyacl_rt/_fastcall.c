@@ -300,185 +300,109 @@ static PyObject *f_get_current_context(PyObject *self, PyObject *unused)
     return PyLong_FromUnsignedLong((unsigned long)ctx);
 }
 
-static PyObject *f_set_current_context(PyObject *self, PyObject *arg)
-{
-    (void)self;
-    HANDLE(arg, ctx, "set_current_context", "context", "an aclrtContext handle");
-    GET_FN(fn, fn_u_t, S_SET_CURRENT_CONTEXT);
-    int32_t rc;
-    NOGIL(rc = fn(ctx));
-    CHECK(rc, S_SET_CURRENT_CONTEXT);
-    Py_RETURN_NONE;
-}
+/* The wrappers below share one shape: convert the arguments (HANDLE / INT32: return NULL
+ * with a TypeError/OverflowError naming the argument), look up the slot (GET_FN), call it
+ * with the GIL released, raise on rc != 0 (CHECK), return None or the out-parameter.
+ * The macros expand to exactly the code a hand-written wrapper would contain. */
 
-static PyObject *f_stream_query(PyObject *self, PyObject *arg)
-{
-    (void)self;
-    HANDLE(arg, stream, "stream_query", "stream", "an aclrtStream handle");
-    GET_FN(fn, fn_up_t, S_STREAM_QUERY);
-    int32_t status = 0;
-    int32_t rc;
-    NOGIL(rc = fn(stream, &status));
-    CHECK(rc, S_STREAM_QUERY);
-    return PyLong_FromLong(status);
-}
+/* Tail of every wrapper without an out-parameter. */
+#define CALL_RETURN_NONE(type, slot, ...)  \
+    GET_FN(fn_, type, slot);               \
+    int32_t rc_;                           \
+    NOGIL(rc_ = fn_(__VA_ARGS__));         \
+    CHECK(rc_, slot);                      \
+    Py_RETURN_NONE
 
-static PyObject *f_query_event_status(PyObject *self, PyObject *arg)
-{
-    (void)self;
-    HANDLE(arg, event, "query_event_status", "event", "an aclrtEvent handle");
-    GET_FN(fn, fn_up_t, S_QUERY_EVENT_STATUS);
-    int32_t status = 0;
-    int32_t rc;
-    NOGIL(rc = fn(event, &status));
-    CHECK(rc, S_QUERY_EVENT_STATUS);
-    return PyLong_FromLong(status);
-}
-
-static PyObject *f_synchronize_stream(PyObject *self, PyObject *arg)
-{
-    (void)self;
-    HANDLE(arg, stream, "synchronize_stream", "stream", "an aclrtStream handle");
-    GET_FN(fn, fn_u_t, S_SYNCHRONIZE_STREAM);
-    int32_t rc;
-    NOGIL(rc = fn(stream));
-    CHECK(rc, S_SYNCHRONIZE_STREAM);
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_synchronize_stream_with_timeout(PyObject *self, PyObject *const *args,
-                                                   Py_ssize_t nargs)
-{
-    (void)self;
-    static const char name[] = "synchronize_stream_with_timeout";
-    if (check_nargs(name, nargs, 2) < 0) {
-        return NULL;
+/* Head of every METH_FASTCALL wrapper: `name` (the Python name) and the argument count. */
+#define FASTCALL_HEAD(pyname, n)                     \
+    (void)self;                                      \
+    static const char name[] = #pyname;              \
+    if (check_nargs(name, nargs, (n)) < 0) {         \
+        return NULL;                                 \
     }
-    HANDLE(args[0], stream, name, "stream", "an aclrtStream handle");
-    INT32(args[1], timeout, name, "timeout", "milliseconds, -1 = forever");
-    GET_FN(fn, fn_ui_t, S_SYNCHRONIZE_STREAM_WITH_TIMEOUT);
-    int32_t rc;
-    NOGIL(rc = fn(stream, timeout));
-    CHECK(rc, S_SYNCHRONIZE_STREAM_WITH_TIMEOUT);
-    Py_RETURN_NONE;
-}
 
-static PyObject *f_synchronize_event(PyObject *self, PyObject *arg)
-{
-    (void)self;
-    HANDLE(arg, event, "synchronize_event", "event", "an aclrtEvent handle");
-    GET_FN(fn, fn_u_t, S_SYNCHRONIZE_EVENT);
-    int32_t rc;
-    NOGIL(rc = fn(event));
-    CHECK(rc, S_SYNCHRONIZE_EVENT);
-    Py_RETURN_NONE;
-}
-
-static PyObject *f_synchronize_event_with_timeout(PyObject *self, PyObject *const *args,
-                                                  Py_ssize_t nargs)
-{
-    (void)self;
-    static const char name[] = "synchronize_event_with_timeout";
-    if (check_nargs(name, nargs, 2) < 0) {
-        return NULL;
+/* METH_O: f(handle) -> None. */
+#define DEFINE_HANDLE_TO_NONE(pyname, slot, arg, what)        \
+    static PyObject *f_##pyname(PyObject *self, PyObject *o)  \
+    {                                                         \
+        (void)self;                                           \
+        HANDLE(o, h_, #pyname, arg, what);                    \
+        CALL_RETURN_NONE(fn_u_t, slot, h_);                   \
     }
-    HANDLE(args[0], event, name, "event", "an aclrtEvent handle");
-    INT32(args[1], timeout, name, "timeout", "milliseconds, -1 = forever");
-    GET_FN(fn, fn_ui_t, S_SYNCHRONIZE_EVENT_WITH_TIMEOUT);
-    int32_t rc;
-    NOGIL(rc = fn(event, timeout));
-    CHECK(rc, S_SYNCHRONIZE_EVENT_WITH_TIMEOUT);
-    Py_RETURN_NONE;
-}
 
-static PyObject *f_record_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    static const char name[] = "record_event";
-    if (check_nargs(name, nargs, 2) < 0) {
-        return NULL;
+/* METH_O: f(handle) -> the int32 status out-parameter. */
+#define DEFINE_HANDLE_TO_STATUS(pyname, slot, arg, what)      \
+    static PyObject *f_##pyname(PyObject *self, PyObject *o)  \
+    {                                                         \
+        (void)self;                                           \
+        HANDLE(o, h_, #pyname, arg, what);                    \
+        GET_FN(fn_, fn_up_t, slot);                           \
+        int32_t status_ = 0;                                  \
+        int32_t rc_;                                          \
+        NOGIL(rc_ = fn_(h_, &status_));                       \
+        CHECK(rc_, slot);                                     \
+        return PyLong_FromLong(status_);                      \
     }
-    HANDLE(args[0], event, name, "event", "an aclrtEvent handle");
-    HANDLE(args[1], stream, name, "stream", "an aclrtStream handle");
-    GET_FN(fn, fn_uu_t, S_RECORD_EVENT);
-    int32_t rc;
-    NOGIL(rc = fn(event, stream));
-    CHECK(rc, S_RECORD_EVENT);
-    Py_RETURN_NONE;
-}
 
-static PyObject *f_stream_wait_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    static const char name[] = "stream_wait_event";
-    if (check_nargs(name, nargs, 2) < 0) {
-        return NULL;
+/* METH_FASTCALL: f(handle, x) -> None, x converted by CONV1 (HANDLE or INT32). */
+#define DEFINE_HANDLE2_TO_NONE(pyname, type, slot, arg0, what0, CONV1, arg1, what1)         \
+    static PyObject *f_##pyname(PyObject *self, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                                    \
+        FASTCALL_HEAD(pyname, 2)                                                         \
+        HANDLE(args[0], a0_, name, arg0, what0);                                         \
+        CONV1(args[1], a1_, name, arg1, what1);                                          \
+        CALL_RETURN_NONE(type, slot, a0_, a1_);                                          \
     }
-    HANDLE(args[0], stream, name, "stream", "an aclrtStream handle");
-    HANDLE(args[1], event, name, "event", "an aclrtEvent handle");
-    GET_FN(fn, fn_uu_t, S_STREAM_WAIT_EVENT);
-    int32_t rc;
-    NOGIL(rc = fn(stream, event));
-    CHECK(rc, S_STREAM_WAIT_EVENT);
-    Py_RETURN_NONE;
-}
+
+DEFINE_HANDLE_TO_NONE(set_current_context, S_SET_CURRENT_CONTEXT, "context",
+                      "an aclrtContext handle")
+DEFINE_HANDLE_TO_STATUS(stream_query, S_STREAM_QUERY, "stream", "an aclrtStream handle")
+DEFINE_HANDLE_TO_STATUS(query_event_status, S_QUERY_EVENT_STATUS, "event", "an aclrtEvent handle")
+DEFINE_HANDLE_TO_NONE(synchronize_stream, S_SYNCHRONIZE_STREAM, "stream", "an aclrtStream handle")
+DEFINE_HANDLE2_TO_NONE(synchronize_stream_with_timeout, fn_ui_t, S_SYNCHRONIZE_STREAM_WITH_TIMEOUT,
+                       "stream", "an aclrtStream handle", INT32, "timeout",
+                       "milliseconds, -1 = forever")
+DEFINE_HANDLE_TO_NONE(synchronize_event, S_SYNCHRONIZE_EVENT, "event", "an aclrtEvent handle")
+DEFINE_HANDLE2_TO_NONE(synchronize_event_with_timeout, fn_ui_t, S_SYNCHRONIZE_EVENT_WITH_TIMEOUT,
+                       "event", "an aclrtEvent handle", INT32, "timeout",
+                       "milliseconds, -1 = forever")
+DEFINE_HANDLE2_TO_NONE(record_event, fn_uu_t, S_RECORD_EVENT, "event", "an aclrtEvent handle",
+                       HANDLE, "stream", "an aclrtStream handle")
+DEFINE_HANDLE2_TO_NONE(stream_wait_event, fn_uu_t, S_STREAM_WAIT_EVENT, "stream",
+                       "an aclrtStream handle", HANDLE, "event", "an aclrtEvent handle")
+
+/* The leading (dst, dst_max, src, count, kind) of memcpy and memcpy_async. */
+#define COPY_ARGS                                                  \
+    HANDLE(args[0], dst, name, "dst", "an address");               \
+    HANDLE(args[1], dst_max, name, "dst_max", "a size in bytes");  \
+    HANDLE(args[2], src, name, "src", "an address");               \
+    HANDLE(args[3], count, name, "count", "a size in bytes");      \
+    INT32(args[4], kind, name, "kind", "an aclrtMemcpyKind");
 
 static PyObject *f_memcpy_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)self;
-    static const char name[] = "memcpy_async";
-    if (check_nargs(name, nargs, 6) < 0) {
-        return NULL;
-    }
-    HANDLE(args[0], dst, name, "dst", "an address");
-    HANDLE(args[1], dst_max, name, "dst_max", "a size in bytes");
-    HANDLE(args[2], src, name, "src", "an address");
-    HANDLE(args[3], count, name, "count", "a size in bytes");
-    INT32(args[4], kind, name, "kind", "an aclrtMemcpyKind");
+    FASTCALL_HEAD(memcpy_async, 6)
+    COPY_ARGS
     HANDLE(args[5], stream, name, "stream", "an aclrtStream handle");
-    GET_FN(fn, fn_copy_t, S_MEMCPY_ASYNC);
-    int32_t rc;
-    NOGIL(rc = fn(dst, dst_max, src, count, kind, stream));
-    CHECK(rc, S_MEMCPY_ASYNC);
-    Py_RETURN_NONE;
+    CALL_RETURN_NONE(fn_copy_t, S_MEMCPY_ASYNC, dst, dst_max, src, count, kind, stream);
 }
 
 static PyObject *f_memcpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)self;
-    static const char name[] = "memcpy";
-    if (check_nargs(name, nargs, 5) < 0) {
-        return NULL;
-    }
-    HANDLE(args[0], dst, name, "dst", "an address");
-    HANDLE(args[1], dst_max, name, "dst_max", "a size in bytes");
-    HANDLE(args[2], src, name, "src", "an address");
-    HANDLE(args[3], count, name, "count", "a size in bytes");
-    INT32(args[4], kind, name, "kind", "an aclrtMemcpyKind");
-    GET_FN(fn, fn_copysync_t, S_MEMCPY);
-    int32_t rc;
-    NOGIL(rc = fn(dst, dst_max, src, count, kind));
-    CHECK(rc, S_MEMCPY);
-    Py_RETURN_NONE;
+    FASTCALL_HEAD(memcpy, 5)
+    COPY_ARGS
+    CALL_RETURN_NONE(fn_copysync_t, S_MEMCPY, dst, dst_max, src, count, kind);
 }
 
 static PyObject *f_memset_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)self;
-    static const char name[] = "memset_async";
-    if (check_nargs(name, nargs, 5) < 0) {
-        return NULL;
-    }
+    FASTCALL_HEAD(memset_async, 5)
     HANDLE(args[0], dst, name, "dst", "an address");
     HANDLE(args[1], dst_max, name, "dst_max", "a size in bytes");
     INT32(args[2], value, name, "value", "the byte value");
     HANDLE(args[3], count, name, "count", "a size in bytes");
     HANDLE(args[4], stream, name, "stream", "an aclrtStream handle");
-    GET_FN(fn, fn_memset_t, S_MEMSET_ASYNC);
-    int32_t rc;
-    NOGIL(rc = fn(dst, dst_max, value, count, stream));
-    CHECK(rc, S_MEMSET_ASYNC);
-    Py_RETURN_NONE;
+    CALL_RETURN_NONE(fn_memset_t, S_MEMSET_ASYNC, dst, dst_max, value, count, stream);
 }
 
 /* ------------------------------------------------------------ BufferForwarder
