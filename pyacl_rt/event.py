@@ -231,8 +231,13 @@ class Event:
 
         Re-recording is allowed; queries and waits follow the latest record.
         """
-        if stream is None:
-            stream = current_stream()
+        if stream.__class__ is not Stream:  # one compare on the hot path
+            if stream is None:
+                stream = current_stream()
+            elif not isinstance(stream, Stream):
+                raise TypeError(
+                    f"Event.record(): stream must be a Stream or None, not {type(stream).__name__}"
+                )
         ctx = stream._ctx
         if self._ctx is not ctx:
             self._bind(stream)
@@ -261,6 +266,8 @@ class Event:
             _refuse_in_callback("Event.synchronize()")
         ctx = self._ctx
         if ctx is None:
+            if timeout is not None:
+                _timeout_ms(timeout)  # validate the argument even when there is no wait
             return
         if _local.st.ctx is not ctx:
             self._activate()
@@ -274,6 +281,10 @@ class Event:
         """Make future work on ``stream`` (default: current stream) wait for this event."""
         if stream is None:
             stream = current_stream()
+        elif not isinstance(stream, Stream):
+            raise TypeError(
+                f"Event.wait(): stream must be a Stream or None, not {type(stream).__name__}"
+            )
         self._wait_on(stream)
 
     def _wait_on(self, stream: Stream) -> None:
@@ -281,6 +292,8 @@ class Event:
             raise TypeError(f"expected a Stream, got {type(stream).__name__}")
         ctx = self._ctx
         if ctx is None:
+            if stream._ctx.device < 0:
+                stream._activate()  # a closed / finalized stream is refused even here
             return  # never recorded: nothing to wait for (torch_npu does the same)
         if ctx.device < 0:
             self._raise_closed()

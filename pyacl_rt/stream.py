@@ -246,9 +246,16 @@ class Stream:
 
     def __init__(self, device: DeviceLike = None, priority: int = 0, flags: int = 0) -> None:
         if isinstance(priority, bool) or not isinstance(priority, int):
-            raise TypeError("priority must be an int")
-        if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0:
-            raise TypeError("flags must be a non-negative int of ACL_STREAM_* bits")
+            raise TypeError(f"Stream(): priority must be an int, not {type(priority).__name__}")
+        if isinstance(flags, bool) or not isinstance(flags, int):
+            raise TypeError(
+                f"Stream(): flags must be an int of ACL_STREAM_* bits, not {type(flags).__name__}"
+            )
+        if not 0 <= flags <= 0xFFFFFFFF:
+            raise ValueError(
+                f"Stream(): flags must be an unsigned 32-bit value of ACL_STREAM_* bits "
+                f"(0 <= flags < 2**32), got {flags}"
+            )
         index = _index(device)
         ctx = _context_for(index)
         if _local.st.ctx is not ctx:
@@ -652,8 +659,9 @@ def _timeout_ms(timeout: float) -> int:
         raise ValueError(
             f"timeout must be > 0 milliseconds (or None to wait forever), got {timeout}"
         )
-    ms = int(-(-timeout // 1))
-    return min(ms, 2**31 - 1)
+    if timeout >= 2**31 - 1:  # also inf: the longest wait ACL takes (~24.8 days)
+        return 2**31 - 1
+    return int(-(-timeout // 1))
 
 
 # ---------------------------------------------------- default / current stream

@@ -243,3 +243,39 @@ def test_event_cannot_be_copied_or_pickled(how: str) -> None:
                 do(ev)
     finally:
         recorded.close()
+
+
+def test_bad_arguments_are_named() -> None:
+    """QA: record(5) gave AttributeError; on a never-recorded event, a bad timeout
+    and a closed stream were accepted silently."""
+    e = Event()
+    for bad in (5, "s", Event()):
+        with pytest.raises(TypeError, match=r"Event.record\(\): stream must be a Stream or None"):
+            e.record(bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"Event.wait\(\): stream must be a Stream or None"):
+            e.wait(bad)  # type: ignore[arg-type]
+    assert not e.is_recorded and e.handle == 0
+    for timeout in (-5, 0, float("nan")):
+        with pytest.raises(ValueError, match="timeout must be > 0"):
+            e.synchronize(timeout=timeout)
+    with pytest.raises(TypeError, match="timeout must be a number"):
+        e.synchronize(timeout="1")  # type: ignore[arg-type]
+    e.synchronize(timeout=10)  # valid: no-op before the first record
+    closed = S.Stream(0)
+    closed.close()
+    with pytest.raises(D.ObjectClosedError, match="closed"):
+        e.wait(closed)
+    with pytest.raises(D.ObjectClosedError, match="closed"):
+        closed.wait_event(e)
+    # after recording, the same arguments are refused the same way
+    s = S.Stream(0)
+    e.record(s)
+    with pytest.raises(TypeError, match="stream must be a Stream or None"):
+        e.record(5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        e.synchronize(timeout=-5)
+    with pytest.raises(D.ObjectClosedError, match="closed"):
+        e.wait(closed)
+    e.synchronize()
+    e.close()
+    s.close()

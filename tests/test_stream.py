@@ -81,8 +81,12 @@ def test_priority_and_flags() -> None:
     s.close()
     with pytest.raises(TypeError):
         S.Stream(0, priority=1.5)  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        S.Stream(0, flags=-1)
+    with pytest.raises(TypeError, match="flags must be an int"):
+        S.Stream(0, flags=1.0)  # type: ignore[arg-type]
+    # uint32 in C: out-of-range values are refused before cffi (was a bare OverflowError)
+    for bad in (-1, 2**32, 2**64):
+        with pytest.raises(ValueError, match=r"flags must be an unsigned 32-bit value"):
+            S.Stream(0, flags=bad)
     with pytest.raises(D.InvalidDeviceError):
         S.Stream(42)
 
@@ -581,3 +585,12 @@ def test_stream_cannot_be_copied_or_pickled(how: str) -> None:
                 do(obj)
     finally:
         s.close()
+
+
+def test_infinite_timeout_is_the_longest_wait() -> None:
+    s = S.Stream(0)
+    assert S._timeout_ms(float("inf")) == 2**31 - 1  # was int(inf): OverflowError
+    assert S._timeout_ms(2**40) == 2**31 - 1
+    assert S._timeout_ms(0.2) == 1
+    s.synchronize(timeout=float("inf"))
+    s.close()
