@@ -219,45 +219,50 @@ aclError aclmockGetDeviceLost(int32_t device)
 #define MAX_CALLBACKS 32
 #define REG_NAME_MAX 64
 
-typedef struct state_cb {
+/* A named callback of aclrtRegDeviceStateCallback or aclrtSetDeviceTaskAbortCallback. */
+typedef struct named_cb {
     char name[REG_NAME_MAX];
-    aclrtDeviceStateCallback fn;
+    union {
+        aclrtDeviceStateCallback state;
+        aclrtDeviceTaskAbortCallback abort;
+    } fn;
     void *args;
-} state_cb;
+} named_cb;
 
-typedef struct abort_cb {
-    char name[REG_NAME_MAX];
-    aclrtDeviceTaskAbortCallback fn;
-    void *args;
-} abort_cb;
+typedef struct cb_list {
+    named_cb cbs[MAX_CALLBACKS];
+    size_t count;
+} cb_list;
 
 static pthread_mutex_t g_cb_lock = PTHREAD_MUTEX_INITIALIZER;
-static state_cb g_state_cbs[MAX_CALLBACKS];
-static size_t g_state_cb_count;
-static abort_cb g_abort_cbs[MAX_CALLBACKS];
-static size_t g_abort_cb_count;
+static cb_list g_state_cbs;
+static cb_list g_abort_cbs;
+
+/* Copies the list under the lock so that the callbacks run without it; returns the count. */
+static size_t cb_snapshot(const cb_list *l, named_cb *snap)
+{
+    pthread_mutex_lock(&g_cb_lock);
+    size_t n = l->count;
+    memcpy(snap, l->cbs, n * sizeof snap[0]);
+    pthread_mutex_unlock(&g_cb_lock);
+    return n;
+}
 
 static void fire_state(int32_t device, aclrtDeviceState state)
 {
-    state_cb snap[MAX_CALLBACKS];
-    pthread_mutex_lock(&g_cb_lock);
-    size_t n = g_state_cb_count;
-    memcpy(snap, g_state_cbs, n * sizeof snap[0]);
-    pthread_mutex_unlock(&g_cb_lock);
+    named_cb snap[MAX_CALLBACKS];
+    size_t n = cb_snapshot(&g_state_cbs, snap);
     for (size_t i = 0; i < n; i++) {
-        snap[i].fn((uint32_t)device, state, snap[i].args);
+        snap[i].fn.state((uint32_t)device, state, snap[i].args);
     }
 }
 
 static void fire_abort(int32_t device, aclrtDeviceTaskAbortStage stage, uint32_t timeout)
 {
-    abort_cb snap[MAX_CALLBACKS];
-    pthread_mutex_lock(&g_cb_lock);
-    size_t n = g_abort_cb_count;
-    memcpy(snap, g_abort_cbs, n * sizeof snap[0]);
-    pthread_mutex_unlock(&g_cb_lock);
+    named_cb snap[MAX_CALLBACKS];
+    size_t n = cb_snapshot(&g_abort_cbs, snap);
     for (size_t i = 0; i < n; i++) {
-        (void)snap[i].fn(device, stage, timeout, snap[i].args);
+        (void)snap[i].fn.abort(device, stage, timeout, snap[i].args);
     }
 }
 
@@ -266,10 +271,13 @@ static bool reg_name_ok(const char *name)
     return name != NULL && name[0] != '\0' && strlen(name) < REG_NAME_MAX;
 }
 
-aclError aclrtRegDeviceStateCallback(const char *regName, aclrtDeviceStateCallback callback,
-                                     void *args)
+/* Shared body of aclrtRegDeviceStateCallback and aclrtSetDeviceTaskAbortCallback:
+ * registers `entry` under regName (replacing a callback of that name), or, with
+ * `unregister` (a NULL callback), removes the name. `what` names the list in the
+ * "too many" error. */
+static aclError cb_register(const char *fn, cb_list *l, const char *regName, bool unregister,
+                            named_cb entry, const char *what)
 {
-    static const char fn[] = "aclrtRegDeviceStateCallback";
     if (!reg_name_ok(regName)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'regName' is NULL, empty or longer than 63 characters");
@@ -278,64 +286,43 @@ aclError aclrtRegDeviceStateCallback(const char *regName, aclrtDeviceStateCallba
     aclError rc = ACL_SUCCESS;
     pthread_mutex_lock(&g_cb_lock);
     size_t i = 0;
-    while (i < g_state_cb_count && strcmp(g_state_cbs[i].name, regName) != 0) {
+    while (i < l->count && strcmp(l->cbs[i].name, regName) != 0) {
         i++;
     }
-    if (callback == NULL) { /* NULL callback unregisters the name */
-        if (i < g_state_cb_count) {
-            g_state_cbs[i] = g_state_cbs[--g_state_cb_count];
+    if (unregister) {
+        if (i < l->count) {
+            l->cbs[i] = l->cbs[--l->count];
         }
-    } else if (i < g_state_cb_count || g_state_cb_count < MAX_CALLBACKS) {
-        if (i == g_state_cb_count) {
-            g_state_cb_count++;
+    } else if (i < l->count || l->count < MAX_CALLBACKS) {
+        if (i == l->count) {
+            l->count++;
         }
-        snprintf(g_state_cbs[i].name, REG_NAME_MAX, "%s", regName);
-        g_state_cbs[i].fn = callback;
-        g_state_cbs[i].args = args;
+        snprintf(entry.name, REG_NAME_MAX, "%s", regName);
+        l->cbs[i] = entry;
     } else {
         rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
     }
     pthread_mutex_unlock(&g_cb_lock);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "too many device state callbacks (max %d)", MAX_CALLBACKS);
+        return mock_error(fn, rc, "too many %s callbacks (max %d)", what, MAX_CALLBACKS);
     }
     return ACL_SUCCESS;
+}
+
+aclError aclrtRegDeviceStateCallback(const char *regName, aclrtDeviceStateCallback callback,
+                                     void *args)
+{
+    named_cb entry = {.fn.state = callback, .args = args};
+    return cb_register("aclrtRegDeviceStateCallback", &g_state_cbs, regName, callback == NULL, entry,
+                       "device state");
 }
 
 aclError aclrtSetDeviceTaskAbortCallback(const char *regName, aclrtDeviceTaskAbortCallback callback,
                                          void *args)
 {
-    static const char fn[] = "aclrtSetDeviceTaskAbortCallback";
-    if (!reg_name_ok(regName)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
-                          "argument 'regName' is NULL, empty or longer than 63 characters");
-    }
-    MOCK_ENTER(fn);
-    aclError rc = ACL_SUCCESS;
-    pthread_mutex_lock(&g_cb_lock);
-    size_t i = 0;
-    while (i < g_abort_cb_count && strcmp(g_abort_cbs[i].name, regName) != 0) {
-        i++;
-    }
-    if (callback == NULL) {
-        if (i < g_abort_cb_count) {
-            g_abort_cbs[i] = g_abort_cbs[--g_abort_cb_count];
-        }
-    } else if (i < g_abort_cb_count || g_abort_cb_count < MAX_CALLBACKS) {
-        if (i == g_abort_cb_count) {
-            g_abort_cb_count++;
-        }
-        snprintf(g_abort_cbs[i].name, REG_NAME_MAX, "%s", regName);
-        g_abort_cbs[i].fn = callback;
-        g_abort_cbs[i].args = args;
-    } else {
-        rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
-    }
-    pthread_mutex_unlock(&g_cb_lock);
-    if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "too many task-abort callbacks (max %d)", MAX_CALLBACKS);
-    }
-    return ACL_SUCCESS;
+    named_cb entry = {.fn.abort = callback, .args = args};
+    return cb_register("aclrtSetDeviceTaskAbortCallback", &g_abort_cbs, regName, callback == NULL,
+                       entry, "task-abort");
 }
 
 /* ------------------------------------------------------------ set / reset */
