@@ -45,7 +45,8 @@ Contract:
   - success returns the out-parameter's value (an int), or ``None`` if there is none;
   - a nonzero ``aclError`` raises the same exception as ``check(rc, "aclrtXxx")``
     (typed by code family, with the recent-error text read at once on the failing
-    thread; e.g. a sync timeout is an AclError with ``code`` 507046/507047);
+    thread; e.g. a sync timeout, ``code`` 507046/507047, raises
+    :class:`~pyacl_rt.errors.SyncTimeoutError`, an AclError and a ``TimeoutError``);
   - a symbol the loaded library lacks raises
     :class:`~pyacl_rt.errors.FunctionNotFoundError` (same sentinel path as :func:`check`);
   - handles, device pointers and sizes are ints in ``[0, 2**64)`` (``__index__``
