@@ -277,14 +277,25 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
     return ACL_SUCCESS;
 }
 
+/* A `context` argument: non-NULL and a live context of the registry. */
+static aclError context_arg(const char *fn, aclrtContext context, mock_context **out)
+{
+    MOCK_REQUIRE_NONNULL(fn, context);
+    *out = lookup(context);
+    if (*out == NULL) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'context' (%p) is not a live context", context);
+    }
+    return ACL_SUCCESS;
+}
+
 aclError aclrtDestroyContext(aclrtContext context)
 {
     static const char fn[] = "aclrtDestroyContext";
-    MOCK_REQUIRE_NONNULL(fn, context);
-    mock_context *ctx = lookup(context);
-    if (ctx == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "argument 'context' (%p) is not a live context", context);
+    mock_context *ctx = NULL;
+    aclError rc = context_arg(fn, context, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     if (ctx->primary) {
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
@@ -308,11 +319,10 @@ aclError aclrtDestroyContext(aclrtContext context)
 aclError aclrtSetCurrentContext(aclrtContext context)
 {
     static const char fn[] = "aclrtSetCurrentContext";
-    MOCK_REQUIRE_NONNULL(fn, context);
-    mock_context *ctx = lookup(context);
-    if (ctx == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "argument 'context' (%p) is not a live context", context);
+    mock_context *ctx = NULL;
+    aclError rc = context_arg(fn, context, &ctx);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     aclError lost = mock_device_lost_code(ctx->device);
     if (lost != ACL_SUCCESS) {

@@ -212,6 +212,29 @@ static aclError check_kind(const char *fn, int kind, const side *d, const side *
     return ACL_SUCCESS;
 }
 
+/* Classifies dst (dext bytes, written) and src (sext bytes, read) and checks `kind`
+ * against them (*eff = the effective kind). On success d and s hold references; on
+ * failure neither does. */
+static aclError classify_pair(const char *fn, void *dst, size_t dext, const void *src, size_t sext, int kind,
+                              side *d, side *s, int *eff)
+{
+    aclError rc = classify(fn, "dst", dst, dext, true, d);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = classify(fn, "src", src, sext, false, s);
+    if (rc != ACL_SUCCESS) {
+        side_drop(d);
+        return rc;
+    }
+    rc = check_kind(fn, kind, d, s, eff);
+    if (rc != ACL_SUCCESS) {
+        side_drop(d);
+        side_drop(s);
+    }
+    return rc;
+}
+
 static bool is_device_write(const side *d)
 {
     return d->rec != NULL && d->dev;
@@ -533,24 +556,13 @@ static aclError memcpy_check(const char *fn, void *dst, size_t destMax, const vo
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    rc = classify(fn, "dst", dst, count, true, d);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    rc = classify(fn, "src", src, count, false, s);
-    if (rc != ACL_SUCCESS) {
-        side_drop(d);
-        return rc;
-    }
     int eff;
-    rc = check_kind(fn, kind, d, s, &eff);
+    rc = classify_pair(fn, dst, count, src, count, kind, d, s, &eff);
     if (rc == ACL_SUCCESS && async && eff == ACL_MEMCPY_HOST_TO_HOST) {
         /* doc 11-03: asynchronous host-to-host copies are not supported on
          * hosts with attached (EP) devices, which is what the mock models. */
         rc = mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                         "asynchronous host-to-host copies are not supported (use aclrtMemcpy)");
-    }
-    if (rc != ACL_SUCCESS) {
         side_drop(d);
         side_drop(s);
     }
@@ -650,22 +662,8 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
         __builtin_mul_overflow(height - 1, spitch, &sext) || __builtin_add_overflow(sext, width, &sext)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "pitch * height overflows");
     }
-    rc = classify(fn, "dst", dst, dext, true, d);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    rc = classify(fn, "src", src, sext, false, s);
-    if (rc != ACL_SUCCESS) {
-        side_drop(d);
-        return rc;
-    }
     int eff;
-    rc = check_kind(fn, kind, d, s, &eff);
-    if (rc != ACL_SUCCESS) {
-        side_drop(d);
-        side_drop(s);
-    }
-    return rc;
+    return classify_pair(fn, dst, dext, src, sext, kind, d, s, &eff);
 }
 
 static copy_op *op2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
