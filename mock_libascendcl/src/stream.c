@@ -1044,6 +1044,18 @@ aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags)
     return read_stream_field("aclrtStreamGetFlags", stream, STREAM_FIELD_FLAGS, flags);
 }
 
+/* Set or get (the value zeroed first) of an attribute kept in an atomic of the stream;
+ * `member` is the attribute's field of *value. */
+static void attr_atomic_u32(bool set, atomic_uint *field, aclrtStreamAttrValue *value, uint32_t *member)
+{
+    if (set) {
+        atomic_store(field, *member);
+        return;
+    }
+    memset(value, 0, sizeof(*value));
+    *member = atomic_load(field);
+}
+
 static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr attr, aclrtStreamAttrValue *value,
                             bool set)
 {
@@ -1076,28 +1088,13 @@ static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr 
         }
         break;
     case ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK:
-        if (set) {
-            atomic_store(&s->overflow_switch, value->overflowSwitch);
-        } else {
-            memset(value, 0, sizeof(*value));
-            value->overflowSwitch = atomic_load(&s->overflow_switch);
-        }
+        attr_atomic_u32(set, &s->overflow_switch, value, &value->overflowSwitch);
         break;
     case ACL_STREAM_ATTR_USER_CUSTOM_TAG:
-        if (set) {
-            atomic_store(&s->user_tag, value->userCustomTag);
-        } else {
-            memset(value, 0, sizeof(*value));
-            value->userCustomTag = atomic_load(&s->user_tag);
-        }
+        attr_atomic_u32(set, &s->user_tag, value, &value->userCustomTag);
         break;
     case ACL_STREAM_ATTR_CACHE_OP_INFO:
-        if (set) {
-            atomic_store(&s->cache_op_info, value->cacheOpInfoSwitch);
-        } else {
-            memset(value, 0, sizeof(*value));
-            value->cacheOpInfoSwitch = atomic_load(&s->cache_op_info);
-        }
+        attr_atomic_u32(set, &s->cache_op_info, value, &value->cacheOpInfoSwitch);
         break;
     default: /* ACL_STREAM_ATTR_PRIORITY */
         pthread_mutex_lock(&s->mu);
