@@ -331,8 +331,54 @@ def _sync_devices(mems: list[_Mem]) -> None:
             _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
 
 
+def _finalize_blockers() -> list[str]:
+    """What forbids freeing every live buffer now: pinned HostBuffers with live
+    exports (memoryview / numpy array: freeing would leave them pointing at freed
+    memory) and buffers a synchronous operation on another thread is using."""
+    out: list[str] = []
+    for m in _iter_live():
+        if not runtime.is_alive(m.gen):
+            continue
+        where = f"0x{m.ptr or m.base:x}"
+        if m.inuse:
+            kind = "HostBuffer" if m.device < 0 else f"DeviceBuffer on device {m.device}"
+            out.append(
+                f"{kind} of {m.nbytes} bytes at {where}: in use by a synchronous copy / "
+                "memset on another thread"
+            )
+            continue
+        if m.device >= 0:
+            continue
+        owner = m.owner() if m.owner is not None else None
+        if owner is None:
+            # Collected, but an export still holds the memory (its destructor has not run).
+            out.append(f"a garbage-collected HostBuffer of {m.nbytes} bytes at {where}: exported")
+        else:
+            n = owner._exports()
+            if n:
+                out.append(f"HostBuffer of {m.nbytes} bytes at {where}: {n} exported view(s)")
+    return out
+
+
+def _finalize_guard() -> None:
+    """runtime.finalize() guard: refuse (``BufferError``, nothing finalized) while
+    :func:`_finalize_blockers` reports anything - the same rule as ``close()``. At
+    interpreter exit (no guard runs) :func:`_release_memory` logs them instead."""
+    blockers = _finalize_blockers()
+    if blockers:
+        raise BufferError(
+            "cannot finalize: aclFinalize would free memory that is still in use ("
+            + "; ".join(blockers)
+            + "). Release the memoryviews / numpy arrays (or wait for those operations), "
+            "then call finalize() again; nothing was finalized"
+        )
+
+
 def _release_memory() -> None:
-    """Release hook (priority 'memory'): free every live buffer; objects become inert."""
+    """Release hook (priority 'memory'): free every live buffer; objects become inert.
+
+    Reached with exported (or in-use) pinned memory only at interpreter exit (the
+    finalize() guard refuses otherwise): that memory is left to aclFinalize, logged."""
     _process_deferred()
     mems = list(_iter_live())
     with _live_lock:
@@ -346,7 +392,7 @@ def _release_memory() -> None:
         m.last = None
         if m.device < 0:
             owner = m.owner() if m.owner is not None else None
-            if owner is None or owner._exports():
+            if owner is None or m.inuse or owner._exports():
                 # Exports still reference the memory: leave it to aclFinalize.
                 exported += 1
                 m.ptr = 0
@@ -357,8 +403,9 @@ def _release_memory() -> None:
         _free_mem(m)
     if exported:
         _log.warning(
-            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy) at "
-            "finalize; aclFinalize releases that memory, do not use those views any more",
+            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy) or in "
+            "use at finalize (interpreter exit); aclFinalize releases that memory, do not use "
+            "those views any more",
             exported,
         )
 
@@ -398,3 +445,4 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 _context._close_hooks.append(_on_context_close)
 runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
+runtime._finalize_guards.append(_finalize_guard)

@@ -83,15 +83,20 @@ Buffer protocol (HostBuffer)
 * Exports keep the memory valid: while a memoryview or numpy array of ``h`` is
   alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). If ``h``
   is garbage collected while exports exist, the memory is freed when the last
-  export goes away. Caveat: :func:`pyacl_rt.runtime.finalize` cannot keep exported
-  pinned memory alive (``aclFinalize`` reclaims it); it logs a warning.
+  export goes away. :func:`pyacl_rt.runtime.finalize` cannot keep exported pinned
+  memory alive (``aclFinalize`` reclaims it), so it raises ``BufferError`` listing
+  the exported buffers and finalizes nothing (release the views, then finalize
+  again). At interpreter exit, where the views can no longer be used, it logs a
+  warning and proceeds.
 
 Finalize
 --------
 A release hook (priority ``PRIORITY_MEMORY``, after events and streams) synchronizes
 each device that still has buffers, then frees them; the Python objects become inert.
-Closing an explicit :class:`~pyacl_rt.context.Context` frees the buffers allocated in
-it the same way.
+:func:`~pyacl_rt.runtime.finalize` first refuses (``BufferError``, nothing released)
+while a HostBuffer is exported or a buffer is in use by a synchronous operation on
+another thread, like ``close()``. Closing an explicit
+:class:`~pyacl_rt.context.Context` frees the buffers allocated in it the same way.
 
 Modules: this one (public API: buffers, copies, statistics), :mod:`pyacl_rt._memrecord`
 (allocation records, ordered freeing, registry, finalize/context/fork hooks) and
