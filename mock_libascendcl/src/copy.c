@@ -521,6 +521,32 @@ static aclError no_mem(const char *fn)
     return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for the task");
 }
 
+/* Shared tail of the checks of the single-range stream ops: resolves `stream` into *st
+ * (unless st is NULL: a synchronous op), then a new op of kind `op` that takes over the
+ * checked sides d and s (s may be NULL). On failure the sides are dropped. */
+static aclError op_prepare(const char *fn, int op, side *d, side *s, aclrtStream stream, mock_stream **st,
+                           copy_op **out)
+{
+    aclError rc = st != NULL ? mock_stream_resolve(fn, stream, st) : ACL_SUCCESS;
+    copy_op *o = rc == ACL_SUCCESS ? op_new(op) : NULL;
+    if (rc == ACL_SUCCESS && o == NULL) {
+        rc = no_mem(fn);
+    }
+    if (rc != ACL_SUCCESS) {
+        side_drop(d);
+        if (s != NULL) {
+            side_drop(s);
+        }
+        return rc;
+    }
+    o->d = *d;
+    if (s != NULL) {
+        o->s = *s;
+    }
+    *out = o;
+    return ACL_SUCCESS;
+}
+
 /* ---------------------------------------------------------------- memcpy */
 
 /* Argument checks in the order of the real stack (§5.6). Returns
@@ -594,23 +620,14 @@ static aclError memcpy_async(const char *fn, void *dst, size_t destMax, const vo
         return rc;
     }
     mock_stream *st;
-    rc = mock_stream_resolve(fn, stream, &st);
+    copy_op *o;
+    rc = op_prepare(fn, OP_COPY, &d, &s, stream, &st, &o);
     if (rc != ACL_SUCCESS) {
-        side_drop(&d);
-        side_drop(&s);
         return rc;
-    }
-    copy_op *o = op_new(OP_COPY);
-    if (o == NULL) {
-        side_drop(&d);
-        side_drop(&s);
-        return no_mem(fn);
     }
     o->dst = dst;
     o->src = src;
     o->n = count;
-    o->d = d;
-    o->s = s;
     bool pageable = (d.rec == NULL) || (s.rec == NULL);
     return op_submit(fn, o, st, pageable);
 }
@@ -779,22 +796,14 @@ static aclError memset_common(const char *fn, void *devPtr, size_t maxCount, uin
         return rc;
     }
     mock_stream *st = NULL;
-    if (async) {
-        rc = mock_stream_resolve(fn, stream, &st);
-        if (rc != ACL_SUCCESS) {
-            side_drop(&d);
-            return rc;
-        }
-    }
-    copy_op *o = op_new(d32 ? OP_MEMSET32 : OP_MEMSET);
-    if (o == NULL) {
-        side_drop(&d);
-        return no_mem(fn);
+    copy_op *o;
+    rc = op_prepare(fn, d32 ? OP_MEMSET32 : OP_MEMSET, &d, NULL, stream, async ? &st : NULL, &o);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     o->dst = devPtr;
     o->n = count;
     o->value = value;
-    o->d = d;
     if (!async) {
         op_run(o);
         op_destroy(o);
@@ -1024,20 +1033,14 @@ static aclError value_op(const char *fn, int op, void *devAddr, uint64_t value, 
         return mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE, "argument 'devAddr' %p is not device memory", devAddr);
     }
     mock_stream *st;
-    rc = mock_stream_resolve(fn, stream, &st);
+    copy_op *o;
+    rc = op_prepare(fn, op, &d, NULL, stream, &st, &o);
     if (rc != ACL_SUCCESS) {
-        side_drop(&d);
         return rc;
-    }
-    copy_op *o = op_new(op);
-    if (o == NULL) {
-        side_drop(&d);
-        return no_mem(fn);
     }
     o->dst = devAddr;
     o->value = value;
     o->flag = flag;
-    o->d = d;
     return op_submit(fn, o, st, false);
 }
 
