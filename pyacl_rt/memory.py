@@ -73,13 +73,12 @@ callback.
 
 Buffer protocol (HostBuffer)
 ----------------------------
-* Python 3.12+: ``memoryview(h)`` and ``numpy.asarray(h)`` work directly through
-  ``__buffer__`` (PEP 688), zero-copy.
-* Python 3.11: a pure-Python class cannot export a C-level buffer, so
-  ``memoryview(h)`` raises ``TypeError``. Use ``h.memoryview()`` (zero-copy, same
-  memory) instead; ``numpy.asarray(h)`` works on every version (``__array__``
-  builds the array over the same memory, zero-copy). ``bytes(h)`` / ``h.tobytes()``
-  copy.
+* ``memoryview(h)``, ``h.memoryview()`` and ``numpy.asarray(h)`` are zero-copy on
+  every supported version: Python 3.12+ uses ``__buffer__`` (PEP 688); on 3.11,
+  where a pure-Python class cannot export a C-level buffer, HostBuffer derives from
+  ``pyacl_rt._fastcall.BufferForwarder``, a C base type whose buffer protocol
+  forwards to the HostBuffer's byte buffer (the view's ``obj``). ``numpy.asarray(h)``
+  also has ``__array__``. ``bytes(h)`` / ``h.tobytes()`` copy.
 * Exports keep the memory valid: while a memoryview or numpy array of ``h`` is
   alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). If ``h``
   is garbage collected while exports exist, the memory is freed when the last
@@ -118,6 +117,7 @@ from typing import Any, Final, Self, Union
 from . import _memrecord as _rec
 from . import context as _context
 from . import errors, runtime
+from ._fastcall import BufferForwarder
 from ._membuf import _int_arg, _offsets, _resolve, _Side
 from ._memrecord import (
     _DEAD,
@@ -914,11 +914,11 @@ def _host_dtor(m: _Mem) -> Any:
     return dtor
 
 
-class HostBuffer(_Buffer):
+class HostBuffer(_Buffer, BufferForwarder):
     """``nbytes`` bytes of page-locked (pinned) host memory from ``aclrtMallocHost``.
 
-    Zero-copy views: ``h.memoryview()``, ``numpy.asarray(h)`` (every Python), and
-    ``memoryview(h)`` on Python 3.12+ (see the module docstring). ``close()`` frees it
+    Zero-copy views: ``memoryview(h)``, ``h.memoryview()``, ``numpy.asarray(h)``
+    (see the module docstring). ``close()`` frees it
     (after waiting for the streams that used it) and raises ``BufferError`` while
     exports exist; garbage collection frees it once the last export is gone.
     """
@@ -990,7 +990,8 @@ class HostBuffer(_Buffer):
     view = memoryview
 
     def __buffer__(self, flags: int) -> builtins.memoryview:
-        """PEP 688 (Python 3.12+): ``memoryview(h)`` and numpy use this."""
+        """PEP 688 (Python 3.12+): ``memoryview(h)`` and numpy use this (on 3.11 the
+        C-level buffer of the ``BufferForwarder`` base does the same)."""
         return memoryview(self._live_buf())
 
     def __release_buffer__(self, view: builtins.memoryview) -> None:
