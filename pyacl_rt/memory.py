@@ -280,19 +280,31 @@ def _devices(d: _Side, s: _Side) -> tuple[int, ...]:
     return (d.dev, s.dev)
 
 
+def _check_stream(stream: object, devices: tuple[int, ...]) -> None:
+    """Refuse a bad ``stream`` argument of a device operation: not a Stream, closed
+    (or finalized), or on a device the operation does not run on. Also used by
+    zero-byte operations, which return before using the stream."""
+    if stream is None:
+        return
+    if not isinstance(stream, Stream):
+        raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
+    if stream._ctx.device < 0:
+        stream._activate()  # raises: closed, or its runtime was finalized
+    if stream._device not in devices:
+        where = " or ".join(str(d) for d in devices)
+        raise ValueError(
+            f"stream is on device {stream._device} but this operation runs on device {where}"
+        )
+
+
 def _pick_stream(stream: object, devices: tuple[int, ...]) -> Stream:
     """The stream a device operation runs on, with its context current."""
     if stream is None:
         st = current_stream(devices[0])
-    elif isinstance(stream, Stream):
-        st = stream
-        if st._device not in devices and st._ctx.device >= 0:
-            where = " or ".join(str(d) for d in devices)
-            raise ValueError(
-                f"stream is on device {st._device} but this operation runs on device {where}"
-            )
     else:
-        raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
+        _check_stream(stream, devices)
+        assert isinstance(stream, Stream)
+        st = stream
     if _local.st.ctx is not st._ctx:
         st._activate()
     return st
@@ -454,6 +466,7 @@ def _do_copy(
                 s.release()
             return
         if n == 0:
+            _check_stream(stream, _devices(d, s))
             d.release()
             s.release()
             return
@@ -611,6 +624,7 @@ def copy_2d(
                 s.release()
             return
         if not (w and h):
+            _check_stream(stream, _devices(d, s))
             d.release()
             s.release()
             return
@@ -672,6 +686,7 @@ def memset(
             b.release()
             return
         if n == 0:
+            _check_stream(stream, (b.dev,))
             b.release()
             return
         if not non_blocking and _local.st.in_callback:

@@ -455,6 +455,51 @@ def test_zero_size_operations_do_not_reach_c(trap: Trap) -> None:
     s.close()
 
 
+def test_zero_size_operations_still_validate_the_stream(trap: Trap) -> None:
+    """QA: zero-byte copy / copy_2d / memset returned before looking at ``stream``,
+    so stream="junk", a closed stream or one on another device were accepted."""
+    dev = M.DeviceBuffer(16, device=0)
+    host = M.HostBuffer(16)
+    closed = S.Stream(0)
+    closed.close()
+    other = S.Stream(1)
+    zero_ops = [
+        lambda st: M.copy(dev, b"", stream=st),
+        lambda st: M.copy(dev, b"abc", 0, stream=st),
+        lambda st: M.copy(bytearray(4), dev, 0, stream=st),
+        lambda st: M.copy_2d(dev, 4, b"abcd", 4, 0, 4, stream=st),
+        lambda st: M.copy_2d(dev, 4, b"abcd", 4, 4, 0, stream=st),
+        lambda st: M.memset(dev, 1, 0, stream=st),
+        lambda st: M.memset(dev[16:16], 1, stream=st),
+        lambda st: M.memcpy_async(dev, host, 0, st),
+    ]
+    host_ops = [  # host-to-host: any device's stream is fine, junk / closed are not
+        lambda st: M.copy(host, b"", stream=st),
+        lambda st: M.copy_2d(host, 4, b"abcd", 4, 0, 4, stream=st),
+        lambda st: M.memset(host, 1, 0, stream=st),
+    ]
+    for op in zero_ops + host_ops:
+        with pytest.raises(TypeError, match="stream must be a Stream"):
+            op("junk")
+        with pytest.raises(D.ObjectClosedError, match="closed"):
+            op(closed)
+    for op in zero_ops:
+        if op is zero_ops[-1]:
+            continue  # memcpy_async takes a Stream positionally: checked below
+        with pytest.raises(ValueError, match="stream is on device 1"):
+            op(other)
+        op(S.default_stream(0))  # a valid stream: fine
+    with pytest.raises(ValueError, match="stream is on device 1"):
+        M.memcpy_async(dev, dev, 0, other)
+    for op in host_ops:
+        op(other)
+    assert trap() == 0
+    assert not dev._m.inuse and not host._m.inuse
+    dev.close()
+    host.close()
+    other.close()
+
+
 @pytest.mark.parametrize(
     "make",
     [
