@@ -112,7 +112,7 @@ import logging
 import os
 import sys
 import weakref
-from typing import Any, Final, Self, Union
+from typing import Any, Final, NoReturn, Self, Union
 
 from . import _memrecord as _rec
 from . import context as _context
@@ -800,12 +800,28 @@ class DeviceBuffer(_Buffer):
             "data with pyacl_rt.memory.copy into a new buffer"
         )
 
+    # ------------------------------------------------- not host-accessible
+    def _not_host(self, what: str) -> NoReturn:
+        raise TypeError(
+            f"{what}: a DeviceBuffer is device memory, which the host cannot read directly; "
+            "copy it to the host first: buf.copy_to_host() returns a bytearray, or "
+            "pyacl_rt.copy(host_buffer, buf) then numpy.asarray(host_buffer)"
+        )
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> NoReturn:
+        """``numpy.asarray(buf)`` raises ``TypeError``: device memory is not host memory."""
+        self._not_host("numpy.asarray(DeviceBuffer)")
+
+    def __bytes__(self) -> NoReturn:
+        self._not_host("bytes(DeviceBuffer)")
+
+    def __iter__(self) -> NoReturn:
+        self._not_host("iterating over a DeviceBuffer")
+
     # ---------------------------------------------------------------- views
     def __getitem__(self, key: slice) -> DeviceBuffer:
         if not isinstance(key, slice):
-            raise TypeError(
-                f"DeviceBuffer indices must be slices (buf[a:b]), not {type(key).__name__}"
-            )
+            _bad_index(self, key)
         start, stop, step = key.indices(self._n)
         if step != 1:
             raise ValueError("DeviceBuffer slices must have step 1")
@@ -919,6 +935,12 @@ class DeviceBuffer(_Buffer):
     ) -> None:
         """:func:`memset` on this buffer."""
         memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
+
+
+def _bad_index(buf: DeviceBuffer, key: object) -> NoReturn:
+    if isinstance(key, int):
+        buf._not_host("DeviceBuffer[int] (indices must be slices: buf[a:b] is a view)")
+    raise TypeError(f"DeviceBuffer indices must be slices (buf[a:b]), not {type(key).__name__}")
 
 
 # ================================================================ HostBuffer

@@ -218,6 +218,26 @@ def test_use_after_close_refused() -> None:
     s.close()
 
 
+def test_device_buffer_is_not_host_accessible() -> None:
+    """QA: numpy.asarray(buf) / bytes(buf) failed with the misleading "DeviceBuffer
+    indices must be slices"; now a TypeError says what to do instead."""
+    buf = M.DeviceBuffer(8, device=0)
+    for call in (
+        lambda: np.asarray(buf),
+        lambda: np.array(buf),
+        lambda: bytes(buf),
+        lambda: list(buf),
+        lambda: buf[0],
+    ):
+        with pytest.raises(TypeError, match=r"device memory.*copy_to_host"):
+            call()
+    with pytest.raises(TypeError, match="indices must be slices"):
+        buf["a"]  # type: ignore[index]
+    buf.fill(3)
+    assert buf.copy_to_host() == bytearray(b"\x03" * 8)  # the documented way
+    buf.close()
+
+
 def test_closed_stream_refused() -> None:
     a = M.DeviceBuffer(16, device=0)
     b = M.DeviceBuffer(16, device=0)
