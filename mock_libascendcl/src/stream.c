@@ -697,37 +697,24 @@ aclError mock_stream_resolve(const char *func, aclrtStream handle, mock_stream *
 
 /* ======================================================== public: create */
 
-aclError aclrtCreateStream(aclrtStream *stream)
+/* Shared body of aclrtCreateStream{,WithConfig,V2} (arguments checked by the caller):
+ * fault hook, current context, a new stream of it with priority/flag, or with those of
+ * `cfg` when it is not NULL (read only after the fault hook). Unknown flag bits are
+ * ignored and priorities above the least one are clamped (RT impl stream.cpp; acl_abi.md
+ * §1.4 notes). */
+static aclError create_in_current(const char *fn, uint32_t priority, uint32_t flag,
+                                  const aclrtStreamConfigHandle *cfg, aclrtStream *stream)
 {
-    static const char fn[] = "aclrtCreateStream";
-    MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
     aclError rc = mock_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    mock_stream *s = NULL;
-    rc = stream_new(fn, ctx, 0, 0, false, &s);
-    if (rc != ACL_SUCCESS) {
-        return rc;
+    if (cfg != NULL) {
+        priority = cfg->priority;
+        flag = (uint32_t)cfg->flag;
     }
-    *stream = s;
-    return ACL_SUCCESS;
-}
-
-aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag)
-{
-    static const char fn[] = "aclrtCreateStreamWithConfig";
-    MOCK_REQUIRE_NONNULL(fn, stream);
-    MOCK_ENTER(fn);
-    mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    /* Unknown flag bits are ignored and priorities above the least one are
-     * clamped (RT impl stream.cpp; acl_abi.md §1.4 notes). */
     mock_stream *s = NULL;
     rc = stream_new(fn, ctx, priority, flag, false, &s);
     if (rc != ACL_SUCCESS) {
@@ -735,6 +722,18 @@ aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uin
     }
     *stream = s;
     return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStream(aclrtStream *stream)
+{
+    MOCK_REQUIRE_NONNULL("aclrtCreateStream", stream);
+    return create_in_current("aclrtCreateStream", 0, 0, NULL, stream);
+}
+
+aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag)
+{
+    MOCK_REQUIRE_NONNULL("aclrtCreateStreamWithConfig", stream);
+    return create_in_current("aclrtCreateStreamWithConfig", priority, flag, NULL, stream);
 }
 
 /* Stream config handles (lite runtime API). We remember the handles we
@@ -849,19 +848,7 @@ aclError aclrtCreateStreamV2(aclrtStream *stream, const aclrtStreamConfigHandle 
     static const char fn[] = "aclrtCreateStreamV2";
     MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_REQUIRE_NONNULL(fn, handle);
-    MOCK_ENTER(fn);
-    mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    mock_stream *s = NULL;
-    rc = stream_new(fn, ctx, handle->priority, (uint32_t)handle->flag, false, &s);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    *stream = s;
-    return ACL_SUCCESS;
+    return create_in_current(fn, 0, 0, handle, stream);
 }
 
 static aclError destroy_common(const char *fn, aclrtStream stream, bool force)
