@@ -142,6 +142,7 @@ from .device import (
     _local,
     _refuse_in_callback,
     _run_finalizer,
+    _validated_ctx,
     current_device,
 )
 from .lowlevel import fast as _fast
@@ -971,7 +972,9 @@ class HostBuffer(_Buffer, BufferForwarder):
             raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
         runtime.ensure_initialized()
         _process_deferred()
-        ctx = _local.st.ctx
+        # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
+        # the allocation go through a context pyacl_rt does not think is current.
+        ctx = _validated_ctx(_local.st)
         if ctx is None or ctx.device < 0:
             # Pinned memory is allocated through a device's runtime: use the thread's
             # current device (its context is created if this is its first use).

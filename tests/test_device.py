@@ -482,7 +482,7 @@ def test_creation_and_selection_survive_a_foreign_context_switch() -> None:
     device 1 while claiming device 0. Creation, allocation and selection re-validate."""
     from pyacl_rt.context import Context
     from pyacl_rt.event import Event
-    from pyacl_rt.memory import DeviceBuffer
+    from pyacl_rt.memory import DeviceBuffer, HostBuffer
 
     mc = mock_control()
 
@@ -500,6 +500,12 @@ def test_creation_and_selection_survive_a_foreign_context_switch() -> None:
         assert stats("allocations") == (before[0] + 1, before[1])
         assert raw_get_device() == 0
         b.close()
+
+        # Pinned host memory is allocated through the selected device's context too.
+        _foreign_switch(1)
+        h = HostBuffer(4096)
+        assert raw_get_device() == 0
+        h.close()
 
         before = stats("streams")
         _foreign_switch(1)
