@@ -169,7 +169,7 @@ class _ReportThread:
     def stop(self) -> None:
         self._stop = True
         self._wake.set()
-        if self.thread is not threading.current_thread():
+        if self.thread.ident != threading.get_ident():
             self.thread.join(timeout=max(5.0, 4 * self.poll_ms / 1000.0))
 
 
@@ -229,7 +229,7 @@ def _on_callback(user_data: Any) -> None:
         finally:
             _local.st.in_callback = False
         rt = _threads.get(stream._device)
-        if rt is not None and rt.thread is threading.current_thread():
+        if rt is not None and rt.thread.ident == threading.get_ident():
             rt._graveyard.append(entry)
         del entry, fn, args, stream
     except BaseException:  # pragma: no cover - never propagate into C
@@ -319,7 +319,7 @@ def _stop_threads() -> None:
 def _refuse_finalize_here() -> None:
     """runtime.finalize() guard: refuse it inside a callback or on a report thread."""
     if _local.st.in_callback or any(
-        rt.thread is threading.current_thread() for rt in list(_threads.values())
+        rt.thread.ident == threading.get_ident() for rt in list(_threads.values())
     ):
         raise errors.CallbackContextError(
             "pyacl_rt.runtime.finalize() called on a host-callback (report) thread: it "

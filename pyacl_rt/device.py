@@ -221,11 +221,14 @@ class _Local(threading.local):
     def __init__(self) -> None:
         global _main_state
         self.st = _ThreadState()
-        if threading.current_thread() is _main_thread:
+        # get_ident, not current_thread(): this also runs on threads threading does not
+        # know (C threads, a thread being torn down while it releases its objects),
+        # where current_thread() would register a stray _DummyThread.
+        if threading.get_ident() == _main_ident:
             _main_state = self.st
 
 
-_main_thread = threading.main_thread()
+_main_ident = threading.main_thread().ident
 #: The main thread's state: its selected device is the fallback of other threads.
 _main_state: _ThreadState | None = None
 #: ``_main_state.device`` if >= 0 else 0, kept up to date by :func:`_select_device`.

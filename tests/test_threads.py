@@ -196,3 +196,23 @@ def test_keep_alive_shared_stream_from_many_threads(run_threads: Any) -> None:
     gc.collect()
     assert all(r() is None for r in held)
     s.close()
+
+
+def test_stream_released_by_a_dying_thread_registers_no_dummy_thread() -> None:
+    """A thread whose current-stream table holds the last reference to a Stream ends:
+    the Stream's finalizer runs while the thread is being torn down (no longer in
+    threading's table). It must not call threading.current_thread() there, which
+    registers a stray _DummyThread (and on Python 3.13.0 prints 'Exception ignored
+    ... _DeleteDummyThreadOnDel' at exit)."""
+
+    def work() -> None:
+        s = S.Stream(0)
+        S.set_stream(s)
+        del s
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    gc.collect()
+    dummies = [th for th in threading.enumerate() if isinstance(th, threading._DummyThread)]
+    assert dummies == []
