@@ -969,6 +969,21 @@ def _struct_type_expr(s: Struct) -> str:
     return s.name
 
 
+def _typedef_checks(t: Tables, check: str, out: list[str]) -> int:
+    """Appends `check(SAME(...))` lines for every typedef and opaque struct of
+    the ABI tests (C: CHECK, C++: static_assert); returns how many."""
+    n = 0
+    for td in t.typedefs:
+        ty = funcptr_type(td.definition) if td.kind == "funcptr" else td.definition
+        out.append(f'{check}(SAME({td.name}, {ty}), "typedef {td.name}");\n')
+        n += 1
+    for s in t.structs.values():
+        if s.opaque:
+            out.append(f'{check}(SAME({s.name}, {s.kind} {s.tag}), "opaque {s.name}");\n')
+            n += 1
+    return n
+
+
 def gen_abi_c(t: Tables) -> str:
     out = [
         c_comment_block(
@@ -991,16 +1006,8 @@ def gen_abi_c(t: Tables) -> str:
         "#define SAME(a, b) __builtin_types_compatible_p(a, b)\n"
         "#define CHECK(cond, what) _Static_assert(cond, what)\n\n"
     )
-    n = 0
     out.append("/* ---- typedefs */\n")
-    for td in t.typedefs:
-        ty = funcptr_type(td.definition) if td.kind == "funcptr" else td.definition
-        out.append(f'CHECK(SAME({td.name}, {ty}), "typedef {td.name}");\n')
-        n += 1
-    for s in t.structs.values():
-        if s.opaque:
-            out.append(f'CHECK(SAME({s.name}, {s.kind} {s.tag}), "opaque {s.name}");\n')
-            n += 1
+    n = _typedef_checks(t, "CHECK", out)
     out.append("\n/* ---- enumerations */\n")
     for tname, cs in t.enum_types().items():
         out.append(f'CHECK(sizeof({tname}) == 4, "sizeof {tname}");\n')
@@ -1095,16 +1102,8 @@ def gen_abi_cpp(t: Tables) -> str:
         '#pragma GCC diagnostic ignored "-Wpedantic"\n\n'
         "#define SAME(...) std::is_same<__VA_ARGS__>::value\n\n"
     )
-    n = 0
     out.append("/* ---- typedefs */\n")
-    for td in t.typedefs:
-        ty = funcptr_type(td.definition) if td.kind == "funcptr" else td.definition
-        out.append(f'static_assert(SAME({td.name}, {ty}), "typedef {td.name}");\n')
-        n += 1
-    for s in t.structs.values():
-        if s.opaque:
-            out.append(f'static_assert(SAME({s.name}, {s.kind} {s.tag}), "opaque {s.name}");\n')
-            n += 1
+    n = _typedef_checks(t, "static_assert", out)
     out.append("\n/* ---- enumerations */\n")
     for tname, cs in t.enum_types().items():
         for c in cs:
