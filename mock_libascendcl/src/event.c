@@ -492,19 +492,14 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
     return ACL_SUCCESS;
 }
 
-static aclError ev_sync_handle(const char *fn, void *event, int64_t timeout_ms)
-{
-    return ev_sync(fn, (aclrtEvent)event, timeout_ms);
-}
-
 aclError aclrtSynchronizeEvent(aclrtEvent event)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeEvent", event, -1, ev_sync_handle);
+    return mock_sync_with_timeout("aclrtSynchronizeEvent", event, -1, ev_sync);
 }
 
 aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeEventWithTimeout", event, timeout, ev_sync_handle);
+    return mock_sync_with_timeout("aclrtSynchronizeEventWithTimeout", event, timeout, ev_sync);
 }
 
 /* ------------------------------------------------------------------- time */

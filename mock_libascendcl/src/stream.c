@@ -916,11 +916,6 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
     return ACL_SUCCESS;
 }
 
-static aclError sync_stream_handle(const char *fn, void *stream, int64_t timeout_ms)
-{
-    return sync_common(fn, (aclrtStream)stream, timeout_ms);
-}
-
 aclError mock_sync_with_timeout(const char *fn, void *handle, int32_t timeout, mock_sync_fn sync)
 {
     int32_t ms = -1;
@@ -934,12 +929,12 @@ aclError mock_sync_with_timeout(const char *fn, void *handle, int32_t timeout, m
 
 aclError aclrtSynchronizeStream(aclrtStream stream)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeStream", stream, -1, sync_stream_handle);
+    return mock_sync_with_timeout("aclrtSynchronizeStream", stream, -1, sync_common);
 }
 
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeStreamWithTimeout", stream, timeout, sync_stream_handle);
+    return mock_sync_with_timeout("aclrtSynchronizeStreamWithTimeout", stream, timeout, sync_common);
 }
 
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
