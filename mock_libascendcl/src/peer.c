@@ -32,22 +32,42 @@ MOCK_HIDDEN void mem_peer_finalize(void)
     pthread_mutex_unlock(&g_peer_mu);
 }
 
+/* Device-id check of the pair APIs: int32_t and uint32_t ids alike (a uint32_t
+ * id above INT32_MAX is invalid before any range check). */
+static aclError check_device_id(const char *fn, int64_t dev)
+{
+    if (dev > INT32_MAX) {
+        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device id %lld is invalid", (long long)dev);
+    }
+    return mock_device_check(fn, (int32_t)dev);
+}
+
+/* Two valid devices that differ (a device is not its own peer: RT impl memory.cpp);
+ * na/nb name the arguments in the error message. */
+static aclError check_device_pair(const char *fn, int64_t a, int64_t b, const char *na, const char *nb)
+{
+    aclError rc = check_device_id(fn, a);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = check_device_id(fn, b);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (a == b) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'%s' and '%s' are both %lld", na, nb, (long long)a);
+    }
+    return ACL_SUCCESS;
+}
+
 aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId)
 {
     const char *fn = "aclrtDeviceCanAccessPeer";
     MOCK_REQUIRE_NONNULL(fn, canAccessPeer);
     MOCK_ENTER(fn);
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = check_device_pair(fn, deviceId, peerDeviceId, "deviceId", "peerDeviceId");
     if (rc != ACL_SUCCESS) {
         return rc;
-    }
-    rc = mock_device_check(fn, peerDeviceId);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    if (deviceId == peerDeviceId) {
-        /* RT impl memory.cpp: a device is not its own peer */
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'deviceId' and 'peerDeviceId' are both %d", deviceId);
     }
     *canAccessPeer = 1;
     return ACL_SUCCESS;
@@ -121,27 +141,12 @@ aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int
     const char *fn = "aclrtDevicePeerAccessStatus";
     MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = check_device_pair(fn, deviceId, peerDeviceId, "deviceId", "peerDeviceId");
     if (rc != ACL_SUCCESS) {
         return rc;
-    }
-    rc = mock_device_check(fn, peerDeviceId);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    if (deviceId == peerDeviceId) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'deviceId' and 'peerDeviceId' are both %d", deviceId);
     }
     *status = mem_peer_enabled(deviceId, peerDeviceId) ? 1 : 0;
     return ACL_SUCCESS;
-}
-
-static aclError check_u32_device(const char *fn, uint32_t dev)
-{
-    if (dev > (uint32_t)INT32_MAX) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device id %u is invalid", dev);
-    }
-    return mock_device_check(fn, (int32_t)dev);
 }
 
 aclError aclrtGetDevicesTopo(uint32_t deviceId, uint32_t otherDeviceId, uint64_t *value)
@@ -149,16 +154,9 @@ aclError aclrtGetDevicesTopo(uint32_t deviceId, uint32_t otherDeviceId, uint64_t
     const char *fn = "aclrtGetDevicesTopo";
     MOCK_REQUIRE_NONNULL(fn, value);
     MOCK_ENTER(fn);
-    aclError rc = check_u32_device(fn, deviceId);
+    aclError rc = check_device_pair(fn, deviceId, otherDeviceId, "deviceId", "otherDeviceId");
     if (rc != ACL_SUCCESS) {
         return rc;
-    }
-    rc = check_u32_device(fn, otherDeviceId);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    if (deviceId == otherDeviceId) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'deviceId' and 'otherDeviceId' are both %u", deviceId);
     }
     /* 8-card 910B server: all cards on one HCCS full mesh */
     *value = ACL_RT_DEVS_TOPOLOGY_HCCS;
@@ -218,16 +216,9 @@ aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrt
         }
     }
     MOCK_ENTER(fn);
-    aclError rc = mock_device_check(fn, srcDeviceId);
+    aclError rc = check_device_pair(fn, srcDeviceId, dstDeviceId, "srcDeviceId", "dstDeviceId");
     if (rc != ACL_SUCCESS) {
         return rc;
-    }
-    rc = mock_device_check(fn, dstDeviceId);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    if (srcDeviceId == dstDeviceId) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'srcDeviceId' and 'dstDeviceId' are both %d", srcDeviceId);
     }
     for (uint32_t i = 0; i < count; i++) {
         capabilities[i] = atomic_caps((int)operations[i]);
