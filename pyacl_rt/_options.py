@@ -125,11 +125,16 @@ class EnvVar:
     @property
     def default_text(self) -> str:
         """The default as shown in documentation."""
-        if self.default is None:
-            return "unset"
-        if isinstance(self.default, bool):
-            return "1" if self.default else "0"
-        return str(self.default)
+        return _show(self.default)
+
+
+def _show(value: Any) -> str:
+    """A parsed value as documented: ``unset`` for None, ``1``/``0`` for booleans."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
 
 
 ENV_VARS: tuple[EnvVar, ...] = (
@@ -308,17 +313,7 @@ def env_table(options: Options | None = None) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
     for var in ENV_VARS:
         raw = os.environ.get(var.name)
-        if effective is not None:
-            value = getattr(effective, var.field)
-            shown = (
-                "unset"
-                if value is None
-                else ("1" if value else "0")
-                if isinstance(value, bool)
-                else str(value)
-            )
-        else:
-            shown = error or "?"
+        shown = _show(getattr(effective, var.field)) if effective is not None else (error or "?")
         rows.append(
             {
                 "name": var.name,
