@@ -358,10 +358,9 @@ def _env_rows_text(rows: list[dict[str, str]]) -> str:
     out = []
     for r in rows:
         value = r["value"]
-        shown = f"{value!s}" if value != "unset" else "unset"
         effective = r["effective"]
         note = "" if effective == value else f" -> {effective}"
-        out.append(f"{r['name']:<{width}}  = {shown}{note}")
+        out.append(f"{r['name']:<{width}}  = {value}{note}")
         out.append(f"{'':<{width}}    {r['type']}, default {r['default']}; {r['accepted']}")
         out.append(f"{'':<{width}}    {r['description']}")
     return "\n".join(out) + "\n"
