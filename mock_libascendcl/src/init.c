@@ -360,24 +360,40 @@ static bool reg_type_ok(aclRegisterCallbackType type)
     return (t >= ACL_REG_TYPE_ACL_MODEL && t <= ACL_REG_TYPE_ACL_RETR) || t == ACL_REG_TYPE_OTHER;
 }
 
-static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_cb entry,
-                            bool has_fn)
+/* Argument checks shared by the (un)register calls. */
+static aclError cb_args_check(const char *fn, aclRegisterCallbackType type, bool has_fn)
 {
-    if (!reg_type_ok(entry.type)) {
+    if (!reg_type_ok(type)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
-                          "argument 'type' (%d) is not an aclRegisterCallbackType", (int)entry.type);
+                          "argument 'type' (%d) is not an aclRegisterCallbackType", (int)type);
     }
     if (!has_fn) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cbFunc' is NULL");
     }
-    MOCK_ENTER(fn);
-    aclError rc = ACL_SUCCESS;
-    pthread_mutex_lock(&g_cb_lock);
+    return ACL_SUCCESS;
+}
+
+/* Index of the entry with the same type and function in table[0..count), or count. */
+static size_t cb_find_locked(const init_cb *table, size_t count, const init_cb *entry)
+{
     size_t i = 0;
-    while (i < *count && !(table[i].type == entry.type && table[i].init_fn == entry.init_fn &&
-                           table[i].fini_fn == entry.fini_fn)) {
+    while (i < count && !(table[i].type == entry->type && table[i].init_fn == entry->init_fn &&
+                          table[i].fini_fn == entry->fini_fn)) {
         i++;
     }
+    return i;
+}
+
+static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_cb entry,
+                            bool has_fn)
+{
+    aclError rc = cb_args_check(fn, entry.type, has_fn);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    pthread_mutex_lock(&g_cb_lock);
+    size_t i = cb_find_locked(table, *count, &entry);
     if (i < *count) {
         table[i].user = entry.user; /* re-registration updates userData */
     } else if (*count < MAX_INIT_CALLBACKS) {
@@ -395,22 +411,16 @@ static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_
 static aclError cb_unregister(const char *fn, init_cb *table, size_t *count, init_cb entry,
                               bool has_fn)
 {
-    if (!reg_type_ok(entry.type)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
-                          "argument 'type' (%d) is not an aclRegisterCallbackType", (int)entry.type);
-    }
-    if (!has_fn) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cbFunc' is NULL");
+    aclError rc = cb_args_check(fn, entry.type, has_fn);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_cb_lock);
-    for (size_t i = 0; i < *count; i++) {
-        if (table[i].type == entry.type && table[i].init_fn == entry.init_fn &&
-            table[i].fini_fn == entry.fini_fn) {
-            memmove(&table[i], &table[i + 1], (*count - i - 1) * sizeof table[0]);
-            (*count)--;
-            break;
-        }
+    size_t i = cb_find_locked(table, *count, &entry);
+    if (i < *count) {
+        memmove(&table[i], &table[i + 1], (*count - i - 1) * sizeof table[0]);
+        (*count)--;
     }
     pthread_mutex_unlock(&g_cb_lock);
     return ACL_SUCCESS; /* unregistering an unknown callback is a no-op */
