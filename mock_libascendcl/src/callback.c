@@ -211,15 +211,15 @@ void mock_callbacks_finalize(void)
 /* -------------------------------------------------- stream-side delivery */
 
 /* Runs on the stream worker: hands the callback to the subscribed thread and,
- * for a blocking one, waits until it ran. No subscriber any more (it
- * unsubscribed after the launch) -> the callback is dropped. */
-static aclError deliver(int kind, report *r, mock_stream *s)
+ * for a blocking one, waits until it ran. Returns false, queueing nothing, if
+ * the stream has no subscriber (any more) for `kind`. */
+static bool deliver(int kind, report *r, mock_stream *s)
 {
     pthread_mutex_lock(&g_cb_mu);
     binding *b = find_bind(kind, s);
     if (b == NULL) {
         pthread_mutex_unlock(&g_cb_mu);
-        return ACL_SUCCESS;
+        return false;
     }
     subscriber *u = b->sub;
     r->refs++; /* the queue's reference */
@@ -240,7 +240,7 @@ static aclError deliver(int kind, report *r, mock_stream *s)
         }
     }
     pthread_mutex_unlock(&g_cb_mu);
-    return ACL_SUCCESS;
+    return true;
 }
 
 typedef struct cb_task_arg {
@@ -251,7 +251,9 @@ typedef struct cb_task_arg {
 static aclError callback_task(void *p)
 {
     cb_task_arg *a = p;
-    return deliver(a->kind, a->r, mock_stream_self());
+    /* no subscriber any more (it unsubscribed after the launch): dropped */
+    (void)deliver(a->kind, a->r, mock_stream_self());
+    return ACL_SUCCESS;
 }
 
 static void callback_free(void *p)
@@ -511,11 +513,14 @@ static aclError hostfunc_task(void *p)
             r->refs = 1;
             r->stream = s;
             mock_cond_init(&r->done_cv);
-            aclError rc = deliver(KIND_HOSTFUNC, r, s);
+            bool delivered = deliver(KIND_HOSTFUNC, r, s);
             pthread_mutex_lock(&g_cb_mu);
             report_put_locked(r);
             pthread_mutex_unlock(&g_cb_mu);
-            return rc;
+            if (delivered) {
+                return ACL_SUCCESS;
+            }
+            /* unsubscribed since the check above: run it here after all */
         }
     }
     a->fn(a->args); /* on the runtime-owned worker; blocks the stream */
