@@ -177,7 +177,7 @@ static void take_snapshot(int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT])
 {
     for (int d = -1; d < MOCK_MAX_DEVICES; d++) {
         for (int k = 0; k < MOCK_STAT_COUNT; k++) {
-            snap[d + 1][k] = d == -1 ? mock_stat_get(-1, (mock_stat)k) : mock_stat_get(d, (mock_stat)k);
+            snap[d + 1][k] = mock_stat_get(d, (mock_stat)k);
         }
     }
     /* slot 0 holds the totals (mock_stat_get(-1) sums); keep only host-side objects
