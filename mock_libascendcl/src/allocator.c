@@ -247,7 +247,8 @@ aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *alloc
 
 /* ------------------------------------------------- stream teardown hook */
 
-MOCK_HIDDEN void mock_allocator_stream_gone(mock_stream *s)
+/* Called by stream.c for a stream being destroyed (declared in mock_internal.h). */
+MOCK_HIDDEN void mock_misc_stream_destroyed(mock_stream *s)
 {
     mock_handle_set_lock(&g_descs);
     alloc_reg **pp = &g_regs;
@@ -268,9 +269,4 @@ MOCK_HIDDEN void mock_allocator_stream_gone(mock_stream *s)
         free(dead);
         dead = next;
     }
-}
-
-MOCK_HIDDEN void mock_misc_stream_destroyed(mock_stream *s)
-{
-    mock_allocator_stream_gone(s);
 }

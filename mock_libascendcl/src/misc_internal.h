@@ -21,8 +21,4 @@ MOCK_HIDDEN uint16_t mock_float_to_bf16(float f);
  * the SoC (INF/NaN on A2/A3-class SoCs, saturation on older ones). */
 MOCK_HIDDEN aclrtFloatOverflowMode mock_device_sat_mode(int32_t device);
 
-/* allocator.c: forget the allocator registered on a stream being destroyed
- * (mock_misc_stream_destroyed, declared in mock_internal.h, calls it). */
-MOCK_HIDDEN void mock_allocator_stream_gone(mock_stream *s);
-
 #endif /* MISC_INTERNAL_H */
