@@ -20,5 +20,8 @@ MOCK_HIDDEN uint16_t mock_float_to_bf16(float f);
 /* overflow.c: saturation mode of a (logical) device; the default depends on
  * the SoC (INF/NaN on A2/A3-class SoCs, saturation on older ones). */
 MOCK_HIDDEN aclrtFloatOverflowMode mock_device_sat_mode(int32_t device);
+/* overflow.c: fault hook, resolve `stream` (NULL = default) and enqueue a task
+ * that does nothing (stream-ordered no-ops: overflow resets, aclrtProfTrace). */
+MOCK_HIDDEN aclError mock_enqueue_noop(const char *fn, aclrtStream stream);
 
 #endif /* MISC_INTERNAL_H */

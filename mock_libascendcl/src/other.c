@@ -333,12 +333,6 @@ aclError aclrtCacheLastTaskExtendInfo(const char *const extendInfoPtr, const siz
 
 /* ============================================================ aclrtProfTrace */
 
-static aclError run_trace_task(void *arg)
-{
-    (void)arg; /* no profiler collects the trace point: a stream-ordered no-op */
-    return ACL_SUCCESS;
-}
-
 aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
 {
     static const char fn[] = "aclrtProfTrace";
@@ -346,15 +340,6 @@ aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
     if (length <= 0) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'length' (%d) must be positive", (int)length);
     }
-    MOCK_ENTER(fn);
-    mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    rc = mock_stream_enqueue(s, run_trace_task, NULL, NULL);
-    if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
-    }
-    return ACL_SUCCESS;
+    /* no profiler collects the trace point: a stream-ordered no-op */
+    return mock_enqueue_noop(fn, stream);
 }

@@ -189,7 +189,7 @@ static aclError status_get(const char *fn, void *outputAddr, uint64_t outputSize
     return ACL_SUCCESS;
 }
 
-static aclError status_reset(const char *fn, aclrtStream stream)
+MOCK_HIDDEN aclError mock_enqueue_noop(const char *fn, aclrtStream stream)
 {
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
@@ -211,7 +211,7 @@ aclError aclrtGetOverflowStatus(void *outputAddr, size_t outputSize, aclrtStream
 
 aclError aclrtResetOverflowStatus(aclrtStream stream)
 {
-    return status_reset("aclrtResetOverflowStatus", stream);
+    return mock_enqueue_noop("aclrtResetOverflowStatus", stream);
 }
 
 aclError aclrtGetFloatOverflowStatus(void *outputAddr, uint64_t outputSize, aclrtStream stream)
@@ -221,7 +221,7 @@ aclError aclrtGetFloatOverflowStatus(void *outputAddr, uint64_t outputSize, aclr
 
 aclError aclrtResetFloatOverflowStatus(aclrtStream stream)
 {
-    return status_reset("aclrtResetFloatOverflowStatus", stream);
+    return mock_enqueue_noop("aclrtResetFloatOverflowStatus", stream);
 }
 
 /* checkMode is a reserved selector in CANN; every value is accepted. */
@@ -234,5 +234,5 @@ aclError aclrtNpuGetFloatOverFlowStatus(void *outputAddr, uint64_t outputSize, u
 aclError aclrtNpuClearFloatOverFlowStatus(uint32_t checkMode, aclrtStream stream)
 {
     (void)checkMode;
-    return status_reset("aclrtNpuClearFloatOverFlowStatus", stream);
+    return mock_enqueue_noop("aclrtNpuClearFloatOverFlowStatus", stream);
 }
