@@ -55,11 +55,17 @@ typedef struct dump_state {
 static dump_state g_dump = { PTHREAD_MUTEX_INITIALIZER, false, false, { false, false, 0, { 0 } }, false,
                              { false, false, 0, { 0 } } };
 
-static void dump_reset_locked(void)
+/* Ends the aclmdlInitDump session (g_dump.mu held). */
+static void end_session_locked(void)
 {
     g_dump.inited = false;
     g_dump.configured = false;
     memset(&g_dump.cfg, 0, sizeof g_dump.cfg);
+}
+
+static void dump_reset_locked(void)
+{
+    end_session_locked();
     g_dump.init_on = false;
     memset(&g_dump.init_cfg, 0, sizeof g_dump.init_cfg);
 }
@@ -74,9 +80,7 @@ static void dump_sync_with_init_locked(void)
      * be reset in that window; it is ignored while ACL is not initialized
      * (aclmockDumpGetPath) and cleared by mock_dump_finalize. */
     if (g_dump.inited && !mock_is_initialized()) {
-        g_dump.inited = false;
-        g_dump.configured = false;
-        memset(&g_dump.cfg, 0, sizeof g_dump.cfg);
+        end_session_locked();
     }
 }
 
@@ -117,9 +121,7 @@ aclError aclmdlFinalizeDump(void)
         pthread_mutex_unlock(&g_dump.mu);
         return mock_error(fn, ACL_ERROR_DUMP_NOT_RUN, "aclmdlInitDump has not been called");
     }
-    g_dump.inited = false;
-    g_dump.configured = false;
-    memset(&g_dump.cfg, 0, sizeof g_dump.cfg);
+    end_session_locked();
     pthread_mutex_unlock(&g_dump.mu);
     return ACL_SUCCESS;
 }
