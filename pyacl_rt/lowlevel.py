@@ -315,6 +315,15 @@ def recent_error_message() -> str | None:
     return text or None
 
 
+def clear_error() -> None:
+    """Consume the calling thread's error state (``aclGetRecentErrMsg`` and
+    ``aclrtGetLastError``) after an expected failure, so it does not show up as the
+    recent message of the next genuine one."""
+    recent_error_message()
+    if _lib.pyacl_lowlevel_resolved(_INDEX.get("aclrtGetLastError", -1)):
+        _lib.aclrtGetLastError(0)  # ACL_RT_THREAD_LEVEL
+
+
 def check(rc: int, func: str) -> None:
     """Raise the pyacl_rt exception for a nonzero ``aclError`` ``rc`` of ``func``.
 
@@ -388,10 +397,7 @@ def cann_version_from_library() -> tuple[str | None, str]:
             if text:
                 return text, "aclsysGetCANNVersion(ACL_PKG_NAME_CANN)"
         else:
-            # Consume the failure so it does not leak into the caller's next error.
-            recent_error_message()
-            if _lib.pyacl_lowlevel_resolved(_INDEX.get("aclrtGetLastError", -1)):
-                _lib.aclrtGetLastError(0)  # ACL_RT_THREAD_LEVEL
+            clear_error()  # so the failure does not leak into the caller's next error
     addr = _lib.pyacl_lowlevel_dlsym(0, b"aclmockGetCannVersion")
     if addr:
         fn = ffi.cast("const char *(*)(void)", addr)

@@ -321,7 +321,7 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
             external = True
             # aclInit records the "error" on this thread; clear it so it does not
             # show up as the recent message of the next genuine failure.
-            _drain_recent_error()
+            lowlevel.clear_error()
         else:
             lowlevel.check(rc, "aclInit")
             external = False
@@ -337,14 +337,6 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
             _generation,
             "external ACL" if external else "owned ACL",
         )
-
-
-def _drain_recent_error() -> None:
-    try:
-        lowlevel.lib.aclGetRecentErrMsg()
-        lowlevel.lib.aclrtGetLastError(0)
-    except Exception:
-        pass
 
 
 # ----------------------------------------------------------- release hooks
@@ -468,7 +460,7 @@ def _finalize() -> AclError | None:
                         "aclFinalize reported 100037: ACL was already finalized by another "
                         "component of this process"
                     )
-                    _drain_recent_error()
+                    lowlevel.clear_error()
             _ready = False
             _live_generation = -1
             _state = FINALIZED
