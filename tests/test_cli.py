@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -13,24 +12,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import _clean_env
 
-import pyacl_rt
 from pyacl_rt import cli
 from pyacl_rt._options import ENV_VARS
 
-PKG_ROOT = str(Path(pyacl_rt.__file__).resolve().parent.parent)
-
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ASCEND_MOCK_", "PYACL_RT_")) and k != "ASCEND_RT_VISIBLE_DEVICES"
-    }
-    env["PYACL_RT_BACKEND"] = "mock"
-    env["PYTHONPATH"] = PKG_ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
+    return _clean_env(**{"PYACL_RT_BACKEND": "mock", **extra})
 
 
 def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,6 @@ functions) are tested in test_runtime.py / the mock-driven tests below.
 
 from __future__ import annotations
 
-import os
 import pickle
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import _clean_env
 
 from pyacl_rt import _abi_data, errors
 from pyacl_rt.errors import (
@@ -247,8 +247,6 @@ def test_function_not_found_message() -> None:
 
 
 # ------------------------------------------------- produced for real by the mock
-_PKG_ROOT = str(Path(errors.__file__).resolve().parent.parent)
-
 _PROBE = """
 import pickle, sys
 from pyacl_rt import lowlevel as ll
@@ -268,14 +266,7 @@ else:
 def _probe(body: str, **env: str) -> AclError:
     """Run ``body`` (the inside of a function) in a fresh process against the mock and
     return the AclError it raised, pickled across the process boundary."""
-    full_env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ASCEND_MOCK_", "PYACL_RT_")) and k != "ASCEND_RT_VISIBLE_DEVICES"
-    }
-    full_env["PYACL_RT_BACKEND"] = "mock"
-    full_env["PYTHONPATH"] = _PKG_ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.update(env)
+    full_env = _clean_env(**{"PYACL_RT_BACKEND": "mock", **env})
     code = _PROBE.format(body=textwrap.indent(textwrap.dedent(body).strip(), "    "))
     proc = subprocess.run(
         [sys.executable, "-c", code], env=full_env, capture_output=True, timeout=120

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import importlib.metadata
-import os
 import pickle
 import re
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import _clean_env
 
 import pyacl_rt as npu
 from pyacl_rt import runtime
@@ -33,16 +33,7 @@ README = REPO / "README.md"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ASCEND_", "PYACL_RT_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")
-    }
-    env["PYACL_RT_BACKEND"] = "mock"
-    env["PYACL_RT_WARN_FALLBACK"] = "0"
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
+    return _clean_env(**{"PYACL_RT_BACKEND": "mock", "PYACL_RT_WARN_FALLBACK": "0", **extra})
 
 
 def _run(code: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:

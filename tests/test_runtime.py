@@ -15,22 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import pyacl_rt
-
-PKG_ROOT = str(Path(pyacl_rt.__file__).resolve().parent.parent)
+from conftest import _clean_env
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ASCEND_MOCK_", "PYACL_RT_")) and k != "ASCEND_RT_VISIBLE_DEVICES"
-    }
-    env["PYACL_RT_BACKEND"] = "mock"
-    env["PYTHONPATH"] = PKG_ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
+    return _clean_env(**{"PYACL_RT_BACKEND": "mock", **extra})
 
 
 def run_py(
