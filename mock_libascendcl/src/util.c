@@ -209,10 +209,7 @@ aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer)
     static const char fn[] = "aclDestroyDataBuffer";
     MOCK_REQUIRE_NONNULL(fn, dataBuffer);
     MOCK_ENTER(fn);
-    mock_handle_set_lock(&g_buffers);
-    bool live = mock_handle_set_remove_locked(&g_buffers, dataBuffer);
-    mock_handle_set_unlock(&g_buffers);
-    if (!live) {
+    if (!mock_handle_set_remove(&g_buffers, dataBuffer)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'dataBuffer' (%p) is not a live aclDataBuffer "
                           "(never created or already destroyed)",
