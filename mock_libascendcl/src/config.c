@@ -32,16 +32,24 @@ static void warn(const char *var, const char *value, const char *problem, const 
     fprintf(stderr, "mock_libascendcl: %s='%s' %s; %s\n", var, value, problem, fallback);
 }
 
-/* Parses a decimal unsigned integer that must span the whole string. */
-static bool parse_u64(const char *s, uint64_t *out)
+/* Parses the decimal unsigned integer at the start of s (a digit first); *end = what follows. */
+static bool parse_u64_prefix(const char *s, unsigned long long *v, char **end)
 {
     if (s == NULL || !isdigit((unsigned char)s[0])) {
         return false;
     }
     errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0') {
+    *end = NULL;
+    *v = strtoull(s, end, 10);
+    return errno == 0 && *end != s;
+}
+
+/* Parses a decimal unsigned integer that must span the whole string. */
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    unsigned long long v;
+    char *end;
+    if (!parse_u64_prefix(s, &v, &end) || *end != '\0') {
         return false;
     }
     *out = (uint64_t)v;
@@ -67,13 +75,9 @@ static bool parse_i32(const char *s, int32_t *out)
  * meaning powers of 1024, case-insensitive. */
 static bool parse_size(const char *s, uint64_t *out)
 {
-    if (s == NULL || !isdigit((unsigned char)s[0])) {
-        return false;
-    }
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s) {
+    unsigned long long v;
+    char *end;
+    if (!parse_u64_prefix(s, &v, &end)) {
         return false;
     }
     unsigned shift = 0;
