@@ -177,8 +177,8 @@ _RTLD_NOW = 2
 def _dlopen_search(name: str) -> tuple[str | None, str]:
     """``dlopen(name)`` through the dynamic linker's normal search.
 
-    Returns ``(resolved path, "")`` or ``(None, reason)``. A hit that is later refused is
-    closed again (:func:`_dlclose`).
+    Returns ``(resolved path, "")`` or ``(None, reason)``. The handle is closed again
+    before returning: the lowlevel loader opens the accepted path itself.
     """
     libc = _libdl()
     dlopen = libc.dlopen
@@ -198,16 +198,11 @@ def _dlopen_search(name: str) -> tuple[str | None, str]:
     path: str | None = None
     if dlinfo(handle, _RTLD_DI_LINKMAP, ctypes.byref(lm)) == 0 and lm and lm.contents.l_name:
         path = lm.contents.l_name.decode(errors="replace")
-    _dlclose(handle)  # the lowlevel loader opens it again by absolute path
+    libc.dlclose.argtypes = (ctypes.c_void_p,)
+    libc.dlclose(handle)  # the lowlevel loader opens it again by absolute path
     if not path:
         return None, "dlopen succeeded but the path of the loaded object is unknown"
     return path, ""
-
-
-def _dlclose(handle: int) -> None:
-    libc = _libdl()
-    libc.dlclose.argtypes = (ctypes.c_void_p,)
-    libc.dlclose(handle)
 
 
 def _in_cwd(path: str) -> bool:
