@@ -233,6 +233,25 @@ static void extent_give(dev_region *d, size_t off, size_t len)
     }
 }
 
+/* Capacity accounting of a region; d->lock held. */
+static bool capacity_fits_locked(const dev_region *d, uint64_t bytes)
+{
+    return bytes <= d->capacity - d->used && d->used <= d->capacity;
+}
+
+static void capacity_add_locked(dev_region *d, uint64_t bytes)
+{
+    d->used += bytes;
+    if (d->used > d->peak) {
+        d->peak = d->used;
+    }
+}
+
+static void capacity_sub_locked(dev_region *d, uint64_t bytes)
+{
+    d->used = bytes > d->used ? 0 : d->used - bytes;
+}
+
 MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes)
 {
     dev_region *d = dev_get(device);
@@ -243,12 +262,9 @@ MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes)
     if (d->capacity == 0) {
         d->capacity = mock_config_get()->mem_per_device;
     }
-    bool ok = bytes <= d->capacity - d->used && d->used <= d->capacity;
+    bool ok = capacity_fits_locked(d, bytes);
     if (ok) {
-        d->used += bytes;
-        if (d->used > d->peak) {
-            d->peak = d->used;
-        }
+        capacity_add_locked(d, bytes);
     }
     pthread_mutex_unlock(&d->lock);
     return ok;
@@ -261,7 +277,7 @@ MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes)
         return;
     }
     pthread_mutex_lock(&d->lock);
-    d->used = bytes > d->used ? 0 : d->used - bytes;
+    capacity_sub_locked(d, bytes);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -612,7 +628,7 @@ static void device_rec_dtor(mem_rec *r)
         extent_give(d, r->base - base, r->span);
     }
     if (!r->cap_returned) {
-        d->used = r->size > d->used ? 0 : d->used - r->size;
+        capacity_sub_locked(d, r->size);
     }
     pthread_mutex_unlock(&d->lock);
 }
@@ -658,6 +674,15 @@ static bool policy_is_1g(uint32_t policy)
     return base == ACL_MEM_MALLOC_HUGE1G_ONLY || base == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
 }
 
+/* Gives back the range and capacity device_alloc took, when it fails afterwards. */
+static void device_alloc_undo(dev_region *d, size_t off, size_t span, size_t asize)
+{
+    pthread_mutex_lock(&d->lock);
+    extent_give(d, off, span);
+    capacity_sub_locked(d, asize);
+    pthread_mutex_unlock(&d->lock);
+}
+
 /* Allocates `size` bytes (already validated nonzero) on `device`. */
 static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32_t policy, bool pad,
                              void **out)
@@ -678,7 +703,7 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "device %d: no address space could be reserved for device memory", device);
     }
-    if (asize > d->capacity - d->used || d->used > d->capacity) {
+    if (!capacity_fits_locked(d, asize)) {
         uint64_t used = d->used, cap = d->capacity;
         pthread_mutex_unlock(&d->lock);
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
@@ -697,28 +722,19 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
                           "out of device memory on device %d: no free range of %zu bytes (fragmentation)",
                           device, span);
     }
-    d->used += asize;
-    if (d->used > d->peak) {
-        d->peak = d->used;
-    }
+    capacity_add_locked(d, asize);
     uintptr_t base = atomic_load(&d->base) + off;
     pthread_mutex_unlock(&d->lock);
 
     if (!mem_isolation() && mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0) {
-        pthread_mutex_lock(&d->lock);
-        extent_give(d, off, span);
-        d->used -= asize;
-        pthread_mutex_unlock(&d->lock);
+        device_alloc_undo(d, off, span, asize);
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "device %d: cannot commit %zu bytes: %s", device,
                           span, strerror(errno));
     }
     mem_rec *r = mem_rec_new(MEM_REC_DEVICE, base, asize, device);
     if (r == NULL) {
         mprotect((void *)base, span, PROT_NONE);
-        pthread_mutex_lock(&d->lock);
-        extent_give(d, off, span);
-        d->used -= asize;
-        pthread_mutex_unlock(&d->lock);
+        device_alloc_undo(d, off, span, asize);
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->span = span;
