@@ -32,7 +32,8 @@ MOCK_HIDDEN aclError core_config_lost_code(int32_t device);
 /* Switch aclGetRecentErrMsg between thread level (default) and process level
  * ("err_msg_mode": "1" in the aclInit JSON). */
 MOCK_HIDDEN void core_error_set_process_mode(bool process_level);
-/* Record an error without formatting (message used verbatim after "<func>: "). */
+/* va_list form of mock_error (shared by mock_error and aclmockSetError): records
+ * "<func>: <formatted message>" and `code` as the last error; returns code. */
 MOCK_HIDDEN aclError core_error_v(const char *func, aclError code, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
