@@ -288,8 +288,7 @@ class Event:
         self._wait_on(stream)
 
     def _wait_on(self, stream: Stream) -> None:
-        if not isinstance(stream, Stream):
-            raise TypeError(f"expected a Stream, got {type(stream).__name__}")
+        # Callers (wait(), Stream.wait_event) pass a checked Stream.
         ctx = self._ctx
         if ctx is None:
             if stream._ctx.device < 0:
