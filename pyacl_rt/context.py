@@ -22,10 +22,11 @@ import logging
 import os
 import weakref
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from . import errors, runtime
 from .device import (
+    Device,
     DeviceLike,
     ObjectClosedError,
     _check,
@@ -38,6 +39,7 @@ from .device import (
     _local,
     _log_release_failure,
     _refuse_copy,
+    _refuse_in_callback,
     _restore_selection,
     _select_device,
     _validated_ctx,
@@ -142,10 +144,8 @@ class Context:
         return self._ref.handle
 
     @property
-    def device(self) -> Any:
+    def device(self) -> Device:
         """The :class:`~pyacl_rt.device.Device` this context lives on."""
-        from .device import Device
-
         return Device(self._device)
 
     @property
@@ -187,8 +187,6 @@ class Context:
 
     def synchronize(self) -> None:
         """Wait for all work in this context (``aclrtSynchronizeDevice`` within it)."""
-        from .device import _refuse_in_callback
-
         _refuse_in_callback("Context.synchronize()")
         self._require_open()
         if _local.st.ctx is not self._ref:
