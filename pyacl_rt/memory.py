@@ -144,6 +144,7 @@ from .device import (
     _run_finalizer,
     _validated_ctx,
     current_device,
+    mem_get_info,
 )
 from .lowlevel import fast as _fast
 from .lowlevel import ffi
@@ -248,8 +249,6 @@ def memory_stats(device: DeviceLike = None) -> dict[str, int]:
 
     A small subset of torch_npu's ``memory_stats`` keys, with the same names.
     """
-    from .device import mem_get_info
-
     index = _index(device)
     st = _rec.counters(index)
     free, total = mem_get_info(index)
