@@ -397,6 +397,17 @@ static void map_dtor(mem_rec *r)
     free(m);
 }
 
+/* Undoes what map_common took before it failed: the reservation's mapping count,
+ * the handle reference, the bookkeeping. */
+static void map_undo(vmm_map *m)
+{
+    pthread_mutex_lock(&g_vmm_mu);
+    m->rv->nmaps--;
+    phys_unref_locked(m->ph);
+    pthread_mutex_unlock(&g_vmm_mu);
+    free(m);
+}
+
 static aclError map_common(const char *fn, void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
                            uint64_t flags, bool no_access)
 {
@@ -443,7 +454,8 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
     m->rv = rv;
     mem_rec *r = mem_rec_new(MEM_REC_VMM_MAP, (uintptr_t)virPtr, size, p->device);
     if (r == NULL) {
-        goto undo_nomem;
+        map_undo(m);
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->span = size;
     r->owner = m;
@@ -458,11 +470,7 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
     /* Insert first (refuses an overlap with an existing mapping), then map. */
     if (!mem_registry_insert(r)) {
         free(r);
-        pthread_mutex_lock(&g_vmm_mu);
-        rv->nmaps--;
-        phys_unref_locked(p);
-        pthread_mutex_unlock(&g_vmm_mu);
-        free(m);
+        map_undo(m);
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at %p is already mapped", size, virPtr);
     }
     int prot = (r->protect || no_access) ? PROT_NONE : PROT_READ | PROT_WRITE;
@@ -475,23 +483,12 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
         (void)x;
         r->dtor = NULL;
         mem_release(r);
-        pthread_mutex_lock(&g_vmm_mu);
-        rv->nmaps--;
-        phys_unref_locked(p);
-        pthread_mutex_unlock(&g_vmm_mu);
-        free(m);
+        map_undo(m);
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot map physical memory: %s", strerror(e));
     }
     r->dtor = map_dtor;
     apply_prot(r);
     return ACL_SUCCESS;
-undo_nomem:
-    pthread_mutex_lock(&g_vmm_mu);
-    rv->nmaps--;
-    phys_unref_locked(p);
-    pthread_mutex_unlock(&g_vmm_mu);
-    free(m);
-    return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
 }
 
 aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags)
