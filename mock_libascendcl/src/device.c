@@ -695,8 +695,7 @@ aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities,
     MOCK_ENTER(fn);
     for (uint32_t i = 0; i < count; i++) {
         int op = (int)operations[i];
-        bool known = (op >= 0 && op <= 12) || (op >= 30 && op <= 32) || (op >= 40 && op <= 44);
-        if (!known) {
+        if (!mock_atomic_op_valid(op)) {
             return mock_error(fn, ACL_ERROR_INVALID_PARAM,
                               "operations[%u] (%d) is not an aclrtAtomicOperation", i, op);
         }

@@ -174,6 +174,8 @@ typedef struct mock_event mock_event;
 MOCK_HIDDEN aclError mock_device_check(const char *func, int32_t device);
 /* 0 or the sticky code set by aclmockSetDeviceLost. */
 MOCK_HIDDEN aclError mock_device_lost_code(int32_t device);
+/* (core, additive; peer.c) True when `op` is an aclrtAtomicOperation value. */
+MOCK_HIDDEN bool mock_atomic_op_valid(int op);
 
 /* The calling thread's current context or NULL. */
 MOCK_HIDDEN mock_context *mock_ctx_current(void);

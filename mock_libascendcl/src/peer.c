@@ -200,6 +200,11 @@ static uint32_t atomic_caps(int op)
     }
 }
 
+MOCK_HIDDEN bool mock_atomic_op_valid(int op)
+{
+    return atomic_caps(op) != 0xFFFFFFFFu;
+}
+
 aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrtAtomicOperation *operations,
                                              const uint32_t count, int32_t srcDeviceId, int32_t dstDeviceId)
 {
@@ -210,7 +215,7 @@ aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrt
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
     for (uint32_t i = 0; i < count; i++) {
-        if (atomic_caps((int)operations[i]) == 0xFFFFFFFFu) {
+        if (!mock_atomic_op_valid((int)operations[i])) {
             return mock_error(fn, ACL_ERROR_INVALID_PARAM, "operations[%u] = %d is not an aclrtAtomicOperation", i,
                               (int)operations[i]);
         }
