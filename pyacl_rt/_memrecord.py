@@ -93,7 +93,6 @@ class _Mem:
 
 #: A permanently dead allocation: closed views point at it.
 _DEAD: Final = _Mem(0, 0, -1, None)
-_DEAD.base = 0
 
 # Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
 _live_lock = threading.RLock()
