@@ -163,11 +163,17 @@ aclError aclrtMemManagedAdvise(const void *const ptr, uint64_t size, aclrtMemMan
         r->m_pref_id = LOC_NONE;
         break;
     case ACL_MEM_ADVISE_SET_ACCESSED_BY:
-        r->m_accessed_by |= id == LOC_HOST ? (1ull << 63) : (1ull << id);
+    default: { /* UNSET_ACCESSED_BY */
+        bool set = advise == ACL_MEM_ADVISE_SET_ACCESSED_BY;
+        if (id == LOC_HOST) {
+            r->m_accessed_by_host = set;
+        } else if (set) {
+            r->m_accessed_by |= 1ull << id;
+        } else {
+            r->m_accessed_by &= ~(1ull << id);
+        }
         break;
-    default: /* UNSET_ACCESSED_BY */
-        r->m_accessed_by &= ~(id == LOC_HOST ? (1ull << 63) : (1ull << id));
-        break;
+    }
     }
     pthread_mutex_unlock(&g_managed_mu);
     mem_release(r);
@@ -209,7 +215,7 @@ static aclError get_attr(const char *fn, aclrtMemManagedRangeAttribute attribute
                 out[k++] = d;
             }
         }
-        if ((r->m_accessed_by & (1ull << 63)) && k < n) {
+        if (r->m_accessed_by_host && k < n) {
             out[k++] = LOC_HOST;
         }
         while (k < n) {

@@ -50,7 +50,8 @@ struct mem_rec {
     int32_t m_read_mostly;
     int32_t m_pref_type, m_pref_id;
     int32_t m_last_type, m_last_id;
-    uint64_t m_accessed_by;  /* bit per device */
+    uint64_t m_accessed_by;  /* bit per device (MOCK_MAX_DEVICES = 64 uses all 64 bits) */
+    bool m_accessed_by_host; /* ACCESSED_BY advised for the host */
 };
 
 /* --- registry (memory.c) --- */

@@ -40,6 +40,32 @@ static void sc_count3(void)
     CHECK_OK(aclrtResetDevice(2));
 }
 
+/* 64 devices (the maximum): device 63 is a device of its own for managed-memory
+ * ACCESSED_BY advice, not confused with the host. */
+static void sc_count64(void)
+{
+    uint32_t n = 0;
+    CHECK_OK(aclrtGetDeviceCount(&n));
+    CHECK_EQ(n, 64);
+    CHECK_OK(aclrtSetDevice(0));
+    void *m = NULL;
+    CHECK_OK(aclrtMemAllocManaged(&m, 4096, ACL_RT_MEM_ATTACH_GLOBAL));
+    aclrtMemManagedLocation d63 = {ACL_MEM_LOCATIONTYPE_DEVICE, 63};
+    aclrtMemManagedLocation host = {ACL_MEM_LOCATIONTYPE_HOST, 0};
+    CHECK_OK(aclrtMemManagedAdvise(m, 100, ACL_MEM_ADVISE_SET_ACCESSED_BY, d63));
+    int32_t acc[3] = {0, 0, 0};
+    CHECK_OK(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, m, 100, acc, sizeof(acc)));
+    CHECK_EQ(acc[0], 63);
+    CHECK_EQ(acc[1], -2); /* not the host (-1) */
+    CHECK_OK(aclrtMemManagedAdvise(m, 100, ACL_MEM_ADVISE_SET_ACCESSED_BY, host));
+    CHECK_OK(aclrtMemManagedAdvise(m, 100, ACL_MEM_ADVISE_UNSET_ACCESSED_BY, d63));
+    CHECK_OK(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, m, 100, acc, sizeof(acc)));
+    CHECK_EQ(acc[0], -1);
+    CHECK_EQ(acc[1], -2);
+    CHECK_OK(aclrtFree(m));
+    CHECK_OK(aclrtResetDevice(0));
+}
+
 static void sc_count_bad(void)
 {
     uint32_t n = 0;
@@ -187,6 +213,7 @@ typedef struct scenario {
 static const scenario k_scenarios[] = {
     {"defaults", sc_defaults, {NULL}, NULL, 1},
     {"count3", sc_count3, {"ASCEND_MOCK_DEVICE_COUNT=3"}, NULL, 1},
+    {"count64", sc_count64, {"ASCEND_MOCK_DEVICE_COUNT=64"}, NULL, 1},
     {"count_bad", sc_count_bad, {"ASCEND_MOCK_DEVICE_COUNT=abc"}, "ASCEND_MOCK_DEVICE_COUNT='abc'", 0},
     {"count_big", sc_count_bad, {"ASCEND_MOCK_DEVICE_COUNT=65"}, "using 8", 0},
     {"count0", sc_count0, {"ASCEND_MOCK_DEVICE_COUNT=0"}, NULL, 1},
