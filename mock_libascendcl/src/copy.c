@@ -683,68 +683,47 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
     return classify_pair(fn, dst, dext, src, sext, kind, d, s, &eff);
 }
 
-static copy_op *op2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                     side *d, side *s)
+/* Shared body of aclrtMemcpy2d{,Async}: checks, then runs the copy (sync) or
+ * enqueues it on `stream` (async). */
+static aclError memcpy2d_common(const char *fn, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width, size_t height, aclrtMemcpyKind kind, bool async, aclrtStream stream)
 {
-    copy_op *o = op_new(OP_COPY2D);
-    if (o != NULL) {
-        o->dst = dst;
-        o->src = src;
-        o->dpitch = dpitch;
-        o->spitch = spitch;
-        o->width = width;
-        o->height = height;
-        o->d = *d;
-        o->s = *s;
+    side d, s;
+    bool nothing;
+    aclError rc = memcpy2d_check(fn, dst, dpitch, src, spitch, width, height, (int)kind, &d, &s, &nothing);
+    if (rc != ACL_SUCCESS || nothing) {
+        return rc;
     }
-    return o;
+    mock_stream *st = NULL;
+    copy_op *o;
+    rc = op_prepare(fn, OP_COPY2D, &d, &s, stream, async ? &st : NULL, &o);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    o->dst = dst;
+    o->src = src;
+    o->dpitch = dpitch;
+    o->spitch = spitch;
+    o->width = width;
+    o->height = height;
+    if (!async) {
+        op_run(o);
+        op_destroy(o);
+        return ACL_SUCCESS;
+    }
+    return op_submit(fn, o, st, d.rec == NULL || s.rec == NULL);
 }
 
 aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                        aclrtMemcpyKind kind)
 {
-    const char *fn = "aclrtMemcpy2d";
-    side d, s;
-    bool nothing;
-    aclError rc = memcpy2d_check(fn, dst, dpitch, src, spitch, width, height, (int)kind, &d, &s, &nothing);
-    if (rc != ACL_SUCCESS || nothing) {
-        return rc;
-    }
-    copy_op *o = op2d(dst, dpitch, src, spitch, width, height, &d, &s);
-    if (o == NULL) {
-        side_drop(&d);
-        side_drop(&s);
-        return no_mem(fn);
-    }
-    op_run(o);
-    op_destroy(o);
-    return ACL_SUCCESS;
+    return memcpy2d_common("aclrtMemcpy2d", dst, dpitch, src, spitch, width, height, kind, false, NULL);
 }
 
 aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                             size_t height, aclrtMemcpyKind kind, aclrtStream stream)
 {
-    const char *fn = "aclrtMemcpy2dAsync";
-    side d, s;
-    bool nothing;
-    aclError rc = memcpy2d_check(fn, dst, dpitch, src, spitch, width, height, (int)kind, &d, &s, &nothing);
-    if (rc != ACL_SUCCESS || nothing) {
-        return rc;
-    }
-    mock_stream *st;
-    rc = mock_stream_resolve(fn, stream, &st);
-    if (rc != ACL_SUCCESS) {
-        side_drop(&d);
-        side_drop(&s);
-        return rc;
-    }
-    copy_op *o = op2d(dst, dpitch, src, spitch, width, height, &d, &s);
-    if (o == NULL) {
-        side_drop(&d);
-        side_drop(&s);
-        return no_mem(fn);
-    }
-    return op_submit(fn, o, st, d.rec == NULL || s.rec == NULL);
+    return memcpy2d_common("aclrtMemcpy2dAsync", dst, dpitch, src, spitch, width, height, kind, true, stream);
 }
 
 /* ---------------------------------------------------------------- memset */
