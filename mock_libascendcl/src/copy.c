@@ -929,43 +929,22 @@ static bool batch_pageable(const copy_op *o)
     return false;
 }
 
-aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
-                          aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex)
+/* Shared body of the four batch copies: built and checked by batch_build, then run
+ * at once (sync) or enqueued on `stream` (async). */
+static aclError batch_common(const char *fn, void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                             size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
+                             size_t *failIndex, bool need_fail, bool async, aclrtStream stream)
 {
-    copy_op *o;
-    aclError rc = batch_build("aclrtMemcpyBatch", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
-                              numAttrs, failIndex, true, &o);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    op_run(o);
-    op_destroy(o);
-    return ACL_SUCCESS;
-}
-
-aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
-                            aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs)
-{
-    copy_op *o;
-    aclError rc = batch_build("aclrtMemcpyBatchV2", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
-                              numAttrs, NULL, false, &o);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    op_run(o);
-    op_destroy(o);
-    return ACL_SUCCESS;
-}
-
-static aclError batch_async(const char *fn, void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
-                            size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
-                            size_t *failIndex, bool need_fail, aclrtStream stream)
-{
-    copy_op *o;
+    copy_op *o = NULL;
     aclError rc = batch_build(fn, dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex,
                               need_fail, &o);
     if (rc != ACL_SUCCESS) {
         return rc;
+    }
+    if (!async) {
+        op_run(o);
+        op_destroy(o);
+        return ACL_SUCCESS;
     }
     mock_stream *st;
     rc = mock_stream_resolve(fn, stream, &st);
@@ -976,20 +955,34 @@ static aclError batch_async(const char *fn, void **dsts, size_t *destMaxs, void 
     return op_submit(fn, o, st, batch_pageable(o));
 }
 
+aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                          aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex)
+{
+    return batch_common("aclrtMemcpyBatch", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs,
+                        failIndex, true, false, NULL);
+}
+
+aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
+                            aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs)
+{
+    return batch_common("aclrtMemcpyBatchV2", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs,
+                        NULL, false, false, NULL);
+}
+
 aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
                                aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex,
                                aclrtStream stream)
 {
-    return batch_async("aclrtMemcpyBatchAsync", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
-                       numAttrs, failIndex, true, stream);
+    return batch_common("aclrtMemcpyBatchAsync", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
+                        numAttrs, failIndex, true, true, stream);
 }
 
 aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches,
                                  aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs,
                                  aclrtStream stream)
 {
-    return batch_async("aclrtMemcpyBatchAsyncV2", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
-                       numAttrs, NULL, false, stream);
+    return batch_common("aclrtMemcpyBatchAsyncV2", dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes,
+                        numAttrs, NULL, false, true, stream);
 }
 
 /* ----------------------------------------------------------- value ops */
