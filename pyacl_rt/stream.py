@@ -318,7 +318,7 @@ class Stream:
         """torch-style ``(least, greatest)`` priorities of ``device`` (current device if
         None): ``(0, -(levels - 1))``, e.g. ``(0, -7)`` for ACL's 0..7. Values outside
         are clamped by :class:`Stream`. Makes the device's context current."""
-        index = current_device() if device is None else _index(device)
+        index = _index(device)
         _device._ensure_current(index)
         least, greatest = _priority_range(index)
         return 0, -abs(least - greatest)
@@ -677,7 +677,7 @@ def default_stream(device: DeviceLike = None) -> Stream:
     """The default stream of ``device`` (current device if None) in the context this
     thread uses for it. Its handle is 0 (NULL), as in ACL; ``close()`` is a no-op.
     """
-    index = current_device() if device is None else _index(device)
+    index = _index(device)
     ctx = _context_for(index)
     cache = _defaults if ctx.owner is None else _explicit_defaults
     s = cache.get(ctx)
@@ -794,7 +794,7 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     ``close()`` on them is a no-op. For libraries that need short-lived streams
     without paying stream creation each time.
     """
-    index = current_device() if device is None else _index(device)
+    index = _index(device)
     ctx = _context_for(index)
     high = priority < 0
     key = (ctx, high)
