@@ -37,10 +37,9 @@ Type checkers see the modules: type-checked code writes ``pyacl_rt.device.device
 from __future__ import annotations
 
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import callbacks, context, device, errors, event, lowlevel, memory, runtime, stream
-from ._loader import backend_info
 from .context import Context, current_context
 from .device import (
     CallbackContextError,
@@ -104,6 +103,18 @@ from .runtime import finalize, init, is_initialized
 from .stream import Stream, current_stream, default_stream, set_stream, stream_from_pool
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from ._raw._backend import BackendInfo
+
+
+def backend_info() -> BackendInfo:
+    """Load the library if needed and report the backend (``"real"`` / ``"mock"``), its
+    path, how it was found, the CANN version and which functions it exports."""
+    from ._raw._backend import backend_info as info
+
+    return info()
+
 
 #: torch_npu's name for the out-of-memory error (also a :class:`MemoryError`).
 OutOfMemoryError = AclOutOfMemoryError

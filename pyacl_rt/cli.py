@@ -198,14 +198,16 @@ def collect_info() -> dict[str, Any]:
     context that outlives the call (see :func:`_mem_info`) and leaves the calling
     thread's device, context and stream selection unchanged.
     """
-    from . import _loader, device, runtime
+    from . import device, runtime
+    from ._raw._backend import backend_info
+    from .errors import BackendFallbackWarning
 
     captured: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", _loader.BackendFallbackWarning)
-        info = _loader.backend_info()
+        warnings.simplefilter("always", BackendFallbackWarning)
+        info = backend_info()
     for w in caught:
-        if issubclass(w.category, _loader.BackendFallbackWarning):
+        if issubclass(w.category, BackendFallbackWarning):
             captured.append(str(w.message))
         else:  # pragma: no cover - re-emit anything unexpected
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

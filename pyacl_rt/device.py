@@ -38,7 +38,7 @@ Differences from ``torch_npu.npu`` (documented per function):
   the fix for the classic "worker thread silently creates a context on device 0"
   report. Querying :func:`current_device` never creates a context.
 
-Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`runtime`, :mod:`_loader`.
+Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`runtime`.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, NoReturn, SupportsIndex, TypeVar, Union
 
 from . import errors, lowlevel, runtime
-from ._lowlevel_cffi import lib as _cffi_lib
+from ._raw._extensions import lib as _cffi_lib
 
 # Defined in pyacl_rt.errors (floor 1); still importable from here (compatibility).
 from .errors import (
@@ -696,16 +696,16 @@ def get_soc_version() -> str:
 
 
 def get_cann_version(module: str = "CANN") -> str:
-    """CANN version string as the loader found it (``_loader.backend_info()``).
+    """CANN version string as the loader found it (``pyacl_rt.backend_info()``).
 
     ``module`` is accepted for torch_npu compatibility; only ``"CANN"`` (the runtime
     package version) is known here; other modules return ``""``.
     """
-    from . import _loader
+    from ._raw._backend import backend_info
 
     if module.upper() not in ("CANN", "RUNTIME"):
         return ""
-    info: Any = _loader.backend_info()
+    info: Any = backend_info()
     version = getattr(info, "cann_version", None)
     if version is None and isinstance(info, dict):
         version = info.get("cann_version")

@@ -5,7 +5,7 @@ Every failure pyacl_rt raises derives from :class:`AclError`. Errors coming from
 
 * ``code`` - the integer ``aclError`` value,
 * ``name`` - the constant's name (``ACL_ERROR_RT_MEMORY_ALLOCATION``), from the
-  generated table :data:`pyacl_rt._abi_data.ERROR_NAMES`,
+  generated table :data:`pyacl_rt._raw._abi_runtime.ERROR_NAMES`,
 * ``function`` - the C function that failed (``"aclrtMalloc"``),
 * ``recent_message`` - the runtime's own text (``aclGetRecentErrMsg``), which the
   raw layer reads at once on the failing thread (it is per thread and is cleared
@@ -33,10 +33,13 @@ Hierarchy by ACL code family (first digit of the code)::
     +-- ConfigError              (also ValueError) bad PYACL_RT_* environment value
     +-- ForkedProcessError       (also RuntimeError) runtime used in a forked child
 
+Warning: :class:`BackendFallbackWarning` (a ``UserWarning``) - the bundled mock is used
+because no real library was found (``PYACL_RT_BACKEND=auto``).
+
 All exceptions pickle with every attribute (``__reduce__``), so they cross
 ``multiprocessing`` boundaries intact.
 
-Floor 1: only the standard library and :mod:`pyacl_rt._abi_data`.
+Floor 1: only the standard library and :mod:`pyacl_rt._raw._abi_runtime`.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from . import _abi_data
+from ._raw import _abi_runtime
 
 __all__ = [
     "DEVICE_LOST_CODES",
@@ -58,6 +61,7 @@ __all__ = [
     "AclResourceError",
     "AclServiceError",
     "AclUsageError",
+    "BackendFallbackWarning",
     "CallbackContextError",
     "ConfigError",
     "FeatureNotSupportedError",
@@ -269,7 +273,7 @@ def error_name(code: int | None) -> str | None:
     """The ACL constant name for ``code`` (``ACL_ERROR_...``), or ``None`` if unknown."""
     if code is None:
         return None
-    return _abi_data.ERROR_NAMES.get(code)
+    return _abi_runtime.ERROR_NAMES.get(code)
 
 
 def explain(code: int | None) -> str:
@@ -546,6 +550,13 @@ class ForkedProcessError(AclError, RuntimeError):
                 "'forkserver') to start worker processes."
             )
         super().__init__(message, function=function, explanation="")
+
+
+# ------------------------------------------------------------------ warnings
+class BackendFallbackWarning(UserWarning):
+    """``PYACL_RT_BACKEND=auto`` found no usable real libascendcl.so and uses the bundled
+    mock. Issued once per process, attributed to the user's line that first needed the
+    library; ``PYACL_RT_BACKEND=mock`` (or ``PYACL_RT_WARN_FALLBACK=0``) silences it."""
 
 
 # ----------------------------------------------------------------- dispatch

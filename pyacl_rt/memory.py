@@ -76,7 +76,7 @@ Buffer protocol (HostBuffer)
 * ``memoryview(h)``, ``h.memoryview()`` and ``numpy.asarray(h)`` are zero-copy on
   every supported version: Python 3.12+ uses ``__buffer__`` (PEP 688); on 3.11,
   where a pure-Python class cannot export a C-level buffer, HostBuffer derives from
-  ``pyacl_rt._fastcall.BufferForwarder``, a C base type whose buffer protocol
+  ``pyacl_rt._raw._fastcall.BufferForwarder``, a C base type whose buffer protocol
   forwards to the HostBuffer's byte buffer (the view's ``obj``). ``numpy.asarray(h)``
   also has ``__array__``. ``bytes(h)`` / ``h.tobytes()`` copy.
 * Exports keep the memory valid: while a memoryview or numpy array of ``h`` is
@@ -117,7 +117,6 @@ from typing import Any, Final, NoReturn, Self, Union
 from . import _memrecord as _rec
 from . import context as _context
 from . import errors, runtime
-from ._fastcall import BufferForwarder
 from ._membuf import _int_arg, _offsets, _resolve, _Side
 from ._memrecord import (
     _DEAD,
@@ -130,6 +129,7 @@ from ._memrecord import (
     _register,
     _wait_streams,
 )
+from ._raw._fastcall import BufferForwarder
 from .device import (
     Device,
     DeviceLike,

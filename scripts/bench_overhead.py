@@ -80,7 +80,7 @@ os.environ.setdefault("PYACL_RT_BACKEND", "mock")
 
 from pyacl_rt import lowlevel as ll
 from pyacl_rt import mock as pmock
-from pyacl_rt._abi_data import CONSTANTS
+from pyacl_rt._raw._abi_runtime import CONSTANTS
 
 CEXT_SOURCE = r"""
 #define PY_SSIZE_T_CLEAN

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from conftest import _clean_env
 
-from pyacl_rt import _abi_data, errors
+from pyacl_rt import errors
+from pyacl_rt._raw import _abi_runtime as _abi_data
 from pyacl_rt.errors import (
     DEVICE_LOST_CODES,
     AclDeviceLostError,

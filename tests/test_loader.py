@@ -1,4 +1,4 @@
-"""pyacl_rt._loader: search order over fake library trees, refusals, fallback, versions.
+"""pyacl_rt._raw._loader: search order over fake library trees, refusals, fallback, versions.
 
 Library selection is process-global (cached, and LD_LIBRARY_PATH is read by ld.so at
 start-up), so every search runs in a fresh subprocess.
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pyacl_rt._loader import is_refused_path, parse_cann_version
+from pyacl_rt._raw._loader import is_refused_path, parse_cann_version
 
 FAKE_SRC = """
 #include <stdint.h>
@@ -23,7 +23,7 @@ int aclrtGetDeviceCount(uint32_t *n) { if (n) *n = 1; return 0; }
 # Runs the loader's selection in the subprocess; argv[1] = JSON list for STANDARD_DIRS.
 PROBE = r"""
 import json, sys, warnings
-from pyacl_rt import _loader
+from pyacl_rt._raw import _backend, _loader
 _loader.STANDARD_DIRS = tuple(json.loads(sys.argv[1]))
 out = {}
 with warnings.catch_warnings(record=True) as w:
@@ -230,7 +230,7 @@ def test_working_directory_never_loaded(tree: Any, run_python: Any, clean_env: A
 def test_auto_falls_back_to_mock_with_one_warning(run_python: Any, clean_env: Any) -> None:
     code = r"""
     import json, warnings
-    from pyacl_rt import _loader
+    from pyacl_rt._raw import _backend, _loader
     _loader.STANDARD_DIRS = ()
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -238,7 +238,7 @@ def test_auto_falls_back_to_mock_with_one_warning(run_python: Any, clean_env: An
         s2 = _loader.select_library()
         from pyacl_rt import lowlevel
         lowlevel.load()
-        info = _loader.backend_info()
+        info = _backend.backend_info()
     ws = [x for x in w if issubclass(x.category, _loader.BackendFallbackWarning)]
     print("RESULT " + json.dumps({"n": len(ws), "msg": str(ws[0].message) if ws else "",
           "backend": info.backend, "path": s1.path, "via": s1.found_via,
@@ -281,8 +281,9 @@ def test_real_failure_lists_every_place(tmp_path: Path, run_python: Any, clean_e
 def test_mock_backend_uses_bundled_library(run_python: Any, clean_env: Any) -> None:
     code = r"""
     import json
-    from pyacl_rt import _loader, lowlevel
-    info = _loader.backend_info()
+    from pyacl_rt import lowlevel
+    from pyacl_rt._raw import _backend, _loader
+    info = _backend.backend_info()
     print("RESULT " + json.dumps({"backend": info.backend, "path": info.path,
           "via": info.found_via, "version": info.cann_version, "parsed": str(info.version),
           "src": info.version_source, "set": info.supports("aclrtSetDevice"),
@@ -310,8 +311,8 @@ def test_backend_info_reports_real_library_version_file(
     (info / "version.info").write_text("Version=9.1.0-beta.3\n")
     code = r"""
     import json
-    from pyacl_rt import _loader
-    i = _loader.backend_info()
+    from pyacl_rt._raw import _backend, _loader
+    i = _backend.backend_info()
     print("RESULT " + json.dumps({"b": i.backend, "v": i.cann_version, "p": str(i.version),
           "src": i.version_source, "ge": i.cann_at_least("8.5.0"),
           "lt": i.cann_at_least("9.1.0"), "missing": len(i.missing)}))
@@ -388,7 +389,8 @@ def test_found_but_unloadable_library(
     home = str(lib.parent.parent)
     code = r"""
     import json, warnings
-    from pyacl_rt import _loader, lowlevel, errors
+    from pyacl_rt import errors, lowlevel
+    from pyacl_rt._raw import _loader
     _loader.STANDARD_DIRS = ()
     out = {}
     with warnings.catch_warnings(record=True) as w:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pyacl_rt._abi_data import BINDING_FUNCTIONS, CONSTANTS, FUNCTIONS
+from pyacl_rt._raw._abi_data import BINDING_FUNCTIONS, FUNCTIONS
+from pyacl_rt._raw._abi_runtime import CONSTANTS
 
 SIMULATED = sorted(f.name for f in FUNCTIONS if f.mock == "simulate")
 ALL_NAMES = sorted(f.name for f in BINDING_FUNCTIONS)
@@ -61,7 +62,7 @@ def test_unknown_attribute(mock_loaded: Any) -> None:
 
 ZERO_ARGS_SMOKE = r"""
 from pyacl_rt import lowlevel as ll
-from pyacl_rt._abi_data import BINDING_FUNCTIONS, FUNCTIONS
+from pyacl_rt._raw._abi_data import BINDING_FUNCTIONS, FUNCTIONS
 ffi = ll.ffi
 sim = {f.name for f in FUNCTIONS if f.mock == "simulate"}
 skip = {"aclAppLog"}  # needs strings, covered elsewhere
@@ -279,7 +280,8 @@ const char *aclGetRecentErrMsg(void) { return NULL; }
 
 MISSING_PROBE = r"""
 import json
-from pyacl_rt import lowlevel as ll, errors, _loader
+from pyacl_rt import lowlevel as ll, errors
+from pyacl_rt._raw import _backend
 out = {}
 s = ll.scratch()
 out["set"] = ll.aclrtSetDevice(3)
@@ -302,7 +304,7 @@ except errors.FunctionNotFoundError as e:
     out["prof"] = str(e)
 syms = ll.symbols()
 out["syms"] = [syms["aclrtSetDevice"], syms["aclrtResetDevice"], syms["aclprofInit"]]
-info = _loader.backend_info()
+info = _backend.backend_info()
 out["info"] = [info.backend, info.supports("aclrtGetDevice"), info.supports("aclrtMalloc"),
                len(info.missing)]
 print("RESULT " + json.dumps(out))
@@ -337,7 +339,7 @@ def test_extension_has_no_link_dependency_on_acl() -> None:
     import shutil
     import subprocess
 
-    import pyacl_rt._lowlevel_cffi as ext
+    import pyacl_rt._raw._lowlevel_cffi as ext
 
     readelf = shutil.which("readelf")
     if readelf is None or ext.__file__ is None:
@@ -775,7 +777,7 @@ def test_fast_blocking_calls_release_the_gil(
 def test_buffer_forwarder_exports_the_live_buffer() -> None:
     """_fastcall.BufferForwarder gives Python 3.11 classes a C-level buffer: the view's
     ``obj`` is the forwarded object, and an error from ``_live_buf`` propagates."""
-    from pyacl_rt import _fastcall
+    from pyacl_rt._raw import _fastcall
 
     class Owner(_fastcall.BufferForwarder):
         __slots__ = ("data",)

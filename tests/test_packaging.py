@@ -191,7 +191,7 @@ def test_sdist_then_wheel_work_standalone(tmp_path: Path, clean_env: Any) -> Non
         "pyacl_rt/_mock/lib/cmake/mock_libascendcl/mock_libascendclConfig.cmake",
     ):
         assert required in wn, required
-    assert any(n.startswith("pyacl_rt/_lowlevel_cffi") and n.endswith(".so") for n in wn)
+    assert any(n.startswith("pyacl_rt/_raw/_lowlevel_cffi") and n.endswith(".so") for n in wn)
 
     site = tmp_path / "site"
     subprocess.run(
@@ -202,9 +202,10 @@ def test_sdist_then_wheel_work_standalone(tmp_path: Path, clean_env: Any) -> Non
     env = clean_env(PYACL_RT_BACKEND="mock")
     env["PYTHONPATH"] = str(site)  # only the installed wheel, not the checkout
     code = (
-        "import pyacl_rt, json; from pyacl_rt import lowlevel as ll, _loader\n"
+        "import pyacl_rt, json; from pyacl_rt import lowlevel as ll\n"
+        "from pyacl_rt._raw import _backend\n"
         "s = ll.scratch(); rc = ll.aclrtGetDeviceCount(s.u32)\n"
-        "i = _loader.backend_info()\n"
+        "i = _backend.backend_info()\n"
         "print(json.dumps([pyacl_rt.__file__, rc, s.u32[0], i.backend, i.path]))\n"
     )
     out = subprocess.run(
