@@ -31,14 +31,15 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
-from . import context as _context
-from . import errors, runtime
-from .device import ObjectClosedError, _CtxRef, _lib, _local, _owner_of
+from . import _runtime as runtime
+from . import errors
+from ._state import _CtxRef, _lib, _local, _owner_of, context_close_hooks
+from .errors import ObjectClosedError
 from .lowlevel import recent_error_message
 
 if TYPE_CHECKING:
+    from ._stream import Stream
     from .memory import HostBuffer
-    from .stream import Stream
 
 _log = logging.getLogger("pyacl_rt")
 
@@ -442,6 +443,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-_context._close_hooks.append(_on_context_close)
+context_close_hooks.add(_on_context_close, runtime.PRIORITY_MEMORY)
 runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
-runtime._finalize_guards.append(_finalize_guard)
+runtime.finalize_guards.add(_finalize_guard, runtime.PRIORITY_MEMORY)

@@ -115,8 +115,17 @@ import weakref
 from typing import Any, Final, NoReturn, Self, Union
 
 from . import _memrecord as _rec
-from . import context as _context
-from . import errors, runtime
+from . import _runtime as runtime
+from . import errors
+from ._device import (
+    Device,
+    DeviceLike,
+    _context_for,
+    _ensure_current,
+    _index,
+    current_device,
+    mem_get_info,
+)
 from ._membuf import _int_arg, _offsets, _resolve, _Side
 from ._memrecord import (
     _DEAD,
@@ -130,25 +139,19 @@ from ._memrecord import (
     _wait_streams,
 )
 from ._raw._fastcall import BufferForwarder
-from .device import (
-    Device,
-    DeviceLike,
+from ._state import (
     _check,
-    _context_for,
     _CtxRef,
-    _ensure_current,
-    _index,
     _lib,
     _local,
     _refuse_in_callback,
     _run_finalizer,
     _validated_ctx,
-    current_device,
-    mem_get_info,
+    context_close_hooks,
 )
+from ._stream import Stream, current_stream
 from .lowlevel import fast as _fast
 from .lowlevel import ffi
-from .stream import Stream, current_stream
 
 __all__ = [
     "ACL_MEMCPY_DEVICE_TO_DEVICE",
@@ -1099,5 +1102,5 @@ def _forget_context_peers(ctx: _CtxRef) -> None:
 
 
 os.register_at_fork(after_in_child=_forget_peers)
-_context._close_hooks.append(_forget_context_peers)
+context_close_hooks.add(_forget_context_peers, runtime.PRIORITY_MEMORY + 10)
 runtime.register_release_hook(_forget_peers, runtime.PRIORITY_MEMORY)

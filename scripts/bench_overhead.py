@@ -402,7 +402,7 @@ def gil_test(cx: Any, rounds: int, block_ms: int, stat: Any = min) -> dict[str, 
     ended before the waiter returned count; a waiter that *holds* the GIL while blocked
     lets none end in time, which fails the test (verified by swapping
     ``stream.synchronize()`` for a ``ctypes.PyDLL`` call)."""
-    from pyacl_rt.stream import Stream
+    from pyacl_rt._stream import Stream
 
     host_fn = ll.ffi.cast("aclrtHostFunc", cx.sleep_host_func_addr())
     n = 20_000  # calibrate n to SAMPLE_S
@@ -493,9 +493,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     from pyacl_rt import memory
-    from pyacl_rt.device import current_device, set_device
-    from pyacl_rt.event import Event
-    from pyacl_rt.stream import Stream
+    from pyacl_rt._device import current_device, set_device
+    from pyacl_rt._event import Event
+    from pyacl_rt._stream import Stream
 
     with tempfile.TemporaryDirectory(prefix="pyacl_bench_") as tmp:
         cx = build_cext(Path(tmp), sel.path)

@@ -217,14 +217,15 @@ def _settle() -> None:
     synchronize) and pooled marker events."""
     import gc
 
-    from pyacl_rt import device as D
-    from pyacl_rt import runtime
-    from pyacl_rt import stream as S
+    from pyacl_rt import _device as D
+    from pyacl_rt import _runtime as runtime
+    from pyacl_rt import _state
+    from pyacl_rt import _stream as S
 
     if runtime.is_initialized():
-        D._select_device(D._local.st, -1)
-        D._local.st.active = None
-        D._local.st.streams.clear()
+        _state._select_device(_state._local.st, -1)
+        _state._local.st.active = None
+        _state._local.st.streams.clear()
         S._drain_pools()
         for d in list(D._primaries):
             D.synchronize(d)  # releases keep-alive lists of default streams
@@ -254,8 +255,8 @@ def mock_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
     if ll is not None:
         import gc
 
-        from pyacl_rt import device as D
-        from pyacl_rt import runtime
+        from pyacl_rt import _device as D
+        from pyacl_rt import _runtime as runtime
 
         if runtime.is_finalized():
             runtime.init()
@@ -267,10 +268,10 @@ def mock_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if _mock_in_process() is None:
         return
+    from pyacl_rt import _callbacks as CB
+    from pyacl_rt import _device as D
     from pyacl_rt import _memrecord as R
-    from pyacl_rt import callbacks as CB
-    from pyacl_rt import device as D
-    from pyacl_rt import runtime
+    from pyacl_rt import _runtime as runtime
     from pyacl_rt.mock import mock_control
 
     _settle()

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pyacl_rt import device as D
+from pyacl_rt import _device as D
+from pyacl_rt import _stream as S
 from pyacl_rt import errors
 from pyacl_rt import memory as M
-from pyacl_rt import stream as S
 from pyacl_rt.mock import mock_control
 
 # ------------------------------------------------------------------ helpers

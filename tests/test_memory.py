@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pyacl_rt import _context as C
+from pyacl_rt import _device as D
 from pyacl_rt import _memrecord as R
-from pyacl_rt import context as C
-from pyacl_rt import device as D
+from pyacl_rt import _stream as S
 from pyacl_rt import errors
 from pyacl_rt import memory as M
-from pyacl_rt import stream as S
 from pyacl_rt.mock import mock_control
 
 
@@ -113,7 +113,7 @@ def test_bad_sizes_refused(bad: Any) -> None:
 def test_bad_policy_and_device() -> None:
     with pytest.raises(TypeError, match="policy"):
         M.DeviceBuffer(8, policy=-1)
-    with pytest.raises(D.InvalidDeviceError):
+    with pytest.raises(errors.InvalidDeviceError):
         M.DeviceBuffer(8, device=99)
 
 
@@ -181,9 +181,9 @@ def test_view_rules() -> None:
             buf[3]  # type: ignore[call-overload]
         v = buf[2:4]
     assert v.closed  # parent closed: its views are unusable
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         v.ptr  # noqa: B018
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         M.copy(v, b"ab")
 
 
@@ -212,7 +212,7 @@ def test_use_after_close_refused() -> None:
         lambda: M.copy(h, other),
         lambda: M.copy_2d(buf, 4, other, 4, 4, 4),
     ):
-        with pytest.raises(D.ObjectClosedError, match="closed"):
+        with pytest.raises(errors.ObjectClosedError, match="closed"):
             call()
     other.close()
     s.close()
@@ -243,9 +243,9 @@ def test_closed_stream_refused() -> None:
     b = M.DeviceBuffer(16, device=0)
     s = S.Stream(0)
     s.close()
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         M.memcpy_async(a, b, 16, s)
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         M.copy(a, b, stream=s)
     a.close()
     b.close()
@@ -296,7 +296,7 @@ def test_memoryview_of_host_buffer() -> None:
     mv2.release()
     assert h._exports() == 0
     h.close()
-    with pytest.raises(D.ObjectClosedError, match="closed"):
+    with pytest.raises(errors.ObjectClosedError, match="closed"):
         memoryview(h)  # type: ignore[arg-type]
     with M.HostBuffer(4) as h2:
         assert bytes(memoryview(h2)) == h2.tobytes()  # type: ignore[arg-type]
@@ -501,7 +501,7 @@ def test_zero_size_operations_still_validate_the_stream(trap: Trap) -> None:
     for op in zero_ops + host_ops:
         with pytest.raises(TypeError, match="stream must be a Stream"):
             op("junk")
-        with pytest.raises(D.ObjectClosedError, match="closed"):
+        with pytest.raises(errors.ObjectClosedError, match="closed"):
             op(closed)
     for op in zero_ops:
         if op is zero_ops[-1]:
@@ -823,7 +823,7 @@ def test_context_close_frees_its_buffers() -> None:
     ctx.close()
     assert allocations(4) == base
     assert buf.closed and view.closed
-    with pytest.raises(D.ObjectClosedError, match="Context"):
+    with pytest.raises(errors.ObjectClosedError, match="Context"):
         buf.fill(0)
     buf.close()
 
@@ -847,8 +847,8 @@ def test_buffer_keeps_explicit_context_alive() -> None:
 def test_finalize_frees_buffers_and_makes_them_inert(run_python: Any) -> None:
     code = """
         import numpy as np
-        import pyacl_rt.memory as M, pyacl_rt.stream as S
-        from pyacl_rt import runtime, errors
+        import pyacl_rt.memory as M, pyacl_rt._stream as S
+        from pyacl_rt import _runtime as runtime, errors
         from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
         a = M.DeviceBuffer(1000, device=0); v = a[0:10]
         b = M.DeviceBuffer(1000, device=1)
@@ -901,7 +901,7 @@ def test_finalize_refused_while_host_buffer_exported(run_python: Any) -> None:
     code = """
         import gc
         import pyacl_rt as npu
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         h = npu.HostBuffer(64)
         mv = h.memoryview()
         for attempt in range(2):
@@ -972,7 +972,7 @@ def test_synchronous_operations_refused_in_host_callbacks() -> None:
         ):
             try:
                 call()
-            except D.CallbackContextError:
+            except errors.CallbackContextError:
                 seen.append("refused")
         M.memcpy_async(dev, src, 16, other)
         seen.append("async ok")
@@ -1059,7 +1059,7 @@ def test_close_during_interpreter_exit_frees_at_once(run_python: Any, clean_env:
 
         atexit.register(report)
         import pyacl_rt.memory as M
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         from pyacl_rt.mock import mock_control
 
         buf = M.DeviceBuffer(4096, 0)
