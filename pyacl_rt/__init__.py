@@ -63,6 +63,22 @@ from ._device import (
     utilization,
 )
 from ._event import Event, EventTimingError
+from ._memory import (
+    DeviceBuffer,
+    HostBuffer,
+    copy,
+    copy_2d,
+    empty_cache,
+    host_memory_allocated,
+    max_memory_allocated,
+    max_memory_reserved,
+    memcpy_async,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memset,
+    reset_peak_memory_stats,
+)
 from ._runtime import finalize, init, is_initialized
 from ._state import forget_thread_context
 from ._stream import (
@@ -94,22 +110,6 @@ from .errors import (
     ObjectClosedError,
     RuntimeFinalizedError,
     SyncTimeoutError,
-)
-from .memory import (
-    DeviceBuffer,
-    HostBuffer,
-    copy,
-    copy_2d,
-    empty_cache,
-    host_memory_allocated,
-    max_memory_allocated,
-    max_memory_reserved,
-    memcpy_async,
-    memory_allocated,
-    memory_reserved,
-    memory_stats,
-    memset,
-    reset_peak_memory_stats,
 )
 
 __version__ = "0.1.0"

@@ -492,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from pyacl_rt import memory
+    from pyacl_rt import _memory as memory
     from pyacl_rt._device import current_device, set_device
     from pyacl_rt._event import Event
     from pyacl_rt._stream import Stream

@@ -270,8 +270,8 @@ def mock_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     from pyacl_rt import _callbacks as CB
     from pyacl_rt import _device as D
-    from pyacl_rt import _memrecord as R
     from pyacl_rt import _runtime as runtime
+    from pyacl_rt._memory import records as R
     from pyacl_rt.mock import mock_control
 
     _settle()

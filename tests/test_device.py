@@ -481,9 +481,9 @@ def _foreign_switch(dev: int) -> None:
 def test_creation_and_selection_survive_a_foreign_context_switch() -> None:
     """QA: npu.set_device(0); raw switch to device 1; DeviceBuffer() allocated on
     device 1 while claiming device 0. Creation, allocation and selection re-validate."""
+    from pyacl_rt import DeviceBuffer, HostBuffer
     from pyacl_rt._context import Context
     from pyacl_rt._event import Event
-    from pyacl_rt.memory import DeviceBuffer, HostBuffer
 
     mc = mock_control()
 

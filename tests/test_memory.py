@@ -15,10 +15,10 @@ import pytest
 
 from pyacl_rt import _context as C
 from pyacl_rt import _device as D
-from pyacl_rt import _memrecord as R
+from pyacl_rt import _memory as M
 from pyacl_rt import _stream as S
 from pyacl_rt import errors
-from pyacl_rt import memory as M
+from pyacl_rt._memory import records as R
 from pyacl_rt.mock import mock_control
 
 
@@ -649,7 +649,7 @@ def test_close_refused_while_host_operation_runs_in_another_thread(gate: Any, op
 def test_device_buffer_close_refused_while_resolved() -> None:
     """The same mark protects a DeviceBuffer (and its views) between resolving the
     address and enqueueing; released on every path, so close() works afterwards."""
-    from pyacl_rt import _membuf
+    from pyacl_rt._memory import args as _membuf
 
     buf = M.DeviceBuffer(64, device=0)
     view = buf[8:16]
@@ -847,7 +847,7 @@ def test_buffer_keeps_explicit_context_alive() -> None:
 def test_finalize_frees_buffers_and_makes_them_inert(run_python: Any) -> None:
     code = """
         import numpy as np
-        import pyacl_rt.memory as M, pyacl_rt._stream as S
+        import pyacl_rt._memory as M, pyacl_rt._stream as S
         from pyacl_rt import _runtime as runtime, errors
         from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
         a = M.DeviceBuffer(1000, device=0); v = a[0:10]
@@ -932,7 +932,7 @@ def test_finalize_refused_while_host_buffer_exported(run_python: Any) -> None:
 def test_fork_child_refuses_buffers(run_python: Any) -> None:
     code = """
         import os
-        import pyacl_rt.memory as M
+        import pyacl_rt._memory as M
         from pyacl_rt import errors
         a = M.DeviceBuffer(16, device=0)
         pid = os.fork()
@@ -1058,7 +1058,7 @@ def test_close_during_interpreter_exit_frees_at_once(run_python: Any, clean_env:
             print("REPORT", mock_control().leak_report(REPORT_LAST_FINALIZE).strip())
 
         atexit.register(report)
-        import pyacl_rt.memory as M
+        import pyacl_rt._memory as M
         from pyacl_rt import _runtime as runtime
         from pyacl_rt.mock import mock_control
 

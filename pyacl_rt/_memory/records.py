@@ -1,11 +1,12 @@
-"""Allocation records behind :mod:`pyacl_rt.memory`: freeing ordered after streams.
+"""Allocation records behind :mod:`pyacl_rt._memory`: freeing ordered after streams.
 
 One :class:`_Mem` per allocation (device memory from ``aclrtMalloc`` or pinned host
 memory from ``aclrtMallocHost``), shared by a buffer and its views. It never
 references its owner, so the owner's finalizer can hold it.
 
-* **Stream tracking**: an operation on the memory notes its stream (``_note``; the
-  hot path compares ``m.last`` with the stream's private state list first).
+* **Stream tracking**: an operation on the memory notes its stream
+  (``keepalive._note``; the hot path compares ``m.last`` with the stream's private
+  state object first).
 * **Ordered freeing**: :func:`_free_mem` (the finalizer body, also what ``close()``
   calls) synchronizes every live stream the memory was used on, then frees it; it
   never raises and never touches a runtime of another generation. On a host-callback
@@ -18,7 +19,7 @@ references its owner, so the owner's finalizer can hold it.
   Context frees the device memory allocated in it; a forked child forgets everything
   without touching the parent's memory.
 
-Floor 6 (helper of :mod:`pyacl_rt.memory`): imports floors 1-5 only.
+Floor 6 (the lowest module of :mod:`pyacl_rt._memory`): imports floors 1-5 only.
 """
 
 from __future__ import annotations
@@ -29,22 +30,27 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
-from . import _runtime as runtime
-from . import errors
-from ._state import _CtxRef, _lib, _local, _owner_of, context_close_hooks
-from .errors import ObjectClosedError
-from .lowlevel import recent_error_message
+from .. import _runtime as runtime
+from .. import errors
+from .._state import _CtxRef, _lib, _local, _owner_of, context_close_hooks
+from ..errors import ObjectClosedError
+from ..lowlevel import recent_error_message
 
 if TYPE_CHECKING:
-    from ._stream import Stream
-    from .memory import HostBuffer
+    from .._stream import Stream
+
+
+class _Exported(Protocol):
+    """What a record needs of its owning HostBuffer (``buffers.HostBuffer``, above)."""
+
+    def _exports(self) -> int: ...
+
 
 _log = logging.getLogger("pyacl_rt")
 
 _aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
-_wref = weakref.ref
 
 
 # =============================================================== allocations
@@ -87,7 +93,7 @@ class _Mem:
         #: append/pop are atomic under the GIL); close() refuses while non-empty.
         self.inuse: list[None] = []
         #: weakref to the owning HostBuffer (host memory only), for finalize.
-        self.owner: weakref.ref[HostBuffer] | None = None
+        self.owner: weakref.ref[_Exported] | None = None
         #: the explicit Context the memory was allocated in (kept alive), or None.
         self.keep: object = _owner_of(ctx) if ctx is not None else None
 
@@ -99,18 +105,6 @@ _DEAD: Final = _Mem(0, 0, -1, None)
 _live_lock = threading.RLock()
 _live: dict[int, _Mem] = {}
 _deferred: list[_Mem] = []
-
-
-def _note(m: _Mem, stream: Stream) -> None:
-    """Remember that ``stream`` used ``m`` (slow part of the hot-path check).
-
-    ``m.last`` is the stream's private state list: unique per Stream object and cheap
-    to compare, and holding it does not keep the Stream alive (``m.streams`` holds
-    weak references, which :func:`_wait_streams` uses)."""
-    m.last = stream._state
-    r = _wref(stream)
-    if r not in m.streams:
-        m.streams.append(r)
 
 
 def _hold(m: _Mem) -> int:
@@ -191,12 +185,6 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
                 refs.remove(r)
         m.last = None
     return True
-
-
-#: Foreign objects of a synchronous copy whose wait failed (the copy may still be
-#: queued on a broken stream): kept referenced for the life of the process rather
-#: than risk the device writing into freed memory.
-_stranded: list[object] = []
 
 
 def _free_mem(m: _Mem) -> None:

@@ -1,0 +1,427 @@
+"""The buffer classes: :class:`DeviceBuffer` (``aclrtMalloc``) and :class:`HostBuffer`
+(pinned, ``aclrtMallocHost``, zero-copy to numpy / memoryview).
+
+Each wraps an allocation record (:mod:`pyacl_rt._memory.records`) and a window of it
+(views share the record); their copy methods delegate to the copy engine
+(:mod:`pyacl_rt._memory.engine`). See :mod:`pyacl_rt._memory` for lifetime, threads,
+exports and finalize.
+
+Floor 6 (part of :mod:`pyacl_rt._memory`, above ``engine``): imports floors 1-5 and the
+modules of the package below it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+import weakref
+from typing import Any, NoReturn, Self
+
+from .. import _runtime as runtime
+from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
+from .._raw._fastcall import BufferForwarder
+from .._state import _check, _lib, _local, _run_finalizer, _validated_ctx
+from .._stream import Stream
+from ..lowlevel import ffi
+from . import engine, records
+from .args import ReleaseOnExit, _int_arg, _offsets, _resolve_pair
+from .engine import ACL_MEM_MALLOC_HUGE_FIRST, BufferLike, copy, memset
+from .records import (
+    _DEAD,
+    _claim_close,
+    _free_mem,
+    _Mem,
+    _process_deferred,
+    _raise_closed,
+    _register,
+)
+
+__all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
+
+
+# ============================================================== DeviceBuffer
+class _Buffer:
+    """What DeviceBuffer and HostBuffer share: the allocation record ``_m`` and the
+    window ``[_off, _off + _n)`` of it this object covers."""
+
+    __slots__ = ("__weakref__", "_m", "_n", "_off")
+
+    _m: _Mem
+    _n: int
+    _off: int
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes (as requested; the runtime may round the allocation up)."""
+        return self._n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def ptr(self) -> int:
+        """Address (int) of the first byte (device address for a DeviceBuffer).
+        Raises once closed."""
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, type(self).__name__)
+        return m.ptr + self._off
+
+    @property
+    def closed(self) -> bool:
+        """True once closed (for a view: or freed with its parent), or made inert by
+        finalize."""
+        return not self._m.ptr
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fill(self, value: int) -> None:
+        """Set every byte to ``value`` (0..255) and wait for it."""
+        memset(self, value)
+
+
+class DeviceBuffer(_Buffer):
+    """``nbytes`` bytes of device memory on ``device`` (default: the current device),
+    allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
+    that device (the active explicit Context, else the device's primary context).
+
+    * ``close()`` frees it (idempotent; waits for the streams that used it first, see
+      the module docstring); so do garbage collection and finalize. Views become
+      unusable when their parent is closed.
+    * ``buf[a:b]`` (step 1) is a view sharing the memory; it keeps its parent alive.
+      Closing a view only closes the view.
+    * ``ptr`` is the device address as an int, for raw :mod:`pyacl_rt.lowlevel` calls
+      (valid while the buffer is open). Memory is not initialised.
+    * Usable from any thread: operations make the right context current.
+    """
+
+    __slots__ = ("_fin", "_parent")
+
+    _parent: DeviceBuffer | None
+    _fin: weakref.finalize[..., Any] | None
+
+    def __init__(
+        self, nbytes: int, device: DeviceLike = None, policy: int = ACL_MEM_MALLOC_HUGE_FIRST
+    ) -> None:
+        n = _int_arg(nbytes, "nbytes")
+        if n == 0:
+            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
+        if isinstance(policy, bool) or not isinstance(policy, int) or policy < 0:
+            raise TypeError("policy must be a non-negative int (an ACL_MEM_MALLOC_* value)")
+        index = _index(device)
+        _process_deferred()
+        ctx = _context_for(index)
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
+        s = _local.st.scratch
+        rc = _lib.aclrtMalloc(s.uptr, n, policy)
+        if rc:
+            _check(rc, "aclrtMalloc")
+        m = _Mem(int(s.uptr[0]), n, index, ctx)
+        self._m = m
+        self._n = n
+        self._off = 0
+        self._parent = None
+        # ctx keeps an explicit Context alive through the buffer
+        self._fin = weakref.finalize(self, _free_mem, m)
+        self._fin.atexit = False
+        _register(m)
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "DeviceBuffer cannot be pickled or copied (it owns device memory); copy the "
+            "data with pyacl_rt.copy into a new buffer"
+        )
+
+    # ------------------------------------------------- not host-accessible
+    def _not_host(self, what: str) -> NoReturn:
+        raise TypeError(
+            f"{what}: a DeviceBuffer is device memory, which the host cannot read directly; "
+            "copy it to the host first: buf.copy_to_host() returns a bytearray, or "
+            "pyacl_rt.copy(host_buffer, buf) then numpy.asarray(host_buffer)"
+        )
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> NoReturn:
+        """``numpy.asarray(buf)`` raises ``TypeError``: device memory is not host memory."""
+        self._not_host("numpy.asarray(DeviceBuffer)")
+
+    def __bytes__(self) -> NoReturn:
+        self._not_host("bytes(DeviceBuffer)")
+
+    def __iter__(self) -> NoReturn:
+        self._not_host("iterating over a DeviceBuffer")
+
+    # ---------------------------------------------------------------- views
+    def __getitem__(self, key: slice) -> DeviceBuffer:
+        if not isinstance(key, slice):
+            _bad_index(self, key)
+        start, stop, step = key.indices(self._n)
+        if step != 1:
+            raise ValueError("DeviceBuffer slices must have step 1")
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, "DeviceBuffer")
+        view = DeviceBuffer.__new__(DeviceBuffer)
+        view._m = m
+        view._off = self._off + start
+        view._n = max(stop - start, 0)
+        view._parent = self._parent if self._parent is not None else self
+        view._fin = None
+        return view
+
+    # ----------------------------------------------------------- properties
+    @property
+    def device(self) -> Device:
+        """The :class:`~pyacl_rt.Device` the memory lives on."""
+        m = self._m
+        if m.device < 0:
+            _raise_closed(m, "DeviceBuffer")
+        return Device(m.device)
+
+    @property
+    def device_index(self) -> int:
+        """Index of the device the memory lives on (-1 once a view is closed)."""
+        return self._m.device
+
+    @property
+    def is_view(self) -> bool:
+        return self._parent is not None
+
+    @property
+    def base(self) -> DeviceBuffer | None:
+        """The buffer a view was sliced from (None for an allocation)."""
+        return self._parent
+
+    def __repr__(self) -> str:
+        kind = "view" if self._parent is not None else "DeviceBuffer"
+        if not self._m.ptr:
+            return f"<{kind} closed>"
+        return f"<{kind} {self._n} bytes at 0x{self.ptr:x} on device {self._m.device}>"
+
+    # ------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Free the memory (allocation) or drop the view. Idempotent.
+
+        For an allocation: waits for the streams that used it, then ``aclrtFree``;
+        every view of it becomes closed. No-op after finalize. Raises
+        ``BufferError`` (and stays open) while a synchronous copy or memset on another
+        thread is still using the memory (of this buffer or one of its views).
+        """
+        if self._parent is not None:
+            if self._m.ptr:  # else keep the reason (parent closed, finalized)
+                self._m = _DEAD
+            self._parent = None
+            return
+        with records._live_lock:
+            _claim_close(self._m, "DeviceBuffer")
+        # detach() + call, not f(): at interpreter exit f() is a no-op once
+        # weakref.finalize's own atexit hook ran (see device._run_finalizer).
+        _run_finalizer(self._fin)
+
+    # ---------------------------------------------------------------- copies
+    def copy_from_host(self, src: BufferLike, *, offset: int = 0) -> None:
+        """Copy all of ``src`` (host object or HostBuffer) into this buffer at ``offset``
+        and wait for it."""
+        copy(self, src, dst_offset=offset)
+
+    def copy_from_host_async(
+        self, src: BufferLike, stream: Stream | None = None, *, offset: int = 0
+    ) -> None:
+        """Enqueue a copy of all of ``src`` into this buffer at ``offset`` on ``stream``
+        (default: the current stream of the buffer's device). ``src`` is kept alive
+        until the copy completed."""
+        copy(self, src, dst_offset=offset, stream=stream, non_blocking=True)
+
+    def copy_to_host(self, dst: BufferLike | None = None, *, offset: int = 0) -> Any:
+        """Copy this buffer (from ``offset``) into ``dst`` and wait; with ``dst=None``
+        returns a new ``bytearray`` of the remaining bytes. Returns ``dst``."""
+        if dst is None:
+            off = _int_arg(offset, "offset")
+            if off > self._n:
+                raise ValueError(f"offset {off} is past the end of the buffer ({self._n} bytes)")
+            dst = bytearray(self._n - off)
+        copy(dst, self, src_offset=offset)
+        return dst
+
+    def copy_to_host_async(
+        self, dst: BufferLike, stream: Stream | None = None, *, offset: int = 0
+    ) -> None:
+        """Enqueue a copy of this buffer (from ``offset``, as many bytes as ``dst``
+        holds) into ``dst`` on ``stream``; ``dst`` is kept alive until it completed."""
+        d, s = _resolve_pair(dst, self)
+        with ReleaseOnExit(d, s):
+            n, doff, soff = _offsets(d, s, d.n, 0, offset)
+        engine._do_copy(d, s, n, doff, soff, stream, True)
+
+    def memset(
+        self,
+        value: int,
+        nbytes: int | None = None,
+        offset: int = 0,
+        stream: Stream | None = None,
+        *,
+        non_blocking: bool = False,
+    ) -> None:
+        """:func:`memset` on this buffer."""
+        memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
+
+
+def _bad_index(buf: DeviceBuffer, key: object) -> NoReturn:
+    if isinstance(key, int):
+        buf._not_host("DeviceBuffer[int] (indices must be slices: buf[a:b] is a view)")
+    raise TypeError(f"DeviceBuffer indices must be slices (buf[a:b]), not {type(key).__name__}")
+
+
+# ================================================================ HostBuffer
+def _host_dtor(m: _Mem) -> Any:
+    def dtor(_cd: object) -> None:
+        _free_mem(m)
+
+    return dtor
+
+
+class HostBuffer(_Buffer, BufferForwarder):
+    """``nbytes`` bytes of page-locked (pinned) host memory from ``aclrtMallocHost``.
+
+    Zero-copy views: ``memoryview(h)``, ``h.memoryview()``, ``numpy.asarray(h)``
+    (see the module docstring). ``close()`` frees it
+    (after waiting for the streams that used it) and raises ``BufferError`` while
+    exports exist; garbage collection frees it once the last export is gone.
+    """
+
+    __slots__ = ("_buf", "_cd")
+
+    _cd: Any
+    _buf: Any
+
+    def __init__(self, nbytes: int) -> None:
+        n = _int_arg(nbytes, "nbytes")
+        if n == 0:
+            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
+        runtime.ensure_initialized()
+        _process_deferred()
+        # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
+        # the allocation go through a context pyacl_rt does not think is current.
+        ctx = _validated_ctx(_local.st)
+        if ctx is None or ctx.device < 0:
+            # Pinned memory is allocated through a device's runtime: use the thread's
+            # current device (its context is created if this is its first use).
+            ctx = _ensure_current(current_device())
+        s = _local.st.scratch
+        rc = _lib.aclrtMallocHost(s.uptr, n)
+        if rc:
+            _check(rc, "aclrtMallocHost")
+        base = int(s.uptr[0])
+        m = _Mem(base, n, -1, ctx)
+        m.owner = weakref.ref(self)
+        self._m = m
+        self._n = n
+        self._off = 0
+        # The owning cdata: freed (after waiting for its streams) when the last
+        # reference - this object, the byte buffer below, any export - is gone.
+        self._cd = ffi.gc(ffi.cast("char *", base), _host_dtor(m), n)
+        self._buf = ffi.buffer(self._cd, n)
+        _register(m)
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "HostBuffer cannot be pickled or copied (it owns pinned memory); use "
+            "h.tobytes() or numpy.array(h) for a copy of the data"
+        )
+
+    # ----------------------------------------------------------- properties
+    def _exports(self) -> int:
+        """Number of live exports (memoryviews / numpy arrays) of the memory."""
+        buf = self._buf
+        if buf is None:
+            return 0
+        # references: the _buf slot, the local `buf`, getrefcount's argument
+        return max(sys.getrefcount(buf) - 3, 0)
+
+    def __repr__(self) -> str:
+        if not self._m.ptr:
+            return "<HostBuffer closed>"
+        return f"<HostBuffer {self._n} bytes pinned at 0x{self._m.ptr:x}>"
+
+    # --------------------------------------------------------------- exports
+    def _live_buf(self) -> Any:
+        m = self._m
+        if not m.ptr or self._buf is None:
+            _raise_closed(m, "HostBuffer")
+        return self._buf
+
+    def memoryview(self) -> builtins.memoryview:
+        """A writable, zero-copy ``memoryview`` (format ``'B'``) of the memory. While
+        it is alive, :meth:`close` raises ``BufferError``."""
+        return memoryview(self._live_buf())
+
+    view = memoryview
+
+    def __buffer__(self, flags: int) -> builtins.memoryview:
+        """PEP 688 (Python 3.12+): ``memoryview(h)`` and numpy use this (on 3.11 the
+        C-level buffer of the ``BufferForwarder`` base does the same)."""
+        return memoryview(self._live_buf())
+
+    def __release_buffer__(self, view: builtins.memoryview) -> None:
+        view.release()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """``numpy.asarray(h)``: a zero-copy uint8 array over the memory."""
+        import numpy
+
+        arr = numpy.frombuffer(self._live_buf(), dtype=numpy.uint8)
+        if dtype is not None and numpy.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError("HostBuffer: a dtype conversion needs a copy")
+            return arr.astype(dtype)
+        if copy:
+            return arr.copy()
+        return arr
+
+    def numpy(self, dtype: Any = "uint8") -> Any:
+        """A zero-copy numpy array of ``dtype`` over the memory (nbytes must divide)."""
+        import numpy
+
+        return numpy.frombuffer(self._live_buf(), dtype=dtype)
+
+    def tobytes(self) -> bytes:
+        """A copy of the contents as ``bytes``."""
+        return bytes(self._live_buf())
+
+    def __bytes__(self) -> bytes:
+        return self.tobytes()
+
+    # ------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Free the memory (after waiting for the streams that used it). Idempotent.
+
+        Raises ``BufferError`` (and stays open) while memoryviews / numpy arrays of it
+        are alive, or while a synchronous copy or memset on another thread is still
+        using it.
+        """
+        if self._buf is None:
+            return
+        m = self._m
+        with records._live_lock:
+            p = _claim_close(m, "HostBuffer")
+            n = self._exports() if p else 0
+            if n:
+                m.ptr = p
+                raise BufferError(
+                    f"cannot close HostBuffer: {n} exported view(s) (memoryview / numpy "
+                    "array) still use its memory; release them first"
+                )
+        self._buf = None
+        self._cd = None  # normally the last reference: the destructor frees now
+        if m.base:
+            _free_mem(m)
+
+
+engine._set_staging_buffer(HostBuffer)
