@@ -43,12 +43,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import os
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
 from . import _device, _runtime, _state, errors, lowlevel
+from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import _check, _CtxRef, _lib, _local
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["pending_count", "report_threads"]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 ACL_ERROR_RT_REPORT_TIMEOUT: Final = _C["ACL_ERROR_RT_REPORT_TIMEOUT"]
 ACL_ERROR_RT_THREAD_SUBSCRIBE: Final = _C["ACL_ERROR_RT_THREAD_SUBSCRIBE"]

@@ -18,13 +18,13 @@ Floor 4: imports :mod:`_device`, :mod:`_state`, :mod:`errors`, :mod:`_runtime`.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import weakref
 from typing import NoReturn
 
 from . import _runtime, errors
 from ._device import Device, DeviceLike, _index, _restore_selection
+from ._log import get_logger
 from ._state import (
     _check,
     _CtxRef,
@@ -44,7 +44,7 @@ from .errors import ObjectClosedError
 
 __all__ = ["Context", "current_context"]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 _live: _LiveSet[Context] = _LiveSet()
 

@@ -46,12 +46,12 @@ the device queries. Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`_runt
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from typing import Any, ClassVar, Final, SupportsIndex, Union
 
 from . import _runtime, _state, errors, lowlevel
+from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
     _check,
@@ -88,7 +88,7 @@ __all__ = [
     "utilization",
 ]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 # ------------------------------------------------ constants (generated table)
 ACL_HBM_MEM: Final = _C["ACL_HBM_MEM"]

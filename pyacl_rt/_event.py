@@ -22,7 +22,6 @@ Floor 5, above :mod:`pyacl_rt._stream`: imports floors 1-4 and :mod:`_stream`.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import weakref
@@ -30,6 +29,7 @@ from typing import Any, Final, NoReturn
 
 from . import _runtime, _stream, errors
 from ._device import Device
+from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
     _CLOSED,
@@ -54,7 +54,7 @@ from .errors import ObjectClosedError
 
 __all__ = ["Event", "EventTimingError"]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
 ACL_EVENT_TIME_LINE: Final = _C["ACL_EVENT_TIME_LINE"]

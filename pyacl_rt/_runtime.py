@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import atexit
 import itertools
-import logging
 import os
 import threading
 from collections.abc import Callable
@@ -53,6 +52,7 @@ from typing import Final
 
 from . import lowlevel
 from ._hooks import PriorityHooks
+from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS
 from .errors import (
@@ -89,7 +89,7 @@ __all__ = [
     "status",
 ]
 
-_log = logging.getLogger("pyacl_rt.runtime")
+_log = get_logger("pyacl_rt.runtime")
 
 ACL_ERROR_REPEAT_INITIALIZE: Final = CONSTANTS["ACL_ERROR_REPEAT_INITIALIZE"]
 ACL_ERROR_REPEAT_FINALIZE: Final = CONSTANTS["ACL_ERROR_REPEAT_FINALIZE"]

@@ -23,7 +23,6 @@ Floor 4 (with :mod:`pyacl_rt._device` / :mod:`pyacl_rt._context` above it): impo
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import weakref
@@ -32,12 +31,13 @@ from typing import Any, Final, Generic, NoReturn, TypeVar
 
 from . import errors, lowlevel
 from ._hooks import PriorityHooks
+from ._log import get_logger
 from ._raw._extensions import lib as _cffi_lib
 from .errors import CallbackContextError, ObjectClosedError
 
 __all__ = ["context_close_hooks", "device_sync_hooks", "forget_thread_context"]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 # ------------------------------------------------------- raw layer binding
 # The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here

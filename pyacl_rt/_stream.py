@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import logging
 import os
 import threading
 import weakref
@@ -58,6 +57,7 @@ from ._device import (
     _restore_selection,
     current_device,
 )
+from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
     _CLOSED,
@@ -88,7 +88,7 @@ __all__ = [
     "stream_from_pool",
 ]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
 ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = _C["ACL_EVENT_RECORDED_STATUS_COMPLETE"]

@@ -25,7 +25,6 @@ Floor 6 (the lowest module of :mod:`pyacl_rt._memory`): imports floors 1-5 only.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 import weakref
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from .. import _runtime as runtime
 from .. import errors
+from .._log import get_logger
 from .._state import _CtxRef, _lib, _local, _owner_of, context_close_hooks
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
@@ -48,7 +48,7 @@ class _Exported(Protocol):
     def _exports(self) -> int: ...
 
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 _aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
 
