@@ -175,7 +175,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
         accepted=_BOOL_ACCEPTED,
         description=(
             "1: the runtime (aclInit) starts on first use. 0: first use without an explicit "
-            "pyacl_rt.runtime.init() raises NotInitializedError."
+            "pyacl_rt.init() raises NotInitializedError."
         ),
         parse=_parse_bool,
     ),

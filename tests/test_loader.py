@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -416,3 +418,53 @@ def test_found_but_unloadable_library(
     proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="real", ASCEND_HOME_PATH=home))
     r = json.loads(proc.stdout.split("RESULT ", 1)[1])
     assert "nonexistent_driver_function" in r["error"] and r["warnings"] == []
+
+
+# ------------------------------------------------- the warning points at user code
+USER_SCRIPT = """\
+import pyacl_rt
+from pyacl_rt._raw import _loader
+
+_loader.STANDARD_DIRS = ()  # no real library anywhere: auto falls back to the mock
+{call}  # the line the warning must point at
+"""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "pyacl_rt.device_count()",
+        "pyacl_rt.init()",
+        "pyacl_rt.Stream(0).close()",
+        "pyacl_rt.lowlevel.aclrtGetDeviceCount(pyacl_rt.lowlevel.scratch().u32)",
+        "pyacl_rt.backend_info()",
+    ],
+)
+def test_fallback_warning_is_short_public_and_points_at_user_line(
+    call: str, tmp_path: Path, clean_env: Any
+) -> None:
+    """BackendFallbackWarning is public (pyacl_rt.BackendFallbackWarning, a UserWarning),
+    one short line, and attributed to the user's line that first needed the library
+    (it was attributed to a pyacl_rt frame, e.g. lowlevel.py: `sel = _loader.select_...`)."""
+    import pyacl_rt
+
+    assert issubclass(pyacl_rt.BackendFallbackWarning, UserWarning)
+    assert "BackendFallbackWarning" in pyacl_rt.__all__
+    script = tmp_path / "user_script.py"
+    script.write_text(USER_SCRIPT.format(call=call))
+    proc = subprocess.run(
+        [sys.executable, "-W", "always", str(script)],
+        env=clean_env(PYACL_RT_BACKEND="auto", PYACL_RT_WARN_FALLBACK="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "BackendFallbackWarning" in ln]
+    assert len(lines) == 1, proc.stderr
+    location, _, message = lines[0].partition(": BackendFallbackWarning: ")
+    assert location == f"{script}:5", proc.stderr
+    assert message.startswith("pyacl_rt: no real libascendcl.so found (")
+    assert "falling back to the bundled mock" in message
+    assert "PYACL_RT_BACKEND=mock" in message and len(message) < 250, message

@@ -723,6 +723,39 @@ def test_not_initialized_without_lazy_init() -> None:
     assert "raised NotInitializedError" in proc.stdout and "OK" in proc.stdout
 
 
+@pytest.mark.parametrize("missing", ["pyacl_rt._raw._lowlevel_cffi", "pyacl_rt._raw._fastcall"])
+def test_unbuilt_source_tree_says_how_to_build(missing: str) -> None:
+    """A checkout without the compiled extensions (``python -c 'import pyacl_rt;
+    pyacl_rt.init()'`` before ``pip install -e .``) fails with an error saying exactly
+    that and how to build them. Simulated by a finder that reports the module missing."""
+    code = f"""
+        import sys
+
+        class Unbuilt:
+            def find_spec(self, name, path=None, target=None):
+                if name == {missing!r}:
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+                return None
+
+        sys.meta_path.insert(0, Unbuilt())
+        try:
+            import pyacl_rt
+            pyacl_rt.init()
+        except ImportError as exc:
+            print(type(exc).__name__ + "|" + str(exc))
+        else:
+            print("no error")
+    """
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr
+    kind, _, message = proc.stdout.strip().partition("|")
+    assert kind == "ExtensionNotBuiltError", proc.stdout
+    assert "compiled extensions" in message and "are not built" in message
+    assert missing in message
+    assert f"the source tree {REPO / 'pyacl_rt'}" in message
+    assert f"`pip install -e .` in {REPO}" in message
+
+
 def test_forked_child_raises() -> None:
     code = """
         import os

@@ -3,8 +3,9 @@
 Backend (``PYACL_RT_BACKEND``, read through :mod:`pyacl_rt._options`):
 
 * ``auto`` (default): the real library if the search below finds one, else the bundled
-  mock, with one :class:`BackendFallbackWarning` per process (``PYACL_RT_WARN_FALLBACK=0``
-  silences it).
+  mock, with one short :class:`~pyacl_rt.BackendFallbackWarning` per process, attributed
+  to the user's line that first needed the library (``PYACL_RT_WARN_FALLBACK=0`` silences
+  it; ``pyacl-rt info`` and ``backend_info().attempts`` list every place searched).
 * ``real``: the real library only; :class:`~pyacl_rt.errors.LibraryNotFoundError` lists
   every place that was tried and why each was rejected.
 * ``mock``: the mock bundled in the package (``pyacl_rt/_mock/lib``);
@@ -40,6 +41,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import sys
 import threading
 import warnings
 from collections.abc import Mapping
@@ -313,19 +315,31 @@ _selection: LibrarySelection | None = None
 _warned = False
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning issued by this module's caller to
+    the first frame outside the pyacl_rt package: the user's line that first needed
+    the library (``device_count()``, ``Stream()``, ``init()``, a ``lowlevel`` call ...),
+    however deep inside pyacl_rt the load happened."""
+    pkg = os.path.dirname(os.path.dirname(__file__)) + os.sep
+    frame = sys._getframe(1)  # the function calling warnings.warn: stacklevel 1
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(pkg):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def _warn_fallback(attempts: tuple[Attempt, ...], why: str | None = None) -> None:
     global _warned
     if _warned:
         return
     _warned = True
-    reason = why or "no real libascendcl.so found"
+    reason = why or f"no real libascendcl.so found ({len(attempts)} places searched)"
     warnings.warn(
-        f"pyacl_rt: {reason} (PYACL_RT_BACKEND=auto); falling back to "
-        f"the bundled mock. Tried {len(attempts)} places: "
-        + "; ".join(str(a) for a in attempts)
-        + ". Set PYACL_RT_BACKEND=mock to silence this.",
+        f"pyacl_rt: {reason}; falling back to the bundled mock. Set PYACL_RT_BACKEND=mock "
+        "to silence this; `pyacl-rt info` lists the places searched.",
         BackendFallbackWarning,
-        stacklevel=4,
+        stacklevel=_user_stacklevel(),
     )
 
 
