@@ -138,7 +138,7 @@ class Context:
 
     @property
     def device(self) -> Device:
-        """The :class:`~pyacl_rt.device.Device` this context lives on."""
+        """The :class:`~pyacl_rt.Device` this context lives on."""
         return Device(self._device)
 
     @property

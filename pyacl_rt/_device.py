@@ -213,7 +213,7 @@ def _ensure_current(index: int) -> _CtxRef:
     Cheap when it already is (a thread-local load, a compare and one GIL-held
     ``aclrtGetCurrentContext`` to re-validate the cache). Any live context of that
     device is accepted. Returns the current context. For use by
-    :mod:`pyacl_rt.memory` and other floors above.
+    :mod:`pyacl_rt._memory` and other floors above.
     """
     cur = _validated_ctx(_local.st)
     if cur is not None and cur.device == index:

@@ -68,7 +68,7 @@ class _CtxRef:
         self.handle = handle
         self.device = device
         self.dead: str | None = None
-        #: weakref to the explicit :class:`~pyacl_rt.context.Context` (None for a
+        #: weakref to the explicit :class:`~pyacl_rt.Context` (None for a
         #: primary context). Weak so that thread caches never keep a Context alive;
         #: objects created in a Context hold it strongly (see :func:`_owner_of`).
         self.owner = owner
@@ -181,7 +181,7 @@ _local: Final = _Local()
 
 #: Releases that a finalizer could not do safely on a host-callback thread (destroying
 #: a stream waits for its work, which may wait for the running callback). The report
-#: thread runs them after the callback returned (see :mod:`pyacl_rt.callbacks`).
+#: thread runs them after the callback returned (see :mod:`pyacl_rt._callbacks`).
 _deferred_calls: list[Callable[[], None]] = []
 
 

@@ -377,7 +377,7 @@ class Stream:
 
     @property
     def device(self) -> Device:
-        """The :class:`~pyacl_rt.device.Device` of this stream."""
+        """The :class:`~pyacl_rt.Device` of this stream."""
         return Device(self._device)
 
     @property
@@ -521,7 +521,7 @@ class Stream:
         """Run ``fn(*args)`` on pyacl_rt's report thread when the stream reaches this point.
 
         ``block=True`` (the default, like torch_npu's host funcs) makes later work on
-        the stream wait until ``fn`` returns. See :mod:`pyacl_rt.callbacks` for what a
+        the stream wait until ``fn`` returns. See :mod:`pyacl_rt._callbacks` for what a
         callback may not do. An exception raised by ``fn`` is logged and re-raised by
         the next :meth:`synchronize` of this stream.
         """

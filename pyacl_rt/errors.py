@@ -150,7 +150,7 @@ SYNC_TIMEOUT_CODES: frozenset[int] = frozenset(
 _EXPLANATIONS: dict[int, str] = {
     100000: "An argument was rejected by the ACL layer (NULL pointer, zero size, value out of "
     "range); check the arguments named in the runtime message.",
-    100001: "ACL is not initialised: call pyacl_rt.runtime.init() (or aclInit) first.",
+    100001: "ACL is not initialised: call pyacl_rt.init() (or aclInit) first.",
     100002: "ACL was already initialised in this process (e.g. by torch_npu); harmless, "
     "pyacl_rt then leaves aclFinalize to whoever initialised it.",
     100003: "A file the runtime needs is missing or invalid (for version queries: is "
@@ -386,8 +386,8 @@ class AclUsageError(AclError):
 class NotInitializedError(AclUsageError):
     """ACL is not initialised (100001), or pyacl_rt's runtime is not started.
 
-    Raised with ``code=None`` by :mod:`pyacl_rt.runtime` when ``PYACL_RT_LAZY_INIT=0``
-    and the runtime is used before :func:`pyacl_rt.runtime.init`.
+    Raised with ``code=None`` by the runtime layer when ``PYACL_RT_LAZY_INIT=0``
+    and the runtime is used before :func:`pyacl_rt.init`.
     """
 
 
@@ -448,7 +448,7 @@ class CallbackContextError(AclUsageError, RuntimeError):
     """A blocking runtime call was made from inside a host callback.
 
     Host callbacks run on pyacl_rt's report thread while the stream waits for them;
-    a synchronize (of a stream, event or device), or ``runtime.finalize()``, from
+    a synchronize (of a stream, event or device), or ``pyacl_rt.finalize()``, from
     there would wait for itself.
     """
 

@@ -18,7 +18,7 @@ side, ``width <= pitch``, ``(height - 1) * pitch + width`` inside the buffer.
 Non-contiguous numpy arrays are refused (``ValueError``); writing into a read-only
 object (``bytes``, a read-only memoryview, a numpy array with ``writeable=False``)
 raises ``TypeError``. Messages name the argument. Use after ``close()`` raises
-:class:`~pyacl_rt.errors.ObjectClosedError`; after :func:`pyacl_rt.runtime.finalize`
+:class:`~pyacl_rt.errors.ObjectClosedError`; after :func:`pyacl_rt.finalize`
 :class:`~pyacl_rt.errors.RuntimeFinalizedError`.
 
 Streams and ordering
@@ -83,7 +83,7 @@ Buffer protocol (HostBuffer)
 * Exports keep the memory valid: while a memoryview or numpy array of ``h`` is
   alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). If ``h``
   is garbage collected while exports exist, the memory is freed when the last
-  export goes away. :func:`pyacl_rt.runtime.finalize` cannot keep exported pinned
+  export goes away. :func:`pyacl_rt.finalize` cannot keep exported pinned
   memory alive (``aclFinalize`` reclaims it), so it raises ``BufferError`` listing
   the exported buffers and finalizes nothing (release the views, then finalize
   again). At interpreter exit, where the views can no longer be used, it logs a
@@ -93,10 +93,10 @@ Finalize
 --------
 A release hook (priority ``PRIORITY_MEMORY``, after events and streams) synchronizes
 each device that still has buffers, then frees them; the Python objects become inert.
-:func:`~pyacl_rt.runtime.finalize` first refuses (``BufferError``, nothing released)
+:func:`~pyacl_rt.finalize` first refuses (``BufferError``, nothing released)
 while a HostBuffer is exported or a buffer is in use by a synchronous operation on
 another thread, like ``close()``. Closing an explicit
-:class:`~pyacl_rt.context.Context` frees the buffers allocated in it the same way.
+:class:`~pyacl_rt.Context` frees the buffers allocated in it the same way.
 
 Modules, lowest first (each imports only the ones before it; the package re-exports
 the public names):

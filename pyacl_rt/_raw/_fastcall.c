@@ -12,7 +12,7 @@
  * checks its magic/version/size and finds its functions' slots by name. Each call loads
  * the pointer from that table (no copy, nothing cached).
  *
- * Conventions (documented in pyacl_rt/lowlevel.py and pyacl_rt/_fastcall.pyi): these are
+ * Conventions (documented in pyacl_rt/lowlevel.py and pyacl_rt/_raw/_fastcall.pyi): these are
  * *checked* calls, doing exactly what a hand-written extension does ("call, check rc,
  * return the value"):
  *   - success: the out-parameter's value (int), or None when the function has none;
@@ -44,7 +44,7 @@
 _Static_assert(sizeof(unsigned long) == sizeof(uintptr_t), "LP64 platform expected");
 _Static_assert(sizeof(size_t) == sizeof(uintptr_t), "size_t and uintptr_t differ");
 
-/* Must match pyacl_rt/_lowlevel_build.py (checked at import through magic/version/size). */
+/* Must match pyacl_rt/_raw/_lowlevel_build.py (checked at import through magic/version/size). */
 struct pyacl_lowlevel_api {
     uint32_t magic;
     uint32_t version;

@@ -1,4 +1,4 @@
-# Type stub for the compiled cffi module (built from pyacl_rt/_lowlevel_build.py).
+# Type stub for the compiled cffi module (built from pyacl_rt/_raw/_lowlevel_build.py).
 from typing import Any
 
 ffi: Any
