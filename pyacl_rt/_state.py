@@ -41,7 +41,7 @@ _log = get_logger("pyacl_rt")
 
 # ------------------------------------------------------- raw layer binding
 # The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here
-# does not load the library at import. Every path reaches runtime.ensure_initialized()
+# does not load the library at import. Every path reaches _runtime.ensure_initialized()
 # (which loads it) before its first call; before that a call would only return
 # lowlevel.MISSING_SYMBOL, which check() reports as FunctionNotFoundError.
 _lib: Any = _cffi_lib
