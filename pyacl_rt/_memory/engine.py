@@ -182,6 +182,14 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
         stage.close()
 
 
+def _nothing_to_copy(d: _Side, s: _Side, stream: object) -> None:
+    """A zero-byte copy touching device memory: the ``stream`` argument is still checked
+    (it would be refused for a real copy), then both sides are released."""
+    _check_stream(stream, _devices(d, s))
+    d.release()
+    s.release()
+
+
 def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tuple[Stream, bool]:
     """The stream a copy touching device memory runs on (its context made current),
     and whether the two sides can be copied directly (False: two devices without peer
@@ -233,9 +241,7 @@ def _do_copy(
         return
     with ReleaseOnExit(d, s):
         if n == 0:
-            _check_stream(stream, _devices(d, s))
-            d.release()
-            s.release()
+            _nothing_to_copy(d, s, stream)
             return
         st, direct = _copy_stream(d, s, stream, non_blocking)
         if not direct:
@@ -354,9 +360,7 @@ def copy_2d(
         return
     with ReleaseOnExit(d, s):
         if not (w and h):
-            _check_stream(stream, _devices(d, s))
-            d.release()
-            s.release()
+            _nothing_to_copy(d, s, stream)
             return
         st, direct = _copy_stream(d, s, stream, non_blocking)
         if not direct:
