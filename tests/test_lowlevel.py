@@ -427,7 +427,8 @@ out["force"] = [ll.aclrtResetDeviceForce(1), ll.aclrtResetDeviceForce(1), ll.acl
 out["primary"] = [ll.aclrtGetPrimaryCtxState(1, NULL, s.i32), s.i32[0]]
 s.i64[0] = -1
 out["sysparam"] = [ll.aclrtGetSysParamOpt(0, s.i64), s.i64[0]]
-out["limit_before_set"] = [ll.aclrtDeviceSetLimit(0, 1000), ll.aclrtDeviceGetLimit(0, s.size), s.size[0]]
+set_rc = ll.aclrtDeviceSetLimit(0, 1000)
+out["limit_before_set"] = [set_rc, ll.aclrtDeviceGetLimit(0, s.size), s.size[0]]
 out["finalize_ref"] = [ll.aclInit(NULL), ll.aclInit(NULL), ll.aclFinalizeReference(NULL),
                        ll.aclFinalizeReference(NULL), ll.aclFinalize()]
 out["arch"] = [ll.aclrtCheckArchCompatibility(ll.aclrtGetSocName(), s.i32), s.i32[0]]
