@@ -117,9 +117,11 @@ def test_user_code_passes_mypy_strict(tmp_path: Path) -> None:
     """``with npu.device(1):`` / ``with npu.stream(s):`` type-check in user code."""
     user = tmp_path / "user_code.py"
     user.write_text(USER_CODE)
-    # mypy cannot follow an editable install's import hook: point it at the directory
-    # holding the package (site-packages for a normal install; the checkout here).
-    env = _clean_env(MYPYPATH=str(Path(npu.__file__).resolve().parent.parent))
+    # mypy cannot follow an editable install's import hook: point it at the checkout
+    # holding the package (an installed package in site-packages is found as is).
+    holder = Path(npu.__file__).resolve().parent.parent
+    extra = {} if holder.name in ("site-packages", "dist-packages") else {"MYPYPATH": str(holder)}
+    env = _clean_env(**extra)
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(user)],
         capture_output=True,
