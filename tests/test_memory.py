@@ -1082,3 +1082,37 @@ def test_close_during_interpreter_exit_frees_at_once(run_python: Any, clean_env:
     assert "RESULT [(True, True, True, 0, 0, 0, 0)]" in r.stdout, (r.stdout, r.stderr)
     assert "REPORT mock_libascendcl leak report: no leaks" in r.stdout, r.stdout
     assert "leak report" not in r.stderr, r.stderr
+
+
+def test_failed_operations_release_every_side() -> None:
+    """Every failure after the arguments were resolved (bad sizes, a bad stream, an
+    interrupt raised mid-operation) releases both sides (args.ReleaseOnExit): the
+    foreign object is no longer exported (a bytearray can grow again) and the owned
+    buffer is no longer marked in use (close() works)."""
+    from pyacl_rt._memory import args as A
+
+    dev = M.DeviceBuffer(64, device=0)
+    ba = bytearray(64)
+    with pytest.raises(ValueError, match="nbytes 65 runs past"):
+        M.copy(dev, ba, 65)
+    with pytest.raises(ValueError, match="width 9 is larger than dpitch 8"):
+        M.copy_2d(ba, 8, dev, 8, 9, 2)
+    with pytest.raises(ValueError, match="offset 65 is past the end"):
+        M.memset(dev, 0, offset=65)
+    with pytest.raises(TypeError, match="stream must be a Stream"):
+        M.copy(dev, ba, stream="s")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="stream is on device 1"):
+        M.copy(dev, ba, stream=S.Stream(1))
+    ba.extend(b"x")  # not exported any more
+    assert not dev._m.inuse
+
+    d = A._resolve(dev, "dst", True)
+    s = A._resolve(ba, "src", False)
+    with pytest.raises(KeyboardInterrupt), A.ReleaseOnExit(d, s):
+        raise KeyboardInterrupt
+    ba.extend(b"y")
+    assert not dev._m.inuse and d.cd is None and s.cd is None
+    with A.ReleaseOnExit(d, s):  # success: nothing released twice, nothing raised
+        pass
+    dev.close()
+    assert dev.closed
