@@ -48,9 +48,10 @@ Lifetime of memory used by async work
   pending copy (ACL's ``aclrtFree`` does not wait, acl_abi.md section 5.6). So
   ``close()`` blocks like ``cudaFree`` when the buffer still has queued work, and
   the memory is back in the pool when it returns. This costs nothing on the hot
-  path (no event per copy). A buffer freed on a host-callback thread, where a
-  synchronize would deadlock, is freed later (next allocation, :func:`empty_cache`,
-  or finalize) if its streams are still busy.
+  path (no event per copy). A buffer freed on a host-callback (report) thread -
+  inside a callback, or by garbage collection that happens to run there - is freed
+  soon after by pyacl_rt's releaser thread (a synchronize there could deadlock);
+  :func:`empty_cache` waits for such pending frees.
 
 Threads and host callbacks
 --------------------------
@@ -115,8 +116,8 @@ import weakref
 from typing import Any, Final, NoReturn, Self, Union
 
 from . import _memrecord as _rec
+from . import _releaser, errors, runtime
 from . import context as _context
-from . import errors, runtime
 from ._fastcall import BufferForwarder
 from ._membuf import _int_arg, _offsets, _resolve, _Side
 from ._memrecord import (
@@ -236,9 +237,10 @@ def reset_peak_memory_stats(device: DeviceLike = None) -> None:
 
 
 def empty_cache() -> None:
-    """No-op: pyacl_rt frees memory at once, there is no cache to empty (torch_npu
-    compatibility). Also frees allocations whose release was deferred from a host
-    callback, when their streams are done."""
+    """pyacl_rt frees memory at once, there is no cache to empty (torch_npu
+    compatibility). Waits for the frees deferred from host-callback threads (see the
+    module docstring) and does those still pending, after their streams are done."""
+    _releaser.flush()
     _rec._process_deferred()
 
 

@@ -47,7 +47,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
-from . import callbacks, errors, lowlevel, runtime
+from . import _releaser, callbacks, errors, lowlevel, runtime
 from . import context as _context
 from . import device as _device
 from .device import (
@@ -164,9 +164,9 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
             state[0].clear()
             return
         if _local.st.in_callback:
-            # GC inside a host callback: destroying waits for the stream's work,
-            # which may wait for this very callback. Let the report thread do it.
-            _device._deferred_calls.append(functools.partial(_destroy_stream, ctx, handle, state))
+            # GC on a host-callback thread: destroying waits for the stream's work,
+            # which may wait for a callback of this very thread. The releaser does it.
+            _releaser.defer(functools.partial(_destroy_stream, ctx, handle, state))
             return
         if _local.st.ctx is not ctx:
             ctx.make_current()
