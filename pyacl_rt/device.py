@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, NoReturn, SupportsIndex, TypeVar, Union
 
 from . import errors, lowlevel, runtime
+from ._args import index_arg
 from ._lowlevel_cffi import lib as _cffi_lib
 
 # Defined in pyacl_rt.errors (floor 1); still importable from here (compatibility).
@@ -386,10 +387,8 @@ def _parse_index(dev: object) -> int:
             raise InvalidDeviceError(
                 f"invalid device string {dev!r}: expected 'npu:N' or an integer"
             ) from None
-    index = getattr(dev, "__index__", None)
-    if index is not None:
-        return int(index())
-    raise TypeError(f"device must be an int, a Device or 'npu:N', not {type(dev).__name__}")
+    # numpy integers and other __index__ types
+    return index_arg(dev, "device", "an int, a Device or 'npu:N'")
 
 
 def _check_index(index: int) -> int:
@@ -733,8 +732,7 @@ def set_op_timeout_ms(timeout_ms: int) -> int:
     second-granular ``aclrtSetOpExecuteTimeOut`` on older CANN. Unlike torch_npu it
     does not drain task queues first (pyacl_rt has none). 0 means the maximum.
     """
-    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
-        raise TypeError("timeout_ms must be an int (milliseconds)")
+    timeout_ms = index_arg(timeout_ms, "timeout_ms", "an int (milliseconds)")
     if timeout_ms < 0:
         raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
     runtime.ensure_initialized()
@@ -867,6 +865,7 @@ class Device:
     # --- raw attribute queries
     def info(self, attr: int) -> int:
         """``aclrtGetDeviceInfo(index, attr)``: an ``ACL_DEV_ATTR_*`` value (int64)."""
+        attr = index_arg(attr, "attr")
         runtime.ensure_initialized()
         s = _local.st.scratch
         _check(_lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
@@ -874,6 +873,7 @@ class Device:
 
     def capability(self, info: int) -> int:
         """``aclGetDeviceCapability(index, info)``: an ``ACL_DEVICE_INFO_*`` value."""
+        info = index_arg(info, "info")
         runtime.ensure_initialized()
         s = _local.st.scratch
         _check(_lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
@@ -881,6 +881,7 @@ class Device:
 
     def feature(self, feature: int) -> int:
         """``aclrtGetDeviceCapability(index, feature)``: an ``ACL_FEATURE_*`` value."""
+        feature = index_arg(feature, "feature")
         runtime.ensure_initialized()
         s = _local.st.scratch
         _check(

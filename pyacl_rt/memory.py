@@ -12,7 +12,8 @@
 Checks before C
 ---------------
 Every size, offset and pitch is validated in Python before any pointer reaches the
-runtime: ints only (``bool`` refused), no negatives, nothing past the end of either
+runtime: ints only (``__index__`` integers such as ``numpy.int64`` accepted, ``bool``
+refused: see :mod:`pyacl_rt._args`), no negatives, nothing past the end of either
 side, ``width <= pitch``, ``(height - 1) * pitch + width`` inside the buffer.
 Non-contiguous numpy arrays are refused (``ValueError``); writing into a read-only
 object (``bytes``, a read-only memoryview, a numpy array with ``writeable=False``)
@@ -118,6 +119,7 @@ from typing import Any, Final, NoReturn, Self, Union
 from . import _memrecord as _rec
 from . import _releaser, errors, runtime
 from . import context as _context
+from ._args import index_arg
 from ._fastcall import BufferForwarder
 from ._membuf import _int_arg, _offsets, _resolve, _Side
 from ._memrecord import (
@@ -511,7 +513,7 @@ def memcpy_async(
         _raise_closed(dm if not dp else sm, "dst" if not dp else "src")
     dn = dst._n
     if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src._n:
-        _fast_size_error(nbytes, dn, src._n)
+        nbytes = _fast_size(nbytes, dn, src._n)
     ddev = dm.device
     sdev = sm.device
     if ddev == sd:
@@ -551,11 +553,15 @@ def _fast_type_error(dst: object, src: object, stream: object) -> None:
         raise TypeError(f"memcpy_async: stream must be a Stream, not {type(stream).__name__}")
 
 
-def _fast_size_error(nbytes: object, dn: int, sn: int) -> None:
+def _fast_size(nbytes: object, dn: int, sn: int) -> int:
+    """memcpy_async's slow path for ``nbytes``: an ``__index__`` integer (e.g.
+    ``numpy.int64``) that fits both sides is returned as an int; else the error."""
     n = _int_arg(nbytes, "nbytes")
     if n > sn:
         raise ValueError(f"nbytes {n} runs past the end of src ({sn} bytes)")
-    raise ValueError(f"nbytes {n} runs past the end of dst ({dn} bytes)")
+    if n > dn:
+        raise ValueError(f"nbytes {n} runs past the end of dst ({dn} bytes)")
+    return n
 
 
 def copy_2d(
@@ -665,8 +671,7 @@ def memset(
     or a writable buffer-protocol object): filled on the host at once, after waiting
     for ``stream`` and pending work on the buffer.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"value must be an int byte value (0..255), not {type(value).__name__}")
+    value = index_arg(value, "value", "an int byte value (0..255)")
     if not 0 <= value <= 255:
         raise ValueError(f"value must be a byte value 0..255, got {value}")
     b = _resolve(buf, "buf", True)
@@ -775,8 +780,9 @@ class DeviceBuffer(_Buffer):
         n = _int_arg(nbytes, "nbytes")
         if n == 0:
             raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
-        if isinstance(policy, bool) or not isinstance(policy, int) or policy < 0:
-            raise TypeError("policy must be a non-negative int (an ACL_MEM_MALLOC_* value)")
+        policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
+        if policy < 0:
+            raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
         index = _index(device)
         _process_deferred()
         ctx = _context_for(index)

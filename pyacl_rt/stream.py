@@ -50,6 +50,7 @@ from typing import Any, Final, NoReturn
 from . import _releaser, callbacks, errors, lowlevel, runtime
 from . import context as _context
 from . import device as _device
+from ._args import index_arg
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -245,12 +246,8 @@ class Stream:
     _state: list[Any]
 
     def __init__(self, device: DeviceLike = None, priority: int = 0, flags: int = 0) -> None:
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise TypeError(f"Stream(): priority must be an int, not {type(priority).__name__}")
-        if isinstance(flags, bool) or not isinstance(flags, int):
-            raise TypeError(
-                f"Stream(): flags must be an int of ACL_STREAM_* bits, not {type(flags).__name__}"
-            )
+        priority = index_arg(priority, "Stream(): priority")
+        flags = index_arg(flags, "Stream(): flags", "an int of ACL_STREAM_* bits")
         if not 0 <= flags <= 0xFFFFFFFF:
             raise ValueError(
                 f"Stream(): flags must be an unsigned 32-bit value of ACL_STREAM_* bits "
@@ -331,8 +328,9 @@ class Stream:
         was created on (default: current). It is used in that device's context on
         this thread (the explicit Context active here, else the primary context).
         """
-        if isinstance(handle, bool) or not isinstance(handle, int) or handle < 0:
-            raise TypeError("handle must be a non-negative int (an aclrtStream address)")
+        handle = index_arg(handle, "handle", "an int (an aclrtStream address)")
+        if handle < 0:
+            raise ValueError(f"handle must be a non-negative aclrtStream address, got {handle}")
         return cls._wrap(handle, _context_for(_index(device)), _EXTERNAL)
 
     # ------------------------------------------------------------ properties
@@ -654,7 +652,11 @@ def _acl_priority(priority: int, least: int, greatest: int) -> int:
 
 def _timeout_ms(timeout: float) -> int:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError("timeout must be a number of milliseconds or None")
+        if not hasattr(type(timeout), "__index__"):
+            raise TypeError(
+                f"timeout must be a number of milliseconds or None, not {type(timeout).__name__}"
+            )
+        timeout = index_arg(timeout, "timeout")
     if not timeout > 0:
         raise ValueError(
             f"timeout must be > 0 milliseconds (or None to wait forever), got {timeout}"
@@ -794,6 +796,7 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     ``close()`` on them is a no-op. For libraries that need short-lived streams
     without paying stream creation each time.
     """
+    priority = index_arg(priority, "priority")
     index = _index(device)
     ctx = _context_for(index)
     high = priority < 0

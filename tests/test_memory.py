@@ -111,8 +111,10 @@ def test_bad_sizes_refused(bad: Any) -> None:
 
 
 def test_bad_policy_and_device() -> None:
-    with pytest.raises(TypeError, match="policy"):
+    with pytest.raises(ValueError, match="policy"):
         M.DeviceBuffer(8, policy=-1)
+    with pytest.raises(TypeError, match="policy"):
+        M.DeviceBuffer(8, policy="huge")  # type: ignore[arg-type]
     with pytest.raises(D.InvalidDeviceError):
         M.DeviceBuffer(8, device=99)
 
