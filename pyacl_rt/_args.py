@@ -8,6 +8,10 @@ subclass: ``True`` as a size, an offset or a device is a bug far more often than
 is meant (``numpy.bool_`` has no ``__index__`` and is refused too). Floats are refused
 (no silent truncation), except where a parameter documents float milliseconds.
 
+Flags (``non_blocking``, ``block``, ``enable_timing``, ...) take ``bool`` (also
+``numpy.bool_`` and the integers 0 and 1); anything else is a ``TypeError``, not
+silently truthy (``non_blocking="no"`` would otherwise mean True).
+
 Floor 1: imports nothing from pyacl_rt.
 """
 
@@ -16,7 +20,7 @@ from __future__ import annotations
 import operator
 from typing import Final
 
-__all__ = ["SIZE_MAX", "index_arg", "size_arg", "type_name"]
+__all__ = ["SIZE_MAX", "bool_arg", "index_arg", "size_arg", "type_name"]
 
 #: Largest size / offset that fits a C ``size_t`` (64-bit).
 SIZE_MAX: Final = 2**64 - 1
@@ -52,3 +56,19 @@ def size_arg(value: object, name: str) -> int:
     if n > SIZE_MAX:
         raise ValueError(f"{name} is too large ({n} > 2**64 - 1)")
     return n
+
+
+def bool_arg(value: object, name: str) -> bool:
+    """A flag: ``bool``, ``numpy.bool_`` or an ``__index__`` integer 0 / 1.
+
+    Raises ``TypeError`` naming ``name`` for anything else.
+    """
+    if value is True or value is False:
+        return value
+    if getattr(getattr(value, "dtype", None), "kind", None) == "b":  # numpy.bool_
+        return bool(value)
+    if hasattr(type(value), "__index__"):
+        i = operator.index(value)  # type: ignore[arg-type]
+        if i in (0, 1):
+            return bool(i)
+    raise TypeError(f"{name} must be a bool, not {type_name(value)} ({value!r})")

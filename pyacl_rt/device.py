@@ -364,10 +364,11 @@ def _refuse_in_callback(what: str) -> None:
 DeviceLike = Union[int, SupportsIndex, str, "Device", None]
 
 
-def _parse_index(dev: object) -> int:
-    """Turn int / Device / ``'npu:N'`` / ``'N'`` into an int (no range check)."""
+def _parse_index(dev: object, name: str = "device") -> int:
+    """Turn int / Device / ``'npu:N'`` / ``'N'`` into an int (no range check); errors
+    name the parameter ``name``."""
     if isinstance(dev, bool):
-        raise TypeError("device must be an int, a Device or 'npu:N', not bool")
+        raise TypeError(f"{name} must be an int, a Device or 'npu:N', not bool")
     if isinstance(dev, int):
         return dev
     if isinstance(dev, Device):
@@ -388,7 +389,7 @@ def _parse_index(dev: object) -> int:
                 f"invalid device string {dev!r}: expected 'npu:N' or an integer"
             ) from None
     # numpy integers and other __index__ types
-    return index_arg(dev, "device", "an int, a Device or 'npu:N'")
+    return index_arg(dev, name, "an int, a Device or 'npu:N'")
 
 
 def _check_index(index: int) -> int:
@@ -407,11 +408,12 @@ def _check_index(index: int) -> int:
     return index
 
 
-def _index(dev: object = None) -> int:
-    """Validated device index; ``None`` means the thread's current device."""
+def _index(dev: object = None, name: str = "device") -> int:
+    """Validated device index; ``None`` means the thread's current device. Errors
+    name the parameter ``name``."""
     if dev is None:
         return current_device()
-    return _check_index(_parse_index(dev))
+    return _check_index(_parse_index(dev, name))
 
 
 # ----------------------------------------------------------- contexts
@@ -697,6 +699,8 @@ def get_cann_version(module: str = "CANN") -> str:
     """
     from . import _loader
 
+    if not isinstance(module, str):
+        raise TypeError(f"get_cann_version(): module must be a str, not {type(module).__name__}")
     if module.upper() not in ("CANN", "RUNTIME"):
         return ""
     info: Any = _loader.backend_info()
@@ -986,7 +990,7 @@ class Device:
 
         ``False`` for ``peer == self`` (ACL rejects that pair; torch.cuda answers False).
         """
-        other = _index(peer)
+        other = _index(peer, "peer")
         if other == self._index:
             return False
         s = _local.st.scratch

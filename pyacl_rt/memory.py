@@ -119,7 +119,7 @@ from typing import Any, Final, NoReturn, Self, Union
 from . import _memrecord as _rec
 from . import _releaser, errors, runtime
 from . import context as _context
-from ._args import index_arg
+from ._args import bool_arg, index_arg
 from ._fastcall import BufferForwarder
 from ._membuf import _int_arg, _offsets, _resolve, _Side
 from ._memrecord import (
@@ -445,6 +445,8 @@ def copy(
     must fit into ``dst``). See the module docstring for streams, ``non_blocking``
     and what is kept alive.
     """
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     d, s = _resolve_pair(dst, src)
     try:
         n, doff, soff = _offsets(d, s, nbytes, dst_offset, src_offset)
@@ -584,6 +586,8 @@ def copy_2d(
     Requires ``width <= dpitch``, ``width <= spitch`` and
     ``(height - 1) * pitch + width`` bytes after each offset.
     """
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     d, s = _resolve_pair(dst, src)
     try:
         dp = _int_arg(dpitch, "dpitch")
@@ -672,6 +676,8 @@ def memset(
     for ``stream`` and pending work on the buffer.
     """
     value = index_arg(value, "value", "an int byte value (0..255)")
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     if not 0 <= value <= 255:
         raise ValueError(f"value must be a byte value 0..255, got {value}")
     b = _resolve(buf, "buf", True)
@@ -1061,7 +1067,13 @@ class HostBuffer(_Buffer, BufferForwarder):
         """A zero-copy numpy array of ``dtype`` over the memory (nbytes must divide)."""
         import numpy
 
-        return numpy.frombuffer(self._live_buf(), dtype=dtype)
+        try:
+            dt = numpy.dtype(dtype)
+        except TypeError as exc:
+            raise TypeError(
+                f"HostBuffer.numpy(): dtype {dtype!r} is not a numpy dtype ({exc})"
+            ) from None
+        return numpy.frombuffer(self._live_buf(), dtype=dt)
 
     def tobytes(self) -> bytes:
         """A copy of the contents as ``bytes``."""

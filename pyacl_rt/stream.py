@@ -50,7 +50,7 @@ from typing import Any, Final, NoReturn
 from . import _releaser, callbacks, errors, lowlevel, runtime
 from . import context as _context
 from . import device as _device
-from ._args import index_arg
+from ._args import bool_arg, index_arg
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -473,13 +473,17 @@ class Stream:
         """
         wait_on = getattr(event, "_wait_on", None)
         if wait_on is None:
-            raise TypeError(f"wait_event() needs an Event, got {type(event).__name__}")
+            raise TypeError(
+                f"Stream.wait_event(): event must be an Event, not {type(event).__name__}"
+            )
         wait_on(self)
 
     def wait_stream(self, other: Stream) -> None:
         """Make future work on this stream wait for the work submitted to ``other`` so far."""
         if not isinstance(other, Stream):
-            raise TypeError(f"wait_stream() needs a Stream, got {type(other).__name__}")
+            raise TypeError(
+                f"Stream.wait_stream(): other must be a Stream, not {type(other).__name__}"
+            )
         if other is self:
             return
         from .event import Event
@@ -495,6 +499,10 @@ class Stream:
 
         if event is None:
             event = Event()
+        elif not isinstance(event, Event):
+            raise TypeError(
+                f"Stream.record_event(): event must be an Event or None, not {type(event).__name__}"
+            )
         event.record(self)
         return event
 
@@ -510,7 +518,9 @@ class Stream:
         the next :meth:`synchronize` of this stream.
         """
         if not callable(fn):
-            raise TypeError("fn must be callable")
+            raise TypeError(f"launch_host_func(): fn must be callable, not {type(fn).__name__}")
+        if block is not True:
+            block = bool_arg(block, "launch_host_func(): block")
         if _local.st.ctx is not self._ctx:
             self._activate()
         callbacks.launch(self, fn, args, block)
@@ -519,6 +529,10 @@ class Stream:
         self, callback: Callable[[Stream, int, object], object], arg: object = None
     ) -> None:
         """CuPy-style: run ``callback(stream, 0, arg)`` when the stream reaches this point."""
+        if not callable(callback):
+            raise TypeError(
+                f"add_callback(): callback must be callable, not {type(callback).__name__}"
+            )
         self.launch_host_func(callback, self, 0, arg)
 
     # ------------------------------------------------------------- keep-alive
@@ -718,7 +732,7 @@ def set_stream(s: Stream) -> None:
     """Make ``s`` the calling thread's current stream for its device, and select that
     device (as torch_npu's ``set_stream`` does)."""
     if not isinstance(s, Stream):
-        raise TypeError(f"set_stream() needs a Stream, got {type(s).__name__}")
+        raise TypeError(f"set_stream(): s must be a Stream, not {type(s).__name__}")
     if s._ctx.device < 0:
         s._activate()  # raises the closed/finalized error
     _device.set_device(s._device)
