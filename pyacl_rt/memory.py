@@ -76,15 +76,18 @@ callback.
 Buffer protocol (HostBuffer)
 ----------------------------
 * ``memoryview(h)``, ``h.memoryview()`` and ``numpy.asarray(h)`` are zero-copy on
-  every supported version: Python 3.12+ uses ``__buffer__`` (PEP 688); on 3.11,
-  where a pure-Python class cannot export a C-level buffer, HostBuffer derives from
+  every supported version: HostBuffer derives from
   ``pyacl_rt._fastcall.BufferForwarder``, a C base type whose buffer protocol
-  forwards to the HostBuffer's byte buffer (the view's ``obj``). ``numpy.asarray(h)``
-  also has ``__array__``. ``bytes(h)`` / ``h.tobytes()`` copy.
+  (``getbuffer`` / ``releasebuffer``; on 3.12+ also ``__buffer__`` /
+  ``__release_buffer__``) forwards to the HostBuffer's byte buffer and counts the
+  exports explicitly (the view's ``obj`` is the HostBuffer, which it keeps alive).
+  Reference-count arithmetic is not used: CPython 3.14 no longer counts borrowed
+  stack references. ``numpy.asarray(h)`` also has ``__array__``. ``bytes(h)`` /
+  ``h.tobytes()`` copy.
 * Exports keep the memory valid: while a memoryview or numpy array of ``h`` is
-  alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). If ``h``
-  is garbage collected while exports exist, the memory is freed when the last
-  export goes away. :func:`pyacl_rt.runtime.finalize` cannot keep exported pinned
+  alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). An export
+  keeps ``h`` alive, so garbage collection frees the memory only after the last
+  export went away. :func:`pyacl_rt.runtime.finalize` cannot keep exported pinned
   memory alive (``aclFinalize`` reclaims it), so it raises ``BufferError`` listing
   the exported buffers and finalizes nothing (release the views, then finalize
   again). At interpreter exit, where the views can no longer be used, it logs a
@@ -112,7 +115,6 @@ import builtins
 import ctypes
 import logging
 import os
-import sys
 import weakref
 from typing import Any, Final, NoReturn, Self, Union
 
@@ -974,10 +976,11 @@ class HostBuffer(_Buffer, BufferForwarder):
     exports exist; garbage collection frees it once the last export is gone.
     """
 
-    __slots__ = ("_buf", "_cd")
+    __slots__ = ("_buf", "_cd", "_nexports")
 
     _cd: Any
     _buf: Any
+    _nexports: int
 
     def __init__(self, nbytes: int) -> None:
         n = _int_arg(nbytes, "nbytes")
@@ -1002,6 +1005,7 @@ class HostBuffer(_Buffer, BufferForwarder):
         self._m = m
         self._n = n
         self._off = 0
+        self._nexports = 0
         # The owning cdata: freed (after waiting for its streams) when the last
         # reference - this object, the byte buffer below, any export - is gone.
         self._cd = ffi.gc(ffi.cast("char *", base), _host_dtor(m), n)
@@ -1016,12 +1020,23 @@ class HostBuffer(_Buffer, BufferForwarder):
 
     # ----------------------------------------------------------- properties
     def _exports(self) -> int:
-        """Number of live exports (memoryviews / numpy arrays) of the memory."""
-        buf = self._buf
-        if buf is None:
-            return 0
-        # references: the _buf slot, the local `buf`, getrefcount's argument
-        return max(sys.getrefcount(buf) - 3, 0)
+        """Number of live exports (memoryviews / numpy arrays) of the memory, counted
+        explicitly by the buffer protocol (not from reference counts, which CPython
+        3.14 no longer reports exactly)."""
+        return self._nexports
+
+    def _export_acquire(self) -> Any:
+        """Buffer protocol (``BufferForwarder``): one more export; the byte buffer to
+        export. Atomic with :meth:`close` (both hold ``_live_lock``)."""
+        with _rec._live_lock:
+            buf = self._live_buf()
+            self._nexports += 1
+        return buf
+
+    def _export_release(self) -> None:
+        """Buffer protocol: an export was released."""
+        with _rec._live_lock:
+            self._nexports -= 1
 
     def __repr__(self) -> str:
         if not self._m.ptr:
@@ -1038,23 +1053,15 @@ class HostBuffer(_Buffer, BufferForwarder):
     def memoryview(self) -> builtins.memoryview:
         """A writable, zero-copy ``memoryview`` (format ``'B'``) of the memory. While
         it is alive, :meth:`close` raises ``BufferError``."""
-        return memoryview(self._live_buf())
+        return memoryview(self)
 
     view = memoryview
-
-    def __buffer__(self, flags: int) -> builtins.memoryview:
-        """PEP 688 (Python 3.12+): ``memoryview(h)`` and numpy use this (on 3.11 the
-        C-level buffer of the ``BufferForwarder`` base does the same)."""
-        return memoryview(self._live_buf())
-
-    def __release_buffer__(self, view: builtins.memoryview) -> None:
-        view.release()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         """``numpy.asarray(h)``: a zero-copy uint8 array over the memory."""
         import numpy
 
-        arr = numpy.frombuffer(self._live_buf(), dtype=numpy.uint8)
+        arr = numpy.frombuffer(memoryview(self), dtype=numpy.uint8)
         if dtype is not None and numpy.dtype(dtype) != arr.dtype:
             if copy is False:
                 raise ValueError("HostBuffer: a dtype conversion needs a copy")
@@ -1073,7 +1080,7 @@ class HostBuffer(_Buffer, BufferForwarder):
             raise TypeError(
                 f"HostBuffer.numpy(): dtype {dtype!r} is not a numpy dtype ({exc})"
             ) from None
-        return numpy.frombuffer(self._live_buf(), dtype=dt)
+        return numpy.frombuffer(memoryview(self), dtype=dt)
 
     def tobytes(self) -> bytes:
         """A copy of the contents as ``bytes``."""

@@ -3,7 +3,9 @@ input before C, freeing ordered after pending copies, finalize, threads, no leak
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import sys
 import threading
 import time
 import weakref
@@ -280,9 +282,9 @@ def test_host_buffer_zero_copy_numpy_and_memoryview() -> None:
 
 
 def test_memoryview_of_host_buffer() -> None:
-    """``memoryview(h)`` is zero-copy on every version: __buffer__ (PEP 688) on 3.12+,
-    the C buffer protocol of _fastcall.BufferForwarder on 3.11 (was a TypeError).
-    The view's ``obj`` is the HostBuffer's byte buffer, so export accounting is exact."""
+    """``memoryview(h)`` is zero-copy on every version (was a TypeError on 3.11): the C
+    buffer protocol of _fastcall.BufferForwarder, which counts exports explicitly.
+    The view's ``obj`` is the HostBuffer."""
     h = M.HostBuffer(8)
     mv = memoryview(h)  # type: ignore[arg-type]
     assert mv.nbytes == 8 and mv.format == "B" and not mv.readonly
@@ -316,6 +318,41 @@ def test_host_buffer_close_refused_while_exported() -> None:
         h.close()
     mv.release()
     h.close()
+    h.close()
+    assert host_allocations() == base
+
+
+def test_host_buffer_exports_counted_without_refcounts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 7: exports were counted with ``sys.getrefcount`` arithmetic. CPython 3.14
+    does not count borrowed stack references (the local variable holding the object,
+    getrefcount's own argument), so the count came out low: with a live memoryview
+    ``close()`` saw 0 exports and freed the memory under it. Simulated here (those two
+    references not counted, as on 3.14): exports are now counted explicitly by the
+    buffer protocol, whatever getrefcount says."""
+    real = sys.getrefcount
+    monkeypatch.setattr(sys, "getrefcount", lambda obj: real(obj) - 2)
+    base = host_allocations()
+    h = M.HostBuffer(32)
+    mv = memoryview(h)  # type: ignore[arg-type]
+    with pytest.raises(BufferError, match="1 exported"):
+        h.close()
+    assert not h.closed and host_allocations() == base + 1
+    mv[0] = 5  # still valid memory
+    # numpy arrays, slices of views and views of views are exports too, exactly once
+    arr = np.asarray(h)
+    sub = mv[4:8]
+    arr2 = h.numpy(np.uint32)
+    ctype = (ctypes.c_char * 32).from_buffer(h)  # type: ignore[arg-type]
+    assert h._exports() == 4
+    with pytest.raises(BufferError, match="4 exported"):
+        h.close()
+    del arr, arr2, ctype
+    gc.collect()
+    assert h._exports() == 1  # mv (and sub, which shares its export)
+    mv.release()
+    assert h._exports() == 1
+    sub.release()
+    assert h._exports() == 0
     h.close()
     assert host_allocations() == base
 
