@@ -20,7 +20,7 @@ from __future__ import annotations
 import operator
 from typing import Final
 
-__all__ = ["SIZE_MAX", "bool_arg", "index_arg", "size_arg", "type_name"]
+__all__ = ["SIZE_MAX", "bool_arg", "index_arg", "size_arg", "timeout_ms_arg", "type_name"]
 
 #: Largest size / offset that fits a C ``size_t`` (64-bit).
 SIZE_MAX: Final = 2**64 - 1
@@ -72,3 +72,23 @@ def bool_arg(value: object, name: str) -> bool:
         if i in (0, 1):
             return bool(i)
     raise TypeError(f"{name} must be a bool, not {type_name(value)} ({value!r})")
+
+
+def timeout_ms_arg(timeout: object) -> int:
+    """A ``timeout`` in milliseconds (int, float or ``__index__`` integer; ``> 0``) as
+    the int32 milliseconds ACL takes: rounded up, ``inf`` and anything longer than
+    ACL's maximum (``2**31 - 1`` ms, ~24.8 days) become that maximum."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        if not hasattr(type(timeout), "__index__"):
+            raise TypeError(
+                f"timeout must be a number of milliseconds or None, not {type_name(timeout)}"
+            )
+        timeout = index_arg(timeout, "timeout")
+    assert isinstance(timeout, (int, float))
+    if not timeout > 0:
+        raise ValueError(
+            f"timeout must be > 0 milliseconds (or None to wait forever), got {timeout}"
+        )
+    if timeout >= 2**31 - 1:  # also inf: the longest wait ACL takes (~24.8 days)
+        return 2**31 - 1
+    return int(-(-timeout // 1))

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, NoReturn, SupportsIndex, TypeVar, Union
 
 from . import errors, lowlevel, runtime
-from ._args import index_arg
+from ._args import index_arg, timeout_ms_arg
 from ._lowlevel_cffi import lib as _cffi_lib
 
 # Defined in pyacl_rt.errors (floor 1); still importable from here (compatibility).
@@ -630,19 +630,29 @@ def device_of(obj: object) -> device:
     return device(dev)
 
 
-def synchronize(dev: DeviceLike = None) -> None:
-    """Wait for all work on ``dev`` (default: the current device). Releases the GIL.
+def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None:
+    """Wait for all work on ``device`` (default: the current device). Releases the GIL.
 
-    Uses the device's context on this thread (creating the primary context only if
-    the device was never used). Refused from inside a host callback. Errors raised
-    by host callbacks are reported by ``Stream.synchronize``, not here.
+    ``timeout`` in milliseconds (``aclrtSynchronizeDeviceWithTimeout``), as for
+    :meth:`Stream.synchronize <pyacl_rt.stream.Stream.synchronize>`: on expiry
+    :class:`~pyacl_rt.errors.SyncTimeoutError` (a ``TimeoutError``) is raised;
+    ``None`` waits forever. Uses the device's context on this thread (creating the
+    primary context only if the device was never used). Refused from inside a host
+    callback. Errors raised by host callbacks are reported by ``Stream.synchronize``,
+    not here.
     """
     _refuse_in_callback("synchronize()")
-    index = _index(dev)
+    ms = None if timeout is None else timeout_ms_arg(timeout)
+    index = _index(device)
     _ensure_current(index)
-    rc = _lib.aclrtSynchronizeDevice()
-    if rc:
-        _check(rc, "aclrtSynchronizeDevice")  # a timeout raises SyncTimeoutError
+    if ms is None:
+        rc = _lib.aclrtSynchronizeDevice()
+        if rc:
+            _check(rc, "aclrtSynchronizeDevice")
+    else:
+        rc = _lib.aclrtSynchronizeDeviceWithTimeout(ms)
+        if rc:
+            _check(rc, "aclrtSynchronizeDeviceWithTimeout")  # SyncTimeoutError on expiry
     for hook in _sync_hooks:
         hook(index)
 
@@ -854,9 +864,10 @@ class Device:
         """Select this device on the calling thread (:func:`set_device`)."""
         set_device(self._index)
 
-    def synchronize(self) -> None:
-        """Wait for all work on this device (:func:`synchronize`)."""
-        synchronize(self._index)
+    def synchronize(self, timeout: float | None = None) -> None:
+        """Wait for all work on this device (:func:`synchronize`); ``timeout`` in
+        milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError` on expiry."""
+        synchronize(self._index, timeout=timeout)
 
     # --- identity
     @property

@@ -50,7 +50,7 @@ from typing import Any, Final, NoReturn
 from . import _releaser, callbacks, errors, lowlevel, runtime
 from . import context as _context
 from . import device as _device
-from ._args import bool_arg, index_arg
+from ._args import bool_arg, index_arg, timeout_ms_arg
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -664,20 +664,7 @@ def _acl_priority(priority: int, least: int, greatest: int) -> int:
     return least - up if greatest < least else least + up
 
 
-def _timeout_ms(timeout: float) -> int:
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        if not hasattr(type(timeout), "__index__"):
-            raise TypeError(
-                f"timeout must be a number of milliseconds or None, not {type(timeout).__name__}"
-            )
-        timeout = index_arg(timeout, "timeout")
-    if not timeout > 0:
-        raise ValueError(
-            f"timeout must be > 0 milliseconds (or None to wait forever), got {timeout}"
-        )
-    if timeout >= 2**31 - 1:  # also inf: the longest wait ACL takes (~24.8 days)
-        return 2**31 - 1
-    return int(-(-timeout // 1))
+_timeout_ms = timeout_ms_arg  # (also imported by event.py)
 
 
 # ---------------------------------------------------- default / current stream
