@@ -836,18 +836,19 @@ class DeviceBuffer(_Buffer):
 
     # ---------------------------------------------------------------- views
     def __getitem__(self, key: slice) -> DeviceBuffer:
+        """``buf[a:b]``: a view of bytes ``a`` to ``b``. Negative bounds count from the
+        end, as in Python, but nothing is clamped: a bound past either end, or
+        ``b < a``, raises ``IndexError`` naming the bounds."""
         if not isinstance(key, slice):
             _bad_index(self, key)
-        start, stop, step = key.indices(self._n)
-        if step != 1:
-            raise ValueError("DeviceBuffer slices must have step 1")
+        start, stop = _slice_bounds(key, self._n)
         m = self._m
         if not m.ptr:
             _raise_closed(m, "DeviceBuffer")
         view = DeviceBuffer.__new__(DeviceBuffer)
         view._m = m
         view._off = self._off + start
-        view._n = max(stop - start, 0)
+        view._n = stop - start
         view._parent = self._parent if self._parent is not None else self
         view._fin = None
         return view
@@ -951,6 +952,25 @@ class DeviceBuffer(_Buffer):
     ) -> None:
         """:func:`memset` on this buffer."""
         memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
+
+
+def _slice_bounds(key: slice, n: int) -> tuple[int, int]:
+    """``(start, stop)`` of ``buf[key]`` for an ``n``-byte buffer: step 1, negative
+    bounds from the end, nothing clamped (``IndexError`` naming the bounds)."""
+    if key.step is not None and index_arg(key.step, "slice step") != 1:
+        raise ValueError(f"DeviceBuffer slices must have step 1, got {key.step}")
+    start = 0 if key.start is None else index_arg(key.start, "slice start")
+    stop = n if key.stop is None else index_arg(key.stop, "slice stop")
+    a = start + n if start < 0 else start
+    b = stop + n if stop < 0 else stop
+    if not 0 <= a <= b <= n:
+        shown = f"[{'' if key.start is None else start}:{'' if key.stop is None else stop}]"
+        raise IndexError(
+            f"slice {shown} is out of bounds for a DeviceBuffer of {n} bytes: the bounds "
+            f"resolve to [{a}:{b}], which must satisfy 0 <= start <= stop <= {n} "
+            "(DeviceBuffer slices are never clamped)"
+        )
+    return a, b
 
 
 def _bad_index(buf: DeviceBuffer, key: object) -> NoReturn:

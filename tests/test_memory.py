@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import re
 import sys
 import threading
 import time
@@ -161,8 +162,8 @@ def test_views_share_memory_and_keep_parent_alive() -> None:
     out = np.frombuffer(buf.copy_to_host(), np.uint8)
     assert (out[10:30] == 0xAB).all() and (out[:10] == data[:10]).all()
     assert (out[30:] == data[30:]).all()
-    # negative indices / clamping follow Python slicing
-    assert buf[-10:].nbytes == 10 and buf[90:200].nbytes == 10 and buf[50:40].nbytes == 0
+    # negative indices follow Python slicing; nothing is clamped (see test_slice_bounds)
+    assert buf[-10:].nbytes == 10 and buf[90:100].nbytes == 10 and buf[50:50].nbytes == 0
     # the view keeps the allocation alive
     wr = weakref.ref(buf)
     del buf
@@ -320,6 +321,32 @@ def test_host_buffer_close_refused_while_exported() -> None:
     h.close()
     h.close()
     assert host_allocations() == base
+
+
+def test_slice_bounds() -> None:
+    """Issue 7: ``buf[a:b]`` past the end was clamped (``buf[90:200]`` of 100 bytes gave
+    10 bytes), hiding off-by-N bugs. Bounds past either end, and ``b < a``, now raise
+    IndexError naming them; in-range slices, negative bounds and empty views work."""
+    with M.DeviceBuffer(100, device=0) as buf:
+        assert buf[:].nbytes == 100 and buf[100:].nbytes == 0 and buf[:0].nbytes == 0
+        assert buf[-10:].nbytes == 10 and buf[-100:-90].nbytes == 10
+        assert buf[np.int64(10) : np.int64(20)].nbytes == 10
+        v = buf[10:30]
+        assert v[0:20].nbytes == 20
+        for bad, shown in (
+            (slice(90, 200), "[90:200]"),
+            (slice(0, 101), "[0:101]"),
+            (slice(101, None), "[101:]"),
+            (slice(-101, None), "[-101:]"),
+            (slice(50, 40), "[50:40]"),
+            (slice(None, -101), "[:-101]"),
+        ):
+            with pytest.raises(IndexError, match=re.escape(f"slice {shown} is out of bounds")):
+                buf[bad]
+        with pytest.raises(IndexError, match=r"\[0:21\].*DeviceBuffer of 20 bytes"):
+            v[0:21]  # a view's bounds are its own
+        with pytest.raises(TypeError, match="slice start must be an int"):
+            buf[1.0:2]  # type: ignore[misc]
 
 
 def test_host_buffer_exports_counted_without_refcounts(monkeypatch: pytest.MonkeyPatch) -> None:
