@@ -94,6 +94,11 @@ class _Mem:
 #: A permanently dead allocation: closed views point at it.
 _DEAD: Final = _Mem(0, 0, -1, None)
 
+#: ``base`` / ``ptr`` of a zero-byte allocation (``DeviceBuffer(0)``): nonzero, so the
+#: buffer counts as open, but never passed to the runtime - no operation touches
+#: memory for 0 bytes, nothing is allocated or freed, and the public ``ptr`` is 0.
+ZERO_SIZE_BASE: Final = 1 << 63
+
 # Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
 _live_lock = threading.RLock()
 _live: dict[int, _Mem] = {}
@@ -251,6 +256,8 @@ def _defer_free(m: _Mem) -> None:
 
 
 def _free_raw(m: _Mem, base: int) -> None:
+    if base == ZERO_SIZE_BASE:
+        return  # DeviceBuffer(0): nothing was allocated
     ctx = m.ctx
     if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
         try:

@@ -735,11 +735,13 @@ class _Buffer:
 
     @property
     def ptr(self) -> int:
-        """Address (int) of the first byte (device address for a DeviceBuffer).
-        Raises once closed."""
+        """Address (int) of the first byte (device address for a DeviceBuffer); 0 (NULL)
+        for a zero-byte allocation. Raises once closed."""
         m = self._m
         if not m.ptr:
             _raise_closed(m, type(self).__name__)
+        if not m.nbytes:
+            return 0  # DeviceBuffer(0): no memory behind it
         return m.ptr + self._off
 
     @property
@@ -767,6 +769,10 @@ class DeviceBuffer(_Buffer):
     allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
     that device (the active explicit Context, else the device's primary context).
 
+    * ``nbytes`` is a size in bytes (an int or ``__index__`` integer). ``0`` is allowed
+      (an empty batch): nothing is allocated (no ``aclrtMalloc(0)``), ``ptr`` is 0,
+      copies and memsets of 0 bytes work. To put an array on the device allocate its
+      size and copy: ``buf = DeviceBuffer(arr.nbytes); buf.copy_from_host(arr)``.
     * ``close()`` frees it (idempotent; waits for the streams that used it first, see
       the module docstring); so do garbage collection and finalize. Views become
       unusable when their parent is closed.
@@ -785,9 +791,9 @@ class DeviceBuffer(_Buffer):
     def __init__(
         self, nbytes: int, device: DeviceLike = None, policy: int = ACL_MEM_MALLOC_HUGE_FIRST
     ) -> None:
+        if nbytes.__class__ is not int:
+            _refuse_data(nbytes, "DeviceBuffer")
         n = _int_arg(nbytes, "nbytes")
-        if n == 0:
-            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
         policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
         if policy < 0:
             raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
@@ -796,11 +802,15 @@ class DeviceBuffer(_Buffer):
         ctx = _context_for(index)
         if _local.st.ctx is not ctx:
             ctx.make_current()
-        s = _local.st.scratch
-        rc = _lib.aclrtMalloc(s.uptr, n, policy)
-        if rc:
-            _check(rc, "aclrtMalloc")
-        m = _Mem(int(s.uptr[0]), n, index, ctx)
+        if n:
+            s = _local.st.scratch
+            rc = _lib.aclrtMalloc(s.uptr, n, policy)
+            if rc:
+                _check(rc, "aclrtMalloc")
+            base = int(s.uptr[0])
+        else:
+            base = _rec.ZERO_SIZE_BASE  # empty batch: ACL cannot allocate 0 bytes
+        m = _Mem(base, n, index, ctx)
         self._m = m
         self._n = n
         self._off = 0
@@ -954,6 +964,18 @@ class DeviceBuffer(_Buffer):
         memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
 
 
+def _refuse_data(obj: object, cls: str) -> None:
+    """``DeviceBuffer(arr)`` / ``HostBuffer(arr)``: the argument is a size, not data.
+    A clear TypeError for arrays and bytes-like objects (0-d integer arrays and numpy
+    integers are sizes, through ``__index__``)."""
+    if getattr(obj, "ndim", 0) or isinstance(obj, (bytes, bytearray, memoryview, list, tuple)):
+        raise TypeError(
+            f"{cls}(nbytes): nbytes is a size in bytes, not data (got {type(obj).__name__}). "
+            f"To copy an array into new memory: buf = {cls}(arr.nbytes); "
+            "pyacl_rt.copy(buf, arr)"
+        )
+
+
 def _slice_bounds(key: slice, n: int) -> tuple[int, int]:
     """``(start, stop)`` of ``buf[key]`` for an ``n``-byte buffer: step 1, negative
     bounds from the end, nothing clamped (``IndexError`` naming the bounds)."""
@@ -1003,6 +1025,8 @@ class HostBuffer(_Buffer, BufferForwarder):
     _nexports: int
 
     def __init__(self, nbytes: int) -> None:
+        if nbytes.__class__ is not int:
+            _refuse_data(nbytes, "HostBuffer")
         n = _int_arg(nbytes, "nbytes")
         if n == 0:
             raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")

@@ -103,7 +103,7 @@ def test_buffers_cannot_be_pickled_or_copied() -> None:
                 copy.copy(obj)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True, None])
+@pytest.mark.parametrize("bad", [-1, 1.5, "10", True, None])
 def test_bad_sizes_refused(bad: Any) -> None:
     base = allocations()
     with pytest.raises((TypeError, ValueError), match="nbytes"):
@@ -111,6 +111,68 @@ def test_bad_sizes_refused(bad: Any) -> None:
     with pytest.raises((TypeError, ValueError), match="nbytes"):
         M.HostBuffer(bad)
     assert allocations() == base
+    with pytest.raises(ValueError, match="nbytes must be > 0"):
+        M.HostBuffer(0)  # pinned host memory: no zero-size allocations (DeviceBuffer has)
+
+
+def test_zero_size_device_buffer() -> None:
+    """Issue 7: ``DeviceBuffer(0)`` (an empty batch) raised ValueError. It is a
+    zero-size buffer now: nothing is allocated (no aclrtMalloc(0)), ``ptr`` is 0,
+    copies / memsets / slices of 0 bytes work, closing it frees nothing."""
+    mc = mock_control()
+    base = allocations()
+    mc.inject_fault("aclrtMalloc", 207001, nth=0)  # any aclrtMalloc call fails
+    try:
+        empty = M.DeviceBuffer(0, device=0)
+    finally:
+        hits = mc.fault_hits("aclrtMalloc")
+        mc.clear_faults()
+    assert hits == 0  # aclrtMalloc was not called
+    assert empty.nbytes == 0 and len(empty) == 0 and empty.ptr == 0 and not empty.closed
+    assert allocations() == base
+    s = S.Stream(0)
+    h = M.HostBuffer(16)
+    other = M.DeviceBuffer(16, device=0)
+    M.copy(empty, b"")
+    M.copy(empty, np.zeros(0, np.uint8), stream=s, non_blocking=True)
+    M.copy(empty, h, 0)
+    M.copy(other, empty)  # all of src = 0 bytes
+    M.copy(h, empty, dst_offset=16)
+    M.copy_2d(empty, 4, other, 4, 0, 4)
+    M.memcpy_async(empty, other, 0, s)
+    M.memcpy_async(other, empty, 0, s)
+    M.memset(empty, 7)
+    empty.fill(1)
+    assert empty.copy_to_host() == bytearray()
+    assert empty[0:0].nbytes == 0 and empty[:].ptr == 0
+    with pytest.raises(ValueError, match="nbytes 1 runs past the end of dst"):
+        M.copy(empty, b"x", 1)
+    with pytest.raises(IndexError, match="out of bounds"):
+        empty[0:1]
+    s.synchronize()
+    assert "0 bytes" in repr(empty)
+    empty.close()
+    assert empty.closed
+    with pytest.raises(D.ObjectClosedError):
+        empty.ptr  # noqa: B018
+    with M.DeviceBuffer(np.int64(0), device=1) as e1:
+        assert e1.device_index == 1
+    for obj in (other, h, s):
+        obj.close()
+    assert allocations() == base
+
+
+@pytest.mark.parametrize(
+    "data", [np.zeros(4, np.uint8), np.zeros((2, 2)), b"abcd", bytearray(4), [1, 2]]
+)
+def test_buffer_of_data_is_a_clear_type_error(data: Any) -> None:
+    """Issue 7: ``DeviceBuffer(ndarray)`` gave a confusing error: the argument is a size;
+    the message says so and how to copy the data instead."""
+    for cls in (M.DeviceBuffer, M.HostBuffer):
+        with pytest.raises(TypeError, match=r"nbytes is a size in bytes, not data .*arr\.nbytes"):
+            cls(data)
+    with M.DeviceBuffer(np.array(8), device=0) as buf:  # a 0-d integer array is a size
+        assert buf.nbytes == 8
 
 
 def test_bad_policy_and_device() -> None:
