@@ -243,7 +243,11 @@ def reset_peak_memory_stats(device: DeviceLike = None) -> None:
 def empty_cache() -> None:
     """pyacl_rt frees memory at once, there is no cache to empty (torch_npu
     compatibility). Waits for the frees deferred from host-callback threads (see the
-    module docstring) and does those still pending, after their streams are done."""
+    module docstring) and does those still pending, after their streams are done. On a
+    host-callback thread it waits for nothing (the releaser may be waiting for the
+    callback's own stream)."""
+    if _local.st.in_callback:
+        return
     _releaser.flush()
     _rec._process_deferred()
 

@@ -376,3 +376,31 @@ def test_gc_on_report_thread_never_deadlocks(run_python: Any) -> None:
     assert ran == 50_000  # every callback ran
     assert allocated == 0 and live_allocations == 0  # every deferred free happened
     assert live_streams == 0  # and every deferred stream destroy
+
+
+def test_empty_cache_inside_callback_does_not_wait_for_releaser(run_python: Any) -> None:
+    """empty_cache() waits for the releaser thread, which may itself be waiting for the
+    stream of the running callback: inside a callback it must return at once."""
+    code = r"""
+import gc
+import pyacl_rt as npu
+s = npu.Stream(0)
+box = [npu.DeviceBuffer(64, 0)]
+npu.memset(box[0], 1, stream=s, non_blocking=True)
+h = npu.HostBuffer(64)
+ran = []
+
+def cb():
+    box.clear()  # freed on this report thread -> the releaser syncs s, which waits for cb
+    gc.collect()
+    npu.empty_cache()  # must not wait for the releaser
+    ran.append(1)
+
+s.launch_host_func(cb)
+s.synchronize(timeout=30_000)
+npu.empty_cache()
+print("RESULT", ran, npu.memory_allocated(0))
+"""
+    r = run_python(code, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "RESULT [1] 0" in r.stdout
