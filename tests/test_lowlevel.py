@@ -817,29 +817,56 @@ def test_fast_blocking_calls_release_the_gil(
 
 
 def test_buffer_forwarder_exports_the_live_buffer() -> None:
-    """_fastcall.BufferForwarder gives Python 3.11 classes a C-level buffer: the view's
-    ``obj`` is the forwarded object, and an error from ``_live_buf`` propagates."""
+    """_fastcall.BufferForwarder gives Python classes a C-level buffer on every version:
+    each export calls ``_export_acquire`` once and, when released, ``_export_release``
+    once (explicit export counting); the view's ``obj`` is the instance; an error from
+    ``_export_acquire`` propagates."""
+    import numpy as np
+
     from pyacl_rt import _fastcall
 
     class Owner(_fastcall.BufferForwarder):
-        __slots__ = ("data",)
+        __slots__ = ("data", "n")
 
         def __init__(self) -> None:
             self.data = bytearray(b"hello")
+            self.n = 0
 
-        def _live_buf(self) -> bytearray:
+        def _export_acquire(self) -> bytearray:
+            self.n += 1
             return self.data
 
+        def _export_release(self) -> None:
+            self.n -= 1
+
     owner = Owner()
-    view = memoryview(owner)  # type: ignore[arg-type]
+    view = memoryview(owner)
     view[0] = ord("J")
     assert bytes(owner.data) == b"Jello"
-    assert view.obj is owner.data
+    assert view.obj is owner and owner.n == 1
+    part = view[1:3]  # shares the export
+    arr = np.frombuffer(owner, np.uint8)  # numpy holds its own export
+    assert owner.n == 2 and arr[0] == ord("J")
     view.release()
+    assert owner.n == 2  # part still uses the first export
+    part.release()
+    assert owner.n == 1
+    del arr
+    assert owner.n == 0
 
     class Closed(_fastcall.BufferForwarder):
-        def _live_buf(self) -> bytearray:
+        def _export_acquire(self) -> bytearray:
             raise ValueError("closed")
 
     with pytest.raises(ValueError, match="closed"):
-        memoryview(Closed())  # type: ignore[arg-type]
+        memoryview(Closed())
+
+    class NoBuffer(Owner):
+        def _export_acquire(self) -> bytearray:
+            self.n += 1
+            return 42  # type: ignore[return-value]
+
+    nb = NoBuffer()
+    with pytest.raises(TypeError):
+        memoryview(nb)
+    assert nb.n == 0  # the failed export was undone
