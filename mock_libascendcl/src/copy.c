@@ -439,9 +439,10 @@ static copy_op *op_new(int op)
  * of pageable memory completes before returning). Takes ownership of o. */
 static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_done)
 {
-    if (wait_done && mock_stream_self() == s) {
+    if (wait_done && (mock_stream_self() == s || mock_stream_is_persistent(s))) {
         /* Called from a task of this very stream (a host function): waiting
-         * would deadlock, so the copy stays asynchronous (still in order). */
+         * would deadlock, so the copy stays asynchronous (still in order).
+         * A persistent stream captures the copy instead of running it. */
         wait_done = false;
     }
     if (wait_done) {
