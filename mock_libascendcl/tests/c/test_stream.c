@@ -389,6 +389,7 @@ static void *sync_probe_main(void *arg)
 
 typedef struct abort_call {
     aclrtStream s;
+    int how; /* 0 aclrtStreamAbort, 1 aclrtStreamStop, 2 aclrtDeviceTaskAbort(0) */
     atomic_int started;
     aclError rc;
 } abort_call;
@@ -397,7 +398,7 @@ static void *abort_main(void *arg)
 {
     abort_call *a = (abort_call *)arg;
     atomic_store(&a->started, 1);
-    a->rc = aclrtStreamAbort(a->s);
+    a->rc = a->how == 0 ? aclrtStreamAbort(a->s) : a->how == 1 ? aclrtStreamStop(a->s) : aclrtDeviceTaskAbort(0, 0);
     return NULL;
 }
 
@@ -408,10 +409,7 @@ static void wait_started(atomic_int *flag)
     }
 }
 
-/* A synchronize waiting on a stream that is aborted returns
- * ACL_ERROR_RT_STREAM_ABORT (the abort itself succeeds and the stream stays
- * usable; a later synchronize succeeds). */
-static void test_sync_during_abort(void)
+static void sync_during_abort(int how)
 {
     aclrtStream s;
     CHECK_OK(aclrtCreateStream(&s));
@@ -423,7 +421,7 @@ static void test_sync_during_abort(void)
     CHECK_OK(aclrtLaunchHostFunc(s, counter_fn, &c));
     wait_entered(&g, 1);
     sync_probe p = {s, 0, -1};
-    abort_call a = {s, 0, -1};
+    abort_call a = {s, how, 0, -1};
     pthread_t tp, ta;
     pthread_create(&tp, NULL, sync_probe_main, &p);
     pthread_create(&ta, NULL, abort_main, &a);
@@ -445,6 +443,17 @@ static void test_sync_during_abort(void)
     CHECK_EQ(atomic_load(&c), 1);
     CHECK_OK(aclrtDestroyStream(s));
     gate_destroy(&g);
+}
+
+/* A synchronize waiting on a stream that is aborted (aclrtStreamAbort,
+ * aclrtStreamStop, aclrtDeviceTaskAbort) returns ACL_ERROR_RT_STREAM_ABORT (the
+ * abort itself succeeds and the stream stays usable; a later synchronize
+ * succeeds). */
+static void test_sync_during_abort(void)
+{
+    for (int how = 0; how < 3; how++) {
+        sync_during_abort(how);
+    }
 }
 
 /* aclrtDestroyStreamForce does not wait for pending tasks: it returns while a
