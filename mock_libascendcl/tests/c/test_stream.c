@@ -373,32 +373,35 @@ static void test_persistent_captures(void)
     CHECK_OK(aclrtFreeHost(pin));
 }
 
-typedef struct sync_probe {
+/* A call made on another thread: `what` is BG_SYNC (aclrtSynchronizeStream),
+ * BG_ABORT (aclrtStreamAbort), BG_STOP (aclrtStreamStop) or BG_DEVICE_ABORT
+ * (aclrtDeviceTaskAbort of device 0). */
+enum { BG_SYNC, BG_ABORT, BG_STOP, BG_DEVICE_ABORT };
+typedef struct bg_call {
     aclrtStream s;
+    int what;
     atomic_int started;
     aclError rc;
-} sync_probe;
+} bg_call;
 
-static void *sync_probe_main(void *arg)
+static void *bg_main(void *arg)
 {
-    sync_probe *p = (sync_probe *)arg;
-    atomic_store(&p->started, 1);
-    p->rc = aclrtSynchronizeStream(p->s);
-    return NULL;
-}
-
-typedef struct abort_call {
-    aclrtStream s;
-    int how; /* 0 aclrtStreamAbort, 1 aclrtStreamStop, 2 aclrtDeviceTaskAbort(0) */
-    atomic_int started;
-    aclError rc;
-} abort_call;
-
-static void *abort_main(void *arg)
-{
-    abort_call *a = (abort_call *)arg;
-    atomic_store(&a->started, 1);
-    a->rc = a->how == 0 ? aclrtStreamAbort(a->s) : a->how == 1 ? aclrtStreamStop(a->s) : aclrtDeviceTaskAbort(0, 0);
+    bg_call *b = (bg_call *)arg;
+    atomic_store(&b->started, 1);
+    switch (b->what) {
+    case BG_SYNC:
+        b->rc = aclrtSynchronizeStream(b->s);
+        break;
+    case BG_ABORT:
+        b->rc = aclrtStreamAbort(b->s);
+        break;
+    case BG_STOP:
+        b->rc = aclrtStreamStop(b->s);
+        break;
+    default:
+        b->rc = aclrtDeviceTaskAbort(0, 0);
+        break;
+    }
     return NULL;
 }
 
@@ -409,40 +412,53 @@ static void wait_started(atomic_int *flag)
     }
 }
 
-static void sync_during_abort(int how)
-{
+/* A new stream running a gate task (entered, gate closed) with `n` counter
+ * tasks queued behind it. */
+typedef struct busy_stream {
     aclrtStream s;
-    CHECK_OK(aclrtCreateStream(&s));
     gate g;
-    gate_init(&g);
     atomic_int c;
-    atomic_init(&c, 0);
-    hold_stream(s, &g);
-    CHECK_OK(aclrtLaunchHostFunc(s, counter_fn, &c));
-    wait_entered(&g, 1);
-    sync_probe p = {s, 0, -1};
-    abort_call a = {s, how, 0, -1};
+} busy_stream;
+
+static void busy_stream_init(busy_stream *b, int n)
+{
+    CHECK_OK(aclrtCreateStream(&b->s));
+    gate_init(&b->g);
+    atomic_init(&b->c, 0);
+    hold_stream(b->s, &b->g);
+    for (int i = 0; i < n; i++) {
+        CHECK_OK(aclrtLaunchHostFunc(b->s, counter_fn, &b->c));
+    }
+    wait_entered(&b->g, 1);
+}
+
+static void sync_during_abort(int what)
+{
+    busy_stream b;
+    busy_stream_init(&b, 1);
+    bg_call p = {b.s, BG_SYNC, 0, -1};
+    bg_call a = {b.s, what, 0, -1};
     pthread_t tp, ta;
-    pthread_create(&tp, NULL, sync_probe_main, &p);
-    pthread_create(&ta, NULL, abort_main, &a);
+    pthread_create(&tp, NULL, bg_main, &p);
+    pthread_create(&ta, NULL, bg_main, &a);
     wait_started(&p.started);
     wait_started(&a.started);
     /* Both calls block on the running gate task: the synchronize waits for
      * it, the abort waits for it to return. Give them time to get there (the
      * result does not depend on their order), then let the task finish. */
     sleep_ms(200);
-    gate_open(&g);
+    gate_open(&b.g);
     pthread_join(ta, NULL);
     pthread_join(tp, NULL);
     CHECK_EQ(a.rc, ACL_SUCCESS);
     CHECK_EQ(p.rc, ACL_ERROR_RT_STREAM_ABORT);
-    CHECK_EQ(atomic_load(&c), 0); /* discarded */
-    CHECK_OK(aclrtSynchronizeStream(s));
-    CHECK_OK(aclrtLaunchHostFunc(s, counter_fn, &c));
-    CHECK_OK(aclrtSynchronizeStream(s));
-    CHECK_EQ(atomic_load(&c), 1);
-    CHECK_OK(aclrtDestroyStream(s));
-    gate_destroy(&g);
+    CHECK_EQ(atomic_load(&b.c), 0); /* discarded */
+    CHECK_OK(aclrtSynchronizeStream(b.s));
+    CHECK_OK(aclrtLaunchHostFunc(b.s, counter_fn, &b.c));
+    CHECK_OK(aclrtSynchronizeStream(b.s));
+    CHECK_EQ(atomic_load(&b.c), 1);
+    CHECK_OK(aclrtDestroyStream(b.s));
+    gate_destroy(&b.g);
 }
 
 /* A synchronize waiting on a stream that is aborted (aclrtStreamAbort,
@@ -451,9 +467,9 @@ static void sync_during_abort(int how)
  * succeeds). */
 static void test_sync_during_abort(void)
 {
-    for (int how = 0; how < 3; how++) {
-        sync_during_abort(how);
-    }
+    sync_during_abort(BG_ABORT);
+    sync_during_abort(BG_STOP);
+    sync_during_abort(BG_DEVICE_ABORT);
 }
 
 /* aclrtDestroyStreamForce does not wait for pending tasks: it returns while a
@@ -463,52 +479,39 @@ static void test_sync_during_abort(void)
 static void test_destroy_force_does_not_wait(void)
 {
     int64_t streams = aclmockGetStat(0, ACLMOCK_STAT_STREAMS);
-    aclrtStream s;
-    CHECK_OK(aclrtCreateStream(&s));
-    gate g;
-    gate_init(&g);
-    atomic_int c;
-    atomic_init(&c, 0);
-    hold_stream(s, &g);
-    for (int i = 0; i < 10; i++) {
-        CHECK_OK(aclrtLaunchHostFunc(s, counter_fn, &c));
-    }
-    wait_entered(&g, 1);
-    sync_probe p = {s, 0, -1};
+    busy_stream b;
+    busy_stream_init(&b, 10);
+    bg_call p = {b.s, BG_SYNC, 0, -1};
     pthread_t tp;
-    pthread_create(&tp, NULL, sync_probe_main, &p);
+    pthread_create(&tp, NULL, bg_main, &p);
     wait_started(&p.started);
     sleep_ms(200); /* let the synchronize start waiting (see test_sync_during_abort) */
-    CHECK_OK(aclrtDestroyStreamForce(s)); /* the gate is still closed */
+    CHECK_OK(aclrtDestroyStreamForce(b.s)); /* the gate is still closed */
     CHECK_EQ(aclmockGetStat(0, ACLMOCK_STAT_STREAMS), streams);
-    CHECK_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_PARAM_INVALID); /* the handle is gone */
-    gate_open(&g);
+    CHECK_EQ(aclrtSynchronizeStream(b.s), ACL_ERROR_RT_PARAM_INVALID); /* the handle is gone */
+    gate_open(&b.g);
     pthread_join(tp, NULL);
     CHECK_EQ(p.rc, ACL_ERROR_RT_STREAM_ABORT);
     CHECK_OK(aclrtSynchronizeDevice()); /* waits until the gate task has returned */
-    CHECK_EQ(atomic_load(&c), 0);
-    gate_destroy(&g);
+    CHECK_EQ(atomic_load(&b.c), 0);
+    gate_destroy(&b.g);
 
     /* the orphaned worker refers to its context: destroying the context waits
      * for it (the gate opens only later, from another thread) */
     aclrtContext prev = NULL, ctx = NULL;
     CHECK_OK(aclrtGetCurrentContext(&prev));
     CHECK_OK(aclrtCreateContext(&ctx, 0));
-    gate g2;
-    gate_init(&g2);
-    CHECK_OK(aclrtCreateStream(&s));
-    hold_stream(s, &g2);
-    CHECK_OK(aclrtLaunchHostFunc(s, counter_fn, &c));
-    wait_entered(&g2, 1);
-    CHECK_OK(aclrtDestroyStreamForce(s));
-    opener o = {&g2, 50};
+    busy_stream b2;
+    busy_stream_init(&b2, 1);
+    CHECK_OK(aclrtDestroyStreamForce(b2.s));
+    opener o = {&b2.g, 50};
     pthread_t t;
     pthread_create(&t, NULL, open_later, &o);
     CHECK_OK(aclrtDestroyContext(ctx));
     pthread_join(t, NULL);
     CHECK_OK(aclrtSetCurrentContext(prev));
-    CHECK_EQ(atomic_load(&c), 0);
-    gate_destroy(&g2);
+    CHECK_EQ(atomic_load(&b2.c), 0);
+    gate_destroy(&b2.g);
 }
 
 static void test_attributes(void)
