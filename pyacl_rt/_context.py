@@ -22,13 +22,12 @@ import os
 import weakref
 from typing import NoReturn
 
-from . import _runtime, errors
+from . import _releaser, _runtime, errors
 from ._device import Device, DeviceLike, _index, _restore_selection
 from ._log import get_logger
 from ._state import (
     _check,
     _CtxRef,
-    _deferred_calls,
     _fast_get_current_context,
     _lib,
     _LiveSet,
@@ -56,7 +55,7 @@ def _destroy(ref: _CtxRef) -> None:
             return
         if _local.st.in_callback:
             # Closing the children waits for their work: not on a host-callback thread.
-            _deferred_calls.append(functools.partial(_destroy, ref))
+            _releaser.defer(functools.partial(_destroy, ref))
             return
         for hook in context_close_hooks:
             try:

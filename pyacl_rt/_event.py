@@ -28,6 +28,7 @@ import weakref
 from typing import Any, Final, NoReturn
 
 from . import _runtime, _stream, errors
+from ._args import bool_arg
 from ._device import Device
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
@@ -107,7 +108,9 @@ class Event:
     def __init__(
         self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
     ) -> None:
-        if interprocess:
+        enable_timing = bool_arg(enable_timing, "Event(): enable_timing")
+        blocking = bool_arg(blocking, "Event(): blocking")
+        if bool_arg(interprocess, "Event(): interprocess"):
             raise errors.FeatureNotSupportedError(
                 "interprocess events are not supported by pyacl_rt", function="Event"
             )
@@ -308,7 +311,9 @@ class Event:
         otherwise.
         """
         if not isinstance(end_event, Event):
-            raise TypeError(f"elapsed_time() needs an Event, got {type(end_event).__name__}")
+            raise TypeError(
+                f"Event.elapsed_time(): end_event must be an Event, not {type(end_event).__name__}"
+            )
         for name, ev in (("start", self), ("end", end_event)):
             if not ev._timing:
                 raise EventTimingError(
@@ -372,4 +377,4 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_EVENTS)
 _runtime.register_release_hook(_release_events, _runtime.PRIORITY_EVENTS)
-_stream._set_event_factory(Event)
+_stream._set_event_class(Event)

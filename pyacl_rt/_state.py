@@ -140,7 +140,8 @@ class _ThreadState:
         self.streams: dict[int, Any] = {}
         #: Saved states of ``with Device(i):`` blocks.
         self.guards: list[tuple[int, _CtxRef | None]] = []
-        #: True while a host callback runs on this thread.
+        #: True on a host-callback (report) thread, for its whole life: blocking calls
+        #: are refused there and finalizers defer releases (pyacl_rt._releaser).
         self.in_callback: bool = False
         #: lowlevel's per-thread out-parameter arrays, and its int32_t[4] directly
         #: (one attribute load less on the hot paths).
@@ -177,12 +178,6 @@ def _select_device(st: _ThreadState, index: int) -> None:
 
 #: ``_local.st`` is the calling thread's :class:`_ThreadState`.
 _local: Final = _Local()
-
-
-#: Releases that a finalizer could not do safely on a host-callback thread (destroying
-#: a stream waits for its work, which may wait for the running callback). The report
-#: thread runs them after the callback returned (see :mod:`pyacl_rt._callbacks`).
-_deferred_calls: list[Callable[[], None]] = []
 
 
 def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:

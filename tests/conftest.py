@@ -218,9 +218,10 @@ def _settle() -> None:
     import gc
 
     from pyacl_rt import _device as D
+    from pyacl_rt import _releaser, _state
     from pyacl_rt import _runtime as runtime
-    from pyacl_rt import _state
     from pyacl_rt import _stream as S
+    from pyacl_rt._memory import records as _memrecord
 
     if runtime.is_initialized():
         _state._select_device(_state._local.st, -1)
@@ -230,6 +231,10 @@ def _settle() -> None:
         for d in list(D._primaries):
             D.synchronize(d)  # releases keep-alive lists of default streams
     gc.collect()
+    # Releases deferred from report threads (pyacl_rt._releaser) run asynchronously.
+    assert _releaser.flush(60), "the releaser thread is stuck"
+    if runtime.is_initialized():
+        _memrecord._process_deferred()
     S._markers.drop_all()
 
 

@@ -35,7 +35,7 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 #: The layers, lowest first. A module may import modules of its own layer or of lower
 #: layers, never of a higher one (a lower layer that must call upwards owns a hook the
 #: upper module registers into: pyacl_rt._hooks.PriorityHooks, or a factory such as
-#: _stream._set_event_factory / _memory.engine._set_staging_buffer).
+#: _stream._set_event_class / _memory.engine._set_staging_buffer).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "generated tables",
@@ -43,7 +43,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "options, errors, helpers",
-        ("pyacl_rt.errors", "pyacl_rt._options", "pyacl_rt._hooks", "pyacl_rt._log"),
+        (
+            "pyacl_rt.errors",
+            "pyacl_rt._options",
+            "pyacl_rt._hooks",
+            "pyacl_rt._log",
+            "pyacl_rt._args",
+        ),
     ),
     (
         "loader and cffi raw layer",
@@ -57,7 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._raw._backend",
         ),
     ),
-    ("runtime lifecycle", ("pyacl_rt._runtime",)),
+    ("runtime lifecycle", ("pyacl_rt._runtime", "pyacl_rt._releaser")),
     ("devices and contexts", ("pyacl_rt._state", "pyacl_rt._device", "pyacl_rt._context")),
     ("streams, callbacks, events", ("pyacl_rt._callbacks", "pyacl_rt._stream", "pyacl_rt._event")),
     (

@@ -13,7 +13,8 @@ the names are exported by :mod:`pyacl_rt`).
 Checks before C
 ---------------
 Every size, offset and pitch is validated in Python before any pointer reaches the
-runtime: ints only (``bool`` refused), no negatives, nothing past the end of either
+runtime: ints only (``__index__`` integers such as ``numpy.int64`` accepted, ``bool``
+refused: see :mod:`pyacl_rt._args`), no negatives, nothing past the end of either
 side, ``width <= pitch``, ``(height - 1) * pitch + width`` inside the buffer.
 Non-contiguous numpy arrays are refused (``ValueError``); writing into a read-only
 object (``bytes``, a read-only memoryview, a numpy array with ``writeable=False``)
@@ -49,9 +50,10 @@ Lifetime of memory used by async work
   pending copy (ACL's ``aclrtFree`` does not wait, acl_abi.md section 5.6). So
   ``close()`` blocks like ``cudaFree`` when the buffer still has queued work, and
   the memory is back in the pool when it returns. This costs nothing on the hot
-  path (no event per copy). A buffer freed on a host-callback thread, where a
-  synchronize would deadlock, is freed later (next allocation, :func:`empty_cache`,
-  or finalize) if its streams are still busy.
+  path (no event per copy). A buffer freed on a host-callback (report) thread -
+  inside a callback, or by garbage collection that happens to run there - is freed
+  soon after by pyacl_rt's releaser thread (a synchronize there could deadlock);
+  :func:`empty_cache` waits for such pending frees.
 
 Threads and host callbacks
 --------------------------
@@ -75,15 +77,18 @@ callback.
 Buffer protocol (HostBuffer)
 ----------------------------
 * ``memoryview(h)``, ``h.memoryview()`` and ``numpy.asarray(h)`` are zero-copy on
-  every supported version: Python 3.12+ uses ``__buffer__`` (PEP 688); on 3.11,
-  where a pure-Python class cannot export a C-level buffer, HostBuffer derives from
+  every supported version: HostBuffer derives from
   ``pyacl_rt._raw._fastcall.BufferForwarder``, a C base type whose buffer protocol
-  forwards to the HostBuffer's byte buffer (the view's ``obj``). ``numpy.asarray(h)``
-  also has ``__array__``. ``bytes(h)`` / ``h.tobytes()`` copy.
+  (``getbuffer`` / ``releasebuffer``; on 3.12+ also ``__buffer__`` /
+  ``__release_buffer__``) forwards to the HostBuffer's byte buffer and counts the
+  exports explicitly (the view's ``obj`` is the HostBuffer, which it keeps alive).
+  Reference-count arithmetic is not used: CPython 3.14 no longer counts borrowed
+  stack references. ``numpy.asarray(h)`` also has ``__array__``. ``bytes(h)`` /
+  ``h.tobytes()`` copy.
 * Exports keep the memory valid: while a memoryview or numpy array of ``h`` is
-  alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). If ``h``
-  is garbage collected while exports exist, the memory is freed when the last
-  export goes away. :func:`pyacl_rt.finalize` cannot keep exported pinned
+  alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). An export
+  keeps ``h`` alive, so garbage collection frees the memory only after the last
+  export went away. :func:`pyacl_rt.finalize` cannot keep exported pinned
   memory alive (``aclFinalize`` reclaims it), so it raises ``BufferError`` listing
   the exported buffers and finalizes nothing (release the views, then finalize
   again). At interpreter exit, where the views can no longer be used, it logs a

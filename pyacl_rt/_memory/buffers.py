@@ -13,11 +13,11 @@ modules of the package below it.
 from __future__ import annotations
 
 import builtins
-import sys
 import weakref
 from typing import Any, NoReturn, Self
 
 from .. import _runtime as runtime
+from .._args import index_arg
 from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
 from .._raw._fastcall import BufferForwarder
 from .._state import _check, _lib, _local, _run_finalizer, _validated_ctx
@@ -60,11 +60,13 @@ class _Buffer:
 
     @property
     def ptr(self) -> int:
-        """Address (int) of the first byte (device address for a DeviceBuffer).
-        Raises once closed."""
+        """Address (int) of the first byte (device address for a DeviceBuffer); 0 (NULL)
+        for a zero-byte allocation. Raises once closed."""
         m = self._m
         if not m.ptr:
             _raise_closed(m, type(self).__name__)
+        if not m.nbytes:
+            return 0  # DeviceBuffer(0): no memory behind it
         return m.ptr + self._off
 
     @property
@@ -92,6 +94,10 @@ class DeviceBuffer(_Buffer):
     allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
     that device (the active explicit Context, else the device's primary context).
 
+    * ``nbytes`` is a size in bytes (an int or ``__index__`` integer). ``0`` is allowed
+      (an empty batch): nothing is allocated (no ``aclrtMalloc(0)``), ``ptr`` is 0,
+      copies and memsets of 0 bytes work. To put an array on the device allocate its
+      size and copy: ``buf = DeviceBuffer(arr.nbytes); buf.copy_from_host(arr)``.
     * ``close()`` frees it (idempotent; waits for the streams that used it first, see
       the module docstring); so do garbage collection and finalize. Views become
       unusable when their parent is closed.
@@ -110,21 +116,26 @@ class DeviceBuffer(_Buffer):
     def __init__(
         self, nbytes: int, device: DeviceLike = None, policy: int = ACL_MEM_MALLOC_HUGE_FIRST
     ) -> None:
+        if nbytes.__class__ is not int:
+            _refuse_data(nbytes, "DeviceBuffer")
         n = _int_arg(nbytes, "nbytes")
-        if n == 0:
-            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
-        if isinstance(policy, bool) or not isinstance(policy, int) or policy < 0:
-            raise TypeError("policy must be a non-negative int (an ACL_MEM_MALLOC_* value)")
+        policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
+        if policy < 0:
+            raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
         index = _index(device)
         _process_deferred()
         ctx = _context_for(index)
         if _local.st.ctx is not ctx:
             ctx.make_current()
-        s = _local.st.scratch
-        rc = _lib.aclrtMalloc(s.uptr, n, policy)
-        if rc:
-            _check(rc, "aclrtMalloc")
-        m = _Mem(int(s.uptr[0]), n, index, ctx)
+        if n:
+            s = _local.st.scratch
+            rc = _lib.aclrtMalloc(s.uptr, n, policy)
+            if rc:
+                _check(rc, "aclrtMalloc")
+            base = int(s.uptr[0])
+        else:
+            base = records.ZERO_SIZE_BASE  # empty batch: ACL cannot allocate 0 bytes
+        m = _Mem(base, n, index, ctx)
         self._m = m
         self._n = n
         self._off = 0
@@ -160,18 +171,19 @@ class DeviceBuffer(_Buffer):
 
     # ---------------------------------------------------------------- views
     def __getitem__(self, key: slice) -> DeviceBuffer:
+        """``buf[a:b]``: a view of bytes ``a`` to ``b``. Negative bounds count from the
+        end, as in Python, but nothing is clamped: a bound past either end, or
+        ``b < a``, raises ``IndexError`` naming the bounds."""
         if not isinstance(key, slice):
             _bad_index(self, key)
-        start, stop, step = key.indices(self._n)
-        if step != 1:
-            raise ValueError("DeviceBuffer slices must have step 1")
+        start, stop = _slice_bounds(key, self._n)
         m = self._m
         if not m.ptr:
             _raise_closed(m, "DeviceBuffer")
         view = DeviceBuffer.__new__(DeviceBuffer)
         view._m = m
         view._off = self._off + start
-        view._n = max(stop - start, 0)
+        view._n = stop - start
         view._parent = self._parent if self._parent is not None else self
         view._fin = None
         return view
@@ -273,6 +285,37 @@ class DeviceBuffer(_Buffer):
         memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
 
 
+def _refuse_data(obj: object, cls: str) -> None:
+    """``DeviceBuffer(arr)`` / ``HostBuffer(arr)``: the argument is a size, not data.
+    A clear TypeError for arrays and bytes-like objects (0-d integer arrays and numpy
+    integers are sizes, through ``__index__``)."""
+    if getattr(obj, "ndim", 0) or isinstance(obj, (bytes, bytearray, memoryview, list, tuple)):
+        raise TypeError(
+            f"{cls}(nbytes): nbytes is a size in bytes, not data (got {type(obj).__name__}). "
+            f"To copy an array into new memory: buf = {cls}(arr.nbytes); "
+            "pyacl_rt.copy(buf, arr)"
+        )
+
+
+def _slice_bounds(key: slice, n: int) -> tuple[int, int]:
+    """``(start, stop)`` of ``buf[key]`` for an ``n``-byte buffer: step 1, negative
+    bounds from the end, nothing clamped (``IndexError`` naming the bounds)."""
+    if key.step is not None and index_arg(key.step, "slice step") != 1:
+        raise ValueError(f"DeviceBuffer slices must have step 1, got {key.step}")
+    start = 0 if key.start is None else index_arg(key.start, "slice start")
+    stop = n if key.stop is None else index_arg(key.stop, "slice stop")
+    a = start + n if start < 0 else start
+    b = stop + n if stop < 0 else stop
+    if not 0 <= a <= b <= n:
+        shown = f"[{'' if key.start is None else start}:{'' if key.stop is None else stop}]"
+        raise IndexError(
+            f"slice {shown} is out of bounds for a DeviceBuffer of {n} bytes: the bounds "
+            f"resolve to [{a}:{b}], which must satisfy 0 <= start <= stop <= {n} "
+            "(DeviceBuffer slices are never clamped)"
+        )
+    return a, b
+
+
 def _bad_index(buf: DeviceBuffer, key: object) -> NoReturn:
     if isinstance(key, int):
         buf._not_host("DeviceBuffer[int] (indices must be slices: buf[a:b] is a view)")
@@ -296,12 +339,15 @@ class HostBuffer(_Buffer, BufferForwarder):
     exports exist; garbage collection frees it once the last export is gone.
     """
 
-    __slots__ = ("_buf", "_cd")
+    __slots__ = ("_buf", "_cd", "_nexports")
 
     _cd: Any
     _buf: Any
+    _nexports: int
 
     def __init__(self, nbytes: int) -> None:
+        if nbytes.__class__ is not int:
+            _refuse_data(nbytes, "HostBuffer")
         n = _int_arg(nbytes, "nbytes")
         if n == 0:
             raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
@@ -324,6 +370,7 @@ class HostBuffer(_Buffer, BufferForwarder):
         self._m = m
         self._n = n
         self._off = 0
+        self._nexports = 0
         # The owning cdata: freed (after waiting for its streams) when the last
         # reference - this object, the byte buffer below, any export - is gone.
         self._cd = ffi.gc(ffi.cast("char *", base), _host_dtor(m), n)
@@ -338,12 +385,23 @@ class HostBuffer(_Buffer, BufferForwarder):
 
     # ----------------------------------------------------------- properties
     def _exports(self) -> int:
-        """Number of live exports (memoryviews / numpy arrays) of the memory."""
-        buf = self._buf
-        if buf is None:
-            return 0
-        # references: the _buf slot, the local `buf`, getrefcount's argument
-        return max(sys.getrefcount(buf) - 3, 0)
+        """Number of live exports (memoryviews / numpy arrays) of the memory, counted
+        explicitly by the buffer protocol (not from reference counts, which CPython
+        3.14 no longer reports exactly)."""
+        return self._nexports
+
+    def _export_acquire(self) -> Any:
+        """Buffer protocol (``BufferForwarder``): one more export; the byte buffer to
+        export. Atomic with :meth:`close` (both hold ``_live_lock``)."""
+        with records._live_lock:
+            buf = self._live_buf()
+            self._nexports += 1
+        return buf
+
+    def _export_release(self) -> None:
+        """Buffer protocol: an export was released."""
+        with records._live_lock:
+            self._nexports -= 1
 
     def __repr__(self) -> str:
         if not self._m.ptr:
@@ -360,23 +418,15 @@ class HostBuffer(_Buffer, BufferForwarder):
     def memoryview(self) -> builtins.memoryview:
         """A writable, zero-copy ``memoryview`` (format ``'B'``) of the memory. While
         it is alive, :meth:`close` raises ``BufferError``."""
-        return memoryview(self._live_buf())
+        return memoryview(self)
 
     view = memoryview
-
-    def __buffer__(self, flags: int) -> builtins.memoryview:
-        """PEP 688 (Python 3.12+): ``memoryview(h)`` and numpy use this (on 3.11 the
-        C-level buffer of the ``BufferForwarder`` base does the same)."""
-        return memoryview(self._live_buf())
-
-    def __release_buffer__(self, view: builtins.memoryview) -> None:
-        view.release()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         """``numpy.asarray(h)``: a zero-copy uint8 array over the memory."""
         import numpy
 
-        arr = numpy.frombuffer(self._live_buf(), dtype=numpy.uint8)
+        arr = numpy.frombuffer(memoryview(self), dtype=numpy.uint8)
         if dtype is not None and numpy.dtype(dtype) != arr.dtype:
             if copy is False:
                 raise ValueError("HostBuffer: a dtype conversion needs a copy")
@@ -389,7 +439,13 @@ class HostBuffer(_Buffer, BufferForwarder):
         """A zero-copy numpy array of ``dtype`` over the memory (nbytes must divide)."""
         import numpy
 
-        return numpy.frombuffer(self._live_buf(), dtype=dtype)
+        try:
+            dt = numpy.dtype(dtype)
+        except TypeError as exc:
+            raise TypeError(
+                f"HostBuffer.numpy(): dtype {dtype!r} is not a numpy dtype ({exc})"
+            ) from None
+        return numpy.frombuffer(memoryview(self), dtype=dt)
 
     def tobytes(self) -> bytes:
         """A copy of the contents as ``bytes``."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Union
 
 from .. import _runtime as runtime
 from .. import errors
+from .._args import bool_arg, index_arg
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import _check, _CtxRef, _lib, _local, _refuse_in_callback, context_close_hooks
 from .._stream import Stream, current_stream
@@ -223,6 +224,8 @@ def copy(
     must fit into ``dst``). See the module docstring for streams, ``non_blocking``
     and what is kept alive.
     """
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     d, s = _resolve_pair(dst, src)
     with ReleaseOnExit(d, s):
         n, doff, soff = _offsets(d, s, nbytes, dst_offset, src_offset)
@@ -275,7 +278,7 @@ def memcpy_async(
         _raise_closed(dm if not dp else sm, "dst" if not dp else "src")
     dn = dst._n
     if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src._n:
-        _fast_size_error(nbytes, dn, src._n)
+        nbytes = _fast_size(nbytes, dn, src._n)
     ddev = dm.device
     sdev = sm.device
     if ddev == sd:
@@ -316,11 +319,15 @@ def _fast_type_error(dst: object, src: object, stream: object) -> None:
         raise TypeError(f"memcpy_async: stream must be a Stream, not {type(stream).__name__}")
 
 
-def _fast_size_error(nbytes: object, dn: int, sn: int) -> None:
+def _fast_size(nbytes: object, dn: int, sn: int) -> int:
+    """memcpy_async's slow path for ``nbytes``: an ``__index__`` integer (e.g.
+    ``numpy.int64``) that fits both sides is returned as an int; else the error."""
     n = _int_arg(nbytes, "nbytes")
     if n > sn:
         raise ValueError(f"nbytes {n} runs past the end of src ({sn} bytes)")
-    raise ValueError(f"nbytes {n} runs past the end of dst ({dn} bytes)")
+    if n > dn:
+        raise ValueError(f"nbytes {n} runs past the end of dst ({dn} bytes)")
+    return n
 
 
 def copy_2d(
@@ -343,6 +350,8 @@ def copy_2d(
     Requires ``width <= dpitch``, ``width <= spitch`` and
     ``(height - 1) * pitch + width`` bytes after each offset.
     """
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     d, s = _resolve_pair(dst, src)
     with ReleaseOnExit(d, s):
         dp, sp, w, h, doff, soff = _check_2d(
@@ -393,8 +402,9 @@ def memset(
     or a writable buffer-protocol object): filled on the host at once, after waiting
     for ``stream`` and pending work on the buffer.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"value must be an int byte value (0..255), not {type(value).__name__}")
+    value = index_arg(value, "value", "an int byte value (0..255)")
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     if not 0 <= value <= 255:
         raise ValueError(f"value must be a byte value 0..255, got {value}")
     b = _resolve(buf, "buf", True)

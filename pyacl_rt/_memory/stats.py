@@ -5,7 +5,9 @@ Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5 and ``records``.
 
 from __future__ import annotations
 
+from .. import _releaser
 from .._device import DeviceLike, _index, mem_get_info
+from .._state import _local
 from . import records as _rec
 
 __all__ = [
@@ -55,9 +57,14 @@ def reset_peak_memory_stats(device: DeviceLike = None) -> None:
 
 
 def empty_cache() -> None:
-    """No-op: pyacl_rt frees memory at once, there is no cache to empty (torch_npu
-    compatibility). Also frees allocations whose release was deferred from a host
-    callback, when their streams are done."""
+    """pyacl_rt frees memory at once, there is no cache to empty (torch_npu
+    compatibility). Waits for the frees deferred from host-callback threads (see the
+    module docstring) and does those still pending, after their streams are done. On a
+    host-callback thread it waits for nothing (the releaser may be waiting for the
+    callback's own stream)."""
+    if _local.st.in_callback:
+        return
+    _releaser.flush()
     _rec._process_deferred()
 
 
