@@ -112,6 +112,7 @@ import logging
 import os
 import sys
 import weakref
+from collections.abc import Callable
 from typing import Any, Final, NoReturn, Self, Union
 
 from . import _memrecord as _rec
@@ -198,6 +199,10 @@ _aclrtMemsetAsync = _fast.memset_async
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
+
+#: DLPack, registered by :mod:`pyacl_rt._dlpack` (a higher floor): ``export(buf, stream,
+#: max_version, dl_device, copy)``, ``device(buf)``, ``typed(buf, dtype, shape)``.
+_dlpack_hooks: dict[str, Callable[..., Any]] = {}
 
 
 # ================================================================= statistics
@@ -746,6 +751,33 @@ class _Buffer:
         """Set every byte to ``value`` (0..255) and wait for it."""
         memset(self, value)
 
+    # ---------------------------------------------------------------- DLPack
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """DLPack export: a PyCapsule of a 1-D uint8 tensor of :attr:`nbytes` bytes
+        (``"dltensor_versioned"`` when ``max_version >= (1, 0)``). While the consumer
+        holds it, :meth:`close` raises ``BufferError``. ``stream``: the consumer's
+        stream (see :mod:`pyacl_rt._dlpack`)."""
+        return _dlpack_hooks["export"](self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)``: ``(1, 0)`` (kDLCPU) for a HostBuffer,
+        ``(12, index)`` (kDLExtDev, the NPU) for a DeviceBuffer."""
+        return _dlpack_hooks["device"](self)  # type: ignore[no-any-return]
+
+    def as_dlpack(self, dtype: Any = "uint8", shape: tuple[int, ...] | None = None) -> Any:
+        """An object whose ``__dlpack__`` exports this buffer as ``dtype`` (a name such
+        as ``"float32"``, or a numpy dtype) and ``shape`` (default: 1-D; the product
+        times the item size must equal :attr:`nbytes`), e.g.
+        ``numpy.from_dlpack(h.as_dlpack("float32", (4, 8)))``."""
+        return _dlpack_hooks["typed"](self, dtype, shape)
+
 
 class DeviceBuffer(_Buffer):
     """``nbytes`` bytes of device memory on ``device`` (default: the current device),
@@ -1012,7 +1044,8 @@ class HostBuffer(_Buffer, BufferForwarder):
     def __repr__(self) -> str:
         if not self._m.ptr:
             return "<HostBuffer closed>"
-        return f"<HostBuffer {self._n} bytes pinned at 0x{self._m.ptr:x}>"
+        how = "pinned" if self._m.release is None else "imported (DLPack)"
+        return f"<HostBuffer {self._n} bytes {how} at 0x{self._m.ptr:x}>"
 
     # --------------------------------------------------------------- exports
     def _live_buf(self) -> Any:
