@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import weakref
 from typing import Any, Final
 
@@ -63,11 +64,12 @@ from . import _dlpack_c, errors, runtime
 from . import _memrecord as _rec
 from ._membuf import _Side
 from ._memrecord import _free_mem, _Mem, _raise_closed, _register
-from .device import Device, _check, _context_for, _index, _lib
+from .device import Device, _check, _context_for, _CtxRef, _index, _lib
 from .lowlevel import ffi
 from .memory import DeviceBuffer, HostBuffer, _dlpack_hooks, _host_dtor, _host_wait
 from .memory import copy as _copy
 from .stream import Stream, current_stream, default_stream
+from .stream import _live as _live_streams
 
 __all__ = [
     "KDL_CPU",
@@ -228,17 +230,34 @@ def _host_sync(m: _Mem) -> None:
     _host_wait((side,), None)
 
 
+#: Consumer streams pyacl_rt has no Stream object for (created by other code), wrapped
+#: once per context and handle: the events their waits use stay referenced on them
+#: (``Stream._keep_alive``) until released (next use, a device synchronize, finalize).
+_foreign: dict[tuple[_CtxRef, int], Stream] = {}
+
+
 def _consumer_stream(stream: object, device: int) -> Stream:
+    """The Stream object of the consumer's ``stream`` (a Stream or a handle)."""
     if isinstance(stream, Stream):
         if stream._device != device:
             raise ValueError(
                 f"stream is on device {stream._device} but the buffer is on device {device}"
             )
         return stream
-    if stream == 0:
-        return default_stream(device)
     assert isinstance(stream, int)
-    return Stream.from_handle(stream, device)
+    default = default_stream(device)
+    if stream == 0:
+        return default
+    for s in _live_streams.snapshot():
+        if s._handle == stream and s._device == device and not s.closed:
+            return s
+    if default.resolved_handle == stream:
+        return default
+    key = (_context_for(device), stream)
+    s = _foreign.get(key)
+    if s is None or s.closed:
+        s = _foreign[key] = Stream.from_handle(stream, device)
+    return s
 
 
 def _check_stream_arg(stream: object) -> None:
@@ -267,7 +286,7 @@ def _make_safe(buf: DeviceBuffer | HostBuffer, stream: object) -> None:
     if stream is None:
         _host_sync(m)
         return
-    if stream == -1 or not m.streams:
+    if stream == -1:
         return
     consumer = _consumer_stream(stream, m.device)
     for r in list(m.streams):
@@ -597,6 +616,7 @@ def _import(
         view.close()
 
 
+os.register_at_fork(after_in_child=_foreign.clear)
 _dlpack_hooks["export"] = _export
 _dlpack_hooks["device"] = _device_of
 _dlpack_hooks["typed"] = DLPackView
