@@ -248,16 +248,16 @@ def _consumer_stream(stream: object, device: int) -> Stream:
     default = default_stream(device)
     if stream == 0:
         return default
-    for s in _live_streams.snapshot():
-        if s._handle == stream and s._device == device and not s.closed:
-            return s
+    for live in _live_streams.snapshot():
+        if live._handle == stream and live._device == device and not live.closed:
+            return live
     if default.resolved_handle == stream:
         return default
     key = (_context_for(device), stream)
-    s = _foreign.get(key)
-    if s is None or s.closed:
-        s = _foreign[key] = Stream.from_handle(stream, device)
-    return s
+    wrapped = _foreign.get(key)
+    if wrapped is None or wrapped.closed:
+        wrapped = _foreign[key] = Stream.from_handle(stream, device)
+    return wrapped
 
 
 def _check_stream_arg(stream: object) -> None:
