@@ -494,6 +494,37 @@ def test_export_to_consumer_stream_orders_pending_work(gate: Any) -> None:
     consumer.close()
 
 
+def test_export_to_a_foreign_stream_handle(gate: Any) -> None:
+    """A consumer stream pyacl_rt has no Stream object for (made by other code)."""
+    ll = npu.lowlevel
+    npu.set_device(0)
+    sc = ll.scratch()
+    ll.check(ll.aclrtCreateStream(sc.uptr), "aclrtCreateStream")
+    raw = int(sc.uptr[0])
+    s = npu.Stream(0)
+    d = npu.DeviceBuffer(32, device=0)
+    host = npu.HostBuffer(32)
+    try:
+        gate.block(s)
+        npu.memset(d, 6, stream=s, non_blocking=True)
+        v = npu.from_dlpack(d.__dlpack__(stream=raw))
+        foreign = npu.Stream.from_handle(raw, 0)
+        npu.copy(host, v, stream=foreign, non_blocking=True)
+        assert not foreign.query()  # waits for s's memset
+        gate.release.set()
+        foreign.synchronize()
+        assert host.tobytes() == b"\x06" * 32
+        v.close()
+        npu.synchronize(0)  # releases the wait's event kept on the wrapped stream
+    finally:
+        gate.release.set()
+        ll.check(ll.aclrtDestroyStream(raw), "aclrtDestroyStream")
+        DL._foreign.clear()
+        d.close()
+        host.close()
+        s.close()
+
+
 def test_export_stream_none_waits_and_minus_one_does_not(gate: Any) -> None:
     s = npu.Stream(0)
     d = npu.DeviceBuffer(64, device=0)
