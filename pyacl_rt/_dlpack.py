@@ -502,7 +502,10 @@ def _fetch_capsule(x: object) -> Any:
             "from_dlpack needs an object with __dlpack__ (a numpy array, a torch tensor, a "
             f"DeviceBuffer, a HostBuffer, ...) or a DLPack capsule, not {type(x).__name__}"
         )
-    device = x.__dlpack_device__()  # type: ignore[attr-defined]
+    get_device = getattr(x, "__dlpack_device__", None)
+    if get_device is None:
+        return dlpack()  # an early producer: no device query, no stream argument
+    device = get_device()
     if (
         not isinstance(device, tuple)
         or len(device) != 2

@@ -18,7 +18,8 @@
  * Import: consume() reads and checks the structure of a capsule's tensor, renames the
  *   capsule "used_..." (ownership taken) and returns an Imported handle plus the
  *   tensor's fields. Imported.release() calls the producer's deleter exactly once; so
- *   does deallocating an Imported that was never released.
+ *   does deallocating an Imported that was never released. In a forked child neither
+ *   does (the tensor belongs to the parent; the child forgets it).
  *
  * The struct declarations are written from the DLPack specification (ABI of v1.0, the
  * same in v1.1): field order and widths below; static asserts pin the sizes on LP64.
@@ -30,6 +31,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ DLPack ABI */
 typedef struct {
@@ -320,14 +322,15 @@ typedef struct {
     PyObject_HEAD
     void *mt; /* dl_managed * or dl_managed_v *; NULL once released */
     int versioned;
+    pid_t pid; /* the process that took ownership */
 } Imported;
 
 static void imported_release_now(Imported *self)
 {
     void *mt = self->mt;
     self->mt = NULL;
-    if (mt == NULL) {
-        return;
+    if (mt == NULL || self->pid != getpid()) {
+        return; /* a forked child never calls its parent's deleters */
     }
     if (self->versioned) {
         dl_managed_v *v = mt;
@@ -514,6 +517,7 @@ static PyObject *f_consume(PyObject *self, PyObject *cap)
     }
     im->mt = NULL;
     im->versioned = versioned;
+    im->pid = getpid();
     if (PyCapsule_SetName(cap, versioned ? USED_V : USED) < 0) {
         Py_DECREF(im);
         Py_DECREF(fields);

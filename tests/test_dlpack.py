@@ -676,3 +676,30 @@ def test_finalize_refused_while_exported_and_releases_imports(run_python: Any) -
     assert res.returncode == 0, res.stderr
     assert "OK" in res.stdout
     assert "still exported" not in res.stderr
+
+
+def test_forked_child_never_calls_the_parents_deleters(run_python: Any) -> None:
+    code = """
+        import gc, os
+        import numpy as np
+        import pyacl_rt as npu
+        from pyacl_rt import _dlpack_c as C
+
+        released = []
+        x = np.zeros(16, np.uint8)
+        cap = C.make_capsule(x.ctypes.data, 1, 0, (16,), 1, 8, 1, 0, True,
+                             lambda: released.append(os.getpid()))
+        view = npu.from_dlpack(cap)
+        pid = os.fork()
+        if pid == 0:
+            del view; gc.collect()
+            os._exit(0 if released == [] else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, "the child called the parent's deleter"
+        view.close()
+        assert released == [os.getpid()], released
+        print("OK")
+    """
+    res = run_python(code)
+    assert res.returncode == 0, res.stderr
+    assert "OK" in res.stdout
