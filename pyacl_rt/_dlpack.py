@@ -57,16 +57,15 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import weakref
 from typing import Any, Final
 
 from . import _dlpack_c, errors, runtime
 from . import _memrecord as _rec
 from ._membuf import _Side
-from ._memrecord import _free_mem, _Mem, _raise_closed, _register
+from ._memrecord import _Mem, _raise_closed
 from .device import Device, _check, _context_for, _CtxRef, _index, _lib
 from .lowlevel import ffi
-from .memory import DeviceBuffer, HostBuffer, _dlpack_hooks, _host_dtor, _host_wait
+from .memory import DeviceBuffer, HostBuffer, _dlpack_hooks, _host_wait
 from .memory import copy as _copy
 from .stream import Stream, current_stream, default_stream
 from .stream import _live as _live_streams
@@ -465,13 +464,7 @@ def _wrap_device(ptr: int, n: int, index: int, release: Any) -> DeviceBuffer:
     m = _Mem(ptr, n, index, _context_for(index))
     m.release = release
     view = DeviceBuffer.__new__(DeviceBuffer)
-    view._m = m
-    view._n = n
-    view._off = 0
-    view._parent = None
-    view._fin = weakref.finalize(view, _free_mem, m)
-    view._fin.atexit = False
-    _register(m)
+    view._own(m)
     return view
 
 
@@ -479,15 +472,7 @@ def _wrap_host(ptr: int, n: int, release: Any) -> HostBuffer:
     m = _Mem(ptr, n, -1, None)
     m.release = release
     view = object.__new__(HostBuffer)  # its tp_new (BufferForwarder.__new__ refuses)
-    m.owner = weakref.ref(view)
-    view._m = m
-    view._n = n
-    view._off = 0
-    # As in HostBuffer.__init__: the memory is released (here: the producer's deleter)
-    # when the last of this object, its byte buffer and its exports is gone.
-    view._cd = ffi.gc(ffi.cast("char *", ptr), _host_dtor(m), n)
-    view._buf = ffi.buffer(view._cd, n)
-    _register(m)
+    view._own(m)  # released (the producer's deleter) when the last reference is gone
     return view
 
 

@@ -816,12 +816,16 @@ class DeviceBuffer(_Buffer):
         rc = _lib.aclrtMalloc(s.uptr, n, policy)
         if rc:
             _check(rc, "aclrtMalloc")
-        m = _Mem(int(s.uptr[0]), n, index, ctx)
+        # ctx keeps an explicit Context alive through the buffer
+        self._own(_Mem(int(s.uptr[0]), n, index, ctx))
+
+    def _own(self, m: _Mem) -> None:
+        """Take the record ``m`` (a new allocation, or a DLPack import): freed by
+        ``close()``, garbage collection or finalize."""
         self._m = m
-        self._n = n
+        self._n = m.nbytes
         self._off = 0
         self._parent = None
-        # ctx keeps an explicit Context alive through the buffer
         self._fin = weakref.finalize(self, _free_mem, m)
         self._fin.atexit = False
         _register(m)
@@ -1014,15 +1018,17 @@ class HostBuffer(_Buffer, BufferForwarder):
         rc = _lib.aclrtMallocHost(s.uptr, n)
         if rc:
             _check(rc, "aclrtMallocHost")
-        base = int(s.uptr[0])
-        m = _Mem(base, n, -1, ctx)
+        self._own(_Mem(int(s.uptr[0]), n, -1, ctx))
+
+    def _own(self, m: _Mem) -> None:
+        """Take the record ``m`` (a new allocation, or a DLPack import)."""
         m.owner = weakref.ref(self)
         self._m = m
-        self._n = n
+        self._n = n = m.nbytes
         self._off = 0
         # The owning cdata: freed (after waiting for its streams) when the last
         # reference - this object, the byte buffer below, any export - is gone.
-        self._cd = ffi.gc(ffi.cast("char *", base), _host_dtor(m), n)
+        self._cd = ffi.gc(ffi.cast("char *", m.base), _host_dtor(m), n)
         self._buf = ffi.buffer(self._cd, n)
         _register(m)
 
