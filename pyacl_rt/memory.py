@@ -99,7 +99,9 @@ another thread, like ``close()``. Closing an explicit
 
 Modules: this one (public API: buffers, copies, statistics), :mod:`pyacl_rt._memrecord`
 (allocation records, ordered freeing, registry, finalize/context/fork hooks) and
-:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses).
+:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses). DLPack
+(``__dlpack__``, ``from_dlpack``) lives in :mod:`pyacl_rt._dlpack`, a higher floor that
+registers ``_dlpack_hooks``.
 
 Floor 6: imports floors 1-5 only.
 """
