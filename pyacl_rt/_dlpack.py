@@ -285,8 +285,8 @@ def _make_safe(buf: DeviceBuffer | HostBuffer, stream: object) -> None:
     if stream is None:
         _host_sync(m)
         return
-    if stream == -1:
-        return
+    if stream == -1 or not (m.streams or isinstance(stream, Stream)):
+        return  # no synchronization asked, or nothing pending (a handle needs no check)
     consumer = _consumer_stream(stream, m.device)
     for r in list(m.streams):
         s = r()
