@@ -47,7 +47,8 @@ C-contiguous layout (``BufferError`` otherwise), whole-byte element types
 (``TypeError`` for sub-byte and opaque ones), ``nbytes = prod(shape) * itemsize``
 without overflow, a non-NULL address, a known device (``BufferError``) and, for
 device memory, that the runtime sees device memory there (``aclrtPointerGetAttributes``,
-where the library has it). Read-only tensors are copied (``copy=False``: BufferError).
+where the library has it and answers; otherwise the producer's word stands). Read-only
+tensors are copied (``copy=False``: BufferError).
 
 Floor 7: imports floors 1-6 (registers the export hooks of :mod:`pyacl_rt.memory`).
 """
@@ -55,6 +56,7 @@ Floor 7: imports floors 1-6 (registers the export hooks of :mod:`pyacl_rt.memory
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 from typing import Any, Final
@@ -128,6 +130,7 @@ _UINT8: Final = (1, 8)
 _ACL_MEM_LOCATION_TYPE_DEVICE: Final = 1
 _ACL_MEM_LOCATION_TYPE_MANAGED: Final = 3
 _INT64_MAX: Final = 2**63 - 1
+_log = logging.getLogger("pyacl_rt")
 
 
 def _device_name(kind: int) -> str:
@@ -442,16 +445,19 @@ def _contiguous_nbytes(
 
 def _check_device_pointer(ptr: int, index: int) -> None:
     """Refuse an address the runtime does not see as device memory (when the library
-    has ``aclrtPointerGetAttributes``)."""
+    has ``aclrtPointerGetAttributes`` and it answers)."""
     attrs = ffi.new("aclrtPtrAttributes *")
     ctx = _context_for(index)
     ctx.make_current()
     rc = _lib.aclrtPointerGetAttributes(ptr, attrs)
     if rc:
+        # An older library without the function, or a runtime that cannot answer for
+        # this address: no check (the producer's word stands), the error is consumed.
         try:
             _check(rc, "aclrtPointerGetAttributes")
-        except errors.FunctionNotFoundError:
-            return  # an older library: no check
+        except errors.AclError as exc:
+            _log.debug("pyacl_rt: DLPack import of 0x%x not checked: %s", ptr, exc)
+            return
     kind = attrs.location.type
     if kind not in (_ACL_MEM_LOCATION_TYPE_DEVICE, _ACL_MEM_LOCATION_TYPE_MANAGED):
         raise BufferError(

@@ -435,6 +435,19 @@ def test_import_refusals_release_the_tensor_once() -> None:
         npu.from_dlpack(datetime.datetime_CAPI)  # a PyCapsule of another kind
 
 
+def test_pointer_check_skipped_when_the_runtime_cannot_answer() -> None:
+    mc = mock_control()
+    with npu.DeviceBuffer(32, device=0) as d:
+        mc.inject_fault("aclrtPointerGetAttributes", 107000)
+        try:
+            with npu.from_dlpack(d) as v:  # imported without the check
+                assert mc.fault_hits("aclrtPointerGetAttributes") == 1
+                assert v.ptr == d.ptr
+                v.fill(1)  # no stale error left behind
+        finally:
+            mc.clear_faults()
+
+
 def test_import_deleter_exactly_once_on_close_and_on_collect() -> None:
     buf = np.zeros(16, np.uint8)
     p = Producer(buf)
