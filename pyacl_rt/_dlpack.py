@@ -319,7 +319,16 @@ def _capsule(
         m.exports.append(token)
     try:
         return _dlpack_c.make_capsule(
-            p + buf._off, kind, dev, shape, code, bits, 1, flags, versioned, token
+            p + buf._off if m.nbytes else 0,  # DeviceBuffer(0) has no address (NULL)
+            kind,
+            dev,
+            shape,
+            code,
+            bits,
+            1,
+            flags,
+            versioned,
+            token,
         )
     except BaseException:
         token()
@@ -571,15 +580,18 @@ def _import(
     ptr = data + offset
     if ptr >= 2**64:
         raise ValueError(f"DLPack data 0x{data:x} + byte_offset {offset} overflows")
-    if not ptr:
-        raise BufferError("DLPack tensor has a NULL data pointer: nothing to wrap")
     if kind in _HOST_TYPES:
         here = -1
     elif kind == NPU_DEVICE_TYPE:
         here = _index(dev)
-        _check_device_pointer(ptr, here)
     else:
         raise BufferError(_unsupported_device(kind, dev))
+    if not ptr:
+        if n or here < 0:
+            raise BufferError("DLPack tensor has a NULL data pointer: nothing to wrap")
+        ptr = _rec.ZERO_SIZE_BASE  # an empty device tensor: a DeviceBuffer(0)
+    elif here >= 0:
+        _check_device_pointer(ptr, here)
     target = here if want is None else want
     read_only = bool(flags & FLAG_READ_ONLY)
     need_copy = bool(copy) or read_only or target != here

@@ -174,6 +174,18 @@ def test_view_export_keeps_the_allocation_alive() -> None:
     assert allocations(0) == base and C.live_exports() == 0
 
 
+def test_empty_device_buffer_round_trip() -> None:
+    base = allocations(0)
+    with npu.DeviceBuffer(0, device=0) as d:
+        f = fields_of(d.__dlpack__())
+        assert (f[0], f[4]) == (0, (0,))  # no memory: a NULL data pointer
+        v = npu.from_dlpack(d)
+        assert isinstance(v, npu.DeviceBuffer) and v.nbytes == 0 and v.ptr == 0
+        npu.copy(v, b"")  # 0-byte operations work
+        v.close()
+    assert allocations(0) == base and C.live_exports() == 0
+
+
 def test_closed_buffer_cannot_be_exported() -> None:
     d = npu.DeviceBuffer(8, device=0)
     v = d[0:4]
