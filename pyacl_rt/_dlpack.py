@@ -499,8 +499,9 @@ def _fetch_capsule(x: object) -> Any:
         if type(x).__name__ == "PyCapsule":
             return x
         raise TypeError(
-            "from_dlpack needs an object with __dlpack__ (a numpy array, a torch tensor, a "
-            f"DeviceBuffer, a HostBuffer, ...) or a DLPack capsule, not {type(x).__name__}"
+            "from_dlpack: x must be an object with __dlpack__ (a numpy array, a torch "
+            "tensor, a DeviceBuffer, a HostBuffer, ...) or a DLPack capsule, not "
+            f"{type(x).__name__}"
         )
     get_device = getattr(x, "__dlpack_device__", None)
     if get_device is None:
