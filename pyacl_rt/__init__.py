@@ -62,6 +62,7 @@ from ._device import (
     synchronize,
     utilization,
 )
+from ._dlpack import from_dlpack
 from ._event import Event, EventTimingError
 from ._memory import (
     DeviceBuffer,
@@ -175,6 +176,7 @@ __all__ = [
     "errors",
     "finalize",
     "forget_thread_context",
+    "from_dlpack",
     "get_cann_version",
     "get_device_capability",
     "get_device_name",

@@ -78,11 +78,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._memory.stats",
         ),
     ),
+    ("higher tools", ("pyacl_rt._dlpack_c", "pyacl_rt._dlpack")),
     ("public face and tools", ("pyacl_rt", "pyacl_rt.cli", "pyacl_rt.mock", "pyacl_rt.__main__")),
 )
 
 LAYER_OF: dict[str, int] = {m: i for i, (_name, mods) in enumerate(LAYERS) for m in mods}
-COMPILED = {"pyacl_rt._raw._lowlevel_cffi", "pyacl_rt._raw._fastcall"}
+COMPILED = {"pyacl_rt._raw._lowlevel_cffi", "pyacl_rt._raw._fastcall", "pyacl_rt._dlpack_c"}
 PACKAGES = {"pyacl_rt": PKG, "pyacl_rt._raw": PKG / "_raw", "pyacl_rt._memory": PKG / "_memory"}
 
 

@@ -117,6 +117,9 @@ the public names):
 * ``buffers`` - :class:`DeviceBuffer` and :class:`HostBuffer`;
 * ``stats`` - the torch_npu-style counters (:func:`memory_allocated` ...).
 
+DLPack (``__dlpack__``, ``from_dlpack``) lives in :mod:`pyacl_rt._dlpack`, a higher
+floor that registers ``buffers._dlpack_hooks``.
+
 Floor 6: imports floors 1-5 only.
 """
 
