@@ -60,7 +60,12 @@ setup(
             "pyacl_rt._fastcall",
             sources=["pyacl_rt/_fastcall.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
-        )
+        ),
+        Extension(
+            "pyacl_rt._cachecore",
+            sources=["pyacl_rt/_cachecore.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
+        ),
     ],
     cmdclass={"build_ext": BuildExtWithMock},
     zip_safe=False,
