@@ -367,7 +367,7 @@ static void free_block(Core *c, Block *b)
     }
     b->state = ST_FREE;
     b->requested = 0;
-    set_insert(set, b); /* room: every free block had a slot, merges only freed some */
+    set_insert(set, b); /* room reserved by the caller */
     if (b->prev != NULL || b->next != NULL) {
         net_blocks += 1;
         net_bytes += (int64_t)b->size;
@@ -469,6 +469,10 @@ static Block *release_alloc(Core *c, PyObject *arg)
     if (b == NULL || b->state != ST_ALLOC) {
         return NULL;
     }
+    if (set_reserve(&c->free[b->pool], 1) < 0) {
+        PyErr_NoMemory();
+        return NULL;
+    }
     stat_add(c, K_ALLOCATION, b->pool, -1);
     stat_add(c, K_ALLOCATED_BYTES, b->pool, -(int64_t)b->size);
     stat_add(c, K_REQUESTED_BYTES, b->pool, -(int64_t)b->requested);
@@ -512,6 +516,9 @@ static PyObject *core_complete(Core *c, PyObject *arg)
     Block *b = h_get(c, ptr);
     if (b == NULL || b->state != ST_PENDING) {
         return PyLong_FromLong(0);
+    }
+    if (set_reserve(&c->free[b->pool], 1) < 0) {
+        return PyErr_NoMemory();
     }
     uint64_t size = b->size;
     free_block(c, b);
