@@ -14,6 +14,8 @@
  *   - a free block is found best-fit among the free blocks of the *same stream*
  *     (ordered by stream, size, address); it is split when the rest is >= 512 bytes
  *     (small pool) or > 1 MiB (large pool); freed blocks merge with free neighbours;
+ *   - adopt() moves wholly free segments to another stream (the caller checked that
+ *     the old stream's work completed);
  *   - a block freed while other streams may still use it goes PENDING (not reusable)
  *     until the Python side saw the guarding events complete and calls complete();
  *   - statistics as torch's memory_stats(): allocation / segment / active /
@@ -68,6 +70,7 @@ typedef struct Block {
 
 struct Segment {
     uint64_t base, size, stream;
+    uint64_t free_tick; /* value of Core.tick when it last became wholly free */
     int pool;
     Block *head;
 };
@@ -88,6 +91,7 @@ typedef struct {
     size_t nseg, segcap;
     int64_t stats[NKIND][3][4];
     uint64_t max_split;
+    uint64_t tick; /* bumped whenever a segment becomes wholly free */
 } Core;
 
 /* ------------------------------------------------------------------ helpers */
@@ -372,6 +376,9 @@ static void free_block(Core *c, Block *b)
         net_blocks += 1;
         net_bytes += (int64_t)b->size;
     }
+    if (b->prev == NULL && b->next == NULL) {
+        b->seg->free_tick = ++c->tick;
+    }
     if (net_blocks) {
         stat_add(c, K_INACTIVE_SPLIT, b->pool, net_blocks);
     }
@@ -566,6 +573,7 @@ static PyObject *core_add_segment(Core *c, PyObject *const *args, Py_ssize_t nar
     s->stream = stream;
     s->pool = pool;
     s->head = b;
+    s->free_tick = ++c->tick;
     b->ptr = base;
     b->size = size;
     b->requested = 0;
@@ -602,10 +610,20 @@ static PyObject *pairs_list(const uint64_t *pairs, size_t n)
     return out;
 }
 
-/* release_cached() -> [(base, size)]: forget every segment that is one free block (the
- * caller frees them with aclrtFree). */
-static PyObject *core_release_cached(Core *c, PyObject *Py_UNUSED(ignored))
+/* release_cached([stream, max_tick]) -> [(base, size)]: forget every segment that is
+ * one free block (of `stream` only and wholly free since tick <= max_tick, if given);
+ * the caller frees them with aclrtFree. */
+static PyObject *core_release_cached(Core *c, PyObject *const *args, Py_ssize_t nargs)
 {
+    uint64_t only = 0, max_tick = UINT64_MAX;
+    int filter = nargs == 2;
+    if (nargs != 0 && nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "release_cached() takes 0 or 2 arguments");
+        return NULL;
+    }
+    if (filter && (u64_arg(args[0], &only, "stream") || u64_arg(args[1], &max_tick, "max_tick"))) {
+        return NULL;
+    }
     uint64_t *pairs = malloc((c->nseg ? c->nseg : 1) * 2 * sizeof(uint64_t));
     if (pairs == NULL) {
         return PyErr_NoMemory();
@@ -614,7 +632,8 @@ static PyObject *core_release_cached(Core *c, PyObject *Py_UNUSED(ignored))
     for (size_t i = 0; i < c->nseg; i++) {
         Segment *s = c->segs[i];
         Block *h = s->head;
-        if (h->state == ST_FREE && h->prev == NULL && h->next == NULL) {
+        if (h->state == ST_FREE && h->prev == NULL && h->next == NULL &&
+            (!filter || (s->stream == only && s->free_tick <= max_tick))) {
             set_remove(&c->free[s->pool], h);
             stat_add(c, K_SEGMENT, s->pool, -1);
             stat_add(c, K_RESERVED_BYTES, s->pool, -(int64_t)s->size);
@@ -633,6 +652,72 @@ static PyObject *core_release_cached(Core *c, PyObject *Py_UNUSED(ignored))
     c->nseg = keep;
     PyObject *out = pairs_list(pairs, n);
     free(pairs);
+    return out;
+}
+
+/* adopt(from_stream, to_stream, max_tick) -> bytes: every segment of from_stream that is
+ * wholly free since tick <= max_tick (see tick()) now belongs to to_stream. Call once
+ * an event recorded on from_stream when tick() was max_tick has completed. */
+static PyObject *core_adopt(Core *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t from, to, max_tick, moved = 0;
+    if (!nargs_ok(nargs, 3, "adopt") || u64_arg(args[0], &from, "from_stream") ||
+        u64_arg(args[1], &to, "to_stream") || u64_arg(args[2], &max_tick, "max_tick")) {
+        return NULL;
+    }
+    for (size_t i = 0; i < c->nseg && from != to; i++) {
+        Segment *s = c->segs[i];
+        Block *h = s->head;
+        if (s->stream != from || h->state != ST_FREE || h->prev != NULL || h->next != NULL ||
+            s->free_tick > max_tick) {
+            continue;
+        }
+        set_remove(&c->free[s->pool], h);
+        s->stream = to;
+        h->stream = to;
+        set_insert(&c->free[s->pool], h); /* the slot just freed */
+        moved += s->size;
+    }
+    return PyLong_FromUnsignedLongLong(moved);
+}
+
+static PyObject *core_tick(Core *c, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromUnsignedLongLong(c->tick);
+}
+
+/* idle_streams() -> list of the streams that own at least one wholly free segment. */
+static PyObject *core_idle_streams(Core *c, PyObject *Py_UNUSED(ignored))
+{
+    size_t n = 0;
+    uint64_t *keys = malloc((c->nseg ? c->nseg : 1) * sizeof(uint64_t));
+    if (keys == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (size_t i = 0; i < c->nseg; i++) {
+        Segment *s = c->segs[i];
+        Block *h = s->head;
+        if (h->state != ST_FREE || h->prev != NULL || h->next != NULL) {
+            continue;
+        }
+        size_t k = 0;
+        while (k < n && keys[k] != s->stream) {
+            k++;
+        }
+        if (k == n) {
+            keys[n++] = s->stream;
+        }
+    }
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    for (size_t k = 0; out != NULL && k < n; k++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(keys[k]);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)k, v);
+    }
+    free(keys);
     return out;
 }
 
@@ -849,8 +934,15 @@ static PyMethodDef core_methods[] = {
      "complete(ptr) -> size; a pending block becomes free (0: not pending)."},
     {"add_segment", (PyCFunction)(void (*)(void))core_add_segment, METH_FASTCALL,
      "add_segment(stream, base, size, small) -> None: a new segment, all free."},
-    {"release_cached", (PyCFunction)core_release_cached, METH_NOARGS,
-     "release_cached() -> [(base, size)] of the wholly free segments, now forgotten."},
+    {"release_cached", (PyCFunction)(void (*)(void))core_release_cached, METH_FASTCALL,
+     "release_cached([stream, max_tick]) -> [(base, size)] of the wholly free segments "
+     "(of stream, free since max_tick), now forgotten."},
+    {"adopt", (PyCFunction)(void (*)(void))core_adopt, METH_FASTCALL,
+     "adopt(from_stream, to_stream, max_tick) -> bytes of wholly free segments moved."},
+    {"tick", (PyCFunction)core_tick, METH_NOARGS,
+     "tick() -> counter bumped whenever a segment becomes wholly free."},
+    {"idle_streams", (PyCFunction)core_idle_streams, METH_NOARGS,
+     "idle_streams() -> streams owning at least one wholly free segment."},
     {"clear", (PyCFunction)core_clear, METH_NOARGS,
      "clear() -> [(base, size)] of every segment; forgets every block."},
     {"segments", (PyCFunction)core_segments, METH_NOARGS,

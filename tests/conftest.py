@@ -230,6 +230,10 @@ def _settle() -> None:
             D.synchronize(d)  # releases keep-alive lists of default streams
     gc.collect()
     S._markers.drop_all()
+    if runtime.is_initialized():
+        from pyacl_rt import memory
+
+        memory.empty_cache()  # the caching allocator's segments, pinned blocks, events
 
 
 @pytest.fixture(autouse=True)

@@ -95,7 +95,7 @@ class CachingBackend:
         if a is None or a.ctx is not ctx:
             a = self.allocator(index, ctx)
         sp = a.pools.get(stream._handle)
-        if sp is None:
+        if sp is None or sp.state is not stream._state:
             sp = a.pool(stream)
         p = a.core.alloc(sp.key, nbytes)
         if not p:
@@ -219,22 +219,33 @@ def get_per_process_memory_fraction(device: DeviceLike = None) -> float:
 
 def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any = None) -> int:
     """``nbytes`` of device memory from the cache as a raw address (torch's
-    ``caching_allocator_alloc``), for ``stream`` (default: the current stream). Give
-    it back with :func:`caching_allocator_delete`; freed at finalize otherwise."""
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+    ``caching_allocator_alloc``), for ``stream`` (default: the current stream of
+    ``device``; a stream of the device's primary context). Give it back with
+    :func:`caching_allocator_delete`; freed at finalize otherwise."""
+    if nbytes.__class__ is not int or nbytes < 0:
         raise TypeError("nbytes must be a non-negative int")
-    index, a = _device_allocator(device)
     if stream is None:
-        stream = current_stream(index)
+        stream = current_stream(_index(device))
     elif not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    if stream._ctx is not a.ctx:
-        raise ValueError("stream must be a stream of the device's primary context")
-    key = stream._handle
-    p: int = a.core.alloc(key, nbytes) or a.allocate_slow(key, nbytes)
+    elif device is not None and _index(device) != stream._device:
+        raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
+    ctx = stream._ctx
+    if ctx.device < 0:
+        stream._activate()  # raises: closed or finalized
+    if ctx.owner is not None:
+        raise ValueError("the caching allocator serves streams of primary contexts only")
+    index = stream._device
+    a = _backend.devices.get(index)
+    if a is None or a.ctx is not ctx:
+        a = _backend.allocator(index, ctx)
+    sp = a.pools.get(stream._handle)
+    if sp is None or sp.state is not stream._state:
+        sp = a.pool(stream)
+    p: int = a.core.alloc(sp.key, nbytes) or a.allocate_slow(sp.key, nbytes)
     _raw_owner[p] = a
     if _history.enabled:
-        _history.event(index, "alloc", p, a.core.block(p)[0], key)
+        _history.event(index, "alloc", p, a.core.block(p)[0], sp.key)
     return p
 
 
@@ -246,6 +257,8 @@ def caching_allocator_delete(ptr: int) -> None:
     """Give back an address from :func:`caching_allocator_alloc` (to its stream's
     cache, at once: use the memory only on that stream, or synchronize first)."""
     a = _raw_owner.pop(ptr, None)
+    if a is not None and _history.enabled:
+        a.trace_free(ptr, 0, pending=False)
     if a is None or not a.core.free(ptr):
         raise ValueError(f"0x{ptr:x} is not an address from caching_allocator_alloc")
 

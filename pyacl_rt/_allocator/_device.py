@@ -39,12 +39,16 @@ _RESERVED = 5 * 12
 class StreamPool:
     """Releaser of the blocks allocated for one stream (``DeviceBuffer``'s ``m.rel``)."""
 
-    __slots__ = ("alloc", "core", "key")
+    __slots__ = ("alloc", "core", "key", "state", "stream")
 
-    def __init__(self, alloc: DeviceAllocator, key: int) -> None:
+    def __init__(self, alloc: DeviceAllocator, stream: Stream) -> None:
         self.alloc = alloc
         self.core = alloc.core
-        self.key = key
+        self.key = stream._handle
+        #: the stream's private state list: identifies the Stream object (a handle
+        #: may be reused by a new stream once the old one is destroyed)
+        self.state = stream._state
+        self.stream = weakref.ref(stream)
 
     def release(self, m: _Mem, base: int) -> None:
         """Give the block back: at once when only its own stream used it, else once
@@ -76,6 +80,8 @@ class DeviceAllocator:
         #: (block address, remaining guards) of blocks freed under pending work
         self.pending: collections.deque[tuple[int, list[_guards.Guard]]] = collections.deque()
         self.pools: dict[int, StreamPool] = {}
+        #: stream -> (Core tick, guards recorded on it then): see adopt_idle
+        self.marks: dict[int, tuple[int, list[_guards.Guard]]] = {}
         self.fraction: float | None = None
         self.scalars = {
             "num_alloc_retries": 0,
@@ -88,10 +94,45 @@ class DeviceAllocator:
 
     # ------------------------------------------------------------ streams
     def pool(self, stream: Stream) -> StreamPool:
+        """The releaser of ``stream`` (replaced when a new stream reuses a handle)."""
         sp = self.pools.get(stream._handle)
-        if sp is None:
-            sp = self.pools.setdefault(stream._handle, StreamPool(self, stream._handle))
+        if sp is None or sp.state is not stream._state:
+            sp = self.pools[stream._handle] = StreamPool(self, stream)
         return sp
+
+    def _stream_idle(self, key: int) -> bool:
+        """True when every piece of work queued on stream ``key`` has completed."""
+        sp = self.pools.get(key)
+        s = sp.stream() if sp is not None else None
+        if s is None or s.closed:
+            return True  # destroying a stream waits for its work
+        try:
+            return s.query()
+        except Exception:
+            return False
+
+    def adopt_idle(self, key: int) -> int:
+        """Hand wholly free segments of other streams to stream ``key`` once their
+        pending work completed: an event recorded on the other stream (at an earlier
+        miss, or now) guards the segments that were free when it was recorded.
+        Returns bytes moved."""
+        moved = 0
+        for other in self.core.idle_streams():
+            if other == key:
+                continue
+            mark = self.marks.get(other)
+            if mark is None:
+                sp = self.pools.get(other)
+                s = sp.stream() if sp is not None else None
+                if s is None or s.closed:  # destroyed: its work completed
+                    moved += self.core.adopt(other, key, self.core.tick())
+                    continue
+                mark = self.marks[other] = (self.core.tick(), _guards.record([s]))
+            tick, guards = mark
+            if all(_guards.done(g, False) for g in guards):
+                del self.marks[other]
+                moved += self.core.adopt(other, key, tick)
+        return moved
 
     def other_streams(self, refs: list[weakref.ref[Stream]], key: int) -> list[Stream]:
         """Live streams in ``refs`` other than the allocation stream ``key``."""
@@ -156,7 +197,17 @@ class DeviceAllocator:
                 p: int = self.core.alloc(key, nbytes)
                 if p:
                     return p
+            if self.adopt_idle(key):
+                p = self.core.alloc(key, nbytes)
+                if p:
+                    return p
             size = allocation_size(nbytes)
+            st = self.core.stats()
+            if st[_RESERVED] - st[_ALLOCATED] >= size:
+                # The cache holds a segment's worth of memory that cannot serve this
+                # request (other streams, fragments): give idle segments back first
+                # rather than grow.
+                self.release_idle_segments()
             base = self._malloc(size)
             if not base:
                 base = self._retry(key, nbytes, size)
@@ -237,31 +288,71 @@ class DeviceAllocator:
     def release_cached(self) -> int:
         """``aclrtFree`` every segment that is wholly free; returns bytes released."""
         released = 0
+        if _local.st.in_callback:
+            return 0  # the device synchronize below would wait for this callback
         with self.lock:
-            segments = self.core.release_cached()
-            if not segments:
+            if not self.core.idle_streams():
                 return 0
             prev = _local.st.ctx
             if _local.st.ctx is not self.ctx:
                 self.ctx.make_current()
-            for base, size in segments:
-                rc = _lib.aclrtFree(base)
-                if rc:
-                    _log.warning("pyacl_rt allocator: aclrtFree(0x%x) failed with %d", base, rc)
-                    lowlevel.clear_error()
-                self.scalars["num_device_free"] += 1
-                released += size
-                if _history.enabled:
-                    _history.event(self.index, "segment_free", base, size, 0)
+            # aclrtFree does not wait for queued work (cudaFree does): blocks given
+            # back to their stream's cache may still be in use on it.
+            rc = _lib.aclrtSynchronizeDevice()
+            if rc:
+                _check(rc, "aclrtSynchronizeDevice")
+            self.scalars["num_sync_all_streams"] += 1
+            released = self._free_segments(self.core.release_cached())
             if prev is not None and prev is not self.ctx and prev.device >= 0:
                 prev.make_current()
+        return released
+
+    def release_idle_segments(self) -> int:
+        """``aclrtFree`` the wholly free segments of every stream once the work queued on
+        it so far completed (an event recorded now, waited for: no device-wide
+        synchronize); returns bytes released. Nothing on a host-callback thread."""
+        if _local.st.in_callback:
+            return 0
+        released = 0
+        with self.lock:
+            for key in self.core.idle_streams():
+                sp = self.pools.get(key)
+                s = sp.stream() if sp is not None else None
+                tick = self.core.tick()
+                if s is not None and not s.closed:
+                    prev = _local.st.ctx
+                    guards = _guards.record([s])
+                    for g in guards:
+                        _guards.done(g, True)
+                    if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                        prev.make_current()
+                released += self._free_segments(self.core.release_cached(key, tick))
+        return released
+
+    def _free_segments(self, segments: list[tuple[int, int]]) -> int:
+        if not segments:
+            return 0
+        released = 0
+        prev = _local.st.ctx
+        if _local.st.ctx is not self.ctx:
+            self.ctx.make_current()
+        for base, size in segments:
+            rc = _lib.aclrtFree(base)
+            if rc:
+                _log.warning("pyacl_rt allocator: aclrtFree(0x%x) failed with %d", base, rc)
+                lowlevel.clear_error()
+            self.scalars["num_device_free"] += 1
+            released += size
+            if _history.enabled:
+                _history.event(self.index, "segment_free", base, size, 0)
+        if prev is not None and prev is not self.ctx and prev.device >= 0:
+            prev.make_current()
         return released
 
     def empty_cache(self) -> None:
         """Wait for pending guards, then free every wholly free segment."""
         with self.lock:
             if self.pending:
-                self.scalars["num_sync_all_streams"] += 1
                 self.process_pending(wait=True)
             self.release_cached()
 
@@ -269,6 +360,7 @@ class DeviceAllocator:
         """Forget everything; ``free``: ``aclrtFree`` every segment (finalize; buffers
         were already released by the memory layer)."""
         self.pending.clear()
+        self.marks.clear()
         segments = self.core.clear()
         if not free or not runtime.is_alive(self.gen) or self.ctx.device < 0:
             return
