@@ -258,9 +258,13 @@ def memory_stats(device: DeviceLike = None) -> dict[str, int]:
     ``requested_bytes``), pools ``all`` / ``large_pool`` / ``small_pool``, fields
     ``current`` / ``peak`` / ``allocated`` / ``freed``; ``oversize_*``,
     ``num_alloc_retries``, ``num_ooms``, ``num_device_alloc`` ... (see
-    :mod:`pyacl_rt._memstats`). Bytes and counts of this process's allocator.
+    :mod:`pyacl_rt._memstats`). Bytes and counts of this process's allocator; plus
+    the runtime's ``free_bytes`` / ``total_bytes`` (``aclrtGetMemInfo``).
     """
-    return _mb.device().device_stats(_index(device))
+    index = _index(device)
+    st = _mb.device().device_stats(index)
+    st["free_bytes"], st["total_bytes"] = mem_get_info(index)
+    return st
 
 
 def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:

@@ -137,6 +137,20 @@ class Gate:
 
 
 @pytest.fixture
+def native_allocator() -> Iterator[None]:
+    """Run the test with PYACL_RT_ALLOCATOR=native semantics (one aclrtMalloc per
+    buffer, close() waits for the buffer's streams), whatever the default is."""
+    from pyacl_rt import _membackend, memory
+
+    prev = _membackend.select("native")
+    try:
+        yield
+    finally:
+        _membackend.select(prev.name)
+        memory.empty_cache()
+
+
+@pytest.fixture
 def gate() -> Iterator[Gate]:
     g = Gate()
     yield g

@@ -21,6 +21,10 @@ from pyacl_rt import memory as M
 from pyacl_rt import stream as S
 from pyacl_rt.mock import mock_control
 
+# These tests pin down the native backend (one aclrtMalloc per buffer, ordered free);
+# the caching allocator has its own tests (tests/test_allocator.py).
+pytestmark = pytest.mark.usefixtures("native_allocator")
+
 
 def allocations(device: int = -1) -> int:
     return mock_control().stat("allocations", device)

@@ -118,21 +118,31 @@ class DeviceAllocator:
         Returns bytes moved."""
         moved = 0
         for other in self.core.idle_streams():
-            if other == key:
-                continue
-            mark = self.marks.get(other)
-            if mark is None:
-                sp = self.pools.get(other)
-                s = sp.stream() if sp is not None else None
-                if s is None or s.closed:  # destroyed: its work completed
-                    moved += self.core.adopt(other, key, self.core.tick())
-                    continue
-                mark = self.marks[other] = (self.core.tick(), _guards.record([s]))
-            tick, guards = mark
-            if all(_guards.done(g, False) for g in guards):
-                del self.marks[other]
-                moved += self.core.adopt(other, key, tick)
+            if other != key:
+                tick = self._passed(other, wait=False)
+                if tick is not None:
+                    moved += self.core.adopt(other, key, tick)
         return moved
+
+    def _passed(self, key: int, wait: bool) -> int | None:
+        """The Core tick up to which segments wholly free on stream ``key`` are no
+        longer used by its queued work, or None (not yet known). Records an event on
+        the stream when none is outstanding; ``wait``: wait for it."""
+        mark = self.marks.get(key)
+        if mark is None:
+            sp = self.pools.get(key)
+            s = sp.stream() if sp is not None else None
+            if s is None or s.closed:  # destroyed: its work completed
+                return int(self.core.tick())
+            prev = _local.st.ctx
+            mark = self.marks[key] = (self.core.tick(), _guards.record([s]))
+            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                prev.make_current()
+        tick, guards = mark
+        if all(_guards.done(g, wait) for g in guards):
+            del self.marks[key]
+            return tick
+        return None
 
     def other_streams(self, refs: list[weakref.ref[Stream]], key: int) -> list[Stream]:
         """Live streams in ``refs`` other than the allocation stream ``key``."""
@@ -207,7 +217,7 @@ class DeviceAllocator:
                 # The cache holds a segment's worth of memory that cannot serve this
                 # request (other streams, fragments): give idle segments back first
                 # rather than grow.
-                self.release_idle_segments()
+                self.release_idle_segments(wait_for=key)
             base = self._malloc(size)
             if not base:
                 base = self._retry(key, nbytes, size)
@@ -307,26 +317,19 @@ class DeviceAllocator:
                 prev.make_current()
         return released
 
-    def release_idle_segments(self) -> int:
-        """``aclrtFree`` the wholly free segments of every stream once the work queued on
-        it so far completed (an event recorded now, waited for: no device-wide
-        synchronize); returns bytes released. Nothing on a host-callback thread."""
+    def release_idle_segments(self, wait_for: int | None = None) -> int:
+        """``aclrtFree`` the wholly free segments of each stream whose guard event (see
+        :meth:`_passed`) completed - no device-wide synchronize. The event of stream
+        ``wait_for`` (the caller's allocation stream) is waited for (never on a
+        host-callback thread). Returns bytes released."""
         if _local.st.in_callback:
-            return 0
+            wait_for = None
         released = 0
         with self.lock:
             for key in self.core.idle_streams():
-                sp = self.pools.get(key)
-                s = sp.stream() if sp is not None else None
-                tick = self.core.tick()
-                if s is not None and not s.closed:
-                    prev = _local.st.ctx
-                    guards = _guards.record([s])
-                    for g in guards:
-                        _guards.done(g, True)
-                    if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                        prev.make_current()
-                released += self._free_segments(self.core.release_cached(key, tick))
+                tick = self._passed(key, key == wait_for)
+                if tick is not None:
+                    released += self._free_segments(self.core.release_cached(key, tick))
         return released
 
     def _free_segments(self, segments: list[tuple[int, int]]) -> int:
@@ -351,9 +354,13 @@ class DeviceAllocator:
 
     def empty_cache(self) -> None:
         """Wait for pending guards, then free every wholly free segment."""
+        wait = not _local.st.in_callback
         with self.lock:
             if self.pending:
-                self.process_pending(wait=True)
+                self.process_pending(wait=wait)
+            for key, (_tick, guards) in list(self.marks.items()):
+                if all(_guards.done(g, wait) for g in guards):  # events back to the pool
+                    del self.marks[key]
             self.release_cached()
 
     def teardown(self, free: bool) -> None:
