@@ -34,6 +34,8 @@ def caching(mock_loaded: Any) -> Iterator[A._device.DeviceAllocator]:
     prev = _membackend.select("caching")
     pyacl_rt.set_device(0)
     M.empty_cache()
+    M.reset_peak_memory_stats()
+    M.reset_accumulated_memory_stats()
     try:
         yield A._backend.allocator(0, pyacl_rt.device._primaries[0])
     finally:
@@ -169,7 +171,7 @@ def test_oom_error_reports_allocated_reserved_free(caching: Any) -> None:
     assert isinstance(ei.value, MemoryError)
     mock_control().clear_faults()
     st = M.memory_stats()
-    assert st["num_ooms"] == 1 and st["num_alloc_retries"] == 1
+    assert st["num_ooms"] == 1 and st["num_alloc_retries"] >= 1
     keep.close()
 
 
@@ -255,6 +257,7 @@ def test_threads_share_the_cache(run_threads: Callable[..., list[BaseException]]
 # ------------------------------------------------------------------ pinned host
 def test_pinned_pool_reuses_blocks() -> None:
     base = mock_control().stat("host_allocations")
+    n0 = pyacl_rt.host_memory_stats()["num_host_alloc"]
     h = M.HostBuffer(1000)
     ptr = h.ptr
     h.close()
@@ -263,7 +266,7 @@ def test_pinned_pool_reuses_blocks() -> None:
             assert h2.ptr == ptr
     assert mock_control().stat("host_allocations") == base + 1
     st = pyacl_rt.host_memory_stats()
-    assert st["num_host_alloc"] == 1 and st["allocated_bytes.current"] == 0
+    assert st["num_host_alloc"] == n0 + 1 and st["allocated_bytes.current"] == 0
     M.empty_cache()
     assert mock_control().stat("host_allocations") == base
 
