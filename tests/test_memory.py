@@ -1080,7 +1080,9 @@ def test_close_during_interpreter_exit_frees_at_once(run_python: Any, clean_env:
 
         runtime.register_release_hook(close_at_exit, runtime.PRIORITY_FIRST)
     """
-    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_LEAK_REPORT="1")
+    env = clean_env(
+        PYACL_RT_BACKEND="mock", ASCEND_MOCK_LEAK_REPORT="1", PYACL_RT_ALLOCATOR="native"
+    )
     r = run_python(code, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "RESULT [(True, True, True, 0, 0, 0, 0)]" in r.stdout, (r.stdout, r.stderr)
