@@ -120,7 +120,7 @@ class _Unselected:
 
 
 #: The backend in use (module attribute, read on every allocation).
-current: Backend = _Unselected()  # type: ignore[assignment]
+current: Backend = _Unselected()
 
 
 def _choose() -> Backend:

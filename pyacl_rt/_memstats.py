@@ -152,14 +152,19 @@ def format_summary(stats: Mapping[str, int], device: int, backend: str) -> str:
     for kind, title, is_bytes in _ROWS:
         out.append(thin)
         fmt = _fmt_bytes if is_bytes else _fmt_count
-        for pool, label in (("all", title), ("large_pool", "  from large pool"),
-                            ("small_pool", "  from small pool")):
+        for pool, label in (
+            ("all", title),
+            ("large_pool", "  from large pool"),
+            ("small_pool", "  from small pool"),
+        ):
             vals = [int(stats.get(f"{kind}.{pool}.{f}", 0)) for f in FIELDS]
             cells = " | ".join(f"{fmt(v):>11}" for v in vals)
             out.append(f"| {label:<24}| {cells} |")
     out.append(thin)
-    for kind, title in (("oversize_allocations", "Oversize allocations"),
-                        ("oversize_segments", "Oversize NPU segments")):
+    for kind, title in (
+        ("oversize_allocations", "Oversize allocations"),
+        ("oversize_segments", "Oversize NPU segments"),
+    ):
         vals = [int(stats.get(f"{kind}.{f}", 0)) for f in FIELDS]
         cells = " | ".join(f"{_fmt_count(v):>11}" for v in vals)
         out.append(f"| {title:<24}| {cells} |")

@@ -5,16 +5,15 @@ mock's aclmock* introspection (mock_control)."""
 from __future__ import annotations
 
 import pickle
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import _clean_env
 
 import pyacl_rt
-from conftest import _clean_env
 from pyacl_rt import _allocator as A
 from pyacl_rt import _membackend, errors
 from pyacl_rt import memory as M
@@ -136,9 +135,8 @@ def test_cross_stream_use_is_event_guarded(gate: Any, caching: Any, how: str) ->
 
 
 def test_record_stream_checks_its_argument() -> None:
-    with M.DeviceBuffer(16) as b:
-        with pytest.raises(TypeError, match="Stream"):
-            b.record_stream("s")  # type: ignore[arg-type]
+    with M.DeviceBuffer(16) as b, pytest.raises(TypeError, match="Stream"):
+        b.record_stream("s")  # type: ignore[arg-type]
     with pytest.raises(errors.ObjectClosedError):
         b.record_stream(pyacl_rt.current_stream())
 
@@ -357,7 +355,9 @@ def test_history_and_snapshot_in_torch_format(tmp_path: Path, caching: Any) -> N
         blocks = [blk for seg in snap["segments"] for blk in seg["blocks"]]
         live = [blk for blk in blocks if blk["state"] == "active_allocated"]
         assert [blk["address"] for blk in live] == [b.ptr]
-        assert any(f["name"] == "test_history_and_snapshot_in_torch_format" for f in live[0]["frames"])
+        assert any(
+            f["name"] == "test_history_and_snapshot_in_torch_format" for f in live[0]["frames"]
+        )
         assert pyacl_rt.memory_snapshot() == snap["segments"]
         b.close()
     finally:

@@ -446,7 +446,9 @@ def _smoke_host_memory_stats(mc: Any) -> None:
 
 def _smoke_memory_snapshot(mc: Any) -> None:
     with npu.DeviceBuffer(100, device=0) as b:
-        assert any(blk["address"] == b.ptr for seg in npu.memory_snapshot() for blk in seg["blocks"])
+        assert any(
+            blk["address"] == b.ptr for seg in npu.memory_snapshot() for blk in seg["blocks"]
+        )
 
 
 def _smoke_record_memory_history(mc: Any) -> None:

@@ -101,7 +101,7 @@ class CachingBackend:
         if not p:
             p = a.allocate_slow(sp.key, nbytes)
         if _history.enabled:
-            _history.event(index, "alloc", p, a.core.block(p)[0], sp.key)
+            _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], sp.key)
         return p, sp
 
     def device_stats(self, index: int) -> dict[str, int]:
@@ -175,7 +175,7 @@ def _after_fork_in_child() -> None:
     _backend.teardown(free=False)
 
 
-_membackend.register(_backend)  # type: ignore[arg-type]
+_membackend.register(_backend)
 runtime.register_release_hook(_release, runtime.PRIORITY_MEMORY + 50)
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
@@ -207,13 +207,13 @@ def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) 
         raise TypeError(f"fraction must be a float, not {type(fraction).__name__}")
     if not 0 <= fraction <= 1:
         raise ValueError(f"fraction must be within 0..1, got {fraction}")
-    _index_, a = _device_allocator(device)
+    a = _device_allocator(device)[1]
     a.fraction = float(fraction)
 
 
 def get_per_process_memory_fraction(device: DeviceLike = None) -> float:
     """The fraction set by :func:`set_per_process_memory_fraction` (1.0 if none)."""
-    _index_, a = _device_allocator(device)
+    a = _device_allocator(device)[1]
     return 1.0 if a.fraction is None else a.fraction
 
 
@@ -245,7 +245,7 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
     p: int = a.core.alloc(sp.key, nbytes) or a.allocate_slow(sp.key, nbytes)
     _raw_owner[p] = a
     if _history.enabled:
-        _history.event(index, "alloc", p, a.core.block(p)[0], sp.key)
+        _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], sp.key)
     return p
 
 

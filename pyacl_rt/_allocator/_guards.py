@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any
 
 from ..device import _check, _CtxRef, _lib, _local
 from ..lowlevel import fast as _fast
@@ -28,7 +28,7 @@ _query_event = _fast.query_event_status
 _sync_event = _fast.synchronize_event
 
 #: ("event", pool, handle) or ("stream", weakref to the stream).
-Guard = Union[tuple[str, "EventPool", int], tuple[str, "weakref.ref[Stream]"]]
+Guard = tuple[Any, ...]
 
 
 class EventPool:
@@ -120,7 +120,7 @@ def done(g: Guard, wait: bool) -> bool:
     block until it does. Never raises (a failing event or stream counts as passed
     only once its stream is destroyed or the wait returned)."""
     if g[0] == "event":
-        _, pool, ev = g  # type: ignore[misc]
+        _, pool, ev = g
         try:
             if wait:
                 _sync_event(ev)
@@ -132,16 +132,16 @@ def done(g: Guard, wait: bool) -> bool:
                 return False
         pool.idle.append(ev)
         return True
-    s = g[1]()  # type: ignore[misc]
+    s = g[1]()
     if s is None or s.closed:
         return True  # destroying a stream waits for its work
     try:
         if wait and not _local.st.in_callback:
             s.synchronize()
             return True
-        return s.query()
+        return bool(s.query())
     except Exception:
-        return s.closed
+        return bool(s.closed)
 
 
 def forget() -> None:

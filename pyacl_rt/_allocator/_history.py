@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import sys
 import time
+from types import FrameType
 from typing import Any
 
 __all__ = ["dump_snapshot", "record_memory_history", "snapshot"]
@@ -88,7 +89,7 @@ def frames(skip: int = 2) -> list[dict[str, Any]]:
     """The calling Python stack, innermost first (torch's frame dicts)."""
     out: list[dict[str, Any]] = []
     try:
-        f = sys._getframe(skip)
+        f: FrameType | None = sys._getframe(skip)
     except ValueError:
         return out
     while f is not None and len(out) < _MAX_FRAMES:

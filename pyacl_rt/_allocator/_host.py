@@ -22,8 +22,8 @@ from ..device import _check, _CtxRef, _lib, _local
 from . import _guards
 
 if TYPE_CHECKING:
-    from .._memrecord import _Mem
     from .._membackend import Releaser
+    from .._memrecord import _Mem
 
 _log = logging.getLogger("pyacl_rt")
 
