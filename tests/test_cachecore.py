@@ -11,21 +11,9 @@ import random
 import pytest
 
 from pyacl_rt import _cachecore as C
+from pyacl_rt._memstats import KINDS
 
 MiB = 1 << 20
-KINDS = (
-    "allocation",
-    "segment",
-    "active",
-    "inactive_split",
-    "allocated_bytes",
-    "reserved_bytes",
-    "active_bytes",
-    "inactive_split_bytes",
-    "requested_bytes",
-    "oversize_allocations",
-    "oversize_segments",
-)
 
 
 def stat(core: C.Core, kind: str, pool: int = 0, field: int = 0) -> int:
