@@ -92,6 +92,7 @@ typedef struct {
     int64_t stats[NKIND][3][4];
     uint64_t max_split;
     uint64_t tick; /* bumped whenever a segment becomes wholly free */
+    int64_t trim_permille; /* free() reports reserved > this/1000 * peak allocated */
 } Core;
 
 /* ------------------------------------------------------------------ helpers */
@@ -489,16 +490,35 @@ static Block *release_alloc(Core *c, PyObject *arg)
     return b;
 }
 
-/* free(ptr) -> block size; 0 when ptr is not an allocated block of this Core. */
+/* free(ptr) -> block size, negated when the cache is now over its trim budget
+ * (reserved > trim_permille / 1000 * peak allocated and > peak allocated + 20 MiB);
+ * 0 when ptr is not an allocated block of this Core. */
 static PyObject *core_free(Core *c, PyObject *arg)
 {
     Block *b = release_alloc(c, arg);
     if (b == NULL) {
         return PyErr_Occurred() ? NULL : PyLong_FromLong(0);
     }
-    uint64_t size = b->size;
+    int64_t size = (int64_t)b->size;
     free_block(c, b);
-    return PyLong_FromUnsignedLongLong(size);
+    int64_t reserved = c->stats[K_RESERVED_BYTES][0][0];
+    int64_t peak = c->stats[K_ALLOCATED_BYTES][0][1];
+    if (c->trim_permille > 0 && reserved * 1000 > c->trim_permille * peak &&
+        reserved > peak + (int64_t)LARGE_BUFFER) {
+        size = -size;
+    }
+    return PyLong_FromLongLong(size);
+}
+
+/* set_trim(permille): the budget free() reports against (0: never). */
+static PyObject *core_set_trim(Core *c, PyObject *arg)
+{
+    uint64_t v;
+    if (u64_arg(arg, &v, "permille")) {
+        return NULL;
+    }
+    c->trim_permille = (int64_t)(v > 1000000 ? 1000000 : v);
+    Py_RETURN_NONE;
 }
 
 /* free_pending(ptr) -> block size (0: unknown): no longer allocated, but still active
@@ -927,7 +947,11 @@ static PyMethodDef core_methods[] = {
     {"alloc", (PyCFunction)(void (*)(void))core_alloc, METH_FASTCALL,
      "alloc(stream, nbytes) -> address of a cached block, or 0 (miss)."},
     {"free", (PyCFunction)core_free, METH_O,
-     "free(ptr) -> size of the block given back (0: not an allocated block)."},
+     "free(ptr) -> size of the block given back, negative when over the trim budget "
+     "(0: not an allocated block)."},
+    {"set_trim", (PyCFunction)core_set_trim, METH_O,
+     "set_trim(permille): free() returns -size while reserved > permille/1000 * peak "
+     "allocated (0: off)."},
     {"free_pending", (PyCFunction)core_free_pending, METH_O,
      "free_pending(ptr) -> size; the block stays unusable until complete(ptr)."},
     {"complete", (PyCFunction)core_complete, METH_O,

@@ -167,3 +167,36 @@ def test_clear_forgets_everything() -> None:
     assert len(segs) == 2
     assert stat(core, "segment") == 0 and stat(core, "allocated_bytes") == 0
     assert core.segments() == []
+
+
+def test_adopt_and_release_follow_ticks() -> None:
+    """Wholly free segments move to another stream / are released only if they were
+    free at the tick the caller's guard covers."""
+    core, f = C.Core(), Fake()
+    a = f.alloc(core, 1, 1000)
+    core.free(a)
+    t = core.tick()
+    b = f.alloc(core, 1, 3 * MiB)  # a second segment, free only after tick t
+    core.free(b)
+    assert sorted(core.idle_streams()) == [1]
+    assert core.adopt(1, 2, t) == 2 * MiB  # the small segment only
+    assert core.alloc(2, 1000) == a
+    assert core.release_cached(1, t) == []  # the large one became free after t
+    assert core.release_cached(1, core.tick()) == [(b, 20 * MiB)]
+    core.free(a)
+    assert core.release_cached() == [(a, 2 * MiB)]
+
+
+def test_free_reports_over_trim_budget() -> None:
+    """free() returns -size while reserved > 1.25 x peak allocated and > peak + 20 MiB."""
+    core, f = C.Core(), Fake()
+    blocks = [f.alloc(core, k, 3 * MiB) for k in range(3)]  # three 20 MiB segments
+    assert core.free(blocks[0]) == 3 * MiB  # no budget set
+    core.set_trim(1250)
+    assert core.free(blocks[1]) == -3 * MiB  # 60 MiB reserved, peak 9 MiB
+    core.set_trim(0)
+    assert core.free(blocks[2]) == 3 * MiB
+    one = C.Core()
+    one.set_trim(1250)
+    p = Fake().alloc(one, 0, 1000)
+    assert one.free(p) == 1024  # 2 MiB reserved: within peak + 20 MiB

@@ -34,6 +34,9 @@ _GiB = float(1 << 30)
 # offsets into Core.stats(): [kind][pool][field], 3 pools x 4 fields per kind
 _ALLOCATED = 4 * 12
 _RESERVED = 5 * 12
+#: Frees trim the cache (non-blocking) while reserved > 1.25 x peak allocated (and
+#: more than 20 MiB above it).
+TRIM_PERMILLE = 1250
 
 
 class StreamPool:
@@ -62,7 +65,10 @@ class StreamPool:
                     return
             if _history.enabled:
                 self.alloc.trace_free(base, self.key, pending=False)
-            if not self.core.free(base):
+            r = self.core.free(base)
+            if r < 0:
+                self.alloc.trim()
+            elif not r:
                 _log.warning("pyacl_rt allocator: freeing unknown block 0x%x", base)
         except BaseException:  # pragma: no cover - defensive (finalizer context)
             _log.debug("pyacl_rt allocator: release failed", exc_info=True)
@@ -83,6 +89,9 @@ class DeviceAllocator:
         #: stream -> (Core tick, guards recorded on it then): see adopt_idle
         self.marks: dict[int, tuple[int, list[_guards.Guard]]] = {}
         self.fraction: float | None = None
+        self.core.set_trim(TRIM_PERMILLE)
+        self.in_slow = False
+        self.trim_tick = -1
         self.scalars = {
             "num_alloc_retries": 0,
             "num_ooms": 0,
@@ -134,6 +143,12 @@ class DeviceAllocator:
             s = sp.stream() if sp is not None else None
             if s is None or s.closed:  # destroyed: its work completed
                 return int(self.core.tick())
+            tick = self.core.tick()
+            try:
+                if s.query():  # idle: everything queued before now completed
+                    return int(tick)
+            except Exception:
+                pass
             prev = _local.st.ctx
             mark = self.marks[key] = (self.core.tick(), _guards.record([s]))
             if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
@@ -203,33 +218,41 @@ class DeviceAllocator:
     def allocate_slow(self, key: int, nbytes: int) -> int:
         """A cache miss: pending blocks, a new segment, or the OOM path."""
         with self.lock:
-            if self.pending and self.process_pending():
-                p: int = self.core.alloc(key, nbytes)
-                if p:
-                    return p
-            if self.adopt_idle(key):
-                p = self.core.alloc(key, nbytes)
-                if p:
-                    return p
-            size = allocation_size(nbytes)
-            st = self.core.stats()
-            if st[_RESERVED] - st[_ALLOCATED] >= size:
-                # The cache holds a segment's worth of memory that cannot serve this
-                # request (other streams, fragments): give idle segments back first
-                # rather than grow.
-                self.release_idle_segments(wait_for=key)
-            base = self._malloc(size)
-            if not base:
-                base = self._retry(key, nbytes, size)
-                if base < 0:
-                    return -base  # a cached block fit after waiting
-            self.core.add_segment(key, base, size, round_size(nbytes) <= SMALL_SIZE)
-            if _history.enabled:
-                _history.event(self.index, "segment_alloc", base, size, key)
+            self.in_slow = True
+            try:
+                return self._allocate_slow(key, nbytes)
+            finally:
+                self.in_slow = False
+
+    def _allocate_slow(self, key: int, nbytes: int) -> int:
+        """The slow path body (``self.lock`` held, ``in_slow`` set)."""
+        if self.pending and self.process_pending():
+            p: int = self.core.alloc(key, nbytes)
+            if p:
+                return p
+        if self.adopt_idle(key):
             p = self.core.alloc(key, nbytes)
-            if not p:  # pragma: no cover - the new segment always fits
-                raise RuntimeError("pyacl_rt allocator: a new segment did not fit its request")
-            return p
+            if p:
+                return p
+        size = allocation_size(nbytes)
+        st = self.core.stats()
+        if st[_RESERVED] - st[_ALLOCATED] >= size:
+            # The cache holds a segment's worth of memory that cannot serve this
+            # request (other streams, fragments): give idle segments back first
+            # rather than grow.
+            self.release_idle_segments(wait_for=key)
+        base = self._malloc(size)
+        if not base:
+            base = self._retry(key, nbytes, size)
+            if base < 0:
+                return -base  # a cached block fit after waiting
+        self.core.add_segment(key, base, size, round_size(nbytes) <= SMALL_SIZE)
+        if _history.enabled:
+            _history.event(self.index, "segment_alloc", base, size, key)
+        p = self.core.alloc(key, nbytes)
+        if not p:  # pragma: no cover - the new segment always fits
+            raise RuntimeError("pyacl_rt allocator: a new segment did not fit its request")
+        return p
 
     def _retry(self, key: int, nbytes: int, size: int) -> int:
         """After a failed segment allocation: returns a new segment's address, or
@@ -316,6 +339,28 @@ class DeviceAllocator:
             if prev is not None and prev is not self.ctx and prev.device >= 0:
                 prev.make_current()
         return released
+
+    def trim(self) -> None:
+        """A free left the cache over budget: release the wholly free segments whose
+        streams are known to be done with them (never waits; skipped on a
+        host-callback thread, inside this allocator's own slow path, and when no
+        segment became free since the last trim and no guard is outstanding)."""
+        if _local.st.in_callback or self.in_slow:
+            return
+        tick = self.core.tick()
+        if tick == self.trim_tick and not self.marks:
+            return
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            if self.in_slow:
+                return
+            self.trim_tick = tick
+            self.release_idle_segments()
+        except Exception:  # pragma: no cover - the free path never raises
+            _log.debug("pyacl_rt allocator: trim failed", exc_info=True)
+        finally:
+            self.lock.release()
 
     def release_idle_segments(self, wait_for: int | None = None) -> int:
         """``aclrtFree`` the wholly free segments of each stream whose guard event (see
