@@ -353,8 +353,6 @@ class DeviceAllocator:
         if not self.lock.acquire(blocking=False):
             return
         try:
-            if self.in_slow:
-                return
             self.trim_tick = tick
             self.release_idle_segments()
         except Exception:  # pragma: no cover - the free path never raises
