@@ -42,7 +42,14 @@ Lifetime of memory used by async work
   alive until the copy completed on the device (``Stream._keep_alive``: a per-stream
   watch list released by a marker event). ``copy(dev, arr, stream=s,
   non_blocking=True); del arr`` is safe.
-* **Owned buffers** remember the streams they were used on. Freeing one
+* **Owned buffers** remember the streams they were used on. With the default caching
+  allocator (:mod:`pyacl_rt._allocator`, plugged in through
+  :mod:`pyacl_rt._membackend`), freeing one gives its block back to the cache without
+  waiting: it is reused in stream order by its allocation stream, and only once events
+  recorded on the other streams that used it have completed (pinned blocks: once every
+  stream that used them has). The rest of this paragraph describes
+  ``PYACL_RT_ALLOCATOR=native`` (and buffers that bypass the cache: explicit Contexts,
+  non-default ``policy``). Freeing one
   (``close()``, garbage collection, finalize) first *synchronizes those streams*,
   then calls ``aclrtFree`` / ``aclrtFreeHost``: memory is never released under a
   pending copy (ACL's ``aclrtFree`` does not wait, acl_abi.md section 5.6). So
@@ -98,8 +105,11 @@ another thread, like ``close()``. Closing an explicit
 :class:`~pyacl_rt.context.Context` frees the buffers allocated in it the same way.
 
 Modules: this one (public API: buffers, copies, statistics), :mod:`pyacl_rt._memrecord`
-(allocation records, ordered freeing, registry, finalize/context/fork hooks) and
-:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses).
+(allocation records, ordered freeing, registry, finalize/context/fork hooks),
+:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses),
+:mod:`pyacl_rt._membackend` (where buffer memory comes from: ``native`` or a backend
+registered from above) and :mod:`pyacl_rt._memstats` (torch's statistics keys, the
+summary table).
 
 Floor 6: imports floors 1-5 only.
 """
