@@ -411,3 +411,18 @@ def test_finalize_frees_cached_segments(run_python: Callable[..., Any]) -> None:
     report, closed = proc.stdout.strip().splitlines()
     assert "allocations" not in report and "device bytes" not in report, report
     assert closed == "True"
+
+
+def test_fork_child_forgets_the_cache(run_python: Callable[..., Any]) -> None:
+    proc = run_python(
+        "import os, pyacl_rt as p\n"
+        "from pyacl_rt import _allocator as A\n"
+        "b = p.DeviceBuffer(1000); b.close(); h = p.HostBuffer(8); h.close()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(0 if not A._backend.devices and A._backend.host is None else 3)\n"
+        "_, st = os.waitpid(pid, 0)\n"
+        "print(os.WEXITSTATUS(st), p.memory_reserved(0))\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", str(2 << 20)]

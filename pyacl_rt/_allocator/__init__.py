@@ -163,16 +163,25 @@ class CachingBackend:
 
 
 _backend = CachingBackend()
+#: address -> allocator of blocks handed out by caching_allocator_alloc
+_raw_owner: dict[int, DeviceAllocator] = {}
 
 
 def _release() -> None:
     """Release hook (after the memory layer freed every buffer into the caches)."""
+    _raw_owner.clear()
     _backend.teardown(free=True)
 
 
 def _after_fork_in_child() -> None:
+    """The child owns none of the parent's runtime objects: forget them all (no
+    runtime call, no lock another thread may have held at fork time)."""
     _backend.lock = threading.Lock()
-    _backend.teardown(free=False)
+    _backend.devices = {}
+    _backend.host = None
+    _raw_owner.clear()
+    _guards.forget()
+    _history.forget()
 
 
 _membackend.register(_backend)
@@ -247,10 +256,6 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
     if _history.enabled:
         _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], sp.key)
     return p
-
-
-#: address -> allocator of blocks handed out by caching_allocator_alloc
-_raw_owner: dict[int, DeviceAllocator] = {}
 
 
 def caching_allocator_delete(ptr: int) -> None:

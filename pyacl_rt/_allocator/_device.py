@@ -184,6 +184,11 @@ class DeviceAllocator:
             self.trace_free(base, key, pending=True)
         if self.core.free_pending(base):
             self.pending.append((base, guards))
+            return
+        _log.warning("pyacl_rt allocator: freeing unknown block 0x%x", base)
+        for g in guards:
+            if g[0] == "event":
+                g[1].idle.append(g[2])
 
     def process_pending(self, wait: bool = False) -> int:
         """Make blocks whose guards passed reusable; ``wait``: wait for all of them.
