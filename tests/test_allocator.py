@@ -377,9 +377,12 @@ def test_snapshot_loads_in_torch_memory_viz(tmp_path: Path, caching: Any) -> Non
         snap = A._snapshot()
     finally:
         pyacl_rt.record_memory_history(None)
-    assert "segment" in memory_viz.segsum(snap).lower()
-    memory_viz.trace(snap)
+    assert "segments: 2" in memory_viz.segsum(snap)
+    text = memory_viz.trace(snap)
+    assert "cudaMalloc" in text and "free completed" in text
     assert "<html" in memory_viz.trace_plot(snap).lower()
+    assert "<html" in memory_viz.segment_plot(snap).lower()
+    assert memory_viz.filter_alloc_free_pairs(dict(snap))["device_traces"][0]
     keep.close()
 
 
