@@ -15,7 +15,7 @@ from conftest import _clean_env
 
 import pyacl_rt
 from pyacl_rt import _allocator as A
-from pyacl_rt import _membackend, errors
+from pyacl_rt import _membackend, _releaser, errors
 from pyacl_rt import memory as M
 from pyacl_rt import stream as S
 from pyacl_rt._memstats import FIELDS, KINDS, POOLS, SCALARS
@@ -429,3 +429,31 @@ def test_fork_child_forgets_the_cache(run_python: Callable[..., Any]) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["0", str(2 << 20)]
+
+
+def test_empty_buffer_takes_nothing_from_the_cache(caching: Any) -> None:
+    base = allocations()
+    with M.DeviceBuffer(0) as b:
+        assert b.nbytes == 0 and allocations() == base
+    assert M.memory_stats()["allocation.all.allocated"] == 0
+
+
+def test_free_on_callback_thread_returns_block_to_cache(caching: Any) -> None:
+    """A cached buffer dropped inside a host callback is given back by the releaser
+    thread (no runtime call on the callback thread), then reused."""
+    s = S.Stream(0)
+    b = M.DeviceBuffer(4096, stream=s)
+    ptr = b.ptr
+    box = [b]
+    del b
+
+    def drop() -> None:
+        box.clear()
+
+    s.launch_host_func(drop)
+    s.synchronize()
+    _releaser.flush()  # the releaser thread gave the block back
+    assert M.memory_allocated() == 0 and M.memory_reserved() == 2 * MiB
+    with M.DeviceBuffer(4096, stream=s) as again:
+        assert again.ptr == ptr
+    s.close()
