@@ -13,7 +13,11 @@ PyTorch's (torch_npu's) caching allocator:
   later on that stream runs after the old work), unless other streams used the
   buffer (copies and memsets record their stream, :meth:`DeviceBuffer.record_stream`
   adds one): then an event is recorded on each and the block is not handed out again
-  until all completed. Out of memory: wait for those events, free the cached
+  until all completed. Wholly free segments move to another stream once an event on
+  their stream shows its work is done; on a miss while the cache holds a segment's
+  worth of unusable memory, and on frees while reserved > 1.25 x peak allocated (and
+  > peak + 20 MiB), wholly free segments whose streams are done go back to the
+  runtime (no device-wide synchronize). Out of memory: wait for those events, free the cached
   segments, retry, then :class:`~pyacl_rt.errors.AclOutOfMemoryError` with
   allocated / reserved / free GiB. Buffers of an explicit Context or with a
   non-default ``policy`` bypass the cache (one ``aclrtMalloc`` each; not counted in
@@ -40,7 +44,7 @@ from .._memstats import stats_dict
 from ..device import DeviceLike, _context_for, _CtxRef, _index, _local, device_count
 from ..stream import Stream, current_stream
 from . import _guards, _history
-from ._device import DeviceAllocator
+from ._device import DeviceAllocator, StreamPool
 from ._history import dump_snapshot, record_memory_history
 from ._host import HostPool
 
@@ -82,6 +86,17 @@ class CachingBackend:
                     a = self.devices[index] = DeviceAllocator(index, ctx)
         return a
 
+    def stream_pool(self, index: int, ctx: _CtxRef, stream: Stream) -> StreamPool:
+        """The cache of ``stream`` (a stream of ``ctx``, the primary context of
+        device ``index``)."""
+        a = self.devices.get(index)
+        if a is None or a.ctx is not ctx:
+            a = self.allocator(index, ctx)
+        sp = a.pools.get(stream._handle)
+        if sp is None or sp.state is not stream._state:
+            sp = a.pool(stream)
+        return sp
+
     def allocate_device(
         self, ctx: _CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
     ) -> tuple[int, Releaser | None]:
@@ -91,12 +106,8 @@ class CachingBackend:
             stream = current_stream(index)
         if stream._ctx is not ctx:  # a stream of an explicit Context: not cached
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
-        a = self.devices.get(index)
-        if a is None or a.ctx is not ctx:
-            a = self.allocator(index, ctx)
-        sp = a.pools.get(stream._handle)
-        if sp is None or sp.state is not stream._state:
-            sp = a.pool(stream)
+        sp = self.stream_pool(index, ctx, stream)
+        a = sp.alloc
         p = a.core.alloc(sp.key, nbytes)
         if not p:
             p = a.allocate_slow(sp.key, nbytes)
@@ -245,12 +256,8 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
     if ctx.owner is not None:
         raise ValueError("the caching allocator serves streams of primary contexts only")
     index = stream._device
-    a = _backend.devices.get(index)
-    if a is None or a.ctx is not ctx:
-        a = _backend.allocator(index, ctx)
-    sp = a.pools.get(stream._handle)
-    if sp is None or sp.state is not stream._state:
-        sp = a.pool(stream)
+    sp = _backend.stream_pool(index, ctx, stream)
+    a = sp.alloc
     p: int = a.core.alloc(sp.key, nbytes) or a.allocate_slow(sp.key, nbytes)
     _raw_owner[p] = a
     if _history.enabled:

@@ -420,12 +420,6 @@ class DeviceAllocator:
         if not free or not runtime.is_alive(self.gen) or self.ctx.device < 0:
             return
         try:
-            if _local.st.ctx is not self.ctx:
-                self.ctx.make_current()
-            for base, _size in segments:
-                rc = _lib.aclrtFree(base)
-                if rc:
-                    _log.warning("pyacl_rt allocator: aclrtFree(0x%x) failed with %d", base, rc)
-                    lowlevel.clear_error()
+            self._free_segments(segments)
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt allocator: teardown failed", exc_info=True)
