@@ -38,6 +38,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .. import _membackend, runtime
+from .._args import index_arg, size_arg
 from .._cachecore import Core
 from .._membackend import NATIVE
 from .._memstats import stats_dict
@@ -243,7 +244,7 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
     ``device``; a stream of the device's primary context). Give it back with
     :func:`caching_allocator_delete`; freed at finalize otherwise."""
     if nbytes.__class__ is not int or nbytes < 0:
-        raise TypeError("nbytes must be a non-negative int")
+        nbytes = size_arg(nbytes, "nbytes")
     if stream is None:
         stream = current_stream(_index(device))
     elif not isinstance(stream, Stream):
@@ -268,6 +269,7 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
 def caching_allocator_delete(ptr: int) -> None:
     """Give back an address from :func:`caching_allocator_alloc` (to its stream's
     cache, at once: use the memory only on that stream, or synchronize first)."""
+    ptr = index_arg(ptr, "ptr", "an int address from caching_allocator_alloc")
     a = _raw_owner.pop(ptr, None)
     if a is not None and _history.enabled:
         a.trace_free(ptr, 0, pending=False)

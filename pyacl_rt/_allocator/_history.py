@@ -21,6 +21,7 @@ Floor 7 (allocator): imports floors 1-6 only.
 from __future__ import annotations
 
 import collections
+import os
 import sys
 import time
 from types import FrameType
@@ -63,12 +64,18 @@ def record_memory_history(
     and ``device`` are accepted for compatibility; ``max_entries`` bounds each
     device's trace (oldest dropped)."""
     del context, device
+    if enabled is not None and not isinstance(enabled, str):
+        raise TypeError(f"enabled must be None, 'state' or 'all', not {type(enabled).__name__}")
+    if not isinstance(stacks, str):
+        raise TypeError(f"stacks must be 'python' or 'all', not {type(stacks).__name__}")
     if enabled not in (None, "all", "state"):
         raise ValueError(f"enabled must be None, 'state' or 'all', not {enabled!r}")
     if stacks not in ("python", "all"):
         raise ValueError(f"stacks must be 'python' or 'all', not {stacks!r}")
-    if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-        raise ValueError("max_entries must be a positive int")
+    if isinstance(max_entries, bool) or not isinstance(max_entries, int):
+        raise TypeError(f"max_entries must be an int, not {type(max_entries).__name__}")
+    if max_entries < 1:
+        raise ValueError(f"max_entries must be >= 1, got {max_entries}")
     state.trace = enabled == "all"
     state.stacks = enabled is not None
     state.max_entries = max_entries
@@ -197,10 +204,12 @@ def snapshot() -> dict[str, Any]:
     return _snap()
 
 
-def dump_snapshot(filename: str = "dump_snapshot.pickle") -> None:
+def dump_snapshot(filename: str | os.PathLike[str] = "dump_snapshot.pickle") -> None:
     """Pickle :func:`snapshot` into ``filename`` (torch's ``_dump_snapshot``)."""
     import pickle
 
+    if not isinstance(filename, (str, bytes, os.PathLike)):
+        raise TypeError(f"filename must be a path, not {type(filename).__name__}")
     data = snapshot()
     with open(filename, "wb") as f:
         pickle.dump(data, f)
