@@ -41,6 +41,7 @@ from typing import Any
 
 from . import callbacks, context, device, errors, event, lowlevel, memory, runtime, stream
 from ._allocator import (
+    caching_allocator,
     caching_allocator_alloc,
     caching_allocator_delete,
     dump_snapshot,
@@ -181,6 +182,7 @@ __all__ = [
     "SyncTimeoutError",
     "__version__",
     "backend_info",
+    "caching_allocator",
     "caching_allocator_alloc",
     "caching_allocator_delete",
     "callbacks",

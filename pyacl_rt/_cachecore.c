@@ -392,27 +392,25 @@ static void free_block(Core *c, Block *b)
 
 /* alloc(stream, nbytes) -> address, or 0 when no cached block fits (allocate a segment
  * of allocation_size(nbytes), add_segment() it and call again). */
-static PyObject *core_alloc(Core *c, PyObject *const *args, Py_ssize_t nargs)
+/* The address of a cached block for (stream, nbytes), 0 on a miss, or 0 with an
+ * exception set (out of host memory). */
+static uint64_t alloc_impl(Core *c, uint64_t stream, uint64_t nbytes)
 {
-    uint64_t stream, nbytes;
-    if (!nargs_ok(nargs, 2, "alloc") || u64_arg(args[0], &stream, "stream") ||
-        u64_arg(args[1], &nbytes, "nbytes")) {
-        return NULL;
-    }
     uint64_t size = round_size(nbytes);
     int pool = size <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
     BlockSet *set = &c->free[pool];
     size_t i = set_lower_bound(set, stream, size, 0);
     if (i == set->n || set->v[i]->stream != stream) {
-        return PyLong_FromLong(0);
+        return 0;
     }
     Block *b = set->v[i];
     if ((size < c->max_split && b->size >= c->max_split) ||
         (size >= c->max_split && b->size >= size + LARGE_BUFFER)) {
-        return PyLong_FromLong(0);
+        return 0;
     }
     if (h_reserve(c) < 0) {
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return 0;
     }
     uint64_t remaining = b->size - size;
     int split = pool == POOL_SMALL ? remaining >= MIN_BLOCK
@@ -463,16 +461,26 @@ static PyObject *core_alloc(Core *c, PyObject *const *args, Py_ssize_t nargs)
     if (b->size >= c->max_split) {
         stat_add_all(c, K_OVERSIZE_ALLOCATIONS, 1);
     }
-    return PyLong_FromUnsignedLongLong(b->ptr);
+    return b->ptr;
+}
+
+static PyObject *core_alloc(Core *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t stream, nbytes;
+    if (!nargs_ok(nargs, 2, "alloc") || u64_arg(args[0], &stream, "stream") ||
+        u64_arg(args[1], &nbytes, "nbytes")) {
+        return NULL;
+    }
+    uint64_t p = alloc_impl(c, stream, nbytes);
+    if (p == 0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(p);
 }
 
 /* Shared by free() and free_pending(): ALLOC -> no longer allocated. */
-static Block *release_alloc(Core *c, PyObject *arg)
+static Block *release_alloc_ptr(Core *c, uint64_t ptr)
 {
-    uint64_t ptr;
-    if (u64_arg(arg, &ptr, "ptr")) {
-        return NULL;
-    }
     Block *b = h_get(c, ptr);
     if (b == NULL || b->state != ST_ALLOC) {
         return NULL;
@@ -490,14 +498,22 @@ static Block *release_alloc(Core *c, PyObject *arg)
     return b;
 }
 
-/* free(ptr) -> block size, negated when the cache is now over its trim budget
- * (reserved > trim_permille / 1000 * peak allocated and > peak allocated + 20 MiB);
- * 0 when ptr is not an allocated block of this Core. */
-static PyObject *core_free(Core *c, PyObject *arg)
+static Block *release_alloc(Core *c, PyObject *arg)
 {
-    Block *b = release_alloc(c, arg);
+    uint64_t ptr;
+    if (u64_arg(arg, &ptr, "ptr")) {
+        return NULL;
+    }
+    return release_alloc_ptr(c, ptr);
+}
+
+/* The size of the block at ptr, negated when the cache is now over its trim budget;
+ * 0 when ptr is not an allocated block (exception set only for out of host memory). */
+static int64_t free_impl(Core *c, uint64_t ptr)
+{
+    Block *b = release_alloc_ptr(c, ptr);
     if (b == NULL) {
-        return PyErr_Occurred() ? NULL : PyLong_FromLong(0);
+        return 0;
     }
     int64_t size = (int64_t)b->size;
     free_block(c, b);
@@ -506,6 +522,22 @@ static PyObject *core_free(Core *c, PyObject *arg)
     if (c->trim_permille > 0 && reserved * 1000 > c->trim_permille * peak &&
         reserved > peak + (int64_t)LARGE_BUFFER) {
         size = -size;
+    }
+    return size;
+}
+
+/* free(ptr) -> block size, negated when the cache is now over its trim budget
+ * (reserved > trim_permille / 1000 * peak allocated and > peak allocated + 20 MiB);
+ * 0 when ptr is not an allocated block of this Core. */
+static PyObject *core_free(Core *c, PyObject *arg)
+{
+    uint64_t ptr;
+    if (u64_arg(arg, &ptr, "ptr")) {
+        return NULL;
+    }
+    int64_t size = free_impl(c, ptr);
+    if (size == 0 && PyErr_Occurred()) {
+        return NULL;
     }
     return PyLong_FromLongLong(size);
 }
@@ -990,6 +1022,180 @@ static PyTypeObject CoreType = {
     .tp_methods = core_methods,
 };
 
+/* ------------------------------------------------------------ raw handles */
+/* Raw(core, stream, slow_alloc, trim, traced_alloc, traced_free): a per-stream handle
+ * whose alloc(nbytes) / free(ptr) are one C call on a cache hit. A miss calls
+ * slow_alloc(stream, nbytes); a free over the trim budget calls trim(); while
+ * tracing is on (set_tracing) both go to traced_alloc(nbytes) / traced_free(ptr). */
+static int g_tracing = 0;
+
+typedef struct {
+    PyObject_HEAD
+    Core *core;
+    uint64_t key;
+    PyObject *slow, *trim, *traced_alloc, *traced_free;
+} Raw;
+
+static int index_u64(PyObject *o, uint64_t *out, const char *what)
+{
+    if (PyLong_CheckExact(o)) {
+        return u64_arg(o, out, what);
+    }
+    if (PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not bool", what);
+        return -1;
+    }
+    PyObject *v = PyNumber_Index(o);
+    if (v == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.80s", what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int rc = u64_arg(v, out, what);
+    Py_DECREF(v);
+    if (rc < 0 && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Format(PyExc_ValueError, "%s must be within 0 .. 2**64 - 1", what);
+    }
+    return rc;
+}
+
+static PyObject *raw_alloc(Raw *r, PyObject *arg)
+{
+    if (g_tracing) {
+        return PyObject_CallOneArg(r->traced_alloc, arg);
+    }
+    uint64_t nbytes;
+    if (index_u64(arg, &nbytes, "nbytes")) {
+        return NULL;
+    }
+    uint64_t p = alloc_impl(r->core, r->key, nbytes);
+    if (p != 0) {
+        return PyLong_FromUnsignedLongLong(p);
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyObject_CallFunction(r->slow, "KK", (unsigned long long)r->key,
+                                 (unsigned long long)nbytes);
+}
+
+static PyObject *raw_free(Raw *r, PyObject *arg)
+{
+    if (g_tracing) {
+        return PyObject_CallOneArg(r->traced_free, arg);
+    }
+    uint64_t ptr;
+    if (index_u64(arg, &ptr, "ptr")) {
+        return NULL;
+    }
+    int64_t size = free_impl(r->core, ptr);
+    if (size > 0) {
+        Py_RETURN_NONE;
+    }
+    if (size < 0) {
+        return PyObject_CallNoArgs(r->trim);
+    }
+    if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "0x%llx is not an address allocated by this allocator",
+                     (unsigned long long)ptr);
+    }
+    return NULL;
+}
+
+static PyObject *raw_get_stream_key(Raw *r, void *Py_UNUSED(closure))
+{
+    return PyLong_FromUnsignedLongLong(r->key);
+}
+
+static PyTypeObject CoreType;
+
+static PyObject *raw_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *core, *slow, *trim, *talloc, *tfree;
+    unsigned long long key;
+    if ((kwds != NULL && PyDict_GET_SIZE(kwds) != 0) ||
+        !PyArg_ParseTuple(args, "O!KOOOO:Raw", &CoreType, &core, &key, &slow, &trim, &talloc,
+                          &tfree)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "Raw() takes positional arguments only");
+        }
+        return NULL;
+    }
+    Raw *r = (Raw *)type->tp_alloc(type, 0);
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_INCREF(core);
+    r->core = (Core *)core;
+    r->key = key;
+    r->slow = Py_NewRef(slow);
+    r->trim = Py_NewRef(trim);
+    r->traced_alloc = Py_NewRef(talloc);
+    r->traced_free = Py_NewRef(tfree);
+    return (PyObject *)r;
+}
+
+static int raw_traverse(Raw *r, visitproc visit, void *arg)
+{
+    Py_VISIT(r->slow);
+    Py_VISIT(r->trim);
+    Py_VISIT(r->traced_alloc);
+    Py_VISIT(r->traced_free);
+    return 0;
+}
+
+static int raw_clear(Raw *r)
+{
+    Py_CLEAR(r->slow);
+    Py_CLEAR(r->trim);
+    Py_CLEAR(r->traced_alloc);
+    Py_CLEAR(r->traced_free);
+    return 0;
+}
+
+static void raw_dealloc(Raw *r)
+{
+    PyObject_GC_UnTrack(r);
+    raw_clear(r);
+    Py_XDECREF((PyObject *)r->core);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyMethodDef raw_methods[] = {
+    {"alloc", (PyCFunction)raw_alloc, METH_O,
+     "alloc(nbytes) -> address of a block for this handle's stream."},
+    {"free", (PyCFunction)raw_free, METH_O,
+     "free(ptr): give back an address from alloc() (ValueError for anything else)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef raw_getset[] = {
+    {"stream_key", (getter)raw_get_stream_key, NULL, "the stream's cache key", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject RawType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pyacl_rt._cachecore.Raw",
+    .tp_basicsize = sizeof(Raw),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Per-stream raw allocation handle of a Core (see the module source).",
+    .tp_new = raw_new,
+    .tp_dealloc = (destructor)raw_dealloc,
+    .tp_traverse = (traverseproc)raw_traverse,
+    .tp_clear = (inquiry)raw_clear,
+    .tp_methods = raw_methods,
+    .tp_getset = raw_getset,
+};
+
+static PyObject *mod_set_tracing(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+    g_tracing = on;
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_round_size(PyObject *Py_UNUSED(m), PyObject *arg)
 {
     uint64_t n;
@@ -1009,6 +1215,8 @@ static PyObject *mod_allocation_size(PyObject *Py_UNUSED(m), PyObject *arg)
 }
 
 static PyMethodDef module_methods[] = {
+    {"set_tracing", mod_set_tracing, METH_O,
+     "set_tracing(on): Raw handles route through their traced_* callables."},
     {"round_size", mod_round_size, METH_O, "Block size of a request (512-byte multiple)."},
     {"allocation_size", mod_allocation_size, METH_O,
      "Segment size to allocate when a request of nbytes misses the cache."},
@@ -1025,7 +1233,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__cachecore(void)
 {
-    if (PyType_Ready(&CoreType) < 0) {
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&RawType) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module_def);
@@ -1033,6 +1241,7 @@ PyMODINIT_FUNC PyInit__cachecore(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0 ||
+        PyModule_AddObjectRef(m, "Raw", (PyObject *)&RawType) < 0 ||
         PyModule_AddIntConstant(m, "MIN_BLOCK", (long)MIN_BLOCK) < 0 ||
         PyModule_AddIntConstant(m, "SMALL_SIZE", (long)SMALL_SIZE) < 0 ||
         PyModule_AddIntConstant(m, "SMALL_BUFFER", (long)SMALL_BUFFER) < 0 ||

@@ -1,5 +1,7 @@
 """Type stubs for pyacl_rt._cachecore (see pyacl_rt/_cachecore.c)."""
 
+from collections.abc import Callable
+
 MIN_BLOCK: int
 SMALL_SIZE: int
 SMALL_BUFFER: int
@@ -9,6 +11,24 @@ ROUND_LARGE: int
 NKIND: int
 
 def round_size(nbytes: int, /) -> int: ...
+def set_tracing(on: bool, /) -> None: ...
+
+class Raw:
+    def __init__(
+        self,
+        core: Core,
+        stream: int,
+        slow_alloc: Callable[[int, int], int],
+        trim: Callable[[], None],
+        traced_alloc: Callable[[int], int],
+        traced_free: Callable[[int], None],
+        /,
+    ) -> None: ...
+    @property
+    def stream_key(self) -> int: ...
+    def alloc(self, nbytes: int, /) -> int: ...
+    def free(self, ptr: int, /) -> None: ...
+
 def allocation_size(nbytes: int, /) -> int: ...
 
 class Core:

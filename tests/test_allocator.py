@@ -457,3 +457,62 @@ def test_free_on_callback_thread_returns_block_to_cache(caching: Any) -> None:
     with M.DeviceBuffer(4096, stream=s) as again:
         assert again.ptr == ptr
     s.close()
+
+
+def test_raw_handle(caching: Any) -> None:
+    s = S.Stream(0)
+    h = pyacl_rt.caching_allocator(s)
+    base = allocations()
+    p = h.alloc(1000)  # miss: a new segment through the Python slow path
+    assert allocations() == base + 1 and M.memory_allocated() == 1024
+    h.free(p)
+    for _ in range(20):
+        q = h.alloc(np.int64(1000))  # hit: one C call
+        assert q == p
+        h.free(q)
+    assert allocations() == base + 1 and M.memory_allocated() == 0
+    with pytest.raises(ValueError, match="not an address"):
+        h.free(p)
+    with pytest.raises(TypeError, match="nbytes"):
+        h.alloc(1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ptr"):
+        h.free("p")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="stream"):
+        pyacl_rt.caching_allocator(stream=3)
+    other = pyacl_rt.caching_allocator(S.Stream(0))
+    r = other.alloc(100)
+    with pytest.raises(ValueError):
+        h.free(r + 1)
+    other.free(r)
+    s.close()
+
+
+def test_raw_handle_is_traced_while_recording(caching: Any) -> None:
+    h = pyacl_rt.caching_allocator()
+    pyacl_rt.record_memory_history("all")
+    try:
+        p = h.alloc(4096)
+        h.free(p)
+        actions = [(te["action"], te["addr"]) for te in A._snapshot()["device_traces"][0]]
+    finally:
+        pyacl_rt.record_memory_history(None)
+    assert ("alloc", p) in actions and ("free_completed", p) in actions
+
+
+def test_raw_handle_after_finalize(run_python: Callable[..., Any]) -> None:
+    proc = run_python(
+        "import pyacl_rt as p\n"
+        "h = p.caching_allocator()\n"
+        "x = h.alloc(100)\n"
+        "p.finalize()\n"
+        "try:\n"
+        "    h.alloc(100)\n"
+        "except p.RuntimeFinalizedError:\n"
+        "    print('refused')\n"
+        "try:\n"
+        "    h.free(x)\n"
+        "except ValueError:\n"
+        "    print('forgotten')\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["refused", "forgotten"]

@@ -341,6 +341,8 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
         "device",
     ),  # type: ignore[arg-type]
     ("caching_allocator_delete", lambda o: npu.caching_allocator_delete(F), "ptr"),  # type: ignore[arg-type]
+    ("caching_allocator", lambda o: npu.caching_allocator(stream=1), "stream"),
+    ("caching_allocator device", lambda o: npu.caching_allocator(device=F), "device"),  # type: ignore[arg-type]
     (
         "set_per_process_memory_fraction",
         lambda o: npu.set_per_process_memory_fraction("1"),

@@ -200,3 +200,48 @@ def test_free_reports_over_trim_budget() -> None:
     one.set_trim(1250)
     p = Fake().alloc(one, 0, 1000)
     assert one.free(p) == 1024  # 2 MiB reserved: within peak + 20 MiB
+
+
+def test_raw_handle_calls_back_on_miss_and_trim() -> None:
+    core, f = C.Core(), Fake()
+    calls: list[tuple[str, int]] = []
+
+    def slow(stream: int, nbytes: int) -> int:
+        calls.append(("slow", nbytes))
+        return f.alloc(core, stream, nbytes)
+
+    def trim() -> None:
+        calls.append(("trim", 0))
+
+    def traced_alloc(nbytes: int) -> int:
+        calls.append(("traced_alloc", nbytes))
+        return 7
+
+    def traced_free(ptr: int) -> None:
+        calls.append(("traced_free", ptr))
+
+    h = C.Raw(core, 5, slow, trim, traced_alloc, traced_free)
+    assert h.stream_key == 5
+    p = h.alloc(1000)
+    assert calls == [("slow", 1000)]
+    h.free(p)
+    assert h.alloc(1000) == p and len(calls) == 1  # a hit: no callback
+    h.free(p)
+    with pytest.raises(ValueError):
+        h.free(p)
+    C.set_tracing(True)
+    try:
+        assert h.alloc(10) == 7
+        h.free(3)
+    finally:
+        C.set_tracing(False)
+    assert calls[-2:] == [("traced_alloc", 10), ("traced_free", 3)]
+    core.set_trim(1000)
+    q = f.alloc(core, 9, 3 * MiB)  # enough cached to go over budget once freed
+    r = f.alloc(core, 8, 3 * MiB)
+    core.free(q)
+    h2 = C.Raw(core, 8, slow, trim, traced_alloc, traced_free)
+    h2.free(r)
+    assert calls[-1] == ("trim", 0)
+    with pytest.raises(TypeError):
+        C.Raw(core)  # type: ignore[call-arg]

@@ -427,6 +427,11 @@ def _smoke_caching_allocator_alloc(mc: Any) -> None:
     npu.caching_allocator_delete(p)
 
 
+def _smoke_caching_allocator(mc: Any) -> None:
+    h = npu.caching_allocator(device=0)
+    h.free(h.alloc(64))
+
+
 def _smoke_caching_allocator_delete(mc: Any) -> None:
     with pytest.raises(ValueError):
         npu.caching_allocator_delete(1)

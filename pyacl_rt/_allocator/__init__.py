@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _membackend, runtime
 from .._args import index_arg, size_arg
-from .._cachecore import Core
+from .._cachecore import Core, Raw
 from .._membackend import NATIVE
 from .._memstats import stats_dict
 from ..device import DeviceLike, _context_for, _CtxRef, _index, _local, device_count
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from .._membackend import Releaser
 
 __all__ = [
+    "caching_allocator",
     "caching_allocator_alloc",
     "caching_allocator_delete",
     "dump_snapshot",
@@ -175,12 +176,14 @@ class CachingBackend:
 
 
 _backend = CachingBackend()
-#: address -> allocator of blocks handed out by caching_allocator_alloc
-_raw_owner: dict[int, DeviceAllocator] = {}
+#: address -> stream cache of blocks handed out by caching_allocator_alloc
+_raw_owner: dict[int, StreamPool] = {}
 
 
 def _release() -> None:
     """Release hook (after the memory layer freed every buffer into the caches)."""
+    global _hot
+    _hot = [None, None]
     _raw_owner.clear()
     _backend.teardown(free=True)
 
@@ -191,6 +194,8 @@ def _after_fork_in_child() -> None:
     _backend.lock = threading.Lock()
     _backend.devices = {}
     _backend.host = None
+    global _hot
+    _hot = [None, None]
     _raw_owner.clear()
     _guards.forget()
     _history.forget()
@@ -247,34 +252,84 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
         nbytes = size_arg(nbytes, "nbytes")
     if stream is None:
         stream = current_stream(_index(device))
-    elif not isinstance(stream, Stream):
+    elif stream.__class__ is not Stream and not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
     elif device is not None and _index(device) != stream._device:
         raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
-    ctx = stream._ctx
-    if ctx.device < 0:
+    if stream._ctx.device < 0:
         stream._activate()  # raises: closed or finalized
+    hot = _hot  # the same Stream object as last time: its cache
+    sp = hot[1] if hot[0] is stream._state else _stream_pool(stream)
+    p: int = sp.core.alloc(sp.key, nbytes) or sp.alloc.allocate_slow(sp.key, nbytes)
+    _raw_owner[p] = sp
+    if _history.enabled:
+        _history.event(stream._device, "alloc", p, (sp.core.block(p) or (0,))[0], sp.key)
+    return p
+
+
+#: [stream state, its StreamPool] of the last caching_allocator_alloc (replaced whole:
+#: readers see a consistent pair; reset at finalize and fork).
+_hot: list[Any] = [None, None]
+
+
+def _stream_pool(stream: Stream) -> StreamPool:
+    global _hot
+    ctx = stream._ctx
     if ctx.owner is not None:
         raise ValueError("the caching allocator serves streams of primary contexts only")
-    index = stream._device
-    sp = _backend.stream_pool(index, ctx, stream)
-    a = sp.alloc
-    p: int = a.core.alloc(sp.key, nbytes) or a.allocate_slow(sp.key, nbytes)
-    _raw_owner[p] = a
-    if _history.enabled:
-        _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], sp.key)
-    return p
+    sp = _backend.stream_pool(stream._device, ctx, stream)
+    _hot = [stream._state, sp]
+    return sp
 
 
 def caching_allocator_delete(ptr: int) -> None:
     """Give back an address from :func:`caching_allocator_alloc` (to its stream's
     cache, at once: use the memory only on that stream, or synchronize first)."""
-    ptr = index_arg(ptr, "ptr", "an int address from caching_allocator_alloc")
-    a = _raw_owner.pop(ptr, None)
-    if a is not None and _history.enabled:
-        a.trace_free(ptr, 0, pending=False)
-    if a is None or not a.core.free(ptr):
+    if ptr.__class__ is not int:
+        ptr = index_arg(ptr, "ptr", "an int address from caching_allocator_alloc")
+    sp = _raw_owner.pop(ptr, None)
+    if sp is None:
         raise ValueError(f"0x{ptr:x} is not an address from caching_allocator_alloc")
+    if _history.enabled:
+        sp.alloc.trace_free(ptr, sp.key, pending=False)
+    if sp.core.free(ptr) < 0:
+        sp.alloc.trim()
+
+
+def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
+    """A raw-address handle on the cache of ``stream`` (default: the current stream of
+    ``device``): ``h.alloc(nbytes) -> address`` and ``h.free(address)``, each one C
+    call when the cache hits (misses, trimming and history recording go through the
+    same Python paths as :func:`caching_allocator_alloc`). Give addresses back to the
+    handle that allocated them; memory is valid on that stream (see
+    :func:`caching_allocator_delete`)."""
+    if stream is None:
+        stream = current_stream(_index(device))
+    elif not isinstance(stream, Stream):
+        raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
+    elif device is not None and _index(device) != stream._device:
+        raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
+    if stream._ctx.device < 0:
+        stream._activate()  # raises: closed or finalized
+    sp = _stream_pool(stream)
+    s = stream
+
+    def traced_alloc(nbytes: int) -> int:
+        return caching_allocator_alloc(nbytes, stream=s)
+
+    def traced_free(ptr: int) -> None:
+        if ptr.__class__ is not int:
+            ptr = index_arg(ptr, "ptr", "an int address from this allocator")
+        _raw_owner.pop(ptr, None)
+        if _history.enabled:
+            sp.alloc.trace_free(ptr, sp.key, pending=False)
+        r = sp.core.free(ptr)
+        if not r:
+            raise ValueError(f"0x{ptr:x} is not an address allocated by this allocator")
+        if r < 0:
+            sp.alloc.trim()
+
+    return Raw(sp.core, sp.key, sp.alloc.allocate_slow, sp.alloc.trim, traced_alloc, traced_free)
 
 
 def host_memory_stats() -> dict[str, int]:

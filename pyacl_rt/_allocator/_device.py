@@ -222,6 +222,12 @@ class DeviceAllocator:
     # ----------------------------------------------------------- allocating
     def allocate_slow(self, key: int, nbytes: int) -> int:
         """A cache miss: pending blocks, a new segment, or the OOM path."""
+        if not runtime.is_alive(self.gen) or self.ctx.device < 0:
+            raise errors.RuntimeFinalizedError(
+                "this caching allocator belongs to a runtime that was finalized (or a "
+                "parent process); allocate again after init()",
+                explanation="",
+            )
         with self.lock:
             self.in_slow = True
             try:

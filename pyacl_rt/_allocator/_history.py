@@ -27,6 +27,8 @@ import time
 from types import FrameType
 from typing import Any
 
+from .._cachecore import set_tracing
+
 __all__ = ["dump_snapshot", "record_memory_history", "snapshot"]
 
 _MAX_FRAMES = 64
@@ -90,6 +92,7 @@ def record_memory_history(
 def _set_enabled(on: bool) -> None:
     global enabled
     enabled = on
+    set_tracing(on)  # raw handles take the traced Python path
 
 
 def frames(skip: int = 2) -> list[dict[str, Any]]:
