@@ -51,6 +51,7 @@ from ._allocator import (
     record_memory_history,
     set_per_process_memory_fraction,
 )
+from ._dlpack import from_dlpack
 from ._loader import backend_info
 from .context import Context, current_context
 from .device import (
@@ -202,6 +203,7 @@ __all__ = [
     "errors",
     "event",
     "finalize",
+    "from_dlpack",
     "get_cann_version",
     "get_device_capability",
     "get_device_name",
