@@ -516,3 +516,24 @@ def test_raw_handle_after_finalize(run_python: Callable[..., Any]) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["refused", "forgotten"]
+
+
+def test_dlpack_exports_of_cached_buffers(caching: Any) -> None:
+    """A DLPack view keeps a cached block allocated; closing the last user gives the
+    block back to the cache (not to the runtime)."""
+    base = allocations()
+    dev = M.DeviceBuffer(64)
+    ptr = dev.ptr
+    view = pyacl_rt.from_dlpack(dev)
+    del dev
+    assert view.ptr == ptr and M.memory_allocated() == 512
+    view.close()
+    assert M.memory_allocated() == 0 and allocations() == base + 1
+    with M.DeviceBuffer(64) as again:
+        assert again.ptr == ptr
+    with M.HostBuffer(16) as pinned:
+        arr = np.from_dlpack(pinned)
+        arr[:] = 5
+        with pytest.raises(BufferError):
+            pinned.close()
+        del arr
