@@ -39,6 +39,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import errors, lowlevel
+from ._allocator import (
+    caching_allocator,
+    caching_allocator_alloc,
+    caching_allocator_delete,
+    dump_snapshot,
+    get_per_process_memory_fraction,
+    host_memory_stats,
+    memory_snapshot,
+    record_memory_history,
+    set_per_process_memory_fraction,
+)
 from ._context import Context, current_context
 from ._device import (
     Device,
@@ -77,7 +88,9 @@ from ._memory import (
     memory_allocated,
     memory_reserved,
     memory_stats,
+    memory_summary,
     memset,
+    reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
 from ._runtime import finalize, init, is_initialized
@@ -162,6 +175,9 @@ __all__ = [
     "SyncTimeoutError",
     "__version__",
     "backend_info",
+    "caching_allocator",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
     "can_device_access_peer",
     "copy",
     "copy_2d",
@@ -172,6 +188,7 @@ __all__ = [
     "device",
     "device_count",
     "device_of",
+    "dump_snapshot",
     "empty_cache",
     "errors",
     "finalize",
@@ -181,8 +198,10 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "get_per_process_memory_fraction",
     "get_soc_version",
     "host_memory_allocated",
+    "host_memory_stats",
     "init",
     "is_available",
     "is_bf16_supported",
@@ -195,11 +214,16 @@ __all__ = [
     "memcpy_async",
     "memory_allocated",
     "memory_reserved",
+    "memory_snapshot",
     "memory_stats",
+    "memory_summary",
     "memset",
+    "record_memory_history",
+    "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_device",
     "set_op_timeout_ms",
+    "set_per_process_memory_fraction",
     "set_stream",
     "stream",
     "stream_from_pool",

@@ -71,6 +71,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "pyacl_rt._memory",
             "pyacl_rt._memory.records",
+            "pyacl_rt._memory.torchstats",
+            "pyacl_rt._memory.backend",
             "pyacl_rt._memory.args",
             "pyacl_rt._memory.keepalive",
             "pyacl_rt._memory.engine",
@@ -78,13 +80,35 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._memory.stats",
         ),
     ),
-    ("higher tools", ("pyacl_rt._dlpack_c", "pyacl_rt._dlpack")),
+    (
+        "higher tools",
+        (
+            "pyacl_rt._dlpack_c",
+            "pyacl_rt._dlpack",
+            "pyacl_rt._cachecore",
+            "pyacl_rt._allocator._guards",
+            "pyacl_rt._allocator._history",
+            "pyacl_rt._allocator._device",
+            "pyacl_rt._allocator._host",
+            "pyacl_rt._allocator",
+        ),
+    ),
     ("public face and tools", ("pyacl_rt", "pyacl_rt.cli", "pyacl_rt.mock", "pyacl_rt.__main__")),
 )
 
 LAYER_OF: dict[str, int] = {m: i for i, (_name, mods) in enumerate(LAYERS) for m in mods}
-COMPILED = {"pyacl_rt._raw._lowlevel_cffi", "pyacl_rt._raw._fastcall", "pyacl_rt._dlpack_c"}
-PACKAGES = {"pyacl_rt": PKG, "pyacl_rt._raw": PKG / "_raw", "pyacl_rt._memory": PKG / "_memory"}
+COMPILED = {
+    "pyacl_rt._raw._lowlevel_cffi",
+    "pyacl_rt._raw._fastcall",
+    "pyacl_rt._dlpack_c",
+    "pyacl_rt._cachecore",
+}
+PACKAGES = {
+    "pyacl_rt": PKG,
+    "pyacl_rt._raw": PKG / "_raw",
+    "pyacl_rt._memory": PKG / "_memory",
+    "pyacl_rt._allocator": PKG / "_allocator",
+}
 
 
 def _module_name(path: Path) -> str:

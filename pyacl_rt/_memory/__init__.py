@@ -44,7 +44,14 @@ Lifetime of memory used by async work
   alive until the copy completed on the device (``Stream._keep_alive``: a per-stream
   watch list released by a marker event). ``copy(dev, arr, stream=s,
   non_blocking=True); del arr`` is safe.
-* **Owned buffers** remember the streams they were used on. Freeing one
+* **Owned buffers** remember the streams they were used on. With the default caching
+  allocator (:mod:`pyacl_rt._allocator`, plugged in through
+  :mod:`pyacl_rt._memory.backend`), freeing one gives its block back to the cache
+  without waiting: it is reused in stream order by its allocation stream, and only once
+  events recorded on the other streams that used it have completed (pinned blocks: once
+  every stream that used them has). The rest of this paragraph describes
+  ``PYACL_RT_ALLOCATOR=native`` (and buffers that bypass the cache: explicit Contexts,
+  non-default ``policy``). Freeing one
   (``close()``, garbage collection, finalize) first *synchronizes those streams*,
   then calls ``aclrtFree`` / ``aclrtFreeHost``: memory is never released under a
   pending copy (ACL's ``aclrtFree`` does not wait, acl_abi.md section 5.6). So
@@ -108,6 +115,9 @@ the public names):
 
 * ``records`` - one :class:`~pyacl_rt._memory.records._Mem` per allocation: stream
   tracking, ordered freeing, registry and counters, finalize/context/fork hooks;
+* ``torchstats`` - torch's statistics keys, the native numbers, the summary table;
+* ``backend`` - where buffer memory comes from: ``native`` or a backend registered from
+  above (the caching allocator, :mod:`pyacl_rt._allocator`);
 * ``args`` - copy arguments to checked addresses (sizes, offsets, buffer exports) and
   :class:`~pyacl_rt._memory.args.ReleaseOnExit`, which releases them;
 * ``keepalive`` - what an operation leaves behind: the streams owned memory was used
@@ -115,7 +125,8 @@ the public names):
 * ``engine`` - the copy engine: :func:`copy`, :func:`copy_2d`, :func:`memset`,
   :func:`memcpy_async`, stream choice, peer access, staging;
 * ``buffers`` - :class:`DeviceBuffer` and :class:`HostBuffer`;
-* ``stats`` - the torch_npu-style counters (:func:`memory_allocated` ...).
+* ``stats`` - the torch_npu-style statistics (:func:`memory_allocated`,
+  :func:`memory_stats`, :func:`memory_summary` ...).
 
 DLPack (``__dlpack__``, ``from_dlpack``) lives in :mod:`pyacl_rt._dlpack`, a higher
 floor that registers ``buffers._dlpack_hooks``.
@@ -148,6 +159,8 @@ from .stats import (
     memory_allocated,
     memory_reserved,
     memory_stats,
+    memory_summary,
+    reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
 
@@ -172,6 +185,8 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
+    "memory_summary",
     "memset",
+    "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
 ]

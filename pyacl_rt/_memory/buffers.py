@@ -21,12 +21,14 @@ from .. import _runtime as runtime
 from .._args import index_arg
 from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
 from .._raw._fastcall import BufferForwarder
-from .._state import _check, _lib, _local, _run_finalizer, _validated_ctx
+from .._state import _local, _run_finalizer, _validated_ctx
 from .._stream import Stream
 from ..lowlevel import ffi
+from . import backend as _mb
 from . import engine, records
 from .args import ReleaseOnExit, _int_arg, _offsets, _resolve_pair
 from .engine import ACL_MEM_MALLOC_HUGE_FIRST, BufferLike, copy, memset
+from .keepalive import _note
 from .records import (
     _DEAD,
     _claim_close,
@@ -123,16 +125,23 @@ class _Buffer:
 
 class DeviceBuffer(_Buffer):
     """``nbytes`` bytes of device memory on ``device`` (default: the current device),
-    allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
-    that device (the active explicit Context, else the device's primary context).
+    in the context the calling thread uses for that device (the active explicit
+    Context, else the device's primary context).
 
     * ``nbytes`` is a size in bytes (an int or ``__index__`` integer). ``0`` is allowed
       (an empty batch): nothing is allocated (no ``aclrtMalloc(0)``), ``ptr`` is 0,
       copies and memsets of 0 bytes work. To put an array on the device allocate its
       size and copy: ``buf = DeviceBuffer(arr.nbytes); buf.copy_from_host(arr)``.
-    * ``close()`` frees it (idempotent; waits for the streams that used it first, see
-      the module docstring); so do garbage collection and finalize. Views become
-      unusable when their parent is closed.
+    * Where it comes from: by default a block of the caching allocator
+      (:mod:`pyacl_rt._allocator`), cached for ``stream`` (the allocation stream;
+      default: the current stream of the device), like torch_npu; with
+      ``PYACL_RT_ALLOCATOR=native``, in an explicit Context, or with a non-default
+      ``policy``: one ``aclrtMalloc(policy)``.
+    * ``close()`` frees it (idempotent); so do garbage collection and finalize. A
+      cached block goes back to the cache at once and is reused in stream order (other
+      streams that used it are guarded by events, see :meth:`record_stream`); a native
+      allocation waits for the streams that used it first (see :mod:`pyacl_rt._memory`).
+      Views become unusable when their parent is closed.
     * ``buf[a:b]`` (step 1) is a view sharing the memory; it keeps its parent alive.
       Closing a view only closes the view.
     * ``ptr`` is the device address as an int, for raw :mod:`pyacl_rt.lowlevel` calls
@@ -146,7 +155,12 @@ class DeviceBuffer(_Buffer):
     _fin: weakref.finalize[..., Any] | None
 
     def __init__(
-        self, nbytes: int, device: DeviceLike = None, policy: int = ACL_MEM_MALLOC_HUGE_FIRST
+        self,
+        nbytes: int,
+        device: DeviceLike = None,
+        policy: int = ACL_MEM_MALLOC_HUGE_FIRST,
+        *,
+        stream: Stream | None = None,
     ) -> None:
         if nbytes.__class__ is not int:
             _refuse_data(nbytes, "DeviceBuffer")
@@ -159,16 +173,16 @@ class DeviceBuffer(_Buffer):
         ctx = _context_for(index)
         if _local.st.ctx is not ctx:
             ctx.make_current()
+        if stream is not None:
+            engine._check_stream(stream, (index,))
         if n:
-            s = _local.st.scratch
-            rc = _lib.aclrtMalloc(s.uptr, n, policy)
-            if rc:
-                _check(rc, "aclrtMalloc")
-            base = int(s.uptr[0])
+            base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
         else:
-            base = records.ZERO_SIZE_BASE  # empty batch: ACL cannot allocate 0 bytes
+            base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
+        m = _Mem(base, n, index, ctx)
+        m.rel = rel
         # ctx keeps an explicit Context alive through the buffer
-        self._own(_Mem(base, n, index, ctx))
+        self._own(m)
 
     def _own(self, m: _Mem) -> None:
         """Take the record ``m`` (a new allocation, or a DLPack import): freed by
@@ -223,6 +237,22 @@ class DeviceBuffer(_Buffer):
         view._parent = self._parent if self._parent is not None else self
         view._fin = None
         return view
+
+    def record_stream(self, stream: Stream) -> None:
+        """Declare that ``stream`` uses this memory (torch's ``record_stream``): freeing
+        the buffer then never lets the memory be reused (or, natively, freed) before the
+        work ``stream`` has queued up to that point completed. Copies and memsets
+        through pyacl_rt record their stream themselves; call this after using
+        :attr:`ptr` on another stream through raw calls."""
+        if not isinstance(stream, Stream):
+            raise TypeError(f"record_stream() needs a Stream, not {type(stream).__name__}")
+        if stream._ctx.device < 0:
+            stream._activate()  # raises: closed or finalized
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, "DeviceBuffer")
+        if m.last is not stream._state:
+            _note(m, stream)
 
     # ----------------------------------------------------------- properties
     @property
@@ -396,11 +426,10 @@ class HostBuffer(_Buffer, BufferForwarder):
             # Pinned memory is allocated through a device's runtime: use the thread's
             # current device (its context is created if this is its first use).
             ctx = _ensure_current(current_device())
-        s = _local.st.scratch
-        rc = _lib.aclrtMallocHost(s.uptr, n)
-        if rc:
-            _check(rc, "aclrtMallocHost")
-        self._own(_Mem(int(s.uptr[0]), n, -1, ctx))
+        base, rel = _mb.current.allocate_host(ctx, n)
+        m = _Mem(base, n, -1, ctx)
+        m.rel = rel
+        self._own(m)
 
     def _own(self, m: _Mem) -> None:
         """Take the record ``m`` (a new allocation, or a DLPack import)."""

@@ -45,6 +45,7 @@ from ..lowlevel import recent_error_message
 
 if TYPE_CHECKING:
     from .._stream import Stream
+    from .backend import Releaser
 
 
 class _Exported(Protocol):
@@ -82,6 +83,7 @@ class _Mem:
         "nbytes",
         "owner",
         "ptr",
+        "rel",
         "release",
         "streams",
     )
@@ -103,6 +105,9 @@ class _Mem:
         self.owner: weakref.ref[_Exported] | None = None
         #: the explicit Context the memory was allocated in (kept alive), or None.
         self.keep: object = _owner_of(ctx) if ctx is not None else None
+        #: the allocation backend's releaser (pyacl_rt._memory.backend), or None: freed
+        #: here, after waiting for its streams (one aclrtFree per buffer).
+        self.rel: Releaser | None = None
         #: live DLPack exports (pyacl_rt._dlpack tokens); close() refuses while any.
         self.exports: list[object] = []
         #: memory imported through DLPack: called instead of aclrtFree/aclrtFreeHost
@@ -231,6 +236,17 @@ def _free_mem(m: _Mem) -> None:
             return
         prev = _local.st.ctx
         try:
+            rel = m.rel
+            if rel is not None:  # a backend takes it back (no wait: it orders reuse)
+                with _live_lock:
+                    base = m.base
+                    if not base:
+                        return
+                    m.base = 0
+                    _unregister(m)
+                rel.release(m, base)
+                m.keep = None
+                return
             if not _wait_streams(m):  # pragma: no cover - only on callback threads
                 _defer_free(m)
                 return
@@ -300,8 +316,10 @@ def _process_deferred() -> None:
 def _unregister(m: _Mem) -> None:
     """Forget a freed allocation (caller holds ``_live_lock``)."""
     if _live.pop(id(m), None) is not None and m.release is None:
-        _stats[m.device]["allocated"] -= m.nbytes
-        _stats[m.device]["frees"] += 1
+        st = _stats[m.device]
+        st["allocated"] -= m.nbytes
+        st["frees"] += 1
+        st["bytes_freed"] += m.nbytes
 
 
 def _register(m: _Mem) -> None:
@@ -309,15 +327,26 @@ def _register(m: _Mem) -> None:
         _live[id(m)] = m
         if m.release is not None:
             return  # imported (DLPack): not an allocation of this process
-        st = _stats.setdefault(m.device, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0})
+        st = _stats.get(m.device)
+        if st is None:
+            st = _stats[m.device] = dict(_ZERO)
         st["allocated"] += m.nbytes
         st["allocs"] += 1
+        st["bytes_allocated"] += m.nbytes
         if st["allocated"] > st["peak"]:
             st["peak"] = st["allocated"]
 
 
 #: device index (-1: pinned host memory) -> counters of this process.
 _stats: dict[int, dict[str, int]] = {}
+_ZERO: Final = {
+    "allocated": 0,
+    "peak": 0,
+    "allocs": 0,
+    "frees": 0,
+    "bytes_allocated": 0,
+    "bytes_freed": 0,
+}
 
 
 def stat(index: int, key: str) -> int:
@@ -328,7 +357,15 @@ def stat(index: int, key: str) -> int:
 
 def counters(index: int) -> dict[str, int]:
     with _live_lock:
-        return dict(_stats.get(index, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0}))
+        return dict(_stats.get(index, _ZERO))
+
+
+def reset_totals(index: int) -> None:
+    """Zero the bytes allocated / freed totals of ``index``."""
+    with _live_lock:
+        st = _stats.get(index)
+        if st is not None:
+            st["bytes_allocated"] = st["bytes_freed"] = 0
 
 
 def reset_peak(index: int) -> None:
