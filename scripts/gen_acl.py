@@ -1269,15 +1269,12 @@ def py_call(name: str, args: list[list[str] | str], indent: int) -> list[str]:
     return out
 
 
-def gen_abi_runtime(t: Tables) -> str:
-    """The small tables ``import pyacl_rt`` loads: constants, error codes, names."""
-    lines = [
-        '"""AscendCL tables pyacl_rt needs at import (generated, do not edit).',
+def py_module_head(title: str, about: list[str]) -> list[str]:
+    """The docstring and first lines of a generated Python module."""
+    return [
+        f'"""{title} (generated, do not edit).',
         "",
-        "Constants (``#define`` and enumerator values), error codes both ways, and the names",
-        "of the binding's functions in dispatch-table order. The big tables (prototypes,",
-        "structs, enums by type, the cffi cdef) are in :mod:`pyacl_rt._raw._abi_data`,",
-        "which nothing imports at run time.",
+        *about,
         "",
         GEN_NOTE,
         '"""',
@@ -1286,8 +1283,21 @@ def gen_abi_runtime(t: Tables) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "CONSTANTS: dict[str, int] = {",
     ]
+
+
+def gen_abi_runtime(t: Tables) -> str:
+    """The small tables ``import pyacl_rt`` loads: constants, error codes, names."""
+    lines = py_module_head(
+        "AscendCL tables pyacl_rt needs at import",
+        [
+            "Constants (``#define`` and enumerator values), error codes both ways, and the names",
+            "of the binding's functions in dispatch-table order. The big tables (prototypes,",
+            "structs, enums by type, the cffi cdef) are in :mod:`pyacl_rt._raw._abi_data`,",
+            "which nothing imports at run time.",
+        ],
+    )
+    lines.append("CONSTANTS: dict[str, int] = {")
     lines.extend(f"    {py_str(c.name)}: {c.value}," for c in t.constants)
     lines.append("}")
     lines.append("")
@@ -1308,19 +1318,14 @@ def gen_abi_runtime(t: Tables) -> str:
 
 
 def gen_abi_data(t: Tables) -> str:
-    lines = [
-        '"""AscendCL ABI tables for pyacl_rt (generated, do not edit).',
-        "",
-        "The big tables: prototypes, structs, enums by type, the cffi cdef. Constants and",
-        "error codes are in :mod:`pyacl_rt._raw._abi_runtime` (what import needs).",
-        "",
-        GEN_NOTE,
-        '"""',
-        "",
-        "# generated, do not edit",
-        "",
-        "from __future__ import annotations",
-        "",
+    lines = py_module_head(
+        "AscendCL ABI tables for pyacl_rt",
+        [
+            "The big tables: prototypes, structs, enums by type, the cffi cdef. Constants and",
+            "error codes are in :mod:`pyacl_rt._raw._abi_runtime` (what import needs).",
+        ],
+    )
+    lines += [
         "from typing import NamedTuple",
         "",
         "",
