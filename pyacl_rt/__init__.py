@@ -41,6 +41,12 @@ from typing import Any
 
 from . import callbacks, context, device, errors, event, lowlevel, memory, runtime, stream
 from ._loader import backend_info
+from ._syncdebug import (
+    SyncDebugWarning,
+    get_sync_debug_mode,
+    set_sync_debug_mode,
+    sync_debug_mode,
+)
 from .context import Context, current_context
 from .device import (
     CallbackContextError,
@@ -82,6 +88,7 @@ from .errors import (
     LibraryNotFoundError,
     NotInitializedError,
     RuntimeFinalizedError,
+    SyncDebugError,
 )
 from .event import Event, EventTimingError
 from .memory import (
@@ -166,6 +173,8 @@ __all__ = [
     "OutOfMemoryError",
     "RuntimeFinalizedError",
     "Stream",
+    "SyncDebugError",
+    "SyncDebugWarning",
     "SyncTimeoutError",
     "__version__",
     "backend_info",
@@ -190,6 +199,7 @@ __all__ = [
     "get_device_name",
     "get_device_properties",
     "get_soc_version",
+    "get_sync_debug_mode",
     "host_memory_allocated",
     "init",
     "is_available",
@@ -211,8 +221,10 @@ __all__ = [
     "set_device",
     "set_op_timeout_ms",
     "set_stream",
+    "set_sync_debug_mode",
     "stream",
     "stream_from_pool",
+    "sync_debug_mode",
     "synchronize",
     "utilization",
 ]

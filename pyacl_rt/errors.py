@@ -21,6 +21,7 @@ Hierarchy by ACL code family (first digit of the code)::
     |   +-- InvalidDeviceError   (also ValueError) device index out of range / malformed
     |   +-- ObjectClosedError    a Stream / Event / Context / buffer used after close()
     |   +-- CallbackContextError (also RuntimeError) blocking call inside a host callback
+    |   +-- SyncDebugError       (also RuntimeError) blocking call in sync-debug mode "error"
     +-- AclResourceError         2xxxxx  resource errors
     |   +-- AclOutOfMemoryError  (also MemoryError) 207001, 207018, 200000, 245000
     |   +-- FeatureNotSupportedError   207000, 200001, 200006, 207019
@@ -68,6 +69,7 @@ __all__ = [
     "NotInitializedError",
     "ObjectClosedError",
     "RuntimeFinalizedError",
+    "SyncDebugError",
     "SyncTimeoutError",
     "error_class_for_code",
     "error_from_code",
@@ -446,6 +448,15 @@ class CallbackContextError(AclUsageError, RuntimeError):
     Host callbacks run on pyacl_rt's report thread while the stream waits for them;
     a synchronize (of a stream, event or device), or ``runtime.finalize()``, from
     there would wait for itself.
+    """
+
+
+class SyncDebugError(AclUsageError, RuntimeError):
+    """A call that makes the host wait for the device, made in sync-debug mode
+    ``"error"`` (:func:`pyacl_rt.set_sync_debug_mode`); it was refused before waiting.
+
+    ``function`` names the pyacl_rt call (``"Stream.synchronize()"``). Also a
+    ``RuntimeError``, as torch raises for its sync-debug mode.
     """
 
 

@@ -1,0 +1,216 @@
+"""Sync-debug mode: report calls that make the host wait for the device.
+
+Like ``torch.cuda.set_sync_debug_mode``: in mode ``"warn"`` (1) every blocking entry
+point issues a :class:`SyncDebugWarning` attributed to the user's line, in mode
+``"error"`` (2) it raises :class:`~pyacl_rt.errors.SyncDebugError` instead of waiting;
+``"default"`` (0) reports nothing. The mode lives in a :class:`contextvars.ContextVar`,
+so it is scoped per thread and per asyncio task: setting it in one thread or task never
+changes another (a task starts with a copy of its creator's context, so it inherits the
+mode that was in force when it was created). A thread that never set it uses the
+process default, ``PYACL_RT_SYNC_DEBUG`` (read once, on first need; ``"default"`` if
+unset). :class:`sync_debug_mode` sets it for a ``with`` block and restores exactly what
+was there before.
+
+:data:`BLOCKING_CALLS` is the single list of public calls that may block and are
+reported. Higher floors put one hook line, ``_check_sync(what)``, where such a call is
+about to wait (``what`` says what waits there); the report names the pyacl_rt call the
+user made (found on the stack: for ``buf.copy_to_host()`` the wait is in a synchronous
+copy, the report says ``DeviceBuffer.copy_to_host()``).
+
+Cost when reporting is off: one ``ContextVar.get`` and a truth test per blocking call.
+
+Not reported (documented in the README): waits pyacl_rt does on the user's behalf at
+teardown, i.e. :func:`pyacl_rt.runtime.finalize` and interpreter exit, garbage
+collection of streams and buffers, :meth:`pyacl_rt.context.Context.close` (closes what
+is left in the context), and frees deferred from a host callback (done at the next
+allocation or by ``empty_cache()``). A teardown path must neither raise nor warn
+(finalizers cannot report to anyone), so none of those paths has a hook. The raw layer
+(:mod:`pyacl_rt.lowlevel`, ``lowlevel.fast``) is 1:1 and unchecked.
+
+Rule for hooks that may nest: a pyacl_rt call that blocks in several places reports
+once, at its first hook. When a hook fires, the pyacl_rt frames above it are looked
+at: a frame of a function that has a hook on a line *before* the line that frame is
+executing passed that hook already, so the inner hook stays silent (e.g. ``copy()``
+waiting in ``Stream.synchronize()``). So put a hook before the nested blocking calls
+it covers, and only under the same condition as they run.
+
+Floor 1: imports only the standard library, :mod:`errors` and :mod:`_options`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from contextvars import ContextVar, Token
+from types import CodeType, FrameType
+from typing import Final
+
+from ._options import SYNC_DEBUG_MODES, get_options
+from .errors import SyncDebugError
+
+__all__ = [
+    "BLOCKING_CALLS",
+    "SyncDebugWarning",
+    "get_sync_debug_mode",
+    "set_sync_debug_mode",
+    "sync_debug_mode",
+]
+
+#: Every public pyacl_rt call that may make the host wait for the device, as reported.
+#: ``copy()``, ``copy_2d()``, ``memset()`` and the buffer methods block when
+#: ``non_blocking`` is False; for host-to-host copies and host memsets, only when they
+#: wait for a ``stream`` argument or for pending work on an owned buffer. Buffer
+#: ``close()`` blocks when the buffer was used on a stream (freeing synchronizes those
+#: streams). ``Event.synchronize()`` of a never-recorded event does not block.
+#: ``memcpy_async()`` and ``copy(..., non_blocking=True)`` block only across two devices
+#: without peer access (staged through pinned memory): reported as the call made.
+BLOCKING_CALLS: Final[tuple[str, ...]] = (
+    "synchronize()",
+    "Device.synchronize()",
+    "Context.synchronize()",
+    "Stream.synchronize()",
+    "Stream.close()",
+    "Event.synchronize()",
+    "Event.elapsed_time()",
+    "copy()",
+    "copy_2d()",
+    "memset()",
+    "memcpy_async()",
+    "DeviceBuffer.copy_from_host()",
+    "DeviceBuffer.copy_to_host()",
+    "DeviceBuffer.fill()",
+    "DeviceBuffer.memset()",
+    "DeviceBuffer.close()",
+    "HostBuffer.fill()",
+    "HostBuffer.memset()",
+    "HostBuffer.close()",
+)
+
+
+class SyncDebugWarning(UserWarning):
+    """Issued in sync-debug mode ``"warn"`` by a call that makes the host wait for the
+    device (see :func:`set_sync_debug_mode`); attributed to the calling line."""
+
+
+#: Mode numbers by name, as torch: default 0, warn 1, error 2.
+_MODES: Final = {name: i for i, name in enumerate(SYNC_DEBUG_MODES)}
+_UNRESOLVED: Final = -1
+
+_mode: ContextVar[int] = ContextVar("pyacl_rt_sync_debug_mode")
+#: The process default (PYACL_RT_SYNC_DEBUG) once read; _UNRESOLVED (true) before.
+_default = _UNRESOLVED
+
+
+def _check_sync(what: str) -> None:
+    """Hook at a blocking point (``what``: what waits there). Off: one ContextVar get."""
+    if _mode.get(_default):
+        _report(what)
+
+
+def _env_default() -> int:
+    global _default
+    if _default == _UNRESOLVED:
+        _default = _MODES[get_options().sync_debug]
+    return _default
+
+
+def _parse(mode: object) -> int:
+    if isinstance(mode, str):
+        value = _MODES.get(mode)
+        if value is not None:
+            return value
+    elif isinstance(mode, int) and not isinstance(mode, bool):
+        if 0 <= mode < len(SYNC_DEBUG_MODES):
+            return mode
+    else:
+        raise TypeError(
+            f"sync debug mode must be a str or an int, not {type(mode).__name__} "
+            "(one of 'default', 'warn', 'error' or 0, 1, 2)"
+        )
+    raise ValueError(
+        f"invalid sync debug mode {mode!r}: expected one of 'default', 'warn', 'error' (or 0, 1, 2)"
+    )
+
+
+def set_sync_debug_mode(debug_mode: str | int) -> None:
+    """Report blocking calls in the current thread / asyncio task from now on.
+
+    ``debug_mode``: ``"default"`` or 0 (report nothing), ``"warn"`` or 1 (issue a
+    :class:`SyncDebugWarning` naming the call), ``"error"`` or 2 (raise
+    :class:`~pyacl_rt.errors.SyncDebugError` instead of waiting). Other threads and
+    tasks are not affected; tasks created afterwards inherit it. torch's name and values.
+    """
+    _mode.set(_parse(debug_mode))
+
+
+def get_sync_debug_mode() -> int:
+    """The sync-debug mode of the current thread / asyncio task: 0 (default), 1 (warn)
+    or 2 (error); where never set, the process default from ``PYACL_RT_SYNC_DEBUG``."""
+    mode = _mode.get(_default)
+    return _env_default() if mode == _UNRESOLVED else mode
+
+
+class sync_debug_mode:
+    """``with sync_debug_mode("error"):`` sets the mode of the current thread / asyncio
+    task for the block (see :func:`set_sync_debug_mode`) and restores the previous one
+    on exit, also a ``set_sync_debug_mode`` made inside the block. ``__enter__``
+    returns the mode number. Re-entrant; exit in the thread / task that entered."""
+
+    __slots__ = ("_tokens", "mode")
+
+    def __init__(self, debug_mode: str | int) -> None:
+        self.mode = _parse(debug_mode)
+        self._tokens: list[Token[int]] = []
+
+    def __enter__(self) -> int:
+        self._tokens.append(_mode.set(self.mode))
+        return self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        _mode.reset(self._tokens.pop())
+
+
+# --------------------------------------------------------------- slow path
+_PKG_DIR: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: Code of each function whose hook has fired -> line of that hook (nesting rule).
+_hook_lines: dict[CodeType, int] = {}
+
+
+def _called_name(frame: FrameType) -> str:
+    """``Type.method()`` / ``function()`` for the pyacl_rt frame the user called."""
+    code = frame.f_code
+    owner = frame.f_locals.get("self") if "." in code.co_qualname else None
+    if owner is not None:
+        return f"{type(owner).__name__}.{code.co_name}()"
+    return f"{code.co_qualname}()"
+
+
+def _report(what: str) -> None:
+    """Slow path of :func:`_check_sync`: warn or raise, unless nested (module docstring)."""
+    mode = get_sync_debug_mode()
+    if not mode:
+        return
+    hook = sys._getframe(2)  # the function holding the hook (_report <- _check_sync <- it)
+    _hook_lines.setdefault(hook.f_code, hook.f_lineno)
+    frame = hook
+    level = 3  # warnings.warn's stacklevel of `frame`
+    while True:
+        up = frame.f_back
+        if up is None or not up.f_code.co_filename.startswith(_PKG_DIR):
+            break
+        line = _hook_lines.get(up.f_code)
+        if line is not None and up.f_lineno > line:
+            return  # an outer pyacl_rt call reported this wait already
+        frame = up
+        level += 1
+    called = _called_name(frame)
+    text = f"pyacl_rt: {called} makes the host wait for the device"
+    if what != called:
+        text += f" ({what})"
+    name = SYNC_DEBUG_MODES[mode]
+    text += f" [sync debug mode {name!r}, see pyacl_rt.set_sync_debug_mode]"
+    if mode == 1:
+        warnings.warn(text, SyncDebugWarning, stacklevel=level + 1)
+        return
+    raise SyncDebugError(text, function=called, explanation="")
