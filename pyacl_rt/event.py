@@ -30,6 +30,7 @@ from typing import Any, Final, NoReturn
 
 from . import context as _context
 from . import errors, runtime
+from ._syncdebug import _check_sync
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -269,6 +270,7 @@ class Event:
             if timeout is not None:
                 _timeout_ms(timeout)  # validate the argument even when there is no wait
             return
+        _check_sync("Event.synchronize()")
         if _local.st.ctx is not ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
@@ -324,6 +326,7 @@ class Event:
                     "before elapsed_time()",
                     explanation="",
                 )
+        _check_sync("Event.elapsed_time()")
         self.synchronize()
         end_event.synchronize()
         if _local.st.ctx is not self._ctx:

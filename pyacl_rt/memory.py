@@ -130,6 +130,7 @@ from ._memrecord import (
     _register,
     _wait_streams,
 )
+from ._syncdebug import _check_sync
 from .device import (
     Device,
     DeviceLike,
@@ -335,6 +336,7 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
     for each half (synchronous, whatever ``non_blocking`` said)."""
     if _local.st.in_callback:
         _refuse_in_callback("a cross-device copy between devices without peer access")
+    _check_sync("a copy staged through pinned memory: the devices lack peer access")
     src_stream = st if st._device == s.dev else current_stream(s.dev)
     dst_stream = st if st._device == d.dev else current_stream(d.dev)
     stage = HostBuffer(n)
@@ -379,6 +381,7 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
     for side in sides:
         m = side.m
         if m is not None and m.streams:
+            _check_sync("a host-side copy or memset waiting for pending work on the buffer")
             prev = _local.st.ctx
             try:
                 if not _wait_streams(m, forget=False):
@@ -478,6 +481,8 @@ def _do_copy(
                 d.release()
                 s.release()
             return
+        if not non_blocking:
+            _check_sync("a synchronous copy")
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
     except BaseException:
@@ -635,6 +640,8 @@ def copy_2d(
                 "them are not supported (copy through a HostBuffer)",
                 function="aclrtDeviceCanAccessPeer",
             )
+        if not non_blocking:
+            _check_sync("a synchronous copy")
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:
@@ -691,6 +698,8 @@ def memset(
             return
         if not non_blocking and _local.st.in_callback:
             _refuse_in_callback("a synchronous memset (use non_blocking=True)")
+        if not non_blocking:
+            _check_sync("a synchronous memset")
         st = _pick_stream(stream, (b.dev,))
         _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
     except BaseException:
@@ -879,6 +888,8 @@ class DeviceBuffer(_Buffer):
                 self._m = _DEAD
             self._parent = None
             return
+        if self._m.streams:
+            _check_sync("DeviceBuffer.close()")
         with _rec._live_lock:
             _claim_close(self._m, "DeviceBuffer")
         # detach() + call, not f(): at interpreter exit f() is a no-op once
@@ -1073,6 +1084,8 @@ class HostBuffer(_Buffer, BufferForwarder):
         if self._buf is None:
             return
         m = self._m
+        if m.streams:
+            _check_sync("HostBuffer.close()")
         with _rec._live_lock:
             p = _claim_close(m, "HostBuffer")
             n = self._exports() if p else 0
