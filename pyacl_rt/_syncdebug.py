@@ -83,7 +83,6 @@ BLOCKING_CALLS: Final[tuple[str, ...]] = (
     "DeviceBuffer.memset()",
     "DeviceBuffer.close()",
     "HostBuffer.fill()",
-    "HostBuffer.memset()",
     "HostBuffer.close()",
 )
 
