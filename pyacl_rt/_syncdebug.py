@@ -12,12 +12,18 @@ unset). :class:`sync_debug_mode` sets it for a ``with`` block and restores exact
 was there before.
 
 :data:`BLOCKING_CALLS` is the single list of public calls that may block and are
-reported. Higher floors put one hook line, ``_check_sync(what)``, where such a call is
-about to wait (``what`` says what waits there); the report names the pyacl_rt call the
-user made (found on the stack: for ``buf.copy_to_host()`` the wait is in a synchronous
-copy, the report says ``DeviceBuffer.copy_to_host()``).
+reported. Higher floors put one hook where such a call is about to wait::
 
-Cost when reporting is off: one ``ContextVar.get`` and a truth test per blocking call.
+    if _sync_debug():
+        _check_sync("Stream.synchronize()")  # what waits here
+
+``_sync_debug`` *is* the ContextVar's bound ``get``: with reporting off, a blocking call
+pays one ``ContextVar.get`` and a truth test, no Python call. It is true when the mode
+is on or not yet known in this context (the first check of a thread or task reads the
+process default and stores it in the context, so later checks stay on the fast path).
+:func:`_check_sync` decides and reports; the report names the pyacl_rt call the user
+made, found on the stack (for ``buf.copy_to_host()`` the wait is in a synchronous copy,
+the report says ``DeviceBuffer.copy_to_host()``).
 
 Not reported (documented in the README): waits pyacl_rt does on the user's behalf at
 teardown, i.e. :func:`pyacl_rt.runtime.finalize` and interpreter exit, garbage
@@ -96,15 +102,12 @@ class SyncDebugWarning(UserWarning):
 _MODES: Final = {name: i for i, name in enumerate(SYNC_DEBUG_MODES)}
 _UNRESOLVED: Final = -1
 
-_mode: ContextVar[int] = ContextVar("pyacl_rt_sync_debug_mode")
-#: The process default (PYACL_RT_SYNC_DEBUG) once read; _UNRESOLVED (true) before.
+#: The mode of this thread / task; _UNRESOLVED (true) until set or first checked.
+_mode: ContextVar[int] = ContextVar("pyacl_rt_sync_debug_mode", default=_UNRESOLVED)
+#: The hooks' fast test (see the module docstring): true = call _check_sync.
+_sync_debug: Final = _mode.get
+#: The process default (PYACL_RT_SYNC_DEBUG) once read.
 _default = _UNRESOLVED
-
-
-def _check_sync(what: str) -> None:
-    """Hook at a blocking point (``what``: what waits there). Off: one ContextVar get."""
-    if _mode.get(_default):
-        _report(what)
 
 
 def _env_default() -> int:
@@ -146,7 +149,7 @@ def set_sync_debug_mode(debug_mode: str | int) -> None:
 def get_sync_debug_mode() -> int:
     """The sync-debug mode of the current thread / asyncio task: 0 (default), 1 (warn)
     or 2 (error); where never set, the process default from ``PYACL_RT_SYNC_DEBUG``."""
-    mode = _mode.get(_default)
+    mode = _mode.get()
     return _env_default() if mode == _UNRESOLVED else mode
 
 
@@ -185,12 +188,20 @@ def _called_name(frame: FrameType) -> str:
     return f"{code.co_qualname}()"
 
 
-def _report(what: str) -> None:
-    """Slow path of :func:`_check_sync`: warn or raise, unless nested (module docstring)."""
-    mode = get_sync_debug_mode()
+def _check_sync(what: str) -> None:
+    """A hook saw :data:`_sync_debug` true: report the wait (``what`` waits there)
+    according to the mode, or, the first time in this context, learn the mode."""
+    _report(what, sys._getframe(1))
+
+
+def _report(what: str, hook: FrameType) -> None:
+    """Warn or raise for the hook in frame ``hook``, unless nested (module docstring)."""
+    mode = _mode.get()
+    if mode == _UNRESOLVED:
+        mode = _env_default()
+        _mode.set(mode)  # this context knows it now: later checks take the fast path
     if not mode:
         return
-    hook = sys._getframe(2)  # the function holding the hook (_report <- _check_sync <- it)
     _hook_lines.setdefault(hook.f_code, hook.f_lineno)
     frame = hook
     level = 3  # warnings.warn's stacklevel of `frame`

@@ -53,7 +53,7 @@ from typing import Any, ClassVar, Final, Generic, NoReturn, SupportsIndex, TypeV
 
 from . import errors, lowlevel, runtime
 from ._lowlevel_cffi import lib as _cffi_lib
-from ._syncdebug import _check_sync
+from ._syncdebug import _check_sync, _sync_debug
 
 # Defined in pyacl_rt.errors (floor 1); still importable from here (compatibility).
 from .errors import (
@@ -642,7 +642,8 @@ def synchronize(dev: DeviceLike = None) -> None:
     the device was never used). Refused from inside a host callback. Errors raised
     by host callbacks are reported by ``Stream.synchronize``, not here.
     """
-    _check_sync("synchronize()")
+    if _sync_debug():
+        _check_sync("synchronize()")
     _refuse_in_callback("synchronize()")
     index = _index(dev)
     _ensure_current(index)
@@ -861,7 +862,8 @@ class Device:
 
     def synchronize(self) -> None:
         """Wait for all work on this device (:func:`synchronize`)."""
-        _check_sync("Device.synchronize()")
+        if _sync_debug():
+            _check_sync("Device.synchronize()")
         synchronize(self._index)
 
     # --- identity

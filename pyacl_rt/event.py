@@ -30,7 +30,7 @@ from typing import Any, Final, NoReturn
 
 from . import context as _context
 from . import errors, runtime
-from ._syncdebug import _check_sync
+from ._syncdebug import _check_sync, _sync_debug
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -270,7 +270,8 @@ class Event:
             if timeout is not None:
                 _timeout_ms(timeout)  # validate the argument even when there is no wait
             return
-        _check_sync("Event.synchronize()")
+        if _sync_debug():
+            _check_sync("Event.synchronize()")
         if _local.st.ctx is not ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
@@ -326,7 +327,8 @@ class Event:
                     "before elapsed_time()",
                     explanation="",
                 )
-        _check_sync("Event.elapsed_time()")
+        if _sync_debug():
+            _check_sync("Event.elapsed_time()")
         self.synchronize()
         end_event.synchronize()
         if _local.st.ctx is not self._ctx:

@@ -50,7 +50,7 @@ from typing import Any, Final, NoReturn
 from . import callbacks, errors, lowlevel, runtime
 from . import context as _context
 from . import device as _device
-from ._syncdebug import _check_sync
+from ._syncdebug import _check_sync, _sync_debug
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -441,7 +441,8 @@ class Stream:
         last synchronize (the others are attached as notes). Refused inside a host
         callback (it would wait for itself).
         """
-        _check_sync("Stream.synchronize()")
+        if _sync_debug():
+            _check_sync("Stream.synchronize()")
         t = _local.st
         if t.in_callback:
             _refuse_in_callback("Stream.synchronize()")
@@ -589,7 +590,8 @@ class Stream:
         f = self._finalizer
         if f is None or not f.alive or self._kind != _OWNED:
             return
-        _check_sync("Stream.close()")
+        if _sync_debug():
+            _check_sync("Stream.close()")
         if self._state[1] is not None and _local.st.in_callback:
             _refuse_in_callback("Stream.close()")
         _run_finalizer(f)  # runs _destroy_stream once

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -246,23 +246,35 @@ def test_blocking_call_raises_before_waiting(
         call()  # nothing was left half done: the same call works in mode "default"
 
 
+def _calls(node: ast.AST, name: str) -> list[ast.Call]:
+    return [
+        n
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+    ]
+
+
 def _hook_sites() -> set[tuple[str, int]]:
-    """(file, line) of every ``_check_sync(...)`` call in the package."""
+    """(file, line) of every ``_check_sync(...)`` hook in the package, each checked to
+    have the shape ``if [cond and] _sync_debug(): _check_sync("literal")``."""
     sites = set()
     for path in PKG.rglob("*.py"):
         if path.name == "_syncdebug.py":
             continue
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "_check_sync"
-            ):
-                assert len(node.args) == 1 and isinstance(node.args[0], ast.Constant), (
-                    f"{path}:{node.lineno}: _check_sync takes one string literal"
-                )
-                sites.add((str(path), node.lineno))
+            if not isinstance(node, ast.If) or not _calls(node.test, "_sync_debug"):
+                continue
+            assert len(node.body) == 1 and not node.orelse, f"{path}:{node.lineno}"
+            (call,) = _calls(node.body[0], "_check_sync")
+            assert len(call.args) == 1 and isinstance(call.args[0], ast.Constant), (
+                f"{path}:{call.lineno}: _check_sync takes one string literal"
+            )
+            sites.add((str(path), call.lineno))
+        n_checks = len(_calls(tree, "_check_sync"))
+        assert n_checks == len([s for s in sites if s[0] == str(path)]), (
+            f"{path}: a _check_sync call outside `if _sync_debug():`"
+        )
     return sites
 
 
@@ -270,10 +282,9 @@ def test_every_hook_is_reached_by_a_scenario(monkeypatch: pytest.MonkeyPatch) ->
     fired: set[tuple[str, int]] = set()
     real = _syncdebug._report
 
-    def spy(what: str) -> None:
-        hook = sys._getframe(2)
+    def spy(what: str, hook: FrameType) -> None:
         fired.add((str(Path(hook.f_code.co_filename).resolve()), hook.f_lineno))
-        real(what)
+        real(what, hook)
 
     monkeypatch.setattr(_syncdebug, "_report", spy)
     for _name, _sid, setup in SCENARIOS:
@@ -664,3 +675,23 @@ def test_readme_lists_every_blocking_call() -> None:
     section = text[start : text.index("\n## ", start + 1)]
     missing = [name for name in _syncdebug.BLOCKING_CALLS if f"`{name}`" not in section]
     assert not missing, f"README's sync-debug section does not list {missing}"
+
+
+def test_first_check_of_a_thread_stores_the_default() -> None:
+    """After one blocking call a thread knows its mode: later ones take the fast path
+    (``_sync_debug()`` false, no Python call)."""
+    if getattr(sys.flags, "thread_inherit_context", 0):
+        pytest.skip("threads inherit the creator's context on this Python")
+    s = npu.Stream(0)
+    seen: list[int] = []
+
+    def worker() -> None:
+        seen.append(_syncdebug._sync_debug())
+        s.synchronize()
+        seen.append(_syncdebug._sync_debug())
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(60)
+    s.close()
+    assert seen == [_syncdebug._UNRESOLVED, 0]
