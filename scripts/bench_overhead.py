@@ -30,7 +30,9 @@ namespace, so every column pays the same global lookup):
               without one, a callable registered with
               ``pyacl_rt.lowlevel.register_hot_path(case_name, fn)`` is timed as ``fn()``):
               ``current_device()``, ``Stream.query()``, ``Event.record(stream)``,
-              ``memory.memcpy_async(dst_buf, src_buf, 8, stream)`` between owned buffers.
+              ``memory.memcpy_async(dst_buf, src_buf, 8, stream)`` between owned buffers,
+              ``Stream.synchronize()`` of an idle stream (a blocking entry point: it
+              includes the sync-debug hook, one ``ContextVar.get`` with the mode off).
               ``current_device()`` answers from per-thread state without calling
               ``aclrtGetDevice`` at all; the others call the runtime once.
 
@@ -98,6 +100,7 @@ static aclError (*p_stream_query)(aclrtStream, aclrtStreamStatus *);
 static aclError (*p_record_event)(aclrtEvent, aclrtStream);
 static aclError (*p_memcpy_async)(void *, size_t, const void *, size_t, aclrtMemcpyKind,
                                   aclrtStream);
+static aclError (*p_synchronize_stream)(aclrtStream);
 
 #define NOGIL(call) do { Py_BEGIN_ALLOW_THREADS call; Py_END_ALLOW_THREADS } while (0)
 
@@ -116,8 +119,9 @@ static PyObject *init(PyObject *self, PyObject *arg) {
     *(void **)&p_stream_query = dlsym(h, "aclrtStreamQuery");
     *(void **)&p_record_event = dlsym(h, "aclrtRecordEvent");
     *(void **)&p_memcpy_async = dlsym(h, "aclrtMemcpyAsync");
+    *(void **)&p_synchronize_stream = dlsym(h, "aclrtSynchronizeStream");
     if (!p_set_device || !p_get_device || !p_stream_query || !p_record_event ||
-        !p_memcpy_async) {
+        !p_memcpy_async || !p_synchronize_stream) {
         PyErr_SetString(PyExc_RuntimeError, "missing symbol");
         return NULL;
     }
@@ -170,6 +174,14 @@ static PyObject *memcpy_async(PyObject *self, PyObject *const *args, Py_ssize_t 
     NOGIL(rc = p_memcpy_async(dst, dmax, src, cnt, (aclrtMemcpyKind)kind, (aclrtStream)s));
     return PyLong_FromLong(rc);
 }
+static PyObject *synchronize_stream(PyObject *self, PyObject *arg) {
+    void *s = PyLong_AsVoidPtr(arg);
+    if (s == NULL && PyErr_Occurred()) return NULL;
+    aclError rc;
+    NOGIL(rc = p_synchronize_stream((aclrtStream)s));
+    if (rc != ACL_SUCCESS) return fail("aclrtSynchronizeStream", rc);
+    Py_RETURN_NONE;
+}
 /* ---- same, GIL held ---- */
 static PyObject *set_device_gil(PyObject *self, PyObject *arg) {
     long d = PyLong_AsLong(arg);
@@ -210,6 +222,14 @@ static PyObject *memcpy_async_gil(PyObject *self, PyObject *const *args, Py_ssiz
                                           (aclrtStream)s));
 }
 
+static PyObject *synchronize_stream_gil(PyObject *self, PyObject *arg) {
+    void *s = PyLong_AsVoidPtr(arg);
+    if (s == NULL && PyErr_Occurred()) return NULL;
+    aclError rc = p_synchronize_stream((aclrtStream)s);
+    if (rc != ACL_SUCCESS) return fail("aclrtSynchronizeStream", rc);
+    Py_RETURN_NONE;
+}
+
 /* A host function that blocks its stream in C (arg = milliseconds): for the GIL test. */
 static void sleep_host_func(void *arg) {
     long ms = (long)(uintptr_t)arg;
@@ -228,11 +248,13 @@ static PyMethodDef methods[] = {
     {"stream_query", stream_query, METH_O, NULL},
     {"record_event", FC(record_event), METH_FASTCALL, NULL},
     {"memcpy_async", FC(memcpy_async), METH_FASTCALL, NULL},
+    {"synchronize_stream", synchronize_stream, METH_O, NULL},
     {"set_device_gil", set_device_gil, METH_O, NULL},
     {"get_device_gil", get_device_gil, METH_NOARGS, NULL},
     {"stream_query_gil", stream_query_gil, METH_O, NULL},
     {"record_event_gil", FC(record_event_gil), METH_FASTCALL, NULL},
     {"memcpy_async_gil", FC(memcpy_async_gil), METH_FASTCALL, NULL},
+    {"synchronize_stream_gil", synchronize_stream_gil, METH_O, NULL},
     {"sleep_host_func_addr", sleep_host_func_addr, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_bench_cext", NULL, -1, methods};
@@ -323,6 +345,15 @@ CASES: list[Case] = [
         "cx_copy_gil(dev, 64, host, 8, H2D, stream)",
         pythonic="p_memcpy_async(pdev, phost, 8, pstream)",
         sync_after=True,
+    ),
+    Case(
+        "aclrtSynchronizeStream (idle)",
+        "rc = ll_sync(stream)\nif rc: fail(rc)",
+        "fx_sync(stream)",
+        "rc = ct_sync(stream)\nif rc: fail(rc)",
+        "cx_sync(stream)",
+        "cx_sync_gil(stream)",
+        pythonic="pstream.synchronize()",  # includes the sync-debug hook (mode off)
     ),
 ]
 
@@ -527,6 +558,7 @@ def main(argv: list[str] | None = None) -> int:
             "aclrtStreamQuery": (c_void_p, ptr_i32),
             "aclrtRecordEvent": (c_void_p, c_void_p),
             "aclrtMemcpyAsync": (c_void_p, c_size_t, c_void_p, c_size_t, c_int32, c_void_p),
+            "aclrtSynchronizeStream": (c_void_p,),
         }
         for fname, argtypes in sigs.items():
             f = getattr(dll, fname)
@@ -545,15 +577,18 @@ def main(argv: list[str] | None = None) -> int:
             "ll_query": ll.aclrtStreamQuery,
             "ll_record": ll.aclrtRecordEvent,
             "ll_copy": ll.aclrtMemcpyAsync,
+            "ll_sync": ll.aclrtSynchronizeStream,
             "fx_get": fx.get_device,
             "fx_query": fx.stream_query,
             "fx_record": fx.record_event,
             "fx_copy": fx.memcpy_async,
+            "fx_sync": fx.synchronize_stream,
             "ct_set": dll.aclrtSetDevice,
             "ct_get": dll.aclrtGetDevice,
             "ct_query": dll.aclrtStreamQuery,
             "ct_record": dll.aclrtRecordEvent,
             "ct_copy": dll.aclrtMemcpyAsync,
+            "ct_sync": dll.aclrtSynchronizeStream,
             "ct_i32": ct_i32,
             "ct_i32_ref": ctypes.byref(ct_i32),
             "cx_set": cx.set_device,
@@ -561,11 +596,13 @@ def main(argv: list[str] | None = None) -> int:
             "cx_query": cx.stream_query,
             "cx_record": cx.record_event,
             "cx_copy": cx.memcpy_async,
+            "cx_sync": cx.synchronize_stream,
             "cx_set_gil": cx.set_device_gil,
             "cx_get_gil": cx.get_device_gil,
             "cx_query_gil": cx.stream_query_gil,
             "cx_record_gil": cx.record_event_gil,
             "cx_copy_gil": cx.memcpy_async_gil,
+            "cx_sync_gil": cx.synchronize_stream_gil,
             "current_device": current_device,
             "pstream": pstream,
             "pevent": pevent,
