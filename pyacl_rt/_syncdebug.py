@@ -202,7 +202,9 @@ def _report(what: str, hook: FrameType) -> None:
         _mode.set(mode)  # this context knows it now: later checks take the fast path
     if not mode:
         return
-    _hook_lines.setdefault(hook.f_code, hook.f_lineno)
+    line = hook.f_lineno
+    if line < _hook_lines.get(hook.f_code, line + 1):
+        _hook_lines[hook.f_code] = line  # the first hook of that function
     frame = hook
     level = 3  # warnings.warn's stacklevel of `frame`
     while True:
