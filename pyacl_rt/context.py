@@ -188,9 +188,9 @@ class Context:
 
     def synchronize(self) -> None:
         """Wait for all work in this context (``aclrtSynchronizeDevice`` within it)."""
+        _refuse_in_callback("Context.synchronize()")
         if _sync_debug():
             _check_sync("Context.synchronize()")
-        _refuse_in_callback("Context.synchronize()")
         self._require_open()
         if _local.st.ctx is not self._ref:
             self._ref.make_current()

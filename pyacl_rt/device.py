@@ -642,9 +642,9 @@ def synchronize(dev: DeviceLike = None) -> None:
     the device was never used). Refused from inside a host callback. Errors raised
     by host callbacks are reported by ``Stream.synchronize``, not here.
     """
+    _refuse_in_callback("synchronize()")
     if _sync_debug():
         _check_sync("synchronize()")
-    _refuse_in_callback("synchronize()")
     index = _index(dev)
     _ensure_current(index)
     rc = _lib.aclrtSynchronizeDevice()

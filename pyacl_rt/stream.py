@@ -441,11 +441,11 @@ class Stream:
         last synchronize (the others are attached as notes). Refused inside a host
         callback (it would wait for itself).
         """
-        if _sync_debug():
-            _check_sync("Stream.synchronize()")
         t = _local.st
         if t.in_callback:
             _refuse_in_callback("Stream.synchronize()")
+        if _sync_debug():
+            _check_sync("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
@@ -590,10 +590,10 @@ class Stream:
         f = self._finalizer
         if f is None or not f.alive or self._kind != _OWNED:
             return
-        if _sync_debug():
-            _check_sync("Stream.close()")
         if self._state[1] is not None and _local.st.in_callback:
             _refuse_in_callback("Stream.close()")
+        if _sync_debug():
+            _check_sync("Stream.close()")
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
         _live.discard(self)

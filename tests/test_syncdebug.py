@@ -695,3 +695,27 @@ def test_first_check_of_a_thread_stores_the_default() -> None:
     t.join(60)
     s.close()
     assert seen == [_syncdebug._UNRESOLVED, 0]
+
+
+def test_inside_a_host_callback_the_callback_error_wins() -> None:
+    """A blocking call in a host callback would deadlock: CallbackContextError, not the
+    sync-debug report, whatever the mode of the report thread."""
+    s = npu.Stream(0)
+    seen: list[BaseException] = []
+
+    def callback() -> None:
+        with npu.sync_debug_mode("error"):
+            for call in (s.synchronize, npu.synchronize, lambda: npu.memset(dev, 0)):
+                try:
+                    call()
+                except BaseException as exc:
+                    seen.append(exc)
+
+    dev = npu.DeviceBuffer(N)
+    try:
+        s.launch_host_func(callback)
+        s.synchronize()
+    finally:
+        dev.close()
+        s.close()
+    assert [type(e) for e in seen] == [npu.CallbackContextError] * 3, seen
