@@ -410,6 +410,50 @@ def test_mock_control(run_python: Any, clean_env: Any) -> None:
     assert "nonsense" in r["bad"]
 
 
+CANN_FIDELITY_PROBE = r"""
+import json
+from pyacl_rt import lowlevel as ll, errors
+ll.load()
+s = ll.scratch()
+NULL = ll.ffi.NULL
+out = {}
+rc = ll.aclrtResetDevice(1)  # never set
+try:
+    ll.check(rc, "aclrtResetDevice")
+except errors.AclError as e:
+    out["reset_err"] = [e.code, e.function]
+assert ll.aclrtSetDevice(1) == 0 and ll.aclrtSetDevice(1) == 0
+out["force"] = [ll.aclrtResetDeviceForce(1), ll.aclrtResetDeviceForce(1), ll.aclrtResetDevice(1)]
+out["primary"] = [ll.aclrtGetPrimaryCtxState(1, NULL, s.i32), s.i32[0]]
+s.i64[0] = -1
+out["sysparam"] = [ll.aclrtGetSysParamOpt(0, s.i64), s.i64[0]]
+set_rc = ll.aclrtDeviceSetLimit(0, 1000)
+out["limit_before_set"] = [set_rc, ll.aclrtDeviceGetLimit(0, s.size), s.size[0]]
+out["finalize_ref"] = [ll.aclInit(NULL), ll.aclInit(NULL), ll.aclFinalizeReference(NULL),
+                       ll.aclFinalizeReference(NULL), ll.aclFinalize()]
+out["arch"] = [ll.aclrtCheckArchCompatibility(ll.aclrtGetSocName(), s.i32), s.i32[0]]
+out["count"] = [ll.aclrtGetDeviceCount(s.u32), s.u32[0]]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_mock_cann_fidelity(run_python: Any, clean_env: Any) -> None:
+    """Issue 7 mock-fidelity items seen through the raw binding (each also has a C test)."""
+    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_RT_VISIBLE_DEVICES="0,1,2, 3")
+    proc = run_python(CANN_FIDELITY_PROBE, env=env)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert r["reset_err"] == [107002, "aclrtResetDevice"]  # unbalanced reset is an error
+    assert r["force"] == [0, 107002, 107002]  # after a force reset nothing is left to release
+    assert r["primary"] == [0, 0]  # NULL flags accepted
+    assert r["sysparam"] == [0, 0]  # process option never set: 0, successfully
+    assert r["limit_before_set"] == [0, 0, 1008]  # no device needed; rounded up to 16 bytes
+    assert r["finalize_ref"] == [0, 100002, 0, 0, 100037]  # NULL refCount, last one finalises
+    assert r["arch"] == [0, 1]
+    assert r["count"] == [0, 3]  # the list ends at the bad entry " 3"
+    assert "ASCEND_RT_VISIBLE_DEVICES" in proc.stderr  # one warning names the bad entry
+
+
 def test_mock_control_refuses_real_library(
     tmp_path: Path, build_shared_lib: Any, run_python: Any, clean_env: Any
 ) -> None:
