@@ -41,12 +41,7 @@ from typing import Any
 
 from . import callbacks, context, device, errors, event, lowlevel, memory, runtime, stream
 from ._loader import backend_info
-from ._syncdebug import (
-    SyncDebugWarning,
-    get_sync_debug_mode,
-    set_sync_debug_mode,
-    sync_debug_mode,
-)
+from ._syncdebug import get_sync_debug_mode, set_sync_debug_mode, sync_debug_mode
 from .context import Context, current_context
 from .device import (
     CallbackContextError,
@@ -89,6 +84,7 @@ from .errors import (
     NotInitializedError,
     RuntimeFinalizedError,
     SyncDebugError,
+    SyncDebugWarning,
 )
 from .event import Event, EventTimingError
 from .memory import (

@@ -53,11 +53,10 @@ from types import CodeType, FrameType
 from typing import Final
 
 from ._options import SYNC_DEBUG_MODES, get_options
-from .errors import SyncDebugError
+from .errors import SyncDebugError, SyncDebugWarning
 
 __all__ = [
     "BLOCKING_CALLS",
-    "SyncDebugWarning",
     "get_sync_debug_mode",
     "set_sync_debug_mode",
     "sync_debug_mode",
@@ -91,11 +90,6 @@ BLOCKING_CALLS: Final[tuple[str, ...]] = (
     "HostBuffer.fill()",
     "HostBuffer.close()",
 )
-
-
-class SyncDebugWarning(UserWarning):
-    """Issued in sync-debug mode ``"warn"`` by a call that makes the host wait for the
-    device (see :func:`set_sync_debug_mode`); attributed to the calling line."""
 
 
 #: Mode numbers by name, as torch: default 0, warn 1, error 2.

@@ -34,6 +34,9 @@ Hierarchy by ACL code family (first digit of the code)::
     +-- ConfigError              (also ValueError) bad PYACL_RT_* environment value
     +-- ForkedProcessError       (also RuntimeError) runtime used in a forked child
 
+Warning: :class:`SyncDebugWarning` (a ``UserWarning``) - a call that makes the host
+wait for the device, in sync-debug mode ``"warn"``.
+
 All exceptions pickle with every attribute (``__reduce__``), so they cross
 ``multiprocessing`` boundaries intact.
 
@@ -70,6 +73,7 @@ __all__ = [
     "ObjectClosedError",
     "RuntimeFinalizedError",
     "SyncDebugError",
+    "SyncDebugWarning",
     "SyncTimeoutError",
     "error_class_for_code",
     "error_from_code",
@@ -557,6 +561,11 @@ class ForkedProcessError(AclError, RuntimeError):
                 "'forkserver') to start worker processes."
             )
         super().__init__(message, function=function, explanation="")
+
+
+class SyncDebugWarning(UserWarning):
+    """Issued in sync-debug mode ``"warn"`` (:func:`pyacl_rt.set_sync_debug_mode`) by a
+    call that makes the host wait for the device; attributed to the calling line."""
 
 
 # ----------------------------------------------------------------- dispatch
