@@ -1,7 +1,7 @@
 """Sync-debug mode: report calls that make the host wait for the device.
 
 Like ``torch.cuda.set_sync_debug_mode``: in mode ``"warn"`` (1) every blocking entry
-point issues a :class:`SyncDebugWarning` attributed to the user's line, in mode
+point issues a :class:`~pyacl_rt.errors.SyncDebugWarning` attributed to the user's line, in mode
 ``"error"`` (2) it raises :class:`~pyacl_rt.errors.SyncDebugError` instead of waiting;
 ``"default"`` (0) reports nothing. The mode lives in a :class:`contextvars.ContextVar`,
 so it is scoped per thread and per asyncio task: setting it in one thread or task never
@@ -133,7 +133,7 @@ def set_sync_debug_mode(debug_mode: str | int) -> None:
     """Report blocking calls in the current thread / asyncio task from now on.
 
     ``debug_mode``: ``"default"`` or 0 (report nothing), ``"warn"`` or 1 (issue a
-    :class:`SyncDebugWarning` naming the call), ``"error"`` or 2 (raise
+    :class:`~pyacl_rt.errors.SyncDebugWarning` naming the call), ``"error"`` or 2 (raise
     :class:`~pyacl_rt.errors.SyncDebugError` instead of waiting). Other threads and
     tasks are not affected; tasks created afterwards inherit it. torch's name and values.
     """
