@@ -28,10 +28,10 @@ the report says ``DeviceBuffer.copy_to_host()``).
 Not reported (documented in the README): waits pyacl_rt does on the user's behalf at
 teardown, i.e. :func:`pyacl_rt.runtime.finalize` and interpreter exit, garbage
 collection of streams and buffers, :meth:`pyacl_rt.context.Context.close` (closes what
-is left in the context), and frees deferred from a host callback (done at the next
-allocation or by ``empty_cache()``). A teardown path must neither raise nor warn
-(finalizers cannot report to anyone), so none of those paths has a hook. The raw layer
-(:mod:`pyacl_rt.lowlevel`, ``lowlevel.fast``) is 1:1 and unchecked.
+is left in the context), and frees deferred from a host callback (done by the releaser
+thread, at the next allocation or by ``empty_cache()``). A teardown path must neither
+raise nor warn (finalizers cannot report to anyone), so none of those paths has a hook.
+The raw layer (:mod:`pyacl_rt.lowlevel`, ``lowlevel.fast``) is 1:1 and unchecked.
 
 Rule for hooks that may nest: a pyacl_rt call that blocks in several places reports
 once, at its first hook. When a hook fires, the pyacl_rt frames above it are looked

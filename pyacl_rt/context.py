@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable
 from typing import NoReturn
 
-from . import errors, runtime
+from . import _releaser, errors, runtime
 from ._syncdebug import _check_sync, _sync_debug
 from .device import (
     Device,
@@ -32,7 +32,6 @@ from .device import (
     ObjectClosedError,
     _check,
     _CtxRef,
-    _deferred_calls,
     _fast_get_current_context,
     _index,
     _lib,
@@ -64,7 +63,7 @@ def _destroy(ref: _CtxRef) -> None:
             return
         if _local.st.in_callback:
             # Closing the children waits for their work: not on a host-callback thread.
-            _deferred_calls.append(functools.partial(_destroy, ref))
+            _releaser.defer(functools.partial(_destroy, ref))
             return
         for hook in _close_hooks:
             try:
