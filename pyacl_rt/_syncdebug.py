@@ -40,7 +40,8 @@ executing passed that hook already, so the inner hook stays silent (e.g. ``copy(
 waiting in ``Stream.synchronize()``). So put a hook before the nested blocking calls
 it covers, and only under the same condition as they run.
 
-Floor 1: imports only the standard library, :mod:`errors` and :mod:`_options`.
+Floor 1: imports only the standard library, :mod:`errors`, :mod:`_options` and
+:mod:`_args`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from contextvars import ContextVar, Token
 from types import CodeType, FrameType
 from typing import Final
 
+from ._args import index_arg
 from ._options import SYNC_DEBUG_MODES, get_options
 from .errors import SyncDebugError, SyncDebugWarning
 
@@ -111,22 +113,20 @@ def _env_default() -> int:
     return _default
 
 
+_ACCEPTED: Final = "'default', 'warn', 'error' or 0, 1, 2"
+
+
 def _parse(mode: object) -> int:
+    """A ``debug_mode`` argument as its number (ints through ``__index__``)."""
     if isinstance(mode, str):
         value = _MODES.get(mode)
-        if value is not None:
-            return value
-    elif isinstance(mode, int) and not isinstance(mode, bool):
-        if 0 <= mode < len(SYNC_DEBUG_MODES):
-            return mode
-    else:
-        raise TypeError(
-            f"sync debug mode must be a str or an int, not {type(mode).__name__} "
-            "(one of 'default', 'warn', 'error' or 0, 1, 2)"
-        )
-    raise ValueError(
-        f"invalid sync debug mode {mode!r}: expected one of 'default', 'warn', 'error' (or 0, 1, 2)"
-    )
+        if value is None:
+            raise ValueError(f"debug_mode must be one of {_ACCEPTED}, got {mode!r}")
+        return value
+    value = index_arg(mode, "debug_mode", f"one of {_ACCEPTED}")
+    if not 0 <= value < len(SYNC_DEBUG_MODES):
+        raise ValueError(f"debug_mode must be one of {_ACCEPTED}, got {value}")
+    return value
 
 
 def set_sync_debug_mode(debug_mode: str | int) -> None:

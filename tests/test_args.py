@@ -325,6 +325,9 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("max_memory_reserved", lambda o: npu.max_memory_reserved(F), "device"),  # type: ignore[arg-type]
     ("memory_stats", lambda o: npu.memory_stats(F), "device"),  # type: ignore[arg-type]
     ("reset_peak_memory_stats", lambda o: npu.reset_peak_memory_stats(F), "device"),  # type: ignore[arg-type]
+    # ---- sync-debug mode
+    ("set_sync_debug_mode", lambda o: npu.set_sync_debug_mode(F), "debug_mode"),  # type: ignore[arg-type]
+    ("sync_debug_mode", lambda o: npu.sync_debug_mode(True), "debug_mode"),
 ]
 
 #: Public callables that take no arguments: an argument is a TypeError from Python.
@@ -336,6 +339,7 @@ NO_ARGS = {
     "empty_cache",
     "finalize",
     "get_soc_version",
+    "get_sync_debug_mode",
     "host_memory_allocated",
     "is_available",
     "is_bf16_supported",
