@@ -72,6 +72,9 @@ __all__ = [
 #: streams). ``Event.synchronize()`` of a never-recorded event does not block.
 #: ``memcpy_async()`` and ``copy(..., non_blocking=True)`` block only across two devices
 #: without peer access (staged through pinned memory): reported as the call made.
+#: DLPack: ``__dlpack__()`` with ``stream=None`` waits for the work pending on the buffer
+#: (a consumer stream on another device: synchronizes the pending streams), and an
+#: export or :func:`~pyacl_rt.from_dlpack` import that copies does so synchronously.
 BLOCKING_CALLS: Final[tuple[str, ...]] = (
     "synchronize()",
     "Device.synchronize()",
@@ -91,6 +94,10 @@ BLOCKING_CALLS: Final[tuple[str, ...]] = (
     "DeviceBuffer.close()",
     "HostBuffer.fill()",
     "HostBuffer.close()",
+    "DeviceBuffer.__dlpack__()",
+    "HostBuffer.__dlpack__()",
+    "DLPackView.__dlpack__()",
+    "from_dlpack()",
 )
 
 

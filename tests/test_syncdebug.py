@@ -178,6 +178,27 @@ def _host_close(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object
     return _pending_on(stack, _closing(stack, npu.HostBuffer(N))).close  # type: ignore[no-any-return]
 
 
+def _dev_dlpack(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    dev = _pending_on(stack, _dev(stack))
+    return dev.__dlpack__  # type: ignore[no-any-return]  # stream=None: waits; capsule dropped
+
+
+def _host_dlpack(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    h = _pending_on(stack, _closing(stack, npu.HostBuffer(N)))
+    return h.__dlpack__  # type: ignore[no-any-return]
+
+
+def _view_dlpack_copy(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    view = _dev(stack).as_dlpack("float32")
+    return lambda: view.__dlpack__(dl_device=(1, 0))  # a copy to the host
+
+
+def _from_dlpack_copy(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    made: list[Any] = []
+    stack.callback(lambda: [b.close() for b in made])
+    return lambda: made.append(npu.from_dlpack(np.zeros(N, np.uint8), device=0))
+
+
 #: (public name as reported, scenario id, setup returning the blocking call). Setups run
 #: in mode "default"; the returned call is made in mode "warn" / "error".
 SCENARIOS: list[tuple[str, str, Setup]] = [
@@ -203,6 +224,10 @@ SCENARIOS: list[tuple[str, str, Setup]] = [
     ("DeviceBuffer.close()", "used", _dev_close),
     ("HostBuffer.fill()", "pending", _host_fill),
     ("HostBuffer.close()", "used", _host_close),
+    ("DeviceBuffer.__dlpack__()", "pending", _dev_dlpack),
+    ("HostBuffer.__dlpack__()", "pending", _host_dlpack),
+    ("DLPackView.__dlpack__()", "copy", _view_dlpack_copy),
+    ("from_dlpack()", "copy", _from_dlpack_copy),
 ]
 IDS = [f"{name}-{sid}" for name, sid, _ in SCENARIOS]
 
@@ -341,6 +366,10 @@ def test_non_blocking_calls_do_not_report(monkeypatch: pytest.MonkeyPatch) -> No
             dev[0:16].close()  # a view
             npu.Event().close()
             _closing(stack, npu.Stream(0))
+            dev.__dlpack__(stream=-1)  # DLPack: no synchronization asked
+            dev.__dlpack__(stream=s)  # the consumer's stream waits, not the host
+            npu.HostBuffer(N).__dlpack__()  # nothing pending
+            _closing(stack, npu.from_dlpack(arr))  # zero-copy import
         npu.synchronize(0)
         npu.synchronize(1)
 
