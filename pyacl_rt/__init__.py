@@ -40,6 +40,17 @@ import types
 from typing import Any
 
 from . import callbacks, context, device, errors, event, lowlevel, memory, runtime, stream
+from ._allocator import (
+    caching_allocator,
+    caching_allocator_alloc,
+    caching_allocator_delete,
+    dump_snapshot,
+    get_per_process_memory_fraction,
+    host_memory_stats,
+    memory_snapshot,
+    record_memory_history,
+    set_per_process_memory_fraction,
+)
 from ._dlpack import from_dlpack
 from ._loader import backend_info
 from ._syncdebug import get_sync_debug_mode, set_sync_debug_mode, sync_debug_mode
@@ -101,7 +112,9 @@ from .memory import (
     memory_allocated,
     memory_reserved,
     memory_stats,
+    memory_summary,
     memset,
+    reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
 from .runtime import finalize, init, is_initialized
@@ -175,6 +188,9 @@ __all__ = [
     "SyncTimeoutError",
     "__version__",
     "backend_info",
+    "caching_allocator",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
     "callbacks",
     "can_device_access_peer",
     "context",
@@ -187,6 +203,7 @@ __all__ = [
     "device",
     "device_count",
     "device_of",
+    "dump_snapshot",
     "empty_cache",
     "errors",
     "event",
@@ -196,9 +213,11 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "get_per_process_memory_fraction",
     "get_soc_version",
     "get_sync_debug_mode",
     "host_memory_allocated",
+    "host_memory_stats",
     "init",
     "is_available",
     "is_bf16_supported",
@@ -212,12 +231,17 @@ __all__ = [
     "memory",
     "memory_allocated",
     "memory_reserved",
+    "memory_snapshot",
     "memory_stats",
+    "memory_summary",
     "memset",
+    "record_memory_history",
+    "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "runtime",
     "set_device",
     "set_op_timeout_ms",
+    "set_per_process_memory_fraction",
     "set_stream",
     "set_sync_debug_mode",
     "stream",

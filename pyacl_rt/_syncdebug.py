@@ -29,8 +29,11 @@ Not reported (documented in the README): waits pyacl_rt does on the user's behal
 teardown, i.e. :func:`pyacl_rt.runtime.finalize` and interpreter exit, garbage
 collection of streams and buffers, :meth:`pyacl_rt.context.Context.close` (closes what
 is left in the context), and frees deferred from a host callback (done by the releaser
-thread, at the next allocation or by ``empty_cache()``). A teardown path must neither
-raise nor warn (finalizers cannot report to anyone), so none of those paths has a hook.
+thread or at the next allocation). A teardown path must neither raise nor warn
+(finalizers cannot report to anyone), so none of those paths has a hook. Nor are the
+caching allocator's waits inside an allocation (a cache miss may wait for the event of
+the allocation stream, out of memory frees the cache after a device synchronize): as in
+torch, they are the allocator's business, not a call the user made.
 The raw layer (:mod:`pyacl_rt.lowlevel`, ``lowlevel.fast``) is 1:1 and unchecked.
 
 Rule for hooks that may nest: a pyacl_rt call that blocks in several places reports
@@ -68,8 +71,11 @@ __all__ = [
 #: ``copy()``, ``copy_2d()``, ``memset()`` and the buffer methods block when
 #: ``non_blocking`` is False; for host-to-host copies and host memsets, only when they
 #: wait for a ``stream`` argument or for pending work on an owned buffer. Buffer
-#: ``close()`` blocks when the buffer was used on a stream (freeing synchronizes those
-#: streams). ``Event.synchronize()`` of a never-recorded event does not block.
+#: ``close()`` blocks when the buffer was used on a stream and its memory is not the
+#: caching allocator's (a native or imported buffer: freeing synchronizes those streams;
+#: the cache takes a block back without waiting). ``empty_cache()`` waits for the events
+#: guarding cached blocks and synchronizes the device before freeing segments.
+#: ``Event.synchronize()`` of a never-recorded event does not block.
 #: ``memcpy_async()`` and ``copy(..., non_blocking=True)`` block only across two devices
 #: without peer access (staged through pinned memory): reported as the call made.
 #: DLPack: ``__dlpack__()`` with ``stream=None`` waits for the work pending on the buffer
@@ -94,6 +100,7 @@ BLOCKING_CALLS: Final[tuple[str, ...]] = (
     "DeviceBuffer.close()",
     "HostBuffer.fill()",
     "HostBuffer.close()",
+    "empty_cache()",
     "DeviceBuffer.__dlpack__()",
     "HostBuffer.__dlpack__()",
     "DLPackView.__dlpack__()",

@@ -27,7 +27,7 @@ import pytest
 from conftest import _clean_env
 
 import pyacl_rt as npu
-from pyacl_rt import _options, _syncdebug
+from pyacl_rt import _membackend, _options, _syncdebug
 from pyacl_rt.errors import AclUsageError, ConfigError
 
 PKG = Path(npu.__file__).resolve().parent
@@ -165,7 +165,15 @@ def _dev_memset(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object
     return lambda: dev.memset(3, 16, 8)
 
 
+def _native(stack: ExitStack) -> None:
+    """Allocate natively (aclrtMalloc per buffer) until the scenario ends: freeing such a
+    buffer waits for its streams; the caching allocator's does not."""
+    prev = _membackend.select("native")
+    stack.callback(_membackend.select, prev.name)
+
+
 def _dev_close(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    _native(stack)
     return _pending_on(stack, _dev(stack)).close  # type: ignore[no-any-return]
 
 
@@ -175,6 +183,7 @@ def _host_fill(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]
 
 
 def _host_close(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    _native(stack)
     return _pending_on(stack, _closing(stack, npu.HostBuffer(N))).close  # type: ignore[no-any-return]
 
 
@@ -224,6 +233,7 @@ SCENARIOS: list[tuple[str, str, Setup]] = [
     ("DeviceBuffer.close()", "used", _dev_close),
     ("HostBuffer.fill()", "pending", _host_fill),
     ("HostBuffer.close()", "used", _host_close),
+    ("empty_cache()", "any", lambda st, mp: npu.empty_cache),
     ("DeviceBuffer.__dlpack__()", "pending", _dev_dlpack),
     ("HostBuffer.__dlpack__()", "pending", _host_dlpack),
     ("DLPackView.__dlpack__()", "copy", _view_dlpack_copy),
@@ -363,6 +373,15 @@ def test_non_blocking_calls_do_not_report(monkeypatch: pytest.MonkeyPatch) -> No
             npu.stream_from_pool(0)
             npu.DeviceBuffer(N).close()  # never used on a stream: nothing to wait for
             npu.HostBuffer(N).close()
+            prev = _membackend.select("caching")
+            try:  # the cache takes used blocks back without waiting
+                used_dev, used_host = npu.DeviceBuffer(N), npu.HostBuffer(N)
+                npu.copy(used_dev, arr, stream=s, non_blocking=True)
+                npu.copy(used_host, used_dev, stream=s, non_blocking=True)
+                used_dev.close()
+                used_host.close()
+            finally:
+                _membackend.select(prev.name)
             dev[0:16].close()  # a view
             npu.Event().close()
             _closing(stack, npu.Stream(0))
@@ -536,7 +555,11 @@ def test_error_pickles() -> None:
 
 
 def test_refused_copy_and_memset_change_nothing() -> None:
-    dev = npu.DeviceBuffer(N)
+    prev = _membackend.select("native")  # a native buffer's close() waits
+    try:
+        dev = npu.DeviceBuffer(N)
+    finally:
+        _membackend.select(prev.name)
     try:
         npu.memset(dev, 0)
         with npu.sync_debug_mode("error"):
