@@ -27,7 +27,7 @@
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
 #include "acl/acl_prof.h"
-#include "mock_registry.h"
+#include "core/registry.h"
 
 #define PROF_PATH_MAX 4096u
 #define PROF_MSG_MAX 128u

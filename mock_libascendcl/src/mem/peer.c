@@ -7,7 +7,7 @@
  * cards on one HCCS mesh: every pair of distinct visible devices can reach
  * each other. Enabled pairs gate copies between devices (copy.c).
  */
-#include "mem_internal.h"
+#include "mem/mem_private.h"
 
 #include <string.h>
 

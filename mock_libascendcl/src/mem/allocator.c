@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
-#include "mock_registry.h"
+#include "misc/misc_private.h"
+#include "core/registry.h"
 
 #define ALLOC_DESC_MAGIC 0x616c6c6f63446573ULL
 

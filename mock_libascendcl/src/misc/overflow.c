@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "misc/misc_private.h"
 
 #define OVERFLOW_STATUS_BYTES 64u /* bytes of status the runtime writes at most */
 

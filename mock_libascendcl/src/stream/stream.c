@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_internal.h"
-#include "stream_internal.h"
+#include "core/core.h"
+#include "stream/stream_private.h"
 
 #define STREAM_MAGIC 0x5354524d5354524dull /* "STRMSTRM" */
 /* Max streams per device including the default stream: 1984 on

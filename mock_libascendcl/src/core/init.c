@@ -34,8 +34,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core_private.h"
-#include "mock_json.h"
+#include "core/core_private.h"
+#include "core/json.h"
 
 #define CONFIG_MAX_BYTES (10u * 1024u * 1024u)
 #define MAX_INIT_CALLBACKS 64

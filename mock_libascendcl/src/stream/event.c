@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_internal.h"
-#include "stream_internal.h"
+#include "core/core.h"
+#include "stream/stream_private.h"
 
 #define EVENT_MAGIC 0x45564e5445564e54ull /* "EVNTEVNT" */
 /* Max events per device on A2/A3/950 (doc 07_event_management.md, §5.5). */

@@ -16,7 +16,7 @@
  * "write gate" while they copy and the waiter reads under the exclusive gate,
  * so the read never races with a copy (TSAN clean).
  */
-#include "mem_internal.h"
+#include "mem/mem_private.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 
 #include <stdarg.h>
 
-#include "mock_internal.h"
+#include "core/core.h"
 
 #define CORE_MAX_FAULTS 64
 #define CORE_FUNC_NAME_MAX 64

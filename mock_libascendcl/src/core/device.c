@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core_private.h"
+#include "core/core_private.h"
 
 /* ------------------------------------------------------------ SoC profiles */
 

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "mock_internal.h"
+#include "core/core.h"
 
 /* util.c: exact IEEE binary16 <-> binary32 (RNE, subnormals, inf/nan). */
 MOCK_HIDDEN float mock_half_to_float(uint16_t h);

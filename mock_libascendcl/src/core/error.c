@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core_private.h"
+#include "core/core_private.h"
 
 #define MSG_MAX 1024
 

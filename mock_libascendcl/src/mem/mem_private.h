@@ -7,7 +7,7 @@
 #ifndef MOCK_MEM_INTERNAL_H
 #define MOCK_MEM_INTERNAL_H
 
-#include "mock_internal.h"
+#include "core/core.h"
 
 #include <stdatomic.h>
 

@@ -25,7 +25,7 @@
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
-#include "mock_registry.h" /* the handle registry (header-only, see there) */
+#include "core/registry.h" /* the handle registry (header-only, see there) */
 
 #define MOCK_HIDDEN __attribute__((visibility("hidden")))
 #define MOCK_MAX_DEVICES 64

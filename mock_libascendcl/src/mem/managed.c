@@ -8,7 +8,7 @@
  * reported back through the range attributes (CUDA-style encodings: device
  * id, -1 for the host, -2 for "none").
  */
-#include "mem_internal.h"
+#include "mem/mem_private.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core_private.h"
+#include "core/core_private.h"
 
 #define DEFAULT_DEVICE_COUNT 8u
 #define DEFAULT_MEM_PER_DEVICE (64ull << 30) /* 64 GiB */

@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "misc_internal.h"
-#include "mock_json.h"
+#include "misc/misc_private.h"
+#include "core/json.h"
 
 #define DUMP_MAX_FILE_SIZE (10u * 1024u * 1024u)
 #define DUMP_PATH_MAX 4096

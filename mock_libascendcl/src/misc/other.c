@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "misc_internal.h"
+#include "misc/misc_private.h"
 
 /* ================================================================ aclAppLog */
 

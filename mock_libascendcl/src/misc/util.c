@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_internal.h"
-#include "misc_internal.h"
-#include "mock_registry.h"
+#include "core/core.h"
+#include "misc/misc_private.h"
+#include "core/registry.h"
 
 /* Fault injection for entry points that do not return aclError. */
 #define UTIL_ENTER_OR(func, failval)                   \

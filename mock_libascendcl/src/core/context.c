@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core_private.h"
+#include "core/core_private.h"
 
 #define CTX_MAGIC 0x43545843u /* "CXTC" */
 #define SYSPARAM_COUNT 4      /* ACL_OPT_DETERMINISTIC .. ACL_OPT_ENABLE_KERNEL_EARLY_START */

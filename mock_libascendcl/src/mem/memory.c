@@ -20,7 +20,7 @@
  * while a runtime operation is inside a mock_mem_access_begin/end bracket, so a
  * host dereference of a device pointer faults at once.
  */
-#include "mem_internal.h"
+#include "mem/mem_private.h"
 
 #include <errno.h>
 #include <stdio.h>

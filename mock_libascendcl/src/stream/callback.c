@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_internal.h"
-#include "stream_internal.h"
+#include "core/core.h"
+#include "stream/stream_private.h"
 
 enum { KIND_REPORT = 0, KIND_HOSTFUNC = 1, KIND_COUNT = 2 };
 /* "max 1024 subscribed threads per process" (§5.7) */

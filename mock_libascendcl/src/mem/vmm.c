@@ -11,7 +11,7 @@
  * (MEM_REC_VMM_MAP), so copies, bounds checks and isolation treat them like
  * any other device memory.
  */
-#include "mem_internal.h"
+#include "mem/mem_private.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mock_internal.h"
+#include "core/core.h"
 
 /* ------------------------------------------------------------- streams */
 

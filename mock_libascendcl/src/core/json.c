@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mock_internal.h"
-#include "mock_json.h"
+#include "core/core.h"
+#include "core/json.h"
 
 #define MOCK_JSON_MAX_DEPTH 128
 
