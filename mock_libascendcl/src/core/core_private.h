@@ -32,7 +32,7 @@ MOCK_HIDDEN aclError core_config_lost_code(int32_t device);
 /* Switch aclGetRecentErrMsg between thread level (default) and process level
  * ("err_msg_mode": "1" in the aclInit JSON). */
 MOCK_HIDDEN void core_error_set_process_mode(bool process_level);
-/* va_list form of mock_error (shared by mock_error and aclmockSetError): records
+/* va_list form of core_error (shared by core_error and aclmockSetError): records
  * "<func>: <formatted message>" and `code` as the last error; returns code. */
 MOCK_HIDDEN aclError core_error_v(const char *func, aclError code, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
@@ -43,7 +43,7 @@ MOCK_HIDDEN aclError core_error_v(const char *func, aclError code, const char *f
 MOCK_HIDDEN uint32_t core_visible_count(void);
 /* The default device of the aclInit config ({"defaultDevice": {"default_device": N}}),
  * -1 for none. Set by aclInit (after validating N against the visible devices), reset
- * to -1 by aclFinalize (mock_devices_finalize). */
+ * to -1 by aclFinalize (core_devices_finalize). */
 MOCK_HIDDEN void core_default_device_set(int32_t device);
 MOCK_HIDDEN int32_t core_default_device(void);
 /* For a thread without a current context while a default device is configured: makes

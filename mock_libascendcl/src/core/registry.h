@@ -37,7 +37,7 @@ typedef struct mock_registry {
 
 #define MOCK_REGISTRY_EMPTY { NULL, 0, 0 }
 
-static inline size_t mock_registry_hash_(uintptr_t p, size_t cap)
+static inline size_t core_registry_hash_(uintptr_t p, size_t cap)
 {
     uint64_t h = (uint64_t)p;
     h ^= h >> 33;
@@ -46,13 +46,13 @@ static inline size_t mock_registry_hash_(uintptr_t p, size_t cap)
     return (size_t)h & (cap - 1);
 }
 
-static inline bool mock_registry_contains(const mock_registry *r, const void *ptr)
+static inline bool core_registry_contains(const mock_registry *r, const void *ptr)
 {
     uintptr_t p = (uintptr_t)ptr;
     if (p == 0 || r->cap == 0) {
         return false;
     }
-    for (size_t i = mock_registry_hash_(p, r->cap);; i = (i + 1) & (r->cap - 1)) {
+    for (size_t i = core_registry_hash_(p, r->cap);; i = (i + 1) & (r->cap - 1)) {
         if (r->slots[i] == 0) {
             return false;
         }
@@ -63,12 +63,12 @@ static inline bool mock_registry_contains(const mock_registry *r, const void *pt
 }
 
 /* `ptr` as a live handle, or NULL. */
-static inline void *mock_registry_find(const mock_registry *r, const void *ptr)
+static inline void *core_registry_find(const mock_registry *r, const void *ptr)
 {
-    return mock_registry_contains(r, ptr) ? (void *)(uintptr_t)ptr : NULL;
+    return core_registry_contains(r, ptr) ? (void *)(uintptr_t)ptr : NULL;
 }
 
-static inline bool mock_registry_grow_(mock_registry *r)
+static inline bool core_registry_grow_(mock_registry *r)
 {
     size_t ncap = r->cap ? r->cap * 2 : 64;
     uintptr_t *ns = (uintptr_t *)calloc(ncap, sizeof(uintptr_t));
@@ -78,7 +78,7 @@ static inline bool mock_registry_grow_(mock_registry *r)
     for (size_t j = 0; j < r->cap; j++) {
         uintptr_t p = r->slots[j];
         if (p != 0) {
-            size_t i = mock_registry_hash_(p, ncap);
+            size_t i = core_registry_hash_(p, ncap);
             while (ns[i] != 0) {
                 i = (i + 1) & (ncap - 1);
             }
@@ -92,13 +92,13 @@ static inline bool mock_registry_grow_(mock_registry *r)
 }
 
 /* false only when out of memory (inserting a present pointer is a no-op). */
-static inline bool mock_registry_insert(mock_registry *r, const void *ptr)
+static inline bool core_registry_insert(mock_registry *r, const void *ptr)
 {
     uintptr_t p = (uintptr_t)ptr;
-    if ((r->count + 1) * 2 > r->cap && !mock_registry_grow_(r)) {
+    if ((r->count + 1) * 2 > r->cap && !core_registry_grow_(r)) {
         return false;
     }
-    size_t i = mock_registry_hash_(p, r->cap);
+    size_t i = core_registry_hash_(p, r->cap);
     while (r->slots[i] != 0) {
         if (r->slots[i] == p) {
             return true;
@@ -112,14 +112,14 @@ static inline bool mock_registry_insert(mock_registry *r, const void *ptr)
 
 /* false if `ptr` was not in the set. Do not erase while walking the slots
  * (entries move back): collect first, then erase. */
-static inline bool mock_registry_erase(mock_registry *r, const void *ptr)
+static inline bool core_registry_erase(mock_registry *r, const void *ptr)
 {
     uintptr_t p = (uintptr_t)ptr;
     if (p == 0 || r->cap == 0) {
         return false;
     }
     size_t mask = r->cap - 1;
-    size_t i = mock_registry_hash_(p, r->cap);
+    size_t i = core_registry_hash_(p, r->cap);
     while (r->slots[i] != p) {
         if (r->slots[i] == 0) {
             return false;
@@ -133,7 +133,7 @@ static inline bool mock_registry_erase(mock_registry *r, const void *ptr)
         if (r->slots[j] == 0) {
             break;
         }
-        size_t home = mock_registry_hash_(r->slots[j], r->cap);
+        size_t home = core_registry_hash_(r->slots[j], r->cap);
         /* can slots[j] move to i?  yes unless home lies cyclically in (i, j] */
         bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
         if (!stays) {
@@ -146,14 +146,14 @@ static inline bool mock_registry_erase(mock_registry *r, const void *ptr)
     return true;
 }
 
-/* Iteration: for (size_t i = 0; i < r->cap; i++) { void *h = mock_registry_slot(r, i); if (h) ... } */
-static inline void *mock_registry_slot(const mock_registry *r, size_t i)
+/* Iteration: for (size_t i = 0; i < r->cap; i++) { void *h = core_registry_slot(r, i); if (h) ... } */
+static inline void *core_registry_slot(const mock_registry *r, size_t i)
 {
     return (void *)r->slots[i];
 }
 
 /* Empties the set and frees its storage. */
-static inline void mock_registry_release(mock_registry *r)
+static inline void core_registry_release(mock_registry *r)
 {
     free(r->slots);
     r->slots = NULL;
@@ -170,43 +170,43 @@ typedef struct mock_handle_set {
 
 #define MOCK_HANDLE_SET_INIT { PTHREAD_MUTEX_INITIALIZER, MOCK_REGISTRY_EMPTY }
 
-static inline void mock_handle_set_lock(mock_handle_set *s) { pthread_mutex_lock(&s->mu); }
-static inline void mock_handle_set_unlock(mock_handle_set *s) { pthread_mutex_unlock(&s->mu); }
+static inline void core_handle_set_lock(mock_handle_set *s) { pthread_mutex_lock(&s->mu); }
+static inline void core_handle_set_unlock(mock_handle_set *s) { pthread_mutex_unlock(&s->mu); }
 
 /* Caller holds the lock. */
-static inline bool mock_handle_set_contains_locked(const mock_handle_set *s, const void *ptr)
+static inline bool core_handle_set_contains_locked(const mock_handle_set *s, const void *ptr)
 {
-    return mock_registry_contains(&s->reg, ptr);
+    return core_registry_contains(&s->reg, ptr);
 }
-static inline bool mock_handle_set_add_locked(mock_handle_set *s, const void *ptr)
+static inline bool core_handle_set_add_locked(mock_handle_set *s, const void *ptr)
 {
-    return mock_registry_insert(&s->reg, ptr);
+    return core_registry_insert(&s->reg, ptr);
 }
-static inline bool mock_handle_set_remove_locked(mock_handle_set *s, const void *ptr)
+static inline bool core_handle_set_remove_locked(mock_handle_set *s, const void *ptr)
 {
-    return mock_registry_erase(&s->reg, ptr);
+    return core_registry_erase(&s->reg, ptr);
 }
 
 /* Locking variants. add: false only when out of memory; remove: false if absent. */
-static inline bool mock_handle_set_add(mock_handle_set *s, const void *ptr)
+static inline bool core_handle_set_add(mock_handle_set *s, const void *ptr)
 {
-    mock_handle_set_lock(s);
-    bool ok = mock_handle_set_add_locked(s, ptr);
-    mock_handle_set_unlock(s);
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_add_locked(s, ptr);
+    core_handle_set_unlock(s);
     return ok;
 }
-static inline bool mock_handle_set_remove(mock_handle_set *s, const void *ptr)
+static inline bool core_handle_set_remove(mock_handle_set *s, const void *ptr)
 {
-    mock_handle_set_lock(s);
-    bool ok = mock_handle_set_remove_locked(s, ptr);
-    mock_handle_set_unlock(s);
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_remove_locked(s, ptr);
+    core_handle_set_unlock(s);
     return ok;
 }
-static inline bool mock_handle_set_contains(mock_handle_set *s, const void *ptr)
+static inline bool core_handle_set_contains(mock_handle_set *s, const void *ptr)
 {
-    mock_handle_set_lock(s);
-    bool ok = mock_handle_set_contains_locked(s, ptr);
-    mock_handle_set_unlock(s);
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_contains_locked(s, ptr);
+    core_handle_set_unlock(s);
     return ok;
 }
 

@@ -11,17 +11,17 @@
 #include "core/core.h"
 
 /* util.c: exact IEEE binary16 <-> binary32 (RNE, subnormals, inf/nan). */
-MOCK_HIDDEN float mock_half_to_float(uint16_t h);
-MOCK_HIDDEN uint16_t mock_float_to_half(float f);
+MOCK_HIDDEN float misc_half_to_float(uint16_t h);
+MOCK_HIDDEN uint16_t misc_float_to_half(float f);
 /* util.c: bfloat16 <-> binary32 (RNE, NaN stays a quiet NaN). */
-MOCK_HIDDEN float mock_bf16_to_float(uint16_t b);
-MOCK_HIDDEN uint16_t mock_float_to_bf16(float f);
+MOCK_HIDDEN float misc_bf16_to_float(uint16_t b);
+MOCK_HIDDEN uint16_t misc_float_to_bf16(float f);
 
 /* overflow.c: saturation mode of a (logical) device; the default depends on
  * the SoC (INF/NaN on A2/A3-class SoCs, saturation on older ones). */
-MOCK_HIDDEN aclrtFloatOverflowMode mock_device_sat_mode(int32_t device);
+MOCK_HIDDEN aclrtFloatOverflowMode misc_device_sat_mode(int32_t device);
 /* overflow.c: fault hook, resolve `stream` (NULL = default) and enqueue a task
  * that does nothing (stream-ordered no-ops: overflow resets, aclrtProfTrace). */
-MOCK_HIDDEN aclError mock_enqueue_noop(const char *fn, aclrtStream stream);
+MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream);
 
 #endif /* MISC_INTERNAL_H */

@@ -13,20 +13,20 @@
 
 /* ------------------------------------------------------------- streams */
 
-/* Resolve with a reference held (release with mock_stream_put). `submit`:
+/* Resolve with a reference held (release with stream_put). `submit`:
  * the call enqueues work, which needs a current context on the stream's
  * device (107002 / 107003); otherwise any thread may use the handle. */
-MOCK_HIDDEN aclError mock_stream_get(const char *func, aclrtStream handle, bool submit, mock_stream **out);
-MOCK_HIDDEN void mock_stream_ref(mock_stream *s);
-MOCK_HIDDEN void mock_stream_put(mock_stream *s);
-MOCK_HIDDEN int32_t mock_stream_id(const mock_stream *s);
+MOCK_HIDDEN aclError stream_get(const char *func, aclrtStream handle, bool submit, mock_stream **out);
+MOCK_HIDDEN void stream_ref(mock_stream *s);
+MOCK_HIDDEN void stream_put(mock_stream *s);
+MOCK_HIDDEN int32_t stream_get_id(const mock_stream *s);
 
 /* ----------------------------------------------------------- callback.c */
 
 /* Drops every report/host-func subscription of a stream being destroyed and
  * cancels its queued callbacks (waking blocked workers). */
-MOCK_HIDDEN void mock_callbacks_stream_gone(mock_stream *s);
+MOCK_HIDDEN void stream_callbacks_stream_gone(mock_stream *s);
 /* True if the calling thread processes reports or host funcs of stream s. */
-MOCK_HIDDEN bool mock_callbacks_served_by_caller(const mock_stream *s);
+MOCK_HIDDEN bool stream_callbacks_served_by_caller(const mock_stream *s);
 
 #endif /* MOCK_STREAM_INTERNAL_H */
