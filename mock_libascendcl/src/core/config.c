@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/core.h"
 #include "core/core_private.h"
 
 #define DEFAULT_DEVICE_COUNT 8u

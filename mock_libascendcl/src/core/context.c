@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
+#include "stream/stream.h"
 #include "core/core_private.h"
 
 #define CTX_MAGIC 0x43545843u /* "CXTC" */
@@ -194,7 +196,7 @@ void core_ctx_set_current(mock_context *ctx)
     }
 }
 
-/* ------------------------------------------------------ mock_internal.h API */
+/* ---------------------------------------------------------- core/core.h API */
 
 mock_context *core_ctx_current(void)
 {

@@ -1,10 +1,15 @@
 /*
- * mock_internal.h - contracts between the subsystems of mock_libascendcl.
+ * core/core.h - what the core subsystem (src/core/: init, config, error, device,
+ * context, json) offers to the other subsystems of libascendcl.so, plus the
+ * header-only helpers every subsystem and library uses (monotonic deadlines,
+ * condition waits, the handle registry). Every function declared here starts
+ * with core_. Helpers used only inside src/core/ are in core/core_private.h.
  *
- * Every source file in src/ includes this header. Nothing declared here is
- * exported from the shared library: the build uses -fvisibility=hidden and only
- * functions declared in the public headers (ACL_FUNC_VISIBILITY / ACLMOCK_API)
- * are visible.
+ * Nothing declared here is exported from the shared library: the build uses
+ * -fvisibility=hidden and only functions declared in the public headers
+ * (ACL_FUNC_VISIBILITY / ACLMOCK_API) are visible. libmsprofiler.so and
+ * libascend_dump.so include this header for the static inline helpers only
+ * (they cannot call the hidden functions of libascendcl.so).
  *
  * Rule for every public entry point (see DESIGN):
  *   validate arguments -> MOCK_ENTER (fault injection, device lost) -> act ->
@@ -13,22 +18,28 @@
  * Shared state is guarded by the narrowest lock that works; no lock is held
  * while a stream worker runs a task.
  */
-#ifndef MOCK_INTERNAL_H
-#define MOCK_INTERNAL_H
+#ifndef MOCK_CORE_H
+#define MOCK_CORE_H
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
-#include "core/registry.h" /* the handle registry (header-only, see there) */
 
 #define MOCK_HIDDEN __attribute__((visibility("hidden")))
 #define MOCK_MAX_DEVICES 64
+
+/* The runtime objects behind aclrtContext / aclrtStream / aclrtEvent handles
+ * (defined in core/context.c, stream/stream.c, stream/event.c). */
+typedef struct mock_context mock_context;
+typedef struct mock_stream mock_stream;
+typedef struct mock_event mock_event;
 
 /* ------------------------------------------------------- shared helpers */
 /* Small pieces every subsystem uses, kept here so that no subsystem includes
@@ -152,11 +163,209 @@ static inline aclError core_check_timeout(const char *func, int32_t timeout, int
     return ACL_SUCCESS;
 }
 
-/* Shared front of aclrtSynchronize{Device,Stream,Event}[WithTimeout] (stream.c): checks
- * `timeout` with core_check_timeout (the variants without a timeout pass -1), runs the
- * fault hook of `fn`, then returns sync(fn, handle, ms) (ms -1 = forever). */
-typedef aclError (*mock_sync_fn)(const char *fn, void *handle, int64_t timeout_ms);
-MOCK_HIDDEN aclError stream_sync_with_timeout(const char *fn, void *handle, int32_t timeout, mock_sync_fn sync);
+/* ------------------------------------------------------------ handle registry */
+/* The one set of live handle pointers used by every subsystem
+ * (streams, events, data buffers, allocator descriptors, exception infos,
+ * profiling configs/step infos/stamps).
+ *
+ * A handle given to the user is a pointer to a heap object; every public entry
+ * point looks the pointer up here *before* dereferencing it, so a garbage or
+ * already destroyed handle gets an error instead of a crash. Lookups compare
+ * pointer values only.
+ *
+ * Header-only (static inline) because libmsprofiler.so and libascend_dump.so are
+ * built from their own sources and cannot call hidden helpers of libascendcl.so.
+ * Depends on nothing but libc and pthreads.
+ *
+ *   mock_registry    the bare set: open addressing, linear probing, backward-shift
+ *                    deletion (no tombstones). Not locked: the owner guards it with
+ *                    its own mutex (streams and events keep counters under it too).
+ *   mock_handle_set  a mock_registry with its own mutex, for owners that need
+ *                    nothing else under the lock.
+ */
+
+/* bare set */
+
+typedef struct mock_registry {
+    uintptr_t *slots; /* 0 = empty */
+    size_t cap;       /* power of two, or 0 before the first insert */
+    size_t count;     /* live entries */
+} mock_registry;
+
+#define MOCK_REGISTRY_EMPTY { NULL, 0, 0 }
+
+static inline size_t core_registry_hash_(uintptr_t p, size_t cap)
+{
+    uint64_t h = (uint64_t)p;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (size_t)h & (cap - 1);
+}
+
+static inline bool core_registry_contains(const mock_registry *r, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (p == 0 || r->cap == 0) {
+        return false;
+    }
+    for (size_t i = core_registry_hash_(p, r->cap);; i = (i + 1) & (r->cap - 1)) {
+        if (r->slots[i] == 0) {
+            return false;
+        }
+        if (r->slots[i] == p) {
+            return true;
+        }
+    }
+}
+
+/* `ptr` as a live handle, or NULL. */
+static inline void *core_registry_find(const mock_registry *r, const void *ptr)
+{
+    return core_registry_contains(r, ptr) ? (void *)(uintptr_t)ptr : NULL;
+}
+
+static inline bool core_registry_grow_(mock_registry *r)
+{
+    size_t ncap = r->cap ? r->cap * 2 : 64;
+    uintptr_t *ns = (uintptr_t *)calloc(ncap, sizeof(uintptr_t));
+    if (ns == NULL) {
+        return false;
+    }
+    for (size_t j = 0; j < r->cap; j++) {
+        uintptr_t p = r->slots[j];
+        if (p != 0) {
+            size_t i = core_registry_hash_(p, ncap);
+            while (ns[i] != 0) {
+                i = (i + 1) & (ncap - 1);
+            }
+            ns[i] = p;
+        }
+    }
+    free(r->slots);
+    r->slots = ns;
+    r->cap = ncap;
+    return true;
+}
+
+/* false only when out of memory (inserting a present pointer is a no-op). */
+static inline bool core_registry_insert(mock_registry *r, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if ((r->count + 1) * 2 > r->cap && !core_registry_grow_(r)) {
+        return false;
+    }
+    size_t i = core_registry_hash_(p, r->cap);
+    while (r->slots[i] != 0) {
+        if (r->slots[i] == p) {
+            return true;
+        }
+        i = (i + 1) & (r->cap - 1);
+    }
+    r->slots[i] = p;
+    r->count++;
+    return true;
+}
+
+/* false if `ptr` was not in the set. Do not erase while walking the slots
+ * (entries move back): collect first, then erase. */
+static inline bool core_registry_erase(mock_registry *r, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (p == 0 || r->cap == 0) {
+        return false;
+    }
+    size_t mask = r->cap - 1;
+    size_t i = core_registry_hash_(p, r->cap);
+    while (r->slots[i] != p) {
+        if (r->slots[i] == 0) {
+            return false;
+        }
+        i = (i + 1) & mask;
+    }
+    /* backward-shift deletion keeps every probe chain intact */
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (r->slots[j] == 0) {
+            break;
+        }
+        size_t home = core_registry_hash_(r->slots[j], r->cap);
+        /* can slots[j] move to i?  yes unless home lies cyclically in (i, j] */
+        bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            r->slots[i] = r->slots[j];
+            i = j;
+        }
+    }
+    r->slots[i] = 0;
+    r->count--;
+    return true;
+}
+
+/* Iteration: for (size_t i = 0; i < r->cap; i++) { void *h = core_registry_slot(r, i); if (h) ... } */
+static inline void *core_registry_slot(const mock_registry *r, size_t i)
+{
+    return (void *)r->slots[i];
+}
+
+/* Empties the set and frees its storage. */
+static inline void core_registry_release(mock_registry *r)
+{
+    free(r->slots);
+    r->slots = NULL;
+    r->cap = 0;
+    r->count = 0;
+}
+
+/* set with its lock */
+
+typedef struct mock_handle_set {
+    pthread_mutex_t mu;
+    mock_registry reg;
+} mock_handle_set;
+
+#define MOCK_HANDLE_SET_INIT { PTHREAD_MUTEX_INITIALIZER, MOCK_REGISTRY_EMPTY }
+
+static inline void core_handle_set_lock(mock_handle_set *s) { pthread_mutex_lock(&s->mu); }
+static inline void core_handle_set_unlock(mock_handle_set *s) { pthread_mutex_unlock(&s->mu); }
+
+/* Caller holds the lock. */
+static inline bool core_handle_set_contains_locked(const mock_handle_set *s, const void *ptr)
+{
+    return core_registry_contains(&s->reg, ptr);
+}
+static inline bool core_handle_set_add_locked(mock_handle_set *s, const void *ptr)
+{
+    return core_registry_insert(&s->reg, ptr);
+}
+static inline bool core_handle_set_remove_locked(mock_handle_set *s, const void *ptr)
+{
+    return core_registry_erase(&s->reg, ptr);
+}
+
+/* Locking variants. add: false only when out of memory; remove: false if absent. */
+static inline bool core_handle_set_add(mock_handle_set *s, const void *ptr)
+{
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_add_locked(s, ptr);
+    core_handle_set_unlock(s);
+    return ok;
+}
+static inline bool core_handle_set_remove(mock_handle_set *s, const void *ptr)
+{
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_remove_locked(s, ptr);
+    core_handle_set_unlock(s);
+    return ok;
+}
+static inline bool core_handle_set_contains(mock_handle_set *s, const void *ptr)
+{
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_contains_locked(s, ptr);
+    core_handle_set_unlock(s);
+    return ok;
+}
 
 /* ------------------------------------------------------------------- init.c */
 
@@ -164,18 +373,12 @@ MOCK_HIDDEN bool core_is_initialized(void);
 
 /* ------------------------------------------------------- device.c context.c */
 
-typedef struct mock_context mock_context;
-typedef struct mock_stream mock_stream;
-typedef struct mock_event mock_event;
-
 /* Validates a user (logical) device id against the visible count and the
  * device-lost state. Records and returns the error (107001 bad id, sticky
  * 507xxx for a lost device). */
 MOCK_HIDDEN aclError core_device_check(const char *func, int32_t device);
 /* 0 or the sticky code set by aclmockSetDeviceLost. */
 MOCK_HIDDEN aclError core_device_lost_code(int32_t device);
-/* (core, additive; peer.c) True when `op` is an aclrtAtomicOperation value. */
-MOCK_HIDDEN bool core_atomic_op_valid(int op);
 
 /* The calling thread's current context or NULL. */
 MOCK_HIDDEN mock_context *core_ctx_current(void);
@@ -204,113 +407,48 @@ typedef enum mock_stat {
     MOCK_STAT_COUNT
 } mock_stat;
 MOCK_HIDDEN void core_stat_add(int32_t device, mock_stat which, int64_t delta);
-MOCK_HIDDEN int64_t core_stat_get(int32_t device, mock_stat which);
 
-/* ------------------------------------------------------------------ stream.c */
+/* ------------------------------------------------------------------- json.c */
+/* A small strict JSON parser: parse a document into a tree, look members up,
+ * free it. */
 
-/* A task runs on the stream's worker thread in FIFO order. A nonzero return
- * puts the stream into its error state (reported by the next synchronize /
- * query; with ACL_STOP_ON_FAILURE later tasks are discarded). `free_arg` (may
- * be NULL) is called exactly once, after the task ran or was discarded. */
-typedef aclError (*mock_task_fn)(void *arg);
+typedef enum mock_json_type {
+    MOCK_JSON_NULL,
+    MOCK_JSON_BOOL,
+    MOCK_JSON_NUMBER,
+    MOCK_JSON_STRING,
+    MOCK_JSON_ARRAY,
+    MOCK_JSON_OBJECT
+} mock_json_type;
 
-/* Resolve a user handle; NULL means the default stream of the calling thread's
- * current context (107002 without one). Records and returns the error. */
-MOCK_HIDDEN aclError stream_resolve(const char *func, aclrtStream handle, mock_stream **out);
-MOCK_HIDDEN int32_t stream_device(const mock_stream *s);
-MOCK_HIDDEN aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg,
-                                         void (*free_arg)(void *arg));
-/* Creates the default stream of a new context; destroys it (waiting for its
- * work) when the context goes away. */
-MOCK_HIDDEN mock_stream *stream_create_default(mock_context *ctx);
-MOCK_HIDDEN void stream_destroy_default(mock_stream *s);
-/* Waits for every stream of `ctx` (device synchronize). timeout_ms -1 = forever. */
-MOCK_HIDDEN aclError stream_sync_context(mock_context *ctx, int32_t timeout_ms);
-/* Destroys (after draining) every stream still alive on `ctx`. */
-MOCK_HIDDEN void stream_destroy_context(mock_context *ctx);
-/* (streams, additive) stream_enqueue calls free_arg exactly once in all
- * cases: also when the enqueue itself fails (the task is then discarded), so
- * callers must not free `arg` themselves after a failed enqueue. */
-/* The per-stream overflow switch, shared by aclrtSet/GetStreamOverflowSwitch
- * (overflow.c) and ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK (stream.c). */
-MOCK_HIDDEN uint32_t stream_get_overflow_switch(const mock_stream *s);
-MOCK_HIDDEN void stream_set_overflow_switch(mock_stream *s, uint32_t on);
-/* True when called from a stream worker whose stream is being aborted
- * (aclrtDestroyStreamForce, aclrtStreamAbort/Stop): a task that blocks for a
- * long time (aclrtValueWait) should poll this every few ms and return. */
-MOCK_HIDDEN bool stream_task_cancelled(void);
-/* (streams, additive) aclrtStreamAbort on every stream of `ctx` (default one
- * included): discards the tasks not started yet, interrupts waiting tasks
- * (event waits, value waits), clears stream errors; streams stay usable.
- * For aclrtDeviceTaskAbort. Must not be called from a stream worker. */
-MOCK_HIDDEN void stream_abort_context(mock_context *ctx);
-/* (shared helpers) For tasks that block a stream: like core_cond_wait_until,
- * but when called on a stream worker thread it also returns ECANCELED as soon
- * as the worker's stream is aborted (destroy-force / aclrtStreamAbort). */
-MOCK_HIDDEN int stream_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline);
-/* The stream whose worker is the calling thread, or NULL. */
-MOCK_HIDDEN mock_stream *stream_self(void);
-/* (streams, additive) True when the calling thread is the worker of a stream of
- * `ctx` / of a stream on `device`: a call made from a task (host function,
- * callback run on the worker) that would tear down or wait for those streams
- * would wait for itself, so the entry points refuse it (107000) instead of
- * deadlocking. */
-MOCK_HIDDEN bool stream_self_in_context(const mock_context *ctx);
-MOCK_HIDDEN bool stream_self_on_device(int32_t device);
+typedef struct mock_json {
+    mock_json_type t;
+    char *key;              /* member name when the parent is an object, else NULL */
+    char *str;              /* STRING: decoded UTF-8 value; NUMBER: the literal text */
+    bool boolean;           /* BOOL value */
+    struct mock_json *kids; /* ARRAY / OBJECT children, in document order */
+    struct mock_json *next; /* next sibling */
+} mock_json;
 
-/* ------------------------------------------------------------------ memory.c */
+/* Parses text[0..len) (a UTF-8 BOM is skipped). Returns the root, or NULL with
+ * "line L column C: <what>" written to err (errlen bytes, may be 0). */
+MOCK_HIDDEN mock_json *core_json_parse(const char *text, size_t len, char *err, size_t errlen);
+MOCK_HIDDEN void core_json_free(mock_json *root);
+/* The last member named `key` of an object (JSON allows duplicates; the last
+ * wins, as in common parsers), or NULL (also when obj is not an object). */
+MOCK_HIDDEN const mock_json *core_json_get(const mock_json *obj, const char *key);
+/* "null", "a boolean", "a number", "a string", "an array", "an object". */
+MOCK_HIDDEN const char *core_json_type_name(mock_json_type t);
 
-typedef enum mock_mem_kind {
-    MOCK_MEM_UNKNOWN = 0,   /* not ours: plain host memory (malloc, stack, numpy) */
-    MOCK_MEM_DEVICE = 1,    /* aclrtMalloc* on device `device` */
-    MOCK_MEM_HOST_PINNED = 2 /* aclrtMallocHost* */
-} mock_mem_kind;
+/* Reads the JSON file `path` (a regular file of at most `max_bytes`) and parses
+ * it: the one loader of the aclInit config and the aclmdlSetDump config. `what`
+ * names the file in messages ("config file", "dump config file"). On success
+ * *text is the malloc'd, NUL-terminated content (*len bytes; free it) and *root
+ * the tree (core_json_free). Errors, recorded under `fn` (acl_abi.md §5.1/§5.10):
+ * ACL_ERROR_INVALID_FILE (cannot open/read, not a regular file),
+ * ACL_ERROR_INVALID_FILE_SIZE (larger than max_bytes), ACL_ERROR_PARSE_FILE
+ * (empty, or not JSON: the message has line and column), ACL_ERROR_BAD_ALLOC. */
+MOCK_HIDDEN aclError core_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes,
+                                         char **text, size_t *len, mock_json **root);
 
-typedef struct mock_mem_info {
-    mock_mem_kind kind;
-    int32_t device;   /* for MOCK_MEM_DEVICE */
-    uintptr_t base;   /* start of the allocation containing the pointer */
-    size_t size;      /* usable bytes of that allocation (after rounding) */
-} mock_mem_info;
-
-/* Finds the live allocation containing `ptr`; false (kind UNKNOWN) if none. */
-MOCK_HIDDEN bool mem_lookup(const void *ptr, mock_mem_info *out);
-/* Isolation mode: device pages are PROT_NONE outside runtime operations.
- * Bracket every host-side touch of device memory with these (refcounted, so
- * nested and concurrent use is fine). No-ops when isolation is off. */
-MOCK_HIDDEN void mem_access_begin(const void *ptr, size_t len);
-MOCK_HIDDEN void mem_access_end(const void *ptr, size_t len);
-
-/* --------------------------------------------------------------- finalize */
-/* Called by aclFinalize, in this order, before the leak report. */
-MOCK_HIDDEN void stream_callbacks_finalize(void);
-MOCK_HIDDEN void core_devices_finalize(void);  /* contexts + their streams/events */
-MOCK_HIDDEN void mem_finalize(void);
-/* (core, additive) event.c: destroys every event still alive, since aclFinalize
- * releases all resources (events are not owned by a context). aclFinalize calls it
- * right after core_devices_finalize. */
-MOCK_HIDDEN void stream_events_finalize(void);
-
-/* ------------------------------------------------------ misc (additive) */
-/* allocator.c: forgets the allocator registered (aclrtAllocatorRegister) on a
- * stream that is being destroyed. stream.c calls it from stream teardown. */
-MOCK_HIDDEN void mem_allocator_stream_destroyed(mock_stream *s);
-/* dump.c: ends an aclmdlInitDump session; aclFinalize calls it (CANN stops
- * dumping at finalize, so a later aclInit + aclmdlInitDump succeeds). */
-MOCK_HIDDEN void misc_dump_finalize(void);
-/* dump.c: applies the "dump" section of an aclInit config file (CANN lets
- * acl.json configure dumping at init). `text` is the file content. No "dump"
- * key -> ACL_SUCCESS and nothing changes; an invalid section -> the error
- * (ACL_ERROR_INVALID_DUMP_CONFIG ..., recorded under `fn`, message naming the
- * key). Meant to be called by aclInit after its own validation. */
-MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len);
-/* exception.c: runs the exception-info callbacks registered with
- * aclrtSetExceptionInfoCallback / aclrtExceptionInfoCallbackRegister for a
- * failed task (call without holding locks, e.g. from the stream worker after
- * a task returned nonzero). */
-MOCK_HIDDEN void misc_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id, aclError code);
-/* exception.c: records the id of the task the calling thread just submitted
- * (read back by aclrtGetThreadLastTaskId); call from stream_enqueue. */
-MOCK_HIDDEN void misc_note_task_submitted(uint32_t task_id);
-
-#endif /* MOCK_INTERNAL_H */
+#endif /* MOCK_CORE_H */

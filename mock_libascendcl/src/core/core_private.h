@@ -1,6 +1,7 @@
 /*
- * core_private.h - helpers shared by the mock-core files only (config.c, error.c,
- * init.c, device.c, context.c). Other subsystems use mock_internal.h.
+ * core/core_private.h - helpers shared by the core files only (config.c, error.c,
+ * init.c, device.c, context.c, json.c); no file outside src/core/ includes it.
+ * Other subsystems use core/core.h. Every function declared here starts with core_.
  */
 #ifndef MOCK_CORE_PRIVATE_H
 #define MOCK_CORE_PRIVATE_H
@@ -51,6 +52,13 @@ MOCK_HIDDEN int32_t core_default_device(void);
  * reference, when the device is not set). Returns that context, or NULL (no default
  * device, device lost, or out of memory). */
 MOCK_HIDDEN mock_context *core_default_device_bind(void);
+
+/* Live-object counter of `device` (see core_stat_add), for the aclmock* queries
+ * and the leak report. */
+MOCK_HIDDEN int64_t core_stat_get(int32_t device, mock_stat which);
+/* aclFinalize (init.c): destroys every context (with its streams) and resets
+ * every device. */
+MOCK_HIDDEN void core_devices_finalize(void);
 
 /* ----------------------------------------------------------------- context.c */
 

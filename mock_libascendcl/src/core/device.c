@@ -19,6 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
 #include "core/core_private.h"
 
 /* ------------------------------------------------------------ SoC profiles */
@@ -756,7 +759,7 @@ aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities,
     MOCK_ENTER(fn);
     for (uint32_t i = 0; i < count; i++) {
         int op = (int)operations[i];
-        if (!core_atomic_op_valid(op)) {
+        if (!mem_atomic_op_valid(op)) {
             return core_error(fn, ACL_ERROR_INVALID_PARAM,
                               "operations[%u] (%d) is not an aclrtAtomicOperation", i, op);
         }

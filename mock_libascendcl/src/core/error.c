@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "core/core_private.h"
 
 #define MSG_MAX 1024

@@ -15,7 +15,7 @@
  *    optional (NULL drops the reference all the same). Re-init is allowed.
  *  - "err_msg_mode": "1" in the JSON switches aclGetRecentErrMsg to process level; a
  *    "dump" section configures dumping like aclmdlSetDump (validated by dump.c).
- * The JSON is parsed with the mock's shared parser (mock_json.c).
+ * The JSON is parsed with the mock's shared parser (core/json.c).
  * §6.2: aclsysGetCANNVersion / aclsysGetVersionStr / aclsysGetVersionNum read
  * $ASCEND_HOME_PATH/share/info/<pkg>/version.info ("Version=" line) like CANN. Mock
  * choice: when ASCEND_HOME_PATH is unset (no CANN installed, the usual CI case) they
@@ -34,8 +34,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
+#include "misc/misc.h"
 #include "core/core_private.h"
-#include "core/json.h"
 
 #define CONFIG_MAX_BYTES (10u * 1024u * 1024u)
 #define MAX_INIT_CALLBACKS 64

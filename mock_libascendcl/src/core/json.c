@@ -1,5 +1,5 @@
 /*
- * mock_json.c - a small strict JSON (RFC 8259) parser building a tree.
+ * json.c - a small strict JSON (RFC 8259) parser building a tree.
  *
  * Used to validate configuration files (the dump config of aclmdlSetDump;
  * usable for the aclInit config too). Errors carry the line and column of the
@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "core/json.h"
 
 #define MOCK_JSON_MAX_DEPTH 128
 

@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc/misc_private.h"
-#include "core/registry.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
 
 #define ALLOC_DESC_MAGIC 0x616c6c6f63446573ULL
 
@@ -247,7 +248,7 @@ aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *alloc
 
 /* ------------------------------------------------- stream teardown hook */
 
-/* Called by stream.c for a stream being destroyed (declared in mock_internal.h). */
+/* Called by stream.c for a stream being destroyed (declared in mem/mem.h). */
 MOCK_HIDDEN void mem_allocator_stream_destroyed(mock_stream *s)
 {
     core_handle_set_lock(&g_descs);

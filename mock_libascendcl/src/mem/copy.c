@@ -16,6 +16,8 @@
  * "write gate" while they copy and the waiter reads under the exclusive gate,
  * so the read never races with a copy (TSAN clean).
  */
+#include "core/core.h"
+#include "stream/stream.h"
 #include "mem/mem_private.h"
 
 #include <errno.h>

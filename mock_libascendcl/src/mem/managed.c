@@ -8,6 +8,8 @@
  * reported back through the range attributes (CUDA-style encodings: device
  * id, -1 for the host, -2 for "none").
  */
+#include "core/core.h"
+#include "stream/stream.h"
 #include "mem/mem_private.h"
 
 #include <errno.h>

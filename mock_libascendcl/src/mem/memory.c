@@ -20,6 +20,9 @@
  * while a runtime operation is inside a mem_access_begin/end bracket, so a
  * host dereference of a device pointer faults at once.
  */
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
 #include "mem/mem_private.h"
 
 #include <errno.h>
@@ -530,7 +533,7 @@ MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec)
     pthread_mutex_unlock(&g_iso_lock);
 }
 
-/* The contract brackets (mock_internal.h). begin and end are called by the
+/* The contract brackets (mem/mem.h). begin and end are called by the
  * same thread; begin takes a reference on the record (so that a concurrent
  * aclrtFree cannot unmap the pages under the caller) and end finds it again
  * on a small thread-local stack. */

@@ -7,6 +7,8 @@
  * cards on one HCCS mesh: every pair of distinct visible devices can reach
  * each other. Enabled pairs gate copies between devices (copy.c).
  */
+#include "core/core.h"
+#include "mem/mem.h"
 #include "mem/mem_private.h"
 
 #include <string.h>
@@ -200,7 +202,7 @@ static uint32_t atomic_caps(int op)
     }
 }
 
-MOCK_HIDDEN bool core_atomic_op_valid(int op)
+MOCK_HIDDEN bool mem_atomic_op_valid(int op)
 {
     return atomic_caps(op) != 0xFFFFFFFFu;
 }
@@ -215,7 +217,7 @@ aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrt
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
     for (uint32_t i = 0; i < count; i++) {
-        if (!core_atomic_op_valid((int)operations[i])) {
+        if (!mem_atomic_op_valid((int)operations[i])) {
             return core_error(fn, ACL_ERROR_INVALID_PARAM, "operations[%u] = %d is not an aclrtAtomicOperation", i,
                               (int)operations[i]);
         }

@@ -11,6 +11,7 @@
  * (MEM_REC_VMM_MAP), so copies, bounds checks and isolation treat them like
  * any other device memory.
  */
+#include "core/core.h"
 #include "mem/mem_private.h"
 
 #include <errno.h>

@@ -15,7 +15,7 @@
  * error codes and the checked keys (dump_list, dump_path, dump_mode,
  * dump_op_switch, dump_debug, dump_data, dump_level, dump_scene, dump_step;
  * unknown keys are ignored) follow CANN's acl.json documentation as we know
- * it. JSON syntax is checked by mock_json.c. The "dump" section of an aclInit
+ * it. JSON syntax is checked by core/json.c. The "dump" section of an aclInit
  * config is applied by misc_dump_configure_from_init.
  * A host simulator runs no operators, so no dump data is written;
  * the accepted configuration is kept and reported by acldumpGetPath
@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "misc/misc_private.h"
-#include "core/json.h"
+#include "core/core.h"
+#include "misc/misc.h"
 
 #define DUMP_MAX_FILE_SIZE (10u * 1024u * 1024u)
 #define DUMP_PATH_MAX 4096

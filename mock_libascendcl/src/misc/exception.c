@@ -17,8 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "misc/misc_private.h"
-#include "core/registry.h"
+#include "core/core.h"
+#include "misc/misc.h"
 
 #define EXC_INFO_MAGIC 0x657863496e666f21ULL
 #define EXC_MAX_CALLBACKS 64

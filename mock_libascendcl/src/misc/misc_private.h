@@ -1,14 +1,16 @@
 /*
- * misc_internal.h - declarations shared by the misc sources of libascendcl.so
- * (util.c, overflow.c, other.c, dump.c, exception.c). Not part of the
- * cross-subsystem contract (see mock_internal.h for that).
+ * misc/misc_private.h - declarations shared by the misc sources of
+ * libascendcl.so (util.c, overflow.c, other.c, dump.c, exception.c); no file
+ * outside src/misc/ includes it (other subsystems use misc/misc.h). Every
+ * function declared here starts with misc_.
  */
-#ifndef MISC_INTERNAL_H
-#define MISC_INTERNAL_H
+#ifndef MOCK_MISC_PRIVATE_H
+#define MOCK_MISC_PRIVATE_H
 
 #include <stdint.h>
 
 #include "core/core.h"
+#include "misc/misc.h"
 
 /* util.c: exact IEEE binary16 <-> binary32 (RNE, subnormals, inf/nan). */
 MOCK_HIDDEN float misc_half_to_float(uint16_t h);
@@ -24,4 +26,4 @@ MOCK_HIDDEN aclrtFloatOverflowMode misc_device_sat_mode(int32_t device);
  * that does nothing (stream-ordered no-ops: overflow resets, aclrtProfTrace). */
 MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream);
 
-#endif /* MISC_INTERNAL_H */
+#endif /* MOCK_MISC_PRIVATE_H */

@@ -12,6 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
 #include "misc/misc_private.h"
 
 /* ================================================================ aclAppLog */

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
 #include "misc/misc_private.h"
 
 #define OVERFLOW_STATUS_BYTES 64u /* bytes of status the runtime writes at most */

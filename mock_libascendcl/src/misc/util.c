@@ -11,7 +11,6 @@
 
 #include "core/core.h"
 #include "misc/misc_private.h"
-#include "core/registry.h"
 
 /* Fault injection for entry points that do not return aclError. */
 #define UTIL_ENTER_OR(func, failval)                   \

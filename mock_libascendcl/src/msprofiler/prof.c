@@ -27,7 +27,7 @@
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
 #include "acl/acl_prof.h"
-#include "core/registry.h"
+#include "core/core.h" /* the handle registry (static inline) */
 
 #define PROF_PATH_MAX 4096u
 #define PROF_MSG_MAX 128u

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "stream/stream.h"
 #include "stream/stream_private.h"
 
 enum { KIND_REPORT = 0, KIND_HOSTFUNC = 1, KIND_COUNT = 2 };

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "stream/stream.h"
 #include "stream/stream_private.h"
 
 #define EVENT_MAGIC 0x45564e5445564e54ull /* "EVNTEVNT" */

@@ -30,6 +30,9 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
+#include "misc/misc.h"
 #include "stream/stream_private.h"
 
 #define STREAM_MAGIC 0x5354524d5354524dull /* "STRMSTRM" */

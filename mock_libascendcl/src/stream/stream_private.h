@@ -1,15 +1,16 @@
 /*
- * stream_internal.h - private glue between stream.c, event.c and callback.c
- * (the streams subsystem). Other subsystems use only mock_internal.h (which
- * also has the time, wait and handle-registry helpers shared by everyone).
+ * stream/stream_private.h - private glue between stream.c, event.c and
+ * callback.c; no file outside src/stream/ includes it. Other subsystems use
+ * stream/stream.h. Every function declared here starts with stream_.
  */
-#ifndef MOCK_STREAM_INTERNAL_H
-#define MOCK_STREAM_INTERNAL_H
+#ifndef MOCK_STREAM_PRIVATE_H
+#define MOCK_STREAM_PRIVATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "core/core.h"
+#include "stream/stream.h"
 
 /* ------------------------------------------------------------- streams */
 
@@ -20,6 +21,10 @@ MOCK_HIDDEN aclError stream_get(const char *func, aclrtStream handle, bool submi
 MOCK_HIDDEN void stream_ref(mock_stream *s);
 MOCK_HIDDEN void stream_put(mock_stream *s);
 MOCK_HIDDEN int32_t stream_get_id(const mock_stream *s);
+/* True when called from a stream worker whose stream is being aborted
+ * (aclrtDestroyStreamForce, aclrtStreamAbort/Stop): a task that blocks for a
+ * long time (aclrtValueWait) should poll this every few ms and return. */
+MOCK_HIDDEN bool stream_task_cancelled(void);
 
 /* ----------------------------------------------------------- callback.c */
 
@@ -29,4 +34,4 @@ MOCK_HIDDEN void stream_callbacks_stream_gone(mock_stream *s);
 /* True if the calling thread processes reports or host funcs of stream s. */
 MOCK_HIDDEN bool stream_callbacks_served_by_caller(const mock_stream *s);
 
-#endif /* MOCK_STREAM_INTERNAL_H */
+#endif /* MOCK_STREAM_PRIVATE_H */
