@@ -10,7 +10,8 @@ Input (mock_libascendcl/abi/):
 
 Output (relative to the repository root, or to --out DIR):
   mock_libascendcl/include/acl/*.h, include/acl/error_codes/*.h   (not acl_mock.h)
-  mock_libascendcl/src/misc/unsupported.c, src/msprofiler/unsupported.c, src/ascend_dump/unsupported.c
+  mock_libascendcl/src/misc/unsupported.c, src/msprofiler/unsupported.c,
+  mock_libascendcl/src/ascend_dump/unsupported.c
   mock_libascendcl/tests/abi/abi_conformance.c, abi_conformance.cpp
   mock_libascendcl/abi/exports_lib*.txt
   pyacl_rt/_abi_data.py

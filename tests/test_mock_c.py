@@ -328,11 +328,12 @@ def _top_level(text: str) -> list[tuple[str, bool]]:
             depth += 1
         elif ch == "}":
             depth -= 1
-            if depth == 0:
-                if not re.match(r"\s*(typedef|struct|enum|union)\b", cur) and "=" not in cur:
-                    out.append((cur.strip(), True))
-                    cur = ""
-                # a struct/enum body: the declaration goes on up to its ';'
+            # a function body ends its declaration; a struct/enum/initializer body
+            # does not (the declaration goes on up to its ';')
+            aggregate = re.match(r"\s*(typedef|struct|enum|union)\b", cur) or "=" in cur
+            if depth == 0 and not aggregate:
+                out.append((cur.strip(), True))
+                cur = ""
     return out
 
 
@@ -420,3 +421,25 @@ def test_layout_check_sees_violations() -> None:
         ("aclrtFoo", False, True),
         ("helper", True, True),
     ]
+
+
+def test_readme_source_layout_matches_tree() -> None:
+    """The tree in mock_libascendcl/README.md "Source layout" names exactly the files of
+    each src/ folder."""
+    text = (MOCK / "README.md").read_text()
+    section = text.split("## Source layout", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1]
+    listed: dict[str, set[str]] = {}
+    folder = ""
+    for line in block.splitlines():
+        m = re.match(r"\s{2}(\w+)/\s", line)
+        if m:
+            folder = m.group(1)
+        if folder:
+            listed.setdefault(folder, set()).update(re.findall(r"\b[\w]+\.[ch]\b", line))
+    on_disk = {
+        d.name: {p.name for p in d.iterdir() if p.suffix in (".c", ".h")}
+        for d in SRC.iterdir()
+        if d.is_dir()
+    }
+    assert listed == on_disk
