@@ -27,7 +27,7 @@ typedef aclError (*mock_task_fn)(void *arg);
 MOCK_HIDDEN aclError stream_resolve(const char *func, aclrtStream handle, mock_stream **out);
 MOCK_HIDDEN int32_t stream_device(const mock_stream *s);
 MOCK_HIDDEN aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg,
-                                         void (*free_arg)(void *arg));
+                                    void (*free_arg)(void *arg));
 /* Creates the default stream of a new context; destroys it (waiting for its
  * work) when the context goes away. */
 MOCK_HIDDEN mock_stream *stream_create_default(mock_context *ctx);
