@@ -10,6 +10,10 @@ compared with ``mock_libascendcl/abi/exports_<lib>.txt``. The libraries alone ar
 built as ``Debug`` and ``Release`` (no tests run there) to catch build-type specific
 warnings.
 
+The source layout rules of mock_libascendcl/src (one folder per subsystem, function
+prefixes matching the declaring header, private headers used only in their folder; see
+the mock README "Source layout") are checked without a build.
+
 Selection: the sanitizer runs carry the ``asan`` / ``tsan`` marks and their ids contain
 the configuration name, e.g. ``pytest tests/test_mock_c.py -k "plain"`` or
 ``-m "not asan and not tsan"``.
