@@ -5,7 +5,8 @@ All metadata lives in pyproject.toml.  ``pip install .`` / ``pip install -e .`` 
 pyacl_rt/_mock/ (in the source tree for editable installs) and then the cffi
 module pyacl_rt._lowlevel_cffi (declared by pyacl_rt/_lowlevel_build.py) and the
 hand-written fast-call module pyacl_rt._fastcall (pyacl_rt/_fastcall.c), which calls
-through the cffi module's dispatch table (no link dependency on libascendcl either).
+through the cffi module's dispatch table (no link dependency on libascendcl either), and
+pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL calls).
 """
 
 from __future__ import annotations
@@ -60,7 +61,12 @@ setup(
             "pyacl_rt._fastcall",
             sources=["pyacl_rt/_fastcall.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
-        )
+        ),
+        Extension(
+            "pyacl_rt._dlpack_c",
+            sources=["pyacl_rt/_dlpack_c.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
+        ),
     ],
     cmdclass={"build_ext": BuildExtWithMock},
     zip_safe=False,

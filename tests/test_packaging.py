@@ -191,7 +191,9 @@ def test_sdist_then_wheel_work_standalone(tmp_path: Path, clean_env: Any) -> Non
         "pyacl_rt/_mock/lib/cmake/mock_libascendcl/mock_libascendclConfig.cmake",
     ):
         assert required in wn, required
-    assert any(n.startswith("pyacl_rt/_lowlevel_cffi") and n.endswith(".so") for n in wn)
+    for ext in ("_lowlevel_cffi", "_fastcall", "_dlpack_c"):
+        assert any(n.startswith(f"pyacl_rt/{ext}.") and n.endswith(".so") for n in wn), ext
+    assert "pyacl_rt/_dlpack_c.pyi" in wn
 
     site = tmp_path / "site"
     subprocess.run(
