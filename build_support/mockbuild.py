@@ -81,11 +81,12 @@ def _project_version(mock_root: Path) -> str:
     return m.group(1) if m else "0.0.0"
 
 
-# (library file, source directory relative to mock_libascendcl/, needs libascendcl)
+# (library file, source directories relative to mock_libascendcl/, needs libascendcl);
+# libascendcl.so has one folder per subsystem (mock_libascendcl/README.md "Source layout").
 LIBRARIES = (
-    ("libascendcl.so", "src", False),
-    ("libmsprofiler.so", "src/msprofiler", True),
-    ("libascend_dump.so", "src/ascend_dump", True),
+    ("libascendcl.so", ("src/core", "src/stream", "src/mem", "src/misc"), False),
+    ("libmsprofiler.so", ("src/msprofiler",), True),
+    ("libascend_dump.so", ("src/ascend_dump",), True),
 )
 
 
@@ -114,16 +115,16 @@ def build_mock(mock_root: Path, out_pkg_dir: Path, build_temp: Path, verbose: bo
     include = ["-I" + str(mock_root / "include"), "-I" + str(mock_root / "src")]
     jobs = max(1, os.cpu_count() or 1)
 
-    for libname, subdir, needs_acl in LIBRARIES:
-        src_dir = mock_root / subdir
-        sources = sorted(src_dir.glob("*.c"))
+    for libname, subdirs, needs_acl in LIBRARIES:
+        sources = [s for subdir in subdirs for s in sorted((mock_root / subdir).glob("*.c"))]
         if not sources:
             if libname == "libascendcl.so":
-                raise RuntimeError(f"no mock sources found in {src_dir}")
+                raise RuntimeError(f"no mock sources found in {mock_root / subdirs[0]}")
             continue
-        obj_dir = build_temp / "mock" / subdir.replace("/", "_")
+        obj_dir = build_temp / "mock" / libname.removesuffix(".so")
         obj_dir.mkdir(parents=True, exist_ok=True)
-        objects = [obj_dir / (s.stem + ".o") for s in sources]
+        # object names carry the folder: two subsystems may have files of one name
+        objects = [obj_dir / f"{s.parent.name}_{s.stem}.o" for s in sources]
 
         def compile_one(pair: tuple[Path, Path]) -> None:
             src, obj = pair

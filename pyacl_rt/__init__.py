@@ -104,6 +104,7 @@ from ._stream import (
     stream,
     stream_from_pool,
 )
+from ._syncdebug import get_sync_debug_mode, set_sync_debug_mode, sync_debug_mode
 from .errors import (
     AclDeviceLostError,
     AclError,
@@ -123,6 +124,8 @@ from .errors import (
     NotInitializedError,
     ObjectClosedError,
     RuntimeFinalizedError,
+    SyncDebugError,
+    SyncDebugWarning,
     SyncTimeoutError,
 )
 
@@ -172,6 +175,8 @@ __all__ = [
     "RuntimeFinalizedError",
     "Stream",
     "StreamContext",
+    "SyncDebugError",
+    "SyncDebugWarning",
     "SyncTimeoutError",
     "__version__",
     "backend_info",
@@ -200,6 +205,7 @@ __all__ = [
     "get_device_properties",
     "get_per_process_memory_fraction",
     "get_soc_version",
+    "get_sync_debug_mode",
     "host_memory_allocated",
     "host_memory_stats",
     "init",
@@ -225,8 +231,10 @@ __all__ = [
     "set_op_timeout_ms",
     "set_per_process_memory_fraction",
     "set_stream",
+    "set_sync_debug_mode",
     "stream",
     "stream_from_pool",
+    "sync_debug_mode",
     "synchronize",
     "utilization",
 ]

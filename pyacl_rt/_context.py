@@ -39,6 +39,7 @@ from ._state import (
     _validated_ctx,
     context_close_hooks,
 )
+from ._syncdebug import _check_sync, _sync_debug
 from .errors import ObjectClosedError
 
 __all__ = ["Context", "current_context"]
@@ -180,6 +181,8 @@ class Context:
     def synchronize(self) -> None:
         """Wait for all work in this context (``aclrtSynchronizeDevice`` within it)."""
         _refuse_in_callback("Context.synchronize()")
+        if _sync_debug():
+            _check_sync("Context.synchronize()")
         self._require_open()
         if _local.st.ctx is not self._ref:
             self._ref.make_current()

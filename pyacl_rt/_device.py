@@ -64,6 +64,7 @@ from ._state import (
     _validated_ctx,
     device_sync_hooks,
 )
+from ._syncdebug import _check_sync, _sync_debug
 from .errors import InvalidDeviceError
 
 __all__ = [
@@ -372,6 +373,8 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     not here.
     """
     _refuse_in_callback("synchronize()")
+    if _sync_debug():
+        _check_sync("synchronize()")
     ms = None if timeout is None else timeout_ms_arg(timeout)
     index = _index(device)
     _ensure_current(index)
@@ -656,6 +659,8 @@ class Device:
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for all work on this device (:func:`synchronize`); ``timeout`` in
         milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError` on expiry."""
+        if _sync_debug():
+            _check_sync("Device.synchronize()")
         synchronize(self._index, timeout=timeout)
 
     # --- identity

@@ -73,6 +73,7 @@ from ._memory.records import _Mem, _raise_closed
 from ._state import _check, _CtxRef, _lib
 from ._stream import Stream, current_stream, default_stream
 from ._stream import _live as _live_streams
+from ._syncdebug import _check_sync, _sync_debug
 from .lowlevel import ffi
 
 __all__ = [
@@ -373,6 +374,8 @@ def _copy_of(buf: DeviceBuffer | HostBuffer, target: tuple[int, int]) -> DeviceB
     n = buf._n
     if n == 0:
         raise BufferError("cannot copy an empty (0-byte) buffer for DLPack")
+    if _sync_debug():
+        _check_sync("a synchronous copy for a DLPack export")
     _host_sync(buf._m)
     new: DeviceBuffer | HostBuffer = (
         HostBuffer(n) if target[0] == KDL_CPU else DeviceBuffer(n, device=target[1])
@@ -615,6 +618,8 @@ def _import(
     if not need_copy:
         return view
     try:
+        if _sync_debug():
+            _check_sync("a synchronous copy of the imported DLPack tensor")
         new: DeviceBuffer | HostBuffer = HostBuffer(n) if target < 0 else DeviceBuffer(n, target)
         try:
             _copy(new, view)

@@ -77,6 +77,7 @@ from ._state import (
     context_close_hooks,
     device_sync_hooks,
 )
+from ._syncdebug import _check_sync, _sync_debug
 
 __all__ = [
     "STREAMS_PER_POOL",
@@ -459,6 +460,8 @@ class Stream:
         t = _local.st
         if t.in_callback:
             _refuse_in_callback("Stream.synchronize()")
+        if _sync_debug():
+            _check_sync("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
@@ -615,6 +618,8 @@ class Stream:
             return
         if self._state.sub is not None and _local.st.in_callback:
             _refuse_in_callback("Stream.close()")
+        if _sync_debug():
+            _check_sync("Stream.close()")
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
         _live.discard(self)

@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._hooks",
             "pyacl_rt._log",
             "pyacl_rt._args",
+            "pyacl_rt._syncdebug",
         ),
     ),
     (

@@ -23,6 +23,7 @@ from .._device import Device, DeviceLike, _context_for, _ensure_current, _index,
 from .._raw._fastcall import BufferForwarder
 from .._state import _local, _run_finalizer, _validated_ctx
 from .._stream import Stream
+from .._syncdebug import _check_sync, _sync_debug
 from ..lowlevel import ffi
 from . import backend as _mb
 from . import engine, records
@@ -297,6 +298,8 @@ class DeviceBuffer(_Buffer):
                 self._m = _DEAD
             self._parent = None
             return
+        if self._m.rel is None and self._m.streams and _sync_debug():  # rel: no wait
+            _check_sync("DeviceBuffer.close()")
         with records._live_lock:
             _claim_close(self._m, "DeviceBuffer")
         # detach() + call, not f(): at interpreter exit f() is a no-op once
@@ -533,6 +536,8 @@ class HostBuffer(_Buffer, BufferForwarder):
         if self._buf is None:
             return
         m = self._m
+        if m.rel is None and m.streams and _sync_debug():  # rel: no wait
+            _check_sync("HostBuffer.close()")
         with records._live_lock:
             p = _claim_close(m, "HostBuffer")
             n = self._exports() if p else 0

@@ -23,6 +23,7 @@ from .._args import bool_arg, index_arg
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import _check, _CtxRef, _lib, _local, _refuse_in_callback, context_close_hooks
 from .._stream import Stream, current_stream
+from .._syncdebug import _check_sync, _sync_debug
 from ..lowlevel import fast as _fast
 from .args import (
     ReleaseOnExit,
@@ -170,6 +171,8 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
     for each half (synchronous, whatever ``non_blocking`` said)."""
     if _local.st.in_callback:
         _refuse_in_callback("a cross-device copy between devices without peer access")
+    if _sync_debug():
+        _check_sync("a copy staged through pinned memory: the devices lack peer access")
     src_stream = st if st._device == s.dev else current_stream(s.dev)
     dst_stream = st if st._device == d.dev else current_stream(d.dev)
     factory = _staging_buffer
@@ -251,6 +254,8 @@ def _do_copy(
             with ReleaseOnExit(d, s, always=True):
                 _staged_copy(d, s, n, doff, soff, st)
             return
+        if not non_blocking and _sync_debug():
+            _check_sync("a synchronous copy")
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
     _finish(st, sides, non_blocking)
@@ -378,6 +383,8 @@ def copy_2d(
                 "them are not supported (copy through a HostBuffer)",
                 function="aclrtDeviceCanAccessPeer",
             )
+        if not non_blocking and _sync_debug():
+            _check_sync("a synchronous copy")
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:
@@ -423,6 +430,8 @@ def memset(
             return
         if not non_blocking and _local.st.in_callback:
             _refuse_in_callback("a synchronous memset (use non_blocking=True)")
+        if not non_blocking and _sync_debug():
+            _check_sync("a synchronous memset")
         st = _pick_stream(stream, (b.dev,))
         _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
     _finish(st, sides, non_blocking)

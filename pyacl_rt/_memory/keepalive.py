@@ -20,6 +20,7 @@ import weakref
 
 from .._state import _local, _refuse_in_callback
 from .._stream import Stream
+from .._syncdebug import _check_sync, _sync_debug
 from .args import _Side
 from .records import _Mem, _wait_streams
 
@@ -55,6 +56,8 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
     for side in sides:
         m = side.m
         if m is not None and m.streams:
+            if _sync_debug():
+                _check_sync("waiting for the work pending on the buffer")
             prev = _local.st.ctx
             try:
                 if not _wait_streams(m, forget=False):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .. import _releaser
 from .._device import DeviceLike, _index, mem_get_info
 from .._state import _local
+from .._syncdebug import _check_sync, _sync_debug
 from . import backend as _mb
 from . import records as _rec
 from .torchstats import format_summary
@@ -79,6 +80,8 @@ def empty_cache() -> None:
     callback's own stream)."""
     if _local.st.in_callback:
         return
+    if _sync_debug():
+        _check_sync("empty_cache()")
     _releaser.flush()
     _rec._process_deferred()
     _mb.empty_all()
