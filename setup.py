@@ -3,10 +3,10 @@
 All metadata lives in pyproject.toml.  ``pip install .`` / ``pip install -e .`` /
 ``python -m build`` run build_ext, which first builds mock_libascendcl into
 pyacl_rt/_mock/ (in the source tree for editable installs) and then the cffi
-module pyacl_rt._lowlevel_cffi (declared by pyacl_rt/_lowlevel_build.py) and the
-hand-written fast-call module pyacl_rt._fastcall (pyacl_rt/_fastcall.c), which calls
-through the cffi module's dispatch table (no link dependency on libascendcl either), and
-pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL calls).
+module pyacl_rt._raw._lowlevel_cffi (declared by pyacl_rt/_raw/_lowlevel_build.py) and
+the hand-written fast-call module pyacl_rt._raw._fastcall (pyacl_rt/_raw/_fastcall.c),
+which calls through the cffi module's dispatch table (no link dependency on libascendcl
+either), and pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL calls).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ class BuildExtWithMock(build_ext):
         # finds first, so keep only the file this build produces.
         for ext in self.extensions:
             current = Path(self.get_ext_filename(ext.name)).name
-            stem = ext.name.rsplit(".", 1)[-1]
-            for old in pkg_dir.glob(stem + ".*.so"):
+            *subpackages, stem = ext.name.split(".")[1:]
+            for old in pkg_dir.joinpath(*subpackages).glob(stem + ".*.so"):
                 if old.name != current:
                     old.unlink()
 
@@ -54,12 +54,12 @@ setup(
     packages=find_packages(include=["pyacl_rt", "pyacl_rt.*"]),
     # The compiled mock libraries and headers are added by build_ext (not globbed).
     include_package_data=False,
-    package_data={"pyacl_rt": ["py.typed", "*.pyi"]},
-    cffi_modules=["pyacl_rt/_lowlevel_build.py:ffibuilder"],
+    package_data={"pyacl_rt": ["py.typed", "*.pyi"], "pyacl_rt._raw": ["*.pyi"]},
+    cffi_modules=["pyacl_rt/_raw/_lowlevel_build.py:ffibuilder"],
     ext_modules=[
         Extension(
-            "pyacl_rt._fastcall",
-            sources=["pyacl_rt/_fastcall.c"],
+            "pyacl_rt._raw._fastcall",
+            sources=["pyacl_rt/_raw/_fastcall.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
         ),
         Extension(

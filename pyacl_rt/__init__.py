@@ -16,30 +16,29 @@ the import (``import pyacl_rt as npu``; the README lists the differences)::
     end.synchronize()
     print(start.elapsed_time(end), "ms", npu.mem_get_info())
 
-Layers (lowest first): :mod:`pyacl_rt.lowlevel` (raw 1:1 calls, also
-``lowlevel.fast``), :mod:`pyacl_rt.runtime` (init/finalize), then the objects:
-:mod:`~pyacl_rt.device`, :mod:`~pyacl_rt.context`, :mod:`~pyacl_rt.stream`,
-:mod:`~pyacl_rt.event`, :mod:`~pyacl_rt.callbacks`, :mod:`~pyacl_rt.memory`. Errors are
-in :mod:`pyacl_rt.errors` (also re-exported here). The bundled mock runtime and its build
-flags: ``python -m pyacl_rt.mock --cflags``; test controls: :func:`pyacl_rt.mock.mock_control`.
+Layers (lowest first; docs/architecture.md has the tree and a call's path): the
+generated tables and :mod:`pyacl_rt.errors`; the raw layer :mod:`pyacl_rt.lowlevel`
+(raw 1:1 calls, also ``lowlevel.fast``, over the private ``pyacl_rt._raw``); the
+runtime lifecycle (:func:`init` / :func:`finalize`); then the objects: devices and
+contexts, streams, events and host callbacks, memory. Everything an application uses
+is exported here; the implementation modules are private (``pyacl_rt._device``,
+``pyacl_rt._stream``, ...). Public modules: :mod:`pyacl_rt.lowlevel`,
+:mod:`pyacl_rt.errors` (also re-exported here), :mod:`pyacl_rt.mock` (the bundled mock
+runtime and its build flags: ``python -m pyacl_rt.mock --cflags``; test controls:
+:func:`pyacl_rt.mock.mock_control`) and :mod:`pyacl_rt.cli`.
 
 ``import pyacl_rt`` loads no library and starts no runtime: the library is loaded and
 ``aclInit`` called on first real use (or by :func:`init`).
 
-``pyacl_rt.device`` and ``pyacl_rt.stream`` are both the submodules and torch_npu's
-context managers: calling the module, ``pyacl_rt.device(1)`` / ``pyacl_rt.stream(s)``,
-returns ``pyacl_rt.device.device(1)`` / ``pyacl_rt.stream.stream(s)``. (Python binds a
-package attribute to its submodule on import, so the two names cannot simply be
-rebound; a callable module keeps ``from pyacl_rt import device`` working both ways.)
-Type checkers see the modules: type-checked code writes ``pyacl_rt.device.device(1)``.
+``pyacl_rt.device`` is a class and ``pyacl_rt.stream`` a function, as in torch_npu:
+``with pyacl_rt.device(1):`` and ``with pyacl_rt.stream(s):`` (type-checked as such).
 """
 
 from __future__ import annotations
 
-import types
-from typing import Any
+from typing import TYPE_CHECKING
 
-from . import callbacks, context, device, errors, event, lowlevel, memory, runtime, stream
+from . import errors, lowlevel
 from ._allocator import (
     caching_allocator,
     caching_allocator_alloc,
@@ -51,19 +50,13 @@ from ._allocator import (
     record_memory_history,
     set_per_process_memory_fraction,
 )
-from ._dlpack import from_dlpack
-from ._loader import backend_info
-from ._syncdebug import get_sync_debug_mode, set_sync_debug_mode, sync_debug_mode
-from .context import Context, current_context
-from .device import (
-    CallbackContextError,
+from ._context import Context, current_context
+from ._device import (
     Device,
     DeviceProperties,
-    InvalidDeviceError,
-    ObjectClosedError,
-    SyncTimeoutError,
     can_device_access_peer,
     current_device,
+    device,
     device_count,
     device_of,
     get_cann_version,
@@ -80,26 +73,9 @@ from .device import (
     synchronize,
     utilization,
 )
-from .errors import (
-    AclDeviceLostError,
-    AclError,
-    AclInternalError,
-    AclOutOfMemoryError,
-    AclResourceError,
-    AclServiceError,
-    AclUsageError,
-    ConfigError,
-    FeatureNotSupportedError,
-    ForkedProcessError,
-    FunctionNotFoundError,
-    LibraryNotFoundError,
-    NotInitializedError,
-    RuntimeFinalizedError,
-    SyncDebugError,
-    SyncDebugWarning,
-)
-from .event import Event, EventTimingError
-from .memory import (
+from ._dlpack import from_dlpack
+from ._event import Event, EventTimingError
+from ._memory import (
     DeviceBuffer,
     HostBuffer,
     copy,
@@ -117,44 +93,58 @@ from .memory import (
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
-from .runtime import finalize, init, is_initialized
-from .stream import Stream, current_stream, default_stream, set_stream, stream_from_pool
+from ._runtime import finalize, init, is_initialized
+from ._state import forget_thread_context
+from ._stream import (
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+    stream_from_pool,
+)
+from ._syncdebug import get_sync_debug_mode, set_sync_debug_mode, sync_debug_mode
+from .errors import (
+    AclDeviceLostError,
+    AclError,
+    AclInternalError,
+    AclOutOfMemoryError,
+    AclResourceError,
+    AclServiceError,
+    AclUsageError,
+    BackendFallbackWarning,
+    CallbackContextError,
+    ConfigError,
+    FeatureNotSupportedError,
+    ForkedProcessError,
+    FunctionNotFoundError,
+    InvalidDeviceError,
+    LibraryNotFoundError,
+    NotInitializedError,
+    ObjectClosedError,
+    RuntimeFinalizedError,
+    SyncDebugError,
+    SyncDebugWarning,
+    SyncTimeoutError,
+)
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from ._raw._backend import BackendInfo
+
+
+def backend_info() -> BackendInfo:
+    """Load the library if needed and report the backend (``"real"`` / ``"mock"``), its
+    path, how it was found, the CANN version and which functions it exports."""
+    from ._raw._backend import backend_info as info
+
+    return info()
+
+
 #: torch_npu's name for the out-of-memory error (also a :class:`MemoryError`).
 OutOfMemoryError = AclOutOfMemoryError
-
-
-class _CallableModule(types.ModuleType):
-    """A submodule that also behaves as its namesake context manager when called."""
-
-    _call_target: str
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self, type(self)._call_target)(*args, **kwargs)
-
-
-class _DeviceModule(_CallableModule):
-    _call_target = "device"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """``pyacl_rt.device(dev)``: the context manager :class:`pyacl_rt.device.device`."""
-        return super().__call__(*args, **kwargs)
-
-
-class _StreamModule(_CallableModule):
-    _call_target = "stream"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """``pyacl_rt.stream(s)``: the context manager :class:`pyacl_rt.stream.stream`."""
-        return super().__call__(*args, **kwargs)
-
-
-# The module objects stay the same (sys.modules, other modules' references); only
-# their type gains __call__. A module's __class__ may be set to a ModuleType subclass.
-device.__class__ = _DeviceModule
-stream.__class__ = _StreamModule
 
 __all__ = [
     "AclDeviceLostError",
@@ -164,6 +154,7 @@ __all__ = [
     "AclResourceError",
     "AclServiceError",
     "AclUsageError",
+    "BackendFallbackWarning",
     "CallbackContextError",
     "ConfigError",
     "Context",
@@ -183,6 +174,7 @@ __all__ = [
     "OutOfMemoryError",
     "RuntimeFinalizedError",
     "Stream",
+    "StreamContext",
     "SyncDebugError",
     "SyncDebugWarning",
     "SyncTimeoutError",
@@ -191,9 +183,7 @@ __all__ = [
     "caching_allocator",
     "caching_allocator_alloc",
     "caching_allocator_delete",
-    "callbacks",
     "can_device_access_peer",
-    "context",
     "copy",
     "copy_2d",
     "current_context",
@@ -206,8 +196,8 @@ __all__ = [
     "dump_snapshot",
     "empty_cache",
     "errors",
-    "event",
     "finalize",
+    "forget_thread_context",
     "from_dlpack",
     "get_cann_version",
     "get_device_capability",
@@ -228,7 +218,6 @@ __all__ = [
     "max_memory_reserved",
     "mem_get_info",
     "memcpy_async",
-    "memory",
     "memory_allocated",
     "memory_reserved",
     "memory_snapshot",
@@ -238,7 +227,6 @@ __all__ = [
     "record_memory_history",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
-    "runtime",
     "set_device",
     "set_op_timeout_ms",
     "set_per_process_memory_fraction",

@@ -16,7 +16,7 @@ Export (``DeviceBuffer`` / ``HostBuffer`` methods, the Python array API protocol
 * ``stream`` is where the consumer will use the data. DeviceBuffer: ``None`` waits on
   the host for the work pending on the buffer (the streams it was used on); ``-1`` does
   nothing; an ``aclrtStream`` handle (int; ``0`` = the device's default stream) or a
-  :class:`~pyacl_rt.stream.Stream` makes that stream wait (an event per pending stream,
+  :class:`~pyacl_rt.Stream` makes that stream wait (an event per pending stream,
   no host wait; a pending stream of another device is synchronized instead).
   HostBuffer: ``None`` waits for pending work, ``-1`` does nothing, anything else is a
   ``BufferError`` (host memory has no stream).
@@ -28,7 +28,7 @@ Export (``DeviceBuffer`` / ``HostBuffer`` methods, the Python array API protocol
 Lifetime (the safe choice): each export keeps the buffer (for a view: the allocation
 it was sliced from) alive until the consumer's deleter runs, and while it is alive
 ``close()`` raises ``BufferError`` - the rule HostBuffer already has for memoryview /
-numpy exports - and so does :func:`pyacl_rt.runtime.finalize` (unless the consumer is
+numpy exports - and so does :func:`pyacl_rt.finalize` (unless the consumer is
 a pyacl_rt import, which finalize releases first). Deleting the Python buffer is fine:
 the memory stays valid until the consumer lets go. A capsule nobody consumed calls its
 deleter when it is collected. The deleter runs exactly once (see
@@ -38,8 +38,8 @@ Import: :func:`from_dlpack`
 ---------------------------
 Gives a buffer over the producer's memory, holding the producer's tensor until the
 buffer is closed or collected (then its deleter is called once, after waiting for
-the streams the buffer was used on): a :class:`~pyacl_rt.memory.DeviceBuffer` for
-``kDLExtDev`` (12) memory, a :class:`~pyacl_rt.memory.HostBuffer` for host memory
+the streams the buffer was used on): a :class:`~pyacl_rt.DeviceBuffer` for
+``kDLExtDev`` (12) memory, a :class:`~pyacl_rt.HostBuffer` for host memory
 (``kDLCPU``, ``kDLCUDAHost``, ``kDLROCMHost``). Such a HostBuffer is pageable unless
 the producer's memory was pinned (e.g. a pyacl_rt HostBuffer): every copy accepts it
 (ACL copies pageable memory synchronously). Checked before anything is wrapped:
@@ -50,28 +50,31 @@ device memory, that the runtime sees device memory there (``aclrtPointerGetAttri
 where the library has it and answers; otherwise the producer's word stands). Read-only
 tensors are copied (``copy=False``: BufferError).
 
-Floor 7: imports floors 1-6 (registers the export hooks of :mod:`pyacl_rt.memory`).
+Floor 7: imports floors 1-6 (registers the export hooks of :mod:`pyacl_rt._memory.buffers`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 import os
 from typing import Any, Final
 
-from . import _dlpack_c, errors, runtime
-from . import _memrecord as _rec
-from ._membuf import _Side
-from ._memrecord import _Mem, _raise_closed
+from . import _dlpack_c, errors
+from . import _runtime as runtime
+from ._device import Device, _context_for, _index
+from ._log import get_logger
+from ._memory import records as _rec
+from ._memory.args import _Side
+from ._memory.buffers import DeviceBuffer, HostBuffer, _dlpack_hooks
+from ._memory.engine import copy as _copy
+from ._memory.keepalive import _host_wait
+from ._memory.records import _Mem, _raise_closed
+from ._state import _check, _CtxRef, _lib
+from ._stream import Stream, current_stream, default_stream
+from ._stream import _live as _live_streams
 from ._syncdebug import _check_sync, _sync_debug
-from .device import Device, _check, _context_for, _CtxRef, _index, _lib
 from .lowlevel import ffi
-from .memory import DeviceBuffer, HostBuffer, _dlpack_hooks, _host_wait
-from .memory import copy as _copy
-from .stream import Stream, current_stream, default_stream
-from .stream import _live as _live_streams
 
 __all__ = [
     "KDL_CPU",
@@ -131,7 +134,7 @@ _UINT8: Final = (1, 8)
 _ACL_MEM_LOCATION_TYPE_DEVICE: Final = 1
 _ACL_MEM_LOCATION_TYPE_MANAGED: Final = 3
 _INT64_MAX: Final = 2**63 - 1
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 
 def _device_name(kind: int) -> str:
@@ -551,8 +554,8 @@ def from_dlpack(
     """A buffer over the memory of a DLPack producer ``x`` (numpy array, torch tensor,
     DeviceBuffer, HostBuffer, ...; or a DLPack capsule), zero-copy.
 
-    Device memory (``kDLExtDev``) gives a :class:`~pyacl_rt.memory.DeviceBuffer`, host
-    memory a :class:`~pyacl_rt.memory.HostBuffer`, of ``prod(shape) * itemsize`` bytes.
+    Device memory (``kDLExtDev``) gives a :class:`~pyacl_rt.DeviceBuffer`, host
+    memory a :class:`~pyacl_rt.HostBuffer`, of ``prod(shape) * itemsize`` bytes.
     The buffer holds the producer's tensor: its deleter is called once, when the buffer
     is closed or collected (after waiting for the streams the buffer was used on).
     The producer is asked to order its pending work before the current stream of the

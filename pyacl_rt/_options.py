@@ -20,8 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ConfigError
 
@@ -131,8 +130,7 @@ def _passthrough(name: str, raw: str) -> str:
 
 
 # ------------------------------------------------------------------ the table
-@dataclass(frozen=True)
-class EnvVar:
+class EnvVar(NamedTuple):
     """One environment variable: the row of the documentation table and its parser."""
 
     name: str
@@ -199,7 +197,7 @@ ENV_VARS: tuple[EnvVar, ...] = (
         accepted=_BOOL_ACCEPTED,
         description=(
             "1: the runtime (aclInit) starts on first use. 0: first use without an explicit "
-            "pyacl_rt.runtime.init() raises NotInitializedError."
+            "pyacl_rt.init() raises NotInitializedError."
         ),
         parse=_parse_bool,
     ),
@@ -279,9 +277,11 @@ ENV_VARS: tuple[EnvVar, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Options:
-    """The parsed configuration. Field names match :attr:`EnvVar.field`."""
+class Options(NamedTuple):
+    """The parsed configuration (immutable). Field names match :attr:`EnvVar.field`.
+
+    A NamedTuple rather than a dataclass: ``import pyacl_rt`` does not import
+    :mod:`dataclasses`."""
 
     backend: str = "auto"
     library: str | None = None
@@ -297,7 +297,7 @@ class Options:
 
 
 def _check_table_matches_options() -> None:
-    names = {f.name for f in fields(Options)}
+    names = set(Options._fields)
     table = {v.field for v in ENV_VARS}
     if names != table:  # pragma: no cover - programming error caught at import
         raise RuntimeError(f"_options table and Options disagree: {sorted(names ^ table)}")

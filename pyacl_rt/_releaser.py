@@ -2,7 +2,7 @@
 
 A finalizer (garbage collection, the last reference dropped) runs on whatever thread
 happens to trigger it, including pyacl_rt's host-callback report threads
-(:mod:`pyacl_rt.callbacks`). There, anything that waits for device work -
+(:mod:`pyacl_rt._callbacks`). There, anything that waits for device work -
 synchronizing the streams of a buffer before ``aclrtFree``, destroying a stream or a
 context - can deadlock: the stream may be waiting for a host callback that only that
 very thread can run. So on a report thread (``_local.st.in_callback``, which is True
@@ -15,28 +15,28 @@ safe.
 * The releaser thread is started by :func:`start` (the callbacks module starts it
   with the first report thread, from an ordinary call, never from a finalizer).
 * :func:`flush` waits until everything deferred so far has run
-  (:func:`pyacl_rt.memory.empty_cache` uses it); :func:`drain` runs what is queued
+  (:func:`pyacl_rt.empty_cache` uses it); :func:`drain` runs what is queued
   on the calling thread.
-* At :func:`pyacl_rt.runtime.finalize` the thread is stopped first (what it had
+* At :func:`pyacl_rt.finalize` the thread is stopped first (what it had
   queued runs before it stops); later deferrals are drained by the callbacks module
   once the report threads are stopped. A forked child forgets the queue.
 
-Floor 3 helper: imports :mod:`runtime` only.
+Floor 3 (runtime lifecycle) helper: imports :mod:`_runtime` and floor 1 only.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import queue
 import threading
 from collections.abc import Callable
 
-from . import runtime
+from . import _runtime as runtime
+from ._log import get_logger
 
 __all__ = ["defer", "drain", "flush", "is_releaser_thread", "start", "stop"]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 #: Deferred releases (None: stop the thread).
 _queue: queue.SimpleQueue[Callable[[], object] | None] = queue.SimpleQueue()

@@ -5,7 +5,7 @@ Commands:
 ``pyacl-rt info``
     Backend (real CANN library or bundled mock), library path and how it was
     found, CANN version, and every visible device through its
-    :class:`~pyacl_rt.device.Device` object: one line per device (index, SoC,
+    :class:`~pyacl_rt.Device` object: one line per device (index, SoC,
     total/free memory in GiB, utilisation) and a peer-access matrix (one line per
     device listing its peers when the matrix would not fit in 80 columns).
     ``--json`` prints a stable machine-readable document (see
@@ -15,7 +15,7 @@ Commands:
 
     Contexts: SoC, utilisation and peer access are queried by device id (no context).
     Free memory needs a context: ``info`` uses the device's primary context if this
-    process already holds it, else a temporary :class:`~pyacl_rt.context.Context`
+    process already holds it, else a temporary :class:`~pyacl_rt.Context`
     destroyed right after the query. The command finalizes the runtime before
     printing when it started it, so it leaves no context or device reference behind.
 
@@ -113,14 +113,15 @@ def _mem_info(dev: Any) -> tuple[int, int]:
 
     ``aclrtGetMemInfo`` needs a context on the device. If pyacl_rt already holds the
     device's primary context (the device is in use in this process) that one is used;
-    otherwise a temporary explicit :class:`~pyacl_rt.context.Context` is created for
+    otherwise a temporary explicit :class:`~pyacl_rt.Context` is created for
     the query and destroyed right after, so ``info`` never leaves a context (or a
     device reference) on a device nobody asked for.
     """
-    from . import device as _device
-    from .context import Context
+    from . import _device
+    from ._context import Context
+    from ._state import _local
 
-    cur = _device._local.st.ctx
+    cur = _local.st.ctx
     if dev.index in _device._primaries or (cur is not None and cur.device == dev.index):
         result: tuple[int, int] = dev.mem_get_info()
         return result
@@ -135,7 +136,7 @@ def _mem_info(dev: Any) -> tuple[int, int]:
 
 def _query_device(index: int) -> dict[str, Any]:
     """SoC, memory and utilisation of device ``index`` through its :class:`Device`."""
-    from .device import Device
+    from ._device import Device
 
     entry = _empty_entry(index)
     try:
@@ -169,7 +170,7 @@ def _fill_peer_access(devices: list[dict[str, Any]]) -> None:
     the row device's ``error`` (a failure involving a device that already has an
     error is that device's error).
     """
-    from .device import Device
+    from ._device import Device
 
     healthy = {d["index"] for d in devices if d["error"] is None}
     for row in devices:
@@ -198,14 +199,17 @@ def collect_info() -> dict[str, Any]:
     context that outlives the call (see :func:`_mem_info`) and leaves the calling
     thread's device, context and stream selection unchanged.
     """
-    from . import _loader, device, runtime
+    from . import _device as device
+    from . import _runtime as runtime
+    from ._raw._backend import backend_info
+    from .errors import BackendFallbackWarning
 
     captured: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", _loader.BackendFallbackWarning)
-        info = _loader.backend_info()
+        warnings.simplefilter("always", BackendFallbackWarning)
+        info = backend_info()
     for w in caught:
-        if issubclass(w.category, _loader.BackendFallbackWarning):
+        if issubclass(w.category, BackendFallbackWarning):
             captured.append(str(w.message))
         else:  # pragma: no cover - re-emit anything unexpected
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -380,7 +384,7 @@ def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
         else:
             out.write(_env_rows_text(rows))
         return 0
-    from . import runtime
+    from . import _runtime as runtime
 
     # `info` leaves the process as it found it: if it started the runtime, it also
     # finalizes it (releasing every device reference and aclFinalize) before printing.

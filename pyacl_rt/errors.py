@@ -5,7 +5,7 @@ Every failure pyacl_rt raises derives from :class:`AclError`. Errors coming from
 
 * ``code`` - the integer ``aclError`` value,
 * ``name`` - the constant's name (``ACL_ERROR_RT_MEMORY_ALLOCATION``), from the
-  generated table :data:`pyacl_rt._abi_data.ERROR_NAMES`,
+  generated table :data:`pyacl_rt._raw._abi_runtime.ERROR_NAMES`,
 * ``function`` - the C function that failed (``"aclrtMalloc"``),
 * ``recent_message`` - the runtime's own text (``aclGetRecentErrMsg``), which the
   raw layer reads at once on the failing thread (it is per thread and is cleared
@@ -34,13 +34,15 @@ Hierarchy by ACL code family (first digit of the code)::
     +-- ConfigError              (also ValueError) bad PYACL_RT_* environment value
     +-- ForkedProcessError       (also RuntimeError) runtime used in a forked child
 
-Warning: :class:`SyncDebugWarning` (a ``UserWarning``) - a call that makes the host
-wait for the device, in sync-debug mode ``"warn"``.
+Warnings (``UserWarning`` subclasses): :class:`BackendFallbackWarning` - the bundled
+mock is used because no real library was found (``PYACL_RT_BACKEND=auto``);
+:class:`SyncDebugWarning` - a call that makes the host wait for the device, in
+sync-debug mode ``"warn"``.
 
 All exceptions pickle with every attribute (``__reduce__``), so they cross
 ``multiprocessing`` boundaries intact.
 
-Floor 1: only the standard library and :mod:`pyacl_rt._abi_data`.
+Floor 1: only the standard library and :mod:`pyacl_rt._raw._abi_runtime`.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from . import _abi_data
+from ._raw import _abi_runtime
 
 __all__ = [
     "DEVICE_LOST_CODES",
@@ -62,6 +64,7 @@ __all__ = [
     "AclResourceError",
     "AclServiceError",
     "AclUsageError",
+    "BackendFallbackWarning",
     "CallbackContextError",
     "ConfigError",
     "FeatureNotSupportedError",
@@ -152,7 +155,7 @@ SYNC_TIMEOUT_CODES: frozenset[int] = frozenset(
 _EXPLANATIONS: dict[int, str] = {
     100000: "An argument was rejected by the ACL layer (NULL pointer, zero size, value out of "
     "range); check the arguments named in the runtime message.",
-    100001: "ACL is not initialised: call pyacl_rt.runtime.init() (or aclInit) first.",
+    100001: "ACL is not initialised: call pyacl_rt.init() (or aclInit) first.",
     100002: "ACL was already initialised in this process (e.g. by torch_npu); harmless, "
     "pyacl_rt then leaves aclFinalize to whoever initialised it.",
     100003: "A file the runtime needs is missing or invalid (for version queries: is "
@@ -275,7 +278,7 @@ def error_name(code: int | None) -> str | None:
     """The ACL constant name for ``code`` (``ACL_ERROR_...``), or ``None`` if unknown."""
     if code is None:
         return None
-    return _abi_data.ERROR_NAMES.get(code)
+    return _abi_runtime.ERROR_NAMES.get(code)
 
 
 def explain(code: int | None) -> str:
@@ -388,8 +391,8 @@ class AclUsageError(AclError):
 class NotInitializedError(AclUsageError):
     """ACL is not initialised (100001), or pyacl_rt's runtime is not started.
 
-    Raised with ``code=None`` by :mod:`pyacl_rt.runtime` when ``PYACL_RT_LAZY_INIT=0``
-    and the runtime is used before :func:`pyacl_rt.runtime.init`.
+    Raised with ``code=None`` by the runtime layer when ``PYACL_RT_LAZY_INIT=0``
+    and the runtime is used before :func:`pyacl_rt.init`.
     """
 
 
@@ -450,7 +453,7 @@ class CallbackContextError(AclUsageError, RuntimeError):
     """A blocking runtime call was made from inside a host callback.
 
     Host callbacks run on pyacl_rt's report thread while the stream waits for them;
-    a synchronize (of a stream, event or device), or ``runtime.finalize()``, from
+    a synchronize (of a stream, event or device), or ``pyacl_rt.finalize()``, from
     there would wait for itself.
     """
 
@@ -561,6 +564,13 @@ class ForkedProcessError(AclError, RuntimeError):
                 "'forkserver') to start worker processes."
             )
         super().__init__(message, function=function, explanation="")
+
+
+# ------------------------------------------------------------------ warnings
+class BackendFallbackWarning(UserWarning):
+    """``PYACL_RT_BACKEND=auto`` found no usable real libascendcl.so and uses the bundled
+    mock. Issued once per process, attributed to the user's line that first needed the
+    library; ``PYACL_RT_BACKEND=mock`` (or ``PYACL_RT_WARN_FALLBACK=0``) silences it."""
 
 
 class SyncDebugWarning(UserWarning):

@@ -19,7 +19,7 @@ Contract:
   pointers and handles, ``const char *`` as cdata). Nothing raises on a nonzero code:
   call :func:`check` (it reads ``aclGetRecentErrMsg`` at once, on the failing thread).
 * **Loading**: the first access to a function attribute (or :data:`lib`) calls
-  :func:`load`, which asks :mod:`pyacl_rt._loader` which library to use, ``dlopen``\\ s
+  :func:`load`, which asks :mod:`pyacl_rt._raw._loader` which library to use, ``dlopen``\\ s
   it once (plus libmsprofiler.so / libascend_dump.so next to it, when present) and
   resolves every symbol into the C dispatch table. After that, for each *resolved*
   function ``lowlevel.NAME is lowlevel.lib.NAME`` (the raw cffi builtin: no Python
@@ -35,7 +35,7 @@ Contract:
   :func:`scratch` for out-parameters.
 * ``ffi.errno`` is not maintained across these calls (ACL reports through return codes
   and ``aclGetRecentErrMsg``; skipping cffi's errno bookkeeping saves two calls per call).
-* **Fast variants** (:data:`fast`, the hand-written C module ``pyacl_rt._fastcall``)
+* **Fast variants** (:data:`fast`, the hand-written C module ``pyacl_rt._raw._fastcall``)
   for the hot calls with out-parameters or >= 2 arguments, where cffi's generic
   wrapper costs most (argument tuple + ``PyArg_UnpackTuple``; reading the scratch
   array back). They jump through the *same* dispatch table (one table, filled once by
@@ -87,7 +87,8 @@ Contract:
 * ``aclAppLog`` is bound with a fixed signature ``(level, func, file, line, message)``;
   the message is logged literally (the wrapper passes it through ``"%s"``).
 
-Floor 2: imports only floor-1 modules and :mod:`pyacl_rt._loader`.
+Floor 2: imports only floor-1 modules and :mod:`pyacl_rt._raw` (the loader lazily, in
+:func:`load`).
 """
 
 from __future__ import annotations
@@ -95,21 +96,15 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import _loader
-from ._abi_data import BINDING_FUNCTIONS
+from ._raw._abi_runtime import BINDING_NAMES
+from ._raw._extensions import fast, ffi
+from ._raw._extensions import lib as _lib
 from .errors import FunctionNotFoundError, LibraryNotFoundError, error_from_code
 
-try:
-    from . import _fastcall as fast
-    from ._lowlevel_cffi import ffi
-    from ._lowlevel_cffi import lib as _lib
-except ImportError as exc:  # pragma: no cover - only in an unbuilt checkout
-    raise ImportError(
-        "pyacl_rt._lowlevel_cffi / pyacl_rt._fastcall are not built: install the package "
-        "with `pip install .` (or `pip install -e .` in a checkout), which compiles them"
-    ) from exc
+if TYPE_CHECKING:
+    from ._raw._loader import LibrarySelection
 
 __all__ = [
     "HOT_PATHS",
@@ -138,16 +133,16 @@ MISSING_SYMBOL: int = -1
 #: The libraries the dispatch table resolves from, in table order.
 LIBRARIES: tuple[str, ...] = ("libascendcl.so", "libmsprofiler.so", "libascend_dump.so")
 
-_FUNCS: dict[str, Any] = {f.name: f for f in BINDING_FUNCTIONS}
+_FUNCS: frozenset[str] = frozenset(BINDING_NAMES)
 _INDEX: dict[str, int] = {}
 _load_lock = threading.RLock()
-_selection: _loader.LibrarySelection | None = None
+_selection: LibrarySelection | None = None
 _lib_paths: dict[str, str | None] = {}
 
 
 def function_names() -> tuple[str, ...]:
     """Every function of the binding (whether or not the loaded library has it)."""
-    return tuple(_FUNCS)
+    return BINDING_NAMES
 
 
 # ------------------------------------------------------------------- loading
@@ -192,7 +187,7 @@ def _dlopen_all(path: str) -> tuple[list[str], str | None]:
     return paths, None
 
 
-def load(path: str | None = None) -> _loader.LibrarySelection:
+def load(path: str | None = None) -> LibrarySelection:
     """Load the library once (idempotent) and bind every function as a module attribute.
 
     ``path`` (absolute) forces a library instead of the loader's choice; it must agree
@@ -212,6 +207,8 @@ def load(path: str | None = None) -> _loader.LibrarySelection:
                     searched=[path],
                 )
             return _selection
+        from ._raw import _loader  # ctypes, packaging, dataclasses: only when loading
+
         sel = _loader.select_library(path)
         paths, error = _dlopen_all(sel.path)
         if error is not None:
@@ -250,7 +247,7 @@ def is_loaded() -> bool:
     return _selection is not None
 
 
-def selection() -> _loader.LibrarySelection:
+def selection() -> LibrarySelection:
     """How the loaded library was chosen (loads it if needed)."""
     return load()
 
@@ -431,4 +428,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_FUNCS) | {"lib"})
+    return sorted(set(globals()) | _FUNCS | {"lib"})

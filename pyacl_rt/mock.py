@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._loader import bundled_mock_dir
+from ._raw._loader import bundled_mock_dir
 
 __all__ = [
     "ALL_DEVICES",

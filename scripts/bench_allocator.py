@@ -39,8 +39,9 @@ from collections.abc import Callable
 warnings.simplefilter("ignore")
 
 import pyacl_rt  # noqa: E402
-from pyacl_rt import _membackend, lowlevel  # noqa: E402
-from pyacl_rt import memory as M  # noqa: E402
+from pyacl_rt import _memory as M  # noqa: E402
+from pyacl_rt import lowlevel  # noqa: E402
+from pyacl_rt._memory import backend as _membackend  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB

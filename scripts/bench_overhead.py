@@ -86,7 +86,7 @@ os.environ.setdefault("PYACL_RT_BACKEND", "mock")
 
 from pyacl_rt import lowlevel as ll
 from pyacl_rt import mock as pmock
-from pyacl_rt._abi_data import CONSTANTS
+from pyacl_rt._raw._abi_runtime import CONSTANTS
 
 CEXT_SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -439,7 +439,7 @@ def gil_test(cx: Any, rounds: int, block_ms: int, stat: Any = min) -> dict[str, 
     ended before the waiter returned count; a waiter that *holds* the GIL while blocked
     lets none end in time, which fails the test (verified by swapping
     ``stream.synchronize()`` for a ``ctypes.PyDLL`` call)."""
-    from pyacl_rt.stream import Stream
+    from pyacl_rt._stream import Stream
 
     host_fn = ll.ffi.cast("aclrtHostFunc", cx.sleep_host_func_addr())
     n = 20_000  # calibrate n to SAMPLE_S
@@ -529,10 +529,10 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from pyacl_rt import memory
-    from pyacl_rt.device import current_device, set_device
-    from pyacl_rt.event import Event
-    from pyacl_rt.stream import Stream
+    from pyacl_rt import _memory as memory
+    from pyacl_rt._device import current_device, set_device
+    from pyacl_rt._event import Event
+    from pyacl_rt._stream import Stream
 
     with tempfile.TemporaryDirectory(prefix="pyacl_bench_") as tmp:
         cx = build_cext(Path(tmp), sel.path)

@@ -14,7 +14,10 @@ Output (relative to the repository root, or to --out DIR):
   mock_libascendcl/src/ascend_dump/unsupported.c
   mock_libascendcl/tests/abi/abi_conformance.c, abi_conformance.cpp
   mock_libascendcl/abi/exports_lib*.txt
-  pyacl_rt/_abi_data.py
+  pyacl_rt/_raw/_abi_runtime.py   small tables ``import pyacl_rt`` needs (constants, error
+                                  codes, binding function names)
+  pyacl_rt/_raw/_abi_data.py      big tables (prototypes, structs, enums, cffi cdef), loaded
+                                  only by whoever asks (build script, tests, tools)
 
 Every declaration is produced from the tables with our own layout; no vendor header text is used.
 Standard library only; the output is deterministic.
@@ -1267,9 +1270,12 @@ def py_call(name: str, args: list[list[str] | str], indent: int) -> list[str]:
     return out
 
 
-def gen_abi_data(t: Tables) -> str:
-    lines = [
-        '"""AscendCL ABI tables for pyacl_rt (generated, do not edit).',
+def py_module_head(title: str, about: list[str]) -> list[str]:
+    """The docstring and first lines of a generated Python module."""
+    return [
+        f'"""{title} (generated, do not edit).',
+        "",
+        *about,
         "",
         GEN_NOTE,
         '"""',
@@ -1278,6 +1284,49 @@ def gen_abi_data(t: Tables) -> str:
         "",
         "from __future__ import annotations",
         "",
+    ]
+
+
+def gen_abi_runtime(t: Tables) -> str:
+    """The small tables ``import pyacl_rt`` loads: constants, error codes, names."""
+    lines = py_module_head(
+        "AscendCL tables pyacl_rt needs at import",
+        [
+            "Constants (``#define`` and enumerator values), error codes both ways, and the names",
+            "of the binding's functions in dispatch-table order. The big tables (prototypes,",
+            "structs, enums by type, the cffi cdef) are in :mod:`pyacl_rt._raw._abi_data`,",
+            "which nothing imports at run time.",
+        ],
+    )
+    lines.append("CONSTANTS: dict[str, int] = {")
+    lines.extend(f"    {py_str(c.name)}: {c.value}," for c in t.constants)
+    lines.append("}")
+    lines.append("")
+    lines.append("ERROR_CODES: dict[str, int] = {")
+    lines.extend(f"    {py_str(c.name)}: {c.value}," for c in t.constants if c.kind == "errcode")
+    lines.append("}")
+    lines.append("")
+    lines.append("ERROR_NAMES: dict[int, str] = {")
+    lines.extend(f"    {v}: {py_str(n)}," for v, n in sorted(error_names(t).items()))
+    lines.append("}")
+    lines.append("")
+    lines.append("# every function of the binding, in dispatch-table (BINDING_FUNCTIONS) order")
+    lines.append("BINDING_NAMES: tuple[str, ...] = (")
+    lines.extend(f"    {py_str(fn.name)}," for fn in t.functions)
+    lines.append(")")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def gen_abi_data(t: Tables) -> str:
+    lines = py_module_head(
+        "AscendCL ABI tables for pyacl_rt",
+        [
+            "The big tables: prototypes, structs, enums by type, the cffi cdef. Constants and",
+            "error codes are in :mod:`pyacl_rt._raw._abi_runtime` (what import needs).",
+        ],
+    )
+    lines += [
         "from typing import NamedTuple",
         "",
         "",
@@ -1346,10 +1395,6 @@ def gen_abi_data(t: Tables) -> str:
         lines.extend(py_call("AclFunction", args, 4))
     lines.append(")")
     lines.append("")
-    lines.append("CONSTANTS: dict[str, int] = {")
-    lines.extend(f"    {py_str(c.name)}: {c.value}," for c in t.constants)
-    lines.append("}")
-    lines.append("")
     lines.append("# enum type -> {enumerator: value}, in declaration order")
     lines.append("ENUMS: dict[str, dict[str, int]] = {")
     for tname, cs in t.enum_types().items():
@@ -1392,14 +1437,6 @@ def gen_abi_data(t: Tables) -> str:
         lines.extend(fields[:-1])
         lines.append(fields[-1] + ",")
         lines.append("    ),")
-    lines.append("}")
-    lines.append("")
-    lines.append("ERROR_CODES: dict[str, int] = {")
-    lines.extend(f"    {py_str(c.name)}: {c.value}," for c in t.constants if c.kind == "errcode")
-    lines.append("}")
-    lines.append("")
-    lines.append("ERROR_NAMES: dict[int, str] = {")
-    lines.extend(f"    {v}: {py_str(n)}," for v, n in sorted(error_names(t).items()))
     lines.append("}")
     lines.append("")
     lines.append(
@@ -1621,7 +1658,8 @@ def generate(t: Tables) -> dict[str, str]:
     files["mock_libascendcl/tests/abi/abi_conformance.c"] = gen_abi_c(t)
     files["mock_libascendcl/tests/abi/abi_conformance.cpp"] = gen_abi_cpp(t)
     files["mock_libascendcl/tests/abi/test_unsupported.c"] = gen_unsupported_test(t)
-    files["pyacl_rt/_abi_data.py"] = gen_abi_data(t)
+    files["pyacl_rt/_raw/_abi_runtime.py"] = gen_abi_runtime(t)
+    files["pyacl_rt/_raw/_abi_data.py"] = gen_abi_data(t)
     return files
 
 

@@ -140,7 +140,8 @@ class Gate:
 def native_allocator() -> Iterator[None]:
     """Run the test with PYACL_RT_ALLOCATOR=native semantics (one aclrtMalloc per
     buffer, close() waits for the buffer's streams), whatever the default is."""
-    from pyacl_rt import _membackend, memory
+    from pyacl_rt import _memory as memory
+    from pyacl_rt._memory import backend as _membackend
 
     prev = _membackend.select("native")
     try:
@@ -231,14 +232,16 @@ def _settle() -> None:
     synchronize) and pooled marker events."""
     import gc
 
-    from pyacl_rt import _memrecord, _releaser, runtime
-    from pyacl_rt import device as D
-    from pyacl_rt import stream as S
+    from pyacl_rt import _device as D
+    from pyacl_rt import _releaser, _state
+    from pyacl_rt import _runtime as runtime
+    from pyacl_rt import _stream as S
+    from pyacl_rt._memory import records as _memrecord
 
     if runtime.is_initialized():
-        D._select_device(D._local.st, -1)
-        D._local.st.active = None
-        D._local.st.streams.clear()
+        _state._select_device(_state._local.st, -1)
+        _state._local.st.active = None
+        _state._local.st.streams.clear()
         S._drain_pools()
         for d in list(D._primaries):
             D.synchronize(d)  # releases keep-alive lists of default streams
@@ -249,7 +252,7 @@ def _settle() -> None:
         _memrecord._process_deferred()
     S._markers.drop_all()
     if runtime.is_initialized():
-        from pyacl_rt import memory
+        from pyacl_rt import _memory as memory
 
         memory.empty_cache()  # the caching allocator's segments, pinned blocks, events
 
@@ -276,8 +279,8 @@ def mock_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
     if ll is not None:
         import gc
 
-        from pyacl_rt import device as D
-        from pyacl_rt import runtime
+        from pyacl_rt import _device as D
+        from pyacl_rt import _runtime as runtime
 
         if runtime.is_finalized():
             runtime.init()
@@ -289,10 +292,10 @@ def mock_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if _mock_in_process() is None:
         return
-    from pyacl_rt import _memrecord as R
-    from pyacl_rt import callbacks as CB
-    from pyacl_rt import device as D
-    from pyacl_rt import runtime
+    from pyacl_rt import _callbacks as CB
+    from pyacl_rt import _device as D
+    from pyacl_rt import _runtime as runtime
+    from pyacl_rt._memory import records as R
     from pyacl_rt.mock import mock_control
 
     _settle()

@@ -15,10 +15,11 @@ from conftest import _clean_env
 
 import pyacl_rt
 from pyacl_rt import _allocator as A
-from pyacl_rt import _membackend, _releaser, errors
-from pyacl_rt import memory as M
-from pyacl_rt import stream as S
-from pyacl_rt._memstats import FIELDS, KINDS, POOLS, SCALARS
+from pyacl_rt import _device, _releaser, errors
+from pyacl_rt import _memory as M
+from pyacl_rt import _stream as S
+from pyacl_rt._memory import backend as _membackend
+from pyacl_rt._memory.torchstats import FIELDS, KINDS, POOLS, SCALARS
 from pyacl_rt.mock import mock_control
 
 MiB = 1 << 20
@@ -36,7 +37,7 @@ def caching(mock_loaded: Any) -> Iterator[A._device.DeviceAllocator]:
     M.reset_peak_memory_stats()
     M.reset_accumulated_memory_stats()
     try:
-        yield A._backend.allocator(0, pyacl_rt.device._primaries[0])
+        yield A._backend.allocator(0, _device._primaries[0])
     finally:
         mock_control().clear_faults()
         _membackend.select(prev.name)
@@ -390,8 +391,9 @@ def test_snapshot_loads_in_torch_memory_viz(tmp_path: Path, caching: Any) -> Non
 def test_native_backend_from_environment(run_python: Callable[..., Any]) -> None:
     proc = run_python(
         "import pyacl_rt as p\n"
+        "from pyacl_rt._memory import backend\n"
         "b = p.DeviceBuffer(1000)\n"
-        "print(p.memory_allocated(), p.memory_reserved(), p._membackend.device().name)\n",
+        "print(p.memory_allocated(), p.memory_reserved(), backend.device().name)\n",
         env=_clean_env(PYACL_RT_BACKEND="mock", PYACL_RT_ALLOCATOR="native"),
     )
     assert proc.returncode == 0, proc.stderr

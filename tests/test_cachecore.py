@@ -11,7 +11,7 @@ import random
 import pytest
 
 from pyacl_rt import _cachecore as C
-from pyacl_rt._memstats import KINDS
+from pyacl_rt._memory.torchstats import KINDS
 
 MiB = 1 << 20
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from pyacl_rt import _releaser
-from pyacl_rt import callbacks as CB
-from pyacl_rt import device as D
-from pyacl_rt import stream as S
-from pyacl_rt.event import Event
+from pyacl_rt import _callbacks as CB
+from pyacl_rt import _device as D
+from pyacl_rt import _releaser, errors
+from pyacl_rt import _stream as S
+from pyacl_rt._event import Event
 from pyacl_rt.mock import mock_control
 
 
@@ -102,7 +102,7 @@ def test_blocking_calls_refused_inside_callback() -> None:
             try:
                 call()
                 results[name] = "ran"
-            except D.CallbackContextError as exc:
+            except errors.CallbackContextError as exc:
                 results[name] = "refused:" + str(exc)[:20]
 
     s.launch_host_func(cb)
@@ -181,8 +181,8 @@ def test_callbacks_launched_from_many_threads() -> None:
 def test_finalize_stops_report_threads(run_python: Any) -> None:
     code = """
         import threading
-        import pyacl_rt.stream as S
-        from pyacl_rt import runtime
+        import pyacl_rt._stream as S
+        from pyacl_rt import _runtime as runtime
         s = S.Stream(1); t = S.Stream(2)
         out = []
         s.launch_host_func(out.append, 1); t.launch_host_func(out.append, 2)
@@ -203,8 +203,8 @@ def test_finalize_from_callback_is_refused(run_python: Any, clean_env: Any) -> N
     up and a later finalize from the main thread releases everything. In a subprocess
     with a timeout: before the guard existed this hung."""
     code = """
-        from pyacl_rt import errors, runtime
-        import pyacl_rt.stream as S
+        from pyacl_rt import errors, _runtime as runtime
+        import pyacl_rt._stream as S
         s = S.Stream(1)
         seen = []
 
@@ -286,7 +286,7 @@ def test_stream_collected_inside_callback_is_released_after_it() -> None:
 
 
 def test_context_close_with_live_default_stream_keeps_report_thread_working() -> None:
-    from pyacl_rt import context as C
+    from pyacl_rt import _context as C
 
     ctx = C.Context(2)
     with ctx:

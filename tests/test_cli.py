@@ -360,7 +360,7 @@ def test_info_env_markdown_matches_options_table() -> None:
 _COUNT_CONTEXTS = """
     import io, json
     import pyacl_rt as npu
-    from pyacl_rt import cli, context, runtime
+    from pyacl_rt import cli, _context as context, _runtime as runtime
     from pyacl_rt.mock import REPORT_LAST_FINALIZE, mock_control
 
     created = []

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -65,8 +65,13 @@ def tables(gen: ModuleType) -> Any:
 
 
 @pytest.fixture(scope="module")
-def abi() -> ModuleType:
-    return _load("_test_abi_data", ROOT / "pyacl_rt" / "_abi_data.py")
+def abi() -> Any:
+    """Both generated tables, loaded by path: the big ``_abi_data`` and the small
+    ``_abi_runtime`` (constants, error codes, names: what ``import pyacl_rt`` loads)."""
+    raw = ROOT / "pyacl_rt" / "_raw"
+    big = _load("_test_abi_data", raw / "_abi_data.py")
+    small = _load("_test_abi_runtime", raw / "_abi_runtime.py")
+    return SimpleNamespace(**vars(big), **{k: v for k, v in vars(small).items() if k.isupper()})
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -161,7 +166,7 @@ def test_generator_rejects_malformed_tables(
     assert not out.exists()  # nothing is written from a bad table
 
 
-def test_table_counts(tables: Any, abi: ModuleType) -> None:
+def test_table_counts(tables: Any, abi: Any) -> None:
     t = tables
     assert len(t.functions) == 442
     assert len(t.constants) == 804
@@ -175,6 +180,7 @@ def test_table_counts(tables: Any, abi: ModuleType) -> None:
     assert mock == {"simulate": 255, "unsupported": 187}  # 5 moved by abi/mock_overrides.tsv
     assert len(abi.FUNCTIONS) == 442
     assert len(abi.BINDING_FUNCTIONS) == 442
+    assert tuple(b.name for b in abi.BINDING_FUNCTIONS) == abi.BINDING_NAMES
     assert len(abi.CONSTANTS) == 804
     assert len(abi.ERROR_CODES) == 254
     assert len(abi.STRUCTS) == 71
@@ -389,7 +395,7 @@ def test_abi_conformance_detects_mutations(
 # ----------------------------------------------------------------------------- cffi tables
 
 
-def _binding_cdef(abi: ModuleType) -> str:
+def _binding_cdef(abi: Any) -> str:
     lines = [abi.CDEF_TYPES]
     for b in abi.BINDING_FUNCTIONS:
         if b.variadic:
@@ -400,7 +406,7 @@ def _binding_cdef(abi: ModuleType) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_binding_types(abi: ModuleType, tables: Any) -> None:
+def test_binding_types(abi: Any, tables: Any) -> None:
     handles = {td.name for td in tables.typedefs if td.kind == "handle"}
     by_name = {f.name: f for f in abi.FUNCTIONS}
     words = re.compile(r"\w+")
@@ -423,7 +429,7 @@ def test_binding_types(abi: ModuleType, tables: Any) -> None:
     assert rt["aclprofCreateStamp"].restype_binding == "uintptr_t"
 
 
-def test_error_names(abi: ModuleType) -> None:
+def test_error_names(abi: Any) -> None:
     assert abi.ERROR_NAMES[0] == "ACL_SUCCESS"
     assert abi.ERROR_NAMES[107002] == "ACL_ERROR_RT_CONTEXT_NULL"
     assert abi.ERROR_NAMES[100000] == "ACL_ERROR_INVALID_PARAM"
@@ -433,7 +439,7 @@ def test_error_names(abi: ModuleType) -> None:
 
 
 @needs_gcc
-def test_cdef_types_compile_as_c(tmp_path: Path, abi: ModuleType) -> None:
+def test_cdef_types_compile_as_c(tmp_path: Path, abi: Any) -> None:
     src = tmp_path / "cdef.c"
     src.write_text(
         "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n" + _binding_cdef(abi)
@@ -442,7 +448,7 @@ def test_cdef_types_compile_as_c(tmp_path: Path, abi: ModuleType) -> None:
     assert res.returncode == 0, res.stderr
 
 
-def test_cdef_types_parse_with_cffi(abi: ModuleType, tables: Any) -> None:
+def test_cdef_types_parse_with_cffi(abi: Any, tables: Any) -> None:
     cffi = pytest.importorskip("cffi")
     ffi = cffi.FFI()
     ffi.cdef(_binding_cdef(abi))

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pyacl_rt import context as C
-from pyacl_rt import device as D
-from pyacl_rt import errors, lowlevel
-from pyacl_rt import stream as S
-from pyacl_rt.event import Event
+from pyacl_rt import _context as C
+from pyacl_rt import _device as D
+from pyacl_rt import _state, errors, lowlevel
+from pyacl_rt import _stream as S
+from pyacl_rt._event import Event
 from pyacl_rt.mock import mock_control
 
 
@@ -41,9 +41,9 @@ def test_create_has_no_side_effect_and_close() -> None:
     ctx.close()
     assert ctx.closed and contexts_on(1) == base and "closed" in repr(ctx)
     ctx.close()  # idempotent
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         ctx.make_current()
-    with pytest.raises(D.ObjectClosedError), ctx:
+    with pytest.raises(errors.ObjectClosedError), ctx:
         pass
 
 
@@ -104,7 +104,7 @@ def test_close_closes_children_first() -> None:
         pooled = S.stream_from_pool()
     ctx.close()
     for call in (s.query, e.query, pooled.query, lambda: S.Stream.synchronize(s)):
-        with pytest.raises(D.ObjectClosedError):
+        with pytest.raises(errors.ObjectClosedError):
             call()
     s.close()
     e.close()
@@ -119,7 +119,7 @@ def test_context_used_on_another_thread() -> None:
             s.synchronize()
             inside = raw_current_context()
             s.close()
-        return inside, C.current_context() is None, D._local.st.device
+        return inside, C.current_context() is None, _state._local.st.device
 
     box: list[Any] = []
     t = threading.Thread(target=lambda: box.append(body()))
@@ -150,14 +150,14 @@ def test_make_current_and_invalid_device() -> None:
     D.set_device(0)
     assert C.current_context() is None
     ctx.close()
-    with pytest.raises(D.InvalidDeviceError):
+    with pytest.raises(errors.InvalidDeviceError):
         C.Context(99)
 
 
 def test_finalize_makes_context_inert(run_python: Any) -> None:
     code = """
-        import pyacl_rt.context as C, pyacl_rt.stream as S
-        from pyacl_rt import runtime, errors
+        import pyacl_rt._context as C, pyacl_rt._stream as S
+        from pyacl_rt import _runtime as runtime, errors
         ctx = C.Context(1)
         with ctx:
             s = S.Stream()

@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pyacl_rt import device as D
+from pyacl_rt import _device as D
+from pyacl_rt import _memory as M
+from pyacl_rt import _stream as S
 from pyacl_rt import errors
-from pyacl_rt import memory as M
-from pyacl_rt import stream as S
+from pyacl_rt._memory import engine
 from pyacl_rt.mock import mock_control
 
 # ------------------------------------------------------------------ helpers
@@ -171,7 +172,7 @@ def test_cross_device_copies_enable_peer_access_once() -> None:
         D.synchronize(d)
     for b in bufs:
         assert bytes(b.copy_to_host()) == data.tobytes()
-    assert any(k[1] == 5 for k in M._peers)
+    assert any(k[1] == 5 for k in engine._peers)
     with pytest.raises(ValueError, match="device 4"):
         M.copy(bufs[0], bufs[1], stream=S.default_stream(4))
     for b in bufs:
@@ -354,15 +355,15 @@ def test_copies_from_many_threads(run_threads: Any) -> None:
 
 
 def test_cross_device_without_peer_access_is_staged(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(M, "_ensure_peer", lambda ctx, peer: False)
+    monkeypatch.setattr(engine, "_ensure_peer", lambda ctx, peer: False)
     staged: list[int] = []
-    real = M._staged_copy
+    real = engine._staged_copy
 
     def spy(*args: Any) -> None:
         staged.append(args[2])
         real(*args)
 
-    monkeypatch.setattr(M, "_staged_copy", spy)
+    monkeypatch.setattr(engine, "_staged_copy", spy)
     data = np.random.default_rng(8).integers(0, 256, 300, dtype=np.uint8)
     a = M.DeviceBuffer(300, device=3)
     b = M.DeviceBuffer(400, device=4)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pyacl_rt import device as D
-from pyacl_rt import errors, lowlevel
-from pyacl_rt import stream as S
+from pyacl_rt import _device as D
+from pyacl_rt import _state, errors, lowlevel
+from pyacl_rt import _stream as S
 from pyacl_rt.mock import mock_control
 
 
@@ -76,7 +76,7 @@ def test_set_device_accepts_forms() -> None:
 
 @pytest.mark.parametrize("bad", [8, 99, -1, "npu:8", "npu:x", "gpu:1"])
 def test_invalid_device_index(bad: object) -> None:
-    with pytest.raises(D.InvalidDeviceError) as info:
+    with pytest.raises(errors.InvalidDeviceError) as info:
         D.set_device(bad)  # type: ignore[arg-type]
     assert isinstance(info.value, ValueError)
     assert isinstance(info.value, errors.AclUsageError)
@@ -84,7 +84,7 @@ def test_invalid_device_index(bad: object) -> None:
 
 @pytest.mark.parametrize("bad", [1.5, True, object()])
 def test_device_type_errors(bad: object) -> None:
-    with pytest.raises((TypeError, D.InvalidDeviceError)):
+    with pytest.raises((TypeError, errors.InvalidDeviceError)):
         D.set_device(bad)  # type: ignore[arg-type]
 
 
@@ -106,10 +106,10 @@ def test_nested_device_guard_restores_exactly() -> None:
 
 def test_device_guard_on_fresh_thread_restores_no_device() -> None:
     def body() -> tuple[int, int, int]:
-        before = D._local.st.device
+        before = _state._local.st.device
         with D.device(1):
             inside = D.current_device()
-        return before, inside, D._local.st.device
+        return before, inside, _state._local.st.device
 
     assert in_thread(body) == (-1, 1, -1)
 
@@ -212,7 +212,7 @@ def test_objects_work_on_a_new_thread_without_set_device() -> None:
 
     def use() -> tuple[bool, int]:
         s.synchronize()
-        return s.query(), D._local.st.device
+        return s.query(), _state._local.st.device
 
     assert in_thread(use) == (True, -1)
     s.close()
@@ -223,7 +223,7 @@ def test_forget_thread_context_after_raw_switch() -> None:
     s.query()
     # Switch the context behind pyacl_rt's back, then tell it.
     lowlevel.check(lowlevel.lib.aclrtSetCurrentContext(D._context_for(2).handle), "set")
-    D.forget_thread_context()
+    _state.forget_thread_context()
     assert s.query() is True
     assert raw_get_device() == 1
     s.close()
@@ -244,7 +244,7 @@ def test_device_errors_propagate_when_device_lost() -> None:
 def test_no_stray_contexts_when_using_only_device_3(run_python: Any) -> None:
     code = """
         import threading
-        import pyacl_rt.device as D, pyacl_rt.stream as S, pyacl_rt.event as E
+        import pyacl_rt._device as D, pyacl_rt._stream as S, pyacl_rt._event as E
         from pyacl_rt.mock import mock_control
         assert D.current_device() == 0          # a query: must not create anything
         assert D.is_available()
@@ -274,7 +274,7 @@ def test_no_stray_contexts_when_using_only_device_3(run_python: Any) -> None:
 def test_fresh_thread_queries_do_not_create_contexts(run_python: Any) -> None:
     code = """
         import threading
-        import pyacl_rt.device as D
+        import pyacl_rt._device as D
         from pyacl_rt.mock import mock_control
         D.set_device(5)
         out = []
@@ -290,7 +290,7 @@ def test_fresh_thread_queries_do_not_create_contexts(run_python: Any) -> None:
 
 def test_soc_dependent_queries(run_python: Any, clean_env: Any) -> None:
     code = """
-        import pyacl_rt.device as D
+        import pyacl_rt._device as D
         print(D.get_soc_version(), D.is_support_inf_nan(), D.is_bf16_supported())
     """
     r = run_python(code, env=clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_SOC_NAME="Ascend310P3"))
@@ -301,7 +301,7 @@ def test_soc_dependent_queries(run_python: Any, clean_env: Any) -> None:
 def test_fork_child_refuses_objects(run_python: Any) -> None:
     code = """
         import os
-        import pyacl_rt.device as D, pyacl_rt.stream as S
+        import pyacl_rt._device as D, pyacl_rt._stream as S
         from pyacl_rt import errors
         s = S.Stream(1)
         s.query()
@@ -329,7 +329,7 @@ def test_fork_child_refuses_objects(run_python: Any) -> None:
 
 
 TORCH_NPU_NAMES = {
-    "pyacl_rt.device": [
+    "pyacl_rt._device": [
         "is_available",
         "device_count",
         "set_device",
@@ -348,19 +348,20 @@ TORCH_NPU_NAMES = {
         "is_support_inf_nan",
         "is_bf16_supported",
     ],
-    "pyacl_rt.stream": ["current_stream", "default_stream", "set_stream", "stream", "Stream"],
-    "pyacl_rt.event": ["Event"],
+    "pyacl_rt._stream": ["current_stream", "default_stream", "set_stream", "stream", "Stream"],
+    "pyacl_rt._event": ["Event"],
 }
 
 
 @pytest.mark.parametrize(
     "module",
     [
-        "pyacl_rt.device",
-        "pyacl_rt.context",
-        "pyacl_rt.stream",
-        "pyacl_rt.event",
-        "pyacl_rt.callbacks",
+        "pyacl_rt._device",
+        "pyacl_rt._context",
+        "pyacl_rt._stream",
+        "pyacl_rt._event",
+        "pyacl_rt._callbacks",
+        "pyacl_rt._state",
     ],
 )
 def test_public_names_exist_and_are_documented(module: str) -> None:
@@ -378,7 +379,7 @@ def test_public_names_exist_and_are_documented(module: str) -> None:
 
 def test_device_creation_failure_is_typed_and_leaves_nothing(run_python: Any) -> None:
     code = """
-        import pyacl_rt.device as D, pyacl_rt.stream as S
+        import pyacl_rt._device as D, pyacl_rt._stream as S
         from pyacl_rt import errors
         from pyacl_rt.mock import mock_control
         mc = mock_control()
@@ -412,7 +413,7 @@ def test_no_visible_device(run_python: Any, clean_env: Any, env_extra: dict[str,
     selecting a device then names the reason."""
     code = """
         import pyacl_rt as npu
-        import pyacl_rt.device as D
+        import pyacl_rt._device as D
         from pyacl_rt import errors
         assert D.device_count() == 0 and npu.device_count() == 0
         assert D.is_available() is False
@@ -437,7 +438,7 @@ def test_no_visible_device(run_python: Any, clean_env: Any, env_extra: dict[str,
 
 def test_visible_devices_renumber(run_python: Any, clean_env: Any) -> None:
     code = """
-        import pyacl_rt.device as D, pyacl_rt.stream as S
+        import pyacl_rt._device as D, pyacl_rt._stream as S
         from pyacl_rt.mock import mock_control
         assert D.device_count() == 2
         S.Stream(1).close()
@@ -480,9 +481,9 @@ def _foreign_switch(dev: int) -> None:
 def test_creation_and_selection_survive_a_foreign_context_switch() -> None:
     """QA: npu.set_device(0); raw switch to device 1; DeviceBuffer() allocated on
     device 1 while claiming device 0. Creation, allocation and selection re-validate."""
-    from pyacl_rt.context import Context
-    from pyacl_rt.event import Event
-    from pyacl_rt.memory import DeviceBuffer, HostBuffer
+    from pyacl_rt import DeviceBuffer, HostBuffer
+    from pyacl_rt._context import Context
+    from pyacl_rt._event import Event
 
     mc = mock_control()
 

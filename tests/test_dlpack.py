@@ -670,7 +670,7 @@ def test_finalize_refused_while_exported_and_releases_imports(run_python: Any) -
         import gc
         import numpy as np
         import pyacl_rt as npu
-        from pyacl_rt import runtime, errors, _dlpack_c as C
+        from pyacl_rt import _runtime as runtime, errors, _dlpack_c as C
         from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
         d = npu.DeviceBuffer(64, device=0)
         cap = d.__dlpack__()

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from conftest import _clean_env
 
-from pyacl_rt import _abi_data, errors
+from pyacl_rt import errors
+from pyacl_rt._raw import _abi_runtime as _abi_data
 from pyacl_rt.errors import (
     DEVICE_LOST_CODES,
     AclDeviceLostError,
@@ -224,13 +225,13 @@ def test_pickle_object_errors() -> None:
     assert isinstance(cb, RuntimeError) and isinstance(cb, AclUsageError)
 
 
-def test_object_errors_still_importable_from_device() -> None:
-    from pyacl_rt import device
+def test_object_errors_exported_at_top_level() -> None:
+    import pyacl_rt
 
-    assert device.SyncTimeoutError is SyncTimeoutError
-    assert device.InvalidDeviceError is InvalidDeviceError
-    assert device.ObjectClosedError is ObjectClosedError
-    assert device.CallbackContextError is CallbackContextError
+    assert pyacl_rt.SyncTimeoutError is SyncTimeoutError
+    assert pyacl_rt.InvalidDeviceError is InvalidDeviceError
+    assert pyacl_rt.ObjectClosedError is ObjectClosedError
+    assert pyacl_rt.CallbackContextError is CallbackContextError
     assert {507046, 507047} == errors.SYNC_TIMEOUT_CODES
     assert not errors.SYNC_TIMEOUT_CODES & DEVICE_LOST_CODES
 
@@ -370,7 +371,7 @@ def test_mock_not_initialized() -> None:
 def test_runtime_not_initialized_state() -> None:
     exc = _probe(
         """
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         runtime.ensure_initialized()
         """,
         PYACL_RT_LAZY_INIT="0",
@@ -399,7 +400,7 @@ def test_function_not_found_in_partial_library(tmp_path: Path) -> None:
     lib.parent.mkdir()
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
     body = """
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         runtime.init()   # works: aclInit exists
         ll.check(ll.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
         assert s.u32[0] == 1

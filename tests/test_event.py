@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pyacl_rt import context as C
-from pyacl_rt import device as D
-from pyacl_rt import errors
-from pyacl_rt import stream as S
-from pyacl_rt.event import Event, EventTimingError
+from pyacl_rt import _context as C
+from pyacl_rt import _device as D
+from pyacl_rt import _state, errors
+from pyacl_rt import _stream as S
+from pyacl_rt._event import Event, EventTimingError
 from pyacl_rt.mock import mock_control
 
 
@@ -32,7 +32,7 @@ def test_unrecorded_event() -> None:
         Event(enable_timing=True).elapsed_time(Event(enable_timing=True))
     e.close()
     assert e.closed
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         e.record()
 
 
@@ -49,7 +49,7 @@ def test_record_query_synchronize(gate: Any) -> None:
     gate.block(s)
     e.record(s)  # re-record: follows the latest record
     assert e.query() is False
-    with pytest.raises(D.SyncTimeoutError) as info:
+    with pytest.raises(errors.SyncTimeoutError) as info:
         e.synchronize(timeout=20)
     assert isinstance(info.value, TimeoutError) and info.value.code == 507047
     gate.release.set()
@@ -122,7 +122,7 @@ def test_elapsed_time_errors() -> None:
         timed.elapsed_time(unrecorded)
     assert isinstance(info.value, ValueError) and isinstance(info.value, errors.AclError)
     timed.close()
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         Event(enable_timing=True).elapsed_time(timed) if False else timed.elapsed_time(timed)
     for x in (plain, s):
         x.close()
@@ -175,7 +175,7 @@ def test_event_used_from_new_thread(gate: Any) -> None:
         gate.release.set()
         e.synchronize()
         out.append(e.query())
-        out.append(D._local.st.device)
+        out.append(_state._local.st.device)
 
     t = threading.Thread(target=waiter)
     t.start()
@@ -222,7 +222,7 @@ def test_record_on_closed_stream_names_the_stream() -> None:
     e.record(s)
     s2 = S.Stream(0)
     s2.close()
-    with pytest.raises(D.ObjectClosedError, match="stream is closed"):
+    with pytest.raises(errors.ObjectClosedError, match="stream is closed"):
         e.record(s2)
     e.close()
     s.close()
@@ -263,9 +263,9 @@ def test_bad_arguments_are_named() -> None:
     e.synchronize(timeout=10)  # valid: no-op before the first record
     closed = S.Stream(0)
     closed.close()
-    with pytest.raises(D.ObjectClosedError, match="closed"):
+    with pytest.raises(errors.ObjectClosedError, match="closed"):
         e.wait(closed)
-    with pytest.raises(D.ObjectClosedError, match="closed"):
+    with pytest.raises(errors.ObjectClosedError, match="closed"):
         closed.wait_event(e)
     # after recording, the same arguments are refused the same way
     s = S.Stream(0)
@@ -274,7 +274,7 @@ def test_bad_arguments_are_named() -> None:
         e.record(5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout must be > 0"):
         e.synchronize(timeout=-5)
-    with pytest.raises(D.ObjectClosedError, match="closed"):
+    with pytest.raises(errors.ObjectClosedError, match="closed"):
         e.wait(closed)
     e.synchronize()
     e.close()

@@ -1,4 +1,4 @@
-"""pyacl_rt._loader: search order over fake library trees, refusals, fallback, versions.
+"""pyacl_rt._raw._loader: search order over fake library trees, refusals, fallback, versions.
 
 Library selection is process-global (cached, and LD_LIBRARY_PATH is read by ld.so at
 start-up), so every search runs in a fresh subprocess.
@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pyacl_rt._loader import is_refused_path, parse_cann_version
+from pyacl_rt._raw._loader import is_refused_path, parse_cann_version
 
 FAKE_SRC = """
 #include <stdint.h>
@@ -23,7 +25,7 @@ int aclrtGetDeviceCount(uint32_t *n) { if (n) *n = 1; return 0; }
 # Runs the loader's selection in the subprocess; argv[1] = JSON list for STANDARD_DIRS.
 PROBE = r"""
 import json, sys, warnings
-from pyacl_rt import _loader
+from pyacl_rt._raw import _backend, _loader
 _loader.STANDARD_DIRS = tuple(json.loads(sys.argv[1]))
 out = {}
 with warnings.catch_warnings(record=True) as w:
@@ -230,7 +232,7 @@ def test_working_directory_never_loaded(tree: Any, run_python: Any, clean_env: A
 def test_auto_falls_back_to_mock_with_one_warning(run_python: Any, clean_env: Any) -> None:
     code = r"""
     import json, warnings
-    from pyacl_rt import _loader
+    from pyacl_rt._raw import _backend, _loader
     _loader.STANDARD_DIRS = ()
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -238,7 +240,7 @@ def test_auto_falls_back_to_mock_with_one_warning(run_python: Any, clean_env: An
         s2 = _loader.select_library()
         from pyacl_rt import lowlevel
         lowlevel.load()
-        info = _loader.backend_info()
+        info = _backend.backend_info()
     ws = [x for x in w if issubclass(x.category, _loader.BackendFallbackWarning)]
     print("RESULT " + json.dumps({"n": len(ws), "msg": str(ws[0].message) if ws else "",
           "backend": info.backend, "path": s1.path, "via": s1.found_via,
@@ -281,8 +283,9 @@ def test_real_failure_lists_every_place(tmp_path: Path, run_python: Any, clean_e
 def test_mock_backend_uses_bundled_library(run_python: Any, clean_env: Any) -> None:
     code = r"""
     import json
-    from pyacl_rt import _loader, lowlevel
-    info = _loader.backend_info()
+    from pyacl_rt import lowlevel
+    from pyacl_rt._raw import _backend, _loader
+    info = _backend.backend_info()
     print("RESULT " + json.dumps({"backend": info.backend, "path": info.path,
           "via": info.found_via, "version": info.cann_version, "parsed": str(info.version),
           "src": info.version_source, "set": info.supports("aclrtSetDevice"),
@@ -310,8 +313,8 @@ def test_backend_info_reports_real_library_version_file(
     (info / "version.info").write_text("Version=9.1.0-beta.3\n")
     code = r"""
     import json
-    from pyacl_rt import _loader
-    i = _loader.backend_info()
+    from pyacl_rt._raw import _backend, _loader
+    i = _backend.backend_info()
     print("RESULT " + json.dumps({"b": i.backend, "v": i.cann_version, "p": str(i.version),
           "src": i.version_source, "ge": i.cann_at_least("8.5.0"),
           "lt": i.cann_at_least("9.1.0"), "missing": len(i.missing)}))
@@ -388,7 +391,8 @@ def test_found_but_unloadable_library(
     home = str(lib.parent.parent)
     code = r"""
     import json, warnings
-    from pyacl_rt import _loader, lowlevel, errors
+    from pyacl_rt import errors, lowlevel
+    from pyacl_rt._raw import _loader
     _loader.STANDARD_DIRS = ()
     out = {}
     with warnings.catch_warnings(record=True) as w:
@@ -416,6 +420,56 @@ def test_found_but_unloadable_library(
     assert "nonexistent_driver_function" in r["error"] and r["warnings"] == []
 
 
+# ------------------------------------------------- the warning points at user code
+USER_SCRIPT = """\
+import pyacl_rt
+from pyacl_rt._raw import _loader
+
+_loader.STANDARD_DIRS = ()  # no real library anywhere: auto falls back to the mock
+{call}  # the line the warning must point at
+"""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "pyacl_rt.device_count()",
+        "pyacl_rt.init()",
+        "pyacl_rt.Stream(0).close()",
+        "pyacl_rt.lowlevel.aclrtGetDeviceCount(pyacl_rt.lowlevel.scratch().u32)",
+        "pyacl_rt.backend_info()",
+    ],
+)
+def test_fallback_warning_is_short_public_and_points_at_user_line(
+    call: str, tmp_path: Path, clean_env: Any
+) -> None:
+    """BackendFallbackWarning is public (pyacl_rt.BackendFallbackWarning, a UserWarning),
+    one short line, and attributed to the user's line that first needed the library
+    (it was attributed to a pyacl_rt frame, e.g. lowlevel.py: `sel = _loader.select_...`)."""
+    import pyacl_rt
+
+    assert issubclass(pyacl_rt.BackendFallbackWarning, UserWarning)
+    assert "BackendFallbackWarning" in pyacl_rt.__all__
+    script = tmp_path / "user_script.py"
+    script.write_text(USER_SCRIPT.format(call=call))
+    proc = subprocess.run(
+        [sys.executable, "-W", "always", str(script)],
+        env=clean_env(PYACL_RT_BACKEND="auto", PYACL_RT_WARN_FALLBACK="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "BackendFallbackWarning" in ln]
+    assert len(lines) == 1, proc.stderr
+    location, _, message = lines[0].partition(": BackendFallbackWarning: ")
+    assert location == f"{script}:5", proc.stderr
+    assert message.startswith("pyacl_rt: no real libascendcl.so found (")
+    assert "falling back to the bundled mock" in message
+    assert "PYACL_RT_BACKEND=mock" in message and len(message) < 250, message
+
+
 # ------------------------------------------------- refused before anything loads
 PLANTED_SRC = """
 #include <stdint.h>
@@ -434,7 +488,7 @@ USE = r"""
 import json, warnings
 warnings.simplefilter("ignore")
 import pyacl_rt as npu
-from pyacl_rt import _loader
+from pyacl_rt._raw import _loader
 out = {}
 try:
     sel = _loader.select_library()
@@ -504,7 +558,7 @@ def test_noload_probe_never_loads(
     lib = build_shared_lib(tmp_path / "good" / "lib64" / "libascendcl.so", PLANTED_SRC)
     code = f"""
 import ctypes, os
-from pyacl_rt import _loader
+from pyacl_rt._raw import _loader
 assert _loader._loaded_path("libascendcl.so") is None
 assert not os.path.exists({str(marker)!r}), "RTLD_NOLOAD loaded it"
 ctypes.CDLL({str(lib)!r})
@@ -520,7 +574,7 @@ print("PROBE", _loader._loaded_path("libascendcl.so"))
 def test_ld_cache_is_read_like_the_linker() -> None:
     """/etc/ld.so.cache is parsed (never executed): it knows this process's libc, at
     the path the dynamic linker loaded it from."""
-    from pyacl_rt import _loader
+    from pyacl_rt._raw import _loader
 
     if not os.path.exists(_loader.LD_SO_CACHE):
         pytest.skip("no /etc/ld.so.cache")

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pyacl_rt._abi_data import BINDING_FUNCTIONS, CONSTANTS, FUNCTIONS
+from pyacl_rt._raw._abi_data import BINDING_FUNCTIONS, FUNCTIONS
+from pyacl_rt._raw._abi_runtime import CONSTANTS
 
 SIMULATED = sorted(f.name for f in FUNCTIONS if f.mock == "simulate")
 ALL_NAMES = sorted(f.name for f in BINDING_FUNCTIONS)
@@ -62,7 +63,7 @@ def test_unknown_attribute(mock_loaded: Any) -> None:
 
 ZERO_ARGS_SMOKE = r"""
 from pyacl_rt import lowlevel as ll
-from pyacl_rt._abi_data import BINDING_FUNCTIONS, FUNCTIONS
+from pyacl_rt._raw._abi_data import BINDING_FUNCTIONS, FUNCTIONS
 ffi = ll.ffi
 sim = {f.name for f in FUNCTIONS if f.mock == "simulate"}
 skip = {"aclAppLog"}  # needs strings, covered elsewhere
@@ -280,7 +281,8 @@ const char *aclGetRecentErrMsg(void) { return NULL; }
 
 MISSING_PROBE = r"""
 import json
-from pyacl_rt import lowlevel as ll, errors, _loader
+from pyacl_rt import lowlevel as ll, errors
+from pyacl_rt._raw import _backend
 out = {}
 s = ll.scratch()
 out["set"] = ll.aclrtSetDevice(3)
@@ -303,7 +305,7 @@ except errors.FunctionNotFoundError as e:
     out["prof"] = str(e)
 syms = ll.symbols()
 out["syms"] = [syms["aclrtSetDevice"], syms["aclrtResetDevice"], syms["aclprofInit"]]
-info = _loader.backend_info()
+info = _backend.backend_info()
 out["info"] = [info.backend, info.supports("aclrtGetDevice"), info.supports("aclrtMalloc"),
                len(info.missing)]
 print("RESULT " + json.dumps(out))
@@ -338,7 +340,7 @@ def test_extension_has_no_link_dependency_on_acl() -> None:
     import shutil
     import subprocess
 
-    import pyacl_rt._lowlevel_cffi as ext
+    import pyacl_rt._raw._lowlevel_cffi as ext
 
     readelf = shutil.which("readelf")
     if readelf is None or ext.__file__ is None:
@@ -824,7 +826,7 @@ def test_buffer_forwarder_exports_the_live_buffer() -> None:
     ``_export_acquire`` propagates."""
     import numpy as np
 
-    from pyacl_rt import _fastcall
+    from pyacl_rt._raw import _fastcall
 
     class Owner(_fastcall.BufferForwarder):
         __slots__ = ("data", "n")

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pyacl_rt import _memrecord as R
-from pyacl_rt import context as C
-from pyacl_rt import device as D
+from pyacl_rt import _context as C
+from pyacl_rt import _device as D
+from pyacl_rt import _memory as M
+from pyacl_rt import _stream as S
 from pyacl_rt import errors
-from pyacl_rt import memory as M
-from pyacl_rt import stream as S
+from pyacl_rt._memory import records as R
 from pyacl_rt.mock import mock_control
 
 # These tests pin down the native backend (one aclrtMalloc per buffer, ordered free);
@@ -157,7 +157,7 @@ def test_zero_size_device_buffer() -> None:
     assert "0 bytes" in repr(empty)
     empty.close()
     assert empty.closed
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         empty.ptr  # noqa: B018
     with M.DeviceBuffer(np.int64(0), device=1) as e1:
         assert e1.device_index == 1
@@ -184,7 +184,7 @@ def test_bad_policy_and_device() -> None:
         M.DeviceBuffer(8, policy=-1)
     with pytest.raises(TypeError, match="policy"):
         M.DeviceBuffer(8, policy="huge")  # type: ignore[arg-type]
-    with pytest.raises(D.InvalidDeviceError):
+    with pytest.raises(errors.InvalidDeviceError):
         M.DeviceBuffer(8, device=99)
 
 
@@ -252,9 +252,9 @@ def test_view_rules() -> None:
             buf[3]  # type: ignore[call-overload]
         v = buf[2:4]
     assert v.closed  # parent closed: its views are unusable
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         v.ptr  # noqa: B018
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         M.copy(v, b"ab")
 
 
@@ -283,7 +283,7 @@ def test_use_after_close_refused() -> None:
         lambda: M.copy(h, other),
         lambda: M.copy_2d(buf, 4, other, 4, 4, 4),
     ):
-        with pytest.raises(D.ObjectClosedError, match="closed"):
+        with pytest.raises(errors.ObjectClosedError, match="closed"):
             call()
     other.close()
     s.close()
@@ -314,9 +314,9 @@ def test_closed_stream_refused() -> None:
     b = M.DeviceBuffer(16, device=0)
     s = S.Stream(0)
     s.close()
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         M.memcpy_async(a, b, 16, s)
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         M.copy(a, b, stream=s)
     a.close()
     b.close()
@@ -367,7 +367,7 @@ def test_memoryview_of_host_buffer() -> None:
     mv2.release()
     assert h._exports() == 0
     h.close()
-    with pytest.raises(D.ObjectClosedError, match="closed"):
+    with pytest.raises(errors.ObjectClosedError, match="closed"):
         memoryview(h)  # type: ignore[arg-type]
     with M.HostBuffer(4) as h2:
         assert bytes(memoryview(h2)) == h2.tobytes()  # type: ignore[arg-type]
@@ -633,7 +633,7 @@ def test_zero_size_operations_still_validate_the_stream(trap: Trap) -> None:
     for op in zero_ops + host_ops:
         with pytest.raises(TypeError, match="stream must be a Stream"):
             op("junk")
-        with pytest.raises(D.ObjectClosedError, match="closed"):
+        with pytest.raises(errors.ObjectClosedError, match="closed"):
             op(closed)
     for op in zero_ops:
         if op is zero_ops[-1]:
@@ -781,7 +781,7 @@ def test_close_refused_while_host_operation_runs_in_another_thread(gate: Any, op
 def test_device_buffer_close_refused_while_resolved() -> None:
     """The same mark protects a DeviceBuffer (and its views) between resolving the
     address and enqueueing; released on every path, so close() works afterwards."""
-    from pyacl_rt import _membuf
+    from pyacl_rt._memory import args as _membuf
 
     buf = M.DeviceBuffer(64, device=0)
     view = buf[8:16]
@@ -955,7 +955,7 @@ def test_context_close_frees_its_buffers() -> None:
     ctx.close()
     assert allocations(4) == base
     assert buf.closed and view.closed
-    with pytest.raises(D.ObjectClosedError, match="Context"):
+    with pytest.raises(errors.ObjectClosedError, match="Context"):
         buf.fill(0)
     buf.close()
 
@@ -979,8 +979,8 @@ def test_buffer_keeps_explicit_context_alive() -> None:
 def test_finalize_frees_buffers_and_makes_them_inert(run_python: Any) -> None:
     code = """
         import numpy as np
-        import pyacl_rt.memory as M, pyacl_rt.stream as S
-        from pyacl_rt import runtime, errors
+        import pyacl_rt._memory as M, pyacl_rt._stream as S
+        from pyacl_rt import _runtime as runtime, errors
         from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
         a = M.DeviceBuffer(1000, device=0); v = a[0:10]
         b = M.DeviceBuffer(1000, device=1)
@@ -1033,7 +1033,7 @@ def test_finalize_refused_while_host_buffer_exported(run_python: Any) -> None:
     code = """
         import gc
         import pyacl_rt as npu
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         h = npu.HostBuffer(64)
         mv = h.memoryview()
         for attempt in range(2):
@@ -1064,7 +1064,7 @@ def test_finalize_refused_while_host_buffer_exported(run_python: Any) -> None:
 def test_fork_child_refuses_buffers(run_python: Any) -> None:
     code = """
         import os
-        import pyacl_rt.memory as M
+        import pyacl_rt._memory as M
         from pyacl_rt import errors
         a = M.DeviceBuffer(16, device=0)
         pid = os.fork()
@@ -1104,7 +1104,7 @@ def test_synchronous_operations_refused_in_host_callbacks() -> None:
         ):
             try:
                 call()
-            except D.CallbackContextError:
+            except errors.CallbackContextError:
                 seen.append("refused")
         M.memcpy_async(dev, src, 16, other)
         seen.append("async ok")
@@ -1190,8 +1190,8 @@ def test_close_during_interpreter_exit_frees_at_once(run_python: Any, clean_env:
             print("REPORT", mock_control().leak_report(REPORT_LAST_FINALIZE).strip())
 
         atexit.register(report)
-        import pyacl_rt.memory as M
-        from pyacl_rt import runtime
+        import pyacl_rt._memory as M
+        from pyacl_rt import _runtime as runtime
         from pyacl_rt.mock import mock_control
 
         buf = M.DeviceBuffer(4096, 0)
@@ -1216,3 +1216,37 @@ def test_close_during_interpreter_exit_frees_at_once(run_python: Any, clean_env:
     assert "RESULT [(True, True, True, 0, 0, 0, 0)]" in r.stdout, (r.stdout, r.stderr)
     assert "REPORT mock_libascendcl leak report: no leaks" in r.stdout, r.stdout
     assert "leak report" not in r.stderr, r.stderr
+
+
+def test_failed_operations_release_every_side() -> None:
+    """Every failure after the arguments were resolved (bad sizes, a bad stream, an
+    interrupt raised mid-operation) releases both sides (args.ReleaseOnExit): the
+    foreign object is no longer exported (a bytearray can grow again) and the owned
+    buffer is no longer marked in use (close() works)."""
+    from pyacl_rt._memory import args as A
+
+    dev = M.DeviceBuffer(64, device=0)
+    ba = bytearray(64)
+    with pytest.raises(ValueError, match="nbytes 65 runs past"):
+        M.copy(dev, ba, 65)
+    with pytest.raises(ValueError, match="width 9 is larger than dpitch 8"):
+        M.copy_2d(ba, 8, dev, 8, 9, 2)
+    with pytest.raises(ValueError, match="offset 65 is past the end"):
+        M.memset(dev, 0, offset=65)
+    with pytest.raises(TypeError, match="stream must be a Stream"):
+        M.copy(dev, ba, stream="s")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="stream is on device 1"):
+        M.copy(dev, ba, stream=S.Stream(1))
+    ba.extend(b"x")  # not exported any more
+    assert not dev._m.inuse
+
+    d = A._resolve(dev, "dst", True)
+    s = A._resolve(ba, "src", False)
+    with pytest.raises(KeyboardInterrupt), A.ReleaseOnExit(d, s):
+        raise KeyboardInterrupt
+    ba.extend(b"y")
+    assert not dev._m.inuse and d.cd is None and s.cd is None
+    with A.ReleaseOnExit(d, s):  # success: nothing released twice, nothing raised
+        pass
+    dev.close()
+    assert dev.closed

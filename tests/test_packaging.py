@@ -191,7 +191,7 @@ def test_sdist_then_wheel_work_standalone(tmp_path: Path, clean_env: Any) -> Non
         "pyacl_rt/_mock/lib/cmake/mock_libascendcl/mock_libascendclConfig.cmake",
     ):
         assert required in wn, required
-    for ext in ("_lowlevel_cffi", "_fastcall", "_dlpack_c"):
+    for ext in ("_raw/_lowlevel_cffi", "_raw/_fastcall", "_dlpack_c"):
         assert any(n.startswith(f"pyacl_rt/{ext}.") and n.endswith(".so") for n in wn), ext
     assert "pyacl_rt/_dlpack_c.pyi" in wn
 
@@ -204,9 +204,10 @@ def test_sdist_then_wheel_work_standalone(tmp_path: Path, clean_env: Any) -> Non
     env = clean_env(PYACL_RT_BACKEND="mock")
     env["PYTHONPATH"] = str(site)  # only the installed wheel, not the checkout
     code = (
-        "import pyacl_rt, json; from pyacl_rt import lowlevel as ll, _loader\n"
+        "import pyacl_rt, json; from pyacl_rt import lowlevel as ll\n"
+        "from pyacl_rt._raw import _backend\n"
         "s = ll.scratch(); rc = ll.aclrtGetDeviceCount(s.u32)\n"
-        "i = _loader.backend_info()\n"
+        "i = _backend.backend_info()\n"
         "print(json.dumps([pyacl_rt.__file__, rc, s.u32[0], i.backend, i.path]))\n"
     )
     out = subprocess.run(

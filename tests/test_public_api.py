@@ -25,7 +25,8 @@ import pytest
 from conftest import _clean_env
 
 import pyacl_rt as npu
-from pyacl_rt import runtime
+from pyacl_rt import _device, _state, _stream
+from pyacl_rt import _runtime as runtime
 from pyacl_rt.mock import mock_control
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,21 +74,70 @@ def test_star_import_matches_all() -> None:
     assert set(ns) - {"__builtins__"} == set(npu.__all__)
 
 
-def test_device_and_stream_are_modules_and_context_managers() -> None:
-    import pyacl_rt.device as dmod
-    import pyacl_rt.stream as smod
+def test_device_is_a_class_and_stream_a_function() -> None:
+    """torch_npu's shapes: ``npu.device`` a context-manager class, ``npu.stream`` a
+    function returning a StreamContext; no implementation module is reachable under
+    those names (the callable-module trick is gone)."""
+    import types
 
-    assert npu.device is dmod and npu.stream is smod
-    assert isinstance(npu.device(0), dmod.device)
-    assert isinstance(npu.stream(None), smod.stream)
-    assert npu.device.set_device is npu.set_device  # still the module
+    assert isinstance(npu.device, type) and npu.device is _device.device
+    assert isinstance(npu.stream, types.FunctionType) and npu.stream is _stream.stream
+    assert isinstance(npu.stream(None), npu.StreamContext)
+    for name in npu.__all__:
+        assert not isinstance(getattr(npu, name), types.ModuleType) or name in {
+            "errors",
+            "lowlevel",
+        }, name
+
+
+USER_CODE = """\
+from __future__ import annotations
+
+import pyacl_rt as npu
+
+
+def work() -> float:
+    s = npu.Stream()
+    start, end = npu.Event(enable_timing=True), npu.Event(enable_timing=True)
+    with npu.device(1) as index:
+        selected: int = index
+        assert selected == npu.current_device()
+    with npu.stream(s) as entered:
+        assert entered is s
+        start.record()
+        end.record()
+    with npu.device_of(s), s:
+        pass
+    end.synchronize()
+    return start.elapsed_time(end)
+"""
+
+
+def test_user_code_passes_mypy_strict(tmp_path: Path) -> None:
+    """``with npu.device(1):`` / ``with npu.stream(s):`` type-check in user code."""
+    user = tmp_path / "user_code.py"
+    user.write_text(USER_CODE)
+    # mypy cannot follow an editable install's import hook: point it at the checkout
+    # holding the package (an installed package in site-packages is found as is).
+    holder = Path(npu.__file__).resolve().parent.parent
+    extra = {} if holder.name in ("site-packages", "dist-packages") else {"MYPYPATH": str(holder)}
+    env = _clean_env(**extra)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(user)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_import_loads_no_library_and_starts_no_runtime() -> None:
     code = """
         import sys
         import pyacl_rt
-        from pyacl_rt import lowlevel, runtime
+        from pyacl_rt import lowlevel, _runtime as runtime
         assert not lowlevel.is_loaded(), "import pyacl_rt loaded the library"
         assert runtime.state() == "uninitialized"
         assert "pyacl_rt.mock" not in sys.modules
@@ -111,10 +161,10 @@ def rt() -> Iterator[Any]:
     mc = mock_control()
     if mc.device_count < 2:
         pytest.skip("needs >= 2 mock devices")
-    prev = npu.device._local.st.device
+    prev = _state._local.st.device
     yield mc
     mc.clear_faults()
-    st = npu.device._local.st
+    st = _state._local.st
     st.device = prev
     st.active = None
     st.streams.clear()
@@ -652,28 +702,33 @@ def _smoke_ConfigError(mc: Any) -> None:
     assert isinstance(exc, ValueError)
 
 
-# submodules -----------------------------------------------------------------
-def _smoke_callbacks(mc: Any) -> None:
+def _smoke_BackendFallbackWarning(mc: Any) -> None:
+    assert issubclass(npu.BackendFallbackWarning, UserWarning)
+    assert npu.BackendFallbackWarning is npu.errors.BackendFallbackWarning
+
+
+def _smoke_StreamContext(mc: Any) -> None:
     s = npu.Stream(1)
-    seen: list[int] = []
-    s.launch_host_func(seen.append, 1)
-    s.synchronize()
-    assert seen == [1] and npu.callbacks.pending_count() == 0
-    assert 1 in npu.callbacks.report_threads()
+    guard = npu.StreamContext(s)
+    with guard as entered:
+        assert entered is s and npu.current_stream() is s
+    assert isinstance(npu.stream(None), npu.StreamContext)
     s.close()
 
 
-def _smoke_context(mc: Any) -> None:
-    assert npu.context.Context is npu.Context
+def _smoke_forget_thread_context(mc: Any) -> None:
+    s = npu.Stream(1)
+    npu.lowlevel.aclrtSetDevice(0)  # a foreign context switch behind pyacl_rt's back
+    npu.forget_thread_context()
+    assert s.query() is True  # re-installs device 1's context first
+    npu.lowlevel.aclrtResetDevice(0)
+    s.close()
 
 
+# submodules -----------------------------------------------------------------
 def _smoke_errors(mc: Any) -> None:
     assert npu.errors.error_name(507899) == "ACL_ERROR_RT_DRV_INTERNAL_ERROR"
     assert npu.errors.explain(207001)
-
-
-def _smoke_event(mc: Any) -> None:
-    assert npu.event.Event is npu.Event
 
 
 def _smoke_lowlevel(mc: Any) -> None:
@@ -682,14 +737,6 @@ def _smoke_lowlevel(mc: Any) -> None:
     ll.check(ll.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
     assert s.u32[0] == mc.device_count and ll.is_loaded() and ll.is_mock_library()
     assert ll.symbols()["aclrtMalloc"][0] is True
-
-
-def _smoke_memory(mc: Any) -> None:
-    assert npu.memory.DeviceBuffer is npu.DeviceBuffer
-
-
-def _smoke_runtime(mc: Any) -> None:
-    assert npu.runtime.state() == "ready"
 
 
 def _smoke___version__(mc: Any) -> None:
@@ -714,17 +761,17 @@ def test_every_public_name_is_exercised() -> None:
 @pytest.mark.parametrize("name", sorted(SMOKE))
 def test_smoke(name: str, rt: Any) -> None:
     before = {d: rt.counts(d) for d in range(rt.device_count)}
-    primaries = set(npu.device._primaries)
+    primaries = set(_device._primaries)
     SMOKE[name](rt)
     gc.collect()
-    npu.device._local.st.streams.clear()
-    npu.stream._drain_pools()
-    for d in list(npu.device._primaries):
+    _state._local.st.streams.clear()
+    _stream._drain_pools()
+    for d in list(_device._primaries):
         npu.synchronize(d)
     gc.collect()
-    npu.stream._markers.drop_all()
+    _stream._markers.drop_all()
     npu.empty_cache()  # the caching allocator keeps freed segments
-    new = set(npu.device._primaries) - primaries
+    new = set(_device._primaries) - primaries
     for d in range(rt.device_count):
         after = rt.counts(d)
         extra = 1 if d in new else 0
@@ -781,6 +828,39 @@ def test_not_initialized_without_lazy_init() -> None:
     proc = _run(code, PYACL_RT_LAZY_INIT="0")
     assert proc.returncode == 0, proc.stderr
     assert "raised NotInitializedError" in proc.stdout and "OK" in proc.stdout
+
+
+@pytest.mark.parametrize("missing", ["pyacl_rt._raw._lowlevel_cffi", "pyacl_rt._raw._fastcall"])
+def test_unbuilt_source_tree_says_how_to_build(missing: str) -> None:
+    """A checkout without the compiled extensions (``python -c 'import pyacl_rt;
+    pyacl_rt.init()'`` before ``pip install -e .``) fails with an error saying exactly
+    that and how to build them. Simulated by a finder that reports the module missing."""
+    code = f"""
+        import sys
+
+        class Unbuilt:
+            def find_spec(self, name, path=None, target=None):
+                if name == {missing!r}:
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+                return None
+
+        sys.meta_path.insert(0, Unbuilt())
+        try:
+            import pyacl_rt
+            pyacl_rt.init()
+        except ImportError as exc:
+            print(type(exc).__name__ + "|" + str(exc))
+        else:
+            print("no error")
+    """
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr
+    kind, _, message = proc.stdout.strip().partition("|")
+    assert kind == "ExtensionNotBuiltError", proc.stdout
+    assert "compiled extensions" in message and "are not built" in message
+    assert missing in message
+    assert f"the source tree {REPO / 'pyacl_rt'}" in message
+    assert f"`pip install -e .` in {REPO}" in message
 
 
 def test_forked_child_raises() -> None:

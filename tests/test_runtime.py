@@ -1,4 +1,4 @@
-"""pyacl_rt.runtime: init/finalize, lazy init, external ACL, release hooks, atexit,
+"""pyacl_rt._runtime: init/finalize, lazy init, external ACL, release hooks, atexit,
 generations (objects outliving finalize), fork guard and spawn.
 
 Everything that changes process-global state runs in a subprocess against the mock.
@@ -50,7 +50,7 @@ def test_init_finalize_idempotent() -> None:
     proc = run_py(
         """
         import json
-        from pyacl_rt import lowlevel as ll, runtime
+        from pyacl_rt import lowlevel as ll, _runtime as runtime
         from pyacl_rt.errors import RuntimeFinalizedError
         out = {"initial": runtime.state(), "gen0": runtime.generation()}
         runtime.init()
@@ -93,7 +93,7 @@ def test_init_finalize_idempotent() -> None:
 def test_finalize_before_init_is_noop() -> None:
     proc = run_py(
         """
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         runtime.finalize()
         print(runtime.state())
         """
@@ -104,7 +104,7 @@ def test_finalize_before_init_is_noop() -> None:
 def test_lazy_init_on_first_use() -> None:
     proc = run_py(
         """
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         assert not runtime.is_initialized()
         runtime.ensure_initialized()
         print(runtime.state(), runtime.generation())
@@ -116,7 +116,7 @@ def test_lazy_init_on_first_use() -> None:
 def test_lazy_init_disabled_raises_not_initialized() -> None:
     proc = run_py(
         """
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         from pyacl_rt.errors import NotInitializedError
         try:
             runtime.ensure_initialized()
@@ -135,7 +135,7 @@ def test_concurrent_first_use_initialises_once() -> None:
     proc = run_py(
         """
         import threading
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         barrier = threading.Barrier(8)
         errs = []
         def worker():
@@ -160,7 +160,7 @@ def test_concurrent_init_finalize_is_consistent() -> None:
     proc = run_py(
         """
         import threading
-        from pyacl_rt import lowlevel as ll, runtime as rt
+        from pyacl_rt import lowlevel as ll, _runtime as rt
         runs = []
         rt.register_release_hook(lambda: runs.append(rt.generation()), rt.PRIORITY_EVENTS)
         errs = []
@@ -188,7 +188,7 @@ def test_config_path(tmp_path: Path) -> None:
     other.write_text("{}")
     proc = run_py(
         f"""
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         from pyacl_rt.errors import ConfigError
         try:
             runtime.init({str(tmp_path / "missing.json")!r})
@@ -212,7 +212,7 @@ def test_bad_config_content_raises_acl_error(tmp_path: Path) -> None:
     bad.write_text("{not json")
     proc = run_py(
         f"""
-        from pyacl_rt import runtime
+        from pyacl_rt import _runtime as runtime
         from pyacl_rt.errors import AclError
         try:
             runtime.init({str(bad)!r})
@@ -231,7 +231,7 @@ def test_bad_config_content_raises_acl_error(tmp_path: Path) -> None:
 _AFTER_EXIT = """
 import atexit
 def _after_everything():
-    # registered before pyacl_rt.runtime is imported, so it runs after its atexit hook
+    # registered before pyacl_rt._runtime is imported, so it runs after its atexit hook
     from pyacl_rt import lowlevel as ll
     print("after-exit aclFinalize:", ll.aclFinalize(), flush=True)
 atexit.register(_after_everything)
@@ -244,7 +244,7 @@ def test_external_init_is_not_finalized_at_exit() -> None:
         + """
 from pyacl_rt import lowlevel as ll
 assert ll.aclInit(ll.ffi.NULL) == 0      # "torch_npu" initialises ACL first
-from pyacl_rt import runtime
+from pyacl_rt import _runtime as runtime
 hook_ran = []
 runtime.register_release_hook(lambda: print("hook ran", flush=True), runtime.PRIORITY_DEVICES)
 runtime.init()
@@ -261,7 +261,7 @@ print("external:", runtime.is_external(), flush=True)
 def test_external_explicit_finalize_skips_acl_finalize() -> None:
     proc = run_py(
         """
-        from pyacl_rt import lowlevel as ll, runtime
+        from pyacl_rt import lowlevel as ll, _runtime as runtime
         assert ll.aclInit(ll.ffi.NULL) == 0
         runtime.init()
         assert runtime.is_external()
@@ -278,7 +278,7 @@ def test_owned_init_is_finalized_at_exit() -> None:
     proc = run_py(
         _AFTER_EXIT
         + """
-from pyacl_rt import runtime
+from pyacl_rt import _runtime as runtime
 runtime.init()
 print("external:", runtime.is_external(), flush=True)
 """
@@ -293,7 +293,7 @@ def test_release_hook_order_at_finalize() -> None:
     proc = run_py(
         """
         import json
-        from pyacl_rt import runtime as rt
+        from pyacl_rt import _runtime as rt
         order = []
         def mk(name):
             return lambda: order.append(name)
@@ -340,7 +340,7 @@ def test_release_hook_order_at_finalize() -> None:
 def test_hooks_may_remove_and_register_hooks() -> None:
     proc = run_py(
         """
-        from pyacl_rt import runtime as rt
+        from pyacl_rt import _runtime as rt
         order = []
         later = rt.register_release_hook(lambda: order.append("removed-by-earlier"),
                                          rt.PRIORITY_MEMORY)
@@ -360,7 +360,7 @@ def test_hooks_may_remove_and_register_hooks() -> None:
 def test_register_release_hook_validates() -> None:
     proc = run_py(
         """
-        from pyacl_rt import runtime as rt
+        from pyacl_rt import _runtime as rt
         for args in [(42, 1), (print, "high"), (print, True)]:
             try:
                 rt.register_release_hook(*args)
@@ -375,7 +375,7 @@ def test_atexit_runs_hooks_in_order_then_acl_finalize() -> None:
     proc = run_py(
         _AFTER_EXIT
         + """
-from pyacl_rt import runtime as rt
+from pyacl_rt import _runtime as rt
 for name, prio in [("contexts", rt.PRIORITY_CONTEXTS), ("events", rt.PRIORITY_EVENTS),
                    ("devices", rt.PRIORITY_DEVICES), ("memory", rt.PRIORITY_MEMORY),
                    ("streams", rt.PRIORITY_STREAMS)]:
@@ -401,7 +401,7 @@ def test_atexit_watchdog_names_a_blocked_hook() -> None:
     proc = run_py(
         """
         import logging, threading
-        from pyacl_rt import runtime as rt
+        from pyacl_rt import _runtime as rt
         rt.EXIT_WATCHDOG_SECONDS = 0.05
         warned = threading.Event()
         seen = []
@@ -429,7 +429,7 @@ def test_atexit_finalizes_even_when_no_thread_can_start() -> None:
         _AFTER_EXIT
         + """
 import threading
-from pyacl_rt import runtime as rt
+from pyacl_rt import _runtime as rt
 def refuse(self):
     raise RuntimeError("can't create new thread at interpreter shutdown")
 threading.Timer.start = refuse
@@ -444,7 +444,7 @@ def test_atexit_without_init_does_nothing() -> None:
     proc = run_py(
         _AFTER_EXIT
         + """
-from pyacl_rt import runtime as rt
+from pyacl_rt import _runtime as rt
 rt.register_release_hook(lambda: print("hook ran", flush=True), rt.PRIORITY_EVENTS)
 print("main done", flush=True)
 """
@@ -459,7 +459,7 @@ print("main done", flush=True)
 
 # --------------------------------------------------- objects outliving finalize
 _TRACKED_BUFFER = """
-from pyacl_rt import lowlevel as ll, runtime as rt
+from pyacl_rt import lowlevel as ll, _runtime as rt
 
 class TrackedBuffer:
     '''A minimal owning object, the way device buffers use the lifecycle API.'''
@@ -548,10 +548,10 @@ def test_finalize_with_live_runtime_objects() -> None:
     proc = run_py(
         """
         import ctypes, json
-        from pyacl_rt import lowlevel as ll, runtime as rt
+        from pyacl_rt import lowlevel as ll, _runtime as rt
         from pyacl_rt.errors import RuntimeFinalizedError
-        from pyacl_rt.event import Event
-        from pyacl_rt.stream import Stream
+        from pyacl_rt._event import Event
+        from pyacl_rt._stream import Stream
         s = Stream(device=1)
         e = Event()
         e.record(s)
@@ -592,7 +592,7 @@ def test_status_snapshot() -> None:
     proc = run_py(
         """
         import json
-        from pyacl_rt import runtime as rt
+        from pyacl_rt import _runtime as rt
         rt.register_release_hook(lambda: None, rt.PRIORITY_EVENTS)
         rt.init()
         print(json.dumps(rt.status()))
@@ -609,7 +609,7 @@ def test_forked_child_raises() -> None:
     proc = run_py(
         """
         import os, sys
-        from pyacl_rt import lowlevel as ll, runtime as rt
+        from pyacl_rt import lowlevel as ll, _runtime as rt
         from pyacl_rt.errors import ForkedProcessError
         rt.register_release_hook(lambda: print("parent hook", os.getpid() == parent, flush=True),
                                  rt.PRIORITY_EVENTS)
@@ -651,7 +651,7 @@ def test_fork_before_init_is_allowed() -> None:
     proc = run_py(
         """
         import os, sys
-        from pyacl_rt import runtime as rt
+        from pyacl_rt import _runtime as rt
         rt.register_release_hook(lambda: print("hook in", os.getpid() == parent, flush=True),
                                  rt.PRIORITY_EVENTS)
         parent = os.getpid()
@@ -676,7 +676,7 @@ import multiprocessing as mp
 import sys
 
 def child_job(q):
-    from pyacl_rt import lowlevel as ll, runtime as rt
+    from pyacl_rt import lowlevel as ll, _runtime as rt
     from pyacl_rt.errors import ForkedProcessError
     try:
         rt.ensure_initialized()
@@ -687,7 +687,7 @@ def child_job(q):
         q.put(("forked", str(exc), type(exc).__name__))
 
 if __name__ == "__main__":
-    from pyacl_rt import runtime as rt
+    from pyacl_rt import _runtime as rt
     rt.init()                      # the parent uses the runtime first
     ctx = mp.get_context(sys.argv[1])
     q = ctx.Queue()

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pyacl_rt import device as D
-from pyacl_rt import errors
-from pyacl_rt import stream as S
-from pyacl_rt.event import Event
+from pyacl_rt import _device as D
+from pyacl_rt import _state, errors
+from pyacl_rt import _stream as S
+from pyacl_rt._event import Event
 from pyacl_rt.mock import mock_control
 
 
@@ -46,9 +46,9 @@ def test_use_after_close_is_refused() -> None:
     s = S.Stream(0)
     s.close()
     for call in (s.query, s.synchronize, lambda: Event().record(s), lambda: S.set_stream(s)):
-        with pytest.raises(D.ObjectClosedError):
+        with pytest.raises(errors.ObjectClosedError):
             call()
-    with pytest.raises(D.ObjectClosedError):
+    with pytest.raises(errors.ObjectClosedError):
         s.launch_host_func(print)
 
 
@@ -87,7 +87,7 @@ def test_priority_and_flags() -> None:
     for bad in (-1, 2**32, 2**64):
         with pytest.raises(ValueError, match=r"flags must be an unsigned 32-bit value"):
             S.Stream(0, flags=bad)
-    with pytest.raises(D.InvalidDeviceError):
+    with pytest.raises(errors.InvalidDeviceError):
         S.Stream(42)
 
 
@@ -105,7 +105,7 @@ def test_synchronize_timeout_raises_timeout_error(gate: Any) -> None:
     s = S.Stream(1)
     gate.block(s)
     assert s.query() is False
-    with pytest.raises(D.SyncTimeoutError) as info:
+    with pytest.raises(errors.SyncTimeoutError) as info:
         s.synchronize(timeout=20)
     assert isinstance(info.value, TimeoutError)
     assert isinstance(info.value, errors.AclError)
@@ -173,7 +173,7 @@ def test_current_stream_and_set_stream() -> None:
     assert S.current_stream(0) is S.default_stream(0)
     with pytest.raises(TypeError):
         S.set_stream("s")  # type: ignore[arg-type]
-    D._local.st.streams.clear()
+    _state._local.st.streams.clear()
     s.close()
 
 
@@ -186,7 +186,7 @@ def test_current_stream_is_per_thread() -> None:
     t.join()
     assert seen[0] is S.default_stream(0)
     assert S.current_stream(0) is s
-    D._local.st.streams.clear()
+    _state._local.st.streams.clear()
     s.close()
 
 
@@ -209,7 +209,7 @@ def test_stream_guard_restores_exactly_mixed_with_set_stream() -> None:
     assert S.current_stream(1) is S.default_stream(1)
     with S.stream(None) as none:
         assert none is None and S.current_stream() is a
-    D._local.st.streams.clear()
+    _state._local.st.streams.clear()
     for s in (a, b, c):
         s.close()
 
@@ -220,7 +220,7 @@ def test_stream_guard_on_fresh_thread_restores_nothing_selected() -> None:
     def body() -> tuple[int, bool, int, bool]:
         with s:
             inside = (D.current_device(), S.current_stream() is s)
-        return D._local.st.device, 3 in D._local.st.streams, *inside  # type: ignore[return-value]
+        return _state._local.st.device, 3 in _state._local.st.streams, *inside  # type: ignore[return-value]
 
     box: list[Any] = []
     t = threading.Thread(target=lambda: box.append(body()))
@@ -438,7 +438,7 @@ def test_stream_used_from_new_thread_without_set_device() -> None:
         e = Event()
         e.record(s)
         s.synchronize()
-        out.append((e.query(), D._local.st.device))
+        out.append((e.query(), _state._local.st.device))
         e.close()
 
     t = threading.Thread(target=work)
@@ -451,9 +451,9 @@ def test_stream_used_from_new_thread_without_set_device() -> None:
 def test_finalize_with_live_objects(run_python: Any) -> None:
     code = """
         import threading
-        import pyacl_rt.device as D, pyacl_rt.stream as S, pyacl_rt.event as E
-        import pyacl_rt.context as C
-        from pyacl_rt import runtime, errors
+        import pyacl_rt._device as D, pyacl_rt._stream as S, pyacl_rt._event as E
+        import pyacl_rt._context as C
+        from pyacl_rt import _runtime as runtime, errors
         from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
         s = S.Stream(1); p = S.stream_from_pool(2); d = S.default_stream(3)
         e = E.Event(enable_timing=True); e.record(s)
@@ -490,7 +490,7 @@ def test_finalize_with_live_objects(run_python: Any) -> None:
 
 def test_interpreter_exit_with_live_objects(run_python: Any) -> None:
     code = """
-        import pyacl_rt.stream as S, pyacl_rt.event as E
+        import pyacl_rt._stream as S, pyacl_rt._event as E
         s = S.Stream(1); e = E.Event(); e.record(s)
         s.launch_host_func(print, "callback ran")
         print("exiting")
@@ -553,8 +553,8 @@ def test_device_lost_stream_ops_raise_and_close_quietly() -> None:
 
 def test_current_stream_after_reinit(run_python: Any) -> None:
     code = """
-        import pyacl_rt.device as D, pyacl_rt.stream as S
-        from pyacl_rt import runtime, errors
+        import pyacl_rt._device as D, pyacl_rt._stream as S
+        from pyacl_rt import _runtime as runtime, errors
         s = S.Stream(1)
         S.set_stream(s)
         runtime.finalize()

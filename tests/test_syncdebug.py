@@ -27,7 +27,8 @@ import pytest
 from conftest import _clean_env
 
 import pyacl_rt as npu
-from pyacl_rt import _membackend, _options, _syncdebug
+from pyacl_rt import _options, _syncdebug
+from pyacl_rt._memory import backend as _membackend
 from pyacl_rt.errors import AclUsageError, ConfigError
 
 PKG = Path(npu.__file__).resolve().parent

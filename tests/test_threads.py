@@ -7,9 +7,10 @@ import random
 import threading
 from typing import Any
 
-from pyacl_rt import device as D
-from pyacl_rt import stream as S
-from pyacl_rt.event import Event
+from pyacl_rt import _device as D
+from pyacl_rt import _state
+from pyacl_rt import _stream as S
+from pyacl_rt._event import Event
 
 
 # --------------------------------------------------------------------- tests
@@ -50,7 +51,7 @@ def test_eight_threads_two_devices_mixing_streams_and_events(run_threads: Any) -
             b.synchronize()
             assert e.query()
             e.close()
-            assert D._local.st.device == -1  # guards restored "no device selected"
+            assert _state._local.st.device == -1  # guards restored "no device selected"
         for s in mine.values():
             s.synchronize()
             s.close()
@@ -75,7 +76,7 @@ def test_objects_created_on_main_used_from_fresh_threads(run_threads: Any) -> No
             e.record(s)
         s.synchronize()
         s.query()
-        assert D._local.st.device == -1
+        assert _state._local.st.device == -1
         assert D.current_device() == 3  # follows the main thread's selection
 
     assert not run_threads(4, worker)
@@ -131,7 +132,7 @@ def test_concurrent_device_guards_are_per_thread(run_threads: Any) -> None:
                 with D.device((dev + 1) % 4):
                     assert D.current_device() == (dev + 1) % 4
                 assert D.current_device() == dev
-        assert D._local.st.device == -1
+        assert _state._local.st.device == -1
 
     assert not run_threads(6, worker)
 

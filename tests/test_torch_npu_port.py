@@ -162,7 +162,7 @@ def test_script_is_a_torch_npu_script_except_the_import() -> None:
 
 _HARNESS = """
 import runpy, sys
-from pyacl_rt import runtime
+from pyacl_rt import _runtime as runtime
 from pyacl_rt.mock import REPORT_LAST_FINALIZE, mock_control
 runpy.run_path(sys.argv[1], run_name="__main__")
 mc = mock_control()

@@ -1,6 +1,6 @@
 """The caching allocator: stream-ordered device memory cache and pinned host pool.
 
-Registered as the ``caching`` backend of :mod:`pyacl_rt._membackend` (the default;
+Registered as the ``caching`` backend of :mod:`pyacl_rt._memory.backend` (the default;
 ``PYACL_RT_ALLOCATOR=native`` bypasses it) when ``pyacl_rt`` is imported. It follows
 PyTorch's (torch_npu's) caching allocator:
 
@@ -37,20 +37,22 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .. import _membackend, runtime
+from .. import _runtime as runtime
 from .._args import index_arg, size_arg
 from .._cachecore import Core, Raw
-from .._membackend import NATIVE
-from .._memstats import stats_dict
-from ..device import DeviceLike, _context_for, _CtxRef, _index, _local, device_count
-from ..stream import Stream, current_stream
+from .._device import DeviceLike, _context_for, _index, device_count
+from .._memory import backend as _membackend
+from .._memory.backend import NATIVE
+from .._memory.torchstats import stats_dict
+from .._state import _CtxRef, _local
+from .._stream import Stream, current_stream
 from . import _guards, _history
 from ._device import DeviceAllocator, StreamPool
 from ._history import dump_snapshot, record_memory_history
 from ._host import HostPool
 
 if TYPE_CHECKING:
-    from .._membackend import Releaser
+    from .._memory.backend import Releaser
 
 __all__ = [
     "caching_allocator",
@@ -69,7 +71,7 @@ _EMPTY_STATS = Core().stats()
 
 
 class CachingBackend:
-    """The ``caching`` backend of :mod:`pyacl_rt._membackend`."""
+    """The ``caching`` backend of :mod:`pyacl_rt._memory.backend`."""
 
     name = "caching"
 
@@ -217,7 +219,7 @@ def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
 
 
 def _memrecord_primary(index: int) -> _CtxRef:
-    from ..device import _primaries
+    from .._device import _primaries
 
     ctx = _primaries.get(index)
     if ctx is None:  # pragma: no cover - an explicit context implies the device is set up
@@ -383,4 +385,5 @@ def memory_snapshot() -> list[dict[str, Any]]:
 # torch's private spellings (torch.cuda.memory._record_memory_history & co.)
 _record_memory_history = record_memory_history
 _snapshot = snapshot
+_history._snapshot_builder = snapshot
 _dump_snapshot = dump_snapshot

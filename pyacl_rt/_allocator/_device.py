@@ -15,21 +15,23 @@ Floor 7 (allocator): imports floors 1-6 only.
 from __future__ import annotations
 
 import collections
-import logging
 import threading
 import weakref
 from typing import TYPE_CHECKING
 
-from .. import errors, lowlevel, runtime
+from .. import _runtime as runtime
+from .. import errors, lowlevel
 from .._cachecore import SMALL_SIZE, Core, allocation_size, round_size
-from ..device import _check, _CtxRef, _lib, _local, mem_get_info
+from .._device import mem_get_info
+from .._log import get_logger
+from .._state import _check, _CtxRef, _lib, _local
 from . import _guards, _history
 
 if TYPE_CHECKING:
-    from .._memrecord import _Mem
-    from ..stream import Stream
+    from .._memory.records import _Mem
+    from .._stream import Stream
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 _GiB = float(1 << 30)
 # offsets into Core.stats(): [kind][pool][field], 3 pools x 4 fields per kind
 _ALLOCATED = 4 * 12

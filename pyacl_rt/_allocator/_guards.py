@@ -12,17 +12,17 @@ Floor 7 (allocator): imports floors 1-6 only.
 
 from __future__ import annotations
 
-import logging
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from ..device import _check, _CtxRef, _lib, _local
+from .._log import get_logger
+from .._state import _check, _CtxRef, _lib, _local
 from ..lowlevel import fast as _fast
 
 if TYPE_CHECKING:
-    from ..stream import Stream
+    from .._stream import Stream
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 _record_event = _fast.record_event
 _query_event = _fast.query_event_status
 _sync_event = _fast.synchronize_event

@@ -24,6 +24,7 @@ import collections
 import os
 import sys
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -200,11 +201,17 @@ def forget() -> None:
     state.frames.clear()
 
 
+#: Builds the snapshot: :func:`pyacl_rt._allocator.snapshot`, registered by the package
+#: when it is imported (this module sits below it and must not import it back).
+_snapshot_builder: Callable[[], dict[str, Any]] | None = None
+
+
 def snapshot() -> dict[str, Any]:
     """The snapshot (see the module docstring); filled in by the allocator package."""
-    from . import snapshot as _snap
-
-    return _snap()
+    builder = _snapshot_builder
+    if builder is None:  # pragma: no cover - the package registers it at import
+        raise RuntimeError("pyacl_rt._allocator is not imported: import pyacl_rt first")
+    return builder()
 
 
 def dump_snapshot(filename: str | os.PathLike[str] = "dump_snapshot.pickle") -> None:

@@ -1,4 +1,4 @@
-"""Pinned host memory pool behind :class:`~pyacl_rt.memory.HostBuffer`.
+"""Pinned host memory pool behind :class:`~pyacl_rt.HostBuffer`.
 
 Blocks are ``aclrtMallocHost`` allocations of power-of-two sizes (at least 512
 bytes, so at most half of a block is rounding waste), reused by size. The host may
@@ -13,19 +13,20 @@ Floor 7 (allocator): imports floors 1-6 only.
 from __future__ import annotations
 
 import collections
-import logging
 import threading
 from typing import TYPE_CHECKING
 
-from .. import errors, lowlevel, runtime
-from ..device import _check, _CtxRef, _lib, _local
+from .. import _runtime as runtime
+from .. import errors, lowlevel
+from .._log import get_logger
+from .._state import _check, _CtxRef, _lib, _local
 from . import _guards
 
 if TYPE_CHECKING:
-    from .._membackend import Releaser
-    from .._memrecord import _Mem
+    from .._memory.backend import Releaser
+    from .._memory.records import _Mem
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
 
 def block_size(nbytes: int) -> int:

@@ -17,26 +17,24 @@
 
 ``with Event() as e:`` destroys the event at the end of the block.
 
-Floor 5: imports floors 1-4 and :mod:`stream`.
+Floor 5, above :mod:`pyacl_rt._stream`: imports floors 1-4 and :mod:`_stream`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import weakref
 from typing import Any, Final, NoReturn
 
-from . import context as _context
-from . import errors, runtime
+from . import _runtime, _stream, errors
 from ._args import bool_arg
-from ._syncdebug import _check_sync, _sync_debug
-from .device import (
+from ._device import Device
+from ._log import get_logger
+from ._raw._abi_runtime import CONSTANTS as _C
+from ._state import (
     _CLOSED,
     _FINALIZED,
-    Device,
-    ObjectClosedError,
     _check,
     _CtxRef,
     _fast,
@@ -50,16 +48,18 @@ from .device import (
     _refuse_in_callback,
     _run_finalizer,
     _validated_ctx,
+    context_close_hooks,
 )
-from .stream import Stream, _timeout_ms, current_stream
+from ._stream import Stream, _timeout_ms, current_stream
+from ._syncdebug import _check_sync, _sync_debug
+from .errors import ObjectClosedError
 
 __all__ = ["Event", "EventTimingError"]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
-ACL_EVENT_SYNC: Final = 0x1
-ACL_EVENT_TIME_LINE: Final = 0x8
-ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = 1
+ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
+ACL_EVENT_TIME_LINE: Final = _C["ACL_EVENT_TIME_LINE"]
 
 # Checked C fast paths (lowlevel.fast): value returned, typed error raised.
 _fast_record_event = _fast.record_event
@@ -380,5 +380,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-_context._close_hooks.insert(0, _on_context_close)
-runtime.register_release_hook(_release_events, runtime.PRIORITY_EVENTS)
+context_close_hooks.add(_on_context_close, _runtime.PRIORITY_EVENTS)
+_runtime.register_release_hook(_release_events, _runtime.PRIORITY_EVENTS)
+_stream._set_event_class(Event)

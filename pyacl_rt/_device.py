@@ -1,4 +1,4 @@
-"""Devices, the per-thread current device, and the context cache every object uses.
+"""Devices, the per-thread current device, and each device's primary context.
 
 Model (ACL semantics, acl_abi.md section 5.2/5.3)
 --------------------------------------------------
@@ -9,7 +9,7 @@ Model (ACL semantics, acl_abi.md section 5.2/5.3)
   on other threads with ``aclrtSetCurrentContext`` (what torch_npu does for its
   helper threads). So no context is ever created on a device nobody asked for,
   and the device reference count is 1, released by one ``aclrtResetDevice`` at
-  :func:`pyacl_rt.runtime.finalize`.
+  :func:`pyacl_rt.finalize`.
 * Every Stream / Event / buffer remembers its context (a :class:`_CtxRef`) and,
   before each runtime call, compares it with the calling thread's cached current
   context (one thread-local load and an identity compare). If they differ it calls
@@ -38,45 +38,43 @@ Differences from ``torch_npu.npu`` (documented per function):
   the fix for the classic "worker thread silently creates a context on device 0"
   report. Querying :func:`current_device` never creates a context.
 
-Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`runtime`, :mod:`_loader`.
+The per-thread state (cached current context, selection) and the context refs live in
+:mod:`pyacl_rt._state`; this module owns the primary contexts, device selection and
+the device queries. Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`_runtime`,
+:mod:`_state`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
-import weakref
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Generic, NoReturn, SupportsIndex, TypeVar, Union
+from typing import Any, ClassVar, Final, SupportsIndex, Union
 
-from . import errors, lowlevel, runtime
+from . import _runtime, _state, errors, lowlevel
 from ._args import index_arg, timeout_ms_arg
-from ._lowlevel_cffi import lib as _cffi_lib
-from ._syncdebug import _check_sync, _sync_debug
-
-# Defined in pyacl_rt.errors (floor 1); still importable from here (compatibility).
-from .errors import (
-    CallbackContextError,
-    InvalidDeviceError,
-    ObjectClosedError,
-    SyncTimeoutError,
+from ._log import get_logger
+from ._raw._abi_runtime import CONSTANTS as _C
+from ._state import (
+    _check,
+    _CtxRef,
+    _lib,
+    _local,
+    _refuse_in_callback,
+    _select_device,
+    _validated_ctx,
+    device_sync_hooks,
 )
+from ._syncdebug import _check_sync, _sync_debug
+from .errors import InvalidDeviceError
 
 __all__ = [
-    "CallbackContextError",
     "Device",
     "DeviceProperties",
-    "InvalidDeviceError",
-    "ObjectClosedError",
-    "SyncTimeoutError",
     "can_device_access_peer",
     "current_device",
     "device",
     "device_count",
     "device_of",
-    "forget_thread_context",
     "get_cann_version",
     "get_device_capability",
     "get_device_name",
@@ -92,163 +90,20 @@ __all__ = [
     "utilization",
 ]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
-# --------------------------------------------------------------- constants
-ACL_HBM_MEM: Final = 1
-ACL_DEV_ATTR_CUBE_CORE_NUM: Final = 102
-ACL_DEV_ATTR_VECTOR_CORE_NUM: Final = 201
-ACL_DEV_ATTR_AICORE_CORE_NUM: Final = 101
-ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE: Final = 301
-ACL_DEV_ATTR_L2_CACHE_SIZE: Final = 302
-ACL_DEVICE_INFO_AI_CORE_NUM: Final = 0
-ACL_DEVICE_INFO_VECTOR_CORE_NUM: Final = 1
-ACL_DEVICE_INFO_L2_SIZE: Final = 2
-ACL_ERROR_RT_CONTEXT_NULL: Final = 107002
-ACL_ERROR_RT_INVALID_DEVICEID: Final = 107001
-ACL_ERROR_RT_NO_DEVICE: Final = 207004
-TIMEOUT_CODES: Final = errors.SYNC_TIMEOUT_CODES
-
-
-# ------------------------------------------------------- raw layer binding
-# The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here
-# does not load the library at import. Every path reaches runtime.ensure_initialized()
-# (which loads it) before its first call; before that a call would only return
-# lowlevel.MISSING_SYMBOL, which check() reports as FunctionNotFoundError.
-_lib: Any = _cffi_lib
-_check: Callable[[int, str], None] = lowlevel.check
-_aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
-#: Checked C fast paths (lowlevel.fast): value returned, typed error raised.
-_fast: Any = lowlevel.fast
-_fast_get_current_context: Callable[[], int] = _fast.get_current_context
-_scratch: Callable[[], Any] = lowlevel.scratch
-
-
-# ------------------------------------------------------------ thread state
-class _CtxRef:
-    """One ACL context as seen from Python: a primary context or an explicit one.
-
-    ``device < 0`` means dead (runtime finalized, process forked, or the explicit
-    context was destroyed); ``dead`` then says why. Identity (not the handle value,
-    which the runtime may reuse) is what the per-thread cache compares.
-    """
-
-    __slots__ = ("__weakref__", "dead", "device", "handle", "owner")
-
-    def __init__(self, handle: int, device: int, owner: weakref.ref[Any] | None = None) -> None:
-        self.handle = handle
-        self.device = device
-        self.dead: str | None = None
-        #: weakref to the explicit :class:`~pyacl_rt.context.Context` (None for a
-        #: primary context). Weak so that thread caches never keep a Context alive;
-        #: objects created in a Context hold it strongly (see :func:`_owner_of`).
-        self.owner = owner
-
-    def make_current(self) -> None:
-        """Install this context on the calling thread (``aclrtSetCurrentContext``)."""
-        if self.device < 0:
-            _raise_dead(self.dead)
-        rc = _aclrtSetCurrentContext(self.handle)
-        if rc:
-            _check(rc, "aclrtSetCurrentContext")
-        _local.st.ctx = self
-
-    def kill(self, reason: str) -> None:
-        self.device = -1
-        self.handle = 0
-        self.dead = reason
-
-    def __repr__(self) -> str:
-        kind = "explicit" if self.owner is not None else "primary"
-        if self.device < 0:
-            return f"<{kind} context ({self.dead})>"
-        return f"<{kind} context 0x{self.handle:x} on device {self.device}>"
-
-
-def _owner_of(ref: _CtxRef) -> object:
-    """The explicit Context behind ``ref`` (to hold it alive), or None."""
-    owner = ref.owner
-    return owner() if owner is not None else None
-
-
-def _raise_dead(reason: str | None) -> None:
-    if reason == "forked":
-        raise errors.ForkedProcessError()
-    if reason == "finalized":
-        raise errors.RuntimeFinalizedError(
-            "this object belongs to a runtime that was finalized; create a new one",
-            explanation="",
-        )
-    if reason is None:
-        raise ObjectClosedError("object is not bound to a context", explanation="")
-    raise ObjectClosedError(reason, explanation="")
-
-
-#: Sentinels objects switch to when closed / made inert by finalize.
-_CLOSED = _CtxRef(0, -1)
-_CLOSED.dead = "object is closed"
-_FINALIZED = _CtxRef(0, -1)
-_FINALIZED.dead = "finalized"
-
-
-class _ThreadState:
-    """Per-thread state (one per thread, reached through ``_local.st``).
-
-    A plain slotted object: hot paths pay one thread-local lookup (``_local.st``),
-    then cheap slot loads, instead of one thread-local lookup per attribute.
-    """
-
-    __slots__ = ("active", "ctx", "device", "guards", "i32", "in_callback", "scratch", "streams")
-
-    def __init__(self) -> None:
-        #: The context known to be current on this thread (None = unknown / none).
-        self.ctx: _CtxRef | None = None
-        #: The device selected by set_device / ``with device()`` (-1 = none).
-        self.device: int = -1
-        #: The explicit Context activated on this thread (``with ctx:``), or None.
-        self.active: _CtxRef | None = None
-        #: device index -> current Stream of this thread (managed by stream.py).
-        self.streams: dict[int, Any] = {}
-        #: Saved states of ``with Device(i):`` blocks.
-        self.guards: list[tuple[int, _CtxRef | None]] = []
-        #: True on a host-callback (report) thread, for its whole life: blocking calls
-        #: are refused there and finalizers defer releases (pyacl_rt._releaser).
-        self.in_callback: bool = False
-        #: lowlevel's per-thread out-parameter arrays, and its int32_t[4] directly
-        #: (one attribute load less on the hot paths).
-        self.scratch: Any = _scratch()
-        self.i32: Any = self.scratch.i32
-
-
-class _Local(threading.local):
-    def __init__(self) -> None:
-        global _main_state
-        self.st = _ThreadState()
-        # get_ident, not current_thread(): this also runs on threads threading does not
-        # know (C threads, a thread being torn down while it releases its objects),
-        # where current_thread() would register a stray _DummyThread.
-        if threading.get_ident() == _main_ident:
-            _main_state = self.st
-
-
-_main_ident = threading.main_thread().ident
-#: The main thread's state: its selected device is the fallback of other threads.
-_main_state: _ThreadState | None = None
-#: ``_main_state.device`` if >= 0 else 0, kept up to date by :func:`_select_device`.
-_fallback_device = 0
-
-
-def _select_device(st: _ThreadState, index: int) -> None:
-    """Set a thread's selected device (-1 = none); tracks the main thread's as the
-    fallback of threads that never selected one."""
-    global _fallback_device
-    st.device = index
-    if st is _main_state:
-        _fallback_device = index if index >= 0 else 0
-
-
-#: ``_local.st`` is the calling thread's :class:`_ThreadState`.
-_local: Final = _Local()
+# ------------------------------------------------ constants (generated table)
+ACL_HBM_MEM: Final = _C["ACL_HBM_MEM"]
+ACL_DEV_ATTR_CUBE_CORE_NUM: Final = _C["ACL_DEV_ATTR_CUBE_CORE_NUM"]
+ACL_DEV_ATTR_VECTOR_CORE_NUM: Final = _C["ACL_DEV_ATTR_VECTOR_CORE_NUM"]
+ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE: Final = _C["ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE"]
+ACL_DEV_ATTR_L2_CACHE_SIZE: Final = _C["ACL_DEV_ATTR_L2_CACHE_SIZE"]
+ACL_DEVICE_INFO_AI_CORE_NUM: Final = _C["ACL_DEVICE_INFO_AI_CORE_NUM"]
+ACL_DEVICE_INFO_VECTOR_CORE_NUM: Final = _C["ACL_DEVICE_INFO_VECTOR_CORE_NUM"]
+ACL_DEVICE_INFO_L2_SIZE: Final = _C["ACL_DEVICE_INFO_L2_SIZE"]
+ACL_ERROR_RT_CONTEXT_NULL: Final = _C["ACL_ERROR_RT_CONTEXT_NULL"]
+ACL_ERROR_RT_INVALID_DEVICEID: Final = _C["ACL_ERROR_RT_INVALID_DEVICEID"]
+ACL_ERROR_RT_NO_DEVICE: Final = _C["ACL_ERROR_RT_NO_DEVICE"]
 
 _lock = threading.RLock()
 #: device index -> primary context (created by our single aclrtSetDevice).
@@ -256,109 +111,6 @@ _primaries: dict[int, _CtxRef] = {}
 _device_count: int | None = None
 #: Why device_count() is 0 (the ACL_ERROR_RT_NO_DEVICE message), else None.
 _no_device_reason: str | None = None
-
-
-def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
-    """Run an object's finalizer now, exactly once; True if it ran.
-
-    Uses ``detach()`` rather than ``f()``: at interpreter exit ``weakref.finalize``
-    turns ``f()`` into a no-op once its own atexit hook ran, which may be before
-    pyacl_rt's finalize, and the handle would then never be released.
-    """
-    if f is None:
-        return False
-    info = f.detach()
-    if info is None:
-        return False
-    _obj, func, args, kwargs = info
-    func(*args, **kwargs)
-    return True
-
-
-def _log_release_failure(func: str, handle: int, rc: int) -> None:
-    """Log a failed destroy/free in a finalizer and consume the runtime's error text
-    (it must not become the message of this thread's next error)."""
-    _log.warning("%s(0x%x) failed with %d: %s", func, handle, rc, lowlevel.recent_error_message())
-
-
-_T = TypeVar("_T")
-
-
-class _LiveSet(Generic[_T]):
-    """Weak registry of the live objects of one kind (Streams, Events, Contexts): what
-    finalize and closing a Context make inert. Thread-safe; its lock is replaced in a
-    forked child (a parent thread may have held it)."""
-
-    __slots__ = ("_items", "_lock")
-
-    def __init__(self) -> None:
-        self._items: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._lock = threading.Lock()
-        os.register_at_fork(after_in_child=self._after_fork)
-
-    def _after_fork(self) -> None:
-        self._lock = threading.Lock()
-
-    def add(self, obj: _T) -> None:
-        with self._lock:
-            self._items.add(obj)
-
-    def discard(self, obj: _T) -> None:
-        with self._lock:
-            self._items.discard(obj)
-
-    def snapshot(self, clear: bool = False) -> list[_T]:
-        """The live objects now (and forget them all if ``clear``)."""
-        with self._lock:
-            items = list(self._items)
-            if clear:
-                self._items.clear()
-        return items
-
-    def make_inert(self, ctx_filter: _CtxRef | None, reason: _CtxRef) -> None:
-        """``obj._make_inert(reason)`` for each live object (of context ``ctx_filter``
-        only, unless None) and forget it. Never raises: failures are logged."""
-        for obj in self.snapshot():
-            if ctx_filter is not None and getattr(obj, "_ctx", None) is not ctx_filter:
-                continue
-            try:
-                obj._make_inert(reason)  # type: ignore[attr-defined]
-            except BaseException:  # pragma: no cover - defensive
-                _log.exception("pyacl_rt: closing %r failed", obj)
-            self.discard(obj)
-
-
-def forget_thread_context() -> None:
-    """Forget which context pyacl_rt believes is current on this thread.
-
-    Call this after changing the thread's context through raw
-    :mod:`pyacl_rt.lowlevel` calls (or torch_npu / a C extension did) and before using
-    existing objects on this thread (``Stream.query``, ``Event.record``, copies...):
-    the next pyacl_rt call re-installs the right context. Creating objects,
-    allocating and selecting a device detect a foreign switch by themselves (see the
-    module docstring). Not needed when only pyacl_rt objects are used.
-    """
-    _local.st.ctx = None
-
-
-def _refuse_copy(obj: object, what: str) -> NoReturn:
-    """``__reduce__`` / ``__copy__`` / ``__deepcopy__`` of an object owning a handle."""
-    raise TypeError(
-        f"{type(obj).__name__} objects cannot be pickled or copied: a copy would share "
-        f"the raw {what} handle and keep using it after the original is closed. "
-        f"Pass the {type(obj).__name__} object itself around (it is thread-safe)."
-    )
-
-
-def _refuse_in_callback(what: str) -> None:
-    """Raise :class:`CallbackContextError` when called on a host-callback thread."""
-    if _local.st.in_callback:
-        raise CallbackContextError(
-            f"{what} called from inside a host callback: this would wait for the "
-            "callback itself and deadlock. Do blocking work outside the callback "
-            "(e.g. hand it to another thread).",
-            explanation="",
-        )
 
 
 # ----------------------------------------------------------- device index
@@ -420,7 +172,7 @@ def _index(dev: object = None, name: str = "device") -> int:
 # ----------------------------------------------------------- contexts
 def _create_primary(index: int) -> _CtxRef:
     """Primary context of ``index``: our one ``aclrtSetDevice`` call per process."""
-    runtime.ensure_initialized()
+    _runtime.ensure_initialized()
     _check_index(index)
     with _lock:
         ref = _primaries.get(index)
@@ -436,28 +188,6 @@ def _create_primary(index: int) -> _CtxRef:
         _primaries[index] = ref
         _local.st.ctx = ref  # aclrtSetDevice made it current on this thread
         return ref
-
-
-def _validated_ctx(st: _ThreadState) -> _CtxRef | None:
-    """The thread's cached current context if the runtime agrees, else None (and the
-    cache is cleared, so the next ``st.ctx is not ref`` test re-installs ``ref``).
-
-    Something other than pyacl_rt (raw :mod:`lowlevel` calls, torch_npu, a C
-    extension) may have switched this thread's ACL context behind the cache. One
-    GIL-held ``aclrtGetCurrentContext`` (``lowlevel.fast``, ~30 ns) detects it. Called
-    on the non-hot entry points only: object creation, allocation, device selection.
-    """
-    cur = st.ctx
-    if cur is None:
-        return None
-    if cur.device >= 0:
-        try:
-            if _fast_get_current_context() == cur.handle:
-                return cur
-        except errors.AclError:
-            pass  # no current context (or no runtime): the cache is wrong either way
-    st.ctx = None
-    return None
 
 
 def _context_for(index: int) -> _CtxRef:
@@ -485,7 +215,7 @@ def _ensure_current(index: int) -> _CtxRef:
     Cheap when it already is (a thread-local load, a compare and one GIL-held
     ``aclrtGetCurrentContext`` to re-validate the cache). Any live context of that
     device is accepted. Returns the current context. For use by
-    :mod:`pyacl_rt.memory` and other floors above.
+    :mod:`pyacl_rt._memory` and other floors above.
     """
     cur = _validated_ctx(_local.st)
     if cur is not None and cur.device == index:
@@ -517,7 +247,7 @@ def device_count() -> int:
     if count is not None:
         return count
     global _no_device_reason
-    runtime.ensure_initialized()
+    _runtime.ensure_initialized()
     s = _local.st.scratch
     try:
         _check(_lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
@@ -553,7 +283,7 @@ def current_device() -> int:
     Never creates a context.
     """
     d: int = _local.st.device
-    return d if d >= 0 else _fallback_device
+    return d if d >= 0 else _state._fallback_device
 
 
 def set_device(dev: DeviceLike) -> None:
@@ -635,7 +365,7 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     """Wait for all work on ``device`` (default: the current device). Releases the GIL.
 
     ``timeout`` in milliseconds (``aclrtSynchronizeDeviceWithTimeout``), as for
-    :meth:`Stream.synchronize <pyacl_rt.stream.Stream.synchronize>`: on expiry
+    :meth:`Stream.synchronize <pyacl_rt.Stream.synchronize>`: on expiry
     :class:`~pyacl_rt.errors.SyncTimeoutError` (a ``TimeoutError``) is raised;
     ``None`` waits forever. Uses the device's context on this thread (creating the
     primary context only if the device was never used). Refused from inside a host
@@ -656,18 +386,13 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
         rc = _lib.aclrtSynchronizeDeviceWithTimeout(ms)
         if rc:
             _check(rc, "aclrtSynchronizeDeviceWithTimeout")  # SyncTimeoutError on expiry
-    for hook in _sync_hooks:
+    for hook in device_sync_hooks:
         hook(index)
-
-
-#: Called after a successful device synchronize with the device index (stream.py
-#: uses it to release keep-alive lists).
-_sync_hooks: list[Callable[[int], None]] = []
 
 
 # ---------------------------------------------------------------- queries
 def _soc_name() -> str:
-    runtime.ensure_initialized()
+    _runtime.ensure_initialized()
     ptr = _lib.aclrtGetSocName()
     return _cstring(ptr)
 
@@ -705,18 +430,18 @@ def get_soc_version() -> str:
 
 
 def get_cann_version(module: str = "CANN") -> str:
-    """CANN version string as the loader found it (``_loader.backend_info()``).
+    """CANN version string as the loader found it (``pyacl_rt.backend_info()``).
 
     ``module`` is accepted for torch_npu compatibility; only ``"CANN"`` (the runtime
     package version) is known here; other modules return ``""``.
     """
-    from . import _loader
+    from ._raw._backend import backend_info
 
     if not isinstance(module, str):
         raise TypeError(f"get_cann_version(): module must be a str, not {type(module).__name__}")
     if module.upper() not in ("CANN", "RUNTIME"):
         return ""
-    info: Any = _loader.backend_info()
+    info: Any = backend_info()
     version = getattr(info, "cann_version", None)
     if version is None and isinstance(info, dict):
         version = info.get("cann_version")
@@ -752,7 +477,7 @@ def set_op_timeout_ms(timeout_ms: int) -> int:
     timeout_ms = index_arg(timeout_ms, "timeout_ms", "an int (milliseconds)")
     if timeout_ms < 0:
         raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
-    runtime.ensure_initialized()
+    _runtime.ensure_initialized()
     s = _local.st.scratch
     try:
         fn = _lib.aclrtSetOpExecuteTimeOutV2
@@ -772,12 +497,32 @@ def set_op_timeout_ms(timeout_ms: int) -> int:
         return seconds * 1000
 
 
-@dataclass(frozen=True)
 class DeviceProperties:
     """What :func:`get_device_properties` returns (torch_npu's field names).
 
     Memory sizes are in bytes. Fields the runtime cannot report are ``None``.
+    Immutable; compares and hashes by value. (A plain slotted class rather than a
+    dataclass: ``import pyacl_rt`` does not import :mod:`dataclasses`.)
     """
+
+    __slots__ = (
+        "L2_cache_size",
+        "cube_core_num",
+        "index",
+        "multi_processor_count",
+        "name",
+        "total_memory",
+        "vector_core_num",
+    )
+    _FIELDS: ClassVar[tuple[str, ...]] = (
+        "index",
+        "name",
+        "total_memory",
+        "cube_core_num",
+        "vector_core_num",
+        "L2_cache_size",
+        "multi_processor_count",
+    )
 
     index: int
     name: str
@@ -786,6 +531,50 @@ class DeviceProperties:
     vector_core_num: int | None
     L2_cache_size: int | None
     multi_processor_count: int | None
+
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        total_memory: int,
+        cube_core_num: int | None,
+        vector_core_num: int | None,
+        L2_cache_size: int | None,
+        multi_processor_count: int | None,
+    ) -> None:
+        values = (
+            index,
+            name,
+            total_memory,
+            cube_core_num,
+            vector_core_num,
+            L2_cache_size,
+            multi_processor_count,
+        )
+        for field, value in zip(self._FIELDS, values, strict=True):
+            object.__setattr__(self, field, value)
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, f) for f in self._FIELDS)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"DeviceProperties is immutable: cannot assign to {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"DeviceProperties is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not DeviceProperties:
+            return NotImplemented
+        assert isinstance(other, DeviceProperties)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
+        return f"DeviceProperties({inner})"
 
 
 class Device:
@@ -886,7 +675,7 @@ class Device:
     def info(self, attr: int) -> int:
         """``aclrtGetDeviceInfo(index, attr)``: an ``ACL_DEV_ATTR_*`` value (int64)."""
         attr = index_arg(attr, "attr")
-        runtime.ensure_initialized()
+        _runtime.ensure_initialized()
         s = _local.st.scratch
         _check(_lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
         return int(s.i64[0])
@@ -894,7 +683,7 @@ class Device:
     def capability(self, info: int) -> int:
         """``aclGetDeviceCapability(index, info)``: an ``ACL_DEVICE_INFO_*`` value."""
         info = index_arg(info, "info")
-        runtime.ensure_initialized()
+        _runtime.ensure_initialized()
         s = _local.st.scratch
         _check(_lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
         return int(s.i64[0])
@@ -902,7 +691,7 @@ class Device:
     def feature(self, feature: int) -> int:
         """``aclrtGetDeviceCapability(index, feature)``: an ``ACL_FEATURE_*`` value."""
         feature = index_arg(feature, "feature")
-        runtime.ensure_initialized()
+        _runtime.ensure_initialized()
         s = _local.st.scratch
         _check(
             _lib.aclrtGetDeviceCapability(self._index, feature, s.i32),
@@ -955,7 +744,7 @@ class Device:
     def utilization_rates(self) -> dict[str, int | None]:
         """``aclrtGetDeviceUtilizationRate``: percentages for ``cube``, ``vector``,
         ``aicpu`` and ``memory``; ``None`` where the device does not report one."""
-        runtime.ensure_initialized()
+        _runtime.ensure_initialized()
         info = lowlevel.ffi.new("aclrtUtilizationInfo *")
         _check(
             _lib.aclrtGetDeviceUtilizationRate(self._index, info),
@@ -1092,4 +881,4 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-runtime.register_release_hook(_release_devices, runtime.PRIORITY_DEVICES)
+_runtime.register_release_hook(_release_devices, _runtime.PRIORITY_DEVICES)

@@ -1,11 +1,12 @@
-"""Allocation records behind :mod:`pyacl_rt.memory`: freeing ordered after streams.
+"""Allocation records behind :mod:`pyacl_rt._memory`: freeing ordered after streams.
 
 One :class:`_Mem` per allocation (device memory from ``aclrtMalloc`` or pinned host
 memory from ``aclrtMallocHost``), shared by a buffer and its views. It never
 references its owner, so the owner's finalizer can hold it.
 
-* **Stream tracking**: an operation on the memory notes its stream (``_note``; the
-  hot path compares ``m.last`` with the stream's private state list first).
+* **Stream tracking**: an operation on the memory notes its stream
+  (``keepalive._note``; the hot path compares ``m.last`` with the stream's private
+  state object first).
 * **Ordered freeing**: :func:`_free_mem` (the finalizer body, also what ``close()``
   calls) synchronizes every live stream the memory was used on, then frees it; it
   never raises and never touches a runtime of another generation. On a host-callback
@@ -23,33 +24,39 @@ references its owner, so the owner's finalizer can hold it.
   Context frees the device memory allocated in it; a forked child forgets everything
   without touching the parent's memory.
 
-Floor 6 (helper of :mod:`pyacl_rt.memory`): imports floors 1-5 only.
+Floor 6 (the lowest module of :mod:`pyacl_rt._memory`): imports floors 1-5 only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
-from . import _releaser, errors, runtime
-from . import context as _context
-from .device import ObjectClosedError, _CtxRef, _lib, _local, _owner_of
-from .lowlevel import recent_error_message
+from .. import _releaser, errors
+from .. import _runtime as runtime
+from .._log import get_logger
+from .._state import _CtxRef, _lib, _local, _owner_of, context_close_hooks
+from ..errors import ObjectClosedError
+from ..lowlevel import recent_error_message
 
 if TYPE_CHECKING:
-    from ._membackend import Releaser
-    from .memory import HostBuffer
-    from .stream import Stream
+    from .._stream import Stream
+    from .backend import Releaser
 
-_log = logging.getLogger("pyacl_rt")
+
+class _Exported(Protocol):
+    """What a record needs of its owning HostBuffer (``buffers.HostBuffer``, above)."""
+
+    def _exports(self) -> int: ...
+
+
+_log = get_logger("pyacl_rt")
 
 _aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
-_wref = weakref.ref
 
 
 # =============================================================== allocations
@@ -95,10 +102,10 @@ class _Mem:
         #: append/pop are atomic under the GIL); close() refuses while non-empty.
         self.inuse: list[None] = []
         #: weakref to the owning HostBuffer (host memory only), for finalize.
-        self.owner: weakref.ref[HostBuffer] | None = None
+        self.owner: weakref.ref[_Exported] | None = None
         #: the explicit Context the memory was allocated in (kept alive), or None.
         self.keep: object = _owner_of(ctx) if ctx is not None else None
-        #: the allocation backend's releaser (pyacl_rt._membackend), or None: freed
+        #: the allocation backend's releaser (pyacl_rt._memory.backend), or None: freed
         #: here, after waiting for its streams (one aclrtFree per buffer).
         self.rel: Releaser | None = None
         #: live DLPack exports (pyacl_rt._dlpack tokens); close() refuses while any.
@@ -120,18 +127,6 @@ ZERO_SIZE_BASE: Final = 1 << 63
 _live_lock = threading.RLock()
 _live: dict[int, _Mem] = {}
 _deferred: list[_Mem] = []
-
-
-def _note(m: _Mem, stream: Stream) -> None:
-    """Remember that ``stream`` used ``m`` (slow part of the hot-path check).
-
-    ``m.last`` is the stream's private state list: unique per Stream object and cheap
-    to compare, and holding it does not keep the Stream alive (``m.streams`` holds
-    weak references, which :func:`_wait_streams` uses)."""
-    m.last = stream._state
-    r = _wref(stream)
-    if r not in m.streams:
-        m.streams.append(r)
 
 
 def _hold(m: _Mem) -> int:
@@ -218,12 +213,6 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
                 refs.remove(r)
         m.last = None
     return True
-
-
-#: Foreign objects of a synchronous copy whose wait failed (the copy may still be
-#: queued on a broken stream): kept referenced for the life of the process rather
-#: than risk the device writing into freed memory.
-_stranded: list[object] = []
 
 
 def _free_mem(m: _Mem) -> None:
@@ -534,6 +523,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-_context._close_hooks.append(_on_context_close)
+context_close_hooks.add(_on_context_close, runtime.PRIORITY_MEMORY)
 runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
-runtime._finalize_guards.append(_finalize_guard)
+runtime.finalize_guards.add(_finalize_guard, runtime.PRIORITY_MEMORY)

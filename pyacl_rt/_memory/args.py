@@ -1,4 +1,4 @@
-"""Copy arguments -> addresses, for :mod:`pyacl_rt.memory`, checked before any C call.
+"""Copy arguments -> addresses, for :mod:`pyacl_rt._memory`, checked before any C call.
 
 * :func:`_int_arg` (:func:`pyacl_rt._args.size_arg`): sizes, offsets and pitches are
   ints (``__index__`` accepted, e.g. ``numpy.int64``; ``bool`` refused), ``>= 0`` and
@@ -13,17 +13,21 @@
   per call, which also holds the export (a bytearray cannot be resized meanwhile)
   until :meth:`_Side.release` or until the object is no longer needed by an async copy.
 * :func:`_offsets`: ``nbytes`` / offsets against both sides.
+* :class:`ReleaseOnExit`: ``with ReleaseOnExit(d, s):`` releases the sides when the
+  block raises (``always=True``: also when it returns) - the one place that undoes a
+  :func:`_resolve`.
 
-Floor 6 (helper of :mod:`pyacl_rt.memory`): imports floors 1-5 only.
+Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5 and ``records``.
 """
 
 from __future__ import annotations
 
+from types import TracebackType
 from typing import Any
 
-from ._args import size_arg
-from ._memrecord import _hold, _Mem, _raise_closed
-from .lowlevel import ffi
+from .._args import size_arg
+from ..lowlevel import ffi
+from .records import _hold, _Mem, _raise_closed
 
 _int_arg = size_arg
 
@@ -140,3 +144,92 @@ def _offsets(
                 f"nbytes {n} runs past the end of dst ({d.n} bytes, dst_offset {doff})"
             )
     return n, doff, soff
+
+
+def _check_2d(
+    d: _Side,
+    s: _Side,
+    dpitch: object,
+    spitch: object,
+    width: object,
+    height: object,
+    dst_offset: object,
+    src_offset: object,
+) -> tuple[int, int, int, int, int, int]:
+    """The arguments of a 2D copy, checked against both sides:
+    ``(dpitch, spitch, width, height, dst_offset, src_offset)``."""
+    dp = _int_arg(dpitch, "dpitch")
+    sp = _int_arg(spitch, "spitch")
+    w = _int_arg(width, "width")
+    h = _int_arg(height, "height")
+    doff = _int_arg(dst_offset, "dst_offset")
+    soff = _int_arg(src_offset, "src_offset")
+    if w > dp:
+        raise ValueError(f"width {w} is larger than dpitch {dp}")
+    if w > sp:
+        raise ValueError(f"width {w} is larger than spitch {sp}")
+    if doff > d.n:
+        raise ValueError(f"dst_offset {doff} is past the end of dst ({d.n} bytes)")
+    if soff > s.n:
+        raise ValueError(f"src_offset {soff} is past the end of src ({s.n} bytes)")
+    if w and h:
+        dext = (h - 1) * dp + w
+        sext = (h - 1) * sp + w
+        if dext > d.n - doff:
+            raise ValueError(
+                f"(height - 1) * dpitch + width = {dext} bytes run past the end of dst "
+                f"({d.n} bytes, dst_offset {doff})"
+            )
+        if sext > s.n - soff:
+            raise ValueError(
+                f"(height - 1) * spitch + width = {sext} bytes run past the end of src "
+                f"({s.n} bytes, src_offset {soff})"
+            )
+    return dp, sp, w, h, doff, soff
+
+
+def _memset_range(b: _Side, nbytes: object, offset: object) -> tuple[int, int]:
+    """``(nbytes, offset)`` of a memset of ``b``, checked (``None`` = to the end)."""
+    off = _int_arg(offset, "offset")
+    if off > b.n:
+        raise ValueError(f"offset {off} is past the end of buf ({b.n} bytes)")
+    if nbytes is None:
+        return b.n - off, off
+    n = _int_arg(nbytes, "nbytes")
+    if n > b.n - off:
+        raise ValueError(f"nbytes {n} runs past the end of buf ({b.n} bytes, offset {off})")
+    return n, off
+
+
+def _resolve_pair(dst: object, src: object) -> tuple[_Side, _Side]:
+    """Both sides of a copy (``dst`` writable); nothing stays exported on failure."""
+    d = _resolve(dst, "dst", True)
+    with ReleaseOnExit(d):
+        s = _resolve(src, "src", False)
+    return d, s
+
+
+class ReleaseOnExit:
+    """``with ReleaseOnExit(*sides):`` releases every side if the block raises (any
+    exception, also ``KeyboardInterrupt``) and lets the exception propagate;
+    ``always=True`` releases them when the block returns too. Releasing is idempotent,
+    so nested uses are fine."""
+
+    __slots__ = ("always", "sides")
+
+    def __init__(self, *sides: _Side, always: bool = False) -> None:
+        self.sides = sides
+        self.always = always
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None or self.always:
+            for side in self.sides:
+                side.release()

@@ -16,7 +16,7 @@ One report thread per device (ACL forbids one thread serving two devices), start
 on the first :meth:`Stream.launch_host_func` of that device, with the device's
 primary context current. A stream is subscribed on its first callback and
 unsubscribed when it is closed. The threads stop at
-:func:`pyacl_rt.runtime.finalize` after the streams are closed. The poll interval
+:func:`pyacl_rt.finalize` after the streams are closed. The poll interval
 is ``PYACL_RT_CALLBACK_POLL_MS`` (default 100 ms; only affects how fast the thread
 notices it should stop).
 
@@ -28,7 +28,7 @@ Rules for a callback (``fn(*args)``):
   stream that has callbacks raise :class:`~pyacl_rt.errors.CallbackContextError`
   there instead of deadlocking. It also must not allocate/free device memory or do
   synchronous copies (ACL forbids those from callbacks; pyacl_rt cannot detect every
-  such call). :func:`pyacl_rt.runtime.finalize` is refused there with
+  such call). :func:`pyacl_rt.finalize` is refused there with
   ``CallbackContextError`` too (resetting the device waits for the stream, which
   waits for the callback). Hand heavy or blocking work to another thread.
 * An exception it raises is logged (logger ``pyacl_rt``) and re-raised by the next
@@ -42,36 +42,37 @@ stream waits for streams that may be waiting for this very thread. Those release
 are handed to pyacl_rt's releaser thread (:mod:`pyacl_rt._releaser`), started with
 the first report thread.
 
-Floor 5: imports floors 1-4 only (stream.py calls into this module).
+Floor 5, below :mod:`pyacl_rt._stream` (which calls into this module): imports floors
+1-4 only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import os
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
-from . import _releaser, errors, lowlevel, runtime
-from . import device as _device
+from . import _device, _releaser, _runtime, errors, lowlevel
+from ._log import get_logger
 from ._options import get_options
-from .device import _check, _CtxRef, _lib, _local
+from ._raw._abi_runtime import CONSTANTS as _C
+from ._state import _check, _CtxRef, _lib, _local
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .stream import Stream
+    from ._stream import Stream
 
 __all__ = ["pending_count", "report_threads"]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
-ACL_ERROR_RT_REPORT_TIMEOUT: Final = 507012
-ACL_ERROR_RT_THREAD_SUBSCRIBE: Final = 107012
-ACL_CALLBACK_NO_BLOCK: Final = 0
-ACL_CALLBACK_BLOCK: Final = 1
+ACL_ERROR_RT_REPORT_TIMEOUT: Final = _C["ACL_ERROR_RT_REPORT_TIMEOUT"]
+ACL_ERROR_RT_THREAD_SUBSCRIBE: Final = _C["ACL_ERROR_RT_THREAD_SUBSCRIBE"]
+ACL_CALLBACK_NO_BLOCK: Final = _C["ACL_CALLBACK_NO_BLOCK"]
+ACL_CALLBACK_BLOCK: Final = _C["ACL_CALLBACK_BLOCK"]
 
 _ffi = lowlevel.ffi
 
@@ -268,16 +269,16 @@ def launch(
 ) -> None:
     """Enqueue ``fn(*args)`` on ``stream`` (its context is current on this thread)."""
     state = stream._state
-    if state[1] is None:
+    if state.sub is None:
         with _subscribe_lock:
-            if state[1] is None and stream._handle == 0:
-                state[1] = _default_subs.get(stream._ctx)
-            if state[1] is None:
+            if state.sub is None and stream._handle == 0:
+                state.sub = _default_subs.get(stream._ctx)
+            if state.sub is None:
                 rt = _thread_for(stream._device)
                 if _local.st.ctx is not stream._ctx:
                     stream._activate()
                 rt.subscribe(stream._handle, stream._ctx)
-                state[1] = rt
+                state.sub = rt
                 if stream._handle == 0:
                     _default_subs[stream._ctx] = rt
     key = next(_keys)
@@ -326,7 +327,7 @@ def _refuse_finalize_here() -> None:
         rt.thread.ident == threading.get_ident() for rt in list(_threads.values())
     ):
         raise errors.CallbackContextError(
-            "pyacl_rt.runtime.finalize() called on a host-callback (report) thread: it "
+            "pyacl_rt.finalize() called on a host-callback (report) thread: it "
             "would reset the devices, which waits for the stream that is waiting for this "
             "callback (deadlock). Call it from another thread after the callback returned.",
             function="finalize",
@@ -345,5 +346,5 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-runtime.register_release_hook(_stop_threads, runtime.PRIORITY_STREAMS + 10)
-runtime._finalize_guards.append(_refuse_finalize_here)
+_runtime.register_release_hook(_stop_threads, _runtime.PRIORITY_STREAMS + 10)
+_runtime.finalize_guards.add(_refuse_finalize_here, _runtime.PRIORITY_FIRST)

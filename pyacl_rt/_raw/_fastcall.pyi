@@ -1,4 +1,4 @@
-"""Type stubs for pyacl_rt._fastcall (use it as ``pyacl_rt.lowlevel.fast``).
+"""Type stubs for pyacl_rt._raw._fastcall (use it as ``pyacl_rt.lowlevel.fast``).
 
 Checked calls: each returns the out-parameter's value (or None) and raises the
 pyacl_rt error of a nonzero aclError (built by ``pyacl_rt.lowlevel.check``);

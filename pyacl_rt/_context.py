@@ -1,7 +1,7 @@
 """Explicit ACL contexts (``aclrtCreateContext`` / ``aclrtDestroyContext``).
 
 Most programs never need these: every device has one primary context that
-pyacl_rt creates once and shares between threads (see :mod:`pyacl_rt.device`).
+pyacl_rt creates once and shares between threads (see :mod:`pyacl_rt._device`).
 An explicit :class:`Context` is a separate context on a device, with its own
 default stream, for code that wants isolation (pyACL's ``create_context``).
 
@@ -12,46 +12,39 @@ default stream, for code that wants isolation (pyACL's ``create_context``).
   the Streams/Events still alive in it, then destroys the context.
 * torch_npu hides contexts entirely; this is pyACL's concept.
 
-Floor 4: imports :mod:`device`, :mod:`errors`, :mod:`lowlevel`, :mod:`runtime`.
+Floor 4: imports :mod:`_device`, :mod:`_state`, :mod:`errors`, :mod:`_runtime`.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import weakref
-from collections.abc import Callable
 from typing import NoReturn
 
-from . import _releaser, errors, runtime
-from ._syncdebug import _check_sync, _sync_debug
-from .device import (
-    Device,
-    DeviceLike,
-    ObjectClosedError,
+from . import _releaser, _runtime, errors
+from ._device import Device, DeviceLike, _index, _restore_selection
+from ._log import get_logger
+from ._state import (
     _check,
     _CtxRef,
     _fast_get_current_context,
-    _index,
     _lib,
     _LiveSet,
     _local,
     _log_release_failure,
     _refuse_copy,
     _refuse_in_callback,
-    _restore_selection,
     _select_device,
     _validated_ctx,
+    context_close_hooks,
 )
+from ._syncdebug import _check_sync, _sync_debug
+from .errors import ObjectClosedError
 
 __all__ = ["Context", "current_context"]
 
-_log = logging.getLogger("pyacl_rt")
-
-#: Called with the dying context before it is destroyed (stream.py / event.py close
-#: their objects of that context here).
-_close_hooks: list[Callable[[_CtxRef], None]] = []
+_log = get_logger("pyacl_rt")
 
 _live: _LiveSet[Context] = _LiveSet()
 
@@ -65,7 +58,7 @@ def _destroy(ref: _CtxRef) -> None:
             # Closing the children waits for their work: not on a host-callback thread.
             _releaser.defer(functools.partial(_destroy, ref))
             return
-        for hook in _close_hooks:
+        for hook in context_close_hooks:
             try:
                 hook(ref)
             except Exception:
@@ -93,7 +86,7 @@ class Context:
     __slots__ = ("__weakref__", "_device", "_finalizer", "_ref", "_saved")
 
     def __init__(self, device: DeviceLike = None) -> None:
-        runtime.ensure_initialized()
+        _runtime.ensure_initialized()
         index = _index(device)
         st = _local.st
         # The context current before (re-validated: something other than pyacl_rt may
@@ -145,7 +138,7 @@ class Context:
 
     @property
     def device(self) -> Device:
-        """The :class:`~pyacl_rt.device.Device` this context lives on."""
+        """The :class:`~pyacl_rt.Device` this context lives on."""
         return Device(self._device)
 
     @property
@@ -200,7 +193,7 @@ class Context:
     def close(self) -> None:
         """Close the Streams/Events still alive in this context, then destroy it.
 
-        Idempotent; a no-op after :func:`pyacl_rt.runtime.finalize`.
+        Idempotent; a no-op after :func:`pyacl_rt.finalize`.
         """
         if self._finalizer.detach() is None:
             return
@@ -238,4 +231,4 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-runtime.register_release_hook(_release_contexts, runtime.PRIORITY_CONTEXTS)
+_runtime.register_release_hook(_release_contexts, _runtime.PRIORITY_CONTEXTS)

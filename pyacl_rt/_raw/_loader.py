@@ -3,8 +3,9 @@
 Backend (``PYACL_RT_BACKEND``, read through :mod:`pyacl_rt._options`):
 
 * ``auto`` (default): the real library if the search below finds one, else the bundled
-  mock, with one :class:`BackendFallbackWarning` per process (``PYACL_RT_WARN_FALLBACK=0``
-  silences it).
+  mock, with one short :class:`~pyacl_rt.BackendFallbackWarning` per process, attributed
+  to the user's line that first needed the library (``PYACL_RT_WARN_FALLBACK=0`` silences
+  it; ``pyacl-rt info`` and ``backend_info().attempts`` list every place searched).
 * ``real``: the real library only; :class:`~pyacl_rt.errors.LibraryNotFoundError` lists
   every place that was tried and why each was rejected.
 * ``mock``: the mock bundled in the package (``pyacl_rt/_mock/lib``);
@@ -38,8 +39,9 @@ so a planted library's constructor never runs. Only the accepted path is
 loaded (by :mod:`pyacl_rt.lowlevel`, through its absolute path).
 
 The result is cached for the process: the library is loaded once and never unloaded.
-Floor 2: imports only floor-1 modules (plus :mod:`pyacl_rt.lowlevel`, lazily, for
-:func:`backend_info`).
+Imported by :func:`pyacl_rt.lowlevel.load` on first use (not by ``import pyacl_rt``:
+ctypes, packaging and dataclasses cost import time). Floor 2: imports only floor-1
+modules. What the loaded library turned out to be is :mod:`pyacl_rt._raw._backend`.
 """
 
 from __future__ import annotations
@@ -48,18 +50,19 @@ import ctypes
 import os
 import re
 import struct
+import sys
 import sysconfig
 import threading
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from ._options import Options, get_options
-from .errors import LibraryNotFoundError
+from .._options import Options, get_options
+from ..errors import BackendFallbackWarning, LibraryNotFoundError
 
 __all__ = [
     "LD_SO_CACHE",
@@ -67,9 +70,7 @@ __all__ = [
     "SYSTEM_DIRS",
     "Attempt",
     "BackendFallbackWarning",
-    "BackendInfo",
     "LibrarySelection",
-    "backend_info",
     "bundled_mock_dir",
     "bundled_mock_library",
     "fallback_after_load_failure",
@@ -107,10 +108,6 @@ SYSTEM_DIRS: tuple[str, ...] = tuple(
 )
 #: The dynamic linker's cache (read, never executed).
 LD_SO_CACHE = "/etc/ld.so.cache"
-
-
-class BackendFallbackWarning(UserWarning):
-    """``PYACL_RT_BACKEND=auto`` found no real libascendcl.so and uses the bundled mock."""
 
 
 @dataclass(frozen=True)
@@ -423,7 +420,7 @@ def find_real_library(
 # ------------------------------------------------------------------ the mock
 def bundled_mock_dir() -> Path:
     """Root of the mock bundled in the package (``lib/`` and ``include/`` below it)."""
-    return Path(__file__).resolve().parent / "_mock"
+    return Path(__file__).resolve().parent.parent / "_mock"
 
 
 def bundled_mock_library() -> str:
@@ -449,19 +446,31 @@ _selection: LibrarySelection | None = None
 _warned = False
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning issued by this module's caller to
+    the first frame outside the pyacl_rt package: the user's line that first needed
+    the library (``device_count()``, ``Stream()``, ``init()``, a ``lowlevel`` call ...),
+    however deep inside pyacl_rt the load happened."""
+    pkg = os.path.dirname(os.path.dirname(__file__)) + os.sep
+    frame = sys._getframe(1)  # the function calling warnings.warn: stacklevel 1
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(pkg):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def _warn_fallback(attempts: tuple[Attempt, ...], why: str | None = None) -> None:
     global _warned
     if _warned:
         return
     _warned = True
-    reason = why or "no real libascendcl.so found"
+    reason = why or f"no real libascendcl.so found ({len(attempts)} places searched)"
     warnings.warn(
-        f"pyacl_rt: {reason} (PYACL_RT_BACKEND=auto); falling back to "
-        f"the bundled mock. Tried {len(attempts)} places: "
-        + "; ".join(str(a) for a in attempts)
-        + ". Set PYACL_RT_BACKEND=mock to silence this.",
+        f"pyacl_rt: {reason}; falling back to the bundled mock. Set PYACL_RT_BACKEND=mock "
+        "to silence this; `pyacl-rt info` lists the places searched.",
         BackendFallbackWarning,
-        stacklevel=4,
+        stacklevel=_user_stacklevel(),
     )
 
 
@@ -591,95 +600,3 @@ def parse_cann_version(text: str) -> Version:
         return Version(s)
     except InvalidVersion:
         raise ValueError(f"unrecognised CANN version string {text!r}") from None
-
-
-# --------------------------------------------------------------- backend_info
-@dataclass(frozen=True)
-class BackendInfo:
-    """What :func:`backend_info` reports about the loaded library."""
-
-    backend: Literal["real", "mock"]
-    path: str
-    found_via: str
-    cann_version: str | None
-    """The raw version string (``None`` if it could not be determined)."""
-    version: Version | None
-    """``cann_version`` parsed by :func:`parse_cann_version`."""
-    version_source: str
-    symbols: Mapping[str, bool] = field(repr=False)
-    """Every binding function -> resolved in the loaded library(ies)."""
-    libraries: Mapping[str, str | None] = field(repr=False)
-    """Library file name -> path that was loaded (``None`` if absent)."""
-    attempts: tuple[Attempt, ...] = field(default=(), repr=False)
-
-    def supports(self, name: str) -> bool:
-        """True if the loaded library exports the function ``name``."""
-        return bool(self.symbols.get(name, False))
-
-    def cann_at_least(self, version: str) -> bool:
-        """True if the CANN version is known and ``>= version`` (any CANN scheme)."""
-        if self.version is None:
-            return False
-        return self.version >= parse_cann_version(version)
-
-    @property
-    def missing(self) -> tuple[str, ...]:
-        return tuple(sorted(n for n, ok in self.symbols.items() if not ok))
-
-
-def _version_from_files(lib_path: str) -> tuple[str | None, str]:
-    """Look for ``share/info/runtime/version.info`` walking up from the library (like
-    ``aclGetCannAttribute``), then ``*install.info`` files."""
-    d = Path(os.path.realpath(lib_path)).parent
-    for _ in range(8):
-        for rel in ("share/info/runtime/version.info", "runtime/version.info", "version.info"):
-            f = d / rel
-            if f.is_file():
-                try:
-                    for line in f.read_text(errors="replace").splitlines():
-                        if line.strip().lower().startswith("version="):
-                            return line.split("=", 1)[1].strip(), str(f)
-                except OSError:
-                    pass
-        if d.parent == d:
-            break
-        d = d.parent
-    return None, ""
-
-
-_info_lock = threading.Lock()
-_info: BackendInfo | None = None
-
-
-def backend_info() -> BackendInfo:
-    """Load the library if needed and report backend, path, CANN version and symbols."""
-    global _info
-    with _info_lock:
-        if _info is not None:
-            return _info
-        from . import lowlevel  # same floor; imported lazily to avoid a cycle
-
-        lowlevel.load()
-        sel = lowlevel.selection()
-        version, source = lowlevel.cann_version_from_library()
-        if version is None:
-            version, source = _version_from_files(sel.path)
-        parsed: Version | None = None
-        if version:
-            try:
-                parsed = parse_cann_version(version)
-            except ValueError:
-                parsed = None
-        backend: Literal["real", "mock"] = "mock" if lowlevel.is_mock_library() else sel.backend
-        _info = BackendInfo(
-            backend=backend,
-            path=sel.path,
-            found_via=sel.found_via,
-            cann_version=version,
-            version=parsed,
-            version_source=source or "unknown",
-            symbols={n: ok for n, (ok, _lib) in lowlevel.symbols().items()},
-            libraries=lowlevel.loaded_libraries(),
-            attempts=sel.attempts,
-        )
-        return _info

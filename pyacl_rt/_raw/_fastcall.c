@@ -1,18 +1,18 @@
 /*
- * pyacl_rt._fastcall - hand-written CPython fast paths for the hottest raw calls.
+ * pyacl_rt._raw._fastcall - hand-written CPython fast paths for the hottest raw calls.
  *
  * Why: cffi wraps a C function of >= 2 arguments as METH_VARARGS (an argument tuple
  * and PyArg_UnpackTuple per call, ~40 ns) and an out-parameter must be read back from
  * a cdata array (~35 ns). Here each function is METH_NOARGS / METH_O / METH_FASTCALL,
  * converts its arguments inline and returns the out-parameter directly.
  *
- * One table: the functions call through the dispatch table of pyacl_rt._lowlevel_cffi
+ * One table: the functions call through the dispatch table of pyacl_rt._raw._lowlevel_cffi
  * (filled once by pyacl_rt.lowlevel.load()). At import this module asks the cffi module
  * for a C-level accessor (lib.pyacl_lowlevel_api() -> struct pyacl_lowlevel_api *),
  * checks its magic/version/size and finds its functions' slots by name. Each call loads
  * the pointer from that table (no copy, nothing cached).
  *
- * Conventions (documented in pyacl_rt/lowlevel.py and pyacl_rt/_fastcall.pyi): these are
+ * Conventions (documented in pyacl_rt/lowlevel.py and pyacl_rt/_raw/_fastcall.pyi): these are
  * *checked* calls, doing exactly what a hand-written extension does ("call, check rc,
  * return the value"):
  *   - success: the out-parameter's value (int), or None when the function has none;
@@ -44,7 +44,7 @@
 _Static_assert(sizeof(unsigned long) == sizeof(uintptr_t), "LP64 platform expected");
 _Static_assert(sizeof(size_t) == sizeof(uintptr_t), "size_t and uintptr_t differ");
 
-/* Must match pyacl_rt/_lowlevel_build.py (checked at import through magic/version/size). */
+/* Must match pyacl_rt/_raw/_lowlevel_build.py (checked at import through magic/version/size). */
 struct pyacl_lowlevel_api {
     uint32_t magic;
     uint32_t version;
@@ -479,7 +479,7 @@ static PyBufferProcs forwarder_as_buffer = {forwarder_getbuffer, forwarder_relea
 
 static PyTypeObject BufferForwarder_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pyacl_rt._fastcall.BufferForwarder",
+    .tp_name = "pyacl_rt._raw._fastcall.BufferForwarder",
     .tp_basicsize = sizeof(PyObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Base class: memoryview(obj) exports the buffer of obj._export_acquire() and "
@@ -539,9 +539,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
-    "pyacl_rt._fastcall",
+    "pyacl_rt._raw._fastcall",
     "Hand-written fast paths over pyacl_rt.lowlevel's dispatch table "
-    "(use them as pyacl_rt.lowlevel.fast; see pyacl_rt/_fastcall.c).",
+    "(use them as pyacl_rt.lowlevel.fast; see pyacl_rt/_raw/_fastcall.c).",
     -1,
     methods,
     NULL,
@@ -552,7 +552,7 @@ static struct PyModuleDef module_def = {
 
 static int find_api(void)
 {
-    PyObject *mod = PyImport_ImportModule("pyacl_rt._lowlevel_cffi");
+    PyObject *mod = PyImport_ImportModule("pyacl_rt._raw._lowlevel_cffi");
     if (mod == NULL) {
         return -1;
     }
@@ -577,7 +577,7 @@ static int find_api(void)
     if (api->magic != PYACL_API_MAGIC || api->version != PYACL_API_VERSION ||
         api->size < sizeof(struct pyacl_lowlevel_api)) {
         PyErr_Format(PyExc_ImportError,
-                     "pyacl_rt._fastcall does not match pyacl_rt._lowlevel_cffi "
+                     "pyacl_rt._raw._fastcall does not match pyacl_rt._raw._lowlevel_cffi "
                      "(api magic %#x version %u size %u): rebuild the package",
                      api->magic, api->version, api->size);
         return -1;
@@ -592,7 +592,7 @@ static int find_api(void)
         }
         if (g_index[s] < 0) {
             PyErr_Format(PyExc_ImportError, "%s is not in the dispatch table of "
-                         "pyacl_rt._lowlevel_cffi: rebuild the package", slot_names[s]);
+                         "pyacl_rt._raw._lowlevel_cffi: rebuild the package", slot_names[s]);
             return -1;
         }
     }

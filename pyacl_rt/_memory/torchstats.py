@@ -7,14 +7,14 @@ Keys are torch's ``memory_stats()`` keys: ``<kind>.<pool>.<field>`` for the kind
 ``oversize_segments.<field>`` and the scalars in :data:`SCALARS`, sorted by key like
 torch's flattened dict. Byte kinds end in ``_bytes``; the others count blocks/segments.
 
-Floor 6 (memory): imports floors 1-5 only.
+Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5 and ``records``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from . import _memrecord
+from . import records as _memrecord
 
 __all__ = ["KINDS", "POOLS", "SCALARS", "format_summary", "native_stats", "stats_dict"]
 

@@ -2,7 +2,7 @@
 
 * :class:`Stream` owns an ACL stream (``aclrtCreateStreamWithConfig``) on a device
   and context; ``close()`` (idempotent), garbage collection or
-  :func:`pyacl_rt.runtime.finalize` destroys it. It keeps its context alive.
+  :func:`pyacl_rt.finalize` destroys it. It keeps its context alive.
 * :func:`default_stream` wraps the context's default stream (handle 0 = NULL, which
   ACL resolves to the default stream of the *current* context; pyacl_rt makes the
   right context current before every call, so the NULL handle is always right).
@@ -33,34 +33,38 @@ enqueueing the async op::
 The calling thread must already have the stream's context current (it has, right
 after an op through :meth:`Stream._activate` or ``device._ensure_current``).
 
-Floor 5: imports floors 1-4 and :mod:`callbacks`.
+Floor 5: imports floors 1-4 and :mod:`_callbacks`. Events (the layer above) register
+the factory :meth:`Stream.record_event` / :meth:`Stream.wait_stream` use
+(:func:`_set_event_class`), so this module never imports them.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
-import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
-from . import _releaser, callbacks, errors, lowlevel, runtime
-from . import context as _context
-from . import device as _device
+from . import _callbacks, _device, _releaser, _runtime, _state, errors, lowlevel
 from ._args import bool_arg, index_arg, timeout_ms_arg
-from ._syncdebug import _check_sync, _sync_debug
-from .device import (
-    _CLOSED,
-    _FINALIZED,
+from ._device import (
     Device,
     DeviceLike,
-    _check,
     _context_for,
-    _CtxRef,
     _index,
+    _restore_selection,
+    current_device,
+)
+from ._log import get_logger
+from ._raw._abi_runtime import CONSTANTS as _C
+from ._state import (
+    _CLOSED,
+    _FINALIZED,
+    _check,
+    _CtxRef,
     _lib,
     _LiveSet,
     _local,
@@ -69,14 +73,16 @@ from .device import (
     _raise_dead,
     _refuse_copy,
     _refuse_in_callback,
-    _restore_selection,
     _run_finalizer,
-    current_device,
+    context_close_hooks,
+    device_sync_hooks,
 )
+from ._syncdebug import _check_sync, _sync_debug
 
 __all__ = [
     "STREAMS_PER_POOL",
     "Stream",
+    "StreamContext",
     "current_stream",
     "default_stream",
     "set_stream",
@@ -84,20 +90,19 @@ __all__ = [
     "stream_from_pool",
 ]
 
-_log = logging.getLogger("pyacl_rt")
+_log = get_logger("pyacl_rt")
 
-ACL_EVENT_SYNC: Final = 0x1
-ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = 1
-ACL_STREAM_STATUS_COMPLETE: Final = 0
+ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
+ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = _C["ACL_EVENT_RECORDED_STATUS_COMPLETE"]
 STREAMS_PER_POOL: Final = 32
 
 _aclrtRecordEvent = _lib.aclrtRecordEvent
 _aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
-_fast_stream_query = _device._fast.stream_query
-_fast_synchronize_stream = _device._fast.synchronize_stream
-_fast_synchronize_stream_with_timeout = _device._fast.synchronize_stream_with_timeout
+_fast_stream_query = _state._fast.stream_query
+_fast_synchronize_stream = _state._fast.synchronize_stream
+_fast_synchronize_stream_with_timeout = _state._fast.synchronize_stream_with_timeout
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
@@ -155,15 +160,28 @@ class _MarkerPool:
 _markers = _MarkerPool()
 
 
-# -------------------------------------------------------------- destruction
-def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
-    """Finalizer body of an owned stream. Never raises; never touches a dead runtime.
-
-    ``state`` is the stream's shared mutable state ``[watch deque, subscription]``.
+# ------------------------------------------------------------- stream state
+class _StreamState:
+    """A Stream's mutable state, shared with its finalizer (which must not hold the
+    Stream itself). Also the Stream's identity token for the memory layer's hot path
+    (``_Mem.last is stream._state``: one identity compare, no reference to the Stream).
     """
+
+    __slots__ = ("sub", "watch")
+
+    def __init__(self) -> None:
+        #: Keep-alive entries ``(marker event, objects)``, oldest first.
+        self.watch: collections.deque[tuple[int, object]] = collections.deque()
+        #: The report thread this stream is subscribed to for host callbacks, or None.
+        self.sub: _callbacks._ReportThread | None = None
+
+
+# -------------------------------------------------------------- destruction
+def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
+    """Finalizer body of an owned stream. Never raises; never touches a dead runtime."""
     try:
         if ctx.device < 0:
-            state[0].clear()
+            state.watch.clear()
             return
         if _local.st.in_callback:
             # GC on a host-callback thread: destroying waits for the stream's work,
@@ -172,15 +190,15 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
             return
         if _local.st.ctx is not ctx:
             ctx.make_current()
-        sub = state[1]
+        sub = state.sub
         if sub is not None:
-            state[1] = None
+            state.sub = None
             _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
             sub.unsubscribe(handle, ctx)
         rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
         if rc:
             _log_release_failure("aclrtDestroyStream", handle, rc)
-        _release_watch(ctx, state[0])
+        _release_watch(ctx, state.watch)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -244,7 +262,7 @@ class Stream:
     _ctx: _CtxRef
     _device: int
     _kind: int
-    _state: list[Any]
+    _state: _StreamState
 
     def __init__(self, device: DeviceLike = None, priority: int = 0, flags: int = 0) -> None:
         priority = index_arg(priority, "Stream(): priority")
@@ -294,8 +312,8 @@ class Stream:
         self._acl_priority = prio
         self._flags = flags
         self._errors: list[BaseException] = []
-        # [watch list, callback subscription]: shared with the finalizer (no self ref).
-        self._state = [collections.deque(), None]
+        # Shared with the finalizer (no self ref).
+        self._state = _StreamState()
         if kind == _OWNED:
             self._finalizer: weakref.finalize[..., Any] | None = weakref.finalize(
                 self, _destroy_stream, ctx, handle, self._state
@@ -358,7 +376,7 @@ class Stream:
 
     @property
     def device(self) -> Device:
-        """The :class:`~pyacl_rt.device.Device` of this stream."""
+        """The :class:`~pyacl_rt.Device` of this stream."""
         return Device(self._device)
 
     @property
@@ -451,7 +469,7 @@ class Stream:
             _fast_synchronize_stream(self._handle)
         else:
             _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
-        watch = self._state[0]
+        watch = self._state.watch
         if watch:
             # Everything recorded before this sync is complete; entries another thread
             # appended meanwhile are not (polling releases exactly the completed ones).
@@ -489,20 +507,16 @@ class Stream:
             )
         if other is self:
             return
-        from .event import Event
-
-        ev = Event()
+        ev = _new_event()
         ev.record(other)
         self.wait_event(ev)
         self._keep_alive(ev)  # the event must outlive the wait
 
     def record_event(self, event: Any = None) -> Any:
-        """Record ``event`` (a new :class:`~pyacl_rt.event.Event` if None) on this stream."""
-        from .event import Event
-
+        """Record ``event`` (a new :class:`~pyacl_rt.Event` if None) on this stream."""
         if event is None:
-            event = Event()
-        elif not isinstance(event, Event):
+            event = _new_event()
+        elif not isinstance(event, _event_type()):
             raise TypeError(
                 f"Stream.record_event(): event must be an Event or None, not {type(event).__name__}"
             )
@@ -516,7 +530,7 @@ class Stream:
         """Run ``fn(*args)`` on pyacl_rt's report thread when the stream reaches this point.
 
         ``block=True`` (the default, like torch_npu's host funcs) makes later work on
-        the stream wait until ``fn`` returns. See :mod:`pyacl_rt.callbacks` for what a
+        the stream wait until ``fn`` returns. See :mod:`pyacl_rt._callbacks` for what a
         callback may not do. An exception raised by ``fn`` is logged and re-raised by
         the next :meth:`synchronize` of this stream.
         """
@@ -526,7 +540,7 @@ class Stream:
             block = bool_arg(block, "launch_host_func(): block")
         if _local.st.ctx is not self._ctx:
             self._activate()
-        callbacks.launch(self, fn, args, block)
+        _callbacks.launch(self, fn, args, block)
 
     def add_callback(
         self, callback: Callable[[Stream, int, object], object], arg: object = None
@@ -549,7 +563,7 @@ class Stream:
         t = _local.st
         if t.ctx is not ctx:
             self._activate()
-        watch: collections.deque[tuple[int, object]] = self._state[0]
+        watch = self._state.watch
         if watch:
             self._poll_watch(watch)
         marker = _markers.get(ctx)
@@ -584,7 +598,7 @@ class Stream:
 
     def _watch_pending(self) -> int:
         """Number of keep-alive entries not yet released (polls first)."""
-        watch = self._state[0]
+        watch = self._state.watch
         if watch and self._ctx.device >= 0:
             if _local.st.ctx is not self._ctx:
                 self._activate()
@@ -596,13 +610,13 @@ class Stream:
         """Destroy an owned stream (waits for its pending work). Idempotent.
 
         No-op for default, pooled and external streams (they are not ours to
-        destroy) and after :func:`pyacl_rt.runtime.finalize`. Refused inside a host
+        destroy) and after :func:`pyacl_rt.finalize`. Refused inside a host
         callback when the stream has host callbacks (it would wait for itself).
         """
         f = self._finalizer
         if f is None or not f.alive or self._kind != _OWNED:
             return
-        if self._state[1] is not None and _local.st.in_callback:
+        if self._state.sub is not None and _local.st.in_callback:
             _refuse_in_callback("Stream.close()")
         if _sync_debug():
             _check_sync("Stream.close()")
@@ -614,9 +628,9 @@ class Stream:
         """Finalize / context close: destroy if owned, then refuse further use."""
         if not _run_finalizer(self._finalizer):
             state = self._state
-            sub = state[1]
+            sub = state.sub
             if sub is not None and self._ctx.device >= 0:
-                state[1] = None
+                state.sub = None
                 try:
                     if _local.st.ctx is not self._ctx:
                         self._ctx.make_current()
@@ -624,11 +638,11 @@ class Stream:
                     sub.unsubscribe(self._handle, self._ctx)
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
-            state[0].clear()
+            state.watch.clear()
         self._ctx = reason_ctx
 
     def __enter__(self) -> Stream:
-        guard = stream(self)
+        guard = StreamContext(self)
         guard.__enter__()
         _guard_stack().append(guard)
         return self
@@ -669,7 +683,30 @@ def _acl_priority(priority: int, least: int, greatest: int) -> int:
     return least - up if greatest < least else least + up
 
 
-_timeout_ms = timeout_ms_arg  # (also imported by event.py)
+#: :class:`pyacl_rt.Event`, registered by the event layer (above this one) when it is
+#: imported, which ``import pyacl_rt`` always does.
+_event_class: type[Any] | None = None
+
+
+def _set_event_class(cls: type[Any]) -> None:
+    """Hook for :mod:`pyacl_rt._event`: the class :meth:`Stream.record_event` and
+    :meth:`Stream.wait_stream` create (and ``record_event`` accepts)."""
+    global _event_class
+    _event_class = cls
+
+
+def _event_type() -> type[Any]:
+    cls = _event_class
+    if cls is None:  # pragma: no cover - pyacl_rt/__init__ imports _event
+        raise RuntimeError("pyacl_rt._event is not imported: import pyacl_rt first")
+    return cls
+
+
+def _new_event() -> Any:
+    return _event_type()()
+
+
+_timeout_ms = timeout_ms_arg  # (also imported by _event.py)
 
 
 # ---------------------------------------------------- default / current stream
@@ -734,27 +771,34 @@ def set_stream(s: Stream) -> None:
 _guard_tls = threading.local()
 
 
-def _guard_stack() -> list[stream]:
-    st: list[stream] | None = getattr(_guard_tls, "stack", None)
+def _guard_stack() -> list[StreamContext]:
+    st: list[StreamContext] | None = getattr(_guard_tls, "stack", None)
     if st is None:
         st = []
         _guard_tls.stack = st
     return st
 
 
-class stream:
+def stream(s: Stream | None) -> StreamContext:
     """``with stream(s):`` makes ``s`` the current stream (and its device the current
     device) for the block, then restores the thread's previous state exactly: the
     selected device (or "none"), the active Context and the current stream of
     *every* device, even if :func:`set_stream` / :func:`set_device` were called
-    inside the block. ``stream(None)`` is a no-op, as in torch_npu.
+    inside the block. ``stream(None)`` is a no-op, as in torch_npu. Returns the
+    :class:`StreamContext` doing it.
     """
+    return StreamContext(s)
+
+
+class StreamContext:
+    """The context manager :func:`stream` returns (torch_npu's ``StreamContext``):
+    ``with StreamContext(s):`` is ``with stream(s):``; ``__enter__`` returns ``s``."""
 
     __slots__ = ("_saved", "s")
 
     def __init__(self, s: Stream | None) -> None:
         if s is not None and not isinstance(s, Stream):
-            raise TypeError(f"stream() needs a Stream or None, got {type(s).__name__}")
+            raise TypeError(f"stream(): s must be a Stream or None, not {type(s).__name__}")
         self.s = s
         self._saved: list[tuple[int, Any, dict[int, Any]]] = []
 
@@ -865,17 +909,17 @@ def _on_context_close(ctx: _CtxRef) -> None:
         for key in [k for k in _pools if k[0] is ctx]:
             del _pools[key]
     _explicit_defaults.pop(ctx, None)
-    callbacks._forget_context(ctx)
+    _callbacks._forget_context(ctx)
     _markers.drop_context(ctx)
 
 
 def _on_device_sync(index: int) -> None:
     for s in _live.snapshot():
-        if s._device == index and s._ctx.device >= 0 and s._state[0]:
+        if s._device == index and s._ctx.device >= 0 and s._state.watch:
             try:
                 if _local.st.ctx is not s._ctx:
                     s._ctx.make_current()
-                s._poll_watch(s._state[0])
+                s._poll_watch(s._state.watch)
             except errors.AclError:  # pragma: no cover - defensive
                 pass
 
@@ -889,7 +933,7 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-_context._close_hooks.append(_on_context_close)
-_device._sync_hooks.append(_on_device_sync)
-runtime.register_release_hook(_release_streams, runtime.PRIORITY_STREAMS)
-runtime.register_release_hook(_release_markers, runtime.PRIORITY_STREAMS + 50)
+context_close_hooks.add(_on_context_close, _runtime.PRIORITY_STREAMS)
+device_sync_hooks.add(_on_device_sync, _runtime.PRIORITY_STREAMS)
+_runtime.register_release_hook(_release_streams, _runtime.PRIORITY_STREAMS)
+_runtime.register_release_hook(_release_markers, _runtime.PRIORITY_STREAMS + 50)

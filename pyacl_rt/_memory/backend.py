@@ -1,10 +1,10 @@
 """Where DeviceBuffer / HostBuffer memory comes from: a small pluggable backend.
 
-:class:`~pyacl_rt.memory.DeviceBuffer` asks ``device.allocate(ctx, index, nbytes,
-policy, stream)`` for ``(address, releaser)``; :class:`~pyacl_rt.memory.HostBuffer` asks
+:class:`~pyacl_rt.DeviceBuffer` asks ``device.allocate(ctx, index, nbytes,
+policy, stream)`` for ``(address, releaser)``; :class:`~pyacl_rt.HostBuffer` asks
 ``host.allocate(ctx, nbytes)``. A ``releaser`` (any object with ``release(mem, base)``)
 takes the memory back when the buffer is freed, instead of the ordered free of
-:mod:`pyacl_rt._memrecord` (wait for the streams that used it, then
+:mod:`pyacl_rt._memory.records` (wait for the streams that used it, then
 ``aclrtFree``/``aclrtFreeHost``), which is what a ``None`` releaser gets.
 
 * ``native``: one ``aclrtMalloc`` / ``aclrtMallocHost`` per buffer (releaser None).
@@ -15,19 +15,23 @@ The backend is chosen at the first allocation from ``PYACL_RT_ALLOCATOR``
 backend was registered. :func:`select` switches later (tests; buffers already
 allocated keep their releaser).
 
-Floor 6 (memory): imports floors 1-5 only.
+Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records`` and
+``torchstats``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .device import _check, _lib, _local
+from .._options import get_options
+from .._state import _check, _lib, _local
+from . import records as _memrecord
+from .torchstats import native_stats, reset_native_accumulated
 
 if TYPE_CHECKING:
-    from ._memrecord import _Mem
-    from .device import _CtxRef
-    from .stream import Stream
+    from .._state import _CtxRef
+    from .._stream import Stream
+    from .records import _Mem
 
 __all__ = ["Backend", "Releaser", "available", "device", "empty_all", "host", "register", "select"]
 
@@ -54,7 +58,7 @@ class Backend(Protocol):
         ...
 
     def device_stats(self, index: int) -> dict[str, int]:
-        """torch-style ``memory_stats`` of device ``index`` (see :mod:`._memstats`)."""
+        """torch-style ``memory_stats`` of device ``index`` (see :mod:`.torchstats`)."""
         ...
 
     def reset_peak(self, index: int) -> None: ...
@@ -88,18 +92,12 @@ class _Native:
         return int(s.uptr[0]), None
 
     def device_stats(self, index: int) -> dict[str, int]:
-        from ._memstats import native_stats  # same floor; keeps this import light
-
         return native_stats(index)
 
     def reset_peak(self, index: int) -> None:
-        from . import _memrecord
-
         _memrecord.reset_peak(index)
 
     def reset_accumulated(self, index: int) -> None:
-        from ._memstats import reset_native_accumulated
-
         reset_native_accumulated(index)
 
     def empty_cache(self) -> None:
@@ -125,8 +123,6 @@ current: Backend = _Unselected()
 
 def _choose() -> Backend:
     global current
-    from ._options import get_options
-
     want = get_options().allocator
     current = _registered.get(want, NATIVE)
     return current

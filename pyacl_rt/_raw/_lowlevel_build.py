@@ -1,4 +1,4 @@
-"""cffi build script for ``pyacl_rt._lowlevel_cffi`` (out-of-line API mode).
+"""cffi build script for ``pyacl_rt._raw._lowlevel_cffi`` (out-of-line API mode).
 
 Run by setuptools (``cffi_modules`` in setup.py); not imported at run time.
 
@@ -300,10 +300,10 @@ static uintptr_t pyacl_lowlevel_handle(int lib) {{
  * the hook for hand-written fast paths that want to jump through the same resolved
  * pointers. Entries never change after a successful load. */
 static uintptr_t pyacl_lowlevel_table(void) {{ return (uintptr_t)pyacl_table; }}
-/* C-level accessor for pyacl_rt._fastcall (hand-written METH_FASTCALL / METH_O fast
+/* C-level accessor for pyacl_rt._raw._fastcall (hand-written METH_FASTCALL / METH_O fast
  * paths): the same table, names and missing-symbol thread-local as the wrappers below,
  * so there is one table, filled once. Layout versioned by magic/version/size; keep in
- * sync with struct pyacl_lowlevel_api in pyacl_rt/_fastcall.c (additive changes only,
+ * sync with struct pyacl_lowlevel_api in pyacl_rt/_raw/_fastcall.c (additive changes only,
  * bump version). */
 struct pyacl_lowlevel_api {{
     uint32_t magic;                 /* 0x5041434C "PACL" */
@@ -335,7 +335,7 @@ ffibuilder = FFI()
 _cdef, _source, _n = build_sources()
 ffibuilder.cdef(_cdef)
 ffibuilder.set_source(
-    "pyacl_rt._lowlevel_cffi",
+    "pyacl_rt._raw._lowlevel_cffi",
     _source,
     libraries=["dl"],
     py_limited_api=False,  # full C API: faster argument conversion than the limited API
@@ -343,4 +343,6 @@ ffibuilder.set_source(
 )
 
 if __name__ == "__main__":
-    ffibuilder.compile(tmpdir=os.path.join(HERE, os.pardir, "build", "cffi"), verbose=True)
+    ffibuilder.compile(
+        tmpdir=os.path.join(HERE, os.pardir, os.pardir, "build", "cffi"), verbose=True
+    )

@@ -45,15 +45,16 @@ from __future__ import annotations
 
 import atexit
 import itertools
-import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
 from . import lowlevel
+from ._hooks import PriorityHooks
+from ._log import get_logger
 from ._options import get_options
+from ._raw._abi_runtime import CONSTANTS
 from .errors import (
     AclError,
     ConfigError,
@@ -88,10 +89,10 @@ __all__ = [
     "status",
 ]
 
-_log = logging.getLogger("pyacl_rt.runtime")
+_log = get_logger("pyacl_rt.runtime")
 
-ACL_ERROR_REPEAT_INITIALIZE: Final = 100002
-ACL_ERROR_REPEAT_FINALIZE: Final = 100037
+ACL_ERROR_REPEAT_INITIALIZE: Final = CONSTANTS["ACL_ERROR_REPEAT_INITIALIZE"]
+ACL_ERROR_REPEAT_FINALIZE: Final = CONSTANTS["ACL_ERROR_REPEAT_FINALIZE"]
 
 # ------------------------------------------------------ release-hook priorities
 # Lower runs first. The gaps leave room for finer ordering (e.g. PRIORITY_MEMORY - 1
@@ -128,11 +129,12 @@ _ever_initialized: bool = False
 _bad_fork: bool = False
 _finalizing: bool = False
 
-#: Run first by :func:`finalize`; a guard raises to refuse the call on this thread.
-#: Registered from higher floors (runtime must not import them): pyacl_rt.callbacks
-#: refuses finalize on its host-callback (report) threads, where resetting the devices
-#: would wait for the stream that waits for the running callback (a deadlock).
-_finalize_guards: list[Callable[[], None]] = []
+#: Run first by :func:`finalize`, in priority order (``PRIORITY_*``); a guard raises to
+#: refuse the call on this thread. Registered from higher floors (runtime must not
+#: import them): the callback layer refuses finalize on its host-callback (report)
+#: threads, where resetting the devices would wait for the stream that waits for the
+#: running callback (a deadlock); the memory layer refuses while buffers are exported.
+finalize_guards: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("finalize guard")
 
 _hook_seq = itertools.count()
 _hooks: dict[int, ReleaseHook] = {}
@@ -144,15 +146,25 @@ _current_step: str | None = None  # what finalize is doing right now (for the wa
 EXIT_WATCHDOG_SECONDS: float = 10.0
 
 
-@dataclass(eq=False)
 class ReleaseHook:
     """Handle returned by :func:`register_release_hook`; :meth:`remove` unregisters."""
 
-    fn: Callable[[], object]
-    priority: int
-    seq: int
-    name: str
-    once: bool = False
+    __slots__ = ("fn", "name", "once", "priority", "seq")
+
+    def __init__(
+        self, fn: Callable[[], object], priority: int, seq: int, name: str, once: bool = False
+    ) -> None:
+        self.fn = fn
+        self.priority = priority
+        self.seq = seq
+        self.name = name
+        self.once = once
+
+    def __repr__(self) -> str:
+        return (
+            f"ReleaseHook(fn={self.fn!r}, priority={self.priority}, seq={self.seq}, "
+            f"name={self.name!r}, once={self.once})"
+        )
 
     def remove(self) -> None:
         """Unregister the hook (no-op if it already ran or was removed)."""
@@ -225,8 +237,8 @@ def check_alive(gen: int, what: str = "object") -> None:
     else:
         msg = (
             f"this {what} cannot be used: the runtime was finalized "
-            "(pyacl_rt.runtime.finalize() or interpreter exit). Its resources were released; "
-            "create a new one after pyacl_rt.runtime.init()."
+            "(pyacl_rt.finalize() or interpreter exit). Its resources were released; "
+            "create a new one after pyacl_rt.init()."
         )
     raise RuntimeFinalizedError(msg)
 
@@ -266,13 +278,13 @@ def _ensure_slow() -> None:
             return
         if _state == FINALIZED:
             raise RuntimeFinalizedError(
-                "the pyacl_rt runtime was finalized; call pyacl_rt.runtime.init() to start it "
+                "the pyacl_rt runtime was finalized; call pyacl_rt.init() to start it "
                 "again (lazy initialisation does not restart a finalized runtime)"
             )
         if not get_options().lazy_init:
             raise NotInitializedError(
                 "the pyacl_rt runtime is not initialised and PYACL_RT_LAZY_INIT=0: call "
-                "pyacl_rt.runtime.init() first"
+                "pyacl_rt.init() first"
             )
         init()
 
@@ -431,7 +443,7 @@ def finalize() -> None:
     :class:`~pyacl_rt.errors.CallbackContextError` on a host-callback thread (it
     would wait for the callback itself); nothing is released then.
     """
-    for guard in _finalize_guards:
+    for guard in finalize_guards:
         guard()
     err = _finalize()
     if err is not None:

@@ -1,5 +1,0 @@
-# Type stub for the compiled cffi module (built from pyacl_rt/_lowlevel_build.py).
-from typing import Any
-
-ffi: Any
-lib: Any

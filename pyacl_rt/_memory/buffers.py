@@ -1,0 +1,556 @@
+"""The buffer classes: :class:`DeviceBuffer` (``aclrtMalloc``) and :class:`HostBuffer`
+(pinned, ``aclrtMallocHost``, zero-copy to numpy / memoryview).
+
+Each wraps an allocation record (:mod:`pyacl_rt._memory.records`) and a window of it
+(views share the record); their copy methods delegate to the copy engine
+(:mod:`pyacl_rt._memory.engine`). See :mod:`pyacl_rt._memory` for lifetime, threads,
+exports and finalize.
+
+Floor 6 (part of :mod:`pyacl_rt._memory`, above ``engine``): imports floors 1-5 and the
+modules of the package below it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import weakref
+from collections.abc import Callable
+from typing import Any, NoReturn, Self
+
+from .. import _runtime as runtime
+from .._args import index_arg
+from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
+from .._raw._fastcall import BufferForwarder
+from .._state import _local, _run_finalizer, _validated_ctx
+from .._stream import Stream
+from .._syncdebug import _check_sync, _sync_debug
+from ..lowlevel import ffi
+from . import backend as _mb
+from . import engine, records
+from .args import ReleaseOnExit, _int_arg, _offsets, _resolve_pair
+from .engine import ACL_MEM_MALLOC_HUGE_FIRST, BufferLike, copy, memset
+from .keepalive import _note
+from .records import (
+    _DEAD,
+    _claim_close,
+    _free_mem,
+    _Mem,
+    _process_deferred,
+    _raise_closed,
+    _register,
+)
+
+__all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
+
+#: DLPack, registered by :mod:`pyacl_rt._dlpack` (a higher floor): ``export(buf, stream,
+#: max_version, dl_device, copy)``, ``device(buf)``, ``typed(buf, dtype, shape)``.
+_dlpack_hooks: dict[str, Callable[..., Any]] = {}
+
+
+# ============================================================== DeviceBuffer
+class _Buffer:
+    """What DeviceBuffer and HostBuffer share: the allocation record ``_m`` and the
+    window ``[_off, _off + _n)`` of it this object covers."""
+
+    __slots__ = ("__weakref__", "_m", "_n", "_off")
+
+    _m: _Mem
+    _n: int
+    _off: int
+
+    @property
+    def nbytes(self) -> int:
+        """Size in bytes (as requested; the runtime may round the allocation up)."""
+        return self._n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def ptr(self) -> int:
+        """Address (int) of the first byte (device address for a DeviceBuffer); 0 (NULL)
+        for a zero-byte allocation. Raises once closed."""
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, type(self).__name__)
+        if not m.nbytes:
+            return 0  # DeviceBuffer(0): no memory behind it
+        return m.ptr + self._off
+
+    @property
+    def closed(self) -> bool:
+        """True once closed (for a view: or freed with its parent), or made inert by
+        finalize."""
+        return not self._m.ptr
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fill(self, value: int) -> None:
+        """Set every byte to ``value`` (0..255) and wait for it."""
+        memset(self, value)
+
+    # ---------------------------------------------------------------- DLPack
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """DLPack export: a PyCapsule of a 1-D uint8 tensor of :attr:`nbytes` bytes
+        (``"dltensor_versioned"`` when ``max_version >= (1, 0)``). While the consumer
+        holds it, :meth:`close` raises ``BufferError``. ``stream``: the consumer's
+        stream (see :mod:`pyacl_rt._dlpack`)."""
+        return _dlpack_hooks["export"](self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)``: ``(1, 0)`` (kDLCPU) for a HostBuffer,
+        ``(12, index)`` (kDLExtDev, the NPU) for a DeviceBuffer."""
+        return _dlpack_hooks["device"](self)  # type: ignore[no-any-return]
+
+    def as_dlpack(self, dtype: Any = "uint8", shape: tuple[int, ...] | None = None) -> Any:
+        """An object whose ``__dlpack__`` exports this buffer as ``dtype`` (a name such
+        as ``"float32"``, or a numpy dtype) and ``shape`` (default: 1-D; the product
+        times the item size must equal :attr:`nbytes`), e.g.
+        ``numpy.from_dlpack(h.as_dlpack("float32", (4, 8)))``."""
+        return _dlpack_hooks["typed"](self, dtype, shape)
+
+
+class DeviceBuffer(_Buffer):
+    """``nbytes`` bytes of device memory on ``device`` (default: the current device),
+    in the context the calling thread uses for that device (the active explicit
+    Context, else the device's primary context).
+
+    * ``nbytes`` is a size in bytes (an int or ``__index__`` integer). ``0`` is allowed
+      (an empty batch): nothing is allocated (no ``aclrtMalloc(0)``), ``ptr`` is 0,
+      copies and memsets of 0 bytes work. To put an array on the device allocate its
+      size and copy: ``buf = DeviceBuffer(arr.nbytes); buf.copy_from_host(arr)``.
+    * Where it comes from: by default a block of the caching allocator
+      (:mod:`pyacl_rt._allocator`), cached for ``stream`` (the allocation stream;
+      default: the current stream of the device), like torch_npu; with
+      ``PYACL_RT_ALLOCATOR=native``, in an explicit Context, or with a non-default
+      ``policy``: one ``aclrtMalloc(policy)``.
+    * ``close()`` frees it (idempotent); so do garbage collection and finalize. A
+      cached block goes back to the cache at once and is reused in stream order (other
+      streams that used it are guarded by events, see :meth:`record_stream`); a native
+      allocation waits for the streams that used it first (see :mod:`pyacl_rt._memory`).
+      Views become unusable when their parent is closed.
+    * ``buf[a:b]`` (step 1) is a view sharing the memory; it keeps its parent alive.
+      Closing a view only closes the view.
+    * ``ptr`` is the device address as an int, for raw :mod:`pyacl_rt.lowlevel` calls
+      (valid while the buffer is open). Memory is not initialised.
+    * Usable from any thread: operations make the right context current.
+    """
+
+    __slots__ = ("_fin", "_parent")
+
+    _parent: DeviceBuffer | None
+    _fin: weakref.finalize[..., Any] | None
+
+    def __init__(
+        self,
+        nbytes: int,
+        device: DeviceLike = None,
+        policy: int = ACL_MEM_MALLOC_HUGE_FIRST,
+        *,
+        stream: Stream | None = None,
+    ) -> None:
+        if nbytes.__class__ is not int:
+            _refuse_data(nbytes, "DeviceBuffer")
+        n = _int_arg(nbytes, "nbytes")
+        policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
+        if policy < 0:
+            raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
+        index = _index(device)
+        _process_deferred()
+        ctx = _context_for(index)
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
+        if stream is not None:
+            engine._check_stream(stream, (index,))
+        if n:
+            base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
+        else:
+            base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
+        m = _Mem(base, n, index, ctx)
+        m.rel = rel
+        # ctx keeps an explicit Context alive through the buffer
+        self._own(m)
+
+    def _own(self, m: _Mem) -> None:
+        """Take the record ``m`` (a new allocation, or a DLPack import): freed by
+        ``close()``, garbage collection or finalize."""
+        self._m = m
+        self._n = m.nbytes
+        self._off = 0
+        self._parent = None
+        self._fin = weakref.finalize(self, _free_mem, m)
+        self._fin.atexit = False
+        _register(m)
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "DeviceBuffer cannot be pickled or copied (it owns device memory); copy the "
+            "data with pyacl_rt.copy into a new buffer"
+        )
+
+    # ------------------------------------------------- not host-accessible
+    def _not_host(self, what: str) -> NoReturn:
+        raise TypeError(
+            f"{what}: a DeviceBuffer is device memory, which the host cannot read directly; "
+            "copy it to the host first: buf.copy_to_host() returns a bytearray, or "
+            "pyacl_rt.copy(host_buffer, buf) then numpy.asarray(host_buffer)"
+        )
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> NoReturn:
+        """``numpy.asarray(buf)`` raises ``TypeError``: device memory is not host memory."""
+        self._not_host("numpy.asarray(DeviceBuffer)")
+
+    def __bytes__(self) -> NoReturn:
+        self._not_host("bytes(DeviceBuffer)")
+
+    def __iter__(self) -> NoReturn:
+        self._not_host("iterating over a DeviceBuffer")
+
+    # ---------------------------------------------------------------- views
+    def __getitem__(self, key: slice) -> DeviceBuffer:
+        """``buf[a:b]``: a view of bytes ``a`` to ``b``. Negative bounds count from the
+        end, as in Python, but nothing is clamped: a bound past either end, or
+        ``b < a``, raises ``IndexError`` naming the bounds."""
+        if not isinstance(key, slice):
+            _bad_index(self, key)
+        start, stop = _slice_bounds(key, self._n)
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, "DeviceBuffer")
+        view = DeviceBuffer.__new__(DeviceBuffer)
+        view._m = m
+        view._off = self._off + start
+        view._n = stop - start
+        view._parent = self._parent if self._parent is not None else self
+        view._fin = None
+        return view
+
+    def record_stream(self, stream: Stream) -> None:
+        """Declare that ``stream`` uses this memory (torch's ``record_stream``): freeing
+        the buffer then never lets the memory be reused (or, natively, freed) before the
+        work ``stream`` has queued up to that point completed. Copies and memsets
+        through pyacl_rt record their stream themselves; call this after using
+        :attr:`ptr` on another stream through raw calls."""
+        if not isinstance(stream, Stream):
+            raise TypeError(f"record_stream() needs a Stream, not {type(stream).__name__}")
+        if stream._ctx.device < 0:
+            stream._activate()  # raises: closed or finalized
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, "DeviceBuffer")
+        if m.last is not stream._state:
+            _note(m, stream)
+
+    # ----------------------------------------------------------- properties
+    @property
+    def device(self) -> Device:
+        """The :class:`~pyacl_rt.Device` the memory lives on."""
+        m = self._m
+        if m.device < 0:
+            _raise_closed(m, "DeviceBuffer")
+        return Device(m.device)
+
+    @property
+    def device_index(self) -> int:
+        """Index of the device the memory lives on (-1 once a view is closed)."""
+        return self._m.device
+
+    @property
+    def is_view(self) -> bool:
+        return self._parent is not None
+
+    @property
+    def base(self) -> DeviceBuffer | None:
+        """The buffer a view was sliced from (None for an allocation)."""
+        return self._parent
+
+    def __repr__(self) -> str:
+        kind = "view" if self._parent is not None else "DeviceBuffer"
+        if not self._m.ptr:
+            return f"<{kind} closed>"
+        return f"<{kind} {self._n} bytes at 0x{self.ptr:x} on device {self._m.device}>"
+
+    # ------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Free the memory (allocation) or drop the view. Idempotent.
+
+        For an allocation: waits for the streams that used it, then ``aclrtFree``;
+        every view of it becomes closed. No-op after finalize. Raises
+        ``BufferError`` (and stays open) while a synchronous copy or memset on another
+        thread is still using the memory (of this buffer or one of its views).
+        """
+        if self._parent is not None:
+            if self._m.ptr:  # else keep the reason (parent closed, finalized)
+                self._m = _DEAD
+            self._parent = None
+            return
+        if self._m.rel is None and self._m.streams and _sync_debug():  # rel: no wait
+            _check_sync("DeviceBuffer.close()")
+        with records._live_lock:
+            _claim_close(self._m, "DeviceBuffer")
+        # detach() + call, not f(): at interpreter exit f() is a no-op once
+        # weakref.finalize's own atexit hook ran (see device._run_finalizer).
+        _run_finalizer(self._fin)
+
+    # ---------------------------------------------------------------- copies
+    def copy_from_host(self, src: BufferLike, *, offset: int = 0) -> None:
+        """Copy all of ``src`` (host object or HostBuffer) into this buffer at ``offset``
+        and wait for it."""
+        copy(self, src, dst_offset=offset)
+
+    def copy_from_host_async(
+        self, src: BufferLike, stream: Stream | None = None, *, offset: int = 0
+    ) -> None:
+        """Enqueue a copy of all of ``src`` into this buffer at ``offset`` on ``stream``
+        (default: the current stream of the buffer's device). ``src`` is kept alive
+        until the copy completed."""
+        copy(self, src, dst_offset=offset, stream=stream, non_blocking=True)
+
+    def copy_to_host(self, dst: BufferLike | None = None, *, offset: int = 0) -> Any:
+        """Copy this buffer (from ``offset``) into ``dst`` and wait; with ``dst=None``
+        returns a new ``bytearray`` of the remaining bytes. Returns ``dst``."""
+        if dst is None:
+            off = _int_arg(offset, "offset")
+            if off > self._n:
+                raise ValueError(f"offset {off} is past the end of the buffer ({self._n} bytes)")
+            dst = bytearray(self._n - off)
+        copy(dst, self, src_offset=offset)
+        return dst
+
+    def copy_to_host_async(
+        self, dst: BufferLike, stream: Stream | None = None, *, offset: int = 0
+    ) -> None:
+        """Enqueue a copy of this buffer (from ``offset``, as many bytes as ``dst``
+        holds) into ``dst`` on ``stream``; ``dst`` is kept alive until it completed."""
+        d, s = _resolve_pair(dst, self)
+        with ReleaseOnExit(d, s):
+            n, doff, soff = _offsets(d, s, d.n, 0, offset)
+        engine._do_copy(d, s, n, doff, soff, stream, True)
+
+    def memset(
+        self,
+        value: int,
+        nbytes: int | None = None,
+        offset: int = 0,
+        stream: Stream | None = None,
+        *,
+        non_blocking: bool = False,
+    ) -> None:
+        """:func:`memset` on this buffer."""
+        memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
+
+
+def _refuse_data(obj: object, cls: str) -> None:
+    """``DeviceBuffer(arr)`` / ``HostBuffer(arr)``: the argument is a size, not data.
+    A clear TypeError for arrays and bytes-like objects (0-d integer arrays and numpy
+    integers are sizes, through ``__index__``)."""
+    if getattr(obj, "ndim", 0) or isinstance(obj, (bytes, bytearray, memoryview, list, tuple)):
+        raise TypeError(
+            f"{cls}(nbytes): nbytes is a size in bytes, not data (got {type(obj).__name__}). "
+            f"To copy an array into new memory: buf = {cls}(arr.nbytes); "
+            "pyacl_rt.copy(buf, arr)"
+        )
+
+
+def _slice_bounds(key: slice, n: int) -> tuple[int, int]:
+    """``(start, stop)`` of ``buf[key]`` for an ``n``-byte buffer: step 1, negative
+    bounds from the end, nothing clamped (``IndexError`` naming the bounds)."""
+    if key.step is not None and index_arg(key.step, "slice step") != 1:
+        raise ValueError(f"DeviceBuffer slices must have step 1, got {key.step}")
+    start = 0 if key.start is None else index_arg(key.start, "slice start")
+    stop = n if key.stop is None else index_arg(key.stop, "slice stop")
+    a = start + n if start < 0 else start
+    b = stop + n if stop < 0 else stop
+    if not 0 <= a <= b <= n:
+        shown = f"[{'' if key.start is None else start}:{'' if key.stop is None else stop}]"
+        raise IndexError(
+            f"slice {shown} is out of bounds for a DeviceBuffer of {n} bytes: the bounds "
+            f"resolve to [{a}:{b}], which must satisfy 0 <= start <= stop <= {n} "
+            "(DeviceBuffer slices are never clamped)"
+        )
+    return a, b
+
+
+def _bad_index(buf: DeviceBuffer, key: object) -> NoReturn:
+    if isinstance(key, int):
+        buf._not_host("DeviceBuffer[int] (indices must be slices: buf[a:b] is a view)")
+    raise TypeError(f"DeviceBuffer indices must be slices (buf[a:b]), not {type(key).__name__}")
+
+
+# ================================================================ HostBuffer
+def _host_dtor(m: _Mem) -> Any:
+    def dtor(_cd: object) -> None:
+        _free_mem(m)
+
+    return dtor
+
+
+class HostBuffer(_Buffer, BufferForwarder):
+    """``nbytes`` bytes of page-locked (pinned) host memory from ``aclrtMallocHost``.
+
+    Zero-copy views: ``memoryview(h)``, ``h.memoryview()``, ``numpy.asarray(h)``
+    (see the module docstring). ``close()`` frees it
+    (after waiting for the streams that used it) and raises ``BufferError`` while
+    exports exist; garbage collection frees it once the last export is gone.
+    """
+
+    __slots__ = ("_buf", "_cd", "_nexports")
+
+    _cd: Any
+    _buf: Any
+    _nexports: int
+
+    def __init__(self, nbytes: int) -> None:
+        if nbytes.__class__ is not int:
+            _refuse_data(nbytes, "HostBuffer")
+        n = _int_arg(nbytes, "nbytes")
+        if n == 0:
+            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
+        runtime.ensure_initialized()
+        _process_deferred()
+        # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
+        # the allocation go through a context pyacl_rt does not think is current.
+        ctx = _validated_ctx(_local.st)
+        if ctx is None or ctx.device < 0:
+            # Pinned memory is allocated through a device's runtime: use the thread's
+            # current device (its context is created if this is its first use).
+            ctx = _ensure_current(current_device())
+        base, rel = _mb.current.allocate_host(ctx, n)
+        m = _Mem(base, n, -1, ctx)
+        m.rel = rel
+        self._own(m)
+
+    def _own(self, m: _Mem) -> None:
+        """Take the record ``m`` (a new allocation, or a DLPack import)."""
+        m.owner = weakref.ref(self)
+        self._m = m
+        self._n = n = m.nbytes
+        self._off = 0
+        self._nexports = 0
+        # The owning cdata: freed (after waiting for its streams) when the last
+        # reference - this object, the byte buffer below, any export - is gone.
+        self._cd = ffi.gc(ffi.cast("char *", m.base), _host_dtor(m), n)
+        self._buf = ffi.buffer(self._cd, n)
+        _register(m)
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "HostBuffer cannot be pickled or copied (it owns pinned memory); use "
+            "h.tobytes() or numpy.array(h) for a copy of the data"
+        )
+
+    # ----------------------------------------------------------- properties
+    def _exports(self) -> int:
+        """Number of live exports (memoryviews / numpy arrays) of the memory, counted
+        explicitly by the buffer protocol (not from reference counts, which CPython
+        3.14 no longer reports exactly)."""
+        return self._nexports
+
+    def _export_acquire(self) -> Any:
+        """Buffer protocol (``BufferForwarder``): one more export; the byte buffer to
+        export. Atomic with :meth:`close` (both hold ``_live_lock``)."""
+        with records._live_lock:
+            buf = self._live_buf()
+            self._nexports += 1
+        return buf
+
+    def _export_release(self) -> None:
+        """Buffer protocol: an export was released."""
+        with records._live_lock:
+            self._nexports -= 1
+
+    def __repr__(self) -> str:
+        if not self._m.ptr:
+            return "<HostBuffer closed>"
+        how = "pinned" if self._m.release is None else "imported (DLPack)"
+        return f"<HostBuffer {self._n} bytes {how} at 0x{self._m.ptr:x}>"
+
+    # --------------------------------------------------------------- exports
+    def _live_buf(self) -> Any:
+        m = self._m
+        if not m.ptr or self._buf is None:
+            _raise_closed(m, "HostBuffer")
+        return self._buf
+
+    def memoryview(self) -> builtins.memoryview:
+        """A writable, zero-copy ``memoryview`` (format ``'B'``) of the memory. While
+        it is alive, :meth:`close` raises ``BufferError``."""
+        return memoryview(self)
+
+    view = memoryview
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """``numpy.asarray(h)``: a zero-copy uint8 array over the memory."""
+        import numpy
+
+        arr = numpy.frombuffer(memoryview(self), dtype=numpy.uint8)
+        if dtype is not None and numpy.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError("HostBuffer: a dtype conversion needs a copy")
+            return arr.astype(dtype)
+        if copy:
+            return arr.copy()
+        return arr
+
+    def numpy(self, dtype: Any = "uint8") -> Any:
+        """A zero-copy numpy array of ``dtype`` over the memory (nbytes must divide)."""
+        import numpy
+
+        try:
+            dt = numpy.dtype(dtype)
+        except TypeError as exc:
+            raise TypeError(
+                f"HostBuffer.numpy(): dtype {dtype!r} is not a numpy dtype ({exc})"
+            ) from None
+        return numpy.frombuffer(memoryview(self), dtype=dt)
+
+    def tobytes(self) -> bytes:
+        """A copy of the contents as ``bytes``."""
+        return bytes(self._live_buf())
+
+    def __bytes__(self) -> bytes:
+        return self.tobytes()
+
+    # ------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Free the memory (after waiting for the streams that used it). Idempotent.
+
+        Raises ``BufferError`` (and stays open) while memoryviews / numpy arrays of it
+        are alive, or while a synchronous copy or memset on another thread is still
+        using it.
+        """
+        if self._buf is None:
+            return
+        m = self._m
+        if m.rel is None and m.streams and _sync_debug():  # rel: no wait
+            _check_sync("HostBuffer.close()")
+        with records._live_lock:
+            p = _claim_close(m, "HostBuffer")
+            n = self._exports() if p else 0
+            if n:
+                m.ptr = p
+                raise BufferError(
+                    f"cannot close HostBuffer: {n} exported view(s) (memoryview / numpy "
+                    "array) still use its memory; release them first"
+                )
+        self._buf = None
+        self._cd = None  # normally the last reference: the destructor frees now
+        if m.base:
+            _free_mem(m)
+
+
+engine._set_staging_buffer(HostBuffer)

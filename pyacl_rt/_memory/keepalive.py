@@ -1,0 +1,100 @@
+"""What a memory operation leaves behind: streams noted on owned memory, foreign objects
+kept alive until async work completed, and the waits before host-side work.
+
+* :func:`_note` - remember that a stream used an allocation (freeing it waits for
+  that stream; the hot path compares ``m.last`` with the stream's state token first);
+* :func:`_finish` - after enqueueing an operation: note the stream on owned memory,
+  then either keep the foreign objects (numpy arrays, bytearrays ...) alive on the
+  stream until the work completed (``Stream._keep_alive``, async) or wait and release
+  them (sync); a wait that fails strands them for the life of the process rather than
+  let the device write into freed memory;
+* :func:`_host_wait` - before a host-side copy or memset (``memmove`` / ``memset``):
+  wait for the given stream and the pending work on the owned memory involved.
+
+Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records`` and ``args``.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from .._state import _local, _refuse_in_callback
+from .._stream import Stream
+from .._syncdebug import _check_sync, _sync_debug
+from .args import _Side
+from .records import _Mem, _wait_streams
+
+__all__: list[str] = []
+
+_wref = weakref.ref
+
+#: Foreign objects of a synchronous copy whose wait failed (the copy may still be
+#: queued on a broken stream): kept referenced for the life of the process rather
+#: than risk the device writing into freed memory.
+_stranded: list[object] = []
+
+
+def _note(m: _Mem, stream: Stream) -> None:
+    """Remember that ``stream`` used ``m`` (slow part of the hot-path check).
+
+    ``m.last`` is the stream's private state object: unique per Stream object and cheap
+    to compare, and holding it does not keep the Stream alive (``m.streams`` holds
+    weak references, which :func:`~pyacl_rt._memory.records._wait_streams` uses)."""
+    m.last = stream._state
+    r = _wref(stream)
+    if r not in m.streams:
+        m.streams.append(r)
+
+
+def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
+    """Before a host-side operation: wait for the given stream and for pending async
+    work on the owned buffers involved."""
+    if stream is not None:
+        if not isinstance(stream, Stream):
+            raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
+        stream.synchronize()
+    for side in sides:
+        m = side.m
+        if m is not None and m.streams:
+            if _sync_debug():
+                _check_sync("waiting for the work pending on the buffer")
+            prev = _local.st.ctx
+            try:
+                if not _wait_streams(m, forget=False):
+                    _refuse_in_callback("a host-side copy or memset of memory with pending work")
+            finally:
+                if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                    prev.make_current()
+
+
+def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:
+    """After enqueueing on ``st``: note the stream on owned memory, keep foreign
+    objects alive (async) or wait and release them (sync)."""
+    tok = st._state
+    foreign: list[object] = []
+    for side in sides:
+        m = side.m
+        if m is not None:
+            if m.last is not tok:
+                _note(m, st)
+        elif side.cd is not None:
+            foreign.append(side.cd)
+        # The stream is noted: from now on freeing the memory waits for it.
+        side.unhold()
+    if non_blocking:
+        if foreign:
+            st._keep_alive(tuple(foreign))
+        return
+    try:
+        st.synchronize()
+    except BaseException:
+        # The copy may still be queued (e.g. a device fault): never release memory
+        # the device might still write.
+        if foreign:
+            try:
+                st._keep_alive(tuple(foreign))
+            except BaseException:
+                _stranded.append(tuple(foreign))
+        raise
+    for side in sides:
+        side.release()

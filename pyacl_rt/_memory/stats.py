@@ -1,0 +1,116 @@
+"""torch_npu-style memory statistics (bytes and counts) of the allocation backend.
+
+The numbers come from the backend in use (:mod:`pyacl_rt._memory.backend`: the caching
+allocator, or ``native`` counters over :mod:`pyacl_rt._memory.records`); the key layout
+and the summary table are :mod:`pyacl_rt._memory.torchstats`.
+
+Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records``,
+``torchstats`` and ``backend``.
+"""
+
+from __future__ import annotations
+
+from .. import _releaser
+from .._device import DeviceLike, _index, mem_get_info
+from .._state import _local
+from .._syncdebug import _check_sync, _sync_debug
+from . import backend as _mb
+from . import records as _rec
+from .torchstats import format_summary
+
+__all__ = [
+    "empty_cache",
+    "host_memory_allocated",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "memory_summary",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+]
+
+
+def _stat(device: DeviceLike, key: str) -> int:
+    return _mb.device().device_stats(_index(device))[key]
+
+
+def memory_allocated(device: DeviceLike = None) -> int:
+    """Bytes of device memory held by live buffers on ``device`` (current device if
+    None): ``memory_stats()["allocated_bytes.all.current"]``. With the caching
+    allocator these are block sizes (requests rounded up to 512 bytes); with
+    ``PYACL_RT_ALLOCATOR=native``, the requested sizes."""
+    return _stat(device, "allocated_bytes.all.current")
+
+
+def max_memory_allocated(device: DeviceLike = None) -> int:
+    """Peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats`."""
+    return _stat(device, "allocated_bytes.all.peak")
+
+
+def memory_reserved(device: DeviceLike = None) -> int:
+    """Bytes the allocator holds from the runtime on ``device`` (allocated plus cached
+    segments); equal to :func:`memory_allocated` with ``PYACL_RT_ALLOCATOR=native``."""
+    return _stat(device, "reserved_bytes.all.current")
+
+
+def max_memory_reserved(device: DeviceLike = None) -> int:
+    """Peak of :func:`memory_reserved`."""
+    return _stat(device, "reserved_bytes.all.peak")
+
+
+def reset_peak_memory_stats(device: DeviceLike = None) -> None:
+    """Reset every peak of ``device`` to its current value."""
+    _mb.device().reset_peak(_index(device))
+
+
+def reset_accumulated_memory_stats(device: DeviceLike = None) -> None:
+    """Zero the ``allocated`` / ``freed`` totals of ``device``'s statistics."""
+    _mb.device().reset_accumulated(_index(device))
+
+
+def empty_cache() -> None:
+    """Give the memory cached by the caching allocator (free device segments, idle
+    pinned host blocks) back to the runtime, after waiting for the events that guard
+    blocks freed under pending work (torch_npu's ``empty_cache``); memory of live
+    buffers stays. Also waits for the frees deferred from host-callback threads (see
+    :mod:`pyacl_rt._memory`) and does those still pending, after their streams are done.
+    On a host-callback thread it does nothing (the releaser may be waiting for the
+    callback's own stream)."""
+    if _local.st.in_callback:
+        return
+    if _sync_debug():
+        _check_sync("empty_cache()")
+    _releaser.flush()
+    _rec._process_deferred()
+    _mb.empty_all()
+
+
+def memory_stats(device: DeviceLike = None) -> dict[str, int]:
+    """torch_npu's ``memory_stats`` of ``device``: ``<kind>.<pool>.<field>`` for
+    allocation / segment / active / inactive_split counts and their ``*_bytes`` (plus
+    ``requested_bytes``), pools ``all`` / ``large_pool`` / ``small_pool``, fields
+    ``current`` / ``peak`` / ``allocated`` / ``freed``; ``oversize_*``,
+    ``num_alloc_retries``, ``num_ooms``, ``num_device_alloc`` ... (see
+    :mod:`pyacl_rt._memory.torchstats`). Bytes and counts of this process's allocator;
+    plus the runtime's ``free_bytes`` / ``total_bytes`` (``aclrtGetMemInfo``).
+    """
+    index = _index(device)
+    st = _mb.device().device_stats(index)
+    st["free_bytes"], st["total_bytes"] = mem_get_info(index)
+    return st
+
+
+def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
+    """A printable table of :func:`memory_stats` (torch_npu's ``memory_summary``;
+    ``abbreviated`` is accepted for compatibility)."""
+    del abbreviated
+    index = _index(device)
+    be = _mb.device()
+    return format_summary(be.device_stats(index), index, be.name)
+
+
+def host_memory_allocated() -> int:
+    """Bytes held by live :class:`HostBuffer` allocations (pinned host memory)."""
+    return _rec.stat(-1, "allocated")

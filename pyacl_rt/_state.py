@@ -1,0 +1,317 @@
+"""The kernel every object layer shares: thread state, context refs, live sets, hooks.
+
+* :class:`_CtxRef` - one ACL context as Python sees it (primary or explicit); objects
+  compare it by identity with the calling thread's cached current context
+  (``_local.st.ctx``) before each runtime call and call :meth:`_CtxRef.make_current`
+  only when it differs (see :mod:`pyacl_rt._device` for the model).
+* :class:`_ThreadState` (``_local.st``) - per thread: the cached current context, the
+  selected device, the active explicit Context, the current streams, ``with`` guards,
+  "inside a host callback", and the scratch out-parameter arrays.
+* :func:`_validated_ctx` - the thread's cached context re-checked against the runtime
+  (a foreign ``aclrtSetCurrentContext`` may have switched it).
+* :class:`_LiveSet` - weak registries of live Streams / Events / Contexts, which
+  finalize and Context close make inert; :func:`_run_finalizer`, ``_deferred_calls``
+  (releases a host-callback thread must not do itself) and the copy/callback refusals.
+* Hooks the upper layers register into, each with an explicit priority
+  (:mod:`pyacl_rt._hooks`): :data:`context_close_hooks` (an explicit Context is about
+  to be destroyed: close its events, streams, buffers first) and
+  :data:`device_sync_hooks` (a device synchronize succeeded: release keep-alive lists).
+
+Floor 4 (with :mod:`pyacl_rt._device` / :mod:`pyacl_rt._context` above it): imports
+:mod:`errors`, :mod:`lowlevel`, :mod:`_hooks` only.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Final, Generic, NoReturn, TypeVar
+
+from . import errors, lowlevel
+from ._hooks import PriorityHooks
+from ._log import get_logger
+from ._raw._extensions import lib as _cffi_lib
+from .errors import CallbackContextError, ObjectClosedError
+
+__all__ = ["context_close_hooks", "device_sync_hooks", "forget_thread_context"]
+
+_log = get_logger("pyacl_rt")
+
+# ------------------------------------------------------- raw layer binding
+# The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here
+# does not load the library at import. Every path reaches _runtime.ensure_initialized()
+# (which loads it) before its first call; before that a call would only return
+# lowlevel.MISSING_SYMBOL, which check() reports as FunctionNotFoundError.
+_lib: Any = _cffi_lib
+_check: Callable[[int, str], None] = lowlevel.check
+_aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
+#: Checked C fast paths (lowlevel.fast): value returned, typed error raised.
+_fast: Any = lowlevel.fast
+_fast_get_current_context: Callable[[], int] = _fast.get_current_context
+_scratch: Callable[[], Any] = lowlevel.scratch
+
+
+# ------------------------------------------------------------ thread state
+class _CtxRef:
+    """One ACL context as seen from Python: a primary context or an explicit one.
+
+    ``device < 0`` means dead (runtime finalized, process forked, or the explicit
+    context was destroyed); ``dead`` then says why. Identity (not the handle value,
+    which the runtime may reuse) is what the per-thread cache compares.
+    """
+
+    __slots__ = ("__weakref__", "dead", "device", "handle", "owner")
+
+    def __init__(self, handle: int, device: int, owner: weakref.ref[Any] | None = None) -> None:
+        self.handle = handle
+        self.device = device
+        self.dead: str | None = None
+        #: weakref to the explicit :class:`~pyacl_rt.Context` (None for a
+        #: primary context). Weak so that thread caches never keep a Context alive;
+        #: objects created in a Context hold it strongly (see :func:`_owner_of`).
+        self.owner = owner
+
+    def make_current(self) -> None:
+        """Install this context on the calling thread (``aclrtSetCurrentContext``)."""
+        if self.device < 0:
+            _raise_dead(self.dead)
+        rc = _aclrtSetCurrentContext(self.handle)
+        if rc:
+            _check(rc, "aclrtSetCurrentContext")
+        _local.st.ctx = self
+
+    def kill(self, reason: str) -> None:
+        self.device = -1
+        self.handle = 0
+        self.dead = reason
+
+    def __repr__(self) -> str:
+        kind = "explicit" if self.owner is not None else "primary"
+        if self.device < 0:
+            return f"<{kind} context ({self.dead})>"
+        return f"<{kind} context 0x{self.handle:x} on device {self.device}>"
+
+
+def _owner_of(ref: _CtxRef) -> object:
+    """The explicit Context behind ``ref`` (to hold it alive), or None."""
+    owner = ref.owner
+    return owner() if owner is not None else None
+
+
+def _raise_dead(reason: str | None) -> None:
+    if reason == "forked":
+        raise errors.ForkedProcessError()
+    if reason == "finalized":
+        raise errors.RuntimeFinalizedError(
+            "this object belongs to a runtime that was finalized; create a new one",
+            explanation="",
+        )
+    if reason is None:
+        raise ObjectClosedError("object is not bound to a context", explanation="")
+    raise ObjectClosedError(reason, explanation="")
+
+
+#: Sentinels objects switch to when closed / made inert by finalize.
+_CLOSED = _CtxRef(0, -1)
+_CLOSED.dead = "object is closed"
+_FINALIZED = _CtxRef(0, -1)
+_FINALIZED.dead = "finalized"
+
+
+class _ThreadState:
+    """Per-thread state (one per thread, reached through ``_local.st``).
+
+    A plain slotted object: hot paths pay one thread-local lookup (``_local.st``),
+    then cheap slot loads, instead of one thread-local lookup per attribute.
+    """
+
+    __slots__ = ("active", "ctx", "device", "guards", "i32", "in_callback", "scratch", "streams")
+
+    def __init__(self) -> None:
+        #: The context known to be current on this thread (None = unknown / none).
+        self.ctx: _CtxRef | None = None
+        #: The device selected by set_device / ``with device()`` (-1 = none).
+        self.device: int = -1
+        #: The explicit Context activated on this thread (``with ctx:``), or None.
+        self.active: _CtxRef | None = None
+        #: device index -> current Stream of this thread (managed by stream.py).
+        self.streams: dict[int, Any] = {}
+        #: Saved states of ``with Device(i):`` blocks.
+        self.guards: list[tuple[int, _CtxRef | None]] = []
+        #: True on a host-callback (report) thread, for its whole life: blocking calls
+        #: are refused there and finalizers defer releases (pyacl_rt._releaser).
+        self.in_callback: bool = False
+        #: lowlevel's per-thread out-parameter arrays, and its int32_t[4] directly
+        #: (one attribute load less on the hot paths).
+        self.scratch: Any = _scratch()
+        self.i32: Any = self.scratch.i32
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:
+        global _main_state
+        self.st = _ThreadState()
+        # get_ident, not current_thread(): this also runs on threads threading does not
+        # know (C threads, a thread being torn down while it releases its objects),
+        # where current_thread() would register a stray _DummyThread.
+        if threading.get_ident() == _main_ident:
+            _main_state = self.st
+
+
+_main_ident = threading.main_thread().ident
+#: The main thread's state: its selected device is the fallback of other threads.
+_main_state: _ThreadState | None = None
+#: ``_main_state.device`` if >= 0 else 0, kept up to date by :func:`_select_device`.
+_fallback_device = 0
+
+
+def _select_device(st: _ThreadState, index: int) -> None:
+    """Set a thread's selected device (-1 = none); tracks the main thread's as the
+    fallback of threads that never selected one."""
+    global _fallback_device
+    st.device = index
+    if st is _main_state:
+        _fallback_device = index if index >= 0 else 0
+
+
+#: ``_local.st`` is the calling thread's :class:`_ThreadState`.
+_local: Final = _Local()
+
+
+def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
+    """Run an object's finalizer now, exactly once; True if it ran.
+
+    Uses ``detach()`` rather than ``f()``: at interpreter exit ``weakref.finalize``
+    turns ``f()`` into a no-op once its own atexit hook ran, which may be before
+    pyacl_rt's finalize, and the handle would then never be released.
+    """
+    if f is None:
+        return False
+    info = f.detach()
+    if info is None:
+        return False
+    _obj, func, args, kwargs = info
+    func(*args, **kwargs)
+    return True
+
+
+def _log_release_failure(func: str, handle: int, rc: int) -> None:
+    """Log a failed destroy/free in a finalizer and consume the runtime's error text
+    (it must not become the message of this thread's next error)."""
+    _log.warning("%s(0x%x) failed with %d: %s", func, handle, rc, lowlevel.recent_error_message())
+
+
+_T = TypeVar("_T")
+
+
+class _LiveSet(Generic[_T]):
+    """Weak registry of the live objects of one kind (Streams, Events, Contexts): what
+    finalize and closing a Context make inert. Thread-safe; its lock is replaced in a
+    forked child (a parent thread may have held it)."""
+
+    __slots__ = ("_items", "_lock")
+
+    def __init__(self) -> None:
+        self._items: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+
+    def add(self, obj: _T) -> None:
+        with self._lock:
+            self._items.add(obj)
+
+    def discard(self, obj: _T) -> None:
+        with self._lock:
+            self._items.discard(obj)
+
+    def snapshot(self, clear: bool = False) -> list[_T]:
+        """The live objects now (and forget them all if ``clear``)."""
+        with self._lock:
+            items = list(self._items)
+            if clear:
+                self._items.clear()
+        return items
+
+    def make_inert(self, ctx_filter: _CtxRef | None, reason: _CtxRef) -> None:
+        """``obj._make_inert(reason)`` for each live object (of context ``ctx_filter``
+        only, unless None) and forget it. Never raises: failures are logged."""
+        for obj in self.snapshot():
+            if ctx_filter is not None and getattr(obj, "_ctx", None) is not ctx_filter:
+                continue
+            try:
+                obj._make_inert(reason)  # type: ignore[attr-defined]
+            except BaseException:  # pragma: no cover - defensive
+                _log.exception("pyacl_rt: closing %r failed", obj)
+            self.discard(obj)
+
+
+def forget_thread_context() -> None:
+    """Forget which context pyacl_rt believes is current on this thread.
+
+    Call this after changing the thread's context through raw
+    :mod:`pyacl_rt.lowlevel` calls (or torch_npu / a C extension did) and before using
+    existing objects on this thread (``Stream.query``, ``Event.record``, copies...):
+    the next pyacl_rt call re-installs the right context. Creating objects,
+    allocating and selecting a device detect a foreign switch by themselves (see the
+    module docstring). Not needed when only pyacl_rt objects are used.
+    """
+    _local.st.ctx = None
+
+
+def _refuse_copy(obj: object, what: str) -> NoReturn:
+    """``__reduce__`` / ``__copy__`` / ``__deepcopy__`` of an object owning a handle."""
+    raise TypeError(
+        f"{type(obj).__name__} objects cannot be pickled or copied: a copy would share "
+        f"the raw {what} handle and keep using it after the original is closed. "
+        f"Pass the {type(obj).__name__} object itself around (it is thread-safe)."
+    )
+
+
+def _refuse_in_callback(what: str) -> None:
+    """Raise :class:`CallbackContextError` when called on a host-callback thread."""
+    if _local.st.in_callback:
+        raise CallbackContextError(
+            f"{what} called from inside a host callback: this would wait for the "
+            "callback itself and deadlock. Do blocking work outside the callback "
+            "(e.g. hand it to another thread).",
+            explanation="",
+        )
+
+
+def _validated_ctx(st: _ThreadState) -> _CtxRef | None:
+    """The thread's cached current context if the runtime agrees, else None (and the
+    cache is cleared, so the next ``st.ctx is not ref`` test re-installs ``ref``).
+
+    Something other than pyacl_rt (raw :mod:`lowlevel` calls, torch_npu, a C
+    extension) may have switched this thread's ACL context behind the cache. One
+    GIL-held ``aclrtGetCurrentContext`` (``lowlevel.fast``, ~30 ns) detects it. Called
+    on the non-hot entry points only: object creation, allocation, device selection.
+    """
+    cur = st.ctx
+    if cur is None:
+        return None
+    if cur.device >= 0:
+        try:
+            if _fast_get_current_context() == cur.handle:
+                return cur
+        except errors.AclError:
+            pass  # no current context (or no runtime): the cache is wrong either way
+    st.ctx = None
+    return None
+
+
+# ------------------------------------------------------------------ hooks
+#: Run with the dying explicit context before it is destroyed, in priority order
+#: (``_runtime.PRIORITY_*``): events, streams (and their callback subscriptions),
+#: buffers allocated in it, then the copy engine's peer-access cache.
+context_close_hooks: Final[PriorityHooks[Callable[[_CtxRef], None]]] = PriorityHooks(
+    "context close"
+)
+#: Run with the device index after a successful device synchronize (the stream
+#: layer releases keep-alive lists there).
+device_sync_hooks: Final[PriorityHooks[Callable[[int], None]]] = PriorityHooks("device sync")

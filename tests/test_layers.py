@@ -1,0 +1,313 @@
+"""The package's layers: the one table (:data:`LAYERS`) and the checks that hold it.
+
+* every module of the package is in exactly one layer, and docs/architecture.md names
+  every one of them;
+* statically (AST of every ``.py`` file, function-level imports included): no module
+  imports a module of a higher layer, and the import graph has no cycle. Imports under
+  ``if TYPE_CHECKING:`` never run and are exempt (annotations may name a class of a
+  higher layer, e.g. ``memcpy_async(dst: DeviceBuffer | HostBuffer, ...)``);
+* dynamically: each module imported alone in a fresh interpreter (the package
+  ``__init__`` files of its parents replaced by empty namespace stubs, so nothing else
+  runs) loads only modules of its own layer or below;
+* ``import pyacl_rt`` loads neither the big generated tables nor the loader's heavy
+  dependencies (logging, dataclasses, ctypes, packaging): that is what keeps it under
+  half of ``import numpy`` (scripts/bench_import.py measures it; no timing here).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import _clean_env
+
+import pyacl_rt
+
+PKG = Path(pyacl_rt.__file__).resolve().parent
+REPO = PKG.parent
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+
+#: The layers, lowest first. A module may import modules of its own layer or of lower
+#: layers, never of a higher one (a lower layer that must call upwards owns a hook the
+#: upper module registers into: pyacl_rt._hooks.PriorityHooks, or a factory such as
+#: _stream._set_event_class / _memory.engine._set_staging_buffer).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "generated tables",
+        ("pyacl_rt._raw", "pyacl_rt._raw._abi_runtime", "pyacl_rt._raw._abi_data"),
+    ),
+    (
+        "options, errors, helpers",
+        (
+            "pyacl_rt.errors",
+            "pyacl_rt._options",
+            "pyacl_rt._hooks",
+            "pyacl_rt._log",
+            "pyacl_rt._args",
+            "pyacl_rt._syncdebug",
+        ),
+    ),
+    (
+        "loader and cffi raw layer",
+        (
+            "pyacl_rt._raw._lowlevel_build",
+            "pyacl_rt._raw._lowlevel_cffi",
+            "pyacl_rt._raw._fastcall",
+            "pyacl_rt._raw._extensions",
+            "pyacl_rt._raw._loader",
+            "pyacl_rt.lowlevel",
+            "pyacl_rt._raw._backend",
+        ),
+    ),
+    ("runtime lifecycle", ("pyacl_rt._runtime", "pyacl_rt._releaser")),
+    ("devices and contexts", ("pyacl_rt._state", "pyacl_rt._device", "pyacl_rt._context")),
+    ("streams, callbacks, events", ("pyacl_rt._callbacks", "pyacl_rt._stream", "pyacl_rt._event")),
+    (
+        "memory",
+        (
+            "pyacl_rt._memory",
+            "pyacl_rt._memory.records",
+            "pyacl_rt._memory.torchstats",
+            "pyacl_rt._memory.backend",
+            "pyacl_rt._memory.args",
+            "pyacl_rt._memory.keepalive",
+            "pyacl_rt._memory.engine",
+            "pyacl_rt._memory.buffers",
+            "pyacl_rt._memory.stats",
+        ),
+    ),
+    (
+        "higher tools",
+        (
+            "pyacl_rt._dlpack_c",
+            "pyacl_rt._dlpack",
+            "pyacl_rt._cachecore",
+            "pyacl_rt._allocator._guards",
+            "pyacl_rt._allocator._history",
+            "pyacl_rt._allocator._device",
+            "pyacl_rt._allocator._host",
+            "pyacl_rt._allocator",
+        ),
+    ),
+    ("public face and tools", ("pyacl_rt", "pyacl_rt.cli", "pyacl_rt.mock", "pyacl_rt.__main__")),
+)
+
+LAYER_OF: dict[str, int] = {m: i for i, (_name, mods) in enumerate(LAYERS) for m in mods}
+COMPILED = {
+    "pyacl_rt._raw._lowlevel_cffi",
+    "pyacl_rt._raw._fastcall",
+    "pyacl_rt._dlpack_c",
+    "pyacl_rt._cachecore",
+}
+PACKAGES = {
+    "pyacl_rt": PKG,
+    "pyacl_rt._raw": PKG / "_raw",
+    "pyacl_rt._memory": PKG / "_memory",
+    "pyacl_rt._allocator": PKG / "_allocator",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _source_modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        if "_mock" in path.relative_to(PKG).parts:
+            continue
+        out[_module_name(path)] = path
+    return out
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
+            if name == "TYPE_CHECKING":
+                for child in node.body:
+                    for sub in ast.walk(child):
+                        if hasattr(sub, "lineno"):
+                            lines.add(sub.lineno)
+    return lines
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The package modules ``name`` imports at run time (function-level included)."""
+    tree = ast.parse(path.read_text(), str(path))
+    exempt = _type_checking_lines(tree)
+    is_pkg = path.name == "__init__.py"
+    here = name if is_pkg else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in exempt:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "pyacl_rt":
+                    found.add(_known(alias.name))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = here.split(".")
+                if node.level > 1:
+                    base_parts = base_parts[: -(node.level - 1)]
+                base = ".".join(base_parts)
+                mod = f"{base}.{node.module}" if node.module else base
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] != "pyacl_rt":
+                continue
+            for alias in node.names:
+                sub = f"{mod}.{alias.name}"
+                found.add(sub if sub in LAYER_OF else _known(mod))
+    found.discard(name)
+    return found
+
+
+def _known(mod: str) -> str:
+    """The nearest enclosing module of ``mod`` that is in the table."""
+    while mod not in LAYER_OF and "." in mod:
+        mod = mod.rpartition(".")[0]
+    return mod
+
+
+def test_every_module_has_exactly_one_layer() -> None:
+    listed = [m for _name, mods in LAYERS for m in mods]
+    assert len(listed) == len(set(listed)), "a module is listed twice"
+    sources = set(_source_modules())
+    assert sources | COMPILED == set(listed), (
+        f"not in LAYERS: {sorted((sources | COMPILED) - set(listed))}; "
+        f"listed but missing: {sorted(set(listed) - sources - COMPILED)}"
+    )
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    bad = []
+    for name, path in _source_modules().items():
+        for dep in sorted(_imports(name, path)):
+            assert dep in LAYER_OF, f"{name} imports {dep}, which is not in LAYERS"
+            if LAYER_OF[dep] > LAYER_OF[name]:
+                bad.append(
+                    f"{name} ({LAYERS[LAYER_OF[name]][0]}) imports {dep} "
+                    f"({LAYERS[LAYER_OF[dep]][0]})"
+                )
+    assert not bad, "imports from a higher layer:\n" + "\n".join(bad)
+
+
+def test_no_import_cycles() -> None:
+    graph = {name: _imports(name, path) for name, path in _source_modules().items()}
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                cycle = [*stack[stack.index(dep) :], dep]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if dep not in state:
+                visit(dep)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+ISOLATED = """
+import importlib, json, sys, types
+target, packages = sys.argv[1], json.loads(sys.argv[2])
+# Stub the packages enclosing the target (their __init__ must not run: pyacl_rt's
+# imports everything); the target and any other package it imports load for real.
+stubs = sorted(n for n in packages if target.startswith(n + "."))
+for name in stubs:
+    stub = types.ModuleType(name)
+    stub.__path__ = [packages[name]]
+    stub.__package__ = name
+    sys.modules[name] = stub
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, stub)
+importlib.import_module(target)
+loaded = [n for n in sys.modules if n.split(".")[0] == "pyacl_rt" and n not in stubs]
+print(json.dumps(sorted(loaded)))
+"""
+
+
+@pytest.mark.parametrize("module", [m for _name, mods in LAYERS for m in mods])
+def test_module_imports_alone_and_loads_no_higher_layer(module: str) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(ISOLATED),
+            module,
+            json.dumps({k: str(v) for k, v in PACKAGES.items()}),
+        ],
+        env=_clean_env(PYACL_RT_BACKEND="mock", PYACL_RT_WARN_FALLBACK="0"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert module in loaded
+    higher = [m for m in loaded if LAYER_OF.get(m, 0) > LAYER_OF[module]]
+    assert not higher, f"importing {module} alone loaded higher layers: {higher}"
+
+
+def test_import_pyacl_rt_defers_heavy_modules() -> None:
+    code = """
+        import json, sys
+        before = set(sys.modules)
+        import pyacl_rt
+        print(json.dumps(sorted(set(sys.modules) - before)))
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    new = set(json.loads(proc.stdout))
+    heavy = {
+        "logging",
+        "dataclasses",
+        "ctypes",
+        "packaging",
+        "packaging.version",
+        "pyacl_rt._raw._abi_data",
+        "pyacl_rt._raw._loader",
+        "pyacl_rt._raw._backend",
+        "pyacl_rt.mock",
+        "pyacl_rt.cli",
+    }
+    assert not new & heavy, sorted(new & heavy)
+    assert "pyacl_rt._raw._abi_runtime" in new  # the small table is what import needs
+
+
+def test_architecture_doc_names_every_layer_and_module() -> None:
+    text = ARCHITECTURE.read_text()
+    for layer, modules in LAYERS:
+        assert layer in text, f"docs/architecture.md does not name the layer {layer!r}"
+        for module in modules:
+            short = module.removeprefix("pyacl_rt.") if module != "pyacl_rt" else module
+            assert f"`{short}`" in text or f"`{module}`" in text, (
+                f"docs/architecture.md does not mention {module}"
+            )
