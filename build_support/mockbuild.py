@@ -66,6 +66,7 @@ def build_mock(mock_root: Path, prefix: Path, build_dir: Path, verbose: bool = T
     process that has the old libraries mapped keeps its (unlinked) copies.
     """
     cmake = cmake_command()
+    mock_root, prefix, build_dir = mock_root.resolve(), prefix.resolve(), build_dir.resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     (build_dir / "CMakeCache.txt").unlink(missing_ok=True)  # re-read CC / CFLAGS / LDFLAGS
     jobs = str(max(1, os.cpu_count() or 1))
