@@ -376,8 +376,9 @@ def test_sdist_is_complete(dist: _Dist) -> None:
         assert required in names, required
     assert "build_support/mockbuild.py" in names
     assert "mock_libascendcl/cmake/mock_libascendclConfig.cmake.in" in names
-    missing = sorted(set(_tracked_files("mock_libascendcl")) - names)
-    assert not missing, f"mock_libascendcl files missing from the sdist: {missing}"
+    for tree in ("mock_libascendcl", "pyacl_rt", "build_support", "tests", "scripts"):
+        missing = sorted(set(_tracked_files(tree)) - names)
+        assert not missing, f"{tree} files missing from the sdist: {missing}"
     assert any(n.endswith(".pyi") for n in names)
 
 
