@@ -447,6 +447,17 @@ def test_wheel_objects_honour_cflags_and_ldflags(wheel_tree: Path) -> None:
         assert f"Build ID: {LDFLAGS_BUILD_ID}" in notes, f"{lib.name} was linked without LDFLAGS"
 
 
+def test_installed_libraries_have_no_absolute_runpath() -> None:
+    """The package as installed here (editable or not): extension modules and the bundled
+    mock carry no run path but ``$ORIGIN`` (a Python built with --enable-shared puts
+    ``-Wl,-rpath,<its libdir>`` into LDSHARED; setup.py drops it)."""
+    libs = sorted(PKG.rglob("*.so"))
+    assert len(libs) >= 5, libs
+    for lib in libs:
+        runpath = _runpaths(lib)
+        assert all(p.startswith("$ORIGIN") for p in runpath), (lib.name, runpath)
+
+
 @pytest.mark.slow
 def test_wheel_has_no_build_tree_runpath(wheel_tree: Path) -> None:
     for lib in sorted(wheel_tree.rglob("*.so")):
