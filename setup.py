@@ -13,7 +13,6 @@ shared object gets a run path other than ``$ORIGIN`` (the wheel stays relocatabl
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -24,6 +23,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from build_support.mockbuild import build_mock  # noqa: E402
+from build_support.runpath import without_absolute_rpath  # noqa: E402
 
 # The package holding the raw layer's build inputs (_lowlevel_build.py, _fastcall.c) and
 # its two extension modules: the one place to change when they move.
@@ -32,21 +32,6 @@ RAW_DIR = RAW_PACKAGE.replace(".", "/")
 
 MOCK_SOURCE = ROOT / "mock_libascendcl"
 MOCK_PREFIX = Path("pyacl_rt") / "_mock"  # install prefix of the bundled mock (package-relative)
-
-
-def without_absolute_rpath(command: list[str]) -> list[str]:
-    """``command`` (a link command) without ``-Wl,-rpath,<dir>`` / ``-Wl,-rpath=<dir>`` /
-    ``-Wl,-R<dir>`` options whose directory is not ``$ORIGIN``-relative.
-
-    A Python built with ``--enable-shared`` (pyenv, for example) puts
-    ``-Wl,-rpath,<its libdir>`` into LDSHARED; an extension module needs no run path, and
-    an absolute one must not end up in a wheel (auditwheel refuses or keeps it)."""
-    kept: list[str] = []
-    for arg in command:
-        m = re.fullmatch(r"-Wl,(?:-rpath[,=]|-R,?)(.*)", arg)
-        if m is None or m.group(1).startswith("$ORIGIN"):
-            kept.append(arg)
-    return kept
 
 
 class BuildExtWithMock(build_ext):
@@ -62,6 +47,7 @@ class BuildExtWithMock(build_ext):
         super().run()
 
     def build_extensions(self) -> None:
+        # No absolute run path from the interpreter's LDSHARED (see build_support/runpath.py).
         for attr in ("linker_so", "linker_so_cxx"):
             command = getattr(self.compiler, attr, None)
             if isinstance(command, list):

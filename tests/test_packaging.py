@@ -447,6 +447,20 @@ def test_wheel_objects_honour_cflags_and_ldflags(wheel_tree: Path) -> None:
         assert f"Build ID: {LDFLAGS_BUILD_ID}" in notes, f"{lib.name} was linked without LDFLAGS"
 
 
+def test_link_command_loses_absolute_rpaths_only() -> None:
+    if not (REPO / "build_support" / "runpath.py").is_file():
+        pytest.skip("not running from a checkout")
+    sys.path.insert(0, str(REPO))
+    try:
+        from build_support.runpath import without_absolute_rpath
+    finally:
+        sys.path.remove(str(REPO))
+    pyenv = ["gcc", "-shared", "-L/py/lib", "-Wl,-rpath,/py/lib", "-Wl,-rpath=/x", "-Wl,-R/y"]
+    assert without_absolute_rpath(pyenv) == ["gcc", "-shared", "-L/py/lib"]
+    kept = ["cc", "-Wl,-rpath,$ORIGIN/../lib", "-Wl,-R,$ORIGIN", "-Wl,--build-id", "-lm"]
+    assert without_absolute_rpath(kept) == kept
+
+
 def test_installed_libraries_have_no_absolute_runpath() -> None:
     """The package as installed here (editable or not): extension modules and the bundled
     mock carry no run path but ``$ORIGIN`` (a Python built with --enable-shared puts
