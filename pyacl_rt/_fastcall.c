@@ -407,31 +407,83 @@ static PyObject *f_memset_async(PyObject *self, PyObject *const *args, Py_ssize_
 
 /* ------------------------------------------------------------ BufferForwarder
  * A base class whose instances export, through the C buffer protocol, the buffer of
- * the object returned by their `_live_buf()` method. Python 3.11 has no PEP 688
- * (`__buffer__`), so a pure-Python class cannot make `memoryview(obj)` work; a
- * subclass of this type can. The exported view's `obj` is the forwarded object, so
- * releasing the view releases it there and the subclass's export accounting (which
- * counts references to that object) stays exact. */
-static int forwarder_getbuffer(PyObject *self, Py_buffer *view, int flags)
+ * the object returned by their `_export_acquire()` method, and count their exports
+ * explicitly: every export calls `_export_acquire()` once and, when it is released,
+ * `_export_release()` once. The view's `obj` is the instance itself (it stays alive
+ * while exported); the forwarded object's own export lives in `view->internal` and is
+ * released with it. Python 3.11 has no PEP 688 (`__buffer__`), so a pure-Python class
+ * cannot make `memoryview(obj)` work, and reference-count arithmetic to find live
+ * exports breaks on CPython 3.14 (borrowed stack references); this works on both.
+ * On 3.12+ the type also has `__buffer__` / `__release_buffer__` (slot wrappers). */
+static void forwarder_call_release(PyObject *self)
 {
-    PyObject *target = PyObject_CallMethod(self, "_live_buf", NULL);
-    if (target == NULL) {
-        view->obj = NULL;
-        return -1;
+    /* Never raises: keeps a pending exception, reports its own as unraisable. */
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *saved = PyErr_GetRaisedException();
+#else
+    PyObject *saved_type, *saved_value, *saved_tb;
+    PyErr_Fetch(&saved_type, &saved_value, &saved_tb);
+#endif
+    PyObject *r = PyObject_CallMethod(self, "_export_release", NULL);
+    if (r == NULL) {
+        PyErr_WriteUnraisable(self);
+    } else {
+        Py_DECREF(r);
     }
-    int rc = PyObject_GetBuffer(target, view, flags);
-    Py_DECREF(target);
-    return rc;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(saved);
+#else
+    PyErr_Restore(saved_type, saved_value, saved_tb);
+#endif
 }
 
-static PyBufferProcs forwarder_as_buffer = {forwarder_getbuffer, NULL};
+static int forwarder_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    view->obj = NULL;
+    Py_buffer *inner = PyMem_Calloc(1, sizeof(Py_buffer));
+    if (inner == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *target = PyObject_CallMethod(self, "_export_acquire", NULL);
+    if (target == NULL) {
+        PyMem_Free(inner);
+        return -1;
+    }
+    int rc = PyObject_GetBuffer(target, inner, flags);
+    Py_DECREF(target);
+    if (rc < 0) {
+        PyMem_Free(inner);
+        forwarder_call_release(self); /* the acquire is undone */
+        return -1;
+    }
+    *view = *inner; /* buf, len, format, shape, strides: valid while inner is held */
+    Py_INCREF(self);
+    view->obj = self;
+    view->internal = inner;
+    return 0;
+}
+
+static void forwarder_releasebuffer(PyObject *self, Py_buffer *view)
+{
+    Py_buffer *inner = (Py_buffer *)view->internal;
+    if (inner != NULL) {
+        view->internal = NULL;
+        PyBuffer_Release(inner);
+        PyMem_Free(inner);
+    }
+    forwarder_call_release(self);
+}
+
+static PyBufferProcs forwarder_as_buffer = {forwarder_getbuffer, forwarder_releasebuffer};
 
 static PyTypeObject BufferForwarder_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "pyacl_rt._fastcall.BufferForwarder",
     .tp_basicsize = sizeof(PyObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Base class: memoryview(obj) exports the buffer of obj._live_buf().",
+    .tp_doc = "Base class: memoryview(obj) exports the buffer of obj._export_acquire() and "
+              "calls obj._export_release() when that export is released.",
     .tp_as_buffer = &forwarder_as_buffer,
     .tp_new = PyType_GenericNew,
 };

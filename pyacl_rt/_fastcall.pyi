@@ -13,7 +13,12 @@ _Int = int | SupportsIndex
 GIL_HELD: tuple[str, ...]
 
 class BufferForwarder:
-    """Base class: ``memoryview(obj)`` exports the buffer of ``obj._live_buf()``."""
+    """Base class: ``memoryview(obj)`` exports the buffer of ``obj._export_acquire()``
+    and calls ``obj._export_release()`` when that export is released (the view's
+    ``obj`` is the instance). Python 3.12+ also exposes the slots as methods."""
+
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __release_buffer__(self, view: memoryview, /) -> None: ...
 
 def get_device() -> int: ...
 def get_current_context() -> int: ...

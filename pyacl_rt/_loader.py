@@ -19,15 +19,23 @@ Real-library search, in this order (first acceptable hit wins):
 1. ``PYACL_RT_LIBRARY`` - an explicit absolute path (a bad explicit path is an error,
    never silently skipped, even with ``auto``);
 2. a ``libascendcl.so`` already mapped into this process (e.g. loaded by torch_npu),
-   read from ``/proc/self/maps``;
-3. the dynamic linker's normal search: ``dlopen("libascendcl.so")``
-   (``LD_LIBRARY_PATH``, ``ld.so.cache``, system dirs), like torch_npu;
+   read from ``/proc/self/maps`` and asked of the dynamic linker with
+   ``dlopen(..., RTLD_NOLOAD)`` (which never loads anything);
+3. the dynamic linker's search order, walked by pyacl_rt itself *without loading
+   anything*: the ``LD_LIBRARY_PATH`` entries, then ``/etc/ld.so.cache``, then the
+   system directories (:data:`SYSTEM_DIRS`), like ``dlopen("libascendcl.so")`` in
+   torch_npu. (Not emulated: ``glibc-hwcaps`` subdirectories, the executable's
+   ``RPATH``/``RUNPATH``, ``$ORIGIN``-style tokens - such entries are skipped.)
 4. ``$ASCEND_HOME_PATH/lib64``, then ``$ASCEND_TOOLKIT_HOME/lib64``;
 5. the standard install directories :data:`STANDARD_DIRS`.
 
 Never accepted: link-time stub libraries (a path with a ``stub``, ``stubs`` or
 ``devlib`` directory component, before or after resolving symlinks), relative paths,
-and libraries in the current working directory found through the linker search.
+and libraries in the current working directory found through the linker search
+(a relative or empty ``LD_LIBRARY_PATH`` entry, or one naming the working directory).
+Every refusal happens *before* anything is loaded: the search only looks at files,
+so a planted library's constructor never runs. Only the accepted path is
+loaded (by :mod:`pyacl_rt.lowlevel`, through its absolute path).
 
 The result is cached for the process: the library is loaded once and never unloaded.
 Floor 2: imports only floor-1 modules (plus :mod:`pyacl_rt.lowlevel`, lazily, for
@@ -39,6 +47,8 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import struct
+import sysconfig
 import threading
 import warnings
 from collections.abc import Mapping
@@ -52,7 +62,9 @@ from ._options import Options, get_options
 from .errors import LibraryNotFoundError
 
 __all__ = [
+    "LD_SO_CACHE",
     "STANDARD_DIRS",
+    "SYSTEM_DIRS",
     "Attempt",
     "BackendFallbackWarning",
     "BackendInfo",
@@ -78,6 +90,23 @@ STANDARD_DIRS: tuple[str, ...] = (
 )
 
 _REFUSED_COMPONENTS = frozenset({"stub", "stubs", "devlib"})
+
+#: The dynamic linker's default directories, searched after ``/etc/ld.so.cache``
+#: (multiarch first on Debian-style systems).
+SYSTEM_DIRS: tuple[str, ...] = tuple(
+    d
+    for d in (
+        f"/lib/{sysconfig.get_config_var('MULTIARCH') or ''}",
+        f"/usr/lib/{sysconfig.get_config_var('MULTIARCH') or ''}",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+    )
+    if not d.endswith("/")
+)
+#: The dynamic linker's cache (read, never executed).
+LD_SO_CACHE = "/etc/ld.so.cache"
 
 
 class BackendFallbackWarning(UserWarning):
@@ -171,38 +200,117 @@ class _LinkMap(ctypes.Structure):
 
 
 _RTLD_DI_LINKMAP = 2
-_RTLD_NOW = 2
+_RTLD_LAZY = 1
+_RTLD_NOLOAD = 4
 
 
-def _dlopen_search(name: str) -> tuple[str | None, str]:
-    """``dlopen(name)`` through the dynamic linker's normal search.
+def _loaded_path(name: str) -> str | None:
+    """Path of ``name`` if the dynamic linker already has it loaded in this process.
 
-    Returns ``(resolved path, "")`` or ``(None, reason)``. The handle is closed again
-    before returning: the lowlevel loader opens the accepted path itself.
+    ``dlopen(name, RTLD_NOLOAD)`` never loads (no constructor runs): it only returns
+    a handle to an object that is already there. The handle is closed again.
     """
-    libc = _libdl()
-    dlopen = libc.dlopen
-    dlopen.restype = ctypes.c_void_p
-    dlopen.argtypes = (ctypes.c_char_p, ctypes.c_int)
-    dlerror = libc.dlerror
-    dlerror.restype = ctypes.c_char_p
-    dlerror.argtypes = ()
-    handle = dlopen(name.encode(), _RTLD_NOW)
-    if not handle:
-        err = dlerror()
-        return None, (err.decode(errors="replace") if err else "dlopen failed")
-    dlinfo = libc.dlinfo
-    dlinfo.restype = ctypes.c_int
-    dlinfo.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
-    lm = ctypes.POINTER(_LinkMap)()
-    path: str | None = None
-    if dlinfo(handle, _RTLD_DI_LINKMAP, ctypes.byref(lm)) == 0 and lm and lm.contents.l_name:
-        path = lm.contents.l_name.decode(errors="replace")
-    libc.dlclose.argtypes = (ctypes.c_void_p,)
-    libc.dlclose(handle)  # the lowlevel loader opens it again by absolute path
-    if not path:
-        return None, "dlopen succeeded but the path of the loaded object is unknown"
-    return path, ""
+    try:
+        libc = _libdl()
+        dlopen = libc.dlopen
+        dlopen.restype = ctypes.c_void_p
+        dlopen.argtypes = (ctypes.c_char_p, ctypes.c_int)
+        handle = dlopen(name.encode(), _RTLD_LAZY | _RTLD_NOLOAD)
+        if not handle:
+            libc.dlerror()  # clear it
+            return None
+        dlinfo = libc.dlinfo
+        dlinfo.restype = ctypes.c_int
+        dlinfo.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+        lm = ctypes.POINTER(_LinkMap)()
+        path: str | None = None
+        if dlinfo(handle, _RTLD_DI_LINKMAP, ctypes.byref(lm)) == 0 and lm and lm.contents.l_name:
+            path = lm.contents.l_name.decode(errors="replace")
+        libc.dlclose.argtypes = (ctypes.c_void_p,)
+        libc.dlclose(handle)  # only drops the reference RTLD_NOLOAD took
+        return path or None
+    except (OSError, AttributeError):  # pragma: no cover - no libdl
+        return None
+
+
+_CACHE_MAGIC = b"glibc-ld.so.cache1.1"
+_CACHE_HEADER = struct.Struct("<20sIIB3xI12x")  # magic, nlibs, len_strings, flags, ext
+_CACHE_ENTRY = struct.Struct("<iIIIQ")  # flags, key, value, osversion, hwcap
+
+
+def _ld_cache_entries(cache: str | None = None) -> list[tuple[str, int, str]]:
+    """``(name, flags, path)`` entries of the dynamic linker's cache, in its order
+    (``/etc/ld.so.cache``, glibc's "new" format, alone or after the old one). Only
+    reads the file; ``[]`` when it is missing or not understood."""
+    try:
+        with open(cache or LD_SO_CACHE, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return []
+    base = data.find(_CACHE_MAGIC)
+    if base < 0 or len(data) < base + _CACHE_HEADER.size:
+        return []
+    _magic, nlibs, _len_strings, _flags, _ext = _CACHE_HEADER.unpack_from(data, base)
+
+    def string(off: int) -> str:
+        start = base + off
+        end = data.find(b"\0", start)
+        return data[start : end if end >= 0 else len(data)].decode(errors="replace")
+
+    out: list[tuple[str, int, str]] = []
+    pos = base + _CACHE_HEADER.size
+    for _ in range(nlibs):
+        if pos + _CACHE_ENTRY.size > len(data):
+            break
+        flags, key, value, _osv, _hwcap = _CACHE_ENTRY.unpack_from(data, pos)
+        pos += _CACHE_ENTRY.size
+        if key >= len(data) - base or value >= len(data) - base:
+            continue
+        out.append((string(key), flags, string(value)))
+    return out
+
+
+def _ld_cache_lookup(name: str, cache: str | None = None) -> list[str]:
+    """Paths the cache lists for ``name``, those of this process's architecture
+    first (the flags of its ``libc.so.6`` entry)."""
+    entries = _ld_cache_entries(cache)
+    native = next((f for n, f, _p in entries if n == "libc.so.6"), None)
+    hits = [(f != native, p) for n, f, p in entries if n == name]
+    return [p for _other, p in sorted(hits, key=lambda h: h[0])]
+
+
+def _linker_candidates(name: str, env: Mapping[str, str]) -> list[tuple[str, str, str | None]]:
+    """The dynamic linker's search order for ``name``, walked without loading:
+    ``(location, path, reason refused before looking at the file or None)``."""
+    out: list[tuple[str, str, str | None]] = []
+    ld_path = env.get("LD_LIBRARY_PATH")
+    if ld_path is not None:
+        for entry in re.split("[:;]", ld_path):
+            cand = os.path.join(entry, name)
+            if not entry or not os.path.isabs(entry):
+                out.append(
+                    (
+                        f"LD_LIBRARY_PATH entry {entry!r}",
+                        cand,
+                        "a relative or empty LD_LIBRARY_PATH entry is the current working "
+                        "directory (refused, never searched)",
+                    )
+                )
+            elif "$" in entry:
+                out.append(
+                    (
+                        f"LD_LIBRARY_PATH entry {entry!r}",
+                        cand,
+                        "dynamic string tokens ($ORIGIN, $LIB, $PLATFORM) are not searched",
+                    )
+                )
+            else:
+                out.append((f"LD_LIBRARY_PATH entry {entry!r}", cand, None))
+    for path in _ld_cache_lookup(name):
+        out.append((LD_SO_CACHE, path, None))
+    for d in SYSTEM_DIRS:
+        out.append(("system directory", os.path.join(d, name), None))
+    return out
 
 
 def _in_cwd(path: str) -> bool:
@@ -238,8 +346,11 @@ def find_real_library(
         )
     attempts.append(Attempt("PYACL_RT_LIBRARY", "$PYACL_RT_LIBRARY", False, "not set"))
 
-    # 2. already loaded in this process
+    # 2. already loaded in this process (never loads anything)
     loaded = _already_loaded()
+    probed = _loaded_path(LIBRARY_NAME)
+    if probed is not None and probed not in loaded:
+        loaded.append(probed)
     if not loaded:
         attempts.append(Attempt("already loaded", "/proc/self/maps", False, "no libascendcl.so"))
     for p in loaded:
@@ -248,21 +359,41 @@ def find_real_library(
         if reason is None:
             return p, "already loaded in the process", tuple(attempts)
 
-    # 3. the dynamic linker's own search
-    path, err = _dlopen_search(LIBRARY_NAME)
-    if path is None:
-        attempts.append(Attempt("dynamic linker", f"dlopen({LIBRARY_NAME!r})", False, err))
-    else:
-        if not os.path.isabs(path) or _in_cwd(path):
+    # 3. the dynamic linker's search order, walked here: refusals happen before any
+    # dlopen, so a planted library (working directory, stub dir) never runs code
+    found_any = False
+    for where, cand, refused in _linker_candidates(LIBRARY_NAME, env):
+        if refused is not None:
+            attempts.append(Attempt("dynamic linker", f"{cand} ({where})", False, refused))
+            continue
+        if not os.path.exists(cand):
+            continue  # the linker would move on silently; so do we (not listed)
+        found_any = True
+        if _in_cwd(cand):
             reason = (
-                "found in the current working directory through a relative or empty "
-                "LD_LIBRARY_PATH entry (refused)"
+                "in the current working directory (refused: a library found there through "
+                "the linker search may have been planted)"
             )
         else:
-            reason = _check_file(path)
-        attempts.append(Attempt("dynamic linker", path, reason is None, reason or ""))
+            reason = _check_file(cand)
+        attempts.append(
+            Attempt("dynamic linker", f"{cand} ({where})", reason is None, reason or "")
+        )
         if reason is None:
-            return path, "dynamic linker search (LD_LIBRARY_PATH / ld.so.cache)", tuple(attempts)
+            return (
+                cand,
+                "dynamic linker search (LD_LIBRARY_PATH / ld.so.cache / system dirs)",
+                tuple(attempts),
+            )
+    if not found_any:
+        attempts.append(
+            Attempt(
+                "dynamic linker",
+                f"{LIBRARY_NAME} (LD_LIBRARY_PATH, {LD_SO_CACHE}, system directories)",
+                False,
+                "not found",
+            )
+        )
 
     # 4. CANN environment variables
     for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):

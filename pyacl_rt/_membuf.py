@@ -1,7 +1,8 @@
 """Copy arguments -> addresses, for :mod:`pyacl_rt.memory`, checked before any C call.
 
-* :func:`_int_arg`: sizes, offsets and pitches are ints (``bool`` refused, ``__index__``
-  accepted), ``>= 0`` and ``<= 2**64 - 1``; messages name the argument.
+* :func:`_int_arg` (:func:`pyacl_rt._args.size_arg`): sizes, offsets and pitches are
+  ints (``__index__`` accepted, e.g. ``numpy.int64``; ``bool`` refused), ``>= 0`` and
+  ``<= 2**64 - 1``; messages name the argument.
 * :func:`_resolve`: an owned buffer gives its int address (refused once closed) and
   is marked in use (``_Mem.inuse``) until :meth:`_Side.release` / :meth:`_Side.unhold`:
   meanwhile ``close()`` on another thread raises ``BufferError`` instead of freeing
@@ -18,26 +19,13 @@ Floor 6 (helper of :mod:`pyacl_rt.memory`): imports floors 1-5 only.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
+from ._args import size_arg
 from ._memrecord import _hold, _Mem, _raise_closed
 from .lowlevel import ffi
 
-_SIZE_MAX: Final = 2**64 - 1
-
-
-def _int_arg(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        index = getattr(type(value), "__index__", None)
-        if index is None or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-        value = index(value)
-    assert isinstance(value, int)
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    if value > _SIZE_MAX:
-        raise ValueError(f"{name} is too large ({value} > 2**64 - 1)")
-    return value
+_int_arg = size_arg
 
 
 class _Side:

@@ -9,9 +9,9 @@ references its owner, so the owner's finalizer can hold it.
 * **Ordered freeing**: :func:`_free_mem` (the finalizer body, also what ``close()``
   calls) synchronizes every live stream the memory was used on, then frees it; it
   never raises and never touches a runtime of another generation. On a host-callback
-  thread, where a synchronize could deadlock, a still-busy allocation is deferred
-  (:func:`_process_deferred` frees it later: next allocation, ``empty_cache()``,
-  finalize).
+  (report) thread, where a synchronize could deadlock, the free is deferred to the
+  releaser thread (:mod:`pyacl_rt._releaser`; also done by the next allocation,
+  ``empty_cache()``, finalize).
 * **Registry and counters** of live allocations per device (-1 = pinned host).
 * **Lifecycle**: a release hook (``PRIORITY_MEMORY``) synchronizes the devices that
   still have allocations and frees them (objects become inert); closing an explicit
@@ -31,8 +31,8 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
+from . import _releaser, errors, runtime
 from . import context as _context
-from . import errors, runtime
 from .device import ObjectClosedError, _CtxRef, _lib, _local, _owner_of
 from .lowlevel import recent_error_message
 
@@ -93,6 +93,11 @@ class _Mem:
 
 #: A permanently dead allocation: closed views point at it.
 _DEAD: Final = _Mem(0, 0, -1, None)
+
+#: ``base`` / ``ptr`` of a zero-byte allocation (``DeviceBuffer(0)``): nonzero, so the
+#: buffer counts as open, but never passed to the runtime - no operation touches
+#: memory for 0 bytes, nothing is allocated or freed, and the public ``ptr`` is 0.
+ZERO_SIZE_BASE: Final = 1 << 63
 
 # Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
 _live_lock = threading.RLock()
@@ -212,12 +217,15 @@ def _free_mem(m: _Mem) -> None:
                 m.base = 0
                 _unregister(m)
                 return
+        if _local.st.in_callback:
+            # A host-callback (report) thread: waiting for the streams may deadlock and
+            # ACL forbids freeing there. The releaser thread frees it.
+            _defer_free(m)
+            return
         prev = _local.st.ctx
         try:
-            if not _wait_streams(m):
-                with _live_lock:
-                    if m.base and m not in _deferred:
-                        _deferred.append(m)
+            if not _wait_streams(m):  # pragma: no cover - only on callback threads
+                _defer_free(m)
                 return
             with _live_lock:
                 base = m.base
@@ -238,7 +246,18 @@ def _free_mem(m: _Mem) -> None:
             _log.debug("pyacl_rt: freeing memory failed", exc_info=True)
 
 
+def _defer_free(m: _Mem) -> None:
+    """Free ``m`` later, on the releaser thread (or at the next allocation,
+    ``empty_cache()``, finalize: whichever comes first). Safe in a finalizer."""
+    with _live_lock:
+        if m.base and m not in _deferred:
+            _deferred.append(m)
+    _releaser.defer(_process_deferred)
+
+
 def _free_raw(m: _Mem, base: int) -> None:
+    if base == ZERO_SIZE_BASE:
+        return  # DeviceBuffer(0): nothing was allocated
     ctx = m.ctx
     if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
         try:

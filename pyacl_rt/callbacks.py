@@ -35,6 +35,13 @@ Rules for a callback (``fn(*args)``):
   ``synchronize()`` of that stream; it is never lost.
 * The callable, its arguments and the stream are kept alive until it has run.
 
+The report thread counts as a callback thread for its whole life, not only while a
+callback runs: garbage collection (or the last reference to a callback's arguments
+dropped) may run finalizers there at any point, and freeing a buffer or destroying a
+stream waits for streams that may be waiting for this very thread. Those releases
+are handed to pyacl_rt's releaser thread (:mod:`pyacl_rt._releaser`), started with
+the first report thread.
+
 Floor 5: imports floors 1-4 only (stream.py calls into this module).
 """
 
@@ -47,8 +54,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
+from . import _releaser, errors, lowlevel, runtime
 from . import device as _device
-from . import errors, lowlevel, runtime
 from ._options import get_options
 from .device import _check, _CtxRef, _lib, _local
 
@@ -101,6 +108,11 @@ class _ReportThread:
         self.ident: int = ident
 
     def _run(self) -> None:
+        # The whole report thread counts as a callback thread, not only the time a
+        # callback runs: a finalizer triggered here at any point (garbage collection,
+        # the graveyard below) must not wait for a stream, which may be waiting for a
+        # callback only this thread can run. Such releases go to pyacl_rt._releaser.
+        _local.st.in_callback = True
         try:
             _device._ensure_current(self.device)
         except BaseException as exc:
@@ -111,7 +123,6 @@ class _ReportThread:
         poll = self.poll_ms
         process = _lib.aclrtProcessReport
         wait = self._wake.wait
-        deferred = _device._deferred_calls
         st = _local.st
         while not self._stop:
             if not self.subscriptions:
@@ -121,8 +132,6 @@ class _ReportThread:
             rc = process(poll)
             if self._graveyard:
                 self._graveyard.clear()
-            if deferred:
-                _run_deferred()
             cur = st.ctx
             if cur is None or cur.device != self.device:
                 # A deferred release (or a finalizer) switched this thread's context.
@@ -174,19 +183,11 @@ class _ReportThread:
 
 
 def _run_deferred() -> None:
-    """Run the releases finalizers deferred while on a callback thread. Never raises."""
+    """Run the releases finalizers deferred on a callback thread (still queued for
+    the releaser thread) here. Never raises."""
     if _local.st.in_callback:
-        return  # still inside a callback (e.g. finalize() called from one): not here
-    calls = _device._deferred_calls
-    while calls:
-        try:
-            fn = calls.pop(0)
-        except IndexError:  # pragma: no cover - another thread drained it
-            return
-        try:
-            fn()
-        except BaseException:  # pragma: no cover - finalizers never raise
-            _log.debug("pyacl_rt: deferred release failed", exc_info=True)
+        return  # a callback thread must not do them (see pyacl_rt._releaser)
+    _releaser.drain()
 
 
 _threads: dict[int, _ReportThread] = {}
@@ -199,6 +200,7 @@ def _thread_for(device: int) -> _ReportThread:
         with _threads_lock:
             rt = _threads.get(device)
             if rt is None:
+                _releaser.start()  # runs the releases deferred on report threads
                 rt = _ReportThread(device)
                 _threads[device] = rt
     return rt
@@ -212,7 +214,9 @@ def _on_callback(user_data: Any) -> None:
         if entry is None:
             return
         fn, args, stream = entry
-        _local.st.in_callback = True
+        st = _local.st
+        was_in_callback = st.in_callback  # True on a report thread (always)
+        st.in_callback = True
         try:
             fn(*args)
         except BaseException as exc:
@@ -227,7 +231,7 @@ def _on_callback(user_data: Any) -> None:
                 exc.add_note(f"raised in host callback {fn!r} launched on {stream!r}")
             stream._errors.append(exc)
         finally:
-            _local.st.in_callback = False
+            st.in_callback = was_in_callback
         rt = _threads.get(stream._device)
         if rt is not None and rt.thread.ident == threading.get_ident():
             rt._graveyard.append(entry)

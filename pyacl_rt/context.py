@@ -24,14 +24,13 @@ import weakref
 from collections.abc import Callable
 from typing import NoReturn
 
-from . import errors, runtime
+from . import _releaser, errors, runtime
 from .device import (
     Device,
     DeviceLike,
     ObjectClosedError,
     _check,
     _CtxRef,
-    _deferred_calls,
     _fast_get_current_context,
     _index,
     _lib,
@@ -63,7 +62,7 @@ def _destroy(ref: _CtxRef) -> None:
             return
         if _local.st.in_callback:
             # Closing the children waits for their work: not on a host-callback thread.
-            _deferred_calls.append(functools.partial(_destroy, ref))
+            _releaser.defer(functools.partial(_destroy, ref))
             return
         for hook in _close_hooks:
             try:

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, NoReturn, SupportsIndex, TypeVar, Union
 
 from . import errors, lowlevel, runtime
+from ._args import index_arg, timeout_ms_arg
 from ._lowlevel_cffi import lib as _cffi_lib
 
 # Defined in pyacl_rt.errors (floor 1); still importable from here (compatibility).
@@ -209,7 +210,8 @@ class _ThreadState:
         self.streams: dict[int, Any] = {}
         #: Saved states of ``with Device(i):`` blocks.
         self.guards: list[tuple[int, _CtxRef | None]] = []
-        #: True while a host callback runs on this thread.
+        #: True on a host-callback (report) thread, for its whole life: blocking calls
+        #: are refused there and finalizers defer releases (pyacl_rt._releaser).
         self.in_callback: bool = False
         #: lowlevel's per-thread out-parameter arrays, and its int32_t[4] directly
         #: (one attribute load less on the hot paths).
@@ -253,12 +255,6 @@ _primaries: dict[int, _CtxRef] = {}
 _device_count: int | None = None
 #: Why device_count() is 0 (the ACL_ERROR_RT_NO_DEVICE message), else None.
 _no_device_reason: str | None = None
-
-
-#: Releases that a finalizer could not do safely on a host-callback thread (destroying
-#: a stream waits for its work, which may wait for the running callback). The report
-#: thread runs them after the callback returned (see :mod:`pyacl_rt.callbacks`).
-_deferred_calls: list[Callable[[], None]] = []
 
 
 def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
@@ -368,10 +364,11 @@ def _refuse_in_callback(what: str) -> None:
 DeviceLike = Union[int, SupportsIndex, str, "Device", None]
 
 
-def _parse_index(dev: object) -> int:
-    """Turn int / Device / ``'npu:N'`` / ``'N'`` into an int (no range check)."""
+def _parse_index(dev: object, name: str = "device") -> int:
+    """Turn int / Device / ``'npu:N'`` / ``'N'`` into an int (no range check); errors
+    name the parameter ``name``."""
     if isinstance(dev, bool):
-        raise TypeError("device must be an int, a Device or 'npu:N', not bool")
+        raise TypeError(f"{name} must be an int, a Device or 'npu:N', not bool")
     if isinstance(dev, int):
         return dev
     if isinstance(dev, Device):
@@ -391,10 +388,8 @@ def _parse_index(dev: object) -> int:
             raise InvalidDeviceError(
                 f"invalid device string {dev!r}: expected 'npu:N' or an integer"
             ) from None
-    index = getattr(dev, "__index__", None)
-    if index is not None:
-        return int(index())
-    raise TypeError(f"device must be an int, a Device or 'npu:N', not {type(dev).__name__}")
+    # numpy integers and other __index__ types
+    return index_arg(dev, name, "an int, a Device or 'npu:N'")
 
 
 def _check_index(index: int) -> int:
@@ -413,11 +408,12 @@ def _check_index(index: int) -> int:
     return index
 
 
-def _index(dev: object = None) -> int:
-    """Validated device index; ``None`` means the thread's current device."""
+def _index(dev: object = None, name: str = "device") -> int:
+    """Validated device index; ``None`` means the thread's current device. Errors
+    name the parameter ``name``."""
     if dev is None:
         return current_device()
-    return _check_index(_parse_index(dev))
+    return _check_index(_parse_index(dev, name))
 
 
 # ----------------------------------------------------------- contexts
@@ -634,19 +630,29 @@ def device_of(obj: object) -> device:
     return device(dev)
 
 
-def synchronize(dev: DeviceLike = None) -> None:
-    """Wait for all work on ``dev`` (default: the current device). Releases the GIL.
+def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None:
+    """Wait for all work on ``device`` (default: the current device). Releases the GIL.
 
-    Uses the device's context on this thread (creating the primary context only if
-    the device was never used). Refused from inside a host callback. Errors raised
-    by host callbacks are reported by ``Stream.synchronize``, not here.
+    ``timeout`` in milliseconds (``aclrtSynchronizeDeviceWithTimeout``), as for
+    :meth:`Stream.synchronize <pyacl_rt.stream.Stream.synchronize>`: on expiry
+    :class:`~pyacl_rt.errors.SyncTimeoutError` (a ``TimeoutError``) is raised;
+    ``None`` waits forever. Uses the device's context on this thread (creating the
+    primary context only if the device was never used). Refused from inside a host
+    callback. Errors raised by host callbacks are reported by ``Stream.synchronize``,
+    not here.
     """
     _refuse_in_callback("synchronize()")
-    index = _index(dev)
+    ms = None if timeout is None else timeout_ms_arg(timeout)
+    index = _index(device)
     _ensure_current(index)
-    rc = _lib.aclrtSynchronizeDevice()
-    if rc:
-        _check(rc, "aclrtSynchronizeDevice")  # a timeout raises SyncTimeoutError
+    if ms is None:
+        rc = _lib.aclrtSynchronizeDevice()
+        if rc:
+            _check(rc, "aclrtSynchronizeDevice")
+    else:
+        rc = _lib.aclrtSynchronizeDeviceWithTimeout(ms)
+        if rc:
+            _check(rc, "aclrtSynchronizeDeviceWithTimeout")  # SyncTimeoutError on expiry
     for hook in _sync_hooks:
         hook(index)
 
@@ -703,6 +709,8 @@ def get_cann_version(module: str = "CANN") -> str:
     """
     from . import _loader
 
+    if not isinstance(module, str):
+        raise TypeError(f"get_cann_version(): module must be a str, not {type(module).__name__}")
     if module.upper() not in ("CANN", "RUNTIME"):
         return ""
     info: Any = _loader.backend_info()
@@ -738,8 +746,7 @@ def set_op_timeout_ms(timeout_ms: int) -> int:
     second-granular ``aclrtSetOpExecuteTimeOut`` on older CANN. Unlike torch_npu it
     does not drain task queues first (pyacl_rt has none). 0 means the maximum.
     """
-    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
-        raise TypeError("timeout_ms must be an int (milliseconds)")
+    timeout_ms = index_arg(timeout_ms, "timeout_ms", "an int (milliseconds)")
     if timeout_ms < 0:
         raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
     runtime.ensure_initialized()
@@ -857,9 +864,10 @@ class Device:
         """Select this device on the calling thread (:func:`set_device`)."""
         set_device(self._index)
 
-    def synchronize(self) -> None:
-        """Wait for all work on this device (:func:`synchronize`)."""
-        synchronize(self._index)
+    def synchronize(self, timeout: float | None = None) -> None:
+        """Wait for all work on this device (:func:`synchronize`); ``timeout`` in
+        milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError` on expiry."""
+        synchronize(self._index, timeout=timeout)
 
     # --- identity
     @property
@@ -872,6 +880,7 @@ class Device:
     # --- raw attribute queries
     def info(self, attr: int) -> int:
         """``aclrtGetDeviceInfo(index, attr)``: an ``ACL_DEV_ATTR_*`` value (int64)."""
+        attr = index_arg(attr, "attr")
         runtime.ensure_initialized()
         s = _local.st.scratch
         _check(_lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
@@ -879,6 +888,7 @@ class Device:
 
     def capability(self, info: int) -> int:
         """``aclGetDeviceCapability(index, info)``: an ``ACL_DEVICE_INFO_*`` value."""
+        info = index_arg(info, "info")
         runtime.ensure_initialized()
         s = _local.st.scratch
         _check(_lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
@@ -886,6 +896,7 @@ class Device:
 
     def feature(self, feature: int) -> int:
         """``aclrtGetDeviceCapability(index, feature)``: an ``ACL_FEATURE_*`` value."""
+        feature = index_arg(feature, "feature")
         runtime.ensure_initialized()
         s = _local.st.scratch
         _check(
@@ -990,7 +1001,7 @@ class Device:
 
         ``False`` for ``peer == self`` (ACL rejects that pair; torch.cuda answers False).
         """
-        other = _index(peer)
+        other = _index(peer, "peer")
         if other == self._index:
             return False
         s = _local.st.scratch

@@ -30,6 +30,7 @@ from typing import Any, Final, NoReturn
 
 from . import context as _context
 from . import errors, runtime
+from ._args import bool_arg
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -107,7 +108,9 @@ class Event:
     def __init__(
         self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
     ) -> None:
-        if interprocess:
+        enable_timing = bool_arg(enable_timing, "Event(): enable_timing")
+        blocking = bool_arg(blocking, "Event(): blocking")
+        if bool_arg(interprocess, "Event(): interprocess"):
             raise errors.FeatureNotSupportedError(
                 "interprocess events are not supported by pyacl_rt", function="Event"
             )
@@ -308,7 +311,9 @@ class Event:
         otherwise.
         """
         if not isinstance(end_event, Event):
-            raise TypeError(f"elapsed_time() needs an Event, got {type(end_event).__name__}")
+            raise TypeError(
+                f"Event.elapsed_time(): end_event must be an Event, not {type(end_event).__name__}"
+            )
         for name, ev in (("start", self), ("end", end_event)):
             if not ev._timing:
                 raise EventTimingError(

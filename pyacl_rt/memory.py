@@ -12,7 +12,8 @@
 Checks before C
 ---------------
 Every size, offset and pitch is validated in Python before any pointer reaches the
-runtime: ints only (``bool`` refused), no negatives, nothing past the end of either
+runtime: ints only (``__index__`` integers such as ``numpy.int64`` accepted, ``bool``
+refused: see :mod:`pyacl_rt._args`), no negatives, nothing past the end of either
 side, ``width <= pitch``, ``(height - 1) * pitch + width`` inside the buffer.
 Non-contiguous numpy arrays are refused (``ValueError``); writing into a read-only
 object (``bytes``, a read-only memoryview, a numpy array with ``writeable=False``)
@@ -48,9 +49,10 @@ Lifetime of memory used by async work
   pending copy (ACL's ``aclrtFree`` does not wait, acl_abi.md section 5.6). So
   ``close()`` blocks like ``cudaFree`` when the buffer still has queued work, and
   the memory is back in the pool when it returns. This costs nothing on the hot
-  path (no event per copy). A buffer freed on a host-callback thread, where a
-  synchronize would deadlock, is freed later (next allocation, :func:`empty_cache`,
-  or finalize) if its streams are still busy.
+  path (no event per copy). A buffer freed on a host-callback (report) thread -
+  inside a callback, or by garbage collection that happens to run there - is freed
+  soon after by pyacl_rt's releaser thread (a synchronize there could deadlock);
+  :func:`empty_cache` waits for such pending frees.
 
 Threads and host callbacks
 --------------------------
@@ -74,15 +76,18 @@ callback.
 Buffer protocol (HostBuffer)
 ----------------------------
 * ``memoryview(h)``, ``h.memoryview()`` and ``numpy.asarray(h)`` are zero-copy on
-  every supported version: Python 3.12+ uses ``__buffer__`` (PEP 688); on 3.11,
-  where a pure-Python class cannot export a C-level buffer, HostBuffer derives from
+  every supported version: HostBuffer derives from
   ``pyacl_rt._fastcall.BufferForwarder``, a C base type whose buffer protocol
-  forwards to the HostBuffer's byte buffer (the view's ``obj``). ``numpy.asarray(h)``
-  also has ``__array__``. ``bytes(h)`` / ``h.tobytes()`` copy.
+  (``getbuffer`` / ``releasebuffer``; on 3.12+ also ``__buffer__`` /
+  ``__release_buffer__``) forwards to the HostBuffer's byte buffer and counts the
+  exports explicitly (the view's ``obj`` is the HostBuffer, which it keeps alive).
+  Reference-count arithmetic is not used: CPython 3.14 no longer counts borrowed
+  stack references. ``numpy.asarray(h)`` also has ``__array__``. ``bytes(h)`` /
+  ``h.tobytes()`` copy.
 * Exports keep the memory valid: while a memoryview or numpy array of ``h`` is
-  alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). If ``h``
-  is garbage collected while exports exist, the memory is freed when the last
-  export goes away. :func:`pyacl_rt.runtime.finalize` cannot keep exported pinned
+  alive, ``h.close()`` raises ``BufferError`` (like ``bytearray``/``mmap``). An export
+  keeps ``h`` alive, so garbage collection frees the memory only after the last
+  export went away. :func:`pyacl_rt.runtime.finalize` cannot keep exported pinned
   memory alive (``aclFinalize`` reclaims it), so it raises ``BufferError`` listing
   the exported buffers and finalizes nothing (release the views, then finalize
   again). At interpreter exit, where the views can no longer be used, it logs a
@@ -110,13 +115,13 @@ import builtins
 import ctypes
 import logging
 import os
-import sys
 import weakref
 from typing import Any, Final, NoReturn, Self, Union
 
 from . import _memrecord as _rec
+from . import _releaser, errors, runtime
 from . import context as _context
-from . import errors, runtime
+from ._args import bool_arg, index_arg
 from ._fastcall import BufferForwarder
 from ._membuf import _int_arg, _offsets, _resolve, _Side
 from ._memrecord import (
@@ -236,9 +241,14 @@ def reset_peak_memory_stats(device: DeviceLike = None) -> None:
 
 
 def empty_cache() -> None:
-    """No-op: pyacl_rt frees memory at once, there is no cache to empty (torch_npu
-    compatibility). Also frees allocations whose release was deferred from a host
-    callback, when their streams are done."""
+    """pyacl_rt frees memory at once, there is no cache to empty (torch_npu
+    compatibility). Waits for the frees deferred from host-callback threads (see the
+    module docstring) and does those still pending, after their streams are done. On a
+    host-callback thread it waits for nothing (the releaser may be waiting for the
+    callback's own stream)."""
+    if _local.st.in_callback:
+        return
+    _releaser.flush()
     _rec._process_deferred()
 
 
@@ -441,6 +451,8 @@ def copy(
     must fit into ``dst``). See the module docstring for streams, ``non_blocking``
     and what is kept alive.
     """
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     d, s = _resolve_pair(dst, src)
     try:
         n, doff, soff = _offsets(d, s, nbytes, dst_offset, src_offset)
@@ -509,7 +521,7 @@ def memcpy_async(
         _raise_closed(dm if not dp else sm, "dst" if not dp else "src")
     dn = dst._n
     if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src._n:
-        _fast_size_error(nbytes, dn, src._n)
+        nbytes = _fast_size(nbytes, dn, src._n)
     ddev = dm.device
     sdev = sm.device
     if ddev == sd:
@@ -549,11 +561,15 @@ def _fast_type_error(dst: object, src: object, stream: object) -> None:
         raise TypeError(f"memcpy_async: stream must be a Stream, not {type(stream).__name__}")
 
 
-def _fast_size_error(nbytes: object, dn: int, sn: int) -> None:
+def _fast_size(nbytes: object, dn: int, sn: int) -> int:
+    """memcpy_async's slow path for ``nbytes``: an ``__index__`` integer (e.g.
+    ``numpy.int64``) that fits both sides is returned as an int; else the error."""
     n = _int_arg(nbytes, "nbytes")
     if n > sn:
         raise ValueError(f"nbytes {n} runs past the end of src ({sn} bytes)")
-    raise ValueError(f"nbytes {n} runs past the end of dst ({dn} bytes)")
+    if n > dn:
+        raise ValueError(f"nbytes {n} runs past the end of dst ({dn} bytes)")
+    return n
 
 
 def copy_2d(
@@ -576,6 +592,8 @@ def copy_2d(
     Requires ``width <= dpitch``, ``width <= spitch`` and
     ``(height - 1) * pitch + width`` bytes after each offset.
     """
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     d, s = _resolve_pair(dst, src)
     try:
         dp = _int_arg(dpitch, "dpitch")
@@ -663,8 +681,9 @@ def memset(
     or a writable buffer-protocol object): filled on the host at once, after waiting
     for ``stream`` and pending work on the buffer.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"value must be an int byte value (0..255), not {type(value).__name__}")
+    value = index_arg(value, "value", "an int byte value (0..255)")
+    if non_blocking is not False:
+        non_blocking = bool_arg(non_blocking, "non_blocking")
     if not 0 <= value <= 255:
         raise ValueError(f"value must be a byte value 0..255, got {value}")
     b = _resolve(buf, "buf", True)
@@ -720,11 +739,13 @@ class _Buffer:
 
     @property
     def ptr(self) -> int:
-        """Address (int) of the first byte (device address for a DeviceBuffer).
-        Raises once closed."""
+        """Address (int) of the first byte (device address for a DeviceBuffer); 0 (NULL)
+        for a zero-byte allocation. Raises once closed."""
         m = self._m
         if not m.ptr:
             _raise_closed(m, type(self).__name__)
+        if not m.nbytes:
+            return 0  # DeviceBuffer(0): no memory behind it
         return m.ptr + self._off
 
     @property
@@ -752,6 +773,10 @@ class DeviceBuffer(_Buffer):
     allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
     that device (the active explicit Context, else the device's primary context).
 
+    * ``nbytes`` is a size in bytes (an int or ``__index__`` integer). ``0`` is allowed
+      (an empty batch): nothing is allocated (no ``aclrtMalloc(0)``), ``ptr`` is 0,
+      copies and memsets of 0 bytes work. To put an array on the device allocate its
+      size and copy: ``buf = DeviceBuffer(arr.nbytes); buf.copy_from_host(arr)``.
     * ``close()`` frees it (idempotent; waits for the streams that used it first, see
       the module docstring); so do garbage collection and finalize. Views become
       unusable when their parent is closed.
@@ -770,21 +795,26 @@ class DeviceBuffer(_Buffer):
     def __init__(
         self, nbytes: int, device: DeviceLike = None, policy: int = ACL_MEM_MALLOC_HUGE_FIRST
     ) -> None:
+        if nbytes.__class__ is not int:
+            _refuse_data(nbytes, "DeviceBuffer")
         n = _int_arg(nbytes, "nbytes")
-        if n == 0:
-            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
-        if isinstance(policy, bool) or not isinstance(policy, int) or policy < 0:
-            raise TypeError("policy must be a non-negative int (an ACL_MEM_MALLOC_* value)")
+        policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
+        if policy < 0:
+            raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
         index = _index(device)
         _process_deferred()
         ctx = _context_for(index)
         if _local.st.ctx is not ctx:
             ctx.make_current()
-        s = _local.st.scratch
-        rc = _lib.aclrtMalloc(s.uptr, n, policy)
-        if rc:
-            _check(rc, "aclrtMalloc")
-        m = _Mem(int(s.uptr[0]), n, index, ctx)
+        if n:
+            s = _local.st.scratch
+            rc = _lib.aclrtMalloc(s.uptr, n, policy)
+            if rc:
+                _check(rc, "aclrtMalloc")
+            base = int(s.uptr[0])
+        else:
+            base = _rec.ZERO_SIZE_BASE  # empty batch: ACL cannot allocate 0 bytes
+        m = _Mem(base, n, index, ctx)
         self._m = m
         self._n = n
         self._off = 0
@@ -820,18 +850,19 @@ class DeviceBuffer(_Buffer):
 
     # ---------------------------------------------------------------- views
     def __getitem__(self, key: slice) -> DeviceBuffer:
+        """``buf[a:b]``: a view of bytes ``a`` to ``b``. Negative bounds count from the
+        end, as in Python, but nothing is clamped: a bound past either end, or
+        ``b < a``, raises ``IndexError`` naming the bounds."""
         if not isinstance(key, slice):
             _bad_index(self, key)
-        start, stop, step = key.indices(self._n)
-        if step != 1:
-            raise ValueError("DeviceBuffer slices must have step 1")
+        start, stop = _slice_bounds(key, self._n)
         m = self._m
         if not m.ptr:
             _raise_closed(m, "DeviceBuffer")
         view = DeviceBuffer.__new__(DeviceBuffer)
         view._m = m
         view._off = self._off + start
-        view._n = max(stop - start, 0)
+        view._n = stop - start
         view._parent = self._parent if self._parent is not None else self
         view._fin = None
         return view
@@ -937,6 +968,37 @@ class DeviceBuffer(_Buffer):
         memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
 
 
+def _refuse_data(obj: object, cls: str) -> None:
+    """``DeviceBuffer(arr)`` / ``HostBuffer(arr)``: the argument is a size, not data.
+    A clear TypeError for arrays and bytes-like objects (0-d integer arrays and numpy
+    integers are sizes, through ``__index__``)."""
+    if getattr(obj, "ndim", 0) or isinstance(obj, (bytes, bytearray, memoryview, list, tuple)):
+        raise TypeError(
+            f"{cls}(nbytes): nbytes is a size in bytes, not data (got {type(obj).__name__}). "
+            f"To copy an array into new memory: buf = {cls}(arr.nbytes); "
+            "pyacl_rt.copy(buf, arr)"
+        )
+
+
+def _slice_bounds(key: slice, n: int) -> tuple[int, int]:
+    """``(start, stop)`` of ``buf[key]`` for an ``n``-byte buffer: step 1, negative
+    bounds from the end, nothing clamped (``IndexError`` naming the bounds)."""
+    if key.step is not None and index_arg(key.step, "slice step") != 1:
+        raise ValueError(f"DeviceBuffer slices must have step 1, got {key.step}")
+    start = 0 if key.start is None else index_arg(key.start, "slice start")
+    stop = n if key.stop is None else index_arg(key.stop, "slice stop")
+    a = start + n if start < 0 else start
+    b = stop + n if stop < 0 else stop
+    if not 0 <= a <= b <= n:
+        shown = f"[{'' if key.start is None else start}:{'' if key.stop is None else stop}]"
+        raise IndexError(
+            f"slice {shown} is out of bounds for a DeviceBuffer of {n} bytes: the bounds "
+            f"resolve to [{a}:{b}], which must satisfy 0 <= start <= stop <= {n} "
+            "(DeviceBuffer slices are never clamped)"
+        )
+    return a, b
+
+
 def _bad_index(buf: DeviceBuffer, key: object) -> NoReturn:
     if isinstance(key, int):
         buf._not_host("DeviceBuffer[int] (indices must be slices: buf[a:b] is a view)")
@@ -960,12 +1022,15 @@ class HostBuffer(_Buffer, BufferForwarder):
     exports exist; garbage collection frees it once the last export is gone.
     """
 
-    __slots__ = ("_buf", "_cd")
+    __slots__ = ("_buf", "_cd", "_nexports")
 
     _cd: Any
     _buf: Any
+    _nexports: int
 
     def __init__(self, nbytes: int) -> None:
+        if nbytes.__class__ is not int:
+            _refuse_data(nbytes, "HostBuffer")
         n = _int_arg(nbytes, "nbytes")
         if n == 0:
             raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
@@ -988,6 +1053,7 @@ class HostBuffer(_Buffer, BufferForwarder):
         self._m = m
         self._n = n
         self._off = 0
+        self._nexports = 0
         # The owning cdata: freed (after waiting for its streams) when the last
         # reference - this object, the byte buffer below, any export - is gone.
         self._cd = ffi.gc(ffi.cast("char *", base), _host_dtor(m), n)
@@ -1002,12 +1068,23 @@ class HostBuffer(_Buffer, BufferForwarder):
 
     # ----------------------------------------------------------- properties
     def _exports(self) -> int:
-        """Number of live exports (memoryviews / numpy arrays) of the memory."""
-        buf = self._buf
-        if buf is None:
-            return 0
-        # references: the _buf slot, the local `buf`, getrefcount's argument
-        return max(sys.getrefcount(buf) - 3, 0)
+        """Number of live exports (memoryviews / numpy arrays) of the memory, counted
+        explicitly by the buffer protocol (not from reference counts, which CPython
+        3.14 no longer reports exactly)."""
+        return self._nexports
+
+    def _export_acquire(self) -> Any:
+        """Buffer protocol (``BufferForwarder``): one more export; the byte buffer to
+        export. Atomic with :meth:`close` (both hold ``_live_lock``)."""
+        with _rec._live_lock:
+            buf = self._live_buf()
+            self._nexports += 1
+        return buf
+
+    def _export_release(self) -> None:
+        """Buffer protocol: an export was released."""
+        with _rec._live_lock:
+            self._nexports -= 1
 
     def __repr__(self) -> str:
         if not self._m.ptr:
@@ -1024,23 +1101,15 @@ class HostBuffer(_Buffer, BufferForwarder):
     def memoryview(self) -> builtins.memoryview:
         """A writable, zero-copy ``memoryview`` (format ``'B'``) of the memory. While
         it is alive, :meth:`close` raises ``BufferError``."""
-        return memoryview(self._live_buf())
+        return memoryview(self)
 
     view = memoryview
-
-    def __buffer__(self, flags: int) -> builtins.memoryview:
-        """PEP 688 (Python 3.12+): ``memoryview(h)`` and numpy use this (on 3.11 the
-        C-level buffer of the ``BufferForwarder`` base does the same)."""
-        return memoryview(self._live_buf())
-
-    def __release_buffer__(self, view: builtins.memoryview) -> None:
-        view.release()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         """``numpy.asarray(h)``: a zero-copy uint8 array over the memory."""
         import numpy
 
-        arr = numpy.frombuffer(self._live_buf(), dtype=numpy.uint8)
+        arr = numpy.frombuffer(memoryview(self), dtype=numpy.uint8)
         if dtype is not None and numpy.dtype(dtype) != arr.dtype:
             if copy is False:
                 raise ValueError("HostBuffer: a dtype conversion needs a copy")
@@ -1053,7 +1122,13 @@ class HostBuffer(_Buffer, BufferForwarder):
         """A zero-copy numpy array of ``dtype`` over the memory (nbytes must divide)."""
         import numpy
 
-        return numpy.frombuffer(self._live_buf(), dtype=dtype)
+        try:
+            dt = numpy.dtype(dtype)
+        except TypeError as exc:
+            raise TypeError(
+                f"HostBuffer.numpy(): dtype {dtype!r} is not a numpy dtype ({exc})"
+            ) from None
+        return numpy.frombuffer(memoryview(self), dtype=dt)
 
     def tobytes(self) -> bytes:
         """A copy of the contents as ``bytes``."""

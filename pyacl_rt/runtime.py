@@ -294,6 +294,11 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
         raise ForkedProcessError(function="aclInit")
     path: str | None
     if config_path is not None:
+        if not isinstance(config_path, (str, os.PathLike)):
+            raise TypeError(
+                "init(): config_path must be a str or os.PathLike (a JSON file) or None, "
+                f"not {type(config_path).__name__}"
+            )
         path = os.path.abspath(os.fspath(config_path))
         if not os.path.isfile(path):
             raise ConfigError(

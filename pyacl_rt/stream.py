@@ -47,9 +47,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
-from . import callbacks, errors, lowlevel, runtime
+from . import _releaser, callbacks, errors, lowlevel, runtime
 from . import context as _context
 from . import device as _device
+from ._args import bool_arg, index_arg, timeout_ms_arg
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -164,9 +165,9 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: list[Any]) -> None:
             state[0].clear()
             return
         if _local.st.in_callback:
-            # GC inside a host callback: destroying waits for the stream's work,
-            # which may wait for this very callback. Let the report thread do it.
-            _device._deferred_calls.append(functools.partial(_destroy_stream, ctx, handle, state))
+            # GC on a host-callback thread: destroying waits for the stream's work,
+            # which may wait for a callback of this very thread. The releaser does it.
+            _releaser.defer(functools.partial(_destroy_stream, ctx, handle, state))
             return
         if _local.st.ctx is not ctx:
             ctx.make_current()
@@ -245,12 +246,8 @@ class Stream:
     _state: list[Any]
 
     def __init__(self, device: DeviceLike = None, priority: int = 0, flags: int = 0) -> None:
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise TypeError(f"Stream(): priority must be an int, not {type(priority).__name__}")
-        if isinstance(flags, bool) or not isinstance(flags, int):
-            raise TypeError(
-                f"Stream(): flags must be an int of ACL_STREAM_* bits, not {type(flags).__name__}"
-            )
+        priority = index_arg(priority, "Stream(): priority")
+        flags = index_arg(flags, "Stream(): flags", "an int of ACL_STREAM_* bits")
         if not 0 <= flags <= 0xFFFFFFFF:
             raise ValueError(
                 f"Stream(): flags must be an unsigned 32-bit value of ACL_STREAM_* bits "
@@ -331,8 +328,9 @@ class Stream:
         was created on (default: current). It is used in that device's context on
         this thread (the explicit Context active here, else the primary context).
         """
-        if isinstance(handle, bool) or not isinstance(handle, int) or handle < 0:
-            raise TypeError("handle must be a non-negative int (an aclrtStream address)")
+        handle = index_arg(handle, "handle", "an int (an aclrtStream address)")
+        if handle < 0:
+            raise ValueError(f"handle must be a non-negative aclrtStream address, got {handle}")
         return cls._wrap(handle, _context_for(_index(device)), _EXTERNAL)
 
     # ------------------------------------------------------------ properties
@@ -475,13 +473,17 @@ class Stream:
         """
         wait_on = getattr(event, "_wait_on", None)
         if wait_on is None:
-            raise TypeError(f"wait_event() needs an Event, got {type(event).__name__}")
+            raise TypeError(
+                f"Stream.wait_event(): event must be an Event, not {type(event).__name__}"
+            )
         wait_on(self)
 
     def wait_stream(self, other: Stream) -> None:
         """Make future work on this stream wait for the work submitted to ``other`` so far."""
         if not isinstance(other, Stream):
-            raise TypeError(f"wait_stream() needs a Stream, got {type(other).__name__}")
+            raise TypeError(
+                f"Stream.wait_stream(): other must be a Stream, not {type(other).__name__}"
+            )
         if other is self:
             return
         from .event import Event
@@ -497,6 +499,10 @@ class Stream:
 
         if event is None:
             event = Event()
+        elif not isinstance(event, Event):
+            raise TypeError(
+                f"Stream.record_event(): event must be an Event or None, not {type(event).__name__}"
+            )
         event.record(self)
         return event
 
@@ -512,7 +518,9 @@ class Stream:
         the next :meth:`synchronize` of this stream.
         """
         if not callable(fn):
-            raise TypeError("fn must be callable")
+            raise TypeError(f"launch_host_func(): fn must be callable, not {type(fn).__name__}")
+        if block is not True:
+            block = bool_arg(block, "launch_host_func(): block")
         if _local.st.ctx is not self._ctx:
             self._activate()
         callbacks.launch(self, fn, args, block)
@@ -521,6 +529,10 @@ class Stream:
         self, callback: Callable[[Stream, int, object], object], arg: object = None
     ) -> None:
         """CuPy-style: run ``callback(stream, 0, arg)`` when the stream reaches this point."""
+        if not callable(callback):
+            raise TypeError(
+                f"add_callback(): callback must be callable, not {type(callback).__name__}"
+            )
         self.launch_host_func(callback, self, 0, arg)
 
     # ------------------------------------------------------------- keep-alive
@@ -652,16 +664,7 @@ def _acl_priority(priority: int, least: int, greatest: int) -> int:
     return least - up if greatest < least else least + up
 
 
-def _timeout_ms(timeout: float) -> int:
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError("timeout must be a number of milliseconds or None")
-    if not timeout > 0:
-        raise ValueError(
-            f"timeout must be > 0 milliseconds (or None to wait forever), got {timeout}"
-        )
-    if timeout >= 2**31 - 1:  # also inf: the longest wait ACL takes (~24.8 days)
-        return 2**31 - 1
-    return int(-(-timeout // 1))
+_timeout_ms = timeout_ms_arg  # (also imported by event.py)
 
 
 # ---------------------------------------------------- default / current stream
@@ -716,7 +719,7 @@ def set_stream(s: Stream) -> None:
     """Make ``s`` the calling thread's current stream for its device, and select that
     device (as torch_npu's ``set_stream`` does)."""
     if not isinstance(s, Stream):
-        raise TypeError(f"set_stream() needs a Stream, got {type(s).__name__}")
+        raise TypeError(f"set_stream(): s must be a Stream, not {type(s).__name__}")
     if s._ctx.device < 0:
         s._activate()  # raises the closed/finalized error
     _device.set_device(s._device)
@@ -794,6 +797,7 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     ``close()`` on them is a no-op. For libraries that need short-lived streams
     without paying stream creation each time.
     """
+    priority = index_arg(priority, "priority")
     index = _index(device)
     ctx = _context_for(index)
     high = priority < 0

@@ -4,6 +4,9 @@
 Input (mock_libascendcl/abi/):
   acl_functions.tsv, acl_constants.tsv, acl_structs.tsv   reference facts (copies)
   acl_typedefs.tsv                                         scalar/handle/function-pointer typedefs
+  mock_overrides.tsv                                       the mock's own simulate/unsupported
+                                                           choices where it departs from the
+                                                           reference `mock` column
 
 Output (relative to the repository root, or to --out DIR):
   mock_libascendcl/include/acl/*.h, include/acl/error_codes/*.h   (not acl_mock.h)
@@ -279,6 +282,7 @@ STRUCT_COLUMNS = (
     "header",
 )
 TYPEDEF_COLUMNS = ("name", "kind", "definition", "header", "source")
+OVERRIDE_COLUMNS = ("name", "mock", "reason")
 
 
 class Tables:
@@ -292,6 +296,7 @@ class Tables:
             ("acl_constants.tsv", CONSTANT_COLUMNS, self._constant_row),
             ("acl_structs.tsv", STRUCT_COLUMNS, self._struct_row),
             ("acl_typedefs.tsv", TYPEDEF_COLUMNS, self._typedef_row),
+            ("mock_overrides.tsv", OVERRIDE_COLUMNS, self._override_row),  # after the functions
         )
         for fname, columns, load in loaders:
             path = abi_dir / fname
@@ -323,6 +328,19 @@ class Tables:
                 notes=r.get("notes", ""),
             )
         )
+
+    def _override_row(self, r: dict[str, str]) -> None:
+        """Replaces the reference `mock` column of one function (a mock fidelity choice)."""
+        found = [f for f in self.functions if f.name == r["name"]]
+        if not found:
+            raise TableError(f"override of unknown function {r['name']!r}")
+        if r["mock"] not in ("simulate", "unsupported"):
+            raise TableError(f"{r['name']}: unknown mock value {r['mock']!r}")
+        if found[0].mock == r["mock"]:
+            raise TableError(f"{r['name']}: override repeats the table's value {r['mock']!r}")
+        if not r["reason"].strip():
+            raise TableError(f"{r['name']}: override without a reason")
+        found[0].mock = r["mock"]
 
     def _constant_row(self, r: dict[str, str]) -> None:
         self.constants.append(

@@ -217,8 +217,8 @@ def _settle() -> None:
     synchronize) and pooled marker events."""
     import gc
 
+    from pyacl_rt import _memrecord, _releaser, runtime
     from pyacl_rt import device as D
-    from pyacl_rt import runtime
     from pyacl_rt import stream as S
 
     if runtime.is_initialized():
@@ -229,6 +229,10 @@ def _settle() -> None:
         for d in list(D._primaries):
             D.synchronize(d)  # releases keep-alive lists of default streams
     gc.collect()
+    # Releases deferred from report threads (pyacl_rt._releaser) run asynchronously.
+    assert _releaser.flush(60), "the releaser thread is stuck"
+    if runtime.is_initialized():
+        _memrecord._process_deferred()
     S._markers.drop_all()
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pyacl_rt import _releaser
 from pyacl_rt import callbacks as CB
 from pyacl_rt import device as D
 from pyacl_rt import stream as S
@@ -275,12 +276,12 @@ def test_stream_collected_inside_callback_is_released_after_it() -> None:
 
     s.launch_host_func(cb)
     s.synchronize()
-    for _ in range(3000):  # the report thread releases it after the callback returned
+    for _ in range(3000):  # the releaser thread destroys it after the callback returned
         if mc.stat("streams", 1) == base - 1:
             break
         time.sleep(0.01)
     assert mc.stat("streams", 1) == base - 1
-    assert not D._deferred_calls
+    assert _releaser.flush(60)
     s.close()
 
 
@@ -300,3 +301,106 @@ def test_context_close_with_live_default_stream_keeps_report_thread_working() ->
     s.synchronize()  # hangs if the report thread believed it had no subscription
     assert got == [1]
     s.close()
+
+
+# Batches in reference cycles, each holding device memory (and every 50th its own
+# stream), with one completion callback each (a bound method: the callback holds the
+# batch). They are freed by the cycle collector or by the report thread dropping the
+# callback's reference - on whatever thread that happens, with default GC settings.
+GC_ON_REPORT_THREAD = r"""
+import faulthandler, gc, os, sys, threading, time
+import pyacl_rt as npu
+from pyacl_rt.mock import mock_control
+
+N = 50_000
+progress = [0]
+
+def watchdog():
+    # A hang fails the test fast (and shows where) instead of hanging CI.
+    last, since = -1, time.monotonic()
+    while True:
+        time.sleep(1.0)
+        if progress[0] != last:
+            last, since = progress[0], time.monotonic()
+        elif time.monotonic() - since > 30:
+            print(f"HANG after {last} batches", flush=True)
+            faulthandler.dump_traceback(all_threads=True)
+            os._exit(3)
+
+threading.Thread(target=watchdog, daemon=True).start()
+mc = mock_control()
+npu.set_device(0)
+s = npu.Stream()
+h = npu.HostBuffer(256)
+base_allocs = mc.stat("allocations", 0)
+base_streams = mc.stat("streams", 0)
+done = []
+
+class Batch:
+    def __init__(self, i):
+        self.i = i
+        self.me = self  # a reference cycle
+        self.buf = npu.DeviceBuffer(256)
+        self.stream = npu.Stream() if i % 50 == 0 else s
+
+    def on_done(self):
+        done.append({"batch": self.i})  # allocates on the report thread
+
+for i in range(N):
+    b = Batch(i)
+    npu.memcpy_async(b.buf, h, 256, b.stream)
+    b.stream.launch_host_func(b.on_done)
+    del b
+    progress[0] = i
+s.synchronize()
+npu.synchronize()
+progress[0] = N + 1
+gc.collect()
+npu.empty_cache()  # waits for the frees deferred from the report thread
+print("RESULT", len(done), npu.memory_allocated(0), mc.stat("allocations", 0) - base_allocs,
+      mc.stat("streams", 0) - base_streams, flush=True)
+npu.finalize()
+"""
+
+
+def test_gc_on_report_thread_never_deadlocks(run_python: Any) -> None:
+    """Issue 7: garbage collection (or the last reference to a batch dropped by the
+    report thread after its callback) freed a DeviceBuffer / destroyed a Stream *on the
+    report thread*, outside a callback, where ``aclrtSynchronizeStream`` waited for a
+    callback only that thread could run: a deadlock. The whole report thread now counts
+    as a callback thread and such releases go to the releaser thread."""
+    r = run_python(GC_ON_REPORT_THREAD, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    ran, allocated, live_allocations, live_streams = map(int, line.split()[1:])
+    assert ran == 50_000  # every callback ran
+    assert allocated == 0 and live_allocations == 0  # every deferred free happened
+    assert live_streams == 0  # and every deferred stream destroy
+
+
+def test_empty_cache_inside_callback_does_not_wait_for_releaser(run_python: Any) -> None:
+    """empty_cache() waits for the releaser thread, which may itself be waiting for the
+    stream of the running callback: inside a callback it must return at once."""
+    code = r"""
+import gc
+import pyacl_rt as npu
+s = npu.Stream(0)
+box = [npu.DeviceBuffer(64, 0)]
+npu.memset(box[0], 1, stream=s, non_blocking=True)
+h = npu.HostBuffer(64)
+ran = []
+
+def cb():
+    box.clear()  # freed on this report thread -> the releaser syncs s, which waits for cb
+    gc.collect()
+    npu.empty_cache()  # must not wait for the releaser
+    ran.append(1)
+
+s.launch_host_func(cb)
+s.synchronize(timeout=30_000)
+npu.empty_cache()
+print("RESULT", ran, npu.memory_allocated(0))
+"""
+    r = run_python(code, timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "RESULT [1] 0" in r.stdout

@@ -546,3 +546,30 @@ def test_creation_and_selection_survive_a_foreign_context_switch() -> None:
         assert raw_get_device() == 0
 
     in_thread(body)
+
+
+def test_device_synchronize_timeout(gate: Any) -> None:
+    """Issue 7: ``synchronize(device, timeout=)`` and ``Device.synchronize(timeout=)``
+    exist, as on streams: SyncTimeoutError (a TimeoutError) on expiry."""
+    import numpy as np
+
+    import pyacl_rt as npu
+
+    s = S.Stream(1)
+    gate.block(s)
+    with pytest.raises(npu.SyncTimeoutError) as info:
+        npu.synchronize(1, timeout=10)
+    assert isinstance(info.value, TimeoutError)
+    assert info.value.function == "aclrtSynchronizeDeviceWithTimeout"
+    with pytest.raises(npu.SyncTimeoutError):
+        npu.Device(1).synchronize(timeout=5.5)
+    with pytest.raises(npu.SyncTimeoutError):
+        npu.synchronize(device=1, timeout=np.int64(5))
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        npu.synchronize(1, timeout=0)
+    with pytest.raises(TypeError, match="timeout"):
+        npu.synchronize(1, timeout="10")  # type: ignore[arg-type]
+    gate.release.set()
+    npu.synchronize(1, timeout=60_000)
+    npu.Device(1).synchronize(timeout=float("inf"))
+    s.close()

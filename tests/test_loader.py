@@ -414,3 +414,118 @@ def test_found_but_unloadable_library(
     proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="real", ASCEND_HOME_PATH=home))
     r = json.loads(proc.stdout.split("RESULT ", 1)[1])
     assert "nonexistent_driver_function" in r["error"] and r["warnings"] == []
+
+
+# ------------------------------------------------- refused before anything loads
+PLANTED_SRC = """
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((constructor)) static void planted(void) {
+    const char *marker = getenv("PLANTED_MARKER");
+    FILE *f = marker ? fopen(marker, "w") : NULL;
+    if (f) { fputs("constructor ran", f); fclose(f); }
+}
+int aclrtGetDeviceCount(uint32_t *n) { if (n) *n = 1; return 0; }
+"""
+
+# Selects the library, then uses the runtime (auto falls back to the mock).
+USE = r"""
+import json, warnings
+warnings.simplefilter("ignore")
+import pyacl_rt as npu
+from pyacl_rt import _loader
+out = {}
+try:
+    sel = _loader.select_library()
+    out["path"] = sel.path
+    out["backend"] = sel.backend
+    out["attempts"] = [str(a) for a in sel.attempts]
+    out["devices"] = npu.device_count()
+except Exception as e:
+    out["error"] = type(e).__name__
+    out["msg"] = str(e)
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["cwd '.'", "cwd empty entry", "cwd trailing ':'", "cwd absolute", "stubs dir", "devlib dir"],
+)
+@pytest.mark.parametrize("backend", ["auto", "real"])
+def test_planted_library_never_loaded(
+    where: str, backend: str, tmp_path: Path, build_shared_lib: Any, run_python: Any, clean_env: Any
+) -> None:
+    """Issue 7: the search dlopen()ed whatever the dynamic linker found and refused a
+    working-directory or stub path only afterwards, so a planted library's constructor
+    had already run. The search now walks LD_LIBRARY_PATH / ld.so.cache / system dirs
+    itself and refuses before loading: the constructor's marker file never appears."""
+    marker = tmp_path / "marker.txt"
+    cwd = tmp_path / "work"
+    if where.startswith("cwd"):
+        lib = build_shared_lib(cwd / "libascendcl.so", PLANTED_SRC)
+        ld_path = {
+            "cwd '.'": ".",
+            "cwd empty entry": "/nonexistent::/also-missing",
+            "cwd trailing ':'": "/nonexistent:",
+            "cwd absolute": str(cwd),
+        }[where]
+    else:
+        sub = "stubs" if where == "stubs dir" else "devlib"
+        lib = build_shared_lib(tmp_path / "cann" / "lib64" / sub / "libascendcl.so", PLANTED_SRC)
+        cwd.mkdir()
+        ld_path = str(lib.parent)
+    env = clean_env(PYACL_RT_BACKEND=backend, LD_LIBRARY_PATH=ld_path, PLANTED_MARKER=str(marker))
+    env["PYACL_RT_WARN_FALLBACK"] = "0"
+    proc = run_python(USE, env=env, cwd=str(cwd))
+    assert not marker.exists(), f"the planted library's constructor ran ({where})"
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stdout + proc.stderr
+    r = json.loads(lines[-1][7:])
+    if backend == "real":
+        assert r["error"] == "LibraryNotFoundError", r
+        text = r["msg"]
+    else:
+        assert r["backend"] == "mock" and r["devices"] > 0, r
+        text = " ".join(r["attempts"])
+    if where.startswith("cwd"):
+        assert "current working directory" in text
+    else:
+        assert "stub library" in text
+
+
+def test_noload_probe_never_loads(
+    tmp_path: Path, build_shared_lib: Any, run_python: Any, clean_env: Any
+) -> None:
+    """The already-loaded probe uses dlopen(RTLD_NOLOAD): it finds a library someone
+    else loaded (even without /proc/self/maps) and never loads one itself."""
+    marker = tmp_path / "marker.txt"
+    lib = build_shared_lib(tmp_path / "good" / "lib64" / "libascendcl.so", PLANTED_SRC)
+    code = f"""
+import ctypes, os
+from pyacl_rt import _loader
+assert _loader._loaded_path("libascendcl.so") is None
+assert not os.path.exists({str(marker)!r}), "RTLD_NOLOAD loaded it"
+ctypes.CDLL({str(lib)!r})
+assert os.path.exists({str(marker)!r})
+print("PROBE", _loader._loaded_path("libascendcl.so"))
+"""
+    env = clean_env(LD_LIBRARY_PATH=str(lib.parent), PLANTED_MARKER=str(marker))
+    proc = run_python(code, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"PROBE {lib}" in proc.stdout
+
+
+def test_ld_cache_is_read_like_the_linker() -> None:
+    """/etc/ld.so.cache is parsed (never executed): it knows this process's libc, at
+    the path the dynamic linker loaded it from."""
+    from pyacl_rt import _loader
+
+    if not os.path.exists(_loader.LD_SO_CACHE):
+        pytest.skip("no /etc/ld.so.cache")
+    paths = _loader._ld_cache_lookup("libc.so.6")
+    loaded = _loader._loaded_path("libc.so.6")
+    assert paths and loaded
+    assert os.path.realpath(paths[0]) == os.path.realpath(loaded)
+    assert _loader._ld_cache_entries(os.devnull) == []

@@ -4,6 +4,7 @@ GIL release during blocking calls, and the missing-symbol error."""
 from __future__ import annotations
 
 import json
+import mmap
 import threading
 from pathlib import Path
 from typing import Any
@@ -410,6 +411,50 @@ def test_mock_control(run_python: Any, clean_env: Any) -> None:
     assert "nonsense" in r["bad"]
 
 
+CANN_FIDELITY_PROBE = r"""
+import json
+from pyacl_rt import lowlevel as ll, errors
+ll.load()
+s = ll.scratch()
+NULL = ll.ffi.NULL
+out = {}
+rc = ll.aclrtResetDevice(1)  # never set
+try:
+    ll.check(rc, "aclrtResetDevice")
+except errors.AclError as e:
+    out["reset_err"] = [e.code, e.function]
+assert ll.aclrtSetDevice(1) == 0 and ll.aclrtSetDevice(1) == 0
+out["force"] = [ll.aclrtResetDeviceForce(1), ll.aclrtResetDeviceForce(1), ll.aclrtResetDevice(1)]
+out["primary"] = [ll.aclrtGetPrimaryCtxState(1, NULL, s.i32), s.i32[0]]
+s.i64[0] = -1
+out["sysparam"] = [ll.aclrtGetSysParamOpt(0, s.i64), s.i64[0]]
+set_rc = ll.aclrtDeviceSetLimit(0, 1000)
+out["limit_before_set"] = [set_rc, ll.aclrtDeviceGetLimit(0, s.size), s.size[0]]
+out["finalize_ref"] = [ll.aclInit(NULL), ll.aclInit(NULL), ll.aclFinalizeReference(NULL),
+                       ll.aclFinalizeReference(NULL), ll.aclFinalize()]
+out["arch"] = [ll.aclrtCheckArchCompatibility(ll.aclrtGetSocName(), s.i32), s.i32[0]]
+out["count"] = [ll.aclrtGetDeviceCount(s.u32), s.u32[0]]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_mock_cann_fidelity(run_python: Any, clean_env: Any) -> None:
+    """Issue 7 mock-fidelity items seen through the raw binding (each also has a C test)."""
+    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_RT_VISIBLE_DEVICES="0,1,2, 3")
+    proc = run_python(CANN_FIDELITY_PROBE, env=env)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert r["reset_err"] == [107002, "aclrtResetDevice"]  # unbalanced reset is an error
+    assert r["force"] == [0, 107002, 107002]  # after a force reset nothing is left to release
+    assert r["primary"] == [0, 0]  # NULL flags accepted
+    assert r["sysparam"] == [0, 0]  # process option never set: 0, successfully
+    assert r["limit_before_set"] == [0, 0, 1008]  # no device needed; rounded up to 16 bytes
+    assert r["finalize_ref"] == [0, 100002, 0, 0, 100037]  # NULL refCount, last one finalises
+    assert r["arch"] == [0, 1]
+    assert r["count"] == [0, 3]  # the list ends at the bad entry " 3"
+    assert "ASCEND_RT_VISIBLE_DEVICES" in proc.stderr  # one warning names the bad entry
+
+
 def test_mock_control_refuses_real_library(
     tmp_path: Path, build_shared_lib: Any, run_python: Any, clean_env: Any
 ) -> None:
@@ -773,29 +818,96 @@ def test_fast_blocking_calls_release_the_gil(
 
 
 def test_buffer_forwarder_exports_the_live_buffer() -> None:
-    """_fastcall.BufferForwarder gives Python 3.11 classes a C-level buffer: the view's
-    ``obj`` is the forwarded object, and an error from ``_live_buf`` propagates."""
+    """_fastcall.BufferForwarder gives Python classes a C-level buffer on every version:
+    each export calls ``_export_acquire`` once and, when released, ``_export_release``
+    once (explicit export counting); the view's ``obj`` is the instance; an error from
+    ``_export_acquire`` propagates."""
+    import numpy as np
+
     from pyacl_rt import _fastcall
 
     class Owner(_fastcall.BufferForwarder):
-        __slots__ = ("data",)
+        __slots__ = ("data", "n")
 
         def __init__(self) -> None:
             self.data = bytearray(b"hello")
+            self.n = 0
 
-        def _live_buf(self) -> bytearray:
+        def _export_acquire(self) -> bytearray:
+            self.n += 1
             return self.data
 
+        def _export_release(self) -> None:
+            self.n -= 1
+
     owner = Owner()
-    view = memoryview(owner)  # type: ignore[arg-type]
+    view = memoryview(owner)
     view[0] = ord("J")
     assert bytes(owner.data) == b"Jello"
-    assert view.obj is owner.data
+    assert view.obj is owner and owner.n == 1
+    part = view[1:3]  # shares the export
+    arr = np.frombuffer(owner, np.uint8)  # numpy holds its own export
+    assert owner.n == 2 and arr[0] == ord("J")
     view.release()
+    assert owner.n == 2  # part still uses the first export
+    part.release()
+    assert owner.n == 1
+    del arr
+    assert owner.n == 0
 
     class Closed(_fastcall.BufferForwarder):
-        def _live_buf(self) -> bytearray:
+        def _export_acquire(self) -> bytearray:
             raise ValueError("closed")
 
     with pytest.raises(ValueError, match="closed"):
-        memoryview(Closed())  # type: ignore[arg-type]
+        memoryview(Closed())
+
+    class NoBuffer(Owner):
+        def _export_acquire(self) -> bytearray:
+            self.n += 1
+            return 42  # type: ignore[return-value]
+
+    nb = NoBuffer()
+    with pytest.raises(TypeError):
+        memoryview(nb)
+    assert nb.n == 0  # the failed export was undone
+
+
+def test_mock_mem_info_counts_whole_pages(mock_loaded: Any) -> None:
+    """The mock charges device memory in whole pages of the malloc policy: normal
+    pages, 2 MiB for HUGE_ONLY, 1 GiB for HUGE1G_ONLY (whose usable size is only
+    rounded to 32 bytes, without the +32 padding)."""
+    ll = mock_loaded
+    s = ll.scratch()
+    assert ll.aclrtGetDeviceCount(s.u32) == 0
+    dev = int(s.u32[0]) - 1  # the last device: no other test allocates there
+    assert ll.aclrtSetDevice(dev) == 0
+    try:
+
+        def free_now() -> int:
+            assert ll.aclrtGetMemInfo(CONSTANTS["ACL_HBM_MEM"], s.size, s.size + 1) == 0
+            return int(s.size[0])
+
+        free_now()
+        if int(s.size[1]) < 3 << 30:
+            pytest.skip("needs a mock device of at least 3 GiB")
+        page = mmap.PAGESIZE
+        cases = [
+            ("ACL_MEM_MALLOC_NORMAL_ONLY", 1, page, 64),
+            ("ACL_MEM_MALLOC_HUGE_FIRST", 100, page, 160),
+            ("ACL_MEM_MALLOC_HUGE_FIRST", (1 << 20) + 1, 2 << 20, (1 << 20) + 64),
+            ("ACL_MEM_MALLOC_HUGE_ONLY", 1, 2 << 20, 64),
+            ("ACL_MEM_MALLOC_HUGE1G_ONLY", 1, 1 << 30, 32),
+            ("ACL_MEM_MALLOC_HUGE1G_ONLY_P2P", (1 << 30) + 1, 2 << 30, (1 << 30) + 32),
+        ]
+        for policy, size, cost, usable in cases:
+            before = free_now()
+            assert ll.aclrtMalloc(s.uptr, size, CONSTANTS[policy]) == 0, policy
+            ptr = int(s.uptr[0])
+            assert before - free_now() == cost, policy
+            assert ll.aclrtMemGetAddressRange(ptr, s.uptr, s.size + 2) == 0
+            assert int(s.uptr[0]) == ptr and int(s.size[2]) == usable, policy
+            assert ll.aclrtFree(ptr) == 0
+            assert free_now() == before
+    finally:
+        assert ll.aclrtResetDevice(dev) == 0

@@ -3,7 +3,10 @@ input before C, freeing ordered after pending copies, finalize, threads, no leak
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import re
+import sys
 import threading
 import time
 import weakref
@@ -100,7 +103,7 @@ def test_buffers_cannot_be_pickled_or_copied() -> None:
                 copy.copy(obj)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True, None])
+@pytest.mark.parametrize("bad", [-1, 1.5, "10", True, None])
 def test_bad_sizes_refused(bad: Any) -> None:
     base = allocations()
     with pytest.raises((TypeError, ValueError), match="nbytes"):
@@ -108,11 +111,75 @@ def test_bad_sizes_refused(bad: Any) -> None:
     with pytest.raises((TypeError, ValueError), match="nbytes"):
         M.HostBuffer(bad)
     assert allocations() == base
+    with pytest.raises(ValueError, match="nbytes must be > 0"):
+        M.HostBuffer(0)  # pinned host memory: no zero-size allocations (DeviceBuffer has)
+
+
+def test_zero_size_device_buffer() -> None:
+    """Issue 7: ``DeviceBuffer(0)`` (an empty batch) raised ValueError. It is a
+    zero-size buffer now: nothing is allocated (no aclrtMalloc(0)), ``ptr`` is 0,
+    copies / memsets / slices of 0 bytes work, closing it frees nothing."""
+    mc = mock_control()
+    base = allocations()
+    mc.inject_fault("aclrtMalloc", 207001, nth=0)  # any aclrtMalloc call fails
+    try:
+        empty = M.DeviceBuffer(0, device=0)
+    finally:
+        hits = mc.fault_hits("aclrtMalloc")
+        mc.clear_faults()
+    assert hits == 0  # aclrtMalloc was not called
+    assert empty.nbytes == 0 and len(empty) == 0 and empty.ptr == 0 and not empty.closed
+    assert allocations() == base
+    s = S.Stream(0)
+    h = M.HostBuffer(16)
+    other = M.DeviceBuffer(16, device=0)
+    M.copy(empty, b"")
+    M.copy(empty, np.zeros(0, np.uint8), stream=s, non_blocking=True)
+    M.copy(empty, h, 0)
+    M.copy(other, empty)  # all of src = 0 bytes
+    M.copy(h, empty, dst_offset=16)
+    M.copy_2d(empty, 4, other, 4, 0, 4)
+    M.memcpy_async(empty, other, 0, s)
+    M.memcpy_async(other, empty, 0, s)
+    M.memset(empty, 7)
+    empty.fill(1)
+    assert empty.copy_to_host() == bytearray()
+    assert empty[0:0].nbytes == 0 and empty[:].ptr == 0
+    with pytest.raises(ValueError, match="nbytes 1 runs past the end of dst"):
+        M.copy(empty, b"x", 1)
+    with pytest.raises(IndexError, match="out of bounds"):
+        empty[0:1]
+    s.synchronize()
+    assert "0 bytes" in repr(empty)
+    empty.close()
+    assert empty.closed
+    with pytest.raises(D.ObjectClosedError):
+        empty.ptr  # noqa: B018
+    with M.DeviceBuffer(np.int64(0), device=1) as e1:
+        assert e1.device_index == 1
+    for obj in (other, h, s):
+        obj.close()
+    assert allocations() == base
+
+
+@pytest.mark.parametrize(
+    "data", [np.zeros(4, np.uint8), np.zeros((2, 2)), b"abcd", bytearray(4), [1, 2]]
+)
+def test_buffer_of_data_is_a_clear_type_error(data: Any) -> None:
+    """Issue 7: ``DeviceBuffer(ndarray)`` gave a confusing error: the argument is a size;
+    the message says so and how to copy the data instead."""
+    for cls in (M.DeviceBuffer, M.HostBuffer):
+        with pytest.raises(TypeError, match=r"nbytes is a size in bytes, not data .*arr\.nbytes"):
+            cls(data)
+    with M.DeviceBuffer(np.array(8), device=0) as buf:  # a 0-d integer array is a size
+        assert buf.nbytes == 8
 
 
 def test_bad_policy_and_device() -> None:
-    with pytest.raises(TypeError, match="policy"):
+    with pytest.raises(ValueError, match="policy"):
         M.DeviceBuffer(8, policy=-1)
+    with pytest.raises(TypeError, match="policy"):
+        M.DeviceBuffer(8, policy="huge")  # type: ignore[arg-type]
     with pytest.raises(D.InvalidDeviceError):
         M.DeviceBuffer(8, device=99)
 
@@ -157,8 +224,8 @@ def test_views_share_memory_and_keep_parent_alive() -> None:
     out = np.frombuffer(buf.copy_to_host(), np.uint8)
     assert (out[10:30] == 0xAB).all() and (out[:10] == data[:10]).all()
     assert (out[30:] == data[30:]).all()
-    # negative indices / clamping follow Python slicing
-    assert buf[-10:].nbytes == 10 and buf[90:200].nbytes == 10 and buf[50:40].nbytes == 0
+    # negative indices follow Python slicing; nothing is clamped (see test_slice_bounds)
+    assert buf[-10:].nbytes == 10 and buf[90:100].nbytes == 10 and buf[50:50].nbytes == 0
     # the view keeps the allocation alive
     wr = weakref.ref(buf)
     del buf
@@ -278,9 +345,9 @@ def test_host_buffer_zero_copy_numpy_and_memoryview() -> None:
 
 
 def test_memoryview_of_host_buffer() -> None:
-    """``memoryview(h)`` is zero-copy on every version: __buffer__ (PEP 688) on 3.12+,
-    the C buffer protocol of _fastcall.BufferForwarder on 3.11 (was a TypeError).
-    The view's ``obj`` is the HostBuffer's byte buffer, so export accounting is exact."""
+    """``memoryview(h)`` is zero-copy on every version (was a TypeError on 3.11): the C
+    buffer protocol of _fastcall.BufferForwarder, which counts exports explicitly.
+    The view's ``obj`` is the HostBuffer."""
     h = M.HostBuffer(8)
     mv = memoryview(h)  # type: ignore[arg-type]
     assert mv.nbytes == 8 and mv.format == "B" and not mv.readonly
@@ -314,6 +381,67 @@ def test_host_buffer_close_refused_while_exported() -> None:
         h.close()
     mv.release()
     h.close()
+    h.close()
+    assert host_allocations() == base
+
+
+def test_slice_bounds() -> None:
+    """Issue 7: ``buf[a:b]`` past the end was clamped (``buf[90:200]`` of 100 bytes gave
+    10 bytes), hiding off-by-N bugs. Bounds past either end, and ``b < a``, now raise
+    IndexError naming them; in-range slices, negative bounds and empty views work."""
+    with M.DeviceBuffer(100, device=0) as buf:
+        assert buf[:].nbytes == 100 and buf[100:].nbytes == 0 and buf[:0].nbytes == 0
+        assert buf[-10:].nbytes == 10 and buf[-100:-90].nbytes == 10
+        assert buf[np.int64(10) : np.int64(20)].nbytes == 10
+        v = buf[10:30]
+        assert v[0:20].nbytes == 20
+        for bad, shown in (
+            (slice(90, 200), "[90:200]"),
+            (slice(0, 101), "[0:101]"),
+            (slice(101, None), "[101:]"),
+            (slice(-101, None), "[-101:]"),
+            (slice(50, 40), "[50:40]"),
+            (slice(None, -101), "[:-101]"),
+        ):
+            with pytest.raises(IndexError, match=re.escape(f"slice {shown} is out of bounds")):
+                buf[bad]
+        with pytest.raises(IndexError, match=r"\[0:21\].*DeviceBuffer of 20 bytes"):
+            v[0:21]  # a view's bounds are its own
+        with pytest.raises(TypeError, match="slice start must be an int"):
+            buf[1.0:2]  # type: ignore[misc]
+
+
+def test_host_buffer_exports_counted_without_refcounts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 7: exports were counted with ``sys.getrefcount`` arithmetic. CPython 3.14
+    does not count borrowed stack references (the local variable holding the object,
+    getrefcount's own argument), so the count came out low: with a live memoryview
+    ``close()`` saw 0 exports and freed the memory under it. Simulated here (those two
+    references not counted, as on 3.14): exports are now counted explicitly by the
+    buffer protocol, whatever getrefcount says."""
+    real = sys.getrefcount
+    monkeypatch.setattr(sys, "getrefcount", lambda obj: real(obj) - 2)
+    base = host_allocations()
+    h = M.HostBuffer(32)
+    mv = memoryview(h)  # type: ignore[arg-type]
+    with pytest.raises(BufferError, match="1 exported"):
+        h.close()
+    assert not h.closed and host_allocations() == base + 1
+    mv[0] = 5  # still valid memory
+    # numpy arrays, slices of views and views of views are exports too, exactly once
+    arr = np.asarray(h)
+    sub = mv[4:8]
+    arr2 = h.numpy(np.uint32)
+    ctype = (ctypes.c_char * 32).from_buffer(h)  # type: ignore[arg-type]
+    assert h._exports() == 4
+    with pytest.raises(BufferError, match="4 exported"):
+        h.close()
+    del arr, arr2, ctype
+    gc.collect()
+    assert h._exports() == 1  # mv (and sub, which shares its export)
+    mv.release()
+    assert h._exports() == 1
+    sub.release()
+    assert h._exports() == 0
     h.close()
     assert host_allocations() == base
 
@@ -721,10 +849,10 @@ def test_free_from_host_callback_is_deferred(gate: Any) -> None:
 
     other.launch_host_func(drop_in_callback)
     other.synchronize()
-    assert allocations(0) == base + 1 and len(R._deferred) == 1
+    assert allocations(0) == base + 1  # not freed under the pending memset
     gate.release.set()
     s.synchronize()
-    M.empty_cache()
+    M.empty_cache()  # waits for the releaser thread, which frees it
     assert allocations(0) == base and not R._deferred
     s.close()
     other.close()

@@ -383,7 +383,7 @@ def test_from_handle_is_not_owned() -> None:
     assert ext.query() is True
     ext.close()
     assert not ext.closed and owner.query()
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="handle"):
         S.Stream.from_handle(-1)
     owner.close()
 

@@ -147,12 +147,15 @@ static bool func_name_ok(const char *s, size_t n)
     return true;
 }
 
-/* ASCEND_RT_VISIBLE_DEVICES: comma-separated physical ids, strictly ascending (so no
- * duplicates), each < the physical count. Anything else makes the list invalid and
- * aclrtGetDeviceCount reports ACL_ERROR_RT_NO_DEVICE (acl_abi.md §5.2). */
+/* ASCEND_RT_VISIBLE_DEVICES: comma-separated physical ids. Like CANN, the list ends at
+ * the first bad entry - not a plain decimal number (spaces included), empty, or a device
+ * that does not exist - and the ids before it stay visible (one warning names the entry;
+ * nothing valid before it = no device). Duplicates and descending ids make the whole
+ * list invalid and aclrtGetDeviceCount reports ACL_ERROR_RT_NO_DEVICE (acl_abi.md §5.2). */
 static void parse_visible(const char *s)
 {
     char why[128] = "";
+    bool invalid = false;
     int32_t map[MOCK_MAX_DEVICES];
     uint32_t n = 0;
     const char *p = s;
@@ -179,10 +182,12 @@ static void parse_visible(const char *s)
         }
         if ((int64_t)id == prev) {
             snprintf(why, sizeof why, "device %s is listed twice", item);
+            invalid = true;
             break;
         }
         if ((int64_t)id < prev) {
             snprintf(why, sizeof why, "ids are not in ascending order");
+            invalid = true;
             break;
         }
         prev = (int64_t)id;
@@ -192,12 +197,17 @@ static void parse_visible(const char *s)
         }
         p = comma + 1;
     }
-    if (why[0] != '\0') {
+    if (invalid || n == 0) {
         g_cfg.visible_invalid = true;
         g_cfg.visible_count = 0;
         warn("ASCEND_RT_VISIBLE_DEVICES", s, why,
              "aclrtGetDeviceCount fails with ACL_ERROR_RT_NO_DEVICE (207004)");
         return;
+    }
+    if (why[0] != '\0') {
+        char kept[64];
+        snprintf(kept, sizeof kept, "using the %u device(s) listed before it", n);
+        warn("ASCEND_RT_VISIBLE_DEVICES", s, why, kept);
     }
     g_cfg.visible_count = n;
     memcpy(g_cfg.visible_map, map, n * sizeof map[0]);

@@ -221,6 +221,9 @@ mock_context *mock_ctx_current(void)
 aclError mock_ctx_require(const char *func, mock_context **out)
 {
     mock_context *ctx = mock_ctx_current();
+    if (ctx == NULL && core_default_device() >= 0) {
+        ctx = core_default_device_bind(); /* aclInit "defaultDevice" (device.c) */
+    }
     if (ctx == NULL) {
         *out = NULL;
         return mock_error(func, ACL_ERROR_RT_CONTEXT_NULL,
@@ -440,11 +443,12 @@ static aclError sysparam_get(const char *fn, bool per_ctx, aclSysParamOpt opt, i
     bool set = t.set[opt];
     int64_t v = t.value[opt];
     pthread_mutex_unlock(t.lock);
-    if (!set) {
-        return mock_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET, "option %d was never set%s", (int)opt,
-                          per_ctx ? " on the current context" : "");
+    if (!set && per_ctx) {
+        return mock_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET,
+                          "option %d was never set on the current context", (int)opt);
     }
-    *value = v;
+    /* Process level: an option never set reads as its default, 0 (off). */
+    *value = set ? v : 0;
     return ACL_SUCCESS;
 }
 

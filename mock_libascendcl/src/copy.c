@@ -4,10 +4,12 @@
  * and the stream-ordered value operations aclrtValueWrite / aclrtValueWait
  * (acl_abi.md §1.6, §1.9, §5.6).
  *
- * Every copy is checked against the registry before any byte moves: the kind
- * must agree with where the pointers live, and a range that would run past
- * the end of the allocation containing it (or into freed / unmapped device
- * address space) is refused with an error instead of corrupting memory.
+ * Every copy is checked against the registry before any byte moves: the
+ * direction comes from where the pointers live (the `kind` argument is
+ * reserved in CANN: validated, then ignored - see check_kind), and a range
+ * that would run past the end of the allocation containing it (or into freed /
+ * unmapped device address space) is refused with an error instead of
+ * corrupting memory.
  * Data is moved with one memmove, no staging and no lock held.
  *
  * ValueWait: the waiting task re-reads the watched word whenever device memory
@@ -138,68 +140,23 @@ static aclError classify(const char *fn, const char *what, const void *p, size_t
     return ACL_SUCCESS;
 }
 
-static const char *kind_str(int kind)
+/* The direction of a copy comes from where the pointers live, never from
+ * `kind`: CANN documents the kind of aclrtMemcpy and its relatives as a
+ * reserved parameter ("the system determines from the source and destination
+ * addresses whether the copy is possible") - the ACL layer only validates that
+ * it is one of the accepted enumerators, and the runtime copies by the real
+ * locations of src and dst (acl_abi.md §5.6). So a kind that disagrees with
+ * the addresses (HOST_TO_DEVICE from device memory, ...) still copies, in the
+ * direction the addresses give. What the addresses make impossible is refused:
+ * copies between two devices need peer access between them (aclrtMemcpy doc:
+ * enable it with aclrtDeviceEnablePeerAccess first). *effective gets the
+ * direction used (an ACL_MEMCPY_* of H2H/H2D/D2H/D2D). */
+static aclError check_kind(const char *fn, const side *d, const side *s, int *effective)
 {
-    static const char *const names[] = {"ACL_MEMCPY_HOST_TO_HOST",   "ACL_MEMCPY_HOST_TO_DEVICE",
-                                        "ACL_MEMCPY_DEVICE_TO_HOST", "ACL_MEMCPY_DEVICE_TO_DEVICE",
-                                        "ACL_MEMCPY_DEFAULT",        "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE"};
-    return kind >= 0 && kind <= 5 ? names[kind] : "?";
-}
-
-static const char *where(const side *s)
-{
-    if (s->dev && s->host) {
-        return "host memory mapped for the device";
-    }
-    return s->dev ? "device memory" : "host memory";
-}
-
-/* The kind must agree with where the pointers live. The real driver checks
- * the addresses; the exact code for a mismatch is not pinned down (§7), the
- * closest public one is ACL_ERROR_RT_INVALID_MEMORY_TYPE (107016). Copies
- * between two devices need peer access between them (aclrtMemcpy doc: enable
- * it with aclrtDeviceEnablePeerAccess first). Returns the effective kind. */
-static aclError check_kind(const char *fn, int kind, const side *d, const side *s, int *effective)
-{
-    bool ok = true;
-    const char *bad = NULL;
-    const side *badside = NULL;
-    /* Each explicit kind names where src and dst must live (device or host). */
-    bool check = true, src_dev = false, dst_dev = false;
-    switch (kind) {
-    case ACL_MEMCPY_HOST_TO_HOST:
-        break;
-    case ACL_MEMCPY_HOST_TO_DEVICE:
-    case ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE:
-        dst_dev = true;
-        break;
-    case ACL_MEMCPY_DEVICE_TO_HOST:
-        src_dev = true;
-        break;
-    case ACL_MEMCPY_DEVICE_TO_DEVICE:
-        src_dev = dst_dev = true;
-        break;
-    default: /* DEFAULT: inferred from the addresses */
-        check = false;
-        break;
-    }
-    if (check) {
-        if (!(src_dev ? s->dev : s->host)) {
-            bad = "src", badside = s;
-        } else if (!(dst_dev ? d->dev : d->host)) {
-            bad = "dst", badside = d;
-        }
-    }
-    ok = bad == NULL;
-    if (!ok) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE, "argument 'kind' is %s but '%s' is %s", kind_str(kind),
-                          bad, where(badside));
-    }
-    if (kind == ACL_MEMCPY_DEFAULT) {
-        bool sd = s->dev && !s->host, dd = d->dev && !d->host;
-        kind = sd ? (dd ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
-                  : (dd ? ACL_MEMCPY_HOST_TO_DEVICE : ACL_MEMCPY_HOST_TO_HOST);
-    }
+    /* Memory both sides reach (managed, host-registered) counts as host. */
+    bool sd = s->dev && !s->host, dd = d->dev && !d->host;
+    *effective = sd ? (dd ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
+                    : (dd ? ACL_MEMCPY_HOST_TO_DEVICE : ACL_MEMCPY_HOST_TO_HOST);
     if (s->device >= 0 && d->device >= 0 && s->device != d->device && !mem_peer_enabled(s->device, d->device) &&
         !mem_peer_enabled(d->device, s->device)) {
         /* Not pinned down on hardware; the runtime rejects the addresses. */
@@ -208,15 +165,14 @@ static aclError check_kind(const char *fn, int kind, const side *d, const side *
                           "aclrtDeviceEnablePeerAccess first",
                           s->device, d->device);
     }
-    *effective = kind;
     return ACL_SUCCESS;
 }
 
-/* Classifies dst (dext bytes, written) and src (sext bytes, read) and checks `kind`
- * against them (*eff = the effective kind). On success d and s hold references; on
+/* Classifies dst (dext bytes, written) and src (sext bytes, read) and derives the
+ * direction from them (*eff, see check_kind). On success d and s hold references; on
  * failure neither does. */
-static aclError classify_pair(const char *fn, void *dst, size_t dext, const void *src, size_t sext, int kind,
-                              side *d, side *s, int *eff)
+static aclError classify_pair(const char *fn, void *dst, size_t dext, const void *src, size_t sext, side *d,
+                              side *s, int *eff)
 {
     aclError rc = classify(fn, "dst", dst, dext, true, d);
     if (rc != ACL_SUCCESS) {
@@ -227,7 +183,7 @@ static aclError classify_pair(const char *fn, void *dst, size_t dext, const void
         side_drop(d);
         return rc;
     }
-    rc = check_kind(fn, kind, d, s, eff);
+    rc = check_kind(fn, d, s, eff);
     if (rc != ACL_SUCCESS) {
         side_drop(d);
         side_drop(s);
@@ -483,9 +439,10 @@ static copy_op *op_new(int op)
  * of pageable memory completes before returning). Takes ownership of o. */
 static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_done)
 {
-    if (wait_done && mock_stream_self() == s) {
+    if (wait_done && (mock_stream_self() == s || mock_stream_is_persistent(s))) {
         /* Called from a task of this very stream (a host function): waiting
-         * would deadlock, so the copy stays asynchronous (still in order). */
+         * would deadlock, so the copy stays asynchronous (still in order).
+         * A persistent stream captures the copy instead of running it. */
         wait_done = false;
     }
     if (wait_done) {
@@ -583,7 +540,7 @@ static aclError memcpy_check(const char *fn, void *dst, size_t destMax, const vo
         return rc;
     }
     int eff;
-    rc = classify_pair(fn, dst, count, src, count, kind, d, s, &eff);
+    rc = classify_pair(fn, dst, count, src, count, d, s, &eff);
     if (rc == ACL_SUCCESS && async && eff == ACL_MEMCPY_HOST_TO_HOST) {
         /* doc 11-03: asynchronous host-to-host copies are not supported on
          * hosts with attached (EP) devices, which is what the mock models. */
@@ -646,6 +603,13 @@ aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *sr
 
 /* -------------------------------------------------------------- memcpy 2d */
 
+/* Limits of aclrtMemcpy2d / aclrtMemcpy2dAsync, the same for the sync and the
+ * async call: the width may not exceed either pitch (ACL layer, 100000,
+ * acl_abi.md §5.6) and the height is at most 5*1024*1024 = 5242880 rows (CANN
+ * doc 11-03: "otherwise the call fails"; the reference tables are silent on
+ * the code - the runtime checks it, so ACL_ERROR_RT_PARAM_INVALID 107000). */
+#define MEMCPY2D_MAX_HEIGHT ((size_t)5 * 1024 * 1024)
+
 static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const void *src, size_t spitch,
                                size_t width, size_t height, int kind, side *d, side *s, bool *nothing)
 {
@@ -668,6 +632,10 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
                           "argument 'kind' %d is not supported for 2D copies (H2D, D2H, D2D or DEFAULT)", kind);
     }
     MOCK_ENTER(fn);
+    if (height > MEMCPY2D_MAX_HEIGHT) {
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'height' (%zu) exceeds the maximum %zu", height,
+                          MEMCPY2D_MAX_HEIGHT);
+    }
     mock_context *ctx;
     aclError rc = mock_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
@@ -680,7 +648,7 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "pitch * height overflows");
     }
     int eff;
-    return classify_pair(fn, dst, dext, src, sext, kind, d, s, &eff);
+    return classify_pair(fn, dst, dext, src, sext, d, s, &eff);
 }
 
 /* Shared body of aclrtMemcpy2d{,Async}: checks, then runs the copy (sync) or
@@ -783,7 +751,13 @@ static aclError memset_common(const char *fn, void *devPtr, size_t maxCount, uin
     o->dst = devPtr;
     o->n = count;
     o->value = value;
-    if (!async) {
+    /* On host memory (aclrtMallocHost, registered host ranges) the async
+     * variants behave like the sync ones: the runtime sets the bytes with the
+     * CPU during the call instead of queueing a device task, so they are set
+     * when the call returns, whatever the stream still has queued (the stream
+     * is only validated). Device and managed memory are set in stream order. */
+    bool host = d.rec->kind == MEM_REC_HOST_PINNED || d.rec->kind == MEM_REC_HOST_REG;
+    if (!async || host) {
         op_run(o);
         op_destroy(o);
         return ACL_SUCCESS;
@@ -895,7 +869,7 @@ static aclError batch_build(const char *fn, void **dsts, size_t *destMaxs, void 
             }
             if (rc == ACL_SUCCESS) {
                 int eff;
-                rc = check_kind(fn, ACL_MEMCPY_DEFAULT, &o->bd[i], &o->bs[i], &eff);
+                rc = check_kind(fn, &o->bd[i], &o->bs[i], &eff);
             }
             if (rc == ACL_SUCCESS && (!loc_matches(&attrs[k].dstLoc, &o->bd[i]) ||
                                       !loc_matches(&attrs[k].srcLoc, &o->bs[i]))) {

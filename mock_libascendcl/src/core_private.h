@@ -41,6 +41,16 @@ MOCK_HIDDEN aclError core_error_v(const char *func, aclError code, const char *f
 
 /* Number of visible devices (0 when none / invalid list). */
 MOCK_HIDDEN uint32_t core_visible_count(void);
+/* The default device of the aclInit config ({"defaultDevice": {"default_device": N}}),
+ * -1 for none. Set by aclInit (after validating N against the visible devices), reset
+ * to -1 by aclFinalize (mock_devices_finalize). */
+MOCK_HIDDEN void core_default_device_set(int32_t device);
+MOCK_HIDDEN int32_t core_default_device(void);
+/* For a thread without a current context while a default device is configured: makes
+ * the default device's default context current (creating it, with one aclrtSetDevice
+ * reference, when the device is not set). Returns that context, or NULL (no default
+ * device, device lost, or out of memory). */
+MOCK_HIDDEN mock_context *core_default_device_bind(void);
 
 /* ----------------------------------------------------------------- context.c */
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core_private.h"
 
@@ -56,6 +57,7 @@ static const soc_profile *profile(void)
 /* ------------------------------------------------------------ device table */
 
 #define DEV_LIMIT_COUNT 5 /* aclrtDeviceLimit: SIMT_STACK_SIZE .. SIMT_PRINTF_FIFO_SIZE */
+#define DEV_LIMIT_STACK_ALIGN 16 /* the three stack sizes are rounded up to this (bytes) */
 static const size_t k_limit_default[DEV_LIMIT_COUNT] = {
     1024,        /* ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE */
     1024,        /* ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE */
@@ -69,10 +71,14 @@ typedef struct mock_device {
     uint32_t set_count;       /* aclrtSetDevice references */
     mock_context *primary;    /* default context while set_count > 0 */
     uint32_t res_limit[2];    /* ACL_RT_DEV_RES_CUBE_CORE, ACL_RT_DEV_RES_VECTOR_CORE */
-    size_t limits[DEV_LIMIT_COUNT];
 } mock_device;
 
+/* aclrtDeviceSetLimit values: per process (not per device or context), until aclFinalize;
+ * 0 = never set (a set value is never 0). */
+static atomic_size_t g_limits[DEV_LIMIT_COUNT];
+
 static mock_device g_dev[MOCK_MAX_DEVICES];
+static atomic_int g_default_device = -1; /* aclInit "defaultDevice", -1 = none */
 static atomic_int g_lost[MOCK_MAX_DEVICES];
 static pthread_once_t g_dev_once = PTHREAD_ONCE_INIT;
 
@@ -81,7 +87,6 @@ static void reset_limits_locked(mock_device *d)
     const soc_profile *p = profile();
     d->res_limit[0] = (uint32_t)p->aicore;
     d->res_limit[1] = (uint32_t)p->vector;
-    memcpy(d->limits, k_limit_default, sizeof d->limits);
 }
 
 static void dev_init(void)
@@ -372,6 +377,11 @@ aclError aclrtSetDevice(int32_t deviceId)
     return ACL_SUCCESS;
 }
 
+/* Shared body of aclrtResetDevice[Force]. The decision (refused, one reference less, or
+ * released) is taken in one critical section, so of two threads racing to release the
+ * last reference exactly one succeeds. A reset once the count is 0 - never set, one
+ * reset too many, or after a force reset (also from another thread) - touches nothing
+ * and fails with ACL_ERROR_RT_CONTEXT_NULL (mock choice, README "Error codes"). */
 static aclError reset_device(const char *fn, int32_t deviceId, bool force)
 {
     aclError rc = check_range(fn, deviceId);
@@ -381,28 +391,32 @@ static aclError reset_device(const char *fn, int32_t deviceId, bool force)
     MOCK_ENTER(fn);
     ensure_init();
     mock_device *d = &g_dev[deviceId];
+    mock_context *victim = NULL;
     pthread_mutex_lock(&d->lock);
-    bool tears_down = d->set_count > 0 && (force || d->set_count == 1);
-    bool own = tears_down && mock_stream_self_in_context(d->primary);
-    pthread_mutex_unlock(&d->lock);
-    if (own) {
+    if (d->set_count == 0) {
+        pthread_mutex_unlock(&d->lock);
+        return mock_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
+                          "device %d is not set (no aclrtSetDevice reference left to release)",
+                          deviceId);
+    }
+    bool tears_down = force || d->set_count == 1;
+    if (tears_down && mock_stream_self_in_context(d->primary)) {
+        pthread_mutex_unlock(&d->lock);
         /* the default context's streams are drained: the calling task's stream
          * would wait for itself */
         return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of device %d's default context: releasing the "
                           "device would wait for that task (deadlock)", deviceId);
     }
-    fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_PRE);
-    mock_context *victim = NULL;
-    pthread_mutex_lock(&d->lock);
-    if (d->set_count > 0) {
-        d->set_count = force ? 0 : d->set_count - 1;
-        if (d->set_count == 0) {
-            victim = d->primary;
-            d->primary = NULL;
-        }
+    if (tears_down) {
+        d->set_count = 0;
+        victim = d->primary;
+        d->primary = NULL;
+    } else {
+        d->set_count--;
     }
     pthread_mutex_unlock(&d->lock);
+    fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_PRE);
     if (victim != NULL) {
         /* Outside the device lock: draining streams may run user callbacks. */
         core_ctx_destroy(victim);
@@ -426,6 +440,44 @@ aclError aclrtResetDeviceForce(int32_t deviceId)
     return reset_device("aclrtResetDeviceForce", deviceId, true);
 }
 
+/* ------------------------------------------------------------ default device */
+/* acl_abi.md §5.2: with {"defaultDevice": {"default_device": "N"}} in the aclInit config,
+ * aclrtGetDevice reports N on a thread that set no device; the mock also lets such a
+ * thread use N for work that needs a context (as if it had called aclrtSetDevice(N)). */
+
+void core_default_device_set(int32_t device)
+{
+    atomic_store(&g_default_device, device);
+}
+
+int32_t core_default_device(void)
+{
+    return atomic_load(&g_default_device);
+}
+
+mock_context *core_default_device_bind(void)
+{
+    int32_t dev = core_default_device();
+    if (dev < 0 || !id_in_range(dev) || mock_device_lost_code(dev) != ACL_SUCCESS) {
+        return NULL;
+    }
+    ensure_init();
+    mock_device *d = &g_dev[dev];
+    pthread_mutex_lock(&d->lock);
+    if (d->primary == NULL) {
+        d->primary = core_ctx_create(dev, true);
+        if (d->primary != NULL) {
+            d->set_count++;
+        }
+    }
+    mock_context *ctx = d->primary;
+    if (ctx != NULL) {
+        core_ctx_set_current(ctx);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return ctx;
+}
+
 aclError aclrtGetDevice(int32_t *deviceId)
 {
     static const char fn[] = "aclrtGetDevice";
@@ -433,6 +485,11 @@ aclError aclrtGetDevice(int32_t *deviceId)
     MOCK_ENTER(fn);
     mock_context *ctx = mock_ctx_current();
     if (ctx == NULL) {
+        int32_t dflt = core_default_device();
+        if (dflt >= 0) {
+            *deviceId = dflt; /* the aclInit default device (creates nothing) */
+            return ACL_SUCCESS;
+        }
         /* "special state": returned without recording an error (acl_abi.md §5.2). */
         return ACL_ERROR_RT_CONTEXT_NULL;
     }
@@ -443,10 +500,8 @@ aclError aclrtGetDevice(int32_t *deviceId)
 aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t *flags, int32_t *active)
 {
     static const char fn[] = "aclrtGetPrimaryCtxState";
-    if (flags == NULL || active == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
-                          flags == NULL ? "flags" : "active");
-    }
+    /* `flags` is optional (reserved, always 0); only `active` is required. */
+    MOCK_REQUIRE_NONNULL(fn, active);
     aclError rc = mock_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -457,7 +512,9 @@ aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t *flags, int32_t *act
     pthread_mutex_lock(&d->lock);
     *active = d->primary != NULL ? 1 : 0;
     pthread_mutex_unlock(&d->lock);
-    *flags = 0;
+    if (flags != NULL) {
+        *flags = 0;
+    }
     return ACL_SUCCESS;
 }
 
@@ -472,6 +529,10 @@ void mock_devices_finalize(void)
         reset_limits_locked(d);
         pthread_mutex_unlock(&d->lock);
     }
+    for (int i = 0; i < DEV_LIMIT_COUNT; i++) {
+        atomic_store(&g_limits[i], 0);
+    }
+    core_default_device_set(-1);
     core_ctx_destroy_all();
 }
 
@@ -860,6 +921,75 @@ aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t *const p
                       phyDevId, ID_PHYS, "phyDevId");
 }
 
+/* ------------------------------------------------------------ start-up queries */
+/* Cheap queries the reference marks "unsupported" but programs make at start-up
+ * (abi/mock_overrides.tsv moves them to "simulate"). */
+
+aclError aclrtCheckArchCompatibility(const char *socVersion, int32_t *canCompatible)
+{
+    static const char fn[] = "aclrtCheckArchCompatibility";
+    MOCK_REQUIRE_NONNULL(fn, socVersion);
+    MOCK_REQUIRE_NONNULL(fn, canCompatible);
+    MOCK_ENTER(fn);
+    /* A binary built for exactly the SoC of this machine is compatible; the mock knows
+     * no cross-SoC compatibility rules, so every other name is not. */
+    *canCompatible = strcmp(socVersion, mock_config_get()->soc_name) == 0 ? 1 : 0;
+    return ACL_SUCCESS;
+}
+
+/* Simulated PCI address of physical device `phys`: domain 0, bus phys + 1, device 0,
+ * function 0 ("0000:01:00.0" for physical device 0), stable for the process. */
+#define PCI_BUS_ID_LEN 12 /* "dddd:bb:dd.f" */
+
+aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len)
+{
+    static const char fn[] = "aclrtDeviceGetPCIBusId";
+    MOCK_REQUIRE_NONNULL(fn, pciBusId);
+    if (len <= PCI_BUS_ID_LEN) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'len' (%d) is too small for a bus id (needs %d bytes)", (int)len,
+                          PCI_BUS_ID_LEN + 1);
+    }
+    aclError rc = mock_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    int32_t phys = mock_config_get()->visible_map[deviceId];
+    snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", (unsigned)(phys + 1));
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId)
+{
+    static const char fn[] = "aclrtDeviceGetByPCIBusId";
+    MOCK_REQUIRE_NONNULL(fn, pciBusId);
+    MOCK_REQUIRE_NONNULL(fn, deviceId);
+    unsigned domain = 0, bus = 0, dev = 0, func = 0;
+    int used = -1;
+    if (sscanf(pciBusId, "%4x:%2x:%2x.%1x%n", &domain, &bus, &dev, &func, &used) != 4 ||
+        used != PCI_BUS_ID_LEN || pciBusId[used] != '\0') {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'pciBusId' ('%.32s') is not a bus id 'dddd:bb:dd.f'", pciBusId);
+    }
+    MOCK_ENTER(fn);
+    uint32_t phys_count = mock_config_get()->physical_count;
+    if (domain != 0 || dev != 0 || func != 0 || bus == 0 || bus > phys_count) {
+        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "no device has the bus id '%s'",
+                          pciBusId);
+    }
+    return user_from_physical(fn, (int32_t)bus - 1, deviceId);
+}
+
+aclError aclrtDeviceGetBareTgid(int32_t *pid)
+{
+    static const char fn[] = "aclrtDeviceGetBareTgid";
+    MOCK_REQUIRE_NONNULL(fn, pid);
+    MOCK_ENTER(fn);
+    *pid = (int32_t)getpid(); /* no container pid namespace to see through */
+    return ACL_SUCCESS;
+}
+
 /* ------------------------------------------------------------ limits */
 
 aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uint32_t *value)
@@ -941,47 +1071,47 @@ aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPriority, int32_t *grea
     return ACL_SUCCESS;
 }
 
+/* aclrtDeviceGetLimit / aclrtDeviceSetLimit: process-wide values that need no device or
+ * context (they may be set before the first aclrtSetDevice and apply to every device);
+ * never set = the default of k_limit_default. Mock choice (README): the three stack
+ * sizes are rounded up to a multiple of 16 bytes, the printf FIFO sizes are kept as
+ * given; aclFinalize restores the defaults. */
+static bool limit_valid(aclrtDeviceLimit limit)
+{
+    return (int)limit >= 0 && (int)limit < DEV_LIMIT_COUNT;
+}
+
 aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value)
 {
     static const char fn[] = "aclrtDeviceGetLimit";
     MOCK_REQUIRE_NONNULL(fn, value);
-    if ((int)limit < 0 || (int)limit >= DEV_LIMIT_COUNT) {
+    if (!limit_valid(limit)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
                           (int)limit);
     }
     MOCK_ENTER(fn);
-    mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    mock_device *d = &g_dev[mock_ctx_device(ctx)];
-    pthread_mutex_lock(&d->lock);
-    *value = d->limits[limit];
-    pthread_mutex_unlock(&d->lock);
+    size_t v = atomic_load(&g_limits[limit]);
+    *value = v != 0 ? v : k_limit_default[limit];
     return ACL_SUCCESS;
 }
 
 aclError aclrtDeviceSetLimit(aclrtDeviceLimit limit, size_t value)
 {
     static const char fn[] = "aclrtDeviceSetLimit";
-    if ((int)limit < 0 || (int)limit >= DEV_LIMIT_COUNT) {
+    if (!limit_valid(limit)) {
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
                           (int)limit);
     }
-    if (value == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' is 0");
+    bool stack = (int)limit <= ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE;
+    if (value == 0 || (stack && value > SIZE_MAX - (DEV_LIMIT_STACK_ALIGN - 1))) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%zu) is %s", value,
+                          value == 0 ? "0" : "too large");
     }
     MOCK_ENTER(fn);
-    mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
-    if (rc != ACL_SUCCESS) {
-        return rc;
+    if (stack) {
+        value = (value + DEV_LIMIT_STACK_ALIGN - 1) / DEV_LIMIT_STACK_ALIGN * DEV_LIMIT_STACK_ALIGN;
     }
-    mock_device *d = &g_dev[mock_ctx_device(ctx)];
-    pthread_mutex_lock(&d->lock);
-    d->limits[limit] = value;
-    pthread_mutex_unlock(&d->lock);
+    atomic_store(&g_limits[limit], value);
     return ACL_SUCCESS;
 }
 

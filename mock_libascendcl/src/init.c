@@ -11,7 +11,8 @@
  *    first one it returns ACL_ERROR_INVALID_PARAM.
  *  - aclFinalize de-initialises at once whatever the count; again ->
  *    ACL_ERROR_REPEAT_FINALIZE (100037). aclFinalizeReference decrements and only the
- *    last reference finalises; with no reference left -> 100037. Re-init is allowed.
+ *    last reference finalises; with no reference left -> 100037. Its refCount output is
+ *    optional (NULL drops the reference all the same). Re-init is allowed.
  *  - "err_msg_mode": "1" in the JSON switches aclGetRecentErrMsg to process level; a
  *    "dump" section configures dumping like aclmdlSetDump (validated by dump.c).
  * The JSON is parsed with the mock's shared parser (mock_json.c).
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,8 +40,50 @@
 #define CONFIG_MAX_BYTES (10u * 1024u * 1024u)
 #define MAX_INIT_CALLBACKS 64
 
+/* {"defaultDevice": {"default_device": "N"}} (a string or a number; acl_abi.md §5.2):
+ * *device = N, or -1 when the key is absent. N must be a visible device id, else
+ * ACL_ERROR_INVALID_PARAM (mock choice, README). */
+static aclError config_default_device(const char *fn, const char *path, const mock_json *root,
+                                      int32_t *device)
+{
+    *device = -1;
+    const mock_json *section = mock_json_get(root, "defaultDevice");
+    if (section == NULL) {
+        return ACL_SUCCESS;
+    }
+    if (section->t != MOCK_JSON_OBJECT) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "config file '%s': \"defaultDevice\" must be an object, not %s", path,
+                          mock_json_type_name(section->t));
+    }
+    const mock_json *v = mock_json_get(section, "default_device");
+    if (v == NULL) {
+        return ACL_SUCCESS;
+    }
+    long long id = -1;
+    char *end = NULL;
+    if (v->t == MOCK_JSON_STRING || v->t == MOCK_JSON_NUMBER) {
+        errno = 0;
+        id = isdigit((unsigned char)v->str[0]) ? strtoll(v->str, &end, 10) : -1;
+        if (errno != 0 || end == NULL || *end != '\0') {
+            id = -1;
+        }
+    }
+    if (id < 0 || id >= (long long)core_visible_count()) {
+        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "config file '%s': \"defaultDevice\".\"default_device\" (%s%s) is not a "
+                          "visible device id [0, %u)", path,
+                          v->t == MOCK_JSON_STRING || v->t == MOCK_JSON_NUMBER ? v->str : "",
+                          v->t == MOCK_JSON_STRING || v->t == MOCK_JSON_NUMBER ? "" : mock_json_type_name(v->t),
+                          core_visible_count());
+    }
+    *device = (int32_t)id;
+    return ACL_SUCCESS;
+}
+
 /* Reads and validates an aclInit config file. On success *content is malloc'd. */
-static aclError load_config_file(const char *fn, const char *path, char **content, int *err_mode)
+static aclError load_config_file(const char *fn, const char *path, char **content, int *err_mode,
+                                 int32_t *default_device)
 {
     char *buf = NULL;
     size_t size = 0;
@@ -59,7 +103,12 @@ static aclError load_config_file(const char *fn, const char *path, char **conten
                         strcmp(mode->str, "1") == 0
                     ? 1
                     : 0;
+    rc = config_default_device(fn, path, root, default_device);
     mock_json_free(root);
+    if (rc != ACL_SUCCESS) {
+        free(buf);
+        return rc;
+    }
     *content = buf;
     return ACL_SUCCESS;
 }
@@ -111,8 +160,9 @@ static aclError init_impl(const char *configPath)
     MOCK_ENTER(fn);
     char *content = NULL;
     int err_mode = -1;
+    int32_t default_device = -1;
     if (configPath != NULL && configPath[0] != '\0') {
-        aclError rc = load_config_file(fn, configPath, &content, &err_mode);
+        aclError rc = load_config_file(fn, configPath, &content, &err_mode, &default_device);
         if (rc != ACL_SUCCESS) {
             return rc;
         }
@@ -146,6 +196,7 @@ static aclError init_impl(const char *configPath)
     atomic_store(&g_initialized, true);
     pthread_mutex_unlock(&g_init_lock);
     core_error_set_process_mode(err_mode == 1);
+    core_default_device_set(default_device);
 
     /* Init callbacks get the configuration text. */
     init_cb snap[MAX_INIT_CALLBACKS];
@@ -166,6 +217,7 @@ static aclError init_impl(const char *configPath)
             /* undo what this aclInit applied, so a later aclInit starts clean */
             mock_dump_finalize();
             core_error_set_process_mode(false);
+            core_default_device_set(-1);
             return mock_error(fn, rc, "init callback %zu (type %d) failed with %d", i,
                               (int)snap[i].type, rc);
         }
@@ -300,7 +352,8 @@ static aclError finalize_impl(void)
 static aclError finalize_reference_impl(uint64_t *refCount)
 {
     static const char fn[] = "aclFinalizeReference";
-    MOCK_REQUIRE_NONNULL(fn, refCount);
+    /* refCount is an optional output: NULL still drops the reference (and finalises
+     * on the last one). */
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_init_lock);
     if (!atomic_load(&g_initialized) || g_refcount < 1) {
@@ -321,7 +374,9 @@ static aclError finalize_reference_impl(uint64_t *refCount)
         g_config = NULL;
     }
     pthread_mutex_unlock(&g_init_lock);
-    *refCount = left;
+    if (refCount != NULL) {
+        *refCount = left;
+    }
     if (last) {
         finalize_now();
     }
@@ -672,9 +727,48 @@ aclError aclsysGetVersionStr(char *pkgName, char *versionStr)
     return ACL_SUCCESS;
 }
 
-/* Mock encoding (not verified against CANN): the leading digits of the first three
- * dot-separated parts, major * 1000000 + minor * 10000 + release * 100, where a
- * release like "RC1" or "0-beta" counts its digits ("8.5.0" -> 8050000). */
+/* Leading decimal digits of s (at most 4), or -1 when s does not start with a digit. */
+static long leading_number(const char *s)
+{
+    if (!isdigit((unsigned char)*s)) {
+        return -1;
+    }
+    long x = 0;
+    for (int digits = 0; digits < 4 && isdigit((unsigned char)*s); digits++, s++) {
+        x = x * 10 + (*s - '0');
+    }
+    return x;
+}
+
+/* Finds the pre-release tag `tag` ("alpha", "beta", "rc"; case-insensitive, not inside a
+ * longer word) in v; returns its number (the digits after it, optionally after '.' or
+ * '-'; 0 without digits) or -1 when absent. */
+static long prerelease_tag(const char *v, const char *tag)
+{
+    size_t n = strlen(tag);
+    for (const char *p = v; *p != '\0'; p++) {
+        if ((p != v && isalpha((unsigned char)p[-1])) || strncasecmp(p, tag, n) != 0 ||
+            isalpha((unsigned char)p[n])) {
+            continue;
+        }
+        const char *q = p + n;
+        if ((*q == '.' || *q == '-') && isdigit((unsigned char)q[1])) {
+            q++;
+        }
+        long x = leading_number(q);
+        return x < 0 ? 0 : x;
+    }
+    return -1;
+}
+
+/* Mock encoding (the reference gives no formula): a release "a.b.c" is
+ * a * 1000000 + b * 10000 + c * 100 ("8.5.0" -> 8050000; leading digits of each part).
+ * A pre-release sits just below its release, in the 99 numbers above the previous
+ * patch release (c <= 99): number - 100 + rank, with rank alpha N = 1 + N (N <= 29),
+ * beta N = 31 + N (N <= 28), rc N = 61 + 2N (N <= 18), and one less for an alpha/beta
+ * of an rc (old scheme "a.b.RCn.alphaM"; "a.b.RCn" is a pre-release of a.b.0). So
+ * alpha < beta < rc < release, in both the "8.5.0-beta.1" / "8.5.0.rc2" and the
+ * "8.3.RC1.alpha002" schemes. */
 aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum)
 {
     static const char fn[] = "aclsysGetVersionNum";
@@ -685,32 +779,34 @@ aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum)
     }
     long nums[3] = {0, 0, 0};
     const char *p = v;
-    for (int i = 0; i < 3 && p != NULL && *p != '\0'; i++) {
-        const char *q = p;
-        while (*q != '\0' && *q != '.' && !isdigit((unsigned char)*q)) {
-            q++;
-        }
-        long x = 0;
-        int digits = 0;
-        while (isdigit((unsigned char)*q) && digits < 4) {
-            x = x * 10 + (*q - '0');
-            q++;
-            digits++;
-        }
-        if (i == 0 && digits == 0) {
+    for (int i = 0; i < 3 && p != NULL; i++) {
+        long x = leading_number(p);
+        if (i == 0 && x < 0) {
             return mock_error(fn, ACL_ERROR_INVALID_FILE, "version '%s' of '%s' is not numeric", v,
                               pkgName);
         }
-        nums[i] = x % 100;
-        if (i == 0) {
-            nums[i] = x > 2000 ? 2000 : x;
-        }
+        nums[i] = x < 0 ? 0 : (i == 0 ? (x > 2000 ? 2000 : x) : x % 100);
         p = strchr(p, '.');
         if (p != NULL) {
             p++;
         }
     }
-    *versionNum = (int32_t)(nums[0] * 1000000 + nums[1] * 10000 + nums[2] * 100);
+    long num = nums[0] * 1000000 + nums[1] * 10000 + nums[2] * 100;
+    long alpha = prerelease_tag(v, "alpha");
+    long beta = prerelease_tag(v, "beta");
+    long rcn = prerelease_tag(v, "rc");
+    long rank = 0;
+    if (rcn >= 0) {
+        rank = 61 + 2 * (rcn > 18 ? 18 : rcn) - (alpha >= 0 || beta >= 0 ? 1 : 0);
+    } else if (beta >= 0) {
+        rank = 31 + (beta > 28 ? 28 : beta);
+    } else if (alpha >= 0) {
+        rank = 1 + (alpha > 29 ? 29 : alpha);
+    }
+    if (rank > 0) {
+        num = num - 100 + rank;
+    }
+    *versionNum = (int32_t)(num < 0 ? 0 : num);
     return ACL_SUCCESS;
 }
 

@@ -33,6 +33,7 @@ struct mem_rec {
     uintptr_t base;
     size_t size;            /* usable bytes (after aclrtMalloc rounding) */
     size_t span;            /* bytes of address space held (page multiple) */
+    uint64_t charged;       /* device capacity it costs (DEVICE: size in whole policy pages) */
     mem_rec_kind kind;
     int32_t device;         /* device of DEVICE / VMM_MAP / MANAGED (home) records, else -1 */
     uint32_t page_size;     /* reported by aclrtPointerGetAttributes */

@@ -8,9 +8,11 @@
  * allocation carves page-granular extents out of it (first fit, coalescing free
  * list) and commits them with mprotect(RW); a free gives the pages back with
  * MADV_DONTNEED + mprotect(PROT_NONE). The capacity of a device is
- * mock_config_get()->mem_per_device and is accounted with the real rounded
- * sizes (round up to 32, +32 padding), so aclrtGetMemInfo tracks allocations
- * and an allocation past the capacity fails with ACL_ERROR_RT_MEMORY_ALLOCATION.
+ * mock_config_get()->mem_per_device and is accounted like the real driver:
+ * the rounded size (round up to 32, +32 padding) in whole pages of the
+ * allocation's policy (see device_alloc), so aclrtGetMemInfo tracks
+ * allocations and an allocation past the capacity fails with
+ * ACL_ERROR_RT_MEMORY_ALLOCATION.
  *
  * The registry is one array of records sorted by base address, under a
  * rwlock: lookups are a binary search (O(log n)) under the read lock; no lock is
@@ -628,7 +630,7 @@ static void device_rec_dtor(mem_rec *r)
         extent_give(d, r->base - base, r->span);
     }
     if (!r->cap_returned) {
-        capacity_sub_locked(d, r->size);
+        capacity_sub_locked(d, r->charged);
     }
     pthread_mutex_unlock(&d->lock);
 }
@@ -674,16 +676,32 @@ static bool policy_is_1g(uint32_t policy)
     return base == ACL_MEM_MALLOC_HUGE1G_ONLY || base == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
 }
 
+/* HUGE_FIRST: huge pages when there are enough, else normal ones (doc 25-02). */
+static bool policy_falls_back(uint32_t policy)
+{
+    uint32_t base = policy & 0xFFu;
+    return base == ACL_MEM_MALLOC_HUGE_FIRST || base == ACL_MEM_MALLOC_HUGE_FIRST_P2P;
+}
+
 /* Gives back the range and capacity device_alloc took, when it fails afterwards. */
-static void device_alloc_undo(dev_region *d, size_t off, size_t span, size_t asize)
+static void device_alloc_undo(dev_region *d, size_t off, size_t span, uint64_t charge)
 {
     pthread_mutex_lock(&d->lock);
     extent_give(d, off, span);
-    capacity_sub_locked(d, asize);
+    capacity_sub_locked(d, charge);
     pthread_mutex_unlock(&d->lock);
 }
 
-/* Allocates `size` bytes (already validated nonzero) on `device`. */
+/* Allocates `size` bytes (already validated nonzero) on `device`.
+ *
+ * The usable size is CANN's rounded size (aligned_size); the device memory it
+ * costs (aclrtGetMemInfo free, aclrtGetMemUsageInfo) is that size rounded up to
+ * whole pages of the policy, like the real driver, which maps pages: normal
+ * pages (the host page size, 4 KiB on x86-64) for NORMAL_ONLY and for
+ * HUGE_FIRST requests of at most 1 MiB, 2 MiB pages for HUGE_ONLY and larger
+ * HUGE_FIRST requests, 1 GiB pages for HUGE1G_ONLY (doc 25-02). HUGE_FIRST
+ * falls back to normal pages when the huge-page rounding does not fit; the
+ * *_ONLY policies fail with ACL_ERROR_RT_MEMORY_ALLOCATION instead. */
 static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32_t policy, bool pad,
                              void **out)
 {
@@ -693,6 +711,11 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
     }
     size_t page = mem_page_size();
     size_t span = round_up(asize, page);
+    uint32_t psize = policy_page_size(policy, size);
+    if (asize > SIZE_MAX - psize) {
+        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %zu is too large", size);
+    }
+    uint64_t charge = round_up(asize, psize);
     dev_region *d = dev_get(device);
     if (d == NULL) {
         return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device %d out of range", device);
@@ -703,18 +726,22 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "device %d: no address space could be reserved for device memory", device);
     }
-    if (!capacity_fits_locked(d, asize)) {
+    if (!capacity_fits_locked(d, charge) && psize > page && policy_falls_back(policy)) {
+        psize = (uint32_t)page; /* HUGE_FIRST: not enough huge pages, take normal ones */
+        charge = span;
+    }
+    if (!capacity_fits_locked(d, charge)) {
         uint64_t used = d->used, cap = d->capacity;
         pthread_mutex_unlock(&d->lock);
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
-                          "out of device memory on device %d: requested %zu bytes (%zu after rounding), "
-                          "%llu of %llu bytes in use",
-                          device, size, asize, (unsigned long long)used, (unsigned long long)cap);
+                          "out of device memory on device %d: requested %zu bytes (%zu after rounding, "
+                          "%llu in %u-byte pages), %llu of %llu bytes in use",
+                          device, size, asize, (unsigned long long)charge, psize, (unsigned long long)used,
+                          (unsigned long long)cap);
     }
     size_t off;
     /* Huge-page allocations start on a 2 MiB boundary like the real
      * allocator's granules (and can be backed by host huge pages). */
-    uint32_t psize = policy_page_size(policy, size);
     size_t align = psize >= 2 * MIB && span >= 2 * MIB ? 2 * MIB : page;
     if (!extent_take(d, span, align, &off)) {
         pthread_mutex_unlock(&d->lock);
@@ -722,22 +749,23 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
                           "out of device memory on device %d: no free range of %zu bytes (fragmentation)",
                           device, span);
     }
-    capacity_add_locked(d, asize);
+    capacity_add_locked(d, charge);
     uintptr_t base = atomic_load(&d->base) + off;
     pthread_mutex_unlock(&d->lock);
 
     if (!mem_isolation() && mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0) {
-        device_alloc_undo(d, off, span, asize);
+        device_alloc_undo(d, off, span, charge);
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "device %d: cannot commit %zu bytes: %s", device,
                           span, strerror(errno));
     }
     mem_rec *r = mem_rec_new(MEM_REC_DEVICE, base, asize, device);
     if (r == NULL) {
         mprotect((void *)base, span, PROT_NONE);
-        device_alloc_undo(d, off, span, asize);
+        device_alloc_undo(d, off, span, charge);
         return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->span = span;
+    r->charged = charge;
     r->policy = policy;
     r->page_size = psize;
     r->protect = mem_isolation();
@@ -901,7 +929,7 @@ static aclError free_common(const char *fn, void *ptr, unsigned kinds)
         /* aclrtFree does not wait for tasks still using the memory: the
          * capacity is free at once, while the pages themselves stay mapped
          * until an in-flight copy holding the record lets go. */
-        mem_capacity_give(r->device, r->size);
+        mem_capacity_give(r->device, r->charged);
         r->cap_returned = true;
     }
     int32_t dev = r->kind == MEM_REC_HOST_PINNED ? -1 : r->device;
@@ -1165,10 +1193,16 @@ aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize)
         return mock_error(fn, ACL_ERROR_INVALID_PARAM, "arguments 'pbase' and 'psize' are both NULL");
     }
     MOCK_ENTER(fn);
+    /* Any allocation of the runtime: device (aclrtMalloc*, VMM mappings),
+     * managed and page-locked host memory (aclrtMallocHost*). Registered
+     * host ranges are the user's memory, not an allocation. */
     mem_rec *r = mem_acquire(ptr);
-    if (r == NULL || !mem_rec_is_device(r) || r->kind == MEM_REC_HOST_REG) {
+    if (r == NULL || r->kind == MEM_REC_HOST_REG) {
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not inside a device allocation", ptr);
+        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "pointer %p is not inside memory allocated by the runtime (device, managed or "
+                          "aclrtMallocHost memory)",
+                          ptr);
     }
     if (pbase != NULL) {
         *pbase = (void *)r->base;

@@ -250,6 +250,10 @@ MOCK_HIDDEN void mock_streams_abort_context(mock_context *ctx);
 MOCK_HIDDEN int mock_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline);
 /* The stream whose worker is the calling thread, or NULL. */
 MOCK_HIDDEN mock_stream *mock_stream_self(void);
+/* (streams, additive) True for an ACL_STREAM_PERSISTENT stream: what is
+ * enqueued on it is captured, never run (its free_arg runs when the stream is
+ * destroyed), so a caller must not wait for such a task to complete. */
+MOCK_HIDDEN bool mock_stream_is_persistent(const mock_stream *s);
 /* (streams, additive) True when the calling thread is the worker of a stream of
  * `ctx` / of a stream on `device`: a call made from a task (host function,
  * callback run on the worker) that would tear down or wait for those streams

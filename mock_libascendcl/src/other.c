@@ -343,3 +343,25 @@ aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
     /* no profiler collects the trace point: a stream-ordered no-op */
     return mock_enqueue_noop(fn, stream);
 }
+
+/* ============================================================ capture status */
+
+/* aclmdlRICaptureGetInfo: the mock never captures a stream into a model runtime instance
+ * (aclmdlRICaptureBegin is unsupported), so every valid stream reports
+ * ACL_MODEL_RI_CAPTURE_STATUS_NONE and no instance. The stream is resolved like any
+ * other (NULL = the current context's default stream; 107002 without a context). */
+aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status, aclmdlRI *modelRI)
+{
+    static const char fn[] = "aclmdlRICaptureGetInfo";
+    MOCK_REQUIRE_NONNULL(fn, status);
+    MOCK_REQUIRE_NONNULL(fn, modelRI);
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = mock_stream_resolve(fn, stream, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    *status = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+    *modelRI = NULL;
+    return ACL_SUCCESS;
+}

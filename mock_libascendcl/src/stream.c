@@ -21,6 +21,16 @@
  *    with ACL_STOP_ON_FAILURE later tasks are discarded, new submissions are
  *    refused with that error and it stays until aclrtStreamAbort (doc
  *    06_stream_management.md: "after a failure no new tasks can be submitted").
+ *  - Abort (aclrtStreamAbort/Stop, aclrtDestroyStreamForce): the tasks not
+ *    started are discarded and a blocking task is interrupted; every
+ *    synchronize waiting on the stream meanwhile (or starting while the abort
+ *    runs) returns ACL_ERROR_RT_STREAM_ABORT. A forced destroy does not wait:
+ *    the handle is gone at once and the worker, an "orphan", finishes the task
+ *    it is running (host code cannot be killed), discards the rest and frees
+ *    the stream itself. Device synchronize and context teardown wait for the
+ *    orphans of their context.
+ *  - ACL_STREAM_PERSISTENT: tasks are captured, not executed (see
+ *    mock_stream_enqueue).
  */
 #include <errno.h>
 #include <sched.h>
@@ -49,6 +59,15 @@ typedef struct mock_task {
     void *arg;
     void (*free_arg)(void *arg);
 } mock_task;
+
+/* A thread inside stream_wait with work still pending, on the stream's list
+ * (stack allocated, under the stream lock). An abort marks the waiters whose
+ * target it interrupts. */
+typedef struct sync_waiter {
+    struct sync_waiter *next;
+    uint64_t target;
+    bool aborted;
+} sync_waiter;
 
 struct mock_stream {
     uint64_t magic;
@@ -82,6 +101,11 @@ struct mock_stream {
     bool stopping;
     aclError err;           /* pending task error */
     atomic_bool abort_req;  /* running blocking task should give up */
+    sync_waiter *sync_waiters;
+    mock_task *captured;    /* ACL_STREAM_PERSISTENT: tasks kept, never run */
+    size_t ncaptured, capcaptured;
+    bool orphaned;          /* destroyed by force: the worker frees the stream */
+    mock_stream *orphan_next; /* list of orphans, under g_reg_mu */
     pthread_t thread;
 };
 
@@ -91,6 +115,16 @@ static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static mock_registry g_reg = MOCK_REGISTRY_EMPTY;
 static uint32_t g_live_per_dev[MOCK_MAX_DEVICES];
 static atomic_int g_next_id[MOCK_MAX_DEVICES];
+/* Streams destroyed by force whose worker has not exited yet (under g_reg_mu;
+ * g_orphan_cv is broadcast whenever one leaves). */
+static mock_stream *g_orphans;
+static pthread_cond_t g_orphan_cv;
+static pthread_once_t g_orphan_once = PTHREAD_ONCE_INIT;
+
+static void orphan_cv_init(void)
+{
+    mock_cond_init(&g_orphan_cv);
+}
 
 static mock_stream *reg_find(const void *p)
 {
@@ -190,6 +224,11 @@ mock_stream *mock_stream_self(void)
     return tls_worker;
 }
 
+bool mock_stream_is_persistent(const mock_stream *s)
+{
+    return (s->flags & ACL_STREAM_PERSISTENT) != 0; /* set at creation, never changed */
+}
+
 bool mock_stream_self_in_context(const mock_context *ctx)
 {
     return tls_worker != NULL && ctx != NULL && tls_worker->ctx == ctx;
@@ -207,6 +246,7 @@ void mock_stream_ref(mock_stream *s)
 
 static void stream_free(mock_stream *s)
 {
+    free(s->captured); /* empty by now: released at teardown */
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
@@ -287,12 +327,69 @@ static void *worker_main(void *arg)
             pthread_cond_broadcast(&s->done_cv);
         }
     }
+    bool orphan = s->orphaned;
     pthread_mutex_unlock(&s->mu);
     tls_worker = NULL;
+    if (orphan) {
+        /* Destroyed by force: leave the orphan list and drop the reference
+         * the registry had (the destroying call detached this thread). */
+        pthread_once(&g_orphan_once, orphan_cv_init);
+        pthread_mutex_lock(&g_reg_mu);
+        mock_stream **pp = &g_orphans;
+        while (*pp != NULL && *pp != s) {
+            pp = &(*pp)->orphan_next;
+        }
+        if (*pp == s) {
+            *pp = s->orphan_next;
+        }
+        pthread_cond_broadcast(&g_orphan_cv);
+        pthread_mutex_unlock(&g_reg_mu);
+        mock_stream_put(s);
+    }
     return NULL;
 }
 
 /* --------------------------------------------------------------- enqueue */
+
+/* ACL_STREAM_PERSISTENT: a persistent stream does not execute what is
+ * submitted to it; the tasks are captured (kept, in order) for a model
+ * runtime instance to replay them (aclmdlRI*, which the mock does not
+ * support). So nothing runs, the stream always looks idle (synchronize
+ * returns at once, query says COMPLETE, events recorded on it do not
+ * complete), and the captured tasks are released without running when the
+ * stream is destroyed (aclrtStreamAbort keeps them: it concerns tasks being
+ * executed). Called with s->mu held; false when out of memory. */
+static bool capture_locked(mock_stream *s, mock_task t)
+{
+    if (s->ncaptured == s->capcaptured) {
+        size_t ncap = s->capcaptured ? s->capcaptured * 2 : 16;
+        mock_task *n = realloc(s->captured, ncap * sizeof(*n));
+        if (n == NULL) {
+            return false;
+        }
+        s->captured = n;
+        s->capcaptured = ncap;
+    }
+    s->captured[s->ncaptured++] = t;
+    return true;
+}
+
+/* Releases the captured tasks of a persistent stream that is going away. */
+static void release_captured(mock_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    mock_task *v = s->captured;
+    size_t n = s->ncaptured;
+    s->captured = NULL;
+    s->ncaptured = s->capcaptured = 0;
+    pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].free_arg != NULL) {
+            v[i].free_arg(v[i].arg);
+        }
+    }
+    free(v);
+}
 
 aclError mock_stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg))
 {
@@ -302,6 +399,16 @@ aclError mock_stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*
         refuse = ACL_ERROR_RT_STREAM_ABORT;
     } else if (s->err != ACL_SUCCESS && stops_on_failure(s)) {
         refuse = s->err;
+    } else if ((s->flags & ACL_STREAM_PERSISTENT) != 0) {
+        bool ok = capture_locked(s, (mock_task){fn, arg, free_arg});
+        pthread_mutex_unlock(&s->mu);
+        if (!ok) {
+            if (free_arg != NULL) {
+                free_arg(arg);
+            }
+            return ACL_ERROR_RT_MEMORY_ALLOCATION;
+        }
+        return ACL_SUCCESS;
     } else if (s->count == s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 64;
         mock_task *nr = malloc(ncap * sizeof(*nr));
@@ -345,6 +452,14 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
 {
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->submitted;
+    sync_waiter me = {NULL, target, false};
+    bool listed = atomic_load(&s->completed) < target;
+    if (listed) {
+        /* an abort already running interrupts this wait too */
+        me.aborted = atomic_load(&s->abort_req);
+        me.next = s->sync_waiters;
+        s->sync_waiters = &me;
+    }
     pthread_mutex_unlock(&s->mu);
 
     /* Short spin: most tasks are tiny, and a futex sleep/wake round trip
@@ -373,7 +488,16 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
         }
         s->waiters--;
     }
-    if (rc == ACL_SUCCESS && s->err != ACL_SUCCESS) {
+    if (listed) {
+        sync_waiter **pp = &s->sync_waiters;
+        while (*pp != &me) {
+            pp = &(*pp)->next;
+        }
+        *pp = me.next;
+    }
+    if (me.aborted) {
+        rc = ACL_ERROR_RT_STREAM_ABORT;
+    } else if (rc == ACL_SUCCESS && s->err != ACL_SUCCESS) {
         rc = s->err;
         if (consume_err && !stops_on_failure(s)) {
             s->err = ACL_SUCCESS;
@@ -381,6 +505,18 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+/* An abort begins: the synchronize calls waiting for work it interrupts
+ * return ACL_ERROR_RT_STREAM_ABORT. s->mu held. */
+static void abort_waiters_locked(mock_stream *s)
+{
+    uint64_t done = atomic_load(&s->completed);
+    for (sync_waiter *w = s->sync_waiters; w != NULL; w = w->next) {
+        if (w->target > done) {
+            w->aborted = true;
+        }
+    }
 }
 
 /* Discards every task submitted so far that has not started, asks a running
@@ -393,6 +529,7 @@ static void stream_abort(mock_stream *s)
         s->discard_until = target;
     }
     atomic_store(&s->abort_req, true);
+    abort_waiters_locked(s);
     s->waiters++;
     while (atomic_load(&s->completed) < target) {
         pthread_cond_wait(&s->done_cv, &s->mu);
@@ -478,7 +615,13 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
     return ACL_SUCCESS;
 }
 
-/* Caller has removed s from the registry (and owns the registry's reference). */
+/* Caller has removed s from the registry (and owns the registry's reference).
+ * A normal destroy drains the stream and joins its worker. A forced one
+ * (aclrtDestroyStreamForce: "does not wait for pending tasks") discards what
+ * has not started, interrupts a blocking task and returns at once: the worker
+ * becomes an orphan that finishes its running task, then frees the stream
+ * (the registry's reference moves to it). The caller must hold a reference of
+ * its own across a forced teardown. */
 static void stream_teardown(mock_stream *s, bool force)
 {
     if (!s->is_default) {
@@ -492,21 +635,67 @@ static void stream_teardown(mock_stream *s, bool force)
     if (cancel_first) {
         mock_callbacks_stream_gone(s);
     }
+    if (force) {
+        pthread_once(&g_orphan_once, orphan_cv_init);
+        pthread_mutex_lock(&g_reg_mu);
+        s->orphan_next = g_orphans;
+        g_orphans = s;
+        pthread_mutex_unlock(&g_reg_mu);
+    }
     pthread_mutex_lock(&s->mu);
     if (force) {
         s->discard_until = UINT64_MAX;
         atomic_store(&s->abort_req, true);
+        abort_waiters_locked(s);
+        s->orphaned = true;
     }
     s->stopping = true;
+    pthread_t worker = s->thread;
     pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
+    if (force) {
+        pthread_detach(worker);
+    } else {
+        pthread_join(worker, NULL);
+    }
+    release_captured(s);
     if (!cancel_first) {
         mock_callbacks_stream_gone(s);
     }
     mock_misc_stream_destroyed(s); /* allocator registered on the stream */
     mock_stat_add(s->device, MOCK_STAT_STREAMS, -1);
-    mock_stream_put(s);
+    if (!force) {
+        mock_stream_put(s);
+    }
+}
+
+/* Waits until no orphan of `ctx` is left (their workers have exited), for at
+ * most timeout_ms (< 0: forever). false on timeout. */
+static bool wait_orphans(const mock_context *ctx, int64_t timeout_ms)
+{
+    pthread_once(&g_orphan_once, orphan_cv_init);
+    struct timespec dl_buf;
+    const struct timespec *dl = mock_deadline_opt(timeout_ms, &dl_buf);
+    bool ok = true;
+    pthread_mutex_lock(&g_reg_mu);
+    for (;;) {
+        bool any = false;
+        for (mock_stream *o = g_orphans; o != NULL && !any; o = o->orphan_next) {
+            any = o->ctx == ctx;
+        }
+        if (!any) {
+            break;
+        }
+        if (mock_cond_wait_until(&g_orphan_cv, &g_reg_mu, dl) == ETIMEDOUT) {
+            ok = false;
+            for (mock_stream *o = g_orphans; o != NULL && ok; o = o->orphan_next) {
+                ok = o->ctx != ctx;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_reg_mu);
+    return ok;
 }
 
 /* Removes s from the registry; false if it was not there (already gone). */
@@ -589,6 +778,18 @@ aclError mock_streams_sync_context(mock_context *ctx, int32_t timeout_ms)
         mock_stream_put(v[i]);
     }
     free(v);
+    /* Tasks still running on streams destroyed by force are work of the
+     * device too. */
+    if (first != ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+        int64_t left = -1;
+        if (timeout_ms >= 0) {
+            int64_t spent = (int64_t)((mock_now_ns() - t0) / 1000000u);
+            left = spent >= timeout_ms ? 0 : timeout_ms - spent;
+        }
+        if (!wait_orphans(ctx, left) && first == ACL_SUCCESS) {
+            first = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+        }
+    }
     return first;
 }
 
@@ -612,13 +813,14 @@ void mock_streams_destroy_context(mock_context *ctx)
 {
     size_t n;
     mock_stream **v = collect_ctx(ctx, false, true, &n);
-    if (v == NULL) {
-        return;
+    if (v != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            stream_teardown(v[i], false);
+        }
+        free(v);
     }
-    for (size_t i = 0; i < n; i++) {
-        stream_teardown(v[i], false);
-    }
-    free(v);
+    /* Orphaned workers still refer to their context until they exit. */
+    (void)wait_orphans(ctx, -1);
 }
 
 /* ---------------------------------------------------------------- resolve */
@@ -909,6 +1111,9 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
     mock_stream_put(s);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
         return mock_error(fn, rc, "stream not complete after %lld ms", (long long)timeout_ms);
+    }
+    if (rc == ACL_ERROR_RT_STREAM_ABORT) {
+        return mock_error(fn, rc, "the stream was aborted while this call waited for it");
     }
     if (rc != ACL_SUCCESS) {
         return mock_error(fn, rc, "a task on the stream failed with error %d", rc);

@@ -78,19 +78,6 @@ aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI)
         "(needs Ascend hardware)");
 }
 
-aclError aclmdlRICaptureGetInfo(
-    aclrtStream stream,
-    aclmdlRICaptureStatus *status,
-    aclmdlRI *modelRI)
-{
-    (void)stream;
-    (void)status;
-    (void)modelRI;
-    return aclmockSetError("aclmdlRICaptureGetInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclmdlRICaptureGetInfo is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream)
 {
     (void)stream;
@@ -496,15 +483,6 @@ aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtCheckArchCompatibility(const char *socVersion, int32_t *canCompatible)
-{
-    (void)socVersion;
-    (void)canCompatible;
-    return aclmockSetError("aclrtCheckArchCompatibility", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCheckArchCompatibility is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtCmoAsync(void *src, size_t size, aclrtCmoType cmoType, aclrtStream stream)
 {
     (void)src;
@@ -736,33 +714,6 @@ aclError aclrtDestroyNotify(aclrtNotify notify)
     (void)notify;
     return aclmockSetError("aclrtDestroyNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtDestroyNotify is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtDeviceGetBareTgid(int32_t *pid)
-{
-    (void)pid;
-    return aclmockSetError("aclrtDeviceGetBareTgid", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtDeviceGetBareTgid is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId)
-{
-    (void)pciBusId;
-    (void)deviceId;
-    return aclmockSetError("aclrtDeviceGetByPCIBusId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtDeviceGetByPCIBusId is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len)
-{
-    (void)deviceId;
-    (void)pciBusId;
-    (void)len;
-    return aclmockSetError("aclrtDeviceGetPCIBusId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtDeviceGetPCIBusId is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 

@@ -1160,12 +1160,15 @@ ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context);
 ACL_FUNC_VISIBILITY aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value);
 
 /* device */
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetBareTgid(int32_t *pid);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetHostAtomicCapabilities(
     uint32_t *capabilities,
     const aclrtAtomicOperation *operations,
     const uint32_t count,
     int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetStreamPriorityRange(
     int32_t *leastPriority,
     int32_t *greatestPriority);
@@ -1238,9 +1241,6 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);
 /* device: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclrtGroupInfo *aclrtCreateGroupInfo(void);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyGroupInfo(aclrtGroupInfo *groupInfo);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetBareTgid(int32_t *pid);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len);
 ACL_FUNC_VISIBILITY aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo);
 ACL_FUNC_VISIBILITY aclError aclrtGetGroupCount(uint32_t *count);
 ACL_FUNC_VISIBILITY aclError aclrtGetGroupInfoDetail(
@@ -1935,6 +1935,15 @@ ACL_FUNC_VISIBILITY aclError aclrtSetMemcpyDesc(
     size_t count,
     void *config);
 
+/* model_ri */
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(
+    aclrtStream stream,
+    aclmdlRICaptureStatus *status,
+    aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclrtCheckArchCompatibility(
+    const char *socVersion,
+    int32_t *canCompatible);
+
 /* model_ri: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclmdlRIAbort(aclmdlRI modelRI);
 ACL_FUNC_VISIBILITY aclError aclmdlRIAddCondTask(
@@ -1949,10 +1958,6 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag
 ACL_FUNC_VISIBILITY aclError aclmdlRIBuildEnd(aclmdlRI modelRI, void *reserve);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI);
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(
-    aclrtStream stream,
-    aclmdlRICaptureStatus *status,
-    aclmdlRI *modelRI);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(
@@ -2012,9 +2017,6 @@ ACL_FUNC_VISIBILITY aclError aclmdlRITaskGetType(aclmdlRITask task, aclmdlRITask
 ACL_FUNC_VISIBILITY aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params);
 ACL_FUNC_VISIBILITY aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRIUpdate(aclmdlRI modelRI);
-ACL_FUNC_VISIBILITY aclError aclrtCheckArchCompatibility(
-    const char *socVersion,
-    int32_t *canCompatible);
 ACL_FUNC_VISIBILITY aclError aclrtTaskUpdateAsync(
     aclrtStream taskStream,
     uint32_t taskId,

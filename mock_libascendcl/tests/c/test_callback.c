@@ -355,8 +355,9 @@ static void test_destroy_runs_pending_callbacks(void)
     opener_arg oa = {&g2};
     pthread_t t;
     pthread_create(&t, NULL, open_soon, &oa);
-    CHECK_OK(aclrtDestroyStreamForce(s)); /* waits only for the running gate */
+    CHECK_OK(aclrtDestroyStreamForce(s)); /* does not wait, not even for the running gate */
     pthread_join(t, NULL);
+    CHECK_OK(aclrtSynchronizeDevice()); /* the gate task of the destroyed stream has returned */
     CHECK_EQ(atomic_load(&rec.calls), 5);
     reporter_stop(&rep);
     gate_destroy(&g);

@@ -124,6 +124,39 @@ static void sc_visible_invalid(void)
     CHECK_EQ(aclmockGetConfig(ACLMOCK_CONFIG_VISIBLE_DEVICE_COUNT), 0);
 }
 
+/* A bad entry in ASCEND_RT_VISIBLE_DEVICES ends the list: the ids before it stay visible. */
+static void check_visible_prefix(const int32_t *phys, uint32_t n)
+{
+    uint32_t count = 0;
+    CHECK_OK(aclrtGetDeviceCount(&count));
+    CHECK_EQ(count, n);
+    CHECK_EQ(aclmockGetConfig(ACLMOCK_CONFIG_VISIBLE_INVALID), 0);
+    for (uint32_t i = 0; i < n; i++) {
+        CHECK_EQ(aclmockGetPhysicalDevice((int32_t)i), phys[i]);
+    }
+    CHECK_EQ(aclrtSetDevice((int32_t)n), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_OK(aclrtSetDevice((int32_t)n - 1));
+    CHECK_OK(aclrtResetDevice((int32_t)n - 1));
+}
+
+static void sc_visible_prefix_0(void)
+{
+    static const int32_t phys[] = {0};
+    check_visible_prefix(phys, 1);
+}
+
+static void sc_visible_prefix_1(void)
+{
+    static const int32_t phys[] = {1};
+    check_visible_prefix(phys, 1);
+}
+
+static void sc_visible_prefix_1_3(void)
+{
+    static const int32_t phys[] = {1, 3};
+    check_visible_prefix(phys, 2);
+}
+
 static void check_mem(int64_t expected)
 {
     int64_t v = 0;
@@ -222,8 +255,13 @@ static const scenario k_scenarios[] = {
     {"visible_dup", sc_visible_invalid, {"ASCEND_RT_VISIBLE_DEVICES=1,1"}, "listed twice", 0},
     {"visible_desc", sc_visible_invalid, {"ASCEND_RT_VISIBLE_DEVICES=3,1"}, "ascending", 0},
     {"visible_junk", sc_visible_invalid, {"ASCEND_RT_VISIBLE_DEVICES=a,b"}, "not a device id", 0},
-    {"visible_range", sc_visible_invalid, {"ASCEND_RT_VISIBLE_DEVICES=0,9"}, "does not exist", 0},
-    {"visible_trailing", sc_visible_invalid, {"ASCEND_RT_VISIBLE_DEVICES=0,"}, "empty", 0},
+    {"visible_leading_space", sc_visible_invalid, {"ASCEND_RT_VISIBLE_DEVICES= 1,2"}, "not a device id", 0},
+    {"visible_range", sc_visible_prefix_0, {"ASCEND_RT_VISIBLE_DEVICES=0,9"}, "does not exist", 0},
+    {"visible_trailing", sc_visible_prefix_0, {"ASCEND_RT_VISIBLE_DEVICES=0,"}, "empty", 0},
+    {"visible_space", sc_visible_prefix_0, {"ASCEND_RT_VISIBLE_DEVICES=0, 2,3"}, "' 2' is not a device id", 0},
+    {"visible_space_after", sc_visible_prefix_1, {"ASCEND_RT_VISIBLE_DEVICES=1,3 ,5"}, "'3 '", 0},
+    {"visible_bad_middle", sc_visible_prefix_1_3, {"ASCEND_RT_VISIBLE_DEVICES=1,3,x,5"}, "'x'", 0},
+    {"visible_range_middle", sc_visible_prefix_1_3, {"ASCEND_RT_VISIBLE_DEVICES=1,3,8,5"}, "does not exist", 0},
     {"visible_vs_count", sc_visible_invalid,
      {"ASCEND_MOCK_DEVICE_COUNT=2", "ASCEND_RT_VISIBLE_DEVICES=2"}, "does not exist", 0},
     {"mem_gib", sc_mem_gib, {"ASCEND_MOCK_MEM_PER_DEVICE=2GiB"}, NULL, 1},

@@ -99,7 +99,7 @@ static void test_primary_context(void)
     CHECK_EQ(aclrtGetCurrentContext(&cur), ACL_ERROR_RT_CONTEXT_NULL); /* primary gone */
     CHECK_EQ(aclrtSetCurrentContext(primary), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_OK(aclrtSetCurrentContext(mine));
-    CHECK_OK(aclrtResetDevice(4)); /* not set: no-op */
+    CHECK_EQ(aclrtResetDevice(4), ACL_ERROR_RT_CONTEXT_NULL); /* not set: refused, context untouched */
     CHECK_OK(aclrtGetCurrentContext(&cur));
     CHECK(cur == mine);
     CHECK_OK(aclrtDestroyContext(mine));
@@ -180,8 +180,16 @@ static void test_sys_params(void)
     CHECK_OK(aclrtDestroyContext(b));
     CHECK_OK(aclrtDestroyContext(a));
 
-    /* process-wide */
-    CHECK_EQ(aclrtGetSysParamOpt(ACL_OPT_ENABLE_KERNEL_EARLY_START, &v), ACL_ERROR_RT_SYSPARAMOPT_NOT_SET);
+    /* process-wide: an option never set reads as 0 (off), successfully */
+    for (int opt = ACL_OPT_DETERMINISTIC; opt <= ACL_OPT_ENABLE_KERNEL_EARLY_START; opt++) {
+        v = -1;
+        CHECK_OK(aclrtGetSysParamOpt((aclSysParamOpt)opt, &v));
+        CHECK_EQ(v, 0);
+    }
+    CHECK_OK(aclrtSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1));
+    CHECK_OK(aclrtGetSysParamOpt(ACL_OPT_DETERMINISTIC, &v));
+    CHECK_EQ(v, 1);
+    CHECK_OK(aclrtSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0));
     CHECK_OK(aclrtSetSysParamOpt(ACL_OPT_ENABLE_KERNEL_EARLY_START, 0));
     CHECK_OK(aclrtGetSysParamOpt(ACL_OPT_ENABLE_KERNEL_EARLY_START, &v));
     CHECK_EQ(v, 0);

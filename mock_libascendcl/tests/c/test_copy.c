@@ -15,6 +15,7 @@
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
 #include "mock_test.h"
+#include "streams_util.h"
 
 #define N 4096
 
@@ -93,26 +94,59 @@ static void test_argument_order(void)
     CHECK_OK(aclrtFree(d));
 }
 
-static void test_wrong_kinds(void)
+/* The kind is a reserved parameter (CANN infers the direction from the
+ * addresses): a kind that disagrees with where the pointers live still copies,
+ * by their real locations. */
+static void test_kind_is_reserved(void)
 {
-    void *d = NULL, *pin = NULL;
-    char h[64] = {0}, h2[64];
+    void *d = NULL, *d2 = NULL, *pin = NULL;
+    unsigned char h[64], h2[64], out[64];
+    for (int i = 0; i < 64; i++) {
+        h[i] = (unsigned char)(i + 1);
+    }
+    memset(h2, 0, sizeof(h2));
     CHECK_OK(aclrtMalloc(&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMalloc(&d2, 64, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK_OK(aclrtMallocHost(&pin, 64));
-    CHECK_EQ(aclrtMemcpy(h2, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
-    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "'dst' is host memory");
-    CHECK_EQ(aclrtMemcpy(d, 64, d, 32, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS); /* dst == src */
-    CHECK_EQ(aclrtMemcpy(d, 64, (char *)d + 32, 32, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
-    CHECK_EQ(aclrtMemcpy(h, 64, h2, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
-    CHECK_EQ(aclrtMemcpy(d, 64, h, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
-    CHECK_EQ(aclrtMemcpy(d, 64, h, 64, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
-    CHECK_EQ(aclrtMemcpy(h, 64, d, 64, ACL_MEMCPY_HOST_TO_HOST), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
-    CHECK_EQ(aclrtMemcpy(pin, 64, d, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
-    CHECK_EQ(aclrtMemcpyAsync(h, 64, d, 64, ACL_MEMCPY_HOST_TO_DEVICE, NULL), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
-    /* async host-to-host is not supported on an EP host */
+    /* host -> host with HOST_TO_DEVICE */
+    CHECK_OK(aclrtMemcpy(h2, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE));
+    CHECK(memcmp(h2, h, 64) == 0);
+    /* host -> device with DEVICE_TO_HOST, DEVICE_TO_DEVICE and HOST_TO_HOST */
+    CHECK_OK(aclrtMemcpy(d, 64, h, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    memset(out, 0, sizeof(out));
+    CHECK_OK(aclrtMemcpy(out, 64, d, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK(memcmp(out, h, 64) == 0);
+    CHECK_OK(aclrtMemset(d, 64, 0, 64));
+    CHECK_OK(aclrtMemcpy(d, 64, h, 64, ACL_MEMCPY_DEVICE_TO_DEVICE));
+    CHECK_OK(aclrtMemcpy(out, 64, d, 64, ACL_MEMCPY_HOST_TO_HOST)); /* device -> host with H2H */
+    CHECK(memcmp(out, h, 64) == 0);
+    /* device -> device (overlapping, inside one allocation) with HOST_TO_DEVICE */
+    CHECK_OK(aclrtMemcpy(d, 64, (char *)d + 32, 32, ACL_MEMCPY_HOST_TO_DEVICE));
+    CHECK_OK(aclrtMemcpy(out, 64, d, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK(memcmp(out, h + 32, 32) == 0 && memcmp(out + 32, h + 32, 32) == 0);
+    /* device -> device with HOST_TO_HOST, device -> pinned host with HOST_TO_DEVICE */
+    CHECK_OK(aclrtMemcpy(d2, 64, d, 64, ACL_MEMCPY_HOST_TO_HOST));
+    memset(pin, 0, 64);
+    CHECK_OK(aclrtMemcpy(pin, 64, d2, 64, ACL_MEMCPY_HOST_TO_DEVICE));
+    CHECK(memcmp(pin, out, 64) == 0);
+    /* async: same rule; device -> pageable host completes before returning */
+    memset(h2, 0, sizeof(h2));
+    CHECK_OK(aclrtMemcpyAsync(h2, 64, d2, 64, ACL_MEMCPY_HOST_TO_DEVICE, NULL));
+    CHECK(memcmp(h2, out, 64) == 0);
+    CHECK_OK(aclrtMemcpyAsync(d, 64, pin, 64, ACL_MEMCPY_DEVICE_TO_HOST, NULL));
+    CHECK_OK(aclrtMemcpyAsync(d2, 64, h, 64, ACL_MEMCPY_DEVICE_TO_DEVICE, NULL));
+    CHECK_OK(aclrtSynchronizeStream(NULL));
+    CHECK_OK(aclrtMemcpy(out, 64, d2, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK(memcmp(out, h, 64) == 0);
+    /* the accepted enumerators are still validated (ACL layer) */
+    CHECK_EQ(aclrtMemcpy(d, 64, h, 64, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+    /* async host-to-host is not supported on an EP host: decided by the
+     * addresses, whatever the kind says */
     CHECK_EQ(aclrtMemcpyAsync(pin, 64, h, 64, ACL_MEMCPY_HOST_TO_HOST, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     CHECK_EQ(aclrtMemcpyAsync(pin, 64, h, 64, ACL_MEMCPY_DEFAULT, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_EQ(aclrtMemcpyAsync(pin, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     CHECK_OK(aclrtFree(d));
+    CHECK_OK(aclrtFree(d2));
     CHECK_OK(aclrtFreeHost(pin));
 }
 
@@ -272,10 +306,86 @@ static void test_2d(void)
     CHECK_EQ(aclrtMemcpy2d(d, DP, src, SP, W, H, ACL_MEMCPY_HOST_TO_HOST), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtMemcpy2d(d, DP, NULL, SP, W, H, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtMemcpy2d(d, DP, src, SP, W, H + 10, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_PARAM_INVALID); /* OOB */
-    CHECK_EQ(aclrtMemcpy2d(src, SP, d, DP, W, H, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
+    /* the kind is reserved: device -> host with HOST_TO_DEVICE copies by the addresses */
+    unsigned char back2[SP * H];
+    memset(back2, 0, sizeof(back2));
+    CHECK_OK(aclrtMemcpy2d(back2, SP, d, DP, W, H, ACL_MEMCPY_HOST_TO_DEVICE));
+    CHECK(memcmp(back2, back, sizeof(back)) == 0);
     CHECK_OK(aclrtFree(d));
     CHECK_OK(aclrtFree(d2));
     CHECK_OK(aclrtFreeHost(pin));
+}
+
+/* The documented limits apply to the async 2D copy exactly as to the sync
+ * one: width <= both pitches (100000) and height <= 5*1024*1024 rows (107000),
+ * even when the buffers are large enough. */
+static void test_2d_limits(void)
+{
+    const size_t max_h = (size_t)5 * 1024 * 1024;
+    unsigned char *host = calloc(max_h + 1, 1);
+    void *d = NULL;
+    CHECK_OK(aclrtMalloc(&d, max_h + 1, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_EQ(aclrtMemcpy2d(d, 1, host, 1, 1, max_h + 1, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "height");
+    CHECK_EQ(aclrtMemcpy2dAsync(d, 1, host, 1, 1, max_h + 1, ACL_MEMCPY_HOST_TO_DEVICE, NULL),
+             ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "height");
+    CHECK_EQ(aclrtMemcpy2dAsync(d, 4, host, 8, 5, 2, ACL_MEMCPY_HOST_TO_DEVICE, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtMemcpy2dAsync(d, 8, host, 4, 5, 2, ACL_MEMCPY_HOST_TO_DEVICE, NULL), ACL_ERROR_INVALID_PARAM);
+    /* the maximum itself is fine */
+    host[max_h - 1] = 0x5c;
+    CHECK_OK(aclrtMemcpy2dAsync(d, 1, host, 1, 1, max_h, ACL_MEMCPY_HOST_TO_DEVICE, NULL));
+    CHECK_OK(aclrtMemcpy2d(host, 1, d, 1, 1, max_h, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK_OK(aclrtSynchronizeStream(NULL));
+    unsigned char last = 0;
+    CHECK_OK(aclrtMemcpy(&last, 1, (char *)d + max_h - 1, 1, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK_EQ(last, 0x5c);
+    CHECK_OK(aclrtFree(d));
+    free(host);
+}
+
+/* aclrtMemsetAsync / aclrtMemsetD32Async on host memory behave like the sync
+ * calls: the bytes are set when the call returns, even while the stream is
+ * still busy; device memory stays stream-ordered. */
+static void test_memset_async_host(void)
+{
+    aclrtStream s;
+    CHECK_OK(aclrtCreateStream(&s));
+    gate g;
+    gate_init(&g);
+    void *pin = NULL, *d = NULL;
+    CHECK_OK(aclrtMallocHost(&pin, 64));
+    CHECK_OK(aclrtMalloc(&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    memset(pin, 0, 64);
+    static uint32_t reg[1024] __attribute__((aligned(4096)));
+    void *reg_dev = NULL;
+    CHECK_OK(aclrtHostRegister(reg, sizeof(reg), ACL_HOST_REGISTER_MAPPED, &reg_dev));
+    hold_stream(s, &g);
+    CHECK_OK(aclrtMemsetD32Async(pin, 64, 0xa1b2c3d4u, 4, s));
+    CHECK_EQ(((uint32_t *)pin)[0], 0xa1b2c3d4u);
+    CHECK_EQ(((uint32_t *)pin)[3], 0xa1b2c3d4u);
+    CHECK_EQ(((uint32_t *)pin)[4], 0);
+    CHECK_OK(aclrtMemsetAsync((char *)pin + 32, 32, 0x77, 8, s));
+    CHECK_EQ(((unsigned char *)pin)[39], 0x77);
+    CHECK_OK(aclrtMemsetD32Async(reg, sizeof(reg), 9u, 2, s));
+    CHECK_EQ(reg[1], 9u);
+    /* the same checks as the sync call */
+    CHECK_EQ(aclrtMemsetD32Async((char *)pin + 2, 62, 1u, 2, s), ACL_ERROR_RT_ADDR_UNALIGNED);
+    CHECK_EQ(aclrtMemsetD32Async(pin, 64, 1u, 17, s), ACL_ERROR_RT_PARAM_INVALID);
+    char plain[16];
+    CHECK_EQ(aclrtMemsetD32Async(plain, 16, 1u, 4, s), ACL_ERROR_RT_INVALID_MEMORY_TYPE);
+    /* device memory: queued behind the held task */
+    CHECK_OK(aclrtMemsetD32Async(d, 64, 0x01010101u, 16, s));
+    gate_open(&g);
+    CHECK_OK(aclrtSynchronizeStream(s));
+    uint32_t w[16];
+    CHECK_OK(aclrtMemcpy(w, sizeof(w), d, sizeof(w), ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK_EQ(w[15], 0x01010101u);
+    CHECK_OK(aclrtHostUnregister(reg));
+    CHECK_OK(aclrtFree(d));
+    CHECK_OK(aclrtFreeHost(pin));
+    CHECK_OK(aclrtDestroyStream(s));
+    gate_destroy(&g);
 }
 
 static void test_memset(void)
@@ -580,12 +690,14 @@ int main(void)
     CHECK_OK(aclrtSetDevice(0));
     RUN_TEST(test_all_kinds_sync);
     RUN_TEST(test_argument_order);
-    RUN_TEST(test_wrong_kinds);
+    RUN_TEST(test_kind_is_reserved);
     RUN_TEST(test_bounds);
     RUN_TEST(test_async_kinds);
     RUN_TEST(test_free_during_async);
     RUN_TEST(test_2d);
+    RUN_TEST(test_2d_limits);
     RUN_TEST(test_memset);
+    RUN_TEST(test_memset_async_host);
     RUN_TEST(test_batch);
     RUN_TEST(test_value_write_wait);
     RUN_TEST(test_cross_device);

@@ -1,7 +1,9 @@
 /* test_device.c - device count/set/reset/refcounts, per-thread current device,
  * device queries, id mapping, limits, timeouts, callbacks, device lost (mock-core). */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
@@ -43,7 +45,6 @@ static void test_refcount(void)
 {
     uint32_t flags = 9;
     int32_t active = -1;
-    CHECK_EQ(aclrtGetPrimaryCtxState(1, NULL, &active), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtGetPrimaryCtxState(1, &flags, NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtGetPrimaryCtxState(99, &flags, &active), ACL_ERROR_RT_INVALID_DEVICEID);
     CHECK_OK(aclrtGetPrimaryCtxState(1, &flags, &active));
@@ -70,8 +71,8 @@ static void test_refcount(void)
     CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
     CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_CONTEXTS), 0);
     CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_STREAMS), 0);
-    /* resetting a device that is not set is harmless */
-    CHECK_OK(aclrtResetDevice(1));
+    /* a reset without a matching aclrtSetDevice is refused (test_unbalanced_reset) */
+    CHECK_EQ(aclrtResetDevice(1), ACL_ERROR_RT_CONTEXT_NULL);
 
     /* force releases whatever the count */
     CHECK_OK(aclrtSetDevice(3));
@@ -81,7 +82,129 @@ static void test_refcount(void)
     CHECK_OK(aclrtGetPrimaryCtxState(3, &flags, &active));
     CHECK_EQ(active, 0);
     CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
-    CHECK_OK(aclrtResetDeviceForce(3));
+    CHECK_EQ(aclrtResetDeviceForce(3), ACL_ERROR_RT_CONTEXT_NULL);
+}
+
+/* aclrtGetPrimaryCtxState: `flags` is optional (only `active` is required). */
+static void test_primary_ctx_state_null_flags(void)
+{
+    int32_t active = -1;
+    CHECK_OK(aclrtGetPrimaryCtxState(2, NULL, &active));
+    CHECK_EQ(active, 0);
+    CHECK_OK(aclrtSetDevice(2));
+    CHECK_OK(aclrtGetPrimaryCtxState(2, NULL, &active));
+    CHECK_EQ(active, 1);
+    CHECK_OK(aclrtResetDevice(2));
+    CHECK_EQ(aclrtGetPrimaryCtxState(2, NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "active");
+}
+
+static int g_unbalanced_state_events;
+
+static void on_unbalanced_state(int32_t devId, aclrtDeviceState state, void *args)
+{
+    (void)devId;
+    (void)state;
+    (void)args;
+    __atomic_fetch_add(&g_unbalanced_state_events, 1, __ATOMIC_RELAXED);
+}
+
+/* Once a device's reference count is 0, aclrtResetDevice and aclrtResetDeviceForce fail
+ * with ACL_ERROR_RT_CONTEXT_NULL and touch nothing (no state callbacks). */
+static void test_unbalanced_reset(void)
+{
+    int32_t dev = -1;
+    CHECK_EQ(aclrtResetDevice(7), ACL_ERROR_RT_CONTEXT_NULL); /* never set */
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "not set");
+    CHECK_EQ(aclrtResetDeviceForce(7), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "aclrtResetDeviceForce");
+
+    CHECK_OK(aclrtRegDeviceStateCallback("unbalanced", on_unbalanced_state, NULL));
+    CHECK_OK(aclrtSetDevice(7));
+    CHECK_OK(aclrtSetDevice(7));
+    CHECK_OK(aclrtResetDevice(7));
+    CHECK_OK(aclrtResetDevice(7));
+    int before = __atomic_load_n(&g_unbalanced_state_events, __ATOMIC_RELAXED);
+    CHECK_EQ(aclrtResetDevice(7), ACL_ERROR_RT_CONTEXT_NULL); /* one reset too many */
+    CHECK_EQ(aclrtResetDeviceForce(7), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_EQ(__atomic_load_n(&g_unbalanced_state_events, __ATOMIC_RELAXED), before);
+    CHECK_OK(aclrtRegDeviceStateCallback("unbalanced", NULL, NULL));
+
+    /* after a force reset, neither kind of reset finds anything to release */
+    CHECK_OK(aclrtSetDevice(7));
+    CHECK_OK(aclrtSetDevice(7));
+    CHECK_OK(aclrtResetDeviceForce(7));
+    CHECK_EQ(aclrtResetDevice(7), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_EQ(aclrtResetDeviceForce(7), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    /* the device can be set again afterwards */
+    CHECK_OK(aclrtSetDevice(7));
+    CHECK_OK(aclrtResetDevice(7));
+}
+
+#define RESET_RACERS 4
+
+typedef struct reset_racer {
+    pthread_barrier_t *go;
+    aclError rc;
+} reset_racer;
+
+static void *force_reset_thread(void *arg)
+{
+    reset_racer *r = arg;
+    pthread_barrier_wait(r->go);
+    r->rc = aclrtResetDeviceForce(6);
+    return NULL;
+}
+
+static void *set_device_6_thread(void *arg)
+{
+    aclError *rc = arg;
+    *rc = aclrtSetDevice(6);
+    return NULL;
+}
+
+/* A second thread's aclrtResetDeviceForce after the first one released the device fails,
+ * and of several threads racing to force-reset the same device exactly one succeeds. */
+static void test_second_thread_force_reset(void)
+{
+    aclError set_rc = -1;
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, set_device_6_thread, &set_rc));
+    pthread_join(th, NULL);
+    CHECK_OK(set_rc);
+    CHECK_OK(aclrtSetDevice(6));
+    CHECK_OK(aclrtResetDeviceForce(6)); /* releases both references */
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 1);
+    reset_racer late = {&go, -1};
+    CHECK_OK(pthread_create(&th, NULL, force_reset_thread, &late));
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&go);
+    CHECK_EQ(late.rc, ACL_ERROR_RT_CONTEXT_NULL);
+
+    for (int round = 0; round < 20; round++) {
+        CHECK_OK(aclrtSetDevice(6));
+        CHECK_OK(aclrtSetDevice(6));
+        pthread_barrier_init(&go, NULL, RESET_RACERS);
+        reset_racer r[RESET_RACERS];
+        pthread_t t[RESET_RACERS];
+        for (int i = 0; i < RESET_RACERS; i++) {
+            r[i].go = &go;
+            r[i].rc = -1;
+            CHECK_OK(pthread_create(&t[i], NULL, force_reset_thread, &r[i]));
+        }
+        int ok = 0, refused = 0;
+        for (int i = 0; i < RESET_RACERS; i++) {
+            pthread_join(t[i], NULL);
+            ok += r[i].rc == ACL_SUCCESS;
+            refused += r[i].rc == ACL_ERROR_RT_CONTEXT_NULL;
+        }
+        pthread_barrier_destroy(&go);
+        CHECK_EQ(ok, 1);
+        CHECK_EQ(refused, RESET_RACERS - 1);
+    }
+    CHECK_EQ(aclmockGetStat(6, ACLMOCK_STAT_CONTEXTS), 0);
 }
 
 typedef struct thr {
@@ -249,7 +372,6 @@ static void test_limits_and_timeouts(void)
     CHECK_EQ(v, 24);
 
     size_t lim = 0;
-    CHECK_EQ(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, &lim), ACL_ERROR_RT_CONTEXT_NULL);
     CHECK_OK(aclrtSetDevice(0));
     CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, 65536));
     CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, &lim));
@@ -257,6 +379,7 @@ static void test_limits_and_timeouts(void)
     CHECK_EQ(aclrtDeviceGetLimit((aclrtDeviceLimit)9, &lim), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, 0), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, 32 * 1024)); /* back to the default */
     CHECK_OK(aclrtResetDevice(0));
 
     uint64_t interval = 0, actual = 0;
@@ -282,6 +405,104 @@ static void test_limits_and_timeouts(void)
     CHECK_EQ(aclrtSetOpExecuteTimeOutV2(1, NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtGetOpExecuteTimeout(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtGetOpTimeOutInterval(NULL), ACL_ERROR_INVALID_PARAM);
+}
+
+/* aclrtDeviceSetLimit / aclrtDeviceGetLimit: process-wide, usable before any
+ * aclrtSetDevice, default values until set, stack sizes rounded up to 16 bytes. */
+static void test_device_limits_per_process(void)
+{
+    static const size_t defaults[5] = {1024, 1024, 32 * 1024, 1024 * 1024, 1024 * 1024};
+    size_t lim = 0;
+    int32_t dev = -1;
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL); /* no device on this thread */
+    for (int i = 0; i < 5; i++) {
+        lim = 0;
+        CHECK_OK(aclrtDeviceGetLimit((aclrtDeviceLimit)i, &lim));
+        CHECK_EQ(lim, defaults[i]);
+    }
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, 2000)); /* before aclrtSetDevice */
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 2000); /* already a multiple of 16 */
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, 1000));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 1008); /* rounded up to 16 bytes */
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, 1));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 16);
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE, 4097));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE, &lim));
+    CHECK_EQ(lim, 4097); /* FIFO sizes are taken as given */
+    /* per process: every device and thread sees the same values */
+    CHECK_OK(aclrtSetDevice(3));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 1008);
+    CHECK_OK(aclrtSetDevice(4));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 1008);
+    CHECK_OK(aclrtResetDevice(4));
+    CHECK_OK(aclrtResetDevice(3));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim)); /* outlives the devices */
+    CHECK_EQ(lim, 1008);
+    /* aclFinalize restores the defaults */
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclFinalize());
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(aclrtDeviceGetLimit((aclrtDeviceLimit)i, &lim));
+        CHECK_EQ(lim, defaults[i]);
+    }
+    CHECK_EQ(aclrtDeviceSetLimit((aclrtDeviceLimit)5, 16), ACL_ERROR_INVALID_PARAM);
+}
+
+/* aclrtCheckArchCompatibility: the SoC of this machine (and only it) is compatible. */
+static void test_check_arch_compatibility(void)
+{
+    int32_t can = -1;
+    CHECK_OK(aclrtCheckArchCompatibility(aclrtGetSocName(), &can));
+    CHECK_EQ(can, 1);
+    CHECK_OK(aclrtCheckArchCompatibility("Ascend310P3", &can));
+    CHECK_EQ(can, 0);
+    CHECK_OK(aclrtCheckArchCompatibility("", &can));
+    CHECK_EQ(can, 0);
+    CHECK_EQ(aclrtCheckArchCompatibility(NULL, &can), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtCheckArchCompatibility("Ascend910B1", NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "canCompatible");
+}
+
+/* The cheap start-up queries: PCI bus ids (one per physical device, round trip through
+ * aclrtDeviceGetByPCIBusId) and the bare thread-group id (the process id). */
+static void test_pci_bus_id_and_tgid(void)
+{
+    char a[64], b[64];
+    CHECK_OK(aclrtDeviceGetPCIBusId(0, a, (int32_t)sizeof a));
+    CHECK_OK(aclrtDeviceGetPCIBusId(5, b, (int32_t)sizeof b));
+    CHECK_EQ(strlen(a), 12); /* "dddd:bb:dd.f" */
+    CHECK(strcmp(a, b) != 0);
+    int32_t dev = -1;
+    CHECK_OK(aclrtDeviceGetByPCIBusId(b, &dev));
+    CHECK_EQ(dev, 5);
+    CHECK_OK(aclrtDeviceGetByPCIBusId(a, &dev));
+    CHECK_EQ(dev, 0);
+    char upper[64];
+    snprintf(upper, sizeof upper, "%s", a);
+    for (char *p = upper; *p != '\0'; p++) {
+        if (*p >= 'a' && *p <= 'f') {
+            *p = (char)(*p - 'a' + 'A');
+        }
+    }
+    CHECK_OK(aclrtDeviceGetByPCIBusId(upper, &dev)); /* hex digits in either case */
+    CHECK_EQ(dev, 0);
+    CHECK_EQ(aclrtDeviceGetByPCIBusId("0000:ff:00.0", &dev), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK_EQ(aclrtDeviceGetByPCIBusId("garbage", &dev), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtDeviceGetByPCIBusId(NULL, &dev), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtDeviceGetByPCIBusId(a, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtDeviceGetPCIBusId(0, a, 12), ACL_ERROR_INVALID_PARAM); /* no room for the NUL */
+    CHECK_EQ(aclrtDeviceGetPCIBusId(0, NULL, 64), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtDeviceGetPCIBusId(8, a, 64), ACL_ERROR_RT_INVALID_DEVICEID);
+
+    int32_t pid = 0;
+    CHECK_OK(aclrtDeviceGetBareTgid(&pid));
+    CHECK_EQ(pid, getpid());
+    CHECK_EQ(aclrtDeviceGetBareTgid(NULL), ACL_ERROR_INVALID_PARAM);
 }
 
 static void test_synchronize(void)
@@ -475,10 +696,16 @@ int main(void)
 {
     RUN_TEST(test_count_and_set);
     RUN_TEST(test_refcount);
+    RUN_TEST(test_primary_ctx_state_null_flags);
+    RUN_TEST(test_unbalanced_reset);
+    RUN_TEST(test_second_thread_force_reset);
     RUN_TEST(test_per_thread_device);
     RUN_TEST(test_queries);
     RUN_TEST(test_id_mapping);
     RUN_TEST(test_limits_and_timeouts);
+    RUN_TEST(test_device_limits_per_process);
+    RUN_TEST(test_check_arch_compatibility);
+    RUN_TEST(test_pci_bus_id_and_tgid);
     RUN_TEST(test_synchronize);
     RUN_TEST(test_synchronize_records_errors);
     RUN_TEST(test_callbacks);

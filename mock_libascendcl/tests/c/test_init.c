@@ -97,7 +97,7 @@ static void test_init_config_files(void)
 static void test_finalize_reference(void)
 {
     uint64_t ref = 99;
-    CHECK_EQ(aclFinalizeReference(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclFinalizeReference(NULL), ACL_ERROR_REPEAT_FINALIZE);
     CHECK_EQ(aclFinalizeReference(&ref), ACL_ERROR_REPEAT_FINALIZE);
     CHECK_OK(aclInit(NULL));
     CHECK_EQ(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
@@ -115,6 +115,95 @@ static void test_finalize_reference(void)
     CHECK_EQ(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
     CHECK_OK(aclFinalize());
     CHECK_EQ(aclFinalizeReference(&ref), ACL_ERROR_REPEAT_FINALIZE);
+}
+
+/* `refCount` is optional: aclFinalizeReference(NULL) drops a reference, and on the last
+ * one de-initialises like aclFinalize. */
+static void test_finalize_reference_null(void)
+{
+    CHECK_OK(aclInit(NULL));
+    CHECK_EQ(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK_OK(aclrtSetDevice(0));
+    CHECK_OK(aclFinalizeReference(NULL)); /* 2 -> 1 */
+    CHECK_EQ(aclmockGetStat(0, ACLMOCK_STAT_CONTEXTS), 1); /* still initialised */
+    CHECK_OK(aclFinalizeReference(NULL)); /* the last one */
+    CHECK_EQ(aclmockGetStat(0, ACLMOCK_STAT_CONTEXTS), 0); /* released like aclFinalize */
+    CHECK_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK_EQ(aclFinalizeReference(NULL), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK_OK(aclInit(NULL)); /* a fresh start, not a repeat */
+    CHECK_OK(aclFinalize());
+}
+
+/* aclInit config {"defaultDevice": {"default_device": "N"}}: a thread that has not set a
+ * device reports N from aclrtGetDevice and uses N's default context for work. */
+static void *default_device_thread(void *arg)
+{
+    int32_t *out = arg;
+    out[0] = aclrtGetDevice(&out[1]);
+    void *p = NULL;
+    out[2] = aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST);
+    if (p != NULL) {
+        out[3] = aclrtFree(p);
+    }
+    return NULL;
+}
+
+static void test_default_device(void)
+{
+    char p[512];
+    path_in(p, sizeof p, "default_device.json");
+    write_file(p, "{\"defaultDevice\": {\"default_device\": \"3\"}}");
+    int32_t dev = -1;
+    CHECK_OK(aclInit(p));
+    CHECK_OK(aclrtGetDevice(&dev));
+    CHECK_EQ(dev, 3);
+    CHECK_EQ(aclmockGetStat(3, ACLMOCK_STAT_CONTEXTS), 0); /* the query alone creates nothing */
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s)); /* needs a context: device 3 is used implicitly */
+    CHECK_EQ(aclmockGetStat(3, ACLMOCK_STAT_CONTEXTS), 1);
+    CHECK_OK(aclrtDestroyStream(s));
+    int32_t t_out[4] = {-1, -1, -1, -1};
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, default_device_thread, t_out));
+    pthread_join(th, NULL);
+    CHECK_OK(t_out[0]);
+    CHECK_EQ(t_out[1], 3);
+    CHECK_OK(t_out[2]);
+    CHECK_OK(t_out[3]);
+    CHECK_EQ(aclmockGetStat(3, ACLMOCK_STAT_CONTEXTS), 1); /* both threads share it */
+    /* an explicit aclrtSetDevice still wins on its thread */
+    CHECK_OK(aclrtSetDevice(1));
+    CHECK_OK(aclrtGetDevice(&dev));
+    CHECK_EQ(dev, 1);
+    CHECK_OK(aclrtResetDevice(1));
+    CHECK_OK(aclFinalize());
+    CHECK_EQ(aclmockGetStat(3, ACLMOCK_STAT_CONTEXTS), 0);
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL); /* forgotten at finalize */
+
+    /* a number is accepted as well as a string; bad values fail aclInit */
+    write_file(p, "{\"defaultDevice\": {\"default_device\": 5}}");
+    CHECK_OK(aclInit(p));
+    CHECK_OK(aclrtGetDevice(&dev));
+    CHECK_EQ(dev, 5);
+    CHECK_OK(aclFinalize());
+    static const char *const bad[] = {
+        "{\"defaultDevice\": {\"default_device\": \"8\"}}",
+        "{\"defaultDevice\": {\"default_device\": \"-1\"}}",
+        "{\"defaultDevice\": {\"default_device\": \"one\"}}",
+        "{\"defaultDevice\": {\"default_device\": true}}",
+        "{\"defaultDevice\": \"3\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file(p, bad[i]);
+        CHECK_EQ(aclInit(p), ACL_ERROR_INVALID_PARAM);
+        CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "default");
+        CHECK_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE); /* not initialised */
+    }
+    /* an empty section leaves the default device unset */
+    write_file(p, "{\"defaultDevice\": {}}");
+    CHECK_OK(aclInit(p));
+    CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_OK(aclFinalize());
 }
 
 static int g_init_calls, g_fini_calls;
@@ -243,9 +332,57 @@ static void test_versions(void)
     CHECK_OK(aclsysGetVersionStr(opsl, s));
     CHECK_STR_EQ(s, "9.1.0-beta.3");
     CHECK_OK(aclsysGetVersionNum(runtime, &num));
-    CHECK_EQ(num, 8030100);
+    CHECK_EQ(num, 8029962); /* 8.3.RC1.alpha002: a pre-release of 8.3.0 (test_version_num_order) */
     char nope[] = "nope";
     CHECK_EQ(aclsysGetVersionStr(nope, s), ACL_ERROR_INVALID_FILE);
+    unsetenv("ASCEND_HOME_PATH");
+}
+
+/* The number of a version string (package "order" under ASCEND_HOME_PATH). */
+static int32_t version_num(const char *version)
+{
+    char d[512], text[256];
+    path_in(d, sizeof d, "order/share/info/order/version.info");
+    snprintf(text, sizeof text, "Version=%s\n", version);
+    write_file(d, text);
+    char pkg[] = "order";
+    int32_t num = -1;
+    CHECK_OK(aclsysGetVersionNum(pkg, &num));
+    return num;
+}
+
+/* aclsysGetVersionNum: pre-releases sort before their release, alpha < beta < rc < release,
+ * in both the new (a.b.c-beta.N, a.b.c.rcN) and the old (a.b.RCn[.alphaM]) schemes. */
+static void test_version_num_order(void)
+{
+    static const char *const dirs[] = {"order", "order/share", "order/share/info",
+                                       "order/share/info/order"};
+    char d[512];
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        path_in(d, sizeof d, dirs[i]);
+        mkdir(d, 0755);
+    }
+    path_in(d, sizeof d, "order");
+    setenv("ASCEND_HOME_PATH", d, 1);
+    static const char *const ascending[] = {
+        "8.4.99",        "8.5.0-alpha",  "8.5.0-alpha.2", "8.5.0.alpha3", "8.5.0-beta",
+        "8.5.0-beta.1",  "8.5.0.beta2",  "8.5.0-rc",      "8.5.0-rc.1",   "8.5.0.rc2",
+        "8.5.0",         "8.5.1-alpha.1", "8.5.1",        "9.0.RC1.alpha001", "9.0.RC1",
+        "9.0.RC2.alpha001", "9.0.RC2", "9.0.0",          "9.1.0-beta.3", "9.1.0",
+    };
+    int32_t prev = -1;
+    for (size_t i = 0; i < sizeof ascending / sizeof ascending[0]; i++) {
+        int32_t num = version_num(ascending[i]);
+        if (num <= prev) {
+            fprintf(stderr, "version '%s' -> %d, not above the previous one (%d)\n", ascending[i],
+                    num, prev);
+        }
+        CHECK_GT(num, prev);
+        prev = num;
+    }
+    CHECK_EQ(version_num("8.5.0"), 8050000); /* releases keep a*1000000 + b*10000 + c*100 */
+    CHECK_EQ(version_num("8.5.0-beta.1"), 8049932);
+    CHECK_EQ(version_num("8.5.0-RC.1"), 8049963); /* case-insensitive */
     unsetenv("ASCEND_HOME_PATH");
 }
 
@@ -346,6 +483,9 @@ int main(void)
     RUN_TEST(test_init_finalize_basic);
     RUN_TEST(test_init_config_files);
     RUN_TEST(test_finalize_reference);
+    RUN_TEST(test_finalize_reference_null);
+    RUN_TEST(test_default_device);
+    RUN_TEST(test_version_num_order);
     RUN_TEST(test_callbacks);
     RUN_TEST(test_versions);
     RUN_TEST(test_cann_attributes);

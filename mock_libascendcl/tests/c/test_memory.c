@@ -32,6 +32,10 @@ static size_t free_now(void)
 
 static void test_rounding_and_alignment(void)
 {
+    /* expect = usable (rounded) size; the capacity it costs is whole pages
+     * (test_page_granularity): one normal page here, 2 MiB for HUGE_ONLY.
+     * The HUGE1G policies (no +32) are checked in tests/test_lowlevel.py,
+     * where a 1 GiB page fits the capacity. */
     struct {
         int api; /* 0 Malloc, 1 Align32, 2 Cached, 3 WithCfg */
         size_t size;
@@ -42,10 +46,10 @@ static void test_rounding_and_alignment(void)
         {0, 33, ACL_MEM_MALLOC_NORMAL_ONLY, 96}, {0, 1000, ACL_MEM_MALLOC_HUGE_ONLY, 1056},
         {1, 1, ACL_MEM_MALLOC_HUGE_FIRST, 32},   {1, 64, ACL_MEM_MALLOC_HUGE_FIRST, 64},
         {1, 65, ACL_MEM_MALLOC_HUGE_FIRST, 96},  {2, 1, ACL_MEM_MALLOC_HUGE_FIRST, 64},
-        {3, 100, ACL_MEM_MALLOC_HUGE_FIRST, 160}, {0, 1, ACL_MEM_MALLOC_HUGE1G_ONLY, 32},
-        {0, 33, ACL_MEM_MALLOC_HUGE1G_ONLY_P2P, 64},
+        {3, 100, ACL_MEM_MALLOC_HUGE_FIRST, 160},
         {0, 10, ACL_MEM_MALLOC_HUGE_FIRST | ACL_MEM_TYPE_HIGH_BAND_WIDTH, 64},
     };
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         void *p = NULL;
         size_t before = free_now();
@@ -68,7 +72,7 @@ static void test_rounding_and_alignment(void)
         CHECK_OK(rc);
         CHECK(p != NULL);
         CHECK_EQ((uintptr_t)p % 64, 0);
-        CHECK_EQ(before - free_now(), cases[i].expect);
+        CHECK_EQ(before - free_now(), cases[i].policy == ACL_MEM_MALLOC_HUGE_ONLY ? 2 * MIB : page);
         CHECK_EQ(stat_of(0, ACLMOCK_STAT_BYTES) - bytes, (int64_t)cases[i].expect);
         void *base = NULL;
         size_t size = 0;
@@ -224,7 +228,7 @@ static void test_oom_and_meminfo(void)
     CHECK_OK(aclrtMalloc(&b, 30 * MIB, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK_EQ(aclrtMalloc(&c, 30 * MIB, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
     CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
-    CHECK_EQ(f, CAP - 2 * (30 * MIB + 32));
+    CHECK_EQ(f, 0); /* 30 MiB + 32 of HUGE_FIRST cost 16 pages of 2 MiB */
     CHECK_OK(aclrtFree(a));
     CHECK_OK(aclrtMalloc(&c, 30 * MIB, ACL_MEM_MALLOC_HUGE_FIRST));
     /* other devices have their own capacity */
@@ -237,14 +241,14 @@ static void test_oom_and_meminfo(void)
     CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
     CHECK_EQ(f, CAP);
 
-    /* many small allocations: pages are not the unit of capacity */
+    /* many small allocations: each costs a whole normal page */
     enum { N = 2000 };
     static void *ps[N];
     for (int i = 0; i < N; i++) {
         CHECK_OK(aclrtMallocAlign32(&ps[i], 32, ACL_MEM_MALLOC_NORMAL_ONLY));
     }
     CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
-    CHECK_EQ(CAP - f, (size_t)N * 32);
+    CHECK_EQ(CAP - f, (size_t)N * (size_t)sysconf(_SC_PAGESIZE));
     for (int i = 0; i < N; i += 2) {
         CHECK_OK(aclrtFree(ps[i]));
     }
@@ -263,6 +267,69 @@ static void test_oom_and_meminfo(void)
     CHECK_EQ(aclrtGetMemUsageInfo(77, info, 2, &out), ACL_ERROR_RT_INVALID_DEVICEID);
 }
 
+/* aclrtGetMemInfo counts whole pages of the allocation's policy: normal pages
+ * for NORMAL_ONLY and HUGE_FIRST up to 1 MiB, 2 MiB for HUGE_ONLY and larger
+ * HUGE_FIRST requests (which fall back to normal pages when huge ones do not
+ * fit), 1 GiB for HUGE1G_ONLY. */
+static void test_page_granularity(void)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    struct {
+        size_t size;
+        int policy;
+        size_t cost;
+    } cases[] = {
+        {1, ACL_MEM_MALLOC_NORMAL_ONLY, page},
+        {page + 1, ACL_MEM_MALLOC_NORMAL_ONLY_P2P, 2 * page},
+        {1, ACL_MEM_MALLOC_HUGE_FIRST, page},
+        {MIB, ACL_MEM_MALLOC_HUGE_FIRST, MIB},         /* <= 1 MiB: normal pages */
+        {MIB + 1, ACL_MEM_MALLOC_HUGE_FIRST, 2 * MIB}, /* > 1 MiB: huge pages */
+        {5 * MIB, ACL_MEM_MALLOC_HUGE_FIRST_P2P, 6 * MIB},
+        {1, ACL_MEM_MALLOC_HUGE_ONLY, 2 * MIB},
+        {3 * MIB, ACL_MEM_MALLOC_HUGE_ONLY_P2P, 4 * MIB},
+        {2 * MIB, ACL_MEM_MALLOC_HUGE_ONLY, 2 * MIB},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        void *p = NULL;
+        size_t before = free_now();
+        CHECK_OK(aclrtMallocAlign32(&p, cases[i].size, (aclrtMemMallocPolicy)cases[i].policy));
+        CHECK_EQ(before - free_now(), cases[i].cost);
+        aclrtPtrAttributes pa;
+        CHECK_OK(aclrtPointerGetAttributes(p, &pa));
+        CHECK_EQ(pa.pageSize, cases[i].cost % (2 * MIB) == 0 ? 2 * MIB : page);
+        CHECK_OK(aclrtFree(p));
+        CHECK_EQ(free_now(), before);
+    }
+    /* aclrtMalloc: the +32 bytes can need one more page */
+    void *p = NULL;
+    size_t before = free_now();
+    CHECK_OK(aclrtMalloc(&p, 2 * MIB, ACL_MEM_MALLOC_HUGE_ONLY));
+    CHECK_EQ(before - free_now(), 4 * MIB);
+    CHECK_OK(aclrtFree(p));
+    CHECK_OK(aclrtMalloc(&p, MIB, ACL_MEM_MALLOC_HUGE_FIRST)); /* 1 MiB asked: normal pages */
+    CHECK_EQ(before - free_now(), MIB + page);
+    CHECK_OK(aclrtFree(p));
+
+    /* a 1 GiB page does not fit the 64 MiB device */
+    CHECK_EQ(aclrtMallocAlign32(&p, 1, ACL_MEM_MALLOC_HUGE1G_ONLY), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "1073741824");
+    CHECK_EQ(free_now(), CAP);
+
+    /* 1.5 MiB left: HUGE_ONLY fails, HUGE_FIRST takes normal pages */
+    void *fill = NULL, *q = NULL;
+    CHECK_OK(aclrtMallocAlign32(&fill, CAP - 3 * MIB / 2, ACL_MEM_MALLOC_NORMAL_ONLY));
+    CHECK_EQ(free_now(), 3 * MIB / 2);
+    CHECK_EQ(aclrtMallocAlign32(&q, 64, ACL_MEM_MALLOC_HUGE_ONLY), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    CHECK_OK(aclrtMallocAlign32(&q, 5 * MIB / 4, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_EQ(free_now(), MIB / 4);
+    aclrtPtrAttributes pa;
+    CHECK_OK(aclrtPointerGetAttributes(q, &pa));
+    CHECK_EQ(pa.pageSize, page);
+    CHECK_OK(aclrtFree(q));
+    CHECK_OK(aclrtFree(fill));
+    CHECK_EQ(free_now(), CAP);
+}
+
 static void test_host_memory(void)
 {
     int64_t ha = stat_of(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_HOST_ALLOCATIONS);
@@ -274,6 +341,15 @@ static void test_host_memory(void)
     aclrtPtrAttributes pa;
     CHECK_OK(aclrtPointerGetAttributes((char *)h + 999, &pa));
     CHECK_EQ(pa.location.type, ACL_MEM_LOCATION_TYPE_HOST);
+    /* aclrtMemGetAddressRange works on aclrtMallocHost memory too */
+    void *base = NULL;
+    size_t size = 0;
+    CHECK_OK(aclrtMemGetAddressRange((char *)h + 999, &base, &size));
+    CHECK(base == h);
+    CHECK_EQ(size, 1000);
+    CHECK_OK(aclrtMemGetAddressRange(h, NULL, &size));
+    CHECK_EQ(size, 1000);
+    CHECK_EQ(aclrtMemGetAddressRange((char *)h + 1000 + 64, &base, &size), ACL_ERROR_RT_PARAM_INVALID);
     void *h2 = NULL;
     aclrtMallocAttribute attr;
     memset(&attr, 0, sizeof(attr));
@@ -609,6 +685,7 @@ int main(void)
     RUN_TEST(test_bad_args);
     RUN_TEST(test_zero_filled);
     RUN_TEST(test_oom_and_meminfo);
+    RUN_TEST(test_page_granularity);
     RUN_TEST(test_host_memory);
     RUN_TEST(test_pointer_attributes);
     RUN_TEST(test_host_register);

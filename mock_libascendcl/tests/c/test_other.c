@@ -276,10 +276,33 @@ static void test_prof_trace(void)
     CHECK_OK(aclrtResetDevice(0));
 }
 
+/* aclmdlRICaptureGetInfo: nothing is ever captured, so any valid stream reports NONE. */
+static void test_capture_info(void)
+{
+    aclmdlRICaptureStatus st = ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE;
+    aclmdlRI ri = (aclmdlRI)&st;
+    CHECK_EQ(aclmdlRICaptureGetInfo(NULL, &st, &ri), ACL_ERROR_RT_CONTEXT_NULL); /* no context */
+    CHECK_OK(aclrtSetDevice(0));
+    CHECK_OK(aclmdlRICaptureGetInfo(NULL, &st, &ri)); /* the default stream */
+    CHECK_EQ(st, ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+    CHECK(ri == NULL);
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    st = ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE;
+    CHECK_OK(aclmdlRICaptureGetInfo(s, &st, &ri));
+    CHECK_EQ(st, ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+    CHECK_EQ(aclmdlRICaptureGetInfo(s, NULL, &ri), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclmdlRICaptureGetInfo(s, &st, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_EQ(aclmdlRICaptureGetInfo(s, &st, &ri), ACL_ERROR_RT_PARAM_INVALID); /* destroyed */
+    CHECK_OK(aclrtResetDevice(0));
+}
+
 int main(void)
 {
     CHECK_OK(aclInit(NULL));
     RUN_TEST(test_app_log);
+    RUN_TEST(test_capture_info);
     RUN_TEST(test_reduce_values);
     RUN_TEST(test_reduce_errors);
     RUN_TEST(test_cache_last_task);

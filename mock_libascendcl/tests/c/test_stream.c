@@ -325,6 +325,195 @@ static void test_abort_and_stop(void)
     held_pair_release(&h);
 }
 
+/* ACL_STREAM_PERSISTENT: tasks submitted to a persistent stream are captured,
+ * not executed - neither at enqueue nor later; they are released (never run)
+ * when the stream is destroyed. */
+static void test_persistent_captures(void)
+{
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStreamWithConfig(&s, 0, ACL_STREAM_PERSISTENT));
+    uint32_t flags = 0;
+    CHECK_OK(aclrtStreamGetFlags(s, &flags));
+    CHECK_EQ(flags, ACL_STREAM_PERSISTENT);
+    atomic_int c;
+    atomic_init(&c, 0);
+    void *d = NULL, *pin = NULL;
+    CHECK_OK(aclrtMalloc(&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMallocHost(&pin, 64));
+    memset(pin, 0x3c, 64);
+    unsigned char pageable[64];
+    memset(pageable, 0x4d, sizeof(pageable));
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(aclrtLaunchHostFunc(s, counter_fn, &c));
+    }
+    CHECK_OK(aclrtMemcpyAsync(d, 64, pin, 64, ACL_MEMCPY_HOST_TO_DEVICE, s));
+    CHECK_OK(aclrtMemsetAsync(d, 64, 0x11, 64, s));
+    /* a pageable copy would complete before returning on a normal stream:
+     * here it is captured too (the call does not wait for it) */
+    CHECK_OK(aclrtMemcpyAsync(d, 64, pageable, 64, ACL_MEMCPY_HOST_TO_DEVICE, s));
+    CHECK_OK(aclrtSynchronizeStream(s)); /* nothing is being executed */
+    aclrtStreamStatus st = ACL_STREAM_STATUS_NOT_READY;
+    CHECK_OK(aclrtStreamQuery(s, &st));
+    CHECK_EQ(st, ACL_STREAM_STATUS_COMPLETE);
+    CHECK_OK(aclrtStreamAbort(s));
+    CHECK_EQ(atomic_load(&c), 0);
+    unsigned char out[64];
+    CHECK_OK(aclrtMemcpy(out, 64, d, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK_EQ(out[0], 0); /* still the zero-filled allocation */
+    CHECK_EQ(out[63], 0);
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_EQ(atomic_load(&c), 0);
+    /* force-destroy releases the captured tasks too */
+    CHECK_OK(aclrtCreateStreamWithConfig(&s, 0, ACL_STREAM_PERSISTENT | ACL_STREAM_FAST_LAUNCH));
+    CHECK_OK(aclrtLaunchHostFunc(s, counter_fn, &c));
+    CHECK_OK(aclrtMemcpyAsync(d, 64, pin, 64, ACL_MEMCPY_HOST_TO_DEVICE, s));
+    CHECK_OK(aclrtDestroyStreamForce(s));
+    CHECK_EQ(atomic_load(&c), 0);
+    CHECK_OK(aclrtFree(d));
+    CHECK_OK(aclrtFreeHost(pin));
+}
+
+/* A call made on another thread: `what` is BG_SYNC (aclrtSynchronizeStream),
+ * BG_ABORT (aclrtStreamAbort), BG_STOP (aclrtStreamStop) or BG_DEVICE_ABORT
+ * (aclrtDeviceTaskAbort of device 0). */
+enum { BG_SYNC, BG_ABORT, BG_STOP, BG_DEVICE_ABORT };
+typedef struct bg_call {
+    aclrtStream s;
+    int what;
+    atomic_int started;
+    aclError rc;
+} bg_call;
+
+static void *bg_main(void *arg)
+{
+    bg_call *b = (bg_call *)arg;
+    atomic_store(&b->started, 1);
+    switch (b->what) {
+    case BG_SYNC:
+        b->rc = aclrtSynchronizeStream(b->s);
+        break;
+    case BG_ABORT:
+        b->rc = aclrtStreamAbort(b->s);
+        break;
+    case BG_STOP:
+        b->rc = aclrtStreamStop(b->s);
+        break;
+    default:
+        b->rc = aclrtDeviceTaskAbort(0, 0);
+        break;
+    }
+    return NULL;
+}
+
+static void wait_started(atomic_int *flag)
+{
+    while (!atomic_load(flag)) {
+        sleep_ms(1);
+    }
+}
+
+/* A new stream running a gate task (entered, gate closed) with `n` counter
+ * tasks queued behind it. */
+typedef struct busy_stream {
+    aclrtStream s;
+    gate g;
+    atomic_int c;
+} busy_stream;
+
+static void busy_stream_init(busy_stream *b, int n)
+{
+    CHECK_OK(aclrtCreateStream(&b->s));
+    gate_init(&b->g);
+    atomic_init(&b->c, 0);
+    hold_stream(b->s, &b->g);
+    for (int i = 0; i < n; i++) {
+        CHECK_OK(aclrtLaunchHostFunc(b->s, counter_fn, &b->c));
+    }
+    wait_entered(&b->g, 1);
+}
+
+static void sync_during_abort(int what)
+{
+    busy_stream b;
+    busy_stream_init(&b, 1);
+    bg_call p = {b.s, BG_SYNC, 0, -1};
+    bg_call a = {b.s, what, 0, -1};
+    pthread_t tp, ta;
+    pthread_create(&tp, NULL, bg_main, &p);
+    pthread_create(&ta, NULL, bg_main, &a);
+    wait_started(&p.started);
+    wait_started(&a.started);
+    /* Both calls block on the running gate task: the synchronize waits for
+     * it, the abort waits for it to return. Give them time to get there (the
+     * result does not depend on their order), then let the task finish. */
+    sleep_ms(200);
+    gate_open(&b.g);
+    pthread_join(ta, NULL);
+    pthread_join(tp, NULL);
+    CHECK_EQ(a.rc, ACL_SUCCESS);
+    CHECK_EQ(p.rc, ACL_ERROR_RT_STREAM_ABORT);
+    CHECK_EQ(atomic_load(&b.c), 0); /* discarded */
+    CHECK_OK(aclrtSynchronizeStream(b.s));
+    CHECK_OK(aclrtLaunchHostFunc(b.s, counter_fn, &b.c));
+    CHECK_OK(aclrtSynchronizeStream(b.s));
+    CHECK_EQ(atomic_load(&b.c), 1);
+    CHECK_OK(aclrtDestroyStream(b.s));
+    gate_destroy(&b.g);
+}
+
+/* A synchronize waiting on a stream that is aborted (aclrtStreamAbort,
+ * aclrtStreamStop, aclrtDeviceTaskAbort) returns ACL_ERROR_RT_STREAM_ABORT (the
+ * abort itself succeeds and the stream stays usable; a later synchronize
+ * succeeds). */
+static void test_sync_during_abort(void)
+{
+    sync_during_abort(BG_ABORT);
+    sync_during_abort(BG_STOP);
+    sync_during_abort(BG_DEVICE_ABORT);
+}
+
+/* aclrtDestroyStreamForce does not wait for pending tasks: it returns while a
+ * host function still runs on the stream, the queued tasks are discarded, a
+ * synchronize waiting on the stream returns ACL_ERROR_RT_STREAM_ABORT, and
+ * device synchronize waits for the task still running. */
+static void test_destroy_force_does_not_wait(void)
+{
+    int64_t streams = aclmockGetStat(0, ACLMOCK_STAT_STREAMS);
+    busy_stream b;
+    busy_stream_init(&b, 10);
+    bg_call p = {b.s, BG_SYNC, 0, -1};
+    pthread_t tp;
+    pthread_create(&tp, NULL, bg_main, &p);
+    wait_started(&p.started);
+    sleep_ms(200); /* let the synchronize start waiting (see test_sync_during_abort) */
+    CHECK_OK(aclrtDestroyStreamForce(b.s)); /* the gate is still closed */
+    CHECK_EQ(aclmockGetStat(0, ACLMOCK_STAT_STREAMS), streams);
+    CHECK_EQ(aclrtSynchronizeStream(b.s), ACL_ERROR_RT_PARAM_INVALID); /* the handle is gone */
+    gate_open(&b.g);
+    pthread_join(tp, NULL);
+    CHECK_EQ(p.rc, ACL_ERROR_RT_STREAM_ABORT);
+    CHECK_OK(aclrtSynchronizeDevice()); /* waits until the gate task has returned */
+    CHECK_EQ(atomic_load(&b.c), 0);
+    gate_destroy(&b.g);
+
+    /* the orphaned worker refers to its context: destroying the context waits
+     * for it (the gate opens only later, from another thread) */
+    aclrtContext prev = NULL, ctx = NULL;
+    CHECK_OK(aclrtGetCurrentContext(&prev));
+    CHECK_OK(aclrtCreateContext(&ctx, 0));
+    busy_stream b2;
+    busy_stream_init(&b2, 1);
+    CHECK_OK(aclrtDestroyStreamForce(b2.s));
+    opener o = {&b2.g, 50};
+    pthread_t t;
+    pthread_create(&t, NULL, open_later, &o);
+    CHECK_OK(aclrtDestroyContext(ctx));
+    pthread_join(t, NULL);
+    CHECK_OK(aclrtSetCurrentContext(prev));
+    CHECK_EQ(atomic_load(&b2.c), 0);
+    gate_destroy(&b2.g);
+}
+
 static void test_attributes(void)
 {
     aclrtStream s;
@@ -630,6 +819,9 @@ int main(void)
     RUN_TEST(test_destroy_force_discards);
     RUN_TEST(test_failure_modes);
     RUN_TEST(test_abort_and_stop);
+    RUN_TEST(test_persistent_captures);
+    RUN_TEST(test_sync_during_abort);
+    RUN_TEST(test_destroy_force_does_not_wait);
     RUN_TEST(test_attributes);
     RUN_TEST(test_config_handle);
     RUN_TEST(test_res_limits);
