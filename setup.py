@@ -1,4 +1,4 @@
-"""Build script: builds the bundled mock runtime and the two extension modules.
+"""Build script: builds the bundled mock runtime and the extension modules.
 
 All metadata lives in pyproject.toml.  ``pip install .`` / ``pip install -e .`` /
 ``python -m build`` run build_ext, which first configures, builds and installs
@@ -7,8 +7,9 @@ pyacl_rt/_mock/ (in the source tree for editable installs; CANN layout: lib64/, 
 then builds the cffi module ``<RAW_PACKAGE>._lowlevel_cffi`` (declared by
 ``_lowlevel_build.py``) and the hand-written fast-call module ``<RAW_PACKAGE>._fastcall``
 (``_fastcall.c``), which calls through the cffi module's dispatch table (neither links
-libascendcl). CC, CFLAGS and LDFLAGS from the environment reach all three builds; no
-shared object gets a run path other than ``$ORIGIN`` (the wheel stays relocatable).
+libascendcl), and pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL
+calls). CC, CFLAGS and LDFLAGS from the environment reach every build; no shared object
+gets a run path other than ``$ORIGIN`` (the wheel stays relocatable).
 """
 
 from __future__ import annotations
@@ -83,7 +84,12 @@ setup(
             f"{RAW_PACKAGE}._fastcall",
             sources=[f"{RAW_DIR}/_fastcall.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
-        )
+        ),
+        Extension(
+            "pyacl_rt._dlpack_c",
+            sources=["pyacl_rt/_dlpack_c.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
+        ),
     ],
     cmdclass={"build_ext": BuildExtWithMock},
     zip_safe=False,

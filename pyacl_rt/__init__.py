@@ -40,6 +40,7 @@ import types
 from typing import Any
 
 from . import callbacks, context, device, errors, event, lowlevel, memory, runtime, stream
+from ._dlpack import from_dlpack
 from ._loader import backend_info
 from .context import Context, current_context
 from .device import (
@@ -185,6 +186,7 @@ __all__ = [
     "errors",
     "event",
     "finalize",
+    "from_dlpack",
     "get_cann_version",
     "get_device_capability",
     "get_device_name",

@@ -13,6 +13,11 @@ references its owner, so the owner's finalizer can hold it.
   releaser thread (:mod:`pyacl_rt._releaser`; also done by the next allocation,
   ``empty_cache()``, finalize).
 * **Registry and counters** of live allocations per device (-1 = pinned host).
+* **DLPack** (:mod:`pyacl_rt._dlpack`): ``exports`` lists the live DLPack exports of
+  the memory (``close()`` refuses while any, like for buffer-protocol exports; so does
+  finalize, unless the consumer is a pyacl_rt import, which the release hook frees
+  first); a record of imported memory has ``release`` (the producer's deleter, called
+  instead of ``aclrtFree``) and is not counted in the statistics.
 * **Lifecycle**: a release hook (``PRIORITY_MEMORY``) synchronizes the devices that
   still have allocations and frees them (objects become inert); closing an explicit
   Context frees the device memory allocated in it; a forked child forgets everything
@@ -28,7 +33,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from . import _releaser, errors, runtime
@@ -62,6 +67,7 @@ class _Mem:
         "ctx",
         "dead",
         "device",
+        "exports",
         "gen",
         "inuse",
         "keep",
@@ -69,6 +75,7 @@ class _Mem:
         "nbytes",
         "owner",
         "ptr",
+        "release",
         "streams",
     )
 
@@ -89,6 +96,11 @@ class _Mem:
         self.owner: weakref.ref[HostBuffer] | None = None
         #: the explicit Context the memory was allocated in (kept alive), or None.
         self.keep: object = _owner_of(ctx) if ctx is not None else None
+        #: live DLPack exports (pyacl_rt._dlpack tokens); close() refuses while any.
+        self.exports: list[object] = []
+        #: memory imported through DLPack: called instead of aclrtFree/aclrtFreeHost
+        #: (the producer's deleter); such records are not counted in the statistics.
+        self.release: Callable[[], None] | None = None
 
 
 #: A permanently dead allocation: closed views point at it.
@@ -136,6 +148,12 @@ def _claim_close(m: _Mem, what: str) -> int:
     ``BufferError`` (nothing changed) while an operation on another thread still uses
     the memory. Caller holds ``_live_lock``."""
     p = m.ptr
+    if p and m.exports:
+        raise BufferError(
+            f"cannot close {what}: {len(m.exports)} DLPack export(s) still use its memory "
+            "(e.g. an array made by numpy.from_dlpack / pyacl_rt.from_dlpack); release "
+            "them first"
+        )
     if p and m.inuse:
         raise BufferError(
             f"cannot close {what}: a synchronous operation (copy / memset) on another "
@@ -256,6 +274,9 @@ def _defer_free(m: _Mem) -> None:
 
 
 def _free_raw(m: _Mem, base: int) -> None:
+    if m.release is not None:
+        m.release()  # imported memory: the producer frees it
+        return
     if base == ZERO_SIZE_BASE:
         return  # DeviceBuffer(0): nothing was allocated
     ctx = m.ctx
@@ -289,7 +310,7 @@ def _process_deferred() -> None:
 
 def _unregister(m: _Mem) -> None:
     """Forget a freed allocation (caller holds ``_live_lock``)."""
-    if _live.pop(id(m), None) is not None:
+    if _live.pop(id(m), None) is not None and m.release is None:
         _stats[m.device]["allocated"] -= m.nbytes
         _stats[m.device]["frees"] += 1
 
@@ -297,6 +318,8 @@ def _unregister(m: _Mem) -> None:
 def _register(m: _Mem) -> None:
     with _live_lock:
         _live[id(m)] = m
+        if m.release is not None:
+            return  # imported (DLPack): not an allocation of this process
         st = _stats.setdefault(m.device, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0})
         st["allocated"] += m.nbytes
         st["allocs"] += 1
@@ -358,6 +381,11 @@ def _finalize_blockers() -> list[str]:
         if not runtime.is_alive(m.gen):
             continue
         where = f"0x{m.ptr or m.base:x}"
+        consumers = _foreign_exports(m)
+        if consumers:
+            kind = "HostBuffer" if m.device < 0 else f"DeviceBuffer on device {m.device}"
+            out.append(f"{kind} of {m.nbytes} bytes at {where}: {consumers} DLPack export(s)")
+            continue
         if m.inuse:
             kind = "HostBuffer" if m.device < 0 else f"DeviceBuffer on device {m.device}"
             out.append(
@@ -376,6 +404,12 @@ def _finalize_blockers() -> list[str]:
             if n:
                 out.append(f"HostBuffer of {m.nbytes} bytes at {where}: {n} exported view(s)")
     return out
+
+
+def _foreign_exports(m: _Mem) -> int:
+    """DLPack exports of ``m`` whose consumer is not a pyacl_rt import (those are
+    released by the same release hook, before their producers)."""
+    return sum(1 for e in m.exports if not getattr(e, "internal", False))
 
 
 def _finalize_guard() -> None:
@@ -402,6 +436,8 @@ def _release_memory() -> None:
     with _live_lock:
         mems += [m for m in _deferred if m not in mems]
         _deferred.clear()
+    # DLPack imports first: their release drops the exports of their producers.
+    mems.sort(key=lambda m: m.release is None)
     _sync_devices(mems)
     exported = 0
     for m in mems:
@@ -410,7 +446,7 @@ def _release_memory() -> None:
         m.last = None
         if m.device < 0:
             owner = m.owner() if m.owner is not None else None
-            if owner is None or m.inuse or owner._exports():
+            if owner is None or m.inuse or m.exports or owner._exports():
                 # Exports still reference the memory: leave it to aclFinalize.
                 exported += 1
                 m.ptr = 0

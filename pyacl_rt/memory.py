@@ -104,7 +104,9 @@ another thread, like ``close()``. Closing an explicit
 
 Modules: this one (public API: buffers, copies, statistics), :mod:`pyacl_rt._memrecord`
 (allocation records, ordered freeing, registry, finalize/context/fork hooks) and
-:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses).
+:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses). DLPack
+(``__dlpack__``, ``from_dlpack``) lives in :mod:`pyacl_rt._dlpack`, a higher floor that
+registers ``_dlpack_hooks``.
 
 Floor 6: imports floors 1-5 only.
 """
@@ -116,6 +118,7 @@ import ctypes
 import logging
 import os
 import weakref
+from collections.abc import Callable
 from typing import Any, Final, NoReturn, Self, Union
 
 from . import _memrecord as _rec
@@ -203,6 +206,10 @@ _aclrtMemsetAsync = _fast.memset_async
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
+
+#: DLPack, registered by :mod:`pyacl_rt._dlpack` (a higher floor): ``export(buf, stream,
+#: max_version, dl_device, copy)``, ``device(buf)``, ``typed(buf, dtype, shape)``.
+_dlpack_hooks: dict[str, Callable[..., Any]] = {}
 
 
 # ================================================================= statistics
@@ -767,6 +774,33 @@ class _Buffer:
         """Set every byte to ``value`` (0..255) and wait for it."""
         memset(self, value)
 
+    # ---------------------------------------------------------------- DLPack
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """DLPack export: a PyCapsule of a 1-D uint8 tensor of :attr:`nbytes` bytes
+        (``"dltensor_versioned"`` when ``max_version >= (1, 0)``). While the consumer
+        holds it, :meth:`close` raises ``BufferError``. ``stream``: the consumer's
+        stream (see :mod:`pyacl_rt._dlpack`)."""
+        return _dlpack_hooks["export"](self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)``: ``(1, 0)`` (kDLCPU) for a HostBuffer,
+        ``(12, index)`` (kDLExtDev, the NPU) for a DeviceBuffer."""
+        return _dlpack_hooks["device"](self)  # type: ignore[no-any-return]
+
+    def as_dlpack(self, dtype: Any = "uint8", shape: tuple[int, ...] | None = None) -> Any:
+        """An object whose ``__dlpack__`` exports this buffer as ``dtype`` (a name such
+        as ``"float32"``, or a numpy dtype) and ``shape`` (default: 1-D; the product
+        times the item size must equal :attr:`nbytes`), e.g.
+        ``numpy.from_dlpack(h.as_dlpack("float32", (4, 8)))``."""
+        return _dlpack_hooks["typed"](self, dtype, shape)
+
 
 class DeviceBuffer(_Buffer):
     """``nbytes`` bytes of device memory on ``device`` (default: the current device),
@@ -814,12 +848,16 @@ class DeviceBuffer(_Buffer):
             base = int(s.uptr[0])
         else:
             base = _rec.ZERO_SIZE_BASE  # empty batch: ACL cannot allocate 0 bytes
-        m = _Mem(base, n, index, ctx)
+        # ctx keeps an explicit Context alive through the buffer
+        self._own(_Mem(base, n, index, ctx))
+
+    def _own(self, m: _Mem) -> None:
+        """Take the record ``m`` (a new allocation, or a DLPack import): freed by
+        ``close()``, garbage collection or finalize."""
         self._m = m
-        self._n = n
+        self._n = m.nbytes
         self._off = 0
         self._parent = None
-        # ctx keeps an explicit Context alive through the buffer
         self._fin = weakref.finalize(self, _free_mem, m)
         self._fin.atexit = False
         _register(m)
@@ -1047,16 +1085,18 @@ class HostBuffer(_Buffer, BufferForwarder):
         rc = _lib.aclrtMallocHost(s.uptr, n)
         if rc:
             _check(rc, "aclrtMallocHost")
-        base = int(s.uptr[0])
-        m = _Mem(base, n, -1, ctx)
+        self._own(_Mem(int(s.uptr[0]), n, -1, ctx))
+
+    def _own(self, m: _Mem) -> None:
+        """Take the record ``m`` (a new allocation, or a DLPack import)."""
         m.owner = weakref.ref(self)
         self._m = m
-        self._n = n
+        self._n = n = m.nbytes
         self._off = 0
         self._nexports = 0
         # The owning cdata: freed (after waiting for its streams) when the last
         # reference - this object, the byte buffer below, any export - is gone.
-        self._cd = ffi.gc(ffi.cast("char *", base), _host_dtor(m), n)
+        self._cd = ffi.gc(ffi.cast("char *", m.base), _host_dtor(m), n)
         self._buf = ffi.buffer(self._cd, n)
         _register(m)
 
@@ -1089,7 +1129,8 @@ class HostBuffer(_Buffer, BufferForwarder):
     def __repr__(self) -> str:
         if not self._m.ptr:
             return "<HostBuffer closed>"
-        return f"<HostBuffer {self._n} bytes pinned at 0x{self._m.ptr:x}>"
+        how = "pinned" if self._m.release is None else "imported (DLPack)"
+        return f"<HostBuffer {self._n} bytes {how} at 0x{self._m.ptr:x}>"
 
     # --------------------------------------------------------------- exports
     def _live_buf(self) -> Any:

@@ -280,6 +280,12 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("HostBuffer.memoryview", lambda o: o.host.memoryview(1), "positional"),  # type: ignore[call-arg]
     ("HostBuffer.tobytes", lambda o: o.host.tobytes(1), "positional"),  # type: ignore[call-arg]
     ("HostBuffer.close", lambda o: o.host.close(1), "positional"),  # type: ignore[call-arg]
+    ("from_dlpack x", lambda o: npu.from_dlpack(NOT_BUF), "x"),
+    ("from_dlpack device", lambda o: npu.from_dlpack(o.host, device=F), "device"),  # type: ignore[arg-type]
+    ("from_dlpack copy", lambda o: npu.from_dlpack(o.host, copy="no"), "copy"),  # type: ignore[arg-type]
+    ("DeviceBuffer.as_dlpack dtype", lambda o: o.dev.as_dlpack(F), "dtype"),
+    ("HostBuffer.as_dlpack shape", lambda o: o.host.as_dlpack("uint8", [64]), "shape"),  # type: ignore[arg-type]
+    ("DeviceBuffer.__dlpack__ stream", lambda o: o.dev.__dlpack__(stream=F), "stream"),
     ("copy dst", lambda o: npu.copy(NOT_BUF, o.dev), "dst"),
     ("copy src", lambda o: npu.copy(o.dev, NOT_BUF), "src"),
     ("copy nbytes", lambda o: npu.copy(o.dev, o.host, F), "nbytes"),  # type: ignore[arg-type]

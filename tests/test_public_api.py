@@ -425,6 +425,13 @@ def _smoke_memory_stats(mc: Any) -> None:
     assert 0 < st["free_bytes"] <= st["total_bytes"]
 
 
+def _smoke_from_dlpack(mc: Any) -> None:
+    with npu.DeviceBuffer(16, device=0) as d:
+        v = npu.from_dlpack(d)  # a view of the same device memory
+        assert isinstance(v, npu.DeviceBuffer) and v.ptr == d.ptr and v.nbytes == 16
+        v.close()
+
+
 def _smoke_empty_cache(mc: Any) -> None:
     npu.empty_cache()
 
