@@ -86,6 +86,11 @@ setup(
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
         ),
         Extension(
+            "pyacl_rt._cachecore",
+            sources=["pyacl_rt/_cachecore.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
+        ),
+        Extension(
             "pyacl_rt._dlpack_c",
             sources=["pyacl_rt/_dlpack_c.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],

@@ -40,6 +40,17 @@ import types
 from typing import Any
 
 from . import callbacks, context, device, errors, event, lowlevel, memory, runtime, stream
+from ._allocator import (
+    caching_allocator,
+    caching_allocator_alloc,
+    caching_allocator_delete,
+    dump_snapshot,
+    get_per_process_memory_fraction,
+    host_memory_stats,
+    memory_snapshot,
+    record_memory_history,
+    set_per_process_memory_fraction,
+)
 from ._dlpack import from_dlpack
 from ._loader import backend_info
 from .context import Context, current_context
@@ -98,7 +109,9 @@ from .memory import (
     memory_allocated,
     memory_reserved,
     memory_stats,
+    memory_summary,
     memset,
+    reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
 from .runtime import finalize, init, is_initialized
@@ -170,6 +183,9 @@ __all__ = [
     "SyncTimeoutError",
     "__version__",
     "backend_info",
+    "caching_allocator",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
     "callbacks",
     "can_device_access_peer",
     "context",
@@ -182,6 +198,7 @@ __all__ = [
     "device",
     "device_count",
     "device_of",
+    "dump_snapshot",
     "empty_cache",
     "errors",
     "event",
@@ -191,8 +208,10 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "get_per_process_memory_fraction",
     "get_soc_version",
     "host_memory_allocated",
+    "host_memory_stats",
     "init",
     "is_available",
     "is_bf16_supported",
@@ -206,12 +225,17 @@ __all__ = [
     "memory",
     "memory_allocated",
     "memory_reserved",
+    "memory_snapshot",
     "memory_stats",
+    "memory_summary",
     "memset",
+    "record_memory_history",
+    "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "runtime",
     "set_device",
     "set_op_timeout_ms",
+    "set_per_process_memory_fraction",
     "set_stream",
     "stream",
     "stream_from_pool",

@@ -42,6 +42,7 @@ from .device import ObjectClosedError, _CtxRef, _lib, _local, _owner_of
 from .lowlevel import recent_error_message
 
 if TYPE_CHECKING:
+    from ._membackend import Releaser
     from .memory import HostBuffer
     from .stream import Stream
 
@@ -75,6 +76,7 @@ class _Mem:
         "nbytes",
         "owner",
         "ptr",
+        "rel",
         "release",
         "streams",
     )
@@ -96,6 +98,9 @@ class _Mem:
         self.owner: weakref.ref[HostBuffer] | None = None
         #: the explicit Context the memory was allocated in (kept alive), or None.
         self.keep: object = _owner_of(ctx) if ctx is not None else None
+        #: the allocation backend's releaser (pyacl_rt._membackend), or None: freed
+        #: here, after waiting for its streams (one aclrtFree per buffer).
+        self.rel: Releaser | None = None
         #: live DLPack exports (pyacl_rt._dlpack tokens); close() refuses while any.
         self.exports: list[object] = []
         #: memory imported through DLPack: called instead of aclrtFree/aclrtFreeHost
@@ -242,6 +247,17 @@ def _free_mem(m: _Mem) -> None:
             return
         prev = _local.st.ctx
         try:
+            rel = m.rel
+            if rel is not None:  # a backend takes it back (no wait: it orders reuse)
+                with _live_lock:
+                    base = m.base
+                    if not base:
+                        return
+                    m.base = 0
+                    _unregister(m)
+                rel.release(m, base)
+                m.keep = None
+                return
             if not _wait_streams(m):  # pragma: no cover - only on callback threads
                 _defer_free(m)
                 return
@@ -311,8 +327,10 @@ def _process_deferred() -> None:
 def _unregister(m: _Mem) -> None:
     """Forget a freed allocation (caller holds ``_live_lock``)."""
     if _live.pop(id(m), None) is not None and m.release is None:
-        _stats[m.device]["allocated"] -= m.nbytes
-        _stats[m.device]["frees"] += 1
+        st = _stats[m.device]
+        st["allocated"] -= m.nbytes
+        st["frees"] += 1
+        st["bytes_freed"] += m.nbytes
 
 
 def _register(m: _Mem) -> None:
@@ -320,15 +338,26 @@ def _register(m: _Mem) -> None:
         _live[id(m)] = m
         if m.release is not None:
             return  # imported (DLPack): not an allocation of this process
-        st = _stats.setdefault(m.device, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0})
+        st = _stats.get(m.device)
+        if st is None:
+            st = _stats[m.device] = dict(_ZERO)
         st["allocated"] += m.nbytes
         st["allocs"] += 1
+        st["bytes_allocated"] += m.nbytes
         if st["allocated"] > st["peak"]:
             st["peak"] = st["allocated"]
 
 
 #: device index (-1: pinned host memory) -> counters of this process.
 _stats: dict[int, dict[str, int]] = {}
+_ZERO: Final = {
+    "allocated": 0,
+    "peak": 0,
+    "allocs": 0,
+    "frees": 0,
+    "bytes_allocated": 0,
+    "bytes_freed": 0,
+}
 
 
 def stat(index: int, key: str) -> int:
@@ -339,7 +368,15 @@ def stat(index: int, key: str) -> int:
 
 def counters(index: int) -> dict[str, int]:
     with _live_lock:
-        return dict(_stats.get(index, {"allocated": 0, "peak": 0, "allocs": 0, "frees": 0}))
+        return dict(_stats.get(index, _ZERO))
+
+
+def reset_totals(index: int) -> None:
+    """Zero the bytes allocated / freed totals of ``index``."""
+    with _live_lock:
+        st = _stats.get(index)
+        if st is not None:
+            st["bytes_allocated"] = st["bytes_freed"] = 0
 
 
 def reset_peak(index: int) -> None:

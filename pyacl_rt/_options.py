@@ -26,6 +26,7 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
+    "ALLOCATORS",
     "BACKENDS",
     "ENV_VARS",
     "EnvVar",
@@ -39,6 +40,8 @@ __all__ = [
 
 #: Values accepted by ``PYACL_RT_BACKEND``.
 BACKENDS: tuple[str, ...] = ("auto", "real", "mock")
+#: Values accepted by ``PYACL_RT_ALLOCATOR``.
+ALLOCATORS: tuple[str, ...] = ("caching", "native")
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -53,6 +56,13 @@ def _parse_backend(name: str, raw: str) -> str:
     value = raw.strip().lower()
     if value not in BACKENDS:
         raise ConfigError.for_variable(name, raw, "one of " + ", ".join(BACKENDS))
+    return value
+
+
+def _parse_allocator(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in ALLOCATORS:
+        raise ConfigError.for_variable(name, raw, "one of " + ", ".join(ALLOCATORS))
     return value
 
 
@@ -191,6 +201,19 @@ ENV_VARS: tuple[EnvVar, ...] = (
         parse=_parse_poll_ms,
     ),
     EnvVar(
+        name="PYACL_RT_ALLOCATOR",
+        field="allocator",
+        type="str",
+        default="caching",
+        accepted="caching, native",
+        description=(
+            "Where DeviceBuffer/HostBuffer memory comes from: 'caching' = the stream-ordered "
+            "caching allocator and pinned host pool, 'native' = one aclrtMalloc / "
+            "aclrtMallocHost per buffer."
+        ),
+        parse=_parse_allocator,
+    ),
+    EnvVar(
         name="PYACL_RT_WARN_FALLBACK",
         field="warn_fallback",
         type="bool",
@@ -241,6 +264,7 @@ class Options:
     acl_config: str | None = None
     lazy_init: bool = True
     callback_poll_ms: int = 100
+    allocator: str = "caching"
     warn_fallback: bool = True
     visible_devices: str | None = None
     ascend_home_path: str | None = None

@@ -43,7 +43,14 @@ Lifetime of memory used by async work
   alive until the copy completed on the device (``Stream._keep_alive``: a per-stream
   watch list released by a marker event). ``copy(dev, arr, stream=s,
   non_blocking=True); del arr`` is safe.
-* **Owned buffers** remember the streams they were used on. Freeing one
+* **Owned buffers** remember the streams they were used on. With the default caching
+  allocator (:mod:`pyacl_rt._allocator`, plugged in through
+  :mod:`pyacl_rt._membackend`), freeing one gives its block back to the cache without
+  waiting: it is reused in stream order by its allocation stream, and only once events
+  recorded on the other streams that used it have completed (pinned blocks: once every
+  stream that used them has). The rest of this paragraph describes
+  ``PYACL_RT_ALLOCATOR=native`` (and buffers that bypass the cache: explicit Contexts,
+  non-default ``policy``). Freeing one
   (``close()``, garbage collection, finalize) first *synchronizes those streams*,
   then calls ``aclrtFree`` / ``aclrtFreeHost``: memory is never released under a
   pending copy (ACL's ``aclrtFree`` does not wait, acl_abi.md section 5.6). So
@@ -103,10 +110,12 @@ another thread, like ``close()``. Closing an explicit
 :class:`~pyacl_rt.context.Context` frees the buffers allocated in it the same way.
 
 Modules: this one (public API: buffers, copies, statistics), :mod:`pyacl_rt._memrecord`
-(allocation records, ordered freeing, registry, finalize/context/fork hooks) and
-:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses). DLPack
-(``__dlpack__``, ``from_dlpack``) lives in :mod:`pyacl_rt._dlpack`, a higher floor that
-registers ``_dlpack_hooks``.
+(allocation records, ordered freeing, registry, finalize/context/fork hooks),
+:mod:`pyacl_rt._membuf` (turning copy arguments into checked addresses),
+:mod:`pyacl_rt._membackend` (where buffer memory comes from: ``native`` or a backend
+registered from above) and :mod:`pyacl_rt._memstats` (torch's statistics keys, the
+summary table). DLPack (``__dlpack__``, ``from_dlpack``) lives in :mod:`pyacl_rt._dlpack`,
+a higher floor that registers ``_dlpack_hooks``.
 
 Floor 6: imports floors 1-5 only.
 """
@@ -121,6 +130,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, NoReturn, Self, Union
 
+from . import _membackend as _mb
 from . import _memrecord as _rec
 from . import _releaser, errors, runtime
 from . import context as _context
@@ -179,7 +189,9 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
+    "memory_summary",
     "memset",
+    "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
 ]
 
@@ -214,69 +226,82 @@ _dlpack_hooks: dict[str, Callable[..., Any]] = {}
 
 # ================================================================= statistics
 def _stat(device: DeviceLike, key: str) -> int:
-    return _rec.stat(_index(device), key)
+    return _mb.device().device_stats(_index(device))[key]
 
 
 def memory_allocated(device: DeviceLike = None) -> int:
-    """Bytes held by live :class:`DeviceBuffer` allocations on ``device`` (current device
-    if None), as requested (the runtime rounds each allocation up a little).
-
-    torch_npu's name. pyacl_rt has no caching allocator: memory is returned to the
-    runtime when a buffer is freed, so :func:`memory_reserved` is the same number.
-    """
-    return _stat(device, "allocated")
+    """Bytes of device memory held by live buffers on ``device`` (current device if
+    None): ``memory_stats()["allocated_bytes.all.current"]``. With the caching
+    allocator these are block sizes (requests rounded up to 512 bytes); with
+    ``PYACL_RT_ALLOCATOR=native``, the requested sizes."""
+    return _stat(device, "allocated_bytes.all.current")
 
 
 def max_memory_allocated(device: DeviceLike = None) -> int:
     """Peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats`."""
-    return _stat(device, "peak")
+    return _stat(device, "allocated_bytes.all.peak")
 
 
 def memory_reserved(device: DeviceLike = None) -> int:
-    """Same as :func:`memory_allocated` (no caching allocator; torch_npu compatibility)."""
-    return memory_allocated(device)
+    """Bytes the allocator holds from the runtime on ``device`` (allocated plus cached
+    segments); equal to :func:`memory_allocated` with ``PYACL_RT_ALLOCATOR=native``."""
+    return _stat(device, "reserved_bytes.all.current")
 
 
 def max_memory_reserved(device: DeviceLike = None) -> int:
-    """Same as :func:`max_memory_allocated` (no caching allocator)."""
-    return max_memory_allocated(device)
+    """Peak of :func:`memory_reserved`."""
+    return _stat(device, "reserved_bytes.all.peak")
 
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
-    """Reset the peak of ``device`` to the current :func:`memory_allocated`."""
-    _rec.reset_peak(_index(device))
+    """Reset every peak of ``device`` to its current value."""
+    _mb.device().reset_peak(_index(device))
+
+
+def reset_accumulated_memory_stats(device: DeviceLike = None) -> None:
+    """Zero the ``allocated`` / ``freed`` totals of ``device``'s statistics."""
+    _mb.device().reset_accumulated(_index(device))
 
 
 def empty_cache() -> None:
-    """pyacl_rt frees memory at once, there is no cache to empty (torch_npu
-    compatibility). Waits for the frees deferred from host-callback threads (see the
-    module docstring) and does those still pending, after their streams are done. On a
-    host-callback thread it waits for nothing (the releaser may be waiting for the
+    """Give the memory cached by the caching allocator (free device segments, idle
+    pinned host blocks) back to the runtime, after waiting for the events that guard
+    blocks freed under pending work (torch_npu's ``empty_cache``); memory of live
+    buffers stays. Also waits for the frees deferred from host-callback threads (see
+    the module docstring) and does those still pending, after their streams are done.
+    On a host-callback thread it does nothing (the releaser may be waiting for the
     callback's own stream)."""
     if _local.st.in_callback:
         return
     _releaser.flush()
     _rec._process_deferred()
+    _mb.empty_all()
 
 
 def memory_stats(device: DeviceLike = None) -> dict[str, int]:
-    """Counters of ``device``: ``allocated_bytes.current`` / ``.peak``,
-    ``num_allocs``, ``num_frees`` (DeviceBuffer allocations of this process), plus
+    """torch_npu's ``memory_stats`` of ``device``: ``<kind>.<pool>.<field>`` for
+    allocation / segment / active / inactive_split counts and their ``*_bytes`` (plus
+    ``requested_bytes``), pools ``all`` / ``large_pool`` / ``small_pool``, fields
+    ``current`` / ``peak`` / ``allocated`` / ``freed``; ``oversize_*``,
+    ``num_alloc_retries``, ``num_ooms``, ``num_device_alloc`` ... (see
+    :mod:`pyacl_rt._memstats`). Bytes and counts of this process's allocator; plus
     the runtime's ``free_bytes`` / ``total_bytes`` (``aclrtGetMemInfo``).
-
-    A small subset of torch_npu's ``memory_stats`` keys, with the same names.
     """
     index = _index(device)
-    st = _rec.counters(index)
-    free, total = mem_get_info(index)
-    return {
-        "allocated_bytes.all.current": st["allocated"],
-        "allocated_bytes.all.peak": st["peak"],
-        "num_allocs": st["allocs"],
-        "num_frees": st["frees"],
-        "free_bytes": free,
-        "total_bytes": total,
-    }
+    st = _mb.device().device_stats(index)
+    st["free_bytes"], st["total_bytes"] = mem_get_info(index)
+    return st
+
+
+def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
+    """A printable table of :func:`memory_stats` (torch_npu's ``memory_summary``;
+    ``abbreviated`` is accepted for compatibility)."""
+    from ._memstats import format_summary
+
+    del abbreviated
+    index = _index(device)
+    be = _mb.device()
+    return format_summary(be.device_stats(index), index, be.name)
 
 
 def host_memory_allocated() -> int:
@@ -804,16 +829,23 @@ class _Buffer:
 
 class DeviceBuffer(_Buffer):
     """``nbytes`` bytes of device memory on ``device`` (default: the current device),
-    allocated with ``aclrtMalloc(policy)`` in the context the calling thread uses for
-    that device (the active explicit Context, else the device's primary context).
+    in the context the calling thread uses for that device (the active explicit
+    Context, else the device's primary context).
 
     * ``nbytes`` is a size in bytes (an int or ``__index__`` integer). ``0`` is allowed
       (an empty batch): nothing is allocated (no ``aclrtMalloc(0)``), ``ptr`` is 0,
       copies and memsets of 0 bytes work. To put an array on the device allocate its
       size and copy: ``buf = DeviceBuffer(arr.nbytes); buf.copy_from_host(arr)``.
-    * ``close()`` frees it (idempotent; waits for the streams that used it first, see
-      the module docstring); so do garbage collection and finalize. Views become
-      unusable when their parent is closed.
+    * Where it comes from: by default a block of the caching allocator
+      (:mod:`pyacl_rt._allocator`), cached for ``stream`` (the allocation stream;
+      default: the current stream of the device), like torch_npu; with
+      ``PYACL_RT_ALLOCATOR=native``, in an explicit Context, or with a non-default
+      ``policy``: one ``aclrtMalloc(policy)``.
+    * ``close()`` frees it (idempotent); so do garbage collection and finalize. A
+      cached block goes back to the cache at once and is reused in stream order (other
+      streams that used it are guarded by events, see :meth:`record_stream`); a native
+      allocation waits for the streams that used it first (see the module docstring).
+      Views become unusable when their parent is closed.
     * ``buf[a:b]`` (step 1) is a view sharing the memory; it keeps its parent alive.
       Closing a view only closes the view.
     * ``ptr`` is the device address as an int, for raw :mod:`pyacl_rt.lowlevel` calls
@@ -827,7 +859,12 @@ class DeviceBuffer(_Buffer):
     _fin: weakref.finalize[..., Any] | None
 
     def __init__(
-        self, nbytes: int, device: DeviceLike = None, policy: int = ACL_MEM_MALLOC_HUGE_FIRST
+        self,
+        nbytes: int,
+        device: DeviceLike = None,
+        policy: int = ACL_MEM_MALLOC_HUGE_FIRST,
+        *,
+        stream: Stream | None = None,
     ) -> None:
         if nbytes.__class__ is not int:
             _refuse_data(nbytes, "DeviceBuffer")
@@ -840,16 +877,16 @@ class DeviceBuffer(_Buffer):
         ctx = _context_for(index)
         if _local.st.ctx is not ctx:
             ctx.make_current()
+        if stream is not None:
+            _check_stream(stream, (index,))
         if n:
-            s = _local.st.scratch
-            rc = _lib.aclrtMalloc(s.uptr, n, policy)
-            if rc:
-                _check(rc, "aclrtMalloc")
-            base = int(s.uptr[0])
+            base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
         else:
-            base = _rec.ZERO_SIZE_BASE  # empty batch: ACL cannot allocate 0 bytes
+            base, rel = _rec.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0 bytes
+        m = _Mem(base, n, index, ctx)
+        m.rel = rel
         # ctx keeps an explicit Context alive through the buffer
-        self._own(_Mem(base, n, index, ctx))
+        self._own(m)
 
     def _own(self, m: _Mem) -> None:
         """Take the record ``m`` (a new allocation, or a DLPack import): freed by
@@ -904,6 +941,22 @@ class DeviceBuffer(_Buffer):
         view._parent = self._parent if self._parent is not None else self
         view._fin = None
         return view
+
+    def record_stream(self, stream: Stream) -> None:
+        """Declare that ``stream`` uses this memory (torch's ``record_stream``): freeing
+        the buffer then never lets the memory be reused (or, natively, freed) before the
+        work ``stream`` has queued up to that point completed. Copies and memsets
+        through pyacl_rt record their stream themselves; call this after using
+        :attr:`ptr` on another stream through raw calls."""
+        if not isinstance(stream, Stream):
+            raise TypeError(f"record_stream() needs a Stream, not {type(stream).__name__}")
+        if stream._ctx.device < 0:
+            stream._activate()  # raises: closed or finalized
+        m = self._m
+        if not m.ptr:
+            _raise_closed(m, "DeviceBuffer")
+        if m.last is not stream._state:
+            _note(m, stream)
 
     # ----------------------------------------------------------- properties
     @property
@@ -1081,11 +1134,10 @@ class HostBuffer(_Buffer, BufferForwarder):
             # Pinned memory is allocated through a device's runtime: use the thread's
             # current device (its context is created if this is its first use).
             ctx = _ensure_current(current_device())
-        s = _local.st.scratch
-        rc = _lib.aclrtMallocHost(s.uptr, n)
-        if rc:
-            _check(rc, "aclrtMallocHost")
-        self._own(_Mem(int(s.uptr[0]), n, -1, ctx))
+        base, rel = _mb.current.allocate_host(ctx, n)
+        m = _Mem(base, n, -1, ctx)
+        m.rel = rel
+        self._own(m)
 
     def _own(self, m: _Mem) -> None:
         """Take the record ``m`` (a new allocation, or a DLPack import)."""

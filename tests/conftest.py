@@ -137,6 +137,20 @@ class Gate:
 
 
 @pytest.fixture
+def native_allocator() -> Iterator[None]:
+    """Run the test with PYACL_RT_ALLOCATOR=native semantics (one aclrtMalloc per
+    buffer, close() waits for the buffer's streams), whatever the default is."""
+    from pyacl_rt import _membackend, memory
+
+    prev = _membackend.select("native")
+    try:
+        yield
+    finally:
+        _membackend.select(prev.name)
+        memory.empty_cache()
+
+
+@pytest.fixture
 def gate() -> Iterator[Gate]:
     g = Gate()
     yield g
@@ -234,6 +248,10 @@ def _settle() -> None:
     if runtime.is_initialized():
         _memrecord._process_deferred()
     S._markers.drop_all()
+    if runtime.is_initialized():
+        from pyacl_rt import memory
+
+        memory.empty_cache()  # the caching allocator's segments, pinned blocks, events
 
 
 @pytest.fixture(autouse=True)

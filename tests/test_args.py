@@ -331,6 +331,37 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("max_memory_reserved", lambda o: npu.max_memory_reserved(F), "device"),  # type: ignore[arg-type]
     ("memory_stats", lambda o: npu.memory_stats(F), "device"),  # type: ignore[arg-type]
     ("reset_peak_memory_stats", lambda o: npu.reset_peak_memory_stats(F), "device"),  # type: ignore[arg-type]
+    ("reset_accumulated_memory_stats", lambda o: npu.reset_accumulated_memory_stats(F), "device"),  # type: ignore[arg-type]
+    ("memory_summary", lambda o: npu.memory_summary(F), "device"),  # type: ignore[arg-type]
+    ("DeviceBuffer stream", lambda o: npu.DeviceBuffer(8, stream=1), "stream"),  # type: ignore[arg-type]
+    ("DeviceBuffer.record_stream", lambda o: o.dev.record_stream(1), "stream"),  # type: ignore[arg-type]
+    ("caching_allocator_alloc", lambda o: npu.caching_allocator_alloc(F), "nbytes"),  # type: ignore[arg-type]
+    (
+        "caching_allocator_alloc stream",
+        lambda o: npu.caching_allocator_alloc(8, stream=1),
+        "stream",
+    ),
+    (
+        "caching_allocator_alloc device",
+        lambda o: npu.caching_allocator_alloc(8, device=F),
+        "device",
+    ),  # type: ignore[arg-type]
+    ("caching_allocator_delete", lambda o: npu.caching_allocator_delete(F), "ptr"),  # type: ignore[arg-type]
+    ("caching_allocator", lambda o: npu.caching_allocator(stream=1), "stream"),
+    ("caching_allocator device", lambda o: npu.caching_allocator(device=F), "device"),  # type: ignore[arg-type]
+    (
+        "set_per_process_memory_fraction",
+        lambda o: npu.set_per_process_memory_fraction("1"),
+        "fraction",
+    ),  # type: ignore[arg-type]
+    (
+        "set_per_process_memory_fraction device",
+        lambda o: npu.set_per_process_memory_fraction(1.0, F),
+        "device",
+    ),  # type: ignore[arg-type]
+    ("get_per_process_memory_fraction", lambda o: npu.get_per_process_memory_fraction(F), "device"),  # type: ignore[arg-type]
+    ("record_memory_history", lambda o: npu.record_memory_history(1), "enabled"),  # type: ignore[arg-type]
+    ("dump_snapshot", lambda o: npu.dump_snapshot(F), "filename"),  # type: ignore[arg-type]
 ]
 
 #: Public callables that take no arguments: an argument is a TypeError from Python.
@@ -341,6 +372,8 @@ NO_ARGS = {
     "device_count",
     "empty_cache",
     "finalize",
+    "host_memory_stats",
+    "memory_snapshot",
     "get_soc_version",
     "host_memory_allocated",
     "is_available",

@@ -21,6 +21,10 @@ from pyacl_rt import _dlpack_c as C
 from pyacl_rt import errors
 from pyacl_rt.mock import mock_control
 
+# These tests count the runtime's allocations (one aclrtMalloc per buffer): native
+# backend. tests/test_allocator.py checks DLPack with the caching allocator.
+pytestmark = pytest.mark.usefixtures("native_allocator")
+
 
 def allocations(device: int = -1) -> int:
     return mock_control().stat("allocations", device)

@@ -24,6 +24,10 @@ from pyacl_rt import memory as M
 from pyacl_rt import stream as S
 from pyacl_rt.mock import mock_control
 
+# These tests pin down the native backend (one aclrtMalloc per buffer, ordered free);
+# the caching allocator has its own tests (tests/test_allocator.py).
+pytestmark = pytest.mark.usefixtures("native_allocator")
+
 
 def allocations(device: int = -1) -> int:
     return mock_control().stat("allocations", device)
@@ -1204,7 +1208,9 @@ def test_close_during_interpreter_exit_frees_at_once(run_python: Any, clean_env:
 
         runtime.register_release_hook(close_at_exit, runtime.PRIORITY_FIRST)
     """
-    env = clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_LEAK_REPORT="1")
+    env = clean_env(
+        PYACL_RT_BACKEND="mock", ASCEND_MOCK_LEAK_REPORT="1", PYACL_RT_ALLOCATOR="native"
+    )
     r = run_python(code, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "RESULT [(True, True, True, 0, 0, 0, 0)]" in r.stdout, (r.stdout, r.stderr)

@@ -395,7 +395,7 @@ def _smoke_memcpy_async(mc: Any) -> None:
 def _smoke_memory_allocated(mc: Any) -> None:
     base = npu.memory_allocated(0)
     with npu.DeviceBuffer(4096, device=0):
-        assert npu.memory_allocated(0) == base + 4096
+        assert npu.memory_allocated(0) == base + 4096  # a multiple of 512: no rounding
     assert npu.memory_allocated(0) == base
 
 
@@ -409,7 +409,65 @@ def _smoke_memory_reserved(mc: Any) -> None:
 
 
 def _smoke_max_memory_reserved(mc: Any) -> None:
-    assert npu.max_memory_reserved(0) == npu.max_memory_allocated(0)
+    assert npu.max_memory_reserved(0) >= npu.max_memory_allocated(0)
+
+
+def _smoke_memory_summary(mc: Any) -> None:
+    assert "Allocated memory" in npu.memory_summary(0)
+
+
+def _smoke_reset_accumulated_memory_stats(mc: Any) -> None:
+    npu.reset_accumulated_memory_stats(0)
+    assert npu.memory_stats(0)["allocation.all.freed"] == 0
+
+
+def _smoke_caching_allocator_alloc(mc: Any) -> None:
+    p = npu.caching_allocator_alloc(100, device=0)
+    assert p and npu.memory_allocated(0) >= 512
+    npu.caching_allocator_delete(p)
+
+
+def _smoke_caching_allocator(mc: Any) -> None:
+    h = npu.caching_allocator(device=0)
+    h.free(h.alloc(64))
+
+
+def _smoke_caching_allocator_delete(mc: Any) -> None:
+    with pytest.raises(ValueError):
+        npu.caching_allocator_delete(1)
+
+
+def _smoke_set_per_process_memory_fraction(mc: Any) -> None:
+    npu.set_per_process_memory_fraction(1.0, 0)
+
+
+def _smoke_get_per_process_memory_fraction(mc: Any) -> None:
+    assert npu.get_per_process_memory_fraction(0) == 1.0
+
+
+def _smoke_host_memory_stats(mc: Any) -> None:
+    assert npu.host_memory_stats()["allocated_bytes.current"] >= 0
+
+
+def _smoke_memory_snapshot(mc: Any) -> None:
+    with npu.DeviceBuffer(100, device=0) as b:
+        assert any(
+            blk["address"] == b.ptr for seg in npu.memory_snapshot() for blk in seg["blocks"]
+        )
+
+
+def _smoke_record_memory_history(mc: Any) -> None:
+    npu.record_memory_history("state")
+    npu.record_memory_history(None)
+
+
+def _smoke_dump_snapshot(mc: Any) -> None:
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        npu.dump_snapshot(os.path.join(d, "s.pickle"))
+        assert os.path.getsize(os.path.join(d, "s.pickle")) > 0
 
 
 def _smoke_reset_peak_memory_stats(mc: Any) -> None:
@@ -626,6 +684,7 @@ def test_smoke(name: str, rt: Any) -> None:
         npu.synchronize(d)
     gc.collect()
     npu.stream._markers.drop_all()
+    npu.empty_cache()  # the caching allocator keeps freed segments
     new = set(npu.device._primaries) - primaries
     for d in range(rt.device_count):
         after = rt.counts(d)

@@ -1,0 +1,176 @@
+"""Pinned host memory pool behind :class:`~pyacl_rt.memory.HostBuffer`.
+
+Blocks are ``aclrtMallocHost`` allocations of power-of-two sizes (at least 512
+bytes, so at most half of a block is rounding waste), reused by size. The host may
+touch a HostBuffer as soon as it exists, so a freed block is reused only once the
+work of *every* stream that used it has completed: an event is recorded on each of
+them at free time (torch's CachingHostAllocator rule). When ``aclrtMallocHost`` fails,
+idle blocks are freed and the allocation retried once.
+
+Floor 7 (allocator): imports floors 1-6 only.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from .. import errors, lowlevel, runtime
+from ..device import _check, _CtxRef, _lib, _local
+from . import _guards
+
+if TYPE_CHECKING:
+    from .._membackend import Releaser
+    from .._memrecord import _Mem
+
+_log = logging.getLogger("pyacl_rt")
+
+
+def block_size(nbytes: int) -> int:
+    """Pool block size of a request: the next power of two, at least 512 bytes."""
+    return max(512, 1 << (nbytes - 1).bit_length())
+
+
+class HostPool:
+    """The process's pinned host pool (one; blocks usable from any context)."""
+
+    def __init__(self) -> None:
+        self.gen = runtime.generation()
+        self.lock = threading.RLock()
+        self.idle: dict[int, list[int]] = {}
+        #: every block the pool owns: address -> size
+        self.blocks: dict[int, int] = {}
+        self.pending: collections.deque[tuple[int, list[_guards.Guard]]] = collections.deque()
+        self.counters = {
+            "allocated_bytes": 0,
+            "allocated_bytes_peak": 0,
+            "reserved_bytes": 0,
+            "reserved_bytes_peak": 0,
+            "num_host_alloc": 0,
+            "num_host_free": 0,
+            "allocations": 0,
+        }
+
+    def allocate(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser]:
+        size = block_size(nbytes)
+        with self.lock:
+            if self.pending:
+                self.process_pending()
+            lst = self.idle.get(size)
+            ptr = lst.pop() if lst else 0
+            if not ptr:
+                ptr = self._malloc(size)
+            c = self.counters
+            c["allocations"] += 1
+            c["allocated_bytes"] += size
+            if c["allocated_bytes"] > c["allocated_bytes_peak"]:
+                c["allocated_bytes_peak"] = c["allocated_bytes"]
+        return ptr, self
+
+    def _malloc(self, size: int) -> int:
+        s = _local.st.scratch
+        rc = _lib.aclrtMallocHost(s.uptr, size)
+        if rc in errors.OUT_OF_MEMORY_CODES:
+            lowlevel.clear_error()
+            self.process_pending(wait=True)
+            self.release_idle()
+            rc = _lib.aclrtMallocHost(s.uptr, size)
+        if rc:
+            _check(rc, "aclrtMallocHost")
+        ptr = int(s.uptr[0])
+        c = self.counters
+        self.blocks[ptr] = size
+        c["num_host_alloc"] += 1
+        c["reserved_bytes"] += size
+        if c["reserved_bytes"] > c["reserved_bytes_peak"]:
+            c["reserved_bytes_peak"] = c["reserved_bytes"]
+        return ptr
+
+    def release(self, m: _Mem, base: int) -> None:
+        """A HostBuffer was freed: idle now, or once every stream that used it passed
+        an event recorded now. Never raises."""
+        try:
+            with self.lock:
+                size = self.blocks.get(base)
+                if size is None:
+                    return  # finalized meanwhile
+                c = self.counters
+                c["allocations"] -= 1
+                c["allocated_bytes"] -= size
+                streams = [s for r in m.streams if (s := r()) is not None and not s.closed]
+                if streams:
+                    prev = _local.st.ctx
+                    guards = _guards.record(streams)
+                    if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                        prev.make_current()
+                    self.pending.append((base, guards))
+                else:
+                    self.idle.setdefault(size, []).append(base)
+        except BaseException:  # pragma: no cover - defensive (finalizer context)
+            _log.debug("pyacl_rt host pool: release failed", exc_info=True)
+
+    def process_pending(self, wait: bool = False) -> None:
+        if wait and _local.st.in_callback:
+            wait = False
+        with self.lock:
+            for _ in range(len(self.pending)):
+                base, guards = self.pending.popleft()
+                left = [g for g in guards if not _guards.done(g, wait)]
+                if left:
+                    self.pending.append((base, left))
+                elif base in self.blocks:
+                    self.idle.setdefault(self.blocks[base], []).append(base)
+
+    def release_idle(self) -> int:
+        """``aclrtFreeHost`` every idle block; returns bytes released."""
+        released = 0
+        with self.lock:
+            idle, self.idle = self.idle, {}
+            for size, ptrs in idle.items():
+                for ptr in ptrs:
+                    self._free(ptr)
+                    released += size
+        return released
+
+    def _free(self, ptr: int) -> None:
+        size = self.blocks.pop(ptr, 0)
+        rc = _lib.aclrtFreeHost(ptr)
+        if rc:
+            _log.warning("pyacl_rt host pool: aclrtFreeHost(0x%x) failed with %d", ptr, rc)
+            lowlevel.clear_error()
+        self.counters["reserved_bytes"] -= size
+        self.counters["num_host_free"] += 1
+
+    def empty_cache(self) -> None:
+        """Wait for pending guards, then free every idle block."""
+        with self.lock:
+            if self.pending:
+                self.process_pending(wait=True)
+            self.release_idle()
+
+    def stats(self) -> dict[str, int]:
+        """``host_memory_stats()``: bytes of live HostBuffer blocks and of the pool."""
+        with self.lock:
+            c = dict(self.counters)
+        return {
+            "allocated_bytes.current": c["allocated_bytes"],
+            "allocated_bytes.peak": c["allocated_bytes_peak"],
+            "allocations.current": c["allocations"],
+            "num_host_alloc": c["num_host_alloc"],
+            "num_host_free": c["num_host_free"],
+            "reserved_bytes.current": c["reserved_bytes"],
+            "reserved_bytes.peak": c["reserved_bytes_peak"],
+        }
+
+    def teardown(self, free: bool) -> None:
+        """Forget every block; ``free``: ``aclrtFreeHost`` them (finalize)."""
+        with self.lock:
+            ptrs = list(self.blocks)
+            self.pending.clear()
+            self.idle = {}
+            if free and runtime.is_alive(self.gen):
+                for ptr in ptrs:
+                    self._free(ptr)
+            self.blocks.clear()
