@@ -7,9 +7,10 @@ pyacl_rt/_mock/ (in the source tree for editable installs; CANN layout: lib64/, 
 then builds the cffi module ``<RAW_PACKAGE>._lowlevel_cffi`` (declared by
 ``_lowlevel_build.py``) and the hand-written fast-call module ``<RAW_PACKAGE>._fastcall``
 (``_fastcall.c``), which calls through the cffi module's dispatch table (neither links
-libascendcl), and pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL
-calls). CC, CFLAGS and LDFLAGS from the environment reach every build; no shared object
-gets a run path other than ``$ORIGIN`` (the wheel stays relocatable).
+libascendcl), pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL calls) and
+pyacl_rt._cachecore (pyacl_rt/_cachecore.c: the caching allocator's bookkeeping). CC,
+CFLAGS and LDFLAGS from the environment reach every build; no shared object gets a run
+path other than ``$ORIGIN`` (the wheel stays relocatable).
 """
 
 from __future__ import annotations

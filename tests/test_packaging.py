@@ -167,7 +167,7 @@ int main(void) {
 }
 """
 CANN_LIBRARIES = ("libascendcl.so", "libmsprofiler.so", "libascend_dump.so")
-EXTENSIONS = ("_lowlevel_cffi", "_fastcall", "_dlpack_c")  # compiled modules of the package
+EXTENSIONS = ("_lowlevel_cffi", "_fastcall", "_dlpack_c", "_cachecore")  # compiled modules
 
 
 def _check(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
