@@ -53,6 +53,7 @@ from ._allocator import (
 )
 from ._dlpack import from_dlpack
 from ._loader import backend_info
+from ._syncdebug import get_sync_debug_mode, set_sync_debug_mode, sync_debug_mode
 from .context import Context, current_context
 from .device import (
     CallbackContextError,
@@ -94,6 +95,8 @@ from .errors import (
     LibraryNotFoundError,
     NotInitializedError,
     RuntimeFinalizedError,
+    SyncDebugError,
+    SyncDebugWarning,
 )
 from .event import Event, EventTimingError
 from .memory import (
@@ -180,6 +183,8 @@ __all__ = [
     "OutOfMemoryError",
     "RuntimeFinalizedError",
     "Stream",
+    "SyncDebugError",
+    "SyncDebugWarning",
     "SyncTimeoutError",
     "__version__",
     "backend_info",
@@ -210,6 +215,7 @@ __all__ = [
     "get_device_properties",
     "get_per_process_memory_fraction",
     "get_soc_version",
+    "get_sync_debug_mode",
     "host_memory_allocated",
     "host_memory_stats",
     "init",
@@ -237,8 +243,10 @@ __all__ = [
     "set_op_timeout_ms",
     "set_per_process_memory_fraction",
     "set_stream",
+    "set_sync_debug_mode",
     "stream",
     "stream_from_pool",
+    "sync_debug_mode",
     "synchronize",
     "utilization",
 ]

@@ -65,6 +65,7 @@ from . import _dlpack_c, errors, runtime
 from . import _memrecord as _rec
 from ._membuf import _Side
 from ._memrecord import _Mem, _raise_closed
+from ._syncdebug import _check_sync, _sync_debug
 from .device import Device, _check, _context_for, _CtxRef, _index, _lib
 from .lowlevel import ffi
 from .memory import DeviceBuffer, HostBuffer, _dlpack_hooks, _host_wait
@@ -370,6 +371,8 @@ def _copy_of(buf: DeviceBuffer | HostBuffer, target: tuple[int, int]) -> DeviceB
     n = buf._n
     if n == 0:
         raise BufferError("cannot copy an empty (0-byte) buffer for DLPack")
+    if _sync_debug():
+        _check_sync("a synchronous copy for a DLPack export")
     _host_sync(buf._m)
     new: DeviceBuffer | HostBuffer = (
         HostBuffer(n) if target[0] == KDL_CPU else DeviceBuffer(n, device=target[1])
@@ -612,6 +615,8 @@ def _import(
     if not need_copy:
         return view
     try:
+        if _sync_debug():
+            _check_sync("a synchronous copy of the imported DLPack tensor")
         new: DeviceBuffer | HostBuffer = HostBuffer(n) if target < 0 else DeviceBuffer(n, target)
         try:
             _copy(new, view)

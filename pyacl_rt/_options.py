@@ -29,6 +29,7 @@ __all__ = [
     "ALLOCATORS",
     "BACKENDS",
     "ENV_VARS",
+    "SYNC_DEBUG_MODES",
     "EnvVar",
     "Options",
     "env_table",
@@ -42,6 +43,8 @@ __all__ = [
 BACKENDS: tuple[str, ...] = ("auto", "real", "mock")
 #: Values accepted by ``PYACL_RT_ALLOCATOR``.
 ALLOCATORS: tuple[str, ...] = ("caching", "native")
+#: Values accepted by ``PYACL_RT_SYNC_DEBUG``, in mode-number order (also 0, 1, 2).
+SYNC_DEBUG_MODES: tuple[str, ...] = ("default", "warn", "error")
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -63,6 +66,15 @@ def _parse_allocator(name: str, raw: str) -> str:
     value = raw.strip().lower()
     if value not in ALLOCATORS:
         raise ConfigError.for_variable(name, raw, "one of " + ", ".join(ALLOCATORS))
+    return value
+
+
+def _parse_sync_debug(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value in ("0", "1", "2"):
+        return SYNC_DEBUG_MODES[int(value)]
+    if value not in SYNC_DEBUG_MODES:
+        raise ConfigError.for_variable(name, raw, "one of default, warn, error (or 0, 1, 2)")
     return value
 
 
@@ -223,6 +235,18 @@ ENV_VARS: tuple[EnvVar, ...] = (
         parse=_parse_bool,
     ),
     EnvVar(
+        name="PYACL_RT_SYNC_DEBUG",
+        field="sync_debug",
+        type="str",
+        default="default",
+        accepted="default, warn, error (or 0, 1, 2)",
+        description=(
+            "Initial sync-debug mode of every thread and task (pyacl_rt.set_sync_debug_mode): "
+            "'warn' / 'error' report each call that makes the host wait for the device."
+        ),
+        parse=_parse_sync_debug,
+    ),
+    EnvVar(
         name="ASCEND_RT_VISIBLE_DEVICES",
         field="visible_devices",
         type="str",
@@ -266,6 +290,7 @@ class Options:
     callback_poll_ms: int = 100
     allocator: str = "caching"
     warn_fallback: bool = True
+    sync_debug: str = "default"
     visible_devices: str | None = None
     ascend_home_path: str | None = None
     ascend_toolkit_home: str | None = None

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from . import _releaser, errors, runtime
+from ._syncdebug import _check_sync, _sync_debug
 from .device import (
     Device,
     DeviceLike,
@@ -187,6 +188,8 @@ class Context:
     def synchronize(self) -> None:
         """Wait for all work in this context (``aclrtSynchronizeDevice`` within it)."""
         _refuse_in_callback("Context.synchronize()")
+        if _sync_debug():
+            _check_sync("Context.synchronize()")
         self._require_open()
         if _local.st.ctx is not self._ref:
             self._ref.make_current()

@@ -54,6 +54,7 @@ from typing import Any, ClassVar, Final, Generic, NoReturn, SupportsIndex, TypeV
 from . import errors, lowlevel, runtime
 from ._args import index_arg, timeout_ms_arg
 from ._lowlevel_cffi import lib as _cffi_lib
+from ._syncdebug import _check_sync, _sync_debug
 
 # Defined in pyacl_rt.errors (floor 1); still importable from here (compatibility).
 from .errors import (
@@ -642,6 +643,8 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     not here.
     """
     _refuse_in_callback("synchronize()")
+    if _sync_debug():
+        _check_sync("synchronize()")
     ms = None if timeout is None else timeout_ms_arg(timeout)
     index = _index(device)
     _ensure_current(index)
@@ -867,6 +870,8 @@ class Device:
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for all work on this device (:func:`synchronize`); ``timeout`` in
         milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError` on expiry."""
+        if _sync_debug():
+            _check_sync("Device.synchronize()")
         synchronize(self._index, timeout=timeout)
 
     # --- identity

@@ -21,6 +21,7 @@ Hierarchy by ACL code family (first digit of the code)::
     |   +-- InvalidDeviceError   (also ValueError) device index out of range / malformed
     |   +-- ObjectClosedError    a Stream / Event / Context / buffer used after close()
     |   +-- CallbackContextError (also RuntimeError) blocking call inside a host callback
+    |   +-- SyncDebugError       (also RuntimeError) blocking call in sync-debug mode "error"
     +-- AclResourceError         2xxxxx  resource errors
     |   +-- AclOutOfMemoryError  (also MemoryError) 207001, 207018, 200000, 245000
     |   +-- FeatureNotSupportedError   207000, 200001, 200006, 207019
@@ -32,6 +33,9 @@ Hierarchy by ACL code family (first digit of the code)::
     +-- LibraryNotFoundError     (also OSError) the loader found no usable library
     +-- ConfigError              (also ValueError) bad PYACL_RT_* environment value
     +-- ForkedProcessError       (also RuntimeError) runtime used in a forked child
+
+Warning: :class:`SyncDebugWarning` (a ``UserWarning``) - a call that makes the host
+wait for the device, in sync-debug mode ``"warn"``.
 
 All exceptions pickle with every attribute (``__reduce__``), so they cross
 ``multiprocessing`` boundaries intact.
@@ -68,6 +72,8 @@ __all__ = [
     "NotInitializedError",
     "ObjectClosedError",
     "RuntimeFinalizedError",
+    "SyncDebugError",
+    "SyncDebugWarning",
     "SyncTimeoutError",
     "error_class_for_code",
     "error_from_code",
@@ -449,6 +455,15 @@ class CallbackContextError(AclUsageError, RuntimeError):
     """
 
 
+class SyncDebugError(AclUsageError, RuntimeError):
+    """A call that makes the host wait for the device, made in sync-debug mode
+    ``"error"`` (:func:`pyacl_rt.set_sync_debug_mode`); it was refused before waiting.
+
+    ``function`` names the pyacl_rt call (``"Stream.synchronize()"``). Also a
+    ``RuntimeError``, as torch raises for its sync-debug mode.
+    """
+
+
 class AclServiceError(AclError):
     """3xxxxx: storage / sub-health errors."""
 
@@ -546,6 +561,11 @@ class ForkedProcessError(AclError, RuntimeError):
                 "'forkserver') to start worker processes."
             )
         super().__init__(message, function=function, explanation="")
+
+
+class SyncDebugWarning(UserWarning):
+    """Issued in sync-debug mode ``"warn"`` (:func:`pyacl_rt.set_sync_debug_mode`) by a
+    call that makes the host wait for the device; attributed to the calling line."""
 
 
 # ----------------------------------------------------------------- dispatch

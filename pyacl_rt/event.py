@@ -31,6 +31,7 @@ from typing import Any, Final, NoReturn
 from . import context as _context
 from . import errors, runtime
 from ._args import bool_arg
+from ._syncdebug import _check_sync, _sync_debug
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -272,6 +273,8 @@ class Event:
             if timeout is not None:
                 _timeout_ms(timeout)  # validate the argument even when there is no wait
             return
+        if _sync_debug():
+            _check_sync("Event.synchronize()")
         if _local.st.ctx is not ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
@@ -329,6 +332,8 @@ class Event:
                     "before elapsed_time()",
                     explanation="",
                 )
+        if _sync_debug():
+            _check_sync("Event.elapsed_time()")
         self.synchronize()
         end_event.synchronize()
         if _local.st.ctx is not self._ctx:

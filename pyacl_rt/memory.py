@@ -148,6 +148,7 @@ from ._memrecord import (
     _register,
     _wait_streams,
 )
+from ._syncdebug import _check_sync, _sync_debug
 from .device import (
     Device,
     DeviceLike,
@@ -273,6 +274,8 @@ def empty_cache() -> None:
     callback's own stream)."""
     if _local.st.in_callback:
         return
+    if _sync_debug():
+        _check_sync("empty_cache()")
     _releaser.flush()
     _rec._process_deferred()
     _mb.empty_all()
@@ -377,6 +380,8 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
     for each half (synchronous, whatever ``non_blocking`` said)."""
     if _local.st.in_callback:
         _refuse_in_callback("a cross-device copy between devices without peer access")
+    if _sync_debug():
+        _check_sync("a copy staged through pinned memory: the devices lack peer access")
     src_stream = st if st._device == s.dev else current_stream(s.dev)
     dst_stream = st if st._device == d.dev else current_stream(d.dev)
     stage = HostBuffer(n)
@@ -421,6 +426,8 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
     for side in sides:
         m = side.m
         if m is not None and m.streams:
+            if _sync_debug():
+                _check_sync("waiting for the work pending on the buffer")
             prev = _local.st.ctx
             try:
                 if not _wait_streams(m, forget=False):
@@ -522,6 +529,8 @@ def _do_copy(
                 d.release()
                 s.release()
             return
+        if not non_blocking and _sync_debug():
+            _check_sync("a synchronous copy")
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
     except BaseException:
@@ -685,6 +694,8 @@ def copy_2d(
                 "them are not supported (copy through a HostBuffer)",
                 function="aclrtDeviceCanAccessPeer",
             )
+        if not non_blocking and _sync_debug():
+            _check_sync("a synchronous copy")
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:
@@ -742,6 +753,8 @@ def memset(
             return
         if not non_blocking and _local.st.in_callback:
             _refuse_in_callback("a synchronous memset (use non_blocking=True)")
+        if not non_blocking and _sync_debug():
+            _check_sync("a synchronous memset")
         st = _pick_stream(stream, (b.dev,))
         _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
     except BaseException:
@@ -1001,6 +1014,8 @@ class DeviceBuffer(_Buffer):
                 self._m = _DEAD
             self._parent = None
             return
+        if self._m.rel is None and self._m.streams and _sync_debug():  # rel: no wait
+            _check_sync("DeviceBuffer.close()")
         with _rec._live_lock:
             _claim_close(self._m, "DeviceBuffer")
         # detach() + call, not f(): at interpreter exit f() is a no-op once
@@ -1241,6 +1256,8 @@ class HostBuffer(_Buffer, BufferForwarder):
         if self._buf is None:
             return
         m = self._m
+        if m.rel is None and m.streams and _sync_debug():  # rel: no wait
+            _check_sync("HostBuffer.close()")
         with _rec._live_lock:
             p = _claim_close(m, "HostBuffer")
             n = self._exports() if p else 0

@@ -51,6 +51,7 @@ from . import _releaser, callbacks, errors, lowlevel, runtime
 from . import context as _context
 from . import device as _device
 from ._args import bool_arg, index_arg, timeout_ms_arg
+from ._syncdebug import _check_sync, _sync_debug
 from .device import (
     _CLOSED,
     _FINALIZED,
@@ -441,6 +442,8 @@ class Stream:
         t = _local.st
         if t.in_callback:
             _refuse_in_callback("Stream.synchronize()")
+        if _sync_debug():
+            _check_sync("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
@@ -601,6 +604,8 @@ class Stream:
             return
         if self._state[1] is not None and _local.st.in_callback:
             _refuse_in_callback("Stream.close()")
+        if _sync_debug():
+            _check_sync("Stream.close()")
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
         _live.discard(self)

@@ -362,6 +362,9 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("get_per_process_memory_fraction", lambda o: npu.get_per_process_memory_fraction(F), "device"),  # type: ignore[arg-type]
     ("record_memory_history", lambda o: npu.record_memory_history(1), "enabled"),  # type: ignore[arg-type]
     ("dump_snapshot", lambda o: npu.dump_snapshot(F), "filename"),  # type: ignore[arg-type]
+    # ---- sync-debug mode
+    ("set_sync_debug_mode", lambda o: npu.set_sync_debug_mode(F), "debug_mode"),  # type: ignore[arg-type]
+    ("sync_debug_mode", lambda o: npu.sync_debug_mode(True), "debug_mode"),
 ]
 
 #: Public callables that take no arguments: an argument is a TypeError from Python.
@@ -375,6 +378,7 @@ NO_ARGS = {
     "host_memory_stats",
     "memory_snapshot",
     "get_soc_version",
+    "get_sync_debug_mode",
     "host_memory_allocated",
     "is_available",
     "is_bf16_supported",

@@ -295,7 +295,7 @@ int use_declarations(void)
 @needs_gcc
 def test_unsupported_sources_compile() -> None:
     for rel in (
-        "src/unsupported.c",
+        "src/misc/unsupported.c",
         "src/msprofiler/unsupported.c",
         "src/ascend_dump/unsupported.c",
     ):

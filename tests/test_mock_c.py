@@ -10,6 +10,10 @@ compared with ``mock_libascendcl/abi/exports_<lib>.txt``. The libraries alone ar
 built as ``Debug`` and ``Release`` (no tests run there) to catch build-type specific
 warnings.
 
+The source layout rules of mock_libascendcl/src (one folder per subsystem, function
+prefixes matching the declaring header, private headers used only in their folder; see
+the mock README "Source layout") are checked without a build.
+
 Selection: the sanitizer runs carry the ``asan`` / ``tsan`` marks and their ids contain
 the configuration name, e.g. ``pytest tests/test_mock_c.py -k "plain"`` or
 ``-m "not asan and not tsan"``.
@@ -288,3 +292,158 @@ def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "consumer ok" in proc.stdout
+
+
+# ------------------------------------------------------------------ source layout
+# mock_libascendcl/src/<subsystem>/ holds the sources of one subsystem of
+# libascendcl.so, one public internal header <subsystem>.h (what the other
+# subsystems may call) and one private header <subsystem>_private.h (used inside the
+# folder only). Every function either header declares starts with "<subsystem>_".
+
+SRC = MOCK / "src"
+SUBSYSTEMS = ("core", "stream", "mem", "misc")
+LIBRARY_DIRS = ("msprofiler", "ascend_dump")  # the other two libraries: sources only
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _strip_c(text: str) -> str:
+    """C text without comments, string literals and preprocessor lines."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+    text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+    return re.sub(r"^\s*#(?:[^\n]*\\\n)*[^\n]*", "", text, flags=re.M)
+
+
+def _top_level(text: str) -> list[tuple[str, bool]]:
+    """The top-level declarations of stripped C text: (text, has_body) per
+    declaration ending in ';' or in a '{...}' body at file scope."""
+    out: list[tuple[str, bool]] = []
+    depth = 0
+    cur = ""
+    for ch in text:
+        if depth == 0:
+            if ch == ";":
+                out.append((cur.strip(), False))
+                cur = ""
+            elif ch == "{":
+                depth = 1
+            else:
+                cur += ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            # a function body ends its declaration; a struct/enum/initializer body
+            # does not (the declaration goes on up to its ';')
+            aggregate = re.match(r"\s*(typedef|struct|enum|union)\b", cur) or "=" in cur
+            if depth == 0 and not aggregate:
+                out.append((cur.strip(), True))
+                cur = ""
+    return out
+
+
+def _functions(text: str) -> list[tuple[str, bool, bool]]:
+    """(name, is_static, has_body) of every function declared or defined at file scope."""
+    found = []
+    for decl, body in _top_level(_strip_c(text)):
+        if re.match(r"(typedef|struct|enum|union)\b", decl) or "(" not in decl:
+            continue
+        m = re.search(r"\b([A-Za-z_]\w*)\s*\(", decl)
+        if m is None or re.search(r"=\s*$", decl[: m.start()]):
+            continue
+        found.append((m.group(1), bool(re.match(r"static\b", decl)), body))
+    return found
+
+
+def test_source_tree_has_one_folder_per_subsystem() -> None:
+    """src/ holds only the subsystem and library folders; each subsystem has exactly
+    its public and its private header; the library folders have no headers."""
+    assert not list(SRC.glob("*.[ch]")), "sources belong in a subsystem folder"
+    assert {p.name for p in SRC.iterdir() if p.is_dir()} == set(SUBSYSTEMS) | set(LIBRARY_DIRS)
+    for sub in SUBSYSTEMS:
+        headers = {p.name for p in (SRC / sub).glob("*.h")}
+        assert headers == {f"{sub}.h", f"{sub}_private.h"}, sub
+        assert list((SRC / sub).glob("*.c")), sub
+    for lib in LIBRARY_DIRS:
+        assert not list((SRC / lib).glob("*.h")), lib
+
+
+@pytest.mark.parametrize("sub", SUBSYSTEMS)
+def test_subsystem_function_prefixes(sub: str) -> None:
+    """Every function declared in <sub>.h / <sub>_private.h starts with '<sub>_', and
+    every non-static function defined in src/<sub>/ is either an exported ACL entry
+    point (acl*) or carries that prefix (so it is declared in the subsystem's header)."""
+    prefix = f"{sub}_"
+    for header in (f"{sub}.h", f"{sub}_private.h"):
+        names = [name for name, _, _ in _functions((SRC / sub / header).read_text())]
+        assert names, header
+        wrong = [n for n in names if not n.startswith(prefix)]
+        assert not wrong, f"{sub}/{header} declares {wrong}: rename them to {prefix}*"
+    for src in sorted((SRC / sub).glob("*.c")):
+        wrong = [
+            n
+            for n, static, body in _functions(src.read_text())
+            if body and not static and not n.startswith((prefix, "acl"))
+        ]
+        assert not wrong, f"{sub}/{src.name} defines {wrong}: not {prefix}* nor an ACL entry point"
+
+
+def test_private_headers_stay_in_their_folder() -> None:
+    """No file includes another subsystem's private header (nor a header by a path
+    outside the subsystem folders)."""
+    allowed_public = {f"{s}/{s}.h" for s in SUBSYSTEMS}
+    for path in sorted(SRC.rglob("*.[ch]")):
+        folder = path.parent.name
+        for inc in INCLUDE_RE.findall(path.read_text()):
+            if inc.startswith("acl/"):
+                continue
+            ok = inc in allowed_public or inc == f"{folder}/{folder}_private.h"
+            assert ok, f"{path.relative_to(SRC)} includes {inc!r}"
+
+
+def test_layout_check_sees_violations() -> None:
+    """The parser of the layout checks finds prototypes, inline definitions and
+    non-static definitions, and skips typedefs, function pointers and macros."""
+    text = """
+    #define MOCK_X(a) \\
+        foo_bar(a)
+    typedef aclError (*mock_task_fn)(void *arg);
+    typedef struct s { int (*cb)(int); } s;
+    MOCK_HIDDEN aclError core_error(const char *f, ...) __attribute__((format(printf, 2, 3)));
+    static inline int core_two(void) { if (x) { return 2; } return 1; }
+    static const char *names[] = {"a(", "b"};
+    MOCK_HIDDEN mock_stream *mock_stream_self(void);
+    aclError aclrtFoo(void (*fn)(void *), void *arg)
+    {
+        return 0;
+    }
+    static void helper(void) {}
+    """
+    assert _functions(text) == [
+        ("core_error", False, False),
+        ("core_two", True, True),
+        ("mock_stream_self", False, False),
+        ("aclrtFoo", False, True),
+        ("helper", True, True),
+    ]
+
+
+def test_readme_source_layout_matches_tree() -> None:
+    """The tree in mock_libascendcl/README.md "Source layout" names exactly the files of
+    each src/ folder."""
+    text = (MOCK / "README.md").read_text()
+    section = text.split("## Source layout", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1]
+    listed: dict[str, set[str]] = {}
+    folder = ""
+    for line in block.splitlines():
+        m = re.match(r"\s{2}(\w+)/\s", line)
+        if m:
+            folder = m.group(1)
+        if folder:
+            listed.setdefault(folder, set()).update(re.findall(r"\b[\w]+\.[ch]\b", line))
+    on_disk = {
+        d.name: {p.name for p in d.iterdir() if p.suffix in (".c", ".h")}
+        for d in SRC.iterdir()
+        if d.is_dir()
+    }
+    assert listed == on_disk

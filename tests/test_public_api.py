@@ -187,6 +187,45 @@ def _smoke_synchronize(mc: Any) -> None:
     buf.close()
 
 
+def _smoke_set_sync_debug_mode(mc: Any) -> None:
+    with npu.sync_debug_mode("default"):  # restores this thread's mode afterwards
+        npu.set_sync_debug_mode("error")
+        _raises(npu.SyncDebugError, lambda: npu.synchronize(0))
+        npu.set_sync_debug_mode(0)
+        npu.synchronize(0)
+
+
+def _smoke_get_sync_debug_mode(mc: Any) -> None:
+    assert npu.get_sync_debug_mode() == 0
+    with npu.sync_debug_mode(1):
+        assert npu.get_sync_debug_mode() == 1
+
+
+def _smoke_sync_debug_mode(mc: Any) -> None:
+    s = npu.Stream(0)
+    with npu.sync_debug_mode("error") as mode:
+        assert mode == 2
+        _raises(npu.SyncDebugError, s.synchronize)
+    s.synchronize()
+    s.close()
+
+
+def _smoke_SyncDebugWarning(mc: Any) -> None:
+    s = npu.Stream(0)
+    warns = pytest.warns(npu.SyncDebugWarning, match=r"Stream\.synchronize\(\)")
+    with warns, npu.sync_debug_mode("warn"):
+        s.synchronize()
+    s.close()
+
+
+def _smoke_SyncDebugError(mc: Any) -> None:
+    buf = npu.DeviceBuffer(64)
+    with npu.sync_debug_mode("error"):
+        exc = _raises(npu.SyncDebugError, buf.copy_to_host)
+    assert isinstance(exc, RuntimeError) and exc.function == "DeviceBuffer.copy_to_host()"
+    buf.close()
+
+
 def _smoke_get_device_name(mc: Any) -> None:
     assert npu.get_device_name(0) == mc.soc_name
 

@@ -27,7 +27,7 @@
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
 #include "acl/acl_prof.h"
-#include "mock_registry.h"
+#include "core/core.h" /* the handle registry (static inline) */
 
 #define PROF_PATH_MAX 4096u
 #define PROF_MSG_MAX 128u
@@ -314,7 +314,7 @@ aclprofConfig *aclprofCreateConfig(uint32_t *deviceIdList, uint32_t deviceNums, 
     c->host_only = deviceNums == 0;
     c->metrics = aicoreMetrics;
     c->data_types = dataTypeConfig;
-    if (!mock_handle_set_add(&g_configs, c)) {
+    if (!core_handle_set_add(&g_configs, c)) {
         free(c);
         (void)aclmockSetError(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
         return NULL;
@@ -328,7 +328,7 @@ aclError aclprofDestroyConfig(const aclprofConfig *profilerConfig)
     if (profilerConfig == NULL) {
         return aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'profilerConfig' is NULL");
     }
-    if (!mock_handle_set_remove(&g_configs, profilerConfig)) {
+    if (!core_handle_set_remove(&g_configs, profilerConfig)) {
         return aclmockSetError(fn, ACL_ERROR_INVALID_PARAM,
                                "argument 'profilerConfig' (%p) is not a live aclprofConfig", (const void *)profilerConfig);
     }
@@ -345,12 +345,12 @@ static bool read_config(const char *fn, const aclprofConfig *cfg, struct aclprof
         (void)aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'profilerConfig' is NULL");
         return false;
     }
-    mock_handle_set_lock(&g_configs);
-    bool live = mock_handle_set_contains_locked(&g_configs, cfg);
+    core_handle_set_lock(&g_configs);
+    bool live = core_handle_set_contains_locked(&g_configs, cfg);
     if (live) {
         *out = *cfg;
     }
-    mock_handle_set_unlock(&g_configs);
+    core_handle_set_unlock(&g_configs);
     if (!live) {
         (void)aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'profilerConfig' (%p) is not a live aclprofConfig",
                               (const void *)cfg);
@@ -434,7 +434,7 @@ aclprofStepInfo *aclprofCreateStepInfo(void)
         return NULL;
     }
     si->magic = PROF_STEP_MAGIC;
-    if (!mock_handle_set_add(&g_steps, si)) {
+    if (!core_handle_set_add(&g_steps, si)) {
         free(si);
         (void)aclmockSetError("aclprofCreateStepInfo", ACL_ERROR_BAD_ALLOC, "out of host memory");
         return NULL;
@@ -449,7 +449,7 @@ void aclprofDestroyStepInfo(aclprofStepInfo *stepinfo)
         (void)aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'stepinfo' is NULL");
         return;
     }
-    if (!mock_handle_set_remove(&g_steps, stepinfo)) {
+    if (!core_handle_set_remove(&g_steps, stepinfo)) {
         (void)aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'stepinfo' (%p) is not a live aclprofStepInfo",
                               (void *)stepinfo);
         return;
@@ -472,8 +472,8 @@ aclError aclprofGetStepTimestamp(aclprofStepInfo *stepInfo, aclprofStepTag tag, 
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    mock_handle_set_lock(&g_steps);
-    bool live = mock_handle_set_contains_locked(&g_steps, stepInfo);
+    core_handle_set_lock(&g_steps);
+    bool live = core_handle_set_contains_locked(&g_steps, stepInfo);
     if (live) {
         if ((int)tag == ACL_STEP_START) {
             stepInfo->start_ns = now_ns();
@@ -481,7 +481,7 @@ aclError aclprofGetStepTimestamp(aclprofStepInfo *stepInfo, aclprofStepTag tag, 
             stepInfo->end_ns = now_ns();
         }
     }
-    mock_handle_set_unlock(&g_steps);
+    core_handle_set_unlock(&g_steps);
     if (!live) {
         return aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'stepInfo' (%p) is not a live aclprofStepInfo",
                                (void *)stepInfo);
@@ -499,7 +499,7 @@ void *aclprofCreateStamp(void)
         return NULL;
     }
     st->magic = PROF_STAMP_MAGIC;
-    if (!mock_handle_set_add(&g_stamps, st)) {
+    if (!core_handle_set_add(&g_stamps, st)) {
         free(st);
         (void)aclmockSetError("aclprofCreateStamp", ACL_ERROR_BAD_ALLOC, "out of host memory");
         return NULL;
@@ -514,7 +514,7 @@ void aclprofDestroyStamp(void *stamp)
         (void)aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'stamp' is NULL");
         return;
     }
-    if (!mock_handle_set_remove(&g_stamps, stamp)) {
+    if (!core_handle_set_remove(&g_stamps, stamp)) {
         (void)aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'stamp' (%p) is not a live stamp", stamp);
         return;
     }
@@ -527,7 +527,7 @@ static aclError check_stamp(const char *fn, void *stamp)
     if (stamp == NULL) {
         return aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'stamp' is NULL");
     }
-    if (!mock_handle_set_contains(&g_stamps, stamp)) {
+    if (!core_handle_set_contains(&g_stamps, stamp)) {
         return aclmockSetError(fn, ACL_ERROR_INVALID_PARAM,
                                "argument 'stamp' (%p) is not a live stamp (aclprofCreateStamp)", stamp);
     }
@@ -557,15 +557,15 @@ aclError aclprofSetStampTraceMessage(void *stamp, const char *msg, uint32_t msgL
         return aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'stamp' is NULL");
     }
     size_t n = strnlen(msg, msgLen);
-    mock_handle_set_lock(&g_stamps);
-    bool live = mock_handle_set_contains_locked(&g_stamps, stamp);
+    core_handle_set_lock(&g_stamps);
+    bool live = core_handle_set_contains_locked(&g_stamps, stamp);
     if (live) {
         prof_stamp *st = (prof_stamp *)stamp;
         memcpy(st->msg, msg, n);
         st->msg[n] = '\0';
         st->msg_len = (uint32_t)n;
     }
-    mock_handle_set_unlock(&g_stamps);
+    core_handle_set_unlock(&g_stamps);
     if (!live) {
         return aclmockSetError(fn, ACL_ERROR_INVALID_PARAM, "argument 'stamp' (%p) is not a live stamp", stamp);
     }

@@ -429,7 +429,7 @@ static void test_host_func_subscribed(void)
 static void test_finalize_hook_unblocks(void)
 {
     /* A processing thread waiting forever is released when every
-     * subscription goes away (what mock_callbacks_finalize does at
+     * subscription goes away (what stream_callbacks_finalize does at
      * aclFinalize); here via stream destruction. */
     aclrtStream s;
     CHECK_OK(aclrtCreateStream(&s));

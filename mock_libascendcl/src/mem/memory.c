@@ -8,7 +8,7 @@
  * allocation carves page-granular extents out of it (first fit, coalescing free
  * list) and commits them with mprotect(RW); a free gives the pages back with
  * MADV_DONTNEED + mprotect(PROT_NONE). The capacity of a device is
- * mock_config_get()->mem_per_device and is accounted like the real driver:
+ * core_config_get()->mem_per_device and is accounted like the real driver:
  * the rounded size (round up to 32, +32 padding) in whole pages of the
  * allocation's policy (see device_alloc), so aclrtGetMemInfo tracks
  * allocations and an allocation past the capacity fails with
@@ -19,10 +19,13 @@
  * held while data is copied. Records are reference counted (see mem_rec).
  *
  * Isolation mode (ASCEND_MOCK_ISOLATION=1): device pages stay PROT_NONE except
- * while a runtime operation is inside a mock_mem_access_begin/end bracket, so a
+ * while a runtime operation is inside a mem_access_begin/end bracket, so a
  * host dereference of a device pointer faults at once.
  */
-#include "mem_internal.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
+#include "mem/mem_private.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -52,7 +55,7 @@ static void mem_init_once(void)
     if (p > 0) {
         g_page = (size_t)p;
     }
-    g_isolation = mock_config_get()->isolation;
+    g_isolation = core_config_get()->isolation;
 }
 
 MOCK_HIDDEN bool mem_isolation(void)
@@ -126,7 +129,7 @@ static bool region_reserve(dev_region *d, int32_t device)
         return false;
     }
     d->tried = true;
-    d->capacity = mock_config_get()->mem_per_device;
+    d->capacity = core_config_get()->mem_per_device;
     size_t want = region_vsize(d->capacity);
     size_t floor = (size_t)d->capacity < 256 * MIB ? round_up((size_t)d->capacity, g_page) : 256 * MIB;
     if (floor == 0) {
@@ -262,7 +265,7 @@ MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes)
     }
     pthread_mutex_lock(&d->lock);
     if (d->capacity == 0) {
-        d->capacity = mock_config_get()->mem_per_device;
+        d->capacity = core_config_get()->mem_per_device;
     }
     bool ok = capacity_fits_locked(d, bytes);
     if (ok) {
@@ -288,7 +291,7 @@ static void dev_used(int32_t device, uint64_t *used, uint64_t *peak, uint64_t *c
     dev_region *d = dev_get(device);
     pthread_mutex_lock(&d->lock);
     if (d->capacity == 0) {
-        d->capacity = mock_config_get()->mem_per_device;
+        d->capacity = core_config_get()->mem_per_device;
     }
     *used = d->used;
     *peak = d->peak;
@@ -349,14 +352,14 @@ aclError mem_register_allocation(const char *fn, mem_rec *rec, int32_t device, u
 {
     if (!mem_registry_insert(rec)) {
         mem_release(rec);
-        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "registry insertion failed");
+        return core_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "registry insertion failed");
     }
     if (device < 0) {
-        mock_stat_add(-1, MOCK_STAT_HOST_ALLOCATIONS, 1);
-        mock_stat_add(-1, MOCK_STAT_HOST_BYTES, (int64_t)bytes);
+        core_stat_add(-1, MOCK_STAT_HOST_ALLOCATIONS, 1);
+        core_stat_add(-1, MOCK_STAT_HOST_BYTES, (int64_t)bytes);
     } else {
-        mock_stat_add(device, MOCK_STAT_ALLOCATIONS, 1);
-        mock_stat_add(device, MOCK_STAT_BYTES, (int64_t)bytes);
+        core_stat_add(device, MOCK_STAT_ALLOCATIONS, 1);
+        core_stat_add(device, MOCK_STAT_BYTES, (int64_t)bytes);
     }
     return ACL_SUCCESS;
 }
@@ -365,15 +368,15 @@ aclError mem_check_batch_indexes(const char *fn, const size_t *idx, size_t n, si
                                  const char *n_name, const char *count_name)
 {
     if (n == 0 || n > count) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' (%zu) must be in 1..%s (%zu)", n_name, n,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' (%zu) must be in 1..%s (%zu)", n_name, n,
                           count_name, count);
     }
     if (idx[0] != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "%s[0] must be 0", idx_name);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "%s[0] must be 0", idx_name);
     }
     for (size_t k = 1; k < n; k++) {
         if (idx[k] <= idx[k - 1] || idx[k] >= count) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+            return core_error(fn, ACL_ERROR_INVALID_PARAM,
                               "%s must be strictly increasing and below %s (index %zu)", idx_name, count_name, k);
         }
     }
@@ -532,7 +535,7 @@ MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec)
     pthread_mutex_unlock(&g_iso_lock);
 }
 
-/* The contract brackets (mock_internal.h). begin and end are called by the
+/* The contract brackets (mem/mem.h). begin and end are called by the
  * same thread; begin takes a reference on the record (so that a concurrent
  * aclrtFree cannot unmap the pages under the caller) and end finds it again
  * on a small thread-local stack. */
@@ -545,7 +548,7 @@ typedef struct access_slot {
 static _Thread_local access_slot t_access[ACCESS_STACK];
 static _Thread_local int t_naccess;
 
-MOCK_HIDDEN void mock_mem_access_begin(const void *ptr, size_t len)
+MOCK_HIDDEN void mem_access_begin(const void *ptr, size_t len)
 {
     (void)len;
     if (ptr == NULL) {
@@ -573,7 +576,7 @@ MOCK_HIDDEN void mock_mem_access_begin(const void *ptr, size_t len)
     t_naccess++;
 }
 
-MOCK_HIDDEN void mock_mem_access_end(const void *ptr, size_t len)
+MOCK_HIDDEN void mem_access_end(const void *ptr, size_t len)
 {
     (void)len;
     for (int i = t_naccess - 1; i >= 0; i--) {
@@ -592,7 +595,7 @@ MOCK_HIDDEN void mock_mem_access_end(const void *ptr, size_t len)
     }
 }
 
-MOCK_HIDDEN bool mock_mem_lookup(const void *ptr, mock_mem_info *out)
+MOCK_HIDDEN bool mem_lookup(const void *ptr, mock_mem_info *out)
 {
     mock_mem_info tmp;
     if (out == NULL) {
@@ -707,23 +710,23 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
 {
     size_t asize;
     if (!aligned_size(size, pad && !policy_is_1g(policy), &asize)) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %zu is too large", size);
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %zu is too large", size);
     }
     size_t page = mem_page_size();
     size_t span = round_up(asize, page);
     uint32_t psize = policy_page_size(policy, size);
     if (asize > SIZE_MAX - psize) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %zu is too large", size);
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %zu is too large", size);
     }
     uint64_t charge = round_up(asize, psize);
     dev_region *d = dev_get(device);
     if (d == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device %d out of range", device);
+        return core_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device %d out of range", device);
     }
     pthread_mutex_lock(&d->lock);
     if (!region_reserve(d, device)) {
         pthread_mutex_unlock(&d->lock);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "device %d: no address space could be reserved for device memory", device);
     }
     if (!capacity_fits_locked(d, charge) && psize > page && policy_falls_back(policy)) {
@@ -733,7 +736,7 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
     if (!capacity_fits_locked(d, charge)) {
         uint64_t used = d->used, cap = d->capacity;
         pthread_mutex_unlock(&d->lock);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "out of device memory on device %d: requested %zu bytes (%zu after rounding, "
                           "%llu in %u-byte pages), %llu of %llu bytes in use",
                           device, size, asize, (unsigned long long)charge, psize, (unsigned long long)used,
@@ -745,7 +748,7 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
     size_t align = psize >= 2 * MIB && span >= 2 * MIB ? 2 * MIB : page;
     if (!extent_take(d, span, align, &off)) {
         pthread_mutex_unlock(&d->lock);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "out of device memory on device %d: no free range of %zu bytes (fragmentation)",
                           device, span);
     }
@@ -755,14 +758,14 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
 
     if (!mem_isolation() && mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0) {
         device_alloc_undo(d, off, span, charge);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "device %d: cannot commit %zu bytes: %s", device,
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "device %d: cannot commit %zu bytes: %s", device,
                           span, strerror(errno));
     }
     mem_rec *r = mem_rec_new(MEM_REC_DEVICE, base, asize, device);
     if (r == NULL) {
         mprotect((void *)base, span, PROT_NONE);
         device_alloc_undo(d, off, span, charge);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->span = span;
     r->charged = charge;
@@ -783,15 +786,15 @@ static aclError malloc_common(const char *fn, void **devPtr, size_t size, aclrtM
 {
     MOCK_REQUIRE_NONNULL(fn, devPtr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     MOCK_ENTER(fn);
     mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    return device_alloc(fn, mock_ctx_device(ctx), size, (uint32_t)policy, pad, devPtr);
+    return device_alloc(fn, core_ctx_device(ctx), size, (uint32_t)policy, pad, devPtr);
 }
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
@@ -817,7 +820,7 @@ static aclError check_cfg(const char *fn, const aclrtMallocConfig *cfg, int32_t 
         return ACL_SUCCESS;
     }
     if (cfg->numAttrs > 0 && cfg->attrs == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cfg->attrs' is NULL but numAttrs is %zu",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cfg->attrs' is NULL but numAttrs is %zu",
                           cfg->numAttrs);
     }
     for (size_t i = 0; i < cfg->numAttrs; i++) {
@@ -830,7 +833,7 @@ static aclError check_cfg(const char *fn, const aclrtMallocConfig *cfg, int32_t 
             *device = (int32_t)cfg->attrs[i].value.deviceId;
             break;
         default:
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "cfg->attrs[%zu].attr %d is not a valid attribute", i,
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "cfg->attrs[%zu].attr %d is not a valid attribute", i,
                               (int)cfg->attrs[i].attr);
         }
     }
@@ -843,17 +846,17 @@ static aclError cfg_alloc_front(const char *fn, void **out, const char *out_name
                                 aclrtMallocConfig *cfg, int32_t *device)
 {
     if (out == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", out_name);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", out_name);
     }
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     aclError rc = check_cfg(fn, cfg, device);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     MOCK_ENTER(fn);
-    return *device >= 0 ? mock_device_check(fn, *device) : ACL_SUCCESS;
+    return *device >= 0 ? core_device_check(fn, *device) : ACL_SUCCESS;
 }
 
 aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
@@ -866,11 +869,11 @@ aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy pol
     }
     if (device < 0) {
         mock_context *ctx;
-        rc = mock_ctx_require(fn, &ctx);
+        rc = core_ctx_require(fn, &ctx);
         if (rc != ACL_SUCCESS) {
             return rc;
         }
-        device = mock_ctx_device(ctx);
+        device = core_ctx_device(ctx);
     }
     return device_alloc(fn, device, size, (uint32_t)policy, true, devPtr);
 }
@@ -878,11 +881,11 @@ aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy pol
 static void stats_on_free(mem_rec *r)
 {
     if (r->kind == MEM_REC_DEVICE || r->kind == MEM_REC_MANAGED) {
-        mock_stat_add(r->device, MOCK_STAT_ALLOCATIONS, -1);
-        mock_stat_add(r->device, MOCK_STAT_BYTES, -(int64_t)r->size);
+        core_stat_add(r->device, MOCK_STAT_ALLOCATIONS, -1);
+        core_stat_add(r->device, MOCK_STAT_BYTES, -(int64_t)r->size);
     } else if (r->kind == MEM_REC_HOST_PINNED) {
-        mock_stat_add(-1, MOCK_STAT_HOST_ALLOCATIONS, -1);
-        mock_stat_add(-1, MOCK_STAT_HOST_BYTES, -(int64_t)r->size);
+        core_stat_add(-1, MOCK_STAT_HOST_ALLOCATIONS, -1);
+        core_stat_add(-1, MOCK_STAT_HOST_BYTES, -(int64_t)r->size);
     }
 }
 
@@ -915,13 +918,13 @@ static aclError free_common(const char *fn, void *ptr, unsigned kinds)
     mem_rec *r = mem_registry_remove(ptr, kinds, &found, &interior);
     if (r == NULL) {
         if (interior) {
-            return mock_error(fn, ACL_ERROR_RT_MEMORY_FREE,
+            return core_error(fn, ACL_ERROR_RT_MEMORY_FREE,
                               "pointer %p is inside %s, not the start of an allocation", ptr, kind_name(found));
         }
         if (found != 0) {
-            return mock_error(fn, ACL_ERROR_RT_MEMORY_FREE, "pointer %p is %s", ptr, kind_name(found));
+            return core_error(fn, ACL_ERROR_RT_MEMORY_FREE, "pointer %p is %s", ptr, kind_name(found));
         }
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_FREE,
+        return core_error(fn, ACL_ERROR_RT_MEMORY_FREE,
                           "pointer %p is not a live allocation (double free or foreign pointer)", ptr);
     }
     stats_on_free(r);
@@ -936,9 +939,9 @@ static aclError free_common(const char *fn, void *ptr, unsigned kinds)
     mem_release(r); /* the registry's reference */
     /* Memory of a lost device is released, but the call reports the sticky
      * code like every other call on that device (aclmockSetDeviceLost). */
-    aclError lost = mock_device_lost_code(dev);
+    aclError lost = core_device_lost_code(dev);
     if (lost != ACL_SUCCESS) {
-        return mock_error(fn, lost, "device %d of the memory at %p is lost (the memory was released)", dev, ptr);
+        return core_error(fn, lost, "device %d of the memory at %p is lost (the memory was released)", dev, ptr);
     }
     return ACL_SUCCESS;
 }
@@ -953,11 +956,11 @@ aclError aclrtFree(void *devPtr)
 
 static aclError sync_current_device(const char *fn)
 {
-    mock_context *ctx = mock_ctx_current();
+    mock_context *ctx = core_ctx_current();
     if (ctx == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_CONTEXT_NULL, "no current context on this thread");
+        return core_error(fn, ACL_ERROR_RT_CONTEXT_NULL, "no current context on this thread");
     }
-    return mock_streams_sync_context(ctx, -1);
+    return stream_sync_context(ctx, -1);
 }
 
 aclError aclrtFreeWithDevSync(void *devPtr)
@@ -984,18 +987,18 @@ static aclError host_alloc(const char *fn, void **out, uint64_t size)
     /* Beyond 1 TiB no host could pin it (and sanitizer allocators abort on
      * such requests instead of failing): refuse up front. */
     if (size > ((uint64_t)1 << 40)) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %llu is too large for host memory",
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %llu is too large for host memory",
                           (unsigned long long)size);
     }
     void *p = NULL;
     if (posix_memalign(&p, 64, round_up((size_t)size, 64)) != 0 || p == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot allocate %llu bytes of host memory",
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot allocate %llu bytes of host memory",
                           (unsigned long long)size);
     }
     mem_rec *r = mem_rec_new(MEM_REC_HOST_PINNED, (uintptr_t)p, (size_t)size, -1);
     if (r == NULL) {
         free(p);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->dtor = host_rec_dtor;
     aclError rc = mem_register_allocation(fn, r, -1, size);
@@ -1011,7 +1014,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size)
     const char *fn = "aclrtMallocHost";
     MOCK_REQUIRE_NONNULL(fn, hostPtr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     MOCK_ENTER(fn);
     return host_alloc(fn, hostPtr, size);
@@ -1054,15 +1057,15 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_out, size_t *total)
 {
     const char *fn = "aclrtGetMemInfo";
     if (free_out == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'free' is NULL");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'free' is NULL");
     }
     MOCK_REQUIRE_NONNULL(fn, total);
     if ((int)attr < ACL_DDR_MEM || (int)attr > ACL_MEM_P2P_HUGE1G) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' %d is not an aclrtMemAttr", (int)attr);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' %d is not an aclrtMemAttr", (int)attr);
     }
     MOCK_ENTER(fn);
     mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1081,7 +1084,7 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_out, size_t *total)
         break;
     }
     uint64_t used, peak, cap;
-    dev_used(mock_ctx_device(ctx), &used, &peak, &cap);
+    dev_used(core_ctx_device(ctx), &used, &peak, &cap);
     *total = (size_t)cap;
     *free_out = (size_t)(used > cap ? 0 : cap - used);
     return ACL_SUCCESS;
@@ -1094,10 +1097,10 @@ aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo,
     MOCK_REQUIRE_NONNULL(fn, memUsageInfo);
     MOCK_REQUIRE_NONNULL(fn, outputNum);
     if (inputNum == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'inputNum' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'inputNum' is 0");
     }
     MOCK_ENTER(fn);
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1154,11 +1157,11 @@ aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType, uin
     (void)reserve;
     MOCK_REQUIRE_NONNULL(fn, addrList);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     MOCK_REQUIRE_NONNULL(fn, checkResult);
     if (memType == 0 || (memType & ~known) != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'memType' 0x%x is not a combination of "
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'memType' 0x%x is not a combination of "
                           "ACL_RT_MEM_TYPE_DEV/DVPP/RSVD", memType);
     }
     MOCK_ENTER(fn);
@@ -1190,7 +1193,7 @@ aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize)
     const char *fn = "aclrtMemGetAddressRange";
     MOCK_REQUIRE_NONNULL(fn, ptr);
     if (pbase == NULL && psize == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "arguments 'pbase' and 'psize' are both NULL");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "arguments 'pbase' and 'psize' are both NULL");
     }
     MOCK_ENTER(fn);
     /* Any allocation of the runtime: device (aclrtMalloc*, VMM mappings),
@@ -1199,7 +1202,7 @@ aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize)
     mem_rec *r = mem_acquire(ptr);
     if (r == NULL || r->kind == MEM_REC_HOST_REG) {
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "pointer %p is not inside memory allocated by the runtime (device, managed or "
                           "aclrtMallocHost memory)",
                           ptr);
@@ -1220,19 +1223,19 @@ static aclError cache_op(const char *fn, void *devPtr, size_t size)
 {
     MOCK_REQUIRE_NONNULL(fn, devPtr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     MOCK_ENTER(fn);
     mem_rec *r = mem_acquire(devPtr);
     if (r == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not memory allocated by the runtime",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not memory allocated by the runtime",
                           devPtr);
     }
     bool oob = (uintptr_t)devPtr - r->base > r->size || size > r->size - ((uintptr_t)devPtr - r->base);
     size_t rsize = r->size;
     mem_release(r);
     if (oob) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at %p overruns its %zu-byte allocation",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at %p overruns its %zu-byte allocation",
                           size, devPtr, rsize);
     }
     return ACL_SUCCESS;
@@ -1253,28 +1256,28 @@ aclError aclrtMemInvalidate(void *devPtr, size_t size)
 static aclError host_register(const char *fn, void *ptr, uint64_t size, uint32_t policy, bool readonly)
 {
     if (size > SIZE_MAX || (uintptr_t)ptr + size < (uintptr_t)ptr) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' %llu wraps the address space",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' %llu wraps the address space",
                           (unsigned long long)size);
     }
     if (mem_in_dead_space(ptr, (size_t)size)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range at %p is device address space, not host memory",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range at %p is device address space, not host memory",
                           ptr);
     }
     if (!mem_host_mapped(ptr, (size_t)size)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %llu bytes at %p is not mapped memory",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %llu bytes at %p is not mapped memory",
                           (unsigned long long)size, ptr);
     }
     mem_rec *r = mem_rec_new(MEM_REC_HOST_REG, (uintptr_t)ptr, (size_t)size, -1);
     if (r == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->policy = policy;
     r->readonly = readonly;
-    mock_context *ctx = mock_ctx_current();
-    r->device = ctx != NULL ? mock_ctx_device(ctx) : 0;
+    mock_context *ctx = core_ctx_current();
+    r->device = ctx != NULL ? core_ctx_device(ctx) : 0;
     if (!mem_registry_insert(r)) {
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+        return core_error(fn, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
                           "range of %llu bytes at %p overlaps memory already registered or allocated by the runtime",
                           (unsigned long long)size, ptr);
     }
@@ -1286,12 +1289,12 @@ aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type,
     const char *fn = "aclrtHostRegister";
     MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     MOCK_REQUIRE_NONNULL(fn, devPtr);
     if ((int)type != ACL_HOST_REGISTER_MAPPED && (int)type != ACL_HOST_REGISTER_IOMEMORY &&
         (int)type != ACL_HOST_REGISTER_READONLY) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'type' %d is not an aclrtHostRegisterType",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'type' %d is not an aclrtHostRegisterType",
                           (int)type);
     }
     MOCK_ENTER(fn);
@@ -1312,10 +1315,10 @@ aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag)
     const uint64_t known = ACL_HOST_REG_MAPPED | ACL_HOST_REG_IOMEMORY | ACL_HOST_REG_READONLY | ACL_HOST_REG_PINNED;
     MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     if (flag == 0 || ((uint64_t)flag & ~known) != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'flag' 0x%x is not a combination of ACL_HOST_REG_* flags", flag);
     }
     MOCK_ENTER(fn);
@@ -1331,7 +1334,7 @@ aclError aclrtHostUnregister(void *ptr)
     bool interior;
     mem_rec *r = mem_registry_remove(ptr, 1u << MEM_REC_HOST_REG, &found, &interior);
     if (r == NULL) {
-        return mock_error(fn, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer %p is not the start of a registered "
+        return core_error(fn, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer %p is not the start of a registered "
                           "host range", ptr);
     }
     mem_release(r);
@@ -1344,7 +1347,7 @@ aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag)
     MOCK_REQUIRE_NONNULL(fn, pHost);
     MOCK_REQUIRE_NONNULL(fn, pDevice);
     if (flag != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' must be 0, got %u", flag);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' must be 0, got %u", flag);
     }
     MOCK_ENTER(fn);
     mem_rec *r = mem_acquire(pHost);
@@ -1353,11 +1356,11 @@ aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag)
     bool mapped = ok && (r->kind != MEM_REC_HOST_REG || (r->policy & ACL_HOST_REG_MAPPED) != 0);
     mem_release(r);
     if (!ok) {
-        return mock_error(fn, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
+        return core_error(fn, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
                           "pointer %p is not registered or runtime-allocated host memory", pHost);
     }
     if (!mapped) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p was registered without ACL_HOST_REG_MAPPED",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p was registered without ACL_HOST_REG_MAPPED",
                           pHost);
     }
     *pDevice = pHost; /* unified addressing, see aclrtHostRegister */
@@ -1370,13 +1373,13 @@ aclError aclrtHostMemMapCapabilities(uint32_t deviceId, aclrtHacType hacType,
     const char *fn = "aclrtHostMemMapCapabilities";
     MOCK_REQUIRE_NONNULL(fn, capabilities);
     if ((int)hacType < ACL_RT_HAC_TYPE_STARS || (int)hacType > ACL_RT_HAC_TYPE_CCU) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hacType' %d is not an aclrtHacType", (int)hacType);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'hacType' %d is not an aclrtHacType", (int)hacType);
     }
     MOCK_ENTER(fn);
     if (deviceId > INT32_MAX) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device id %u is invalid", deviceId);
+        return core_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device id %u is invalid", deviceId);
     }
-    aclError rc = mock_device_check(fn, (int32_t)deviceId);
+    aclError rc = core_device_check(fn, (int32_t)deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1387,7 +1390,7 @@ aclError aclrtHostMemMapCapabilities(uint32_t deviceId, aclrtHacType hacType,
 
 /* --------------------------------------------------------------- finalize */
 
-MOCK_HIDDEN void mock_memory_finalize(void)
+MOCK_HIDDEN void mem_finalize(void)
 {
     mem_copy_finalize();
     /* Drop every live record (the leak report has already been printed). */

@@ -15,7 +15,7 @@
  *    optional (NULL drops the reference all the same). Re-init is allowed.
  *  - "err_msg_mode": "1" in the JSON switches aclGetRecentErrMsg to process level; a
  *    "dump" section configures dumping like aclmdlSetDump (validated by dump.c).
- * The JSON is parsed with the mock's shared parser (mock_json.c).
+ * The JSON is parsed with the mock's shared parser (core/json.c).
  * §6.2: aclsysGetCANNVersion / aclsysGetVersionStr / aclsysGetVersionNum read
  * $ASCEND_HOME_PATH/share/info/<pkg>/version.info ("Version=" line) like CANN. Mock
  * choice: when ASCEND_HOME_PATH is unset (no CANN installed, the usual CI case) they
@@ -34,8 +34,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core_private.h"
-#include "mock_json.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
+#include "misc/misc.h"
+#include "core/core_private.h"
 
 #define CONFIG_MAX_BYTES (10u * 1024u * 1024u)
 #define MAX_INIT_CALLBACKS 64
@@ -47,16 +50,16 @@ static aclError config_default_device(const char *fn, const char *path, const mo
                                       int32_t *device)
 {
     *device = -1;
-    const mock_json *section = mock_json_get(root, "defaultDevice");
+    const mock_json *section = core_json_get(root, "defaultDevice");
     if (section == NULL) {
         return ACL_SUCCESS;
     }
     if (section->t != MOCK_JSON_OBJECT) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "config file '%s': \"defaultDevice\" must be an object, not %s", path,
-                          mock_json_type_name(section->t));
+                          core_json_type_name(section->t));
     }
-    const mock_json *v = mock_json_get(section, "default_device");
+    const mock_json *v = core_json_get(section, "default_device");
     if (v == NULL) {
         return ACL_SUCCESS;
     }
@@ -70,11 +73,11 @@ static aclError config_default_device(const char *fn, const char *path, const mo
         }
     }
     if (id < 0 || id >= (long long)core_visible_count()) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "config file '%s': \"defaultDevice\".\"default_device\" (%s%s) is not a "
                           "visible device id [0, %u)", path,
                           v->t == MOCK_JSON_STRING || v->t == MOCK_JSON_NUMBER ? v->str : "",
-                          v->t == MOCK_JSON_STRING || v->t == MOCK_JSON_NUMBER ? "" : mock_json_type_name(v->t),
+                          v->t == MOCK_JSON_STRING || v->t == MOCK_JSON_NUMBER ? "" : core_json_type_name(v->t),
                           core_visible_count());
     }
     *device = (int32_t)id;
@@ -88,23 +91,23 @@ static aclError load_config_file(const char *fn, const char *path, char **conten
     char *buf = NULL;
     size_t size = 0;
     mock_json *root = NULL;
-    aclError rc = mock_json_load_file(fn, "config file", path, CONFIG_MAX_BYTES, &buf, &size, &root);
+    aclError rc = core_json_load_file(fn, "config file", path, CONFIG_MAX_BYTES, &buf, &size, &root);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     if (root->t != MOCK_JSON_OBJECT) {
-        mock_json_free(root);
+        core_json_free(root);
         free(buf);
-        return mock_error(fn, ACL_ERROR_PARSE_FILE,
+        return core_error(fn, ACL_ERROR_PARSE_FILE,
                           "config file '%s': the top-level JSON value must be an object", path);
     }
-    const mock_json *mode = mock_json_get(root, "err_msg_mode");
+    const mock_json *mode = core_json_get(root, "err_msg_mode");
     *err_mode = mode != NULL && (mode->t == MOCK_JSON_STRING || mode->t == MOCK_JSON_NUMBER) &&
                         strcmp(mode->str, "1") == 0
                     ? 1
                     : 0;
     rc = config_default_device(fn, path, root, default_device);
-    mock_json_free(root);
+    core_json_free(root);
     if (rc != ACL_SUCCESS) {
         free(buf);
         return rc;
@@ -141,7 +144,7 @@ static size_t g_fini_cb_count;
 static pthread_mutex_t g_leak_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t g_leak_snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
 
-bool mock_is_initialized(void)
+bool core_is_initialized(void)
 {
     return atomic_load(&g_initialized);
 }
@@ -176,15 +179,15 @@ static aclError init_impl(const char *configPath)
         pthread_mutex_unlock(&g_init_lock);
         free(content);
         if (!same) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+            return core_error(fn, ACL_ERROR_INVALID_PARAM,
                               "already initialized with a different configuration");
         }
-        return mock_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
+        return core_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
                           "already initialized (this call only takes a reference)");
     }
     if (content != NULL) {
         /* acl.json may configure dumping at init (dump.c validates that section) */
-        aclError rc = mock_dump_configure_from_init(fn, configPath, content, strlen(content));
+        aclError rc = misc_dump_configure_from_init(fn, configPath, content, strlen(content));
         if (rc != ACL_SUCCESS) {
             pthread_mutex_unlock(&g_init_lock);
             free(content);
@@ -215,10 +218,10 @@ static aclError init_impl(const char *configPath)
             g_config = NULL;
             pthread_mutex_unlock(&g_init_lock);
             /* undo what this aclInit applied, so a later aclInit starts clean */
-            mock_dump_finalize();
+            misc_dump_finalize();
             core_error_set_process_mode(false);
             core_default_device_set(-1);
-            return mock_error(fn, rc, "init callback %zu (type %d) failed with %d", i,
+            return core_error(fn, rc, "init callback %zu (type %d) failed with %d", i,
                               (int)snap[i].type, rc);
         }
     }
@@ -229,10 +232,10 @@ static void take_snapshot(int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT])
 {
     for (int d = -1; d < MOCK_MAX_DEVICES; d++) {
         for (int k = 0; k < MOCK_STAT_COUNT; k++) {
-            snap[d + 1][k] = mock_stat_get(d, (mock_stat)k);
+            snap[d + 1][k] = core_stat_get(d, (mock_stat)k);
         }
     }
-    /* slot 0 holds the totals (mock_stat_get(-1) sums); keep only host-side objects
+    /* slot 0 holds the totals (core_stat_get(-1) sums); keep only host-side objects
      * there: subtract the per-device parts. */
     for (int k = 0; k < MOCK_STAT_COUNT; k++) {
         for (int d = 0; d < MOCK_MAX_DEVICES; d++) {
@@ -308,14 +311,14 @@ static void finalize_now(void)
     memcpy(g_leak_snap, leaks, sizeof leaks);
     pthread_mutex_unlock(&g_leak_lock);
 
-    mock_callbacks_finalize();
-    mock_devices_finalize();
-    mock_events_finalize();
-    mock_memory_finalize();
-    mock_dump_finalize();
+    stream_callbacks_finalize();
+    core_devices_finalize();
+    stream_events_finalize();
+    mem_finalize();
+    misc_dump_finalize();
     core_error_set_process_mode(false);
 
-    if (mock_config_get()->leak_report) {
+    if (core_config_get()->leak_report) {
         char text[4096];
         format_report(text, sizeof text, leaks);
         if (strstr(text, "no leaks") == NULL) {
@@ -332,12 +335,12 @@ static aclError finalize_impl(void)
     pthread_mutex_lock(&g_init_lock);
     if (!atomic_load(&g_initialized)) {
         pthread_mutex_unlock(&g_init_lock);
-        return mock_error(fn, ACL_ERROR_REPEAT_FINALIZE, "not initialized (aclInit not called, "
+        return core_error(fn, ACL_ERROR_REPEAT_FINALIZE, "not initialized (aclInit not called, "
                           "or already finalized)");
     }
-    if (mock_stream_self() != NULL) {
+    if (stream_self() != NULL) {
         pthread_mutex_unlock(&g_init_lock);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: finalizing would wait "
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: finalizing would wait "
                           "for that task (deadlock)");
     }
     atomic_store(&g_initialized, false);
@@ -358,11 +361,11 @@ static aclError finalize_reference_impl(uint64_t *refCount)
     pthread_mutex_lock(&g_init_lock);
     if (!atomic_load(&g_initialized) || g_refcount < 1) {
         pthread_mutex_unlock(&g_init_lock);
-        return mock_error(fn, ACL_ERROR_REPEAT_FINALIZE, "no aclInit reference is left");
+        return core_error(fn, ACL_ERROR_REPEAT_FINALIZE, "no aclInit reference is left");
     }
-    if (g_refcount == 1 && mock_stream_self() != NULL) {
+    if (g_refcount == 1 && stream_self() != NULL) {
         pthread_mutex_unlock(&g_init_lock);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: the last reference "
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: the last reference "
                           "would finalize and wait for that task (deadlock)");
     }
     g_refcount--;
@@ -419,11 +422,11 @@ static bool reg_type_ok(aclRegisterCallbackType type)
 static aclError cb_args_check(const char *fn, aclRegisterCallbackType type, bool has_fn)
 {
     if (!reg_type_ok(type)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'type' (%d) is not an aclRegisterCallbackType", (int)type);
     }
     if (!has_fn) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cbFunc' is NULL");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cbFunc' is NULL");
     }
     return ACL_SUCCESS;
 }
@@ -458,7 +461,7 @@ static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_
     }
     pthread_mutex_unlock(&g_cb_lock);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "too many callbacks (max %d)", MAX_INIT_CALLBACKS);
+        return core_error(fn, rc, "too many callbacks (max %d)", MAX_INIT_CALLBACKS);
     }
     return ACL_SUCCESS;
 }
@@ -537,7 +540,7 @@ aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *
 {
     static const char fn[] = "aclrtGetVersion";
     if (majorVersion == NULL || minorVersion == NULL || patchVersion == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
                           majorVersion == NULL ? "majorVersion"
                           : minorVersion == NULL ? "minorVersion" : "patchVersion");
     }
@@ -645,12 +648,12 @@ static aclError pkg_version(const char *fn, const char *pkg, char *out, size_t c
 {
     const char *home = getenv("ASCEND_HOME_PATH");
     if (home == NULL || home[0] == '\0') {
-        snprintf(out, cap, "%s", mock_config_get()->cann_version);
+        snprintf(out, cap, "%s", core_config_get()->cann_version);
         return ACL_SUCCESS;
     }
     aclError rc = read_pkg_version(home, pkg, out, cap);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc,
+        return core_error(fn, rc,
                           "no readable 'Version=' line for package '%s' (looked under "
                           "$ASCEND_HOME_PATH/share/info/%s/version.info or /etc/ascend_install.info)",
                           pkg, pkg);
@@ -667,7 +670,7 @@ aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *ve
     };
     MOCK_REQUIRE_NONNULL(fn, version);
     if ((int)name < 0 || (int)name >= (int)(sizeof pkgs / sizeof pkgs[0])) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'name' (%d) is not an aclCANNPackageName", (int)name);
     }
     MOCK_ENTER(fn);
@@ -704,11 +707,11 @@ static aclError version_front(const char *fn, const char *pkgName, const void *o
                               char *v)
 {
     if (pkgName == NULL || out == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
                           pkgName == NULL ? "pkgName" : out_name);
     }
     if (!pkg_name_ok(pkgName)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'pkgName' is not a package name ([A-Za-z0-9._-], 1..127 chars)");
     }
     MOCK_ENTER(fn);
@@ -782,7 +785,7 @@ aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum)
     for (int i = 0; i < 3 && p != NULL; i++) {
         long x = leading_number(p);
         if (i == 0 && x < 0) {
-            return mock_error(fn, ACL_ERROR_INVALID_FILE, "version '%s' of '%s' is not numeric", v,
+            return core_error(fn, ACL_ERROR_INVALID_FILE, "version '%s' of '%s' is not numeric", v,
                               pkgName);
         }
         nums[i] = x < 0 ? 0 : (i == 0 ? (x > 2000 ? 2000 : x) : x % 100);
@@ -818,14 +821,14 @@ static const aclCannAttr k_attrs_310p[] = {ACL_CANN_ATTR_JIT_COMPILE};
 
 static bool soc_is_310p(void)
 {
-    return strncmp(mock_config_get()->soc_name, "Ascend310", 9) == 0;
+    return strncmp(core_config_get()->soc_name, "Ascend310", 9) == 0;
 }
 
 aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num)
 {
     static const char fn[] = "aclGetCannAttributeList";
     if (cannAttrList == NULL || num == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
                           cannAttrList == NULL ? "cannAttrList" : "num");
     }
     MOCK_ENTER(fn);
@@ -845,7 +848,7 @@ aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value)
     MOCK_REQUIRE_NONNULL(fn, value);
     int a = (int)cannAttr;
     if (a != ACL_CANN_ATTR_INF_NAN && a != ACL_CANN_ATTR_BF16 && a != ACL_CANN_ATTR_JIT_COMPILE) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'cannAttr' (%d) is not a supported aclCannAttr", a);
     }
     MOCK_ENTER(fn);

@@ -1,13 +1,15 @@
 /*
- * mem_internal.h - private interface between the memory files of the mock
+ * mem/mem_private.h - private interface between the memory files of the mock
  * (memory.c: regions, registry, allocation APIs; copy.c: copies, memset,
  * value ops; vmm.c: virtual memory management; peer.c: peer access).
- * Not part of the cross-subsystem contract (that is mock_internal.h).
+ * No file outside src/mem/ includes it (other subsystems use mem/mem.h).
+ * Every function declared here starts with mem_.
  */
-#ifndef MOCK_MEM_INTERNAL_H
-#define MOCK_MEM_INTERNAL_H
+#ifndef MOCK_MEM_PRIVATE_H
+#define MOCK_MEM_PRIVATE_H
 
-#include "mock_internal.h"
+#include "core/core.h"
+#include "mem/mem.h"
 
 #include <stdatomic.h>
 
@@ -125,4 +127,4 @@ MOCK_HIDDEN void mem_write_begin(void);
 MOCK_HIDDEN void mem_write_end(void);
 MOCK_HIDDEN void mem_copy_finalize(void);
 
-#endif /* MOCK_MEM_INTERNAL_H */
+#endif /* MOCK_MEM_PRIVATE_H */

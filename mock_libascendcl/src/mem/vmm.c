@@ -11,7 +11,8 @@
  * (MEM_REC_VMM_MAP), so copies, bounds checks and isolation treat them like
  * any other device memory.
  */
-#include "mem_internal.h"
+#include "core/core.h"
+#include "mem/mem_private.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -103,16 +104,16 @@ static aclError reserve_common(const char *fn, void **virPtr, size_t size, size_
     (void)flags; /* page-type hints; every reservation behaves the same here */
     MOCK_REQUIRE_NONNULL(fn, virPtr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     if (alignment != 0 && (alignment & (alignment - 1)) != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'alignment' %zu is not a power of two", alignment);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'alignment' %zu is not a power of two", alignment);
     }
     MOCK_ENTER(fn);
     size_t align = alignment > VMM_GRANULARITY ? alignment : VMM_GRANULARITY;
     size_t rsize = (size + VMM_GRANULARITY - 1) / VMM_GRANULARITY * VMM_GRANULARITY;
     if (rsize < size || rsize + align < rsize) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %zu is too large", size);
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %zu is too large", size);
     }
     void *m = MAP_FAILED;
     size_t msize = rsize;
@@ -129,7 +130,7 @@ static aclError reserve_common(const char *fn, void **virPtr, size_t size, size_
         msize = rsize + align;
         m = mmap(NULL, msize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
-            return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot reserve %zu bytes of address space: %s",
+            return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot reserve %zu bytes of address space: %s",
                               rsize, strerror(errno));
         }
         base = ((uintptr_t)m + align - 1) / align * align;
@@ -140,7 +141,7 @@ static aclError reserve_common(const char *fn, void **virPtr, size_t size, size_
         pthread_rwlock_unlock(&g_vmm_rw);
         free(r);
         munmap(m, msize);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->base = base;
     r->size = rsize;
@@ -177,7 +178,7 @@ aclError aclrtReleaseMemAddress(void *virPtr)
     }
     if (i == g_nresv) {
         pthread_rwlock_unlock(&g_vmm_rw);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not the start of a reserved address range",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not the start of a reserved address range",
                           virPtr);
     }
     resv *r = g_resv[i];
@@ -186,7 +187,7 @@ aclError aclrtReleaseMemAddress(void *virPtr)
     pthread_mutex_unlock(&g_vmm_mu);
     if (nmaps != 0) {
         pthread_rwlock_unlock(&g_vmm_rw);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "the range at %p still has %zu mapping(s): call aclrtUnmapMem first", virPtr, nmaps);
     }
     g_resv[i] = g_resv[--g_nresv];
@@ -201,7 +202,7 @@ aclError aclrtReleaseMemAddress(void *virPtr)
 /* Validates a handle; with `ref` takes a reference. g_vmm_mu held. */
 static phys *phys_find_locked(const void *h)
 {
-    return mock_registry_find(&g_phys, h);
+    return core_registry_find(&g_phys, h);
 }
 
 /* Drops one reference; destroys at zero. g_vmm_mu held. */
@@ -210,11 +211,11 @@ static void phys_unref_locked(phys *p)
     if (--p->refs > 0) {
         return;
     }
-    mock_registry_erase(&g_phys, p);
+    core_registry_erase(&g_phys, p);
     close(p->fd);
     mem_capacity_give(p->device, p->size);
-    mock_stat_add(p->device, MOCK_STAT_ALLOCATIONS, -1);
-    mock_stat_add(p->device, MOCK_STAT_BYTES, -(int64_t)p->size);
+    core_stat_add(p->device, MOCK_STAT_ALLOCATIONS, -1);
+    core_stat_add(p->device, MOCK_STAT_BYTES, -(int64_t)p->size);
     p->magic = 0;
     free(p);
 }
@@ -228,18 +229,18 @@ static bool attr_is_1g(int attr)
 static aclError check_prop(const char *fn, const aclrtPhysicalMemProp *prop)
 {
     if ((int)prop->handleType != ACL_MEM_HANDLE_TYPE_NONE && (int)prop->handleType != ACL_MEM_HANDLE_TYPE_POSIX) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "prop->handleType %d is not an aclrtMemHandleType",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "prop->handleType %d is not an aclrtMemHandleType",
                           (int)prop->handleType);
     }
     if ((int)prop->allocationType != ACL_MEM_ALLOCATION_TYPE_PINNED) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "prop->allocationType %d is not ACL_MEM_ALLOCATION_TYPE_PINNED",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "prop->allocationType %d is not ACL_MEM_ALLOCATION_TYPE_PINNED",
                           (int)prop->allocationType);
     }
     if ((int)prop->memAttr < ACL_DDR_MEM || (int)prop->memAttr > ACL_MEM_P2P_HUGE1G) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "prop->memAttr %d is not an aclrtMemAttr", (int)prop->memAttr);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "prop->memAttr %d is not an aclrtMemAttr", (int)prop->memAttr);
     }
     if ((int)prop->location.type != ACL_MEM_LOCATION_TYPE_DEVICE) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "prop->location.type must be ACL_MEM_LOCATION_TYPE_DEVICE");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "prop->location.type must be ACL_MEM_LOCATION_TYPE_DEVICE");
     }
     return ACL_SUCCESS;
 }
@@ -257,7 +258,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_REQUIRE_NONNULL(fn, prop);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     aclError rc = check_prop(fn, prop);
     if (rc != ACL_SUCCESS) {
@@ -265,20 +266,20 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     }
     MOCK_ENTER(fn);
     if (prop->location.id > (uint32_t)INT32_MAX) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "prop->location.id %u is invalid", prop->location.id);
+        return core_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "prop->location.id %u is invalid", prop->location.id);
     }
     int32_t dev = (int32_t)prop->location.id;
-    rc = mock_device_check(fn, dev);
+    rc = core_device_check(fn, dev);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     size_t gran = granularity_of(prop);
     if (size % gran != 0) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'size' %zu is not a multiple of the allocation granularity %zu", size, gran);
     }
     if (!mem_capacity_take(dev, size)) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of device memory on device %d: %zu bytes requested",
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of device memory on device %d: %zu bytes requested",
                           dev, size);
     }
     int fd = memfd_create("acl_mock_phys", MFD_CLOEXEC);
@@ -288,16 +289,16 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
             close(fd);
         }
         mem_capacity_give(dev, size);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot create physical memory: %s", strerror(e));
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot create physical memory: %s", strerror(e));
     }
     phys *p = calloc(1, sizeof(*p));
     pthread_mutex_lock(&g_vmm_mu);
-    if (p == NULL || !mock_registry_insert(&g_phys, p)) {
+    if (p == NULL || !core_registry_insert(&g_phys, p)) {
         pthread_mutex_unlock(&g_vmm_mu);
         free(p);
         close(fd);
         mem_capacity_give(dev, size);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     p->magic = PHYS_MAGIC;
     p->fd = fd;
@@ -307,8 +308,8 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     p->refs = 1;
     p->user = 1;
     pthread_mutex_unlock(&g_vmm_mu);
-    mock_stat_add(dev, MOCK_STAT_ALLOCATIONS, 1);
-    mock_stat_add(dev, MOCK_STAT_BYTES, (int64_t)size);
+    core_stat_add(dev, MOCK_STAT_ALLOCATIONS, 1);
+    core_stat_add(dev, MOCK_STAT_BYTES, (int64_t)size);
     *handle = p;
     return ACL_SUCCESS;
 }
@@ -322,7 +323,7 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
     phys *p = phys_find_locked(handle);
     if (p == NULL || p->user == 0) {
         pthread_mutex_unlock(&g_vmm_mu);
-        return mock_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
+        return core_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
                           handle);
     }
     /* Memory still mapped stays alive until its last aclrtUnmapMem. */
@@ -339,7 +340,7 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGr
     MOCK_REQUIRE_NONNULL(fn, prop);
     MOCK_REQUIRE_NONNULL(fn, granularity);
     if ((int)option != ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM && (int)option != ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'option' %d is not MINIMUM or RECOMMENDED", (int)option);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'option' %d is not MINIMUM or RECOMMENDED", (int)option);
     }
     aclError rc = check_prop(fn, prop);
     if (rc != ACL_SUCCESS) {
@@ -363,7 +364,7 @@ aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, acl
     }
     pthread_mutex_unlock(&g_vmm_mu);
     if (p == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
+        return core_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
                           handle);
     }
     return ACL_SUCCESS;
@@ -414,17 +415,17 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
     (void)flags; /* reserved */
     MOCK_REQUIRE_NONNULL(fn, virPtr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
     if ((uintptr_t)virPtr % VMM_GRANULARITY != 0 || size % VMM_GRANULARITY != 0 || offset % VMM_GRANULARITY != 0) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "'virPtr', 'size' and 'offset' must be multiples of the granularity (%zu)", VMM_GRANULARITY);
     }
     vmm_map *m = calloc(1, sizeof(*m));
     if (m == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     pthread_rwlock_rdlock(&g_vmm_rw);
     resv *rv = resv_find_locked((uintptr_t)virPtr, size);
@@ -432,13 +433,13 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
     phys *p = phys_find_locked(handle);
     aclError rc = ACL_SUCCESS;
     if (rv == NULL) {
-        rc = mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at %p is not inside a reserved address range",
+        rc = core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at %p is not inside a reserved address range",
                         size, virPtr);
     } else if (p == NULL || p->user == 0) {
-        rc = mock_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
+        rc = core_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
                         handle);
     } else if (offset > p->size || size > p->size - offset) {
-        rc = mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "offset %zu + size %zu exceed the %zu-byte physical allocation",
+        rc = core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "offset %zu + size %zu exceed the %zu-byte physical allocation",
                         offset, size, p->size);
     } else {
         p->refs++;
@@ -455,7 +456,7 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
     mem_rec *r = mem_rec_new(MEM_REC_VMM_MAP, (uintptr_t)virPtr, size, p->device);
     if (r == NULL) {
         map_undo(m);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->span = size;
     r->owner = m;
@@ -471,7 +472,7 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
     if (!mem_registry_insert(r)) {
         free(r);
         map_undo(m);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at %p is already mapped", size, virPtr);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at %p is already mapped", size, virPtr);
     }
     int prot = (r->protect || no_access) ? PROT_NONE : PROT_READ | PROT_WRITE;
     void *got = mmap(virPtr, size, prot, MAP_SHARED | MAP_FIXED, p->fd, (off_t)offset);
@@ -484,7 +485,7 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
         r->dtor = NULL;
         mem_release(r);
         map_undo(m);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot map physical memory: %s", strerror(e));
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot map physical memory: %s", strerror(e));
     }
     r->dtor = map_dtor;
     apply_prot(r);
@@ -510,7 +511,7 @@ aclError aclrtUnmapMem(void *virPtr)
     bool interior;
     mem_rec *r = mem_registry_remove(virPtr, 1u << MEM_REC_VMM_MAP, &found, &interior);
     if (r == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not the start of a mapping", virPtr);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not the start of a mapping", virPtr);
     }
     mem_release(r);
     return ACL_SUCCESS;
@@ -521,7 +522,7 @@ static int loc_index(const aclrtMemLocation *loc)
     if ((int)loc->type == ACL_MEM_LOCATION_TYPE_HOST) {
         return MOCK_MAX_DEVICES;
     }
-    if ((int)loc->type == ACL_MEM_LOCATION_TYPE_DEVICE && loc->id < (uint32_t)mock_config_get()->visible_count) {
+    if ((int)loc->type == ACL_MEM_LOCATION_TYPE_DEVICE && loc->id < (uint32_t)core_config_get()->visible_count) {
         return (int)loc->id;
     }
     return -1;
@@ -532,20 +533,20 @@ aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, 
     const char *fn = "aclrtMemSetAccess";
     MOCK_REQUIRE_NONNULL(fn, virPtr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     MOCK_REQUIRE_NONNULL(fn, desc);
     if (count == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
     for (size_t i = 0; i < count; i++) {
         int f = (int)desc[i].flags;
         if (f != ACL_RT_MEM_ACCESS_FLAGS_NONE && f != ACL_RT_MEM_ACCESS_FLAGS_READ &&
             f != ACL_RT_MEM_ACCESS_FLAGS_READWRITE) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "desc[%zu].flags %d is not an aclrtMemAccessFlags", i, f);
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "desc[%zu].flags %d is not an aclrtMemAccessFlags", i, f);
         }
         if (loc_index(&desc[i].location) < 0) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "desc[%zu].location (type %d, id %u) is not a valid location",
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "desc[%zu].location (type %d, id %u) is not a valid location",
                               i, (int)desc[i].location.type, desc[i].location.id);
         }
     }
@@ -553,13 +554,13 @@ aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, 
     /* The range must be covered by mappings; update each one. */
     uintptr_t p = (uintptr_t)virPtr, end = p + size;
     if (end < p) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "range wraps the address space");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "range wraps the address space");
     }
     while (p < end) {
         mem_rec *r = mem_acquire((void *)p);
         if (r == NULL || r->kind != MEM_REC_VMM_MAP) {
             mem_release(r);
-            return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "address %p in the range is not mapped", (void *)p);
+            return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "address %p in the range is not mapped", (void *)p);
         }
         vmm_map *m = r->owner;
         pthread_mutex_lock(&g_vmm_mu);
@@ -582,14 +583,14 @@ aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *f
     MOCK_REQUIRE_NONNULL(fn, flag);
     int idx = loc_index(location);
     if (idx < 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'location' (type %d, id %u) is not a valid location",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'location' (type %d, id %u) is not a valid location",
                           (int)location->type, location->id);
     }
     MOCK_ENTER(fn);
     mem_rec *r = mem_acquire(virPtr);
     if (r == NULL || r->kind != MEM_REC_VMM_MAP) {
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not mapped", virPtr);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not mapped", virPtr);
     }
     pthread_mutex_lock(&g_vmm_mu);
     *flag = ((vmm_map *)r->owner)->access[idx];
@@ -607,7 +608,7 @@ aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle)
     mem_rec *r = mem_acquire(virPtr);
     if (r == NULL || r->kind != MEM_REC_VMM_MAP) {
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not mapped", virPtr);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not mapped", virPtr);
     }
     pthread_mutex_lock(&g_vmm_mu);
     phys *p = ((vmm_map *)r->owner)->ph;
@@ -619,19 +620,19 @@ aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle)
     return ACL_SUCCESS;
 }
 
-/* Called after every mapping record was dropped by mock_memory_finalize. */
+/* Called after every mapping record was dropped by mem_finalize. */
 MOCK_HIDDEN void mem_vmm_finalize(void)
 {
     pthread_mutex_lock(&g_vmm_mu);
     while (g_phys.count > 0) {
         phys *p = NULL;
         for (size_t i = 0; p == NULL && i < g_phys.cap; i++) {
-            p = mock_registry_slot(&g_phys, i);
+            p = core_registry_slot(&g_phys, i);
         }
         p->refs = 1;
         phys_unref_locked(p);
     }
-    mock_registry_release(&g_phys);
+    core_registry_release(&g_phys);
     pthread_mutex_unlock(&g_vmm_mu);
     pthread_rwlock_wrlock(&g_vmm_rw);
     for (size_t i = 0; i < g_nresv; i++) {

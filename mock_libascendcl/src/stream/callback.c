@@ -25,8 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_internal.h"
-#include "stream_internal.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "stream/stream_private.h"
 
 enum { KIND_REPORT = 0, KIND_HOSTFUNC = 1, KIND_COUNT = 2 };
 /* "max 1024 subscribed threads per process" (§5.7) */
@@ -163,7 +164,7 @@ static void unbind_locked(binding *b)
     }
 }
 
-void mock_callbacks_stream_gone(mock_stream *s)
+void stream_callbacks_stream_gone(mock_stream *s)
 {
     uint64_t self = (uint64_t)pthread_self();
     pthread_mutex_lock(&g_cb_mu);
@@ -186,7 +187,7 @@ void mock_callbacks_stream_gone(mock_stream *s)
     pthread_mutex_unlock(&g_cb_mu);
 }
 
-bool mock_callbacks_served_by_caller(const mock_stream *s)
+bool stream_callbacks_served_by_caller(const mock_stream *s)
 {
     uint64_t self = (uint64_t)pthread_self();
     bool served = false;
@@ -199,7 +200,7 @@ bool mock_callbacks_served_by_caller(const mock_stream *s)
     return served;
 }
 
-void mock_callbacks_finalize(void)
+void stream_callbacks_finalize(void)
 {
     pthread_mutex_lock(&g_cb_mu);
     while (g_binds != NULL) {
@@ -234,7 +235,7 @@ static bool deliver(int kind, report *r, mock_stream *s)
     pthread_cond_broadcast(&u->cv);
     if (r->block) {
         while (r->state == REP_QUEUED || r->state == REP_RUNNING) {
-            if (mock_task_wait(&r->done_cv, &g_cb_mu, NULL) == ECANCELED && r->state == REP_QUEUED) {
+            if (stream_task_wait(&r->done_cv, &g_cb_mu, NULL) == ECANCELED && r->state == REP_QUEUED) {
                 break; /* stream aborted before the callback started */
             }
         }
@@ -252,7 +253,7 @@ static aclError callback_task(void *p)
 {
     cb_task_arg *a = p;
     /* no subscriber any more (it unsubscribed after the launch): dropped */
-    (void)deliver(a->kind, a->r, mock_stream_self());
+    (void)deliver(a->kind, a->r, stream_self());
     return ACL_SUCCESS;
 }
 
@@ -272,19 +273,19 @@ static aclError launch_common(const char *fn, int kind, aclrtCallback cb, void *
     if (r == NULL || a == NULL) {
         free(r);
         free(a);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
     }
     r->fn = cb;
     r->user = user;
     r->block = block;
     r->refs = 1; /* the task's reference */
     r->stream = s;
-    mock_cond_init(&r->done_cv);
+    core_cond_init(&r->done_cv);
     a->kind = kind;
     a->r = r;
-    aclError rc = mock_stream_enqueue(s, callback_task, a, callback_free);
+    aclError rc = stream_enqueue(s, callback_task, a, callback_free);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the callback task (error %d)", rc);
+        return core_error(fn, rc, "the stream refused the callback task (error %d)", rc);
     }
     return ACL_SUCCESS;
 }
@@ -296,7 +297,7 @@ static aclError process_common(int kind, int32_t timeout)
     const char *fn = k_process_fn[kind];
     /* -1 = forever, > 0 = ms; 0 or < -1 -> 100000 (§5.7) */
     if (timeout == 0 || timeout < -1) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'timeout' is %d (must be -1 or > 0)", timeout);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'timeout' is %d (must be -1 or > 0)", timeout);
     }
     MOCK_ENTER(fn);
     uint64_t self = (uint64_t)pthread_self();
@@ -304,15 +305,15 @@ static aclError process_common(int kind, int32_t timeout)
     subscriber *u = find_sub(kind, self);
     if (u == NULL) {
         pthread_mutex_unlock(&g_cb_mu);
-        return mock_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE, "the calling thread (0x%llx) is not subscribed to any stream",
+        return core_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE, "the calling thread (0x%llx) is not subscribed to any stream",
                           (unsigned long long)self);
     }
     u->refs++;
     struct timespec dl_buf;
-    const struct timespec *dl = mock_deadline_opt(timeout, &dl_buf);
+    const struct timespec *dl = core_deadline_opt(timeout, &dl_buf);
     aclError rc = ACL_SUCCESS;
     while (u->head == NULL && u->nstreams > 0) {
-        if (mock_cond_wait_until(&u->cv, &g_cb_mu, dl) == ETIMEDOUT && u->head == NULL) {
+        if (core_cond_wait_until(&u->cv, &g_cb_mu, dl) == ETIMEDOUT && u->head == NULL) {
             rc = ACL_ERROR_RT_REPORT_TIMEOUT;
             break;
         }
@@ -340,10 +341,10 @@ static aclError process_common(int kind, int32_t timeout)
     sub_put_locked(u);
     pthread_mutex_unlock(&g_cb_mu);
     if (rc == ACL_ERROR_RT_REPORT_TIMEOUT) {
-        return mock_error(fn, rc, "no callback arrived within %d ms", timeout);
+        return core_error(fn, rc, "no callback arrived within %d ms", timeout);
     }
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the calling thread was unsubscribed while waiting");
+        return core_error(fn, rc, "the calling thread was unsubscribed while waiting");
     }
     return ACL_SUCCESS;
 }
@@ -354,43 +355,43 @@ static aclError subscribe_common(const char *fn, int kind, uint64_t tid, aclrtSt
 {
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    int32_t dev = mock_stream_device(s);
+    int32_t dev = stream_device(s);
     pthread_mutex_lock(&g_cb_mu);
     if (find_bind(kind, s) != NULL) {
         pthread_mutex_unlock(&g_cb_mu);
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is already subscribed to a thread");
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is already subscribed to a thread");
     }
     subscriber *u = find_sub(kind, tid);
     if (u != NULL && u->device != dev) {
         pthread_mutex_unlock(&g_cb_mu);
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE,
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE,
                           "thread 0x%llx already serves device %d; one thread cannot serve two devices",
                           (unsigned long long)tid, u->device);
     }
     if (u == NULL && g_nsubs[kind] >= MAX_SUB_THREADS) {
         pthread_mutex_unlock(&g_cb_mu);
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE, "too many subscribed threads (max %d)", MAX_SUB_THREADS);
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE, "too many subscribed threads (max %d)", MAX_SUB_THREADS);
     }
     binding *b = calloc(1, sizeof(*b));
     if (b == NULL || (u == NULL && (u = calloc(1, sizeof(*u))) == NULL)) {
         free(b);
         pthread_mutex_unlock(&g_cb_mu);
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
     }
     if (u->refs == 0) { /* new subscriber */
         u->kind = kind;
         u->tid = tid;
         u->device = dev;
         u->refs = 1;
-        mock_cond_init(&u->cv);
+        core_cond_init(&u->cv);
         u->next = g_subs;
         g_subs = u;
         g_nsubs[kind]++;
@@ -402,7 +403,7 @@ static aclError subscribe_common(const char *fn, int kind, uint64_t tid, aclrtSt
     b->next = g_binds;
     g_binds = b;
     pthread_mutex_unlock(&g_cb_mu);
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -410,7 +411,7 @@ static aclError unsubscribe_common(const char *fn, int kind, uint64_t tid, aclrt
 {
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -418,13 +419,13 @@ static aclError unsubscribe_common(const char *fn, int kind, uint64_t tid, aclrt
     binding *b = find_bind(kind, s);
     if (b == NULL || b->sub->tid != tid) {
         pthread_mutex_unlock(&g_cb_mu);
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is not subscribed to thread 0x%llx",
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is not subscribed to thread 0x%llx",
                           (unsigned long long)tid);
     }
     unbind_locked(b);
     pthread_mutex_unlock(&g_cb_mu);
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -450,11 +451,11 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
     static const char f[] = "aclrtLaunchCallback";
     MOCK_REQUIRE_NONNULL(f, fn);
     if (blockType != ACL_CALLBACK_NO_BLOCK && blockType != ACL_CALLBACK_BLOCK) {
-        return mock_error(f, ACL_ERROR_INVALID_PARAM, "argument 'blockType' has invalid value %d", (int)blockType);
+        return core_error(f, ACL_ERROR_INVALID_PARAM, "argument 'blockType' has invalid value %d", (int)blockType);
     }
     MOCK_ENTER(f);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(f, stream, true, &s);
+    aclError rc = stream_get(f, stream, true, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -463,12 +464,12 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
     pthread_mutex_unlock(&g_cb_mu);
     if (!subscribed) {
         /* RT rt api_impl.cc ApiImpl::CallbackLaunch -> RT_ERROR_STREAM_NO_CB_REG */
-        mock_stream_put(s);
-        return mock_error(f, ACL_ERROR_RT_STREAM_NO_CB_REG,
+        stream_put(s);
+        return core_error(f, ACL_ERROR_RT_STREAM_NO_CB_REG,
                           "no thread is subscribed to the stream (call aclrtSubscribeReport first)");
     }
     rc = launch_common(f, KIND_REPORT, fn, userData, blockType == ACL_CALLBACK_BLOCK, s);
-    mock_stream_put(s);
+    stream_put(s);
     return rc;
 }
 
@@ -497,7 +498,7 @@ typedef struct hostfunc_arg {
 static aclError hostfunc_task(void *p)
 {
     hostfunc_arg *a = p;
-    mock_stream *s = mock_stream_self();
+    mock_stream *s = stream_self();
     pthread_mutex_lock(&g_cb_mu);
     bool subscribed = find_bind(KIND_HOSTFUNC, s) != NULL;
     pthread_mutex_unlock(&g_cb_mu);
@@ -512,7 +513,7 @@ static aclError hostfunc_task(void *p)
             r->block = true; /* a host func blocks its stream until it returns */
             r->refs = 1;
             r->stream = s;
-            mock_cond_init(&r->done_cv);
+            core_cond_init(&r->done_cv);
             bool delivered = deliver(KIND_HOSTFUNC, r, s);
             pthread_mutex_lock(&g_cb_mu);
             report_put_locked(r);
@@ -533,21 +534,21 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
     MOCK_REQUIRE_NONNULL(f, fn);
     MOCK_ENTER(f);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(f, stream, true, &s);
+    aclError rc = stream_get(f, stream, true, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     hostfunc_arg *a = malloc(sizeof(*a));
     if (a == NULL) {
-        mock_stream_put(s);
-        return mock_error(f, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
+        stream_put(s);
+        return core_error(f, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
     }
     a->fn = fn;
     a->args = args;
-    rc = mock_stream_enqueue(s, hostfunc_task, a, free);
-    mock_stream_put(s);
+    rc = stream_enqueue(s, hostfunc_task, a, free);
+    stream_put(s);
     if (rc != ACL_SUCCESS) {
-        return mock_error(f, rc, "the stream refused the host func task (error %d)", rc);
+        return core_error(f, rc, "the stream refused the host func task (error %d)", rc);
     }
     return ACL_SUCCESS;
 }

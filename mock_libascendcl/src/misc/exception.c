@@ -4,7 +4,7 @@
  *
  * Callbacks are stored: the deprecated aclrtSetExceptionInfoCallback slot
  * (NULL clears it) plus the list of aclrtExceptionInfoCallbackRegister.
- * mock_exception_report (called by the stream subsystem when a task fails)
+ * misc_exception_report (called by the stream subsystem when a task fails)
  * invokes all of them with an aclrtExceptionInfo that is valid only during
  * the call. The accessors return 0xFFFFFFFF for a NULL info (acl_abi.md §1.7)
  * and for anything that is not a live info object.
@@ -17,8 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "misc_internal.h"
-#include "mock_registry.h"
+#include "core/core.h"
+#include "misc/misc.h"
 
 #define EXC_INFO_MAGIC 0x657863496e666f21ULL
 #define EXC_MAX_CALLBACKS 64
@@ -58,12 +58,12 @@ aclError aclrtExceptionInfoCallbackRegister(aclrtExceptionInfoCallback callback)
     for (size_t i = 0; i < g_ncbs; i++) {
         if (g_cbs[i] == callback) {
             pthread_mutex_unlock(&g_exc_mu);
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is already registered");
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is already registered");
         }
     }
     if (g_ncbs == EXC_MAX_CALLBACKS) {
         pthread_mutex_unlock(&g_exc_mu);
-        return mock_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many exception callbacks registered (limit %d)",
+        return core_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many exception callbacks registered (limit %d)",
                           EXC_MAX_CALLBACKS);
     }
     g_cbs[g_ncbs++] = callback;
@@ -86,10 +86,10 @@ aclError aclrtExceptionInfoCallbackUnregister(aclrtExceptionInfoCallback callbac
         }
     }
     pthread_mutex_unlock(&g_exc_mu);
-    return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is not registered");
+    return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is not registered");
 }
 
-void mock_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id, aclError code)
+void misc_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id, aclError code)
 {
     aclrtExceptionInfoCallback cbs[EXC_MAX_CALLBACKS + 1];
     size_t n = 0;
@@ -111,13 +111,13 @@ void mock_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id,
     info.thread_id = (uint32_t)syscall(SYS_gettid);
     info.device_id = (uint32_t)device;
     info.error_code = (uint32_t)code;
-    if (!mock_handle_set_add(&g_infos, &info)) {
+    if (!core_handle_set_add(&g_infos, &info)) {
         return; /* out of memory: cannot publish the info safely */
     }
     for (size_t i = 0; i < n; i++) {
         cbs[i](&info);
     }
-    mock_handle_set_remove(&g_infos, &info);
+    core_handle_set_remove(&g_infos, &info);
     info.magic = 0;
 }
 
@@ -125,18 +125,18 @@ void mock_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id,
 static uint32_t info_field(const char *fn, const aclrtExceptionInfo *info, size_t offset)
 {
     if (info == NULL) {
-        (void)mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'info' is NULL");
+        (void)core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'info' is NULL");
         return EXC_INVALID;
     }
     uint32_t v = EXC_INVALID;
-    mock_handle_set_lock(&g_infos);
-    bool live = mock_handle_set_contains_locked(&g_infos, info);
+    core_handle_set_lock(&g_infos);
+    bool live = core_handle_set_contains_locked(&g_infos, info);
     if (live) {
         memcpy(&v, (const char *)info + offset, sizeof v);
     }
-    mock_handle_set_unlock(&g_infos);
+    core_handle_set_unlock(&g_infos);
     if (!live) {
-        (void)mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        (void)core_error(fn, ACL_ERROR_INVALID_PARAM,
                          "argument 'info' (%p) is not an exception info passed to a running callback",
                          (const void *)info);
     }
@@ -173,7 +173,7 @@ uint32_t aclrtGetErrorCodeFromExceptionInfo(const aclrtExceptionInfo *info)
 static _Thread_local uint32_t tls_last_task_id = 0;
 static _Thread_local bool tls_has_task = false;
 
-void mock_note_task_submitted(uint32_t task_id)
+void misc_note_task_submitted(uint32_t task_id)
 {
     tls_last_task_id = task_id;
     tls_has_task = true;

@@ -1,5 +1,5 @@
 /*
- * mock_json.c - a small strict JSON (RFC 8259) parser building a tree.
+ * json.c - a small strict JSON (RFC 8259) parser building a tree.
  *
  * Used to validate configuration files (the dump config of aclmdlSetDump;
  * usable for the aclInit config too). Errors carry the line and column of the
@@ -15,8 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mock_internal.h"
-#include "mock_json.h"
+#include "core/core.h"
 
 #define MOCK_JSON_MAX_DEPTH 128
 
@@ -27,11 +26,11 @@ typedef struct jparser {
     char err[256];
 } jparser;
 
-void mock_json_free(mock_json *n)
+void core_json_free(mock_json *n)
 {
     while (n != NULL) {
         mock_json *next = n->next;
-        mock_json_free(n->kids);
+        core_json_free(n->kids);
         free(n->key);
         free(n->str);
         free(n);
@@ -337,7 +336,7 @@ static mock_json *jcontainer(jparser *p, bool is_obj)
     p->depth--;
     return n;
 fail:
-    mock_json_free(n);
+    core_json_free(n);
     return NULL;
 }
 
@@ -422,13 +421,13 @@ static mock_json *jparse(jparser *p)
     jws(p);
     if (p->i < p->n) {
         jerr(p, "unexpected content after the top-level value");
-        mock_json_free(root);
+        core_json_free(root);
         return NULL;
     }
     return root;
 }
 
-mock_json *mock_json_parse(const char *text, size_t len, char *err, size_t errlen)
+mock_json *core_json_parse(const char *text, size_t len, char *err, size_t errlen)
 {
     jparser p = { text, len, 0, 0, { 0 } };
     mock_json *root = jparse(&p);
@@ -438,7 +437,7 @@ mock_json *mock_json_parse(const char *text, size_t len, char *err, size_t errle
     return root;
 }
 
-const mock_json *mock_json_get(const mock_json *obj, const char *key)
+const mock_json *core_json_get(const mock_json *obj, const char *key)
 {
     const mock_json *found = NULL;
     if (obj == NULL || obj->t != MOCK_JSON_OBJECT) {
@@ -452,7 +451,7 @@ const mock_json *mock_json_get(const mock_json *obj, const char *key)
     return found;
 }
 
-const char *mock_json_type_name(mock_json_type t)
+const char *core_json_type_name(mock_json_type t)
 {
     switch (t) {
     case MOCK_JSON_NULL: return "null";
@@ -468,7 +467,7 @@ const char *mock_json_type_name(mock_json_type t)
 
 /* ------------------------------------------------------------ file loading */
 
-aclError mock_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes, char **text,
+aclError core_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes, char **text,
                         size_t *len, mock_json **root)
 {
     *text = NULL;
@@ -476,27 +475,27 @@ aclError mock_json_load_file(const char *fn, const char *what, const char *path,
     *root = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot open %s '%s': %s", what, path, strerror(errno));
+        return core_error(fn, ACL_ERROR_INVALID_FILE, "cannot open %s '%s': %s", what, path, strerror(errno));
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "%s '%s' is not a regular file", what, path);
+        return core_error(fn, ACL_ERROR_INVALID_FILE, "%s '%s' is not a regular file", what, path);
     }
     if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
         close(fd);
-        return mock_error(fn, ACL_ERROR_INVALID_FILE_SIZE, "%s '%s' is %lld bytes (limit %zu)", what, path,
+        return core_error(fn, ACL_ERROR_INVALID_FILE_SIZE, "%s '%s' is %lld bytes (limit %zu)", what, path,
                           (long long)st.st_size, max_bytes);
     }
     if (st.st_size == 0) {
         close(fd);
-        return mock_error(fn, ACL_ERROR_PARSE_FILE, "%s '%s' is empty (expected a JSON object)", what, path);
+        return core_error(fn, ACL_ERROR_PARSE_FILE, "%s '%s' is empty (expected a JSON object)", what, path);
     }
     size_t size = (size_t)st.st_size;
     char *buf = malloc(size + 1);
     if (buf == NULL) {
         close(fd);
-        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory reading %s '%s'", what, path);
+        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory reading %s '%s'", what, path);
     }
     size_t got = 0;
     while (got < size) {
@@ -512,13 +511,13 @@ aclError mock_json_load_file(const char *fn, const char *what, const char *path,
     close(fd);
     if (got != size) {
         free(buf);
-        return mock_error(fn, ACL_ERROR_INVALID_FILE, "cannot read %s '%s'", what, path);
+        return core_error(fn, ACL_ERROR_INVALID_FILE, "cannot read %s '%s'", what, path);
     }
     buf[size] = '\0';
     char err[256];
-    mock_json *tree = mock_json_parse(buf, size, err, sizeof err);
+    mock_json *tree = core_json_parse(buf, size, err, sizeof err);
     if (tree == NULL) {
-        aclError rc = mock_error(fn, ACL_ERROR_PARSE_FILE, "%s '%s' is not valid JSON: %s", what, path, err);
+        aclError rc = core_error(fn, ACL_ERROR_PARSE_FILE, "%s '%s' is not valid JSON: %s", what, path, err);
         free(buf);
         return rc;
     }

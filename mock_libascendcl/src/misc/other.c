@@ -12,7 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "misc_internal.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
+#include "misc/misc_private.h"
 
 /* ================================================================ aclAppLog */
 
@@ -117,8 +120,8 @@ static inline float reduce_f(int kind, float a, float b, bool saturate, float ma
 static aclError run_reduce(void *arg)
 {
     reduce_task *t = (reduce_task *)arg;
-    mock_mem_access_begin(t->src, t->count);
-    mock_mem_access_begin(t->dst, t->count);
+    mem_access_begin(t->src, t->count);
+    mem_access_begin(t->dst, t->count);
     switch (t->type) {
     case ACL_FLOAT: {
         float *d = (float *)t->dst;
@@ -136,10 +139,10 @@ static aclError run_reduce(void *arg)
         size_t n = t->count / sizeof(uint16_t);
         bool half = t->type == ACL_FLOAT16;
         for (size_t i = 0; i < n; i++) {
-            float a = half ? mock_half_to_float(d[i]) : mock_bf16_to_float(d[i]);
-            float b = half ? mock_half_to_float(s[i]) : mock_bf16_to_float(s[i]);
+            float a = half ? misc_half_to_float(d[i]) : misc_bf16_to_float(d[i]);
+            float b = half ? misc_half_to_float(s[i]) : misc_bf16_to_float(s[i]);
             float r = reduce_f(t->kind, a, b, false, 0.0f);
-            uint16_t out = half ? mock_float_to_half(r) : mock_float_to_bf16(r);
+            uint16_t out = half ? misc_float_to_half(r) : misc_float_to_bf16(r);
             if (t->saturate && (out & 0x7fffu) == (half ? 0x7c00u : 0x7f80u) && a - a == 0.0f && b - b == 0.0f) {
                 out = (uint16_t)((out & 0x8000u) | (half ? 0x7bffu : 0x7f7fu)); /* largest finite */
             }
@@ -152,8 +155,8 @@ static aclError run_reduce(void *arg)
     case ACL_INT32: REDUCE_INT(int32_t, uint32_t); break;
     default: break; /* validated at enqueue */
     }
-    mock_mem_access_end(t->dst, t->count);
-    mock_mem_access_end(t->src, t->count);
+    mem_access_end(t->dst, t->count);
+    mem_access_end(t->src, t->count);
     return ACL_SUCCESS;
 }
 
@@ -161,12 +164,12 @@ static aclError run_reduce(void *arg)
 static aclError check_device_range(const char *fn, const char *name, const void *ptr, size_t len)
 {
     mock_mem_info mi;
-    if (!mock_mem_lookup(ptr, &mi) || mi.kind != MOCK_MEM_DEVICE) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not device memory", name, ptr);
+    if (!mem_lookup(ptr, &mi) || mi.kind != MOCK_MEM_DEVICE) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not device memory", name, ptr);
     }
     size_t off = (size_t)((uintptr_t)ptr - mi.base);
     if (len > mi.size - off) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'count' (%zu bytes) exceeds the %zu bytes left in the allocation at '%s'", len,
                           mi.size - off, name);
     }
@@ -180,12 +183,12 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     MOCK_REQUIRE_NONNULL(fn, dst);
     MOCK_REQUIRE_NONNULL(fn, src);
     if (reserve != NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'reserve' must be NULL");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'reserve' must be NULL");
     }
     int k = (int)kind;
     if (k != ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM && k != ACL_RT_MEMCPY_SDMA_AUTOMATIC_MAX &&
         k != ACL_RT_MEMCPY_SDMA_AUTOMATIC_MIN && k != ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'kind' (%d) is not an aclrtReduceKind (SUM=10, MAX=11, MIN=12, EQUAL=13)", k);
     }
     int ty = (int)type;
@@ -198,32 +201,32 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     case ACL_INT32:
     case ACL_FLOAT: esize = 4; break;
     default:
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'type' (%d) is not supported by reduce (int8, int16, int32, float16, bf16, float)",
                           ty);
     }
     if (count % esize != 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'count' (%llu bytes) is not a multiple of the element size %zu",
                           (unsigned long long)count, esize);
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     if (k == ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL) {
         /* The element semantics of the EQUAL reduce are not documented in
          * the reference; refuse rather than guess. */
-        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                           "kind ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL is not simulated by the mock");
     }
     if (count == 0) {
         return ACL_SUCCESS;
     }
     if (count > SIZE_MAX) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'count' is too large");
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'count' is too large");
     }
     if ((rc = check_device_range(fn, "dst", dst, (size_t)count)) != ACL_SUCCESS ||
         (rc = check_device_range(fn, "src", src, (size_t)count)) != ACL_SUCCESS) {
@@ -231,17 +234,17 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     }
     reduce_task *t = (reduce_task *)malloc(sizeof *t);
     if (t == NULL) {
-        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
     t->dst = dst;
     t->src = src;
     t->count = (size_t)count;
     t->kind = k;
     t->type = ty;
-    t->saturate = mock_device_sat_mode(mock_stream_device(s)) == ACL_RT_OVERFLOW_MODE_SATURATION;
-    rc = mock_stream_enqueue(s, run_reduce, t, free);
+    t->saturate = misc_device_sat_mode(stream_device(s)) == ACL_RT_OVERFLOW_MODE_SATURATION;
+    rc = stream_enqueue(s, run_reduce, t, free);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
+        return core_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
     }
     return ACL_SUCCESS;
 }
@@ -282,31 +285,31 @@ static void cache_key_init(void)
 static aclError cache_store(const char *fn, const char *argname, const void *ptr, size_t size, bool ext)
 {
     if (ptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", argname);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", argname);
     }
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'infoSize' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'infoSize' is 0");
     }
     if (size > CACHE_INFO_MAX) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'infoSize' (%zu) exceeds the limit of %u bytes",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'infoSize' (%zu) exceeds the limit of %u bytes",
                           size, CACHE_INFO_MAX);
     }
     MOCK_ENTER(fn);
     pthread_once(&g_cache_once, cache_key_init);
     if (!g_cache_key_ok) {
-        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "cannot create thread-local storage");
+        return core_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "cannot create thread-local storage");
     }
     task_info_cache *c = (task_info_cache *)pthread_getspecific(g_cache_key);
     if (c == NULL) {
         c = (task_info_cache *)calloc(1, sizeof *c);
         if (c == NULL || pthread_setspecific(g_cache_key, c) != 0) {
             free(c);
-            return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+            return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
         }
     }
     void *copy = malloc(size);
     if (copy == NULL) {
-        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory copying %zu bytes", size);
+        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory copying %zu bytes", size);
     }
     memcpy(copy, ptr, size);
     if (ext) {
@@ -338,10 +341,10 @@ aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
     static const char fn[] = "aclrtProfTrace";
     MOCK_REQUIRE_NONNULL(fn, userdata);
     if (length <= 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'length' (%d) must be positive", (int)length);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'length' (%d) must be positive", (int)length);
     }
     /* no profiler collects the trace point: a stream-ordered no-op */
-    return mock_enqueue_noop(fn, stream);
+    return misc_enqueue_noop(fn, stream);
 }
 
 /* ============================================================ capture status */
@@ -357,7 +360,7 @@ aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *statu
     MOCK_REQUIRE_NONNULL(fn, modelRI);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }

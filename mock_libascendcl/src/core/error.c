@@ -14,7 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core_private.h"
+#include "core/core.h"
+#include "core/core_private.h"
 
 #define MSG_MAX 1024
 
@@ -56,7 +57,7 @@ aclError core_error_v(const char *func, aclError code, const char *fmt, va_list 
     return code;
 }
 
-aclError mock_error(const char *func, aclError code, const char *fmt, ...)
+aclError core_error(const char *func, aclError code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -180,7 +181,7 @@ static void load_env_faults(void)
     pthread_mutex_unlock(&g_fault_lock);
 }
 
-aclError mock_fault_check(const char *func)
+aclError core_fault_check(const char *func)
 {
     if (atomic_load_explicit(&g_armed, memory_order_relaxed) == 0) {
         return ACL_SUCCESS;
@@ -210,7 +211,7 @@ aclError mock_fault_check(const char *func)
     }
     pthread_mutex_unlock(&g_fault_lock);
     if (code != ACL_SUCCESS) {
-        return mock_error(func, code, "injected fault (call %u) via aclmock/ASCEND_MOCK_FAULTS",
+        return core_error(func, code, "injected fault (call %u) via aclmock/ASCEND_MOCK_FAULTS",
                           call_no);
     }
     return ACL_SUCCESS;

@@ -8,7 +8,9 @@
  * reported back through the range attributes (CUDA-style encodings: device
  * id, -1 for the host, -2 for "none").
  */
-#include "mem_internal.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem_private.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -30,32 +32,32 @@ aclError aclrtMemAllocManaged(void **ptr, uint64_t size, uint32_t flag)
     const char *fn = "aclrtMemAllocManaged";
     MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     if (flag != 0 && flag != ACL_RT_MEM_ATTACH_GLOBAL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' 0x%x is not ACL_RT_MEM_ATTACH_GLOBAL", flag);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' 0x%x is not ACL_RT_MEM_ATTACH_GLOBAL", flag);
     }
     MOCK_ENTER(fn);
     mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     size_t page = mem_page_size();
     if (size > SIZE_MAX - page) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %llu is too large", (unsigned long long)size);
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "size %llu is too large", (unsigned long long)size);
     }
     size_t span = ((size_t)size + page - 1) / page * page;
     void *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot allocate %llu bytes of managed memory: %s",
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot allocate %llu bytes of managed memory: %s",
                           (unsigned long long)size, strerror(errno));
     }
-    int32_t dev = mock_ctx_device(ctx);
+    int32_t dev = core_ctx_device(ctx);
     mem_rec *r = mem_rec_new(MEM_REC_MANAGED, (uintptr_t)p, (size_t)size, dev);
     if (r == NULL) {
         munmap(p, span);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
     r->span = span;
     r->dtor = managed_dtor;
@@ -74,14 +76,14 @@ static aclError managed_range(const char *fn, const void *ptr, size_t size, mem_
     mem_rec *r = mem_acquire(ptr);
     if (r == NULL || r->kind != MEM_REC_MANAGED) {
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not managed memory (aclrtMemAllocManaged)",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not managed memory (aclrtMemAllocManaged)",
                           ptr);
     }
     size_t off = (uintptr_t)ptr - r->base;
     if (size > r->size - off) {
         size_t rs = r->size;
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at offset %zu overruns the %zu-byte "
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "range of %zu bytes at offset %zu overruns the %zu-byte "
                           "managed allocation", size, off, rs);
     }
     *out = r;
@@ -95,7 +97,7 @@ static aclError check_location(const char *fn, const char *what, aclrtMemManaged
     *id = LOC_NONE; /* defined on every path (the callers read it only on success) */
     switch ((int)loc.type) {
     case ACL_MEM_LOCATIONTYPE_DEVICE: {
-        aclError rc = mock_device_check(fn, loc.id);
+        aclError rc = core_device_check(fn, loc.id);
         if (rc != ACL_SUCCESS) {
             return rc;
         }
@@ -116,7 +118,7 @@ static aclError check_location(const char *fn, const char *what, aclrtMemManaged
     default:
         break;
     }
-    return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' has invalid type %d", what, (int)loc.type);
+    return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' has invalid type %d", what, (int)loc.type);
 }
 
 aclError aclrtMemManagedAdvise(const void *const ptr, uint64_t size, aclrtMemManagedAdviseType advise,
@@ -125,10 +127,10 @@ aclError aclrtMemManagedAdvise(const void *const ptr, uint64_t size, aclrtMemMan
     const char *fn = "aclrtMemManagedAdvise";
     MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     if ((int)advise < ACL_MEM_ADVISE_SET_READ_MOSTLY || (int)advise > ACL_MEM_ADVISE_UNSET_ACCESSED_BY) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'advise' %d is not an aclrtMemManagedAdviseType",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'advise' %d is not an aclrtMemManagedAdviseType",
                           (int)advise);
     }
     MOCK_ENTER(fn);
@@ -205,7 +207,7 @@ static aclError get_attr(const char *fn, aclrtMemManagedRangeAttribute attribute
     case ACL_MEM_RANGE_ATTRIBUTE_ACCESSED_BY: {
         /* an int32 array: the devices advised, then -2 fill */
         if (dataSize < 4 || dataSize % 4 != 0) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+            return core_error(fn, ACL_ERROR_INVALID_PARAM,
                               "dataSize %zu for ACCESSED_BY must be a nonzero multiple of 4", dataSize);
         }
         size_t n = dataSize / 4, k = 0;
@@ -224,11 +226,11 @@ static aclError get_attr(const char *fn, aclrtMemManagedRangeAttribute attribute
         return ACL_SUCCESS;
     }
     default:
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "attribute %d is not an aclrtMemManagedRangeAttribute",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "attribute %d is not an aclrtMemManagedRangeAttribute",
                           (int)attribute);
     }
     if (dataSize < sizeof(int32_t)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "dataSize %zu is smaller than 4", dataSize);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "dataSize %zu is smaller than 4", dataSize);
     }
     memcpy(data, &v, sizeof(v));
     return ACL_SUCCESS;
@@ -239,10 +241,10 @@ aclError aclrtMemManagedGetAttr(aclrtMemManagedRangeAttribute attribute, const v
 {
     const char *fn = "aclrtMemManagedGetAttr";
     if (ptr == NULL || data == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", ptr == NULL ? "ptr" : "data");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", ptr == NULL ? "ptr" : "data");
     }
     if (size == 0 || dataSize == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is 0", size == 0 ? "size" : "dataSize");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is 0", size == 0 ? "size" : "dataSize");
     }
     MOCK_ENTER(fn);
     mem_rec *r;
@@ -262,15 +264,15 @@ aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute *attributes, size
 {
     const char *fn = "aclrtMemManagedGetAttrs";
     if (attributes == NULL || ptr == NULL || data == NULL || dataSizes == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
                           attributes == NULL ? "attributes" : ptr == NULL ? "ptr" : data == NULL ? "data" : "dataSizes");
     }
     if (numAttributes == 0 || size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is 0", numAttributes == 0 ? "numAttributes" : "size");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is 0", numAttributes == 0 ? "numAttributes" : "size");
     }
     for (size_t i = 0; i < numAttributes; i++) {
         if (data[i] == NULL || dataSizes[i] == 0) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "data[%zu] is NULL or dataSizes[%zu] is 0", i, i);
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "data[%zu] is NULL or dataSizes[%zu] is 0", i, i);
         }
     }
     MOCK_ENTER(fn);
@@ -340,14 +342,14 @@ static prefetch_task *prefetch_new(size_t n)
 static aclError prefetch_submit(const char *fn, prefetch_task *t, aclrtStream stream)
 {
     mock_stream *st;
-    aclError rc = mock_stream_resolve(fn, stream, &st);
+    aclError rc = stream_resolve(fn, stream, &st);
     if (rc != ACL_SUCCESS) {
         prefetch_free(t);
         return rc;
     }
-    rc = mock_stream_enqueue(st, prefetch_run, t, prefetch_free);
+    rc = stream_enqueue(st, prefetch_run, t, prefetch_free);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the task");
+        return core_error(fn, rc, "the stream refused the task");
     }
     return ACL_SUCCESS;
 }
@@ -359,7 +361,7 @@ aclError aclrtMemManagedPrefetchAsync(const void *ptr, size_t size, aclrtMemMana
     (void)flags; /* reserved */
     MOCK_REQUIRE_NONNULL(fn, ptr);
     if (size == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
     }
     MOCK_ENTER(fn);
     int32_t id;
@@ -369,7 +371,7 @@ aclError aclrtMemManagedPrefetchAsync(const void *ptr, size_t size, aclrtMemMana
     }
     prefetch_task *t = prefetch_new(1);
     if (t == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for the task");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for the task");
     }
     rc = managed_range(fn, ptr, size, &t->recs[0]);
     if (rc != ACL_SUCCESS) {
@@ -389,12 +391,12 @@ aclError aclrtMemManagedPrefetchBatchAsync(const void **ptrs, size_t *sizes, siz
     const char *fn = "aclrtMemManagedPrefetchBatchAsync";
     (void)flags; /* reserved */
     if (ptrs == NULL || sizes == NULL || prefetchLocs == NULL || prefetchLocIdxs == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
                           ptrs == NULL ? "ptrs" : sizes == NULL ? "sizes" : prefetchLocs == NULL ? "prefetchLocs"
                                                                                                : "prefetchLocIdxs");
     }
     if (count == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
     aclError vrc = mem_check_batch_indexes(fn, prefetchLocIdxs, numPrefetchLocs, count, "prefetchLocIdxs",
                                            "numPrefetchLocs", "count");
@@ -404,7 +406,7 @@ aclError aclrtMemManagedPrefetchBatchAsync(const void **ptrs, size_t *sizes, siz
     MOCK_ENTER(fn);
     prefetch_task *t = prefetch_new(count);
     if (t == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for the task");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for the task");
     }
     size_t k = 0;
     for (size_t i = 0; i < count; i++) {
@@ -415,7 +417,7 @@ aclError aclrtMemManagedPrefetchBatchAsync(const void **ptrs, size_t *sizes, siz
         aclError rc = check_location(fn, "prefetchLocs[k]", prefetchLocs[k], false, &id);
         if (rc == ACL_SUCCESS) {
             if (ptrs[i] == NULL || sizes[i] == 0) {
-                rc = mock_error(fn, ACL_ERROR_INVALID_PARAM, "ptrs[%zu] is NULL or sizes[%zu] is 0", i, i);
+                rc = core_error(fn, ACL_ERROR_INVALID_PARAM, "ptrs[%zu] is NULL or sizes[%zu] is 0", i, i);
             } else {
                 rc = managed_range(fn, ptrs[i], sizes[i], &t->recs[i]);
             }

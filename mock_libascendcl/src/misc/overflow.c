@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
+#include "misc/misc_private.h"
 
 #define OVERFLOW_STATUS_BYTES 64u /* bytes of status the runtime writes at most */
 
@@ -23,7 +26,7 @@ static int8_t g_sat_mode[MOCK_MAX_DEVICES]; /* 0 = default, else mode + 1 */
 
 static bool soc_supports_infnan(void)
 {
-    const char *soc = mock_config_get()->soc_name;
+    const char *soc = core_config_get()->soc_name;
     static const char *const prefixes[] = { "Ascend910B", "Ascend910_93", "Ascend910_95", "Ascend950", NULL };
     for (size_t i = 0; prefixes[i] != NULL; i++) {
         if (strncmp(soc, prefixes[i], strlen(prefixes[i])) == 0) {
@@ -33,7 +36,7 @@ static bool soc_supports_infnan(void)
     return false;
 }
 
-MOCK_HIDDEN aclrtFloatOverflowMode mock_device_sat_mode(int32_t device)
+MOCK_HIDDEN aclrtFloatOverflowMode misc_device_sat_mode(int32_t device)
 {
     int8_t v = 0;
     if (device >= 0 && device < MOCK_MAX_DEVICES) {
@@ -51,22 +54,22 @@ aclError aclrtSetDeviceSatMode(aclrtFloatOverflowMode mode)
 {
     static const char fn[] = "aclrtSetDeviceSatMode";
     if ((int)mode != ACL_RT_OVERFLOW_MODE_SATURATION && (int)mode != ACL_RT_OVERFLOW_MODE_INFNAN) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'mode' (%d) must be ACL_RT_OVERFLOW_MODE_SATURATION (0) or "
                           "ACL_RT_OVERFLOW_MODE_INFNAN (1)",
                           (int)mode);
     }
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     if ((int)mode == ACL_RT_OVERFLOW_MODE_INFNAN && !soc_supports_infnan()) {
-        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "SoC %s supports only saturation mode",
-                          mock_config_get()->soc_name);
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "SoC %s supports only saturation mode",
+                          core_config_get()->soc_name);
     }
-    int32_t dev = mock_ctx_device(ctx);
+    int32_t dev = core_ctx_device(ctx);
     if (dev >= 0 && dev < MOCK_MAX_DEVICES) {
         pthread_mutex_lock(&g_ovf_mu);
         g_sat_mode[dev] = (int8_t)((int)mode + 1);
@@ -81,11 +84,11 @@ aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode)
     MOCK_REQUIRE_NONNULL(fn, mode);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    *mode = mock_device_sat_mode(mock_ctx_device(ctx));
+    *mode = misc_device_sat_mode(core_ctx_device(ctx));
     return ACL_SUCCESS;
 }
 
@@ -98,15 +101,15 @@ aclError aclrtSetStreamOverflowSwitch(aclrtStream stream, uint32_t flag)
 {
     static const char fn[] = "aclrtSetStreamOverflowSwitch";
     if (flag > 1) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' (%u) must be 0 (off) or 1 (on)", flag);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'flag' (%u) must be 0 (off) or 1 (on)", flag);
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    mock_stream_set_overflow_switch(s, flag);
+    stream_set_overflow_switch(s, flag);
     return ACL_SUCCESS;
 }
 
@@ -116,11 +119,11 @@ aclError aclrtGetStreamOverflowSwitch(aclrtStream stream, uint32_t *flag)
     MOCK_REQUIRE_NONNULL(fn, flag);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    *flag = mock_stream_get_overflow_switch(s);
+    *flag = stream_get_overflow_switch(s);
     return ACL_SUCCESS;
 }
 
@@ -134,9 +137,9 @@ typedef struct zero_task {
 static aclError run_zero_task(void *arg)
 {
     zero_task *t = (zero_task *)arg;
-    mock_mem_access_begin(t->ptr, t->len);
+    mem_access_begin(t->ptr, t->len);
     memset(t->ptr, 0, t->len);
-    mock_mem_access_end(t->ptr, t->len);
+    mem_access_end(t->ptr, t->len);
     return ACL_SUCCESS;
 }
 
@@ -152,54 +155,54 @@ static aclError status_get(const char *fn, void *outputAddr, uint64_t outputSize
 {
     MOCK_REQUIRE_NONNULL(fn, outputAddr);
     if (outputSize == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'outputSize' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'outputSize' is 0");
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     mock_mem_info mi;
-    if (!mock_mem_lookup(outputAddr, &mi) || mi.kind != MOCK_MEM_DEVICE) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+    if (!mem_lookup(outputAddr, &mi) || mi.kind != MOCK_MEM_DEVICE) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'outputAddr' (%p) is not device memory allocated with aclrtMalloc", outputAddr);
     }
     uintptr_t off = (uintptr_t)outputAddr - mi.base;
     if (outputSize > mi.size - off) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'outputSize' (%llu) exceeds the %zu bytes left in the allocation at 'outputAddr'",
                           (unsigned long long)outputSize, mi.size - (size_t)off);
     }
-    if (mi.device != mock_stream_device(s)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+    if (mi.device != stream_device(s)) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'outputAddr' is memory of device %d but the stream belongs to device %d",
-                          (int)mi.device, (int)mock_stream_device(s));
+                          (int)mi.device, (int)stream_device(s));
     }
     zero_task *t = (zero_task *)malloc(sizeof *t);
     if (t == NULL) {
-        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
     t->ptr = outputAddr;
     t->len = outputSize < OVERFLOW_STATUS_BYTES ? (size_t)outputSize : OVERFLOW_STATUS_BYTES;
-    rc = mock_stream_enqueue(s, run_zero_task, t, free);
+    rc = stream_enqueue(s, run_zero_task, t, free);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
+        return core_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
     }
     return ACL_SUCCESS;
 }
 
-MOCK_HIDDEN aclError mock_enqueue_noop(const char *fn, aclrtStream stream)
+MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream)
 {
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    rc = mock_stream_enqueue(s, run_noop_task, NULL, NULL);
+    rc = stream_enqueue(s, run_noop_task, NULL, NULL);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
+        return core_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
     }
     return ACL_SUCCESS;
 }
@@ -211,7 +214,7 @@ aclError aclrtGetOverflowStatus(void *outputAddr, size_t outputSize, aclrtStream
 
 aclError aclrtResetOverflowStatus(aclrtStream stream)
 {
-    return mock_enqueue_noop("aclrtResetOverflowStatus", stream);
+    return misc_enqueue_noop("aclrtResetOverflowStatus", stream);
 }
 
 aclError aclrtGetFloatOverflowStatus(void *outputAddr, uint64_t outputSize, aclrtStream stream)
@@ -221,7 +224,7 @@ aclError aclrtGetFloatOverflowStatus(void *outputAddr, uint64_t outputSize, aclr
 
 aclError aclrtResetFloatOverflowStatus(aclrtStream stream)
 {
-    return mock_enqueue_noop("aclrtResetFloatOverflowStatus", stream);
+    return misc_enqueue_noop("aclrtResetFloatOverflowStatus", stream);
 }
 
 /* checkMode is a reserved selector in CANN; every value is accepted. */
@@ -234,5 +237,5 @@ aclError aclrtNpuGetFloatOverFlowStatus(void *outputAddr, uint64_t outputSize, u
 aclError aclrtNpuClearFloatOverFlowStatus(uint32_t checkMode, aclrtStream stream)
 {
     (void)checkMode;
-    return mock_enqueue_noop("aclrtNpuClearFloatOverFlowStatus", stream);
+    return misc_enqueue_noop("aclrtNpuClearFloatOverFlowStatus", stream);
 }

@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core_private.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "core/core_private.h"
 
 #define CTX_MAGIC 0x43545843u /* "CXTC" */
 #define SYSPARAM_COUNT 4      /* ACL_OPT_DETERMINISTIC .. ACL_OPT_ENABLE_KERNEL_EARLY_START */
@@ -57,14 +59,14 @@ static int64_t g_opt_value[SYSPARAM_COUNT];
 /* Caller holds g_reg_lock. */
 static bool registered_locked(const mock_context *ctx)
 {
-    return mock_registry_contains(&g_reg, ctx);
+    return core_registry_contains(&g_reg, ctx);
 }
 
 /* Validates a user handle; returns the context (not retained) or NULL. */
 static mock_context *lookup(const void *handle)
 {
     pthread_mutex_lock(&g_reg_lock);
-    mock_context *found = mock_registry_find(&g_reg, handle);
+    mock_context *found = core_registry_find(&g_reg, handle);
     pthread_mutex_unlock(&g_reg_lock);
     return found;
 }
@@ -82,19 +84,19 @@ mock_context *core_ctx_create(int32_t device, bool primary)
     ctx->primary = primary;
     atomic_init(&ctx->refs, 1);
     pthread_mutex_init(&ctx->opt_lock, NULL);
-    ctx->default_stream = mock_stream_create_default(ctx);
+    ctx->default_stream = stream_create_default(ctx);
     if (ctx->default_stream == NULL) {
         pthread_mutex_destroy(&ctx->opt_lock);
         free(ctx);
         return NULL;
     }
     pthread_mutex_lock(&g_reg_lock);
-    bool ok = mock_registry_insert(&g_reg, ctx);
+    bool ok = core_registry_insert(&g_reg, ctx);
     if (ok) {
         ctx->id = g_next_id++;
     }
     pthread_mutex_unlock(&g_reg_lock);
-    mock_stat_add(device, MOCK_STAT_CONTEXTS, 1);
+    core_stat_add(device, MOCK_STAT_CONTEXTS, 1);
     if (!ok) { /* out of host memory for the registry */
         core_ctx_release(ctx);
         return NULL;
@@ -105,10 +107,10 @@ mock_context *core_ctx_create(int32_t device, bool primary)
 static void teardown(mock_context *ctx)
 {
     /* Explicit streams first (drained), then the default stream. */
-    mock_streams_destroy_context(ctx);
-    mock_stream_destroy_default(ctx->default_stream);
+    stream_destroy_context(ctx);
+    stream_destroy_default(ctx->default_stream);
     ctx->default_stream = NULL;
-    mock_stat_add(ctx->device, MOCK_STAT_CONTEXTS, -1);
+    core_stat_add(ctx->device, MOCK_STAT_CONTEXTS, -1);
     ctx->magic = 0;
     pthread_mutex_destroy(&ctx->opt_lock);
     free(ctx);
@@ -124,7 +126,7 @@ void core_ctx_release(mock_context *ctx)
 void core_ctx_destroy(mock_context *ctx)
 {
     pthread_mutex_lock(&g_reg_lock);
-    bool was_registered = mock_registry_erase(&g_reg, ctx);
+    bool was_registered = core_registry_erase(&g_reg, ctx);
     if (was_registered) {
         atomic_fetch_add(&g_epoch, 1);
     }
@@ -144,7 +146,7 @@ void core_ctx_destroy_all(void)
         pthread_mutex_lock(&g_reg_lock);
         mock_context *ctx = NULL;
         for (size_t i = 0; ctx == NULL && i < g_reg.cap; i++) {
-            ctx = mock_registry_slot(&g_reg, i);
+            ctx = core_registry_slot(&g_reg, i);
         }
         pthread_mutex_unlock(&g_reg_lock);
         if (ctx == NULL) {
@@ -161,13 +163,13 @@ mock_context **core_ctx_collect(int32_t device, size_t *n)
     pthread_mutex_lock(&g_reg_lock);
     size_t count = 0;
     for (size_t i = 0; i < g_reg.cap; i++) {
-        mock_context *c = mock_registry_slot(&g_reg, i);
+        mock_context *c = core_registry_slot(&g_reg, i);
         count += c != NULL && c->device == device;
     }
     mock_context **out = count > 0 ? malloc(count * sizeof *out) : NULL;
     if (out != NULL) {
         for (size_t i = 0; i < g_reg.cap; i++) {
-            mock_context *c = mock_registry_slot(&g_reg, i);
+            mock_context *c = core_registry_slot(&g_reg, i);
             if (c != NULL && c->device == device) {
                 atomic_fetch_add(&c->refs, 1);
                 out[(*n)++] = c;
@@ -183,7 +185,7 @@ void core_ctx_set_current(mock_context *ctx)
     t_cur = ctx;
     if (ctx != NULL) {
         /* Read the epoch before publishing: if a destruction races with us the next
-         * mock_ctx_current re-validates. */
+         * core_ctx_current re-validates. */
         t_cur_epoch = atomic_load(&g_epoch);
         pthread_mutex_lock(&g_reg_lock);
         t_cur_id = registered_locked(ctx) ? ctx->id : 0;
@@ -194,9 +196,9 @@ void core_ctx_set_current(mock_context *ctx)
     }
 }
 
-/* ------------------------------------------------------ mock_internal.h API */
+/* ---------------------------------------------------------- core/core.h API */
 
-mock_context *mock_ctx_current(void)
+mock_context *core_ctx_current(void)
 {
     mock_context *ctx = t_cur;
     if (ctx == NULL) {
@@ -218,43 +220,43 @@ mock_context *mock_ctx_current(void)
     return ctx;
 }
 
-aclError mock_ctx_require(const char *func, mock_context **out)
+aclError core_ctx_require(const char *func, mock_context **out)
 {
-    mock_context *ctx = mock_ctx_current();
+    mock_context *ctx = core_ctx_current();
     if (ctx == NULL && core_default_device() >= 0) {
         ctx = core_default_device_bind(); /* aclInit "defaultDevice" (device.c) */
     }
     if (ctx == NULL) {
         *out = NULL;
-        return mock_error(func, ACL_ERROR_RT_CONTEXT_NULL,
+        return core_error(func, ACL_ERROR_RT_CONTEXT_NULL,
                           "the calling thread has no current context (call aclrtSetDevice "
                           "or aclrtSetCurrentContext first)");
     }
-    aclError lost = mock_device_lost_code(ctx->device);
+    aclError lost = core_device_lost_code(ctx->device);
     if (lost != ACL_SUCCESS) {
         *out = NULL;
-        return mock_error(func, lost, "device %d is lost (sticky error %d)", ctx->device, lost);
+        return core_error(func, lost, "device %d is lost (sticky error %d)", ctx->device, lost);
     }
     *out = ctx;
     return ACL_SUCCESS;
 }
 
-int32_t mock_ctx_device(const mock_context *ctx)
+int32_t core_ctx_device(const mock_context *ctx)
 {
     return ctx->device;
 }
 
-void mock_ctx_set_stop_on_failure(mock_context *ctx)
+void core_ctx_set_stop_on_failure(mock_context *ctx)
 {
     atomic_store(&ctx->stop_on_failure, true);
 }
 
-bool mock_ctx_stop_on_failure(const mock_context *ctx)
+bool core_ctx_stop_on_failure(const mock_context *ctx)
 {
     return atomic_load(&((mock_context *)ctx)->stop_on_failure);
 }
 
-mock_stream *mock_ctx_default_stream(mock_context *ctx)
+mock_stream *core_ctx_default_stream(mock_context *ctx)
 {
     return ctx->default_stream;
 }
@@ -265,14 +267,14 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
 {
     static const char fn[] = "aclrtCreateContext";
     MOCK_REQUIRE_NONNULL(fn, context);
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     MOCK_ENTER(fn);
     mock_context *ctx = core_ctx_create(deviceId, false);
     if (ctx == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
+        return core_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
                           "could not create a context on device %d", deviceId);
     }
     core_ctx_set_current(ctx);
@@ -286,7 +288,7 @@ static aclError context_arg(const char *fn, aclrtContext context, mock_context *
     MOCK_REQUIRE_NONNULL(fn, context);
     *out = lookup(context);
     if (*out == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'context' (%p) is not a live context", context);
     }
     return ACL_SUCCESS;
@@ -301,20 +303,20 @@ aclError aclrtDestroyContext(aclrtContext context)
         return rc;
     }
     if (ctx->primary) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "context %p is the default context of device %d; it is released "
                           "by aclrtResetDevice", context, ctx->device);
     }
     MOCK_ENTER(fn);
-    if (mock_stream_self_in_context(ctx)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+    if (stream_self_in_context(ctx)) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of this context: destroying it would wait for "
                           "that task (deadlock)");
     }
-    aclError lost = mock_device_lost_code(ctx->device);
+    aclError lost = core_device_lost_code(ctx->device);
     core_ctx_destroy(ctx);
     if (lost != ACL_SUCCESS) {
-        return mock_error(fn, lost, "device is lost (sticky error %d); context released", lost);
+        return core_error(fn, lost, "device is lost (sticky error %d); context released", lost);
     }
     return ACL_SUCCESS;
 }
@@ -327,14 +329,14 @@ aclError aclrtSetCurrentContext(aclrtContext context)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    aclError lost = mock_device_lost_code(ctx->device);
+    aclError lost = core_device_lost_code(ctx->device);
     if (lost != ACL_SUCCESS) {
-        return mock_error(fn, lost, "device %d is lost (sticky error %d)", ctx->device, lost);
+        return core_error(fn, lost, "device %d is lost (sticky error %d)", ctx->device, lost);
     }
     MOCK_ENTER(fn);
     core_ctx_set_current(ctx);
-    if (mock_ctx_current() != ctx) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+    if (core_ctx_current() != ctx) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "context %p was destroyed concurrently", context);
     }
     return ACL_SUCCESS;
@@ -345,9 +347,9 @@ aclError aclrtGetCurrentContext(aclrtContext *context)
     static const char fn[] = "aclrtGetCurrentContext";
     MOCK_REQUIRE_NONNULL(fn, context);
     MOCK_ENTER(fn);
-    mock_context *ctx = mock_ctx_current();
+    mock_context *ctx = core_ctx_current();
     if (ctx == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
+        return core_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
                           "the calling thread has no current context");
     }
     *context = (aclrtContext)ctx;
@@ -360,7 +362,7 @@ aclError aclrtCtxGetCurrentDefaultStream(aclrtStream *stream)
     MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -393,7 +395,7 @@ static aclError opt_table_get(const char *fn, bool per_ctx, opt_table *t)
         return ACL_SUCCESS;
     }
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -405,11 +407,11 @@ static aclError opt_table_get(const char *fn, bool per_ctx, opt_table *t)
 static aclError sysparam_set(const char *fn, bool per_ctx, aclSysParamOpt opt, int64_t value)
 {
     if (!opt_valid(opt)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
                           (int)opt);
     }
     if (!opt_value_valid(value)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%lld) must be 0 or 1",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%lld) must be 0 or 1",
                           (long long)value);
     }
     MOCK_ENTER(fn);
@@ -429,7 +431,7 @@ static aclError sysparam_set(const char *fn, bool per_ctx, aclSysParamOpt opt, i
 static aclError sysparam_get(const char *fn, bool per_ctx, aclSysParamOpt opt, int64_t *value)
 {
     if (!opt_valid(opt)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'opt' (%d) is not an aclSysParamOpt",
                           (int)opt);
     }
     MOCK_REQUIRE_NONNULL(fn, value);
@@ -444,7 +446,7 @@ static aclError sysparam_get(const char *fn, bool per_ctx, aclSysParamOpt opt, i
     int64_t v = t.value[opt];
     pthread_mutex_unlock(t.lock);
     if (!set && per_ctx) {
-        return mock_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET,
+        return core_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET,
                           "option %d was never set on the current context", (int)opt);
     }
     /* Process level: an option never set reads as its default, 0 (off). */

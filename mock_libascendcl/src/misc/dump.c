@@ -15,8 +15,8 @@
  * error codes and the checked keys (dump_list, dump_path, dump_mode,
  * dump_op_switch, dump_debug, dump_data, dump_level, dump_scene, dump_step;
  * unknown keys are ignored) follow CANN's acl.json documentation as we know
- * it. JSON syntax is checked by mock_json.c. The "dump" section of an aclInit
- * config is applied by mock_dump_configure_from_init.
+ * it. JSON syntax is checked by core/json.c. The "dump" section of an aclInit
+ * config is applied by misc_dump_configure_from_init.
  * A host simulator runs no operators, so no dump data is written;
  * the accepted configuration is kept and reported by acldumpGetPath
  * (libascend_dump.so) through aclmockDumpGetPath below.
@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "misc_internal.h"
-#include "mock_json.h"
+#include "core/core.h"
+#include "misc/misc.h"
 
 #define DUMP_MAX_FILE_SIZE (10u * 1024u * 1024u)
 #define DUMP_PATH_MAX 4096
@@ -72,19 +72,19 @@ static void dump_reset_locked(void)
 
 /* Called with g_dump.mu held: forget dump state that outlived aclFinalize
  * (aclFinalize ends dumping in CANN too; aclFinalize also calls
- * mock_dump_finalize, this is the safety net). */
+ * misc_dump_finalize, this is the safety net). */
 static void dump_sync_with_init_locked(void)
 {
     /* Only the aclmdlInitDump session is dropped here: the aclInit-config part
      * is stored by aclInit just before it marks ACL initialized, so it must not
      * be reset in that window; it is ignored while ACL is not initialized
-     * (aclmockDumpGetPath) and cleared by mock_dump_finalize. */
-    if (g_dump.inited && !mock_is_initialized()) {
+     * (aclmockDumpGetPath) and cleared by misc_dump_finalize. */
+    if (g_dump.inited && !core_is_initialized()) {
         end_session_locked();
     }
 }
 
-MOCK_HIDDEN void mock_dump_finalize(void)
+MOCK_HIDDEN void misc_dump_finalize(void)
 {
     pthread_mutex_lock(&g_dump.mu);
     dump_reset_locked();
@@ -95,14 +95,14 @@ aclError aclmdlInitDump(void)
 {
     static const char fn[] = "aclmdlInitDump";
     MOCK_ENTER(fn);
-    if (!mock_is_initialized()) {
-        return mock_error(fn, ACL_ERROR_UNINITIALIZE, "aclInit has not been called");
+    if (!core_is_initialized()) {
+        return core_error(fn, ACL_ERROR_UNINITIALIZE, "aclInit has not been called");
     }
     pthread_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
     if (g_dump.inited) {
         pthread_mutex_unlock(&g_dump.mu);
-        return mock_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
+        return core_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
                           "dump is already initialized (call aclmdlFinalizeDump first)");
     }
     g_dump.inited = true;
@@ -119,7 +119,7 @@ aclError aclmdlFinalizeDump(void)
     dump_sync_with_init_locked();
     if (!g_dump.inited) {
         pthread_mutex_unlock(&g_dump.mu);
-        return mock_error(fn, ACL_ERROR_DUMP_NOT_RUN, "aclmdlInitDump has not been called");
+        return core_error(fn, ACL_ERROR_DUMP_NOT_RUN, "aclmdlInitDump has not been called");
     }
     end_session_locked();
     pthread_mutex_unlock(&g_dump.mu);
@@ -142,14 +142,14 @@ static bool str_in(const char *s, const char *const *options)
 static aclError check_enum_key(const char *fn, const char *file, const mock_json *dump, const char *key,
                                const char *const *options, const char **out)
 {
-    const mock_json *v = mock_json_get(dump, key);
+    const mock_json *v = core_json_get(dump, key);
     *out = NULL;
     if (v == NULL) {
         return ACL_SUCCESS;
     }
     if (v->t != MOCK_JSON_STRING) {
-        return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': key 'dump.%s' must be a string, not %s",
-                          file, key, mock_json_type_name(v->t));
+        return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': key 'dump.%s' must be a string, not %s",
+                          file, key, core_json_type_name(v->t));
     }
     if (!str_in(v->str, options)) {
         char allowed[256] = "";
@@ -157,7 +157,7 @@ static aclError check_enum_key(const char *fn, const char *file, const mock_json
             size_t used = strlen(allowed);
             snprintf(allowed + used, sizeof allowed - used, "%s\"%s\"", k ? ", " : "", options[k]);
         }
-        return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+        return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                           "dump config '%s': key 'dump.%s' has invalid value \"%s\" (allowed: %s)", file, key,
                           v->str, allowed);
     }
@@ -211,50 +211,50 @@ static aclError validate_dump_object(const char *fn, const char *file, const moc
 
     memset(cfg, 0, sizeof *cfg);
     if (root->t != MOCK_JSON_OBJECT) {
-        return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+        return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                           "dump config '%s': the top-level value must be an object, not %s", file,
-                          mock_json_type_name(root->t));
+                          core_json_type_name(root->t));
     }
-    const mock_json *dump = mock_json_get(root, "dump");
+    const mock_json *dump = core_json_get(root, "dump");
     if (dump == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': missing key 'dump'", file);
+        return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': missing key 'dump'", file);
     }
     if (dump->t != MOCK_JSON_OBJECT) {
-        return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': key 'dump' must be an object, not %s",
-                          file, mock_json_type_name(dump->t));
+        return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG, "dump config '%s': key 'dump' must be an object, not %s",
+                          file, core_json_type_name(dump->t));
     }
 
     /* dump_list: array of objects with optional model_name (string), layer (array of strings) */
-    const mock_json *list = mock_json_get(dump, "dump_list");
+    const mock_json *list = core_json_get(dump, "dump_list");
     size_t list_len = 0;
     if (list != NULL) {
         if (list->t != MOCK_JSON_ARRAY) {
-            return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+            return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_list' must be an array, not %s", file,
-                              mock_json_type_name(list->t));
+                              core_json_type_name(list->t));
         }
         size_t idx = 0;
         for (const mock_json *item = list->kids; item != NULL; item = item->next, idx++) {
             if (item->t != MOCK_JSON_OBJECT) {
-                return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+                return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                                   "dump config '%s': 'dump.dump_list[%zu]' must be an object, not %s", file, idx,
-                                  mock_json_type_name(item->t));
+                                  core_json_type_name(item->t));
             }
-            const mock_json *mn = mock_json_get(item, "model_name");
+            const mock_json *mn = core_json_get(item, "model_name");
             if (mn != NULL && mn->t != MOCK_JSON_STRING) {
-                return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+                return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                                   "dump config '%s': 'dump.dump_list[%zu].model_name' must be a string", file, idx);
             }
-            const mock_json *layer = mock_json_get(item, "layer");
+            const mock_json *layer = core_json_get(item, "layer");
             if (layer != NULL) {
                 if (layer->t != MOCK_JSON_ARRAY) {
-                    return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+                    return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                                       "dump config '%s': 'dump.dump_list[%zu].layer' must be an array", file, idx);
                 }
                 size_t li = 0;
                 for (const mock_json *l = layer->kids; l != NULL; l = l->next, li++) {
                     if (l->t != MOCK_JSON_STRING) {
-                        return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+                        return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                                           "dump config '%s': 'dump.dump_list[%zu].layer[%zu]' must be a string",
                                           file, idx, li);
                     }
@@ -272,15 +272,15 @@ static aclError validate_dump_object(const char *fn, const char *file, const moc
     if ((rc = check_enum_key(fn, file, dump, "dump_level", levels, &s)) != ACL_SUCCESS) return rc;
     if ((rc = check_enum_key(fn, file, dump, "dump_scene", scenes, &scene)) != ACL_SUCCESS) return rc;
 
-    const mock_json *step = mock_json_get(dump, "dump_step");
+    const mock_json *step = core_json_get(dump, "dump_step");
     if (step != NULL) {
         if (step->t != MOCK_JSON_STRING) {
-            return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+            return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_step' must be a string, not %s", file,
-                              mock_json_type_name(step->t));
+                              core_json_type_name(step->t));
         }
         if (!valid_step_spec(step->str)) {
-            return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+            return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_step' has invalid value \"%s\" "
                               "(expected steps or ranges like \"0|3-5|10\")",
                               file, step->str);
@@ -296,33 +296,33 @@ static aclError validate_dump_object(const char *fn, const char *file, const moc
         else if (strcmp(scene, "aic_err_detail_dump") == 0) cfg->exception_level = 3;
     }
     if (cfg->data_dump && cfg->overflow_dump) {
-        return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+        return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                           "dump config '%s': 'dump.dump_debug' \"on\" (overflow dump) cannot be combined with "
                           "data dump ('dump.dump_list' or 'dump.dump_op_switch' \"on\")",
                           file);
     }
 
-    const mock_json *path = mock_json_get(dump, "dump_path");
+    const mock_json *path = core_json_get(dump, "dump_path");
     if (path != NULL) {
         if (path->t != MOCK_JSON_STRING) {
-            return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+            return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_path' must be a string, not %s", file,
-                              mock_json_type_name(path->t));
+                              core_json_type_name(path->t));
         }
         if (path->str[0] == '\0' || strlen(path->str) >= DUMP_PATH_MAX) {
-            return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+            return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_path' must be a non-empty path shorter than %d bytes",
                               file, DUMP_PATH_MAX);
         }
         struct stat st;
         if (stat(path->str, &st) == 0 && !S_ISDIR(st.st_mode)) {
-            return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+            return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': 'dump.dump_path' \"%s\" exists but is not a directory", file,
                               path->str);
         }
         snprintf(cfg->path, sizeof cfg->path, "%s", path->str);
     } else if (cfg->data_dump || cfg->overflow_dump || cfg->exception_level > 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+        return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                           "dump config '%s': missing key 'dump.dump_path' (required when dump is enabled)", file);
     }
     return ACL_SUCCESS;
@@ -332,17 +332,17 @@ static aclError validate_dump_object(const char *fn, const char *file, const moc
 static aclError load_dump_config(const char *fn, const char *file, dump_cfg *cfg)
 {
     if (file[0] == '\0') {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dumpCfgPath' is an empty string");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dumpCfgPath' is an empty string");
     }
     char *buf = NULL;
     size_t n = 0;
     mock_json *root = NULL;
-    aclError rc = mock_json_load_file(fn, "dump config file", file, DUMP_MAX_FILE_SIZE, &buf, &n, &root);
+    aclError rc = core_json_load_file(fn, "dump config file", file, DUMP_MAX_FILE_SIZE, &buf, &n, &root);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     rc = validate_dump_object(fn, file, root, cfg);
-    mock_json_free(root);
+    core_json_free(root);
     free(buf);
     return rc;
 }
@@ -357,17 +357,17 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
     bool inited = g_dump.inited;
     pthread_mutex_unlock(&g_dump.mu);
     if (!inited) {
-        return mock_error(fn, ACL_ERROR_DUMP_NOT_RUN, "aclmdlInitDump has not been called");
+        return core_error(fn, ACL_ERROR_DUMP_NOT_RUN, "aclmdlInitDump has not been called");
     }
     dump_cfg *cfg = (dump_cfg *)malloc(sizeof *cfg);
     if (cfg == NULL) {
-        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
     aclError rc = load_dump_config(fn, dumpCfgPath, cfg);
     if (rc == ACL_SUCCESS) {
         pthread_mutex_lock(&g_dump.mu);
         if (!g_dump.inited) {
-            rc = mock_error(fn, ACL_ERROR_DUMP_NOT_RUN, "dump was finalized while the config was being read");
+            rc = core_error(fn, ACL_ERROR_DUMP_NOT_RUN, "dump was finalized while the config was being read");
         } else {
             g_dump.configured = true;
             g_dump.cfg = *cfg;
@@ -399,7 +399,7 @@ const char *aclmockDumpGetPath(int32_t dumpType)
     dump_sync_with_init_locked();
     /* an aclmdlSetDump session takes precedence over the aclInit config */
     const dump_cfg *c = (g_dump.inited && g_dump.configured)     ? &g_dump.cfg
-                        : (g_dump.init_on && mock_is_initialized()) ? &g_dump.init_cfg
+                        : (g_dump.init_on && core_is_initialized()) ? &g_dump.init_cfg
                                                                     : NULL;
     if (c != NULL) {
         bool on = false;
@@ -427,22 +427,22 @@ const char *aclmockDumpGetPath(int32_t dumpType)
 
 /* ======================================================= aclInit config */
 
-MOCK_HIDDEN aclError mock_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len)
+MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len)
 {
     char err[256];
-    mock_json *root = mock_json_parse(text, len, err, sizeof err);
+    mock_json *root = core_json_parse(text, len, err, sizeof err);
     if (root == NULL) {
-        return mock_error(fn, ACL_ERROR_PARSE_FILE, "config file '%s' is not valid JSON: %s", path, err);
+        return core_error(fn, ACL_ERROR_PARSE_FILE, "config file '%s' is not valid JSON: %s", path, err);
     }
     aclError rc = ACL_SUCCESS;
     pthread_mutex_lock(&g_dump.mu);
     g_dump.init_on = false; /* a new aclInit config replaces the previous one */
     memset(&g_dump.init_cfg, 0, sizeof g_dump.init_cfg);
     pthread_mutex_unlock(&g_dump.mu);
-    if (root->t == MOCK_JSON_OBJECT && mock_json_get(root, "dump") != NULL) {
+    if (root->t == MOCK_JSON_OBJECT && core_json_get(root, "dump") != NULL) {
         dump_cfg *cfg = (dump_cfg *)malloc(sizeof *cfg);
         if (cfg == NULL) {
-            rc = mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+            rc = core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
         } else {
             rc = validate_dump_object(fn, path, root, cfg);
             if (rc == ACL_SUCCESS) {
@@ -454,6 +454,6 @@ MOCK_HIDDEN aclError mock_dump_configure_from_init(const char *fn, const char *p
             free(cfg);
         }
     }
-    mock_json_free(root);
+    core_json_free(root);
     return rc;
 }

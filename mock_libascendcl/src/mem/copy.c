@@ -18,7 +18,9 @@
  * "write gate" while they copy and the waiter reads under the exclusive gate,
  * so the read never races with a copy (TSAN clean).
  */
-#include "mem_internal.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem_private.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ static atomic_int g_waiters;
 
 static void notify_init(void)
 {
-    mock_cond_init(&g_notify_cv);
+    core_cond_init(&g_notify_cv);
 }
 
 MOCK_HIDDEN void mem_write_begin(void)
@@ -85,13 +87,13 @@ static aclError classify(const char *fn, const char *what, const void *p, size_t
     mem_rec *r = mem_acquire(p);
     if (r == NULL) {
         if (mem_in_dead_space(p, len)) {
-            return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+            return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                               "argument '%s' (%p, %zu bytes) is device address space that is not a live "
                               "allocation (freed, unmapped or out of bounds)",
                               what, p, len);
         }
         if (!mem_host_mapped(p, len)) {
-            return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+            return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                               "argument '%s' (%p, %zu bytes) is not mapped memory of this process", what, p, len);
         }
         out->host = true;
@@ -101,22 +103,22 @@ static aclError classify(const char *fn, const char *what, const void *p, size_t
     if (len > r->size - off) {
         size_t size = r->size;
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument '%s': %zu bytes at offset %zu overrun the %zu-byte allocation at %p", what, len,
                           off, size, (void *)(uintptr_t)((uintptr_t)p - off));
     }
     if (r->device >= 0 && r->kind != MEM_REC_HOST_REG) {
-        aclError lost = mock_device_lost_code(r->device);
+        aclError lost = core_device_lost_code(r->device);
         if (lost != ACL_SUCCESS) {
             int32_t dev = r->device;
             mem_release(r);
-            return mock_error(fn, lost, "argument '%s' (%p) is memory of device %d, which is lost", what, p, dev);
+            return core_error(fn, lost, "argument '%s' (%p) is memory of device %d, which is lost", what, p, dev);
         }
     }
     if (r->no_access || (write && r->readonly)) {
         bool na = r->no_access;
         mem_release(r);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is mapped %s", what, p,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is mapped %s", what, p,
                           na ? "without access (aclrtMemSetAccess)" : "read-only");
     }
     out->rec = r;
@@ -160,7 +162,7 @@ static aclError check_kind(const char *fn, const side *d, const side *s, int *ef
     if (s->device >= 0 && d->device >= 0 && s->device != d->device && !mem_peer_enabled(s->device, d->device) &&
         !mem_peer_enabled(d->device, s->device)) {
         /* Not pinned down on hardware; the runtime rejects the addresses. */
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "copy between device %d and device %d needs peer access: call "
                           "aclrtDeviceEnablePeerAccess first",
                           s->device, d->device);
@@ -283,11 +285,11 @@ static aclError value_wait(copy_op *o)
             break;
         }
         if (atomic_load(&o->d.rec->freed)) {
-            rc = mock_error("aclrtValueWait", ACL_ERROR_RT_PARAM_INVALID,
+            rc = core_error("aclrtValueWait", ACL_ERROR_RT_PARAM_INVALID,
                             "the memory watched at %p was freed while the stream waited on it", o->dst);
             break;
         }
-        aclError lost = mock_device_lost_code(o->d.rec->device);
+        aclError lost = core_device_lost_code(o->d.rec->device);
         if (lost != ACL_SUCCESS) {
             rc = lost;
             break;
@@ -295,10 +297,10 @@ static aclError value_wait(copy_op *o)
         pthread_mutex_lock(&g_notify_mu);
         int w = 0;
         if (g_write_gen == gen) {
-            /* Wake at least every 10 ms: mock_task_wait also notices a stream
+            /* Wake at least every 10 ms: stream_task_wait also notices a stream
              * abort (destroy-force) and returns ECANCELED. */
-            struct timespec dl = mock_deadline_ms(10);
-            w = mock_task_wait(&g_notify_cv, &g_notify_mu, &dl);
+            struct timespec dl = core_deadline_ms(10);
+            w = stream_task_wait(&g_notify_cv, &g_notify_mu, &dl);
         }
         pthread_mutex_unlock(&g_notify_mu);
         if (w == ECANCELED) {
@@ -439,7 +441,7 @@ static copy_op *op_new(int op)
  * of pageable memory completes before returning). Takes ownership of o. */
 static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_done)
 {
-    if (wait_done && (mock_stream_self() == s || mock_stream_is_persistent(s))) {
+    if (wait_done && (stream_self() == s || stream_is_persistent(s))) {
         /* Called from a task of this very stream (a host function): waiting
          * would deadlock, so the copy stays asynchronous (still in order).
          * A persistent stream captures the copy instead of running it. */
@@ -450,12 +452,12 @@ static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_
         pthread_mutex_init(&o->mu, NULL);
         pthread_cond_init(&o->cv, NULL);
     }
-    aclError rc = mock_stream_enqueue(s, op_task, o, op_task_free);
+    aclError rc = stream_enqueue(s, op_task, o, op_task_free);
     if (rc != ACL_SUCCESS) {
         if (wait_done) {
             op_destroy(o); /* free_arg only signalled */
         }
-        return mock_error(fn, rc, "the stream refused the task");
+        return core_error(fn, rc, "the stream refused the task");
     }
     if (!wait_done) {
         return ACL_SUCCESS;
@@ -468,14 +470,14 @@ static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_
     rc = o->rc;
     op_destroy(o);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the copy did not complete on its stream");
+        return core_error(fn, rc, "the copy did not complete on its stream");
     }
     return ACL_SUCCESS;
 }
 
 static aclError no_mem(const char *fn)
 {
-    return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for the task");
+    return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for the task");
 }
 
 /* Shared tail of the checks of the single-range stream ops: resolves `stream` into *st
@@ -484,7 +486,7 @@ static aclError no_mem(const char *fn)
 static aclError op_prepare(const char *fn, int op, side *d, side *s, aclrtStream stream, mock_stream **st,
                            copy_op **out)
 {
-    aclError rc = st != NULL ? mock_stream_resolve(fn, stream, st) : ACL_SUCCESS;
+    aclError rc = st != NULL ? stream_resolve(fn, stream, st) : ACL_SUCCESS;
     copy_op *o = rc == ACL_SUCCESS ? op_new(op) : NULL;
     if (rc == ACL_SUCCESS && o == NULL) {
         rc = no_mem(fn);
@@ -520,14 +522,14 @@ static aclError memcpy_check(const char *fn, void *dst, size_t destMax, const vo
     MOCK_REQUIRE_NONNULL(fn, dst);
     MOCK_REQUIRE_NONNULL(fn, src);
     if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'kind' %d is not a supported aclrtMemcpyKind", kind);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'kind' %d is not a supported aclrtMemcpyKind", kind);
     }
     MOCK_ENTER(fn);
     if (destMax == 0) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'destMax' is 0");
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'destMax' is 0");
     }
     if (count > destMax) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'count' (%zu) exceeds 'destMax' (%zu)", count,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'count' (%zu) exceeds 'destMax' (%zu)", count,
                           destMax);
     }
     if (dst == src) {
@@ -535,7 +537,7 @@ static aclError memcpy_check(const char *fn, void *dst, size_t destMax, const vo
         return ACL_SUCCESS;
     }
     mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -544,7 +546,7 @@ static aclError memcpy_check(const char *fn, void *dst, size_t destMax, const vo
     if (rc == ACL_SUCCESS && async && eff == ACL_MEMCPY_HOST_TO_HOST) {
         /* doc 11-03: asynchronous host-to-host copies are not supported on
          * hosts with attached (EP) devices, which is what the mock models. */
-        rc = mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        rc = core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                         "asynchronous host-to-host copies are not supported (use aclrtMemcpy)");
         side_drop(d);
         side_drop(s);
@@ -621,23 +623,23 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
     MOCK_REQUIRE_NONNULL(fn, dst);
     MOCK_REQUIRE_NONNULL(fn, src);
     if (width > spitch) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'width' (%zu) exceeds 'spitch' (%zu)", width, spitch);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'width' (%zu) exceeds 'spitch' (%zu)", width, spitch);
     }
     if (width > dpitch) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'width' (%zu) exceeds 'dpitch' (%zu)", width, dpitch);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'width' (%zu) exceeds 'dpitch' (%zu)", width, dpitch);
     }
     if (kind != ACL_MEMCPY_HOST_TO_DEVICE && kind != ACL_MEMCPY_DEVICE_TO_HOST &&
         kind != ACL_MEMCPY_DEVICE_TO_DEVICE && kind != ACL_MEMCPY_DEFAULT) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'kind' %d is not supported for 2D copies (H2D, D2H, D2D or DEFAULT)", kind);
     }
     MOCK_ENTER(fn);
     if (height > MEMCPY2D_MAX_HEIGHT) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'height' (%zu) exceeds the maximum %zu", height,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'height' (%zu) exceeds the maximum %zu", height,
                           MEMCPY2D_MAX_HEIGHT);
     }
     mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -645,7 +647,7 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
     size_t dext, sext;
     if (__builtin_mul_overflow(height - 1, dpitch, &dext) || __builtin_add_overflow(dext, width, &dext) ||
         __builtin_mul_overflow(height - 1, spitch, &sext) || __builtin_add_overflow(sext, width, &sext)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "pitch * height overflows");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "pitch * height overflows");
     }
     int eff;
     return classify_pair(fn, dst, dext, src, sext, d, s, &eff);
@@ -701,7 +703,7 @@ aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t sp
 static aclError memset_check(const char *fn, void *ptr, size_t bytes, side *d)
 {
     mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -710,7 +712,7 @@ static aclError memset_check(const char *fn, void *ptr, size_t bytes, side *d)
         return rc;
     }
     if (d->rec == NULL) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE,
+        return core_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE,
                           "pointer %p is not device memory or host memory allocated by the runtime", ptr);
     }
     return ACL_SUCCESS;
@@ -723,19 +725,19 @@ static aclError memset_common(const char *fn, void *devPtr, size_t maxCount, uin
         return ACL_SUCCESS;
     }
     if (devPtr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", d32 ? "ptr" : "devPtr");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", d32 ? "ptr" : "devPtr");
     }
     MOCK_ENTER(fn);
     size_t bytes = count;
     if (d32 && __builtin_mul_overflow(count, (size_t)4, &bytes)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'N' (%zu) is too large", count);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'N' (%zu) is too large", count);
     }
     if (bytes > maxCount) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "%zu bytes to set exceed '%s' (%zu)", bytes,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "%zu bytes to set exceed '%s' (%zu)", bytes,
                           d32 ? "memSize" : "maxCount", maxCount);
     }
     if (d32 && ((uintptr_t)devPtr & 3u) != 0) {
-        return mock_error(fn, ACL_ERROR_RT_ADDR_UNALIGNED, "argument 'ptr' %p is not 4-byte aligned", devPtr);
+        return core_error(fn, ACL_ERROR_RT_ADDR_UNALIGNED, "argument 'ptr' %p is not 4-byte aligned", devPtr);
     }
     side d;
     aclError rc = memset_check(fn, devPtr, bytes, &d);
@@ -810,20 +812,20 @@ static aclError batch_build(const char *fn, void **dsts, size_t *destMaxs, void 
                             size_t *failIndex, bool need_fail, copy_op **out)
 {
     if (need_fail && failIndex == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'failIndex' is NULL");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'failIndex' is NULL");
     }
     if (failIndex != NULL) {
         *failIndex = SIZE_MAX;
     }
     if (dsts == NULL || destMaxs == NULL || srcs == NULL || sizes == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
                           dsts == NULL ? "dsts" : destMaxs == NULL ? "destMaxs" : srcs == NULL ? "srcs" : "sizes");
     }
     if (numBatches == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'numBatches' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'numBatches' is 0");
     }
     if (attrs == NULL || attrsIndexes == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", attrs == NULL ? "attrs" : "attrsIndexes");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", attrs == NULL ? "attrs" : "attrsIndexes");
     }
     aclError vrc = mem_check_batch_indexes(fn, attrsIndexes, numAttrs, numBatches, "attrsIndexes", "numAttrs",
                                            "numBatches");
@@ -832,7 +834,7 @@ static aclError batch_build(const char *fn, void **dsts, size_t *destMaxs, void 
     }
     MOCK_ENTER(fn);
     mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -856,11 +858,11 @@ static aclError batch_build(const char *fn, void **dsts, size_t *destMaxs, void 
         }
         rc = ACL_SUCCESS;
         if (sizes[i] == 0) {
-            rc = mock_error(fn, ACL_ERROR_INVALID_PARAM, "sizes[%zu] is 0", i);
+            rc = core_error(fn, ACL_ERROR_INVALID_PARAM, "sizes[%zu] is 0", i);
         } else if (dsts[i] == NULL || srcs[i] == NULL) {
-            rc = mock_error(fn, ACL_ERROR_INVALID_PARAM, "%s[%zu] is NULL", dsts[i] == NULL ? "dsts" : "srcs", i);
+            rc = core_error(fn, ACL_ERROR_INVALID_PARAM, "%s[%zu] is NULL", dsts[i] == NULL ? "dsts" : "srcs", i);
         } else if (sizes[i] > destMaxs[i]) {
-            rc = mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "sizes[%zu] (%zu) exceeds destMaxs[%zu] (%zu)", i, sizes[i],
+            rc = core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "sizes[%zu] (%zu) exceeds destMaxs[%zu] (%zu)", i, sizes[i],
                             i, destMaxs[i]);
         } else {
             rc = classify(fn, "dsts[i]", dsts[i], sizes[i], true, &o->bd[i]);
@@ -873,7 +875,7 @@ static aclError batch_build(const char *fn, void **dsts, size_t *destMaxs, void 
             }
             if (rc == ACL_SUCCESS && (!loc_matches(&attrs[k].dstLoc, &o->bd[i]) ||
                                       !loc_matches(&attrs[k].srcLoc, &o->bs[i]))) {
-                rc = mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE,
+                rc = core_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE,
                                 "copy %zu: the locations in attrs[%zu] do not match where dsts/srcs live", i, k);
             }
         }
@@ -921,7 +923,7 @@ static aclError batch_common(const char *fn, void **dsts, size_t *destMaxs, void
         return ACL_SUCCESS;
     }
     mock_stream *st;
-    rc = mock_stream_resolve(fn, stream, &st);
+    rc = stream_resolve(fn, stream, &st);
     if (rc != ACL_SUCCESS) {
         op_destroy(o);
         return rc;
@@ -965,7 +967,7 @@ static aclError value_op(const char *fn, int op, void *devAddr, uint64_t value, 
 {
     MOCK_REQUIRE_NONNULL(fn, devAddr);
     if (op == OP_VALUE_WAIT && flag > ACL_STREAM_WAIT_VALUE_NOR) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'flag' %u is not ACL_STREAM_WAIT_VALUE_GEQ/EQ/AND/NOR", flag);
     }
     MOCK_ENTER(fn);
@@ -976,7 +978,7 @@ static aclError value_op(const char *fn, int op, void *devAddr, uint64_t value, 
     }
     if (!d.dev) {
         side_drop(&d);
-        return mock_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE, "argument 'devAddr' %p is not device memory", devAddr);
+        return core_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE, "argument 'devAddr' %p is not device memory", devAddr);
     }
     mock_stream *st;
     copy_op *o;

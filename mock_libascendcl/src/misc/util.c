@@ -9,14 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_internal.h"
-#include "misc_internal.h"
-#include "mock_registry.h"
+#include "core/core.h"
+#include "misc/misc_private.h"
 
 /* Fault injection for entry points that do not return aclError. */
 #define UTIL_ENTER_OR(func, failval)                   \
     do {                                               \
-        if (mock_fault_check(func) != ACL_SUCCESS) {   \
+        if (core_fault_check(func) != ACL_SUCCESS) {   \
             return (failval);                          \
         }                                              \
     } while (0)
@@ -65,7 +64,7 @@ size_t aclDataTypeSize(aclDataType dataType)
     case ACL_STRING: /* variable length: no element size */
         return 0;
     default:
-        (void)mock_error("aclDataTypeSize", ACL_ERROR_INVALID_PARAM,
+        (void)core_error("aclDataTypeSize", ACL_ERROR_INVALID_PARAM,
                          "argument 'dataType' (%d) is not a supported aclDataType", (int)dataType);
         return 0;
     }
@@ -87,12 +86,12 @@ static inline float f32_from_bits(uint32_t u)
     return f;
 }
 
-float mock_bf16_to_float(uint16_t b)
+float misc_bf16_to_float(uint16_t b)
 {
     return f32_from_bits((uint32_t)b << 16);
 }
 
-uint16_t mock_float_to_bf16(float f)
+uint16_t misc_float_to_bf16(float f)
 {
     uint32_t u = f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) {
@@ -103,7 +102,7 @@ uint16_t mock_float_to_bf16(float f)
 }
 
 /* Exact binary16 -> binary32 (every half value is representable). */
-MOCK_HIDDEN float mock_half_to_float(uint16_t h)
+MOCK_HIDDEN float misc_half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
@@ -132,7 +131,7 @@ MOCK_HIDDEN float mock_half_to_float(uint16_t h)
 
 /* binary32 -> binary16, round to nearest, ties to even; overflow -> inf;
  * NaN stays NaN (quiet, top payload bits kept). */
-MOCK_HIDDEN uint16_t mock_float_to_half(float f)
+MOCK_HIDDEN uint16_t misc_float_to_half(float f)
 {
     uint32_t x = f32_bits(f);
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
@@ -161,13 +160,13 @@ MOCK_HIDDEN uint16_t mock_float_to_half(float f)
 float aclFloat16ToFloat(aclFloat16 value)
 {
     UTIL_ENTER_OR("aclFloat16ToFloat", 0.0f);
-    return mock_half_to_float((uint16_t)value);
+    return misc_half_to_float((uint16_t)value);
 }
 
 aclFloat16 aclFloatToFloat16(float value)
 {
     UTIL_ENTER_OR("aclFloatToFloat16", (aclFloat16)0);
-    return (aclFloat16)mock_float_to_half(value);
+    return (aclFloat16)misc_float_to_half(value);
 }
 
 /* ------------------------------------------------------------ aclDataBuffer */
@@ -188,16 +187,16 @@ aclDataBuffer *aclCreateDataBuffer(void *data, size_t size)
     UTIL_ENTER_OR("aclCreateDataBuffer", NULL);
     struct aclDataBuffer *b = (struct aclDataBuffer *)malloc(sizeof *b);
     if (b == NULL) {
-        (void)mock_error("aclCreateDataBuffer", ACL_ERROR_BAD_ALLOC,
+        (void)core_error("aclCreateDataBuffer", ACL_ERROR_BAD_ALLOC,
                          "out of host memory allocating an aclDataBuffer");
         return NULL;
     }
     b->magic = DATA_BUFFER_MAGIC;
     b->data = data;
     b->size = size;
-    if (!mock_handle_set_add(&g_buffers, b)) {
+    if (!core_handle_set_add(&g_buffers, b)) {
         free(b);
-        (void)mock_error("aclCreateDataBuffer", ACL_ERROR_BAD_ALLOC,
+        (void)core_error("aclCreateDataBuffer", ACL_ERROR_BAD_ALLOC,
                          "out of host memory registering an aclDataBuffer");
         return NULL;
     }
@@ -209,8 +208,8 @@ aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer)
     static const char fn[] = "aclDestroyDataBuffer";
     MOCK_REQUIRE_NONNULL(fn, dataBuffer);
     MOCK_ENTER(fn);
-    if (!mock_handle_set_remove(&g_buffers, dataBuffer)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+    if (!core_handle_set_remove(&g_buffers, dataBuffer)) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'dataBuffer' (%p) is not a live aclDataBuffer "
                           "(never created or already destroyed)",
                           (const void *)dataBuffer);
@@ -226,15 +225,15 @@ aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size)
     static const char fn[] = "aclUpdateDataBuffer";
     MOCK_REQUIRE_NONNULL(fn, dataBuffer);
     MOCK_ENTER(fn);
-    mock_handle_set_lock(&g_buffers);
-    bool live = mock_handle_set_contains_locked(&g_buffers, dataBuffer);
+    core_handle_set_lock(&g_buffers);
+    bool live = core_handle_set_contains_locked(&g_buffers, dataBuffer);
     if (live) {
         dataBuffer->data = data;
         dataBuffer->size = size;
     }
-    mock_handle_set_unlock(&g_buffers);
+    core_handle_set_unlock(&g_buffers);
     if (!live) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'dataBuffer' (%p) is not a live aclDataBuffer", (void *)dataBuffer);
     }
     return ACL_SUCCESS;
@@ -244,18 +243,18 @@ aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size)
 static bool buffer_read(const char *fn, const aclDataBuffer *dataBuffer, void **data, size_t *size)
 {
     if (dataBuffer == NULL) {
-        (void)mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' is NULL");
+        (void)core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' is NULL");
         return false;
     }
-    mock_handle_set_lock(&g_buffers);
-    bool live = mock_handle_set_contains_locked(&g_buffers, dataBuffer);
+    core_handle_set_lock(&g_buffers);
+    bool live = core_handle_set_contains_locked(&g_buffers, dataBuffer);
     if (live) {
         *data = dataBuffer->data;
         *size = dataBuffer->size;
     }
-    mock_handle_set_unlock(&g_buffers);
+    core_handle_set_unlock(&g_buffers);
     if (!live) {
-        (void)mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' (%p) is not a live aclDataBuffer",
+        (void)core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataBuffer' (%p) is not a live aclDataBuffer",
                          (const void *)dataBuffer);
     }
     return live;

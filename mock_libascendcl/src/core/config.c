@@ -14,7 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core_private.h"
+#include "core/core.h"
+#include "core/core_private.h"
 
 #define DEFAULT_DEVICE_COUNT 8u
 #define DEFAULT_MEM_PER_DEVICE (64ull << 30) /* 64 GiB */
@@ -379,7 +380,7 @@ static void load_config(void)
     }
 }
 
-const mock_config *mock_config_get(void)
+const mock_config *core_config_get(void)
 {
     pthread_once(&g_once, load_config);
     return &g_cfg;
@@ -405,7 +406,7 @@ aclError core_config_lost_code(int32_t device)
 
 int64_t aclmockGetConfig(aclmockConfigKey key)
 {
-    const mock_config *c = mock_config_get();
+    const mock_config *c = core_config_get();
     switch (key) {
     case ACLMOCK_CONFIG_PHYSICAL_DEVICE_COUNT: return c->physical_count;
     case ACLMOCK_CONFIG_VISIBLE_DEVICE_COUNT: return c->visible_count;
@@ -420,17 +421,17 @@ int64_t aclmockGetConfig(aclmockConfigKey key)
 
 const char *aclmockGetSocName(void)
 {
-    return mock_config_get()->soc_name;
+    return core_config_get()->soc_name;
 }
 
 const char *aclmockGetCannVersion(void)
 {
-    return mock_config_get()->cann_version;
+    return core_config_get()->cann_version;
 }
 
 int32_t aclmockGetPhysicalDevice(int32_t device)
 {
-    const mock_config *c = mock_config_get();
+    const mock_config *c = core_config_get();
     if (device < 0 || (uint32_t)device >= c->visible_count) {
         return -1;
     }

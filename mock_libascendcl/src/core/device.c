@@ -19,7 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core_private.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
+#include "core/core_private.h"
 
 /* ------------------------------------------------------------ SoC profiles */
 
@@ -45,7 +48,7 @@ static const soc_profile k_profiles[] = {
 
 static const soc_profile *profile(void)
 {
-    const char *soc = mock_config_get()->soc_name;
+    const char *soc = core_config_get()->soc_name;
     for (size_t i = 0; i < sizeof k_profiles / sizeof k_profiles[0]; i++) {
         if (strncmp(soc, k_profiles[i].prefix, strlen(k_profiles[i].prefix)) == 0) {
             return &k_profiles[i];
@@ -105,7 +108,7 @@ static inline void ensure_init(void)
 
 uint32_t core_visible_count(void)
 {
-    const mock_config *c = mock_config_get();
+    const mock_config *c = core_config_get();
     return c->visible_invalid ? 0 : c->visible_count;
 }
 
@@ -118,19 +121,19 @@ static bool id_in_range(int64_t device)
 static aclError check_range(const char *func, int64_t device)
 {
     if (core_visible_count() == 0) {
-        return mock_error(func, ACL_ERROR_RT_NO_DEVICE,
+        return core_error(func, ACL_ERROR_RT_NO_DEVICE,
                           "no device is available (ASCEND_MOCK_DEVICE_COUNT=0 or invalid "
                           "ASCEND_RT_VISIBLE_DEVICES)");
     }
     if (!id_in_range(device)) {
-        return mock_error(func, ACL_ERROR_RT_INVALID_DEVICEID,
+        return core_error(func, ACL_ERROR_RT_INVALID_DEVICEID,
                           "argument 'deviceId' (%lld) is out of range [0, %u)",
                           (long long)device, core_visible_count());
     }
     return ACL_SUCCESS;
 }
 
-aclError mock_device_lost_code(int32_t device)
+aclError core_device_lost_code(int32_t device)
 {
     if (device < 0 || device >= MOCK_MAX_DEVICES) {
         return ACL_SUCCESS;
@@ -139,33 +142,33 @@ aclError mock_device_lost_code(int32_t device)
     return atomic_load_explicit(&g_lost[device], memory_order_relaxed);
 }
 
-aclError mock_device_check(const char *func, int32_t device)
+aclError core_device_check(const char *func, int32_t device)
 {
     aclError rc = check_range(func, device);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    aclError lost = mock_device_lost_code(device);
+    aclError lost = core_device_lost_code(device);
     if (lost != ACL_SUCCESS) {
-        return mock_error(func, lost, "device %d is lost (sticky error %d)", (int)device, lost);
+        return core_error(func, lost, "device %d is lost (sticky error %d)", (int)device, lost);
     }
     return ACL_SUCCESS;
 }
 
-/* Same as mock_device_check for the uint32_t device ids of some APIs. */
+/* Same as core_device_check for the uint32_t device ids of some APIs. */
 static aclError device_check_u32(const char *func, uint32_t device)
 {
     if (device > (uint32_t)INT32_MAX) {
         return check_range(func, (int64_t)device);
     }
-    return mock_device_check(func, (int32_t)device);
+    return core_device_check(func, (int32_t)device);
 }
 
 /* ------------------------------------------------------------ statistics */
 
 static atomic_llong g_stats[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
 
-void mock_stat_add(int32_t device, mock_stat which, int64_t delta)
+void core_stat_add(int32_t device, mock_stat which, int64_t delta)
 {
     if (device < -1 || device >= MOCK_MAX_DEVICES || (int)which < 0 || which >= MOCK_STAT_COUNT) {
         return;
@@ -173,7 +176,7 @@ void mock_stat_add(int32_t device, mock_stat which, int64_t delta)
     atomic_fetch_add_explicit(&g_stats[device + 1][which], delta, memory_order_relaxed);
 }
 
-int64_t mock_stat_get(int32_t device, mock_stat which)
+int64_t core_stat_get(int32_t device, mock_stat which)
 {
     if ((int)which < 0 || which >= MOCK_STAT_COUNT || device < -1 || device >= MOCK_MAX_DEVICES) {
         return -1;
@@ -196,7 +199,7 @@ int64_t aclmockGetStat(int32_t device, aclmockStat which)
     if (device != ACLMOCK_ALL_DEVICES && !id_in_range(device)) {
         return -1;
     }
-    return mock_stat_get(device, (mock_stat)which);
+    return core_stat_get(device, (mock_stat)which);
 }
 
 /* ------------------------------------------------------------ device lost */
@@ -216,7 +219,7 @@ aclError aclmockGetDeviceLost(int32_t device)
     if (!id_in_range(device)) {
         return 0;
     }
-    return mock_device_lost_code(device);
+    return core_device_lost_code(device);
 }
 
 /* ------------------------------------------------------------ callbacks */
@@ -284,7 +287,7 @@ static aclError cb_register(const char *fn, cb_list *l, const char *regName, boo
                             named_cb entry, const char *what)
 {
     if (!reg_name_ok(regName)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'regName' is NULL, empty or longer than 63 characters");
     }
     MOCK_ENTER(fn);
@@ -309,7 +312,7 @@ static aclError cb_register(const char *fn, cb_list *l, const char *regName, boo
     }
     pthread_mutex_unlock(&g_cb_lock);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "too many %s callbacks (max %d)", what, MAX_CALLBACKS);
+        return core_error(fn, rc, "too many %s callbacks (max %d)", what, MAX_CALLBACKS);
     }
     return ACL_SUCCESS;
 }
@@ -337,14 +340,14 @@ aclError aclrtGetDeviceCount(uint32_t *count)
     static const char fn[] = "aclrtGetDeviceCount";
     MOCK_REQUIRE_NONNULL(fn, count);
     MOCK_ENTER(fn);
-    const mock_config *c = mock_config_get();
+    const mock_config *c = core_config_get();
     if (c->visible_invalid) {
-        return mock_error(fn, ACL_ERROR_RT_NO_DEVICE,
+        return core_error(fn, ACL_ERROR_RT_NO_DEVICE,
                           "ASCEND_RT_VISIBLE_DEVICES is invalid (duplicates, not ascending, "
                           "malformed or nonexistent ids)");
     }
     if (c->visible_count == 0) {
-        return mock_error(fn, ACL_ERROR_RT_NO_DEVICE, "no device is available");
+        return core_error(fn, ACL_ERROR_RT_NO_DEVICE, "no device is available");
     }
     *count = c->visible_count;
     return ACL_SUCCESS;
@@ -353,7 +356,7 @@ aclError aclrtGetDeviceCount(uint32_t *count)
 aclError aclrtSetDevice(int32_t deviceId)
 {
     static const char fn[] = "aclrtSetDevice";
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -366,7 +369,7 @@ aclError aclrtSetDevice(int32_t deviceId)
         d->primary = core_ctx_create(deviceId, true);
         if (d->primary == NULL) {
             pthread_mutex_unlock(&d->lock);
-            return mock_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
+            return core_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
                               "could not create the default context of device %d", deviceId);
         }
     }
@@ -395,16 +398,16 @@ static aclError reset_device(const char *fn, int32_t deviceId, bool force)
     pthread_mutex_lock(&d->lock);
     if (d->set_count == 0) {
         pthread_mutex_unlock(&d->lock);
-        return mock_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
+        return core_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
                           "device %d is not set (no aclrtSetDevice reference left to release)",
                           deviceId);
     }
     bool tears_down = force || d->set_count == 1;
-    if (tears_down && mock_stream_self_in_context(d->primary)) {
+    if (tears_down && stream_self_in_context(d->primary)) {
         pthread_mutex_unlock(&d->lock);
         /* the default context's streams are drained: the calling task's stream
          * would wait for itself */
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of device %d's default context: releasing the "
                           "device would wait for that task (deadlock)", deviceId);
     }
@@ -422,9 +425,9 @@ static aclError reset_device(const char *fn, int32_t deviceId, bool force)
         core_ctx_destroy(victim);
     }
     fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_POST);
-    aclError lost = mock_device_lost_code(deviceId);
+    aclError lost = core_device_lost_code(deviceId);
     if (lost != ACL_SUCCESS) {
-        return mock_error(fn, lost, "device %d is lost (sticky error %d); resources released",
+        return core_error(fn, lost, "device %d is lost (sticky error %d); resources released",
                           deviceId, lost);
     }
     return ACL_SUCCESS;
@@ -458,7 +461,7 @@ int32_t core_default_device(void)
 mock_context *core_default_device_bind(void)
 {
     int32_t dev = core_default_device();
-    if (dev < 0 || !id_in_range(dev) || mock_device_lost_code(dev) != ACL_SUCCESS) {
+    if (dev < 0 || !id_in_range(dev) || core_device_lost_code(dev) != ACL_SUCCESS) {
         return NULL;
     }
     ensure_init();
@@ -483,7 +486,7 @@ aclError aclrtGetDevice(int32_t *deviceId)
     static const char fn[] = "aclrtGetDevice";
     MOCK_REQUIRE_NONNULL(fn, deviceId);
     MOCK_ENTER(fn);
-    mock_context *ctx = mock_ctx_current();
+    mock_context *ctx = core_ctx_current();
     if (ctx == NULL) {
         int32_t dflt = core_default_device();
         if (dflt >= 0) {
@@ -493,7 +496,7 @@ aclError aclrtGetDevice(int32_t *deviceId)
         /* "special state": returned without recording an error (acl_abi.md §5.2). */
         return ACL_ERROR_RT_CONTEXT_NULL;
     }
-    *deviceId = mock_ctx_device(ctx);
+    *deviceId = core_ctx_device(ctx);
     return ACL_SUCCESS;
 }
 
@@ -502,7 +505,7 @@ aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t *flags, int32_t *act
     static const char fn[] = "aclrtGetPrimaryCtxState";
     /* `flags` is optional (reserved, always 0); only `active` is required. */
     MOCK_REQUIRE_NONNULL(fn, active);
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -518,7 +521,7 @@ aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t *flags, int32_t *act
     return ACL_SUCCESS;
 }
 
-void mock_devices_finalize(void)
+void core_devices_finalize(void)
 {
     ensure_init();
     for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
@@ -539,38 +542,38 @@ void mock_devices_finalize(void)
 /* ------------------------------------------------------------ synchronize */
 
 /* Waits for every stream of the current context (fault hook and timeout check done by
- * mock_sync_with_timeout). */
+ * stream_sync_with_timeout). */
 static aclError sync_current_context(const char *fn, void *unused, int64_t timeout_ms)
 {
     (void)unused;
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (mock_stream_self_in_context(ctx)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+    if (stream_self_in_context(ctx)) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of the current context: it would wait for itself");
     }
-    rc = mock_streams_sync_context(ctx, timeout_ms);
+    rc = stream_sync_context(ctx, timeout_ms);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
-        return mock_error(fn, rc, "the streams of the current context did not finish within %lld ms",
+        return core_error(fn, rc, "the streams of the current context did not finish within %lld ms",
                           (long long)timeout_ms);
     }
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "a stream of the current context failed (error %d)", rc);
+        return core_error(fn, rc, "a stream of the current context failed (error %d)", rc);
     }
     return ACL_SUCCESS;
 }
 
 aclError aclrtSynchronizeDevice(void)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeDevice", NULL, -1, sync_current_context);
+    return stream_sync_with_timeout("aclrtSynchronizeDevice", NULL, -1, sync_current_context);
 }
 
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeDeviceWithTimeout", NULL, timeout, sync_current_context);
+    return stream_sync_with_timeout("aclrtSynchronizeDeviceWithTimeout", NULL, timeout, sync_current_context);
 }
 
 #define TASK_ABORT_MAX_MS (36u * 60u * 1000u)
@@ -578,17 +581,17 @@ aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
 aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
 {
     static const char fn[] = "aclrtDeviceTaskAbort";
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     if (timeout > TASK_ABORT_MAX_MS) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'timeout' (%u ms) exceeds 36 minutes", timeout);
     }
     MOCK_ENTER(fn);
-    if (mock_stream_self_on_device(deviceId)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+    if (stream_self_on_device(deviceId)) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of device %d: the abort would wait for that task",
                           deviceId);
     }
@@ -601,8 +604,8 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
     aclError result = ACL_SUCCESS;
     int32_t wait_ms = timeout == 0 ? -1 : (int32_t)timeout;
     for (size_t i = 0; i < n; i++) {
-        mock_streams_abort_context(ctxs[i]);
-        aclError r = mock_streams_sync_context(ctxs[i], wait_ms);
+        stream_abort_context(ctxs[i]);
+        aclError r = stream_sync_context(ctxs[i], wait_ms);
         if (result == ACL_SUCCESS && r != ACL_SUCCESS) {
             result = r;
         }
@@ -611,7 +614,7 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
     free(ctxs);
     fire_abort(deviceId, ACL_RT_DEVICE_TASK_ABORT_POST, timeout);
     if (result != ACL_SUCCESS) {
-        return mock_error(fn, ACL_ERROR_RT_DEVICE_TASK_ABORT,
+        return core_error(fn, ACL_ERROR_RT_DEVICE_TASK_ABORT,
                           "tasks of device %d did not finish within %u ms (error %d)", deviceId,
                           timeout, result);
     }
@@ -623,14 +626,14 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
 const char *aclrtGetSocName(void)
 {
     static const char fn[] = "aclrtGetSocName";
-    if (mock_fault_check(fn) != ACL_SUCCESS) {
+    if (core_fault_check(fn) != ACL_SUCCESS) {
         return NULL;
     }
     if (core_visible_count() == 0) {
-        (void)mock_error(fn, ACL_ERROR_RT_NO_DEVICE, "no device is available");
+        (void)core_error(fn, ACL_ERROR_RT_NO_DEVICE, "no device is available");
         return NULL;
     }
-    return mock_config_get()->soc_name;
+    return core_config_get()->soc_name;
 }
 
 aclError aclrtGetRunMode(aclrtRunMode *runMode)
@@ -657,7 +660,7 @@ aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int
     case ACL_DEVICE_INFO_VECTOR_CORE_NUM: *value = p->vector; return ACL_SUCCESS;
     case ACL_DEVICE_INFO_L2_SIZE: *value = p->l2_bytes; return ACL_SUCCESS;
     default:
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'deviceInfo' (%d) is not a supported aclDeviceInfo",
                           (int)deviceInfo);
     }
@@ -673,7 +676,7 @@ aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value
     }
     MOCK_ENTER(fn);
     const soc_profile *p = profile();
-    const mock_config *c = mock_config_get();
+    const mock_config *c = core_config_get();
     int64_t v;
     switch ((int)attr) {
     case ACL_DEV_ATTR_AICPU_CORE_NUM: v = p->aicpu; break;
@@ -707,7 +710,7 @@ aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value
     case ACL_DEV_ATTR_IS_VIRTUAL: v = 0; break;
     case ACL_DEV_ATTR_NPU_ARCH: v = 220; break;        /* A2 generation (dav-c220) */
     default:
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' (%d) is not an aclrtDevAttr",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' (%d) is not an aclrtDevAttr",
                           (int)attr);
     }
     *value = v;
@@ -719,7 +722,7 @@ aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatu
 {
     static const char fn[] = "aclrtGetDeviceCapability";
     MOCK_REQUIRE_NONNULL(fn, value);
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -731,7 +734,7 @@ aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatu
         *value = ACL_DEV_FEATURE_NOT_SUPPORT;
         return ACL_SUCCESS;
     default:
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'devFeatureType' (%d) is not an aclrtDevFeatureType",
                           (int)devFeatureType);
     }
@@ -743,21 +746,21 @@ aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities,
 {
     static const char fn[] = "aclrtDeviceGetHostAtomicCapabilities";
     if (capabilities == NULL || operations == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
                           capabilities == NULL ? "capabilities" : "operations");
     }
     if (count == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     MOCK_ENTER(fn);
     for (uint32_t i = 0; i < count; i++) {
         int op = (int)operations[i];
-        if (!mock_atomic_op_valid(op)) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        if (!mem_atomic_op_valid(op)) {
+            return core_error(fn, ACL_ERROR_INVALID_PARAM,
                               "operations[%u] (%d) is not an aclrtAtomicOperation", i, op);
         }
     }
@@ -773,10 +776,10 @@ aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *u
     static const char fn[] = "aclrtGetDeviceUtilizationRate";
     MOCK_REQUIRE_NONNULL(fn, utilizationInfo);
     if (utilizationInfo->utilizationExtend != NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "utilizationInfo->utilizationExtend is reserved and must be NULL");
     }
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -797,7 +800,7 @@ aclError aclrtQueryDeviceStatus(int32_t deviceId, aclrtDeviceStatus *deviceStatu
         return rc;
     }
     MOCK_ENTER(fn);
-    *deviceStatus = mock_device_lost_code(deviceId) != ACL_SUCCESS ? ACL_RT_DEVICE_STATUS_ABNORMAL
+    *deviceStatus = core_device_lost_code(deviceId) != ACL_SUCCESS ? ACL_RT_DEVICE_STATUS_ABNORMAL
                                                                    : ACL_RT_DEVICE_STATUS_NORMAL;
     return ACL_SUCCESS;
 }
@@ -806,13 +809,13 @@ aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid *uuid)
 {
     static const char fn[] = "aclrtDeviceGetUuid";
     MOCK_REQUIRE_NONNULL(fn, uuid);
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     MOCK_ENTER(fn);
     /* Stable per physical device: "ACLMOCK-" + 8 bytes derived from the physical id. */
-    int32_t phys = mock_config_get()->visible_map[deviceId];
+    int32_t phys = core_config_get()->visible_map[deviceId];
     static const char prefix[8] = {'A', 'C', 'L', 'M', 'O', 'C', 'K', '-'};
     memcpy(uuid->bytes, prefix, sizeof prefix);
     uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(phys + 1);
@@ -829,31 +832,31 @@ aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid *uuid)
 static aclError map_out_check(const char *fn, const void *out, const char *name)
 {
     if (out == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", name);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", name);
     }
     return ACL_SUCCESS;
 }
 
 static aclError physical_check(const char *fn, int32_t id, const char *what)
 {
-    if (id < 0 || (uint32_t)id >= mock_config_get()->physical_count) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID,
+    if (id < 0 || (uint32_t)id >= core_config_get()->physical_count) {
+        return core_error(fn, ACL_ERROR_RT_INVALID_DEVICEID,
                           "argument '%s' (%d) is not a device id of this host (%u devices)", what,
-                          id, mock_config_get()->physical_count);
+                          id, core_config_get()->physical_count);
     }
     return ACL_SUCCESS;
 }
 
 static aclError user_from_physical(const char *fn, int32_t phys, int32_t *user)
 {
-    const mock_config *c = mock_config_get();
+    const mock_config *c = core_config_get();
     for (uint32_t i = 0; i < core_visible_count(); i++) {
         if (c->visible_map[i] == phys) {
             *user = (int32_t)i;
             return ACL_SUCCESS;
         }
     }
-    return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID,
+    return core_error(fn, ACL_ERROR_RT_INVALID_DEVICEID,
                       "device %d is not visible (ASCEND_RT_VISIBLE_DEVICES)", phys);
 }
 
@@ -875,7 +878,7 @@ static aclError map_dev_id(const char *fn, int32_t in, dev_id_space from, const 
     }
     MOCK_ENTER(fn);
     if (from == ID_USER) {
-        *out = mock_config_get()->visible_map[in];
+        *out = core_config_get()->visible_map[in];
         return ACL_SUCCESS;
     }
     if (to == ID_USER) {
@@ -933,7 +936,7 @@ aclError aclrtCheckArchCompatibility(const char *socVersion, int32_t *canCompati
     MOCK_ENTER(fn);
     /* A binary built for exactly the SoC of this machine is compatible; the mock knows
      * no cross-SoC compatibility rules, so every other name is not. */
-    *canCompatible = strcmp(socVersion, mock_config_get()->soc_name) == 0 ? 1 : 0;
+    *canCompatible = strcmp(socVersion, core_config_get()->soc_name) == 0 ? 1 : 0;
     return ACL_SUCCESS;
 }
 
@@ -946,16 +949,16 @@ aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId, int32_t len)
     static const char fn[] = "aclrtDeviceGetPCIBusId";
     MOCK_REQUIRE_NONNULL(fn, pciBusId);
     if (len <= PCI_BUS_ID_LEN) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'len' (%d) is too small for a bus id (needs %d bytes)", (int)len,
                           PCI_BUS_ID_LEN + 1);
     }
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     MOCK_ENTER(fn);
-    int32_t phys = mock_config_get()->visible_map[deviceId];
+    int32_t phys = core_config_get()->visible_map[deviceId];
     snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", (unsigned)(phys + 1));
     return ACL_SUCCESS;
 }
@@ -969,13 +972,13 @@ aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId)
     int used = -1;
     if (sscanf(pciBusId, "%4x:%2x:%2x.%1x%n", &domain, &bus, &dev, &func, &used) != 4 ||
         used != PCI_BUS_ID_LEN || pciBusId[used] != '\0') {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'pciBusId' ('%.32s') is not a bus id 'dddd:bb:dd.f'", pciBusId);
     }
     MOCK_ENTER(fn);
-    uint32_t phys_count = mock_config_get()->physical_count;
+    uint32_t phys_count = core_config_get()->physical_count;
     if (domain != 0 || dev != 0 || func != 0 || bus == 0 || bus > phys_count) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "no device has the bus id '%s'",
+        return core_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "no device has the bus id '%s'",
                           pciBusId);
     }
     return user_from_physical(fn, (int32_t)bus - 1, deviceId);
@@ -997,10 +1000,10 @@ aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
     static const char fn[] = "aclrtGetDeviceResLimit";
     MOCK_REQUIRE_NONNULL(fn, value);
     if ((int)type != ACL_RT_DEV_RES_CUBE_CORE && (int)type != ACL_RT_DEV_RES_VECTOR_CORE) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'type' (%d) is not an aclrtDevResLimitType", (int)type);
     }
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1017,17 +1020,17 @@ aclError aclrtSetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
 {
     static const char fn[] = "aclrtSetDeviceResLimit";
     if ((int)type != ACL_RT_DEV_RES_CUBE_CORE && (int)type != ACL_RT_DEV_RES_VECTOR_CORE) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'type' (%d) is not an aclrtDevResLimitType", (int)type);
     }
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     const soc_profile *p = profile();
     uint32_t max = (uint32_t)(type == ACL_RT_DEV_RES_CUBE_CORE ? p->aicore : p->vector);
     if (value == 0 || value > max) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%u) must be in [1, %u]",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%u) must be in [1, %u]",
                           value, max);
     }
     MOCK_ENTER(fn);
@@ -1042,7 +1045,7 @@ aclError aclrtSetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
 aclError aclrtResetDeviceResLimit(int32_t deviceId)
 {
     static const char fn[] = "aclrtResetDeviceResLimit";
-    aclError rc = mock_device_check(fn, deviceId);
+    aclError rc = core_device_check(fn, deviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1061,7 +1064,7 @@ aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPriority, int32_t *grea
 {
     static const char fn[] = "aclrtDeviceGetStreamPriorityRange";
     if (leastPriority == NULL || greatestPriority == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
                           leastPriority == NULL ? "leastPriority" : "greatestPriority");
     }
     MOCK_ENTER(fn);
@@ -1086,7 +1089,7 @@ aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value)
     static const char fn[] = "aclrtDeviceGetLimit";
     MOCK_REQUIRE_NONNULL(fn, value);
     if (!limit_valid(limit)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
                           (int)limit);
     }
     MOCK_ENTER(fn);
@@ -1099,12 +1102,12 @@ aclError aclrtDeviceSetLimit(aclrtDeviceLimit limit, size_t value)
 {
     static const char fn[] = "aclrtDeviceSetLimit";
     if (!limit_valid(limit)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
                           (int)limit);
     }
     bool stack = (int)limit <= ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE;
     if (value == 0 || (stack && value > SIZE_MAX - (DEV_LIMIT_STACK_ALIGN - 1))) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%zu) is %s", value,
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%zu) is %s", value,
                           value == 0 ? "0" : "too large");
     }
     MOCK_ENTER(fn);

@@ -7,7 +7,9 @@
  * cards on one HCCS mesh: every pair of distinct visible devices can reach
  * each other. Enabled pairs gate copies between devices (copy.c).
  */
-#include "mem_internal.h"
+#include "core/core.h"
+#include "mem/mem.h"
+#include "mem/mem_private.h"
 
 #include <string.h>
 
@@ -37,9 +39,9 @@ MOCK_HIDDEN void mem_peer_finalize(void)
 static aclError check_device_id(const char *fn, int64_t dev)
 {
     if (dev > INT32_MAX) {
-        return mock_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device id %lld is invalid", (long long)dev);
+        return core_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device id %lld is invalid", (long long)dev);
     }
-    return mock_device_check(fn, (int32_t)dev);
+    return core_device_check(fn, (int32_t)dev);
 }
 
 /* Two valid devices that differ (a device is not its own peer: RT impl memory.cpp);
@@ -55,7 +57,7 @@ static aclError check_device_pair(const char *fn, int64_t a, int64_t b, const ch
         return rc;
     }
     if (a == b) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'%s' and '%s' are both %lld", na, nb, (long long)a);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "'%s' and '%s' are both %lld", na, nb, (long long)a);
     }
     return ACL_SUCCESS;
 }
@@ -79,17 +81,17 @@ static aclError peer_pair(const char *fn, int32_t peerDeviceId, int32_t *cur)
 {
     MOCK_ENTER(fn);
     mock_context *ctx;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    rc = mock_device_check(fn, peerDeviceId);
+    rc = core_device_check(fn, peerDeviceId);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    *cur = mock_ctx_device(ctx);
+    *cur = core_ctx_device(ctx);
     if (peerDeviceId == *cur) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "'peerDeviceId' %d is the current device", peerDeviceId);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "'peerDeviceId' %d is the current device", peerDeviceId);
     }
     return ACL_SUCCESS;
 }
@@ -99,7 +101,7 @@ aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
     const char *fn = "aclrtDeviceEnablePeerAccess";
     if (flags != 0) {
         /* RT impl memory.cpp: flags is reserved and must be 0 */
-        return mock_error(fn, ACL_ERROR_FEATURE_UNSUPPORTED, "argument 'flags' must be 0, got %u", flags);
+        return core_error(fn, ACL_ERROR_FEATURE_UNSUPPORTED, "argument 'flags' must be 0, got %u", flags);
     }
     int32_t cur = -1;
     aclError rc = peer_pair(fn, peerDeviceId, &cur);
@@ -130,7 +132,7 @@ aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId)
     if (!was) {
         /* Not pinned down by the reference; a disable without a matching
          * enable is a parameter error of the runtime. */
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "peer access from device %d to device %d is not enabled",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "peer access from device %d to device %d is not enabled",
                           cur, peerDeviceId);
     }
     return ACL_SUCCESS;
@@ -200,7 +202,7 @@ static uint32_t atomic_caps(int op)
     }
 }
 
-MOCK_HIDDEN bool mock_atomic_op_valid(int op)
+MOCK_HIDDEN bool mem_atomic_op_valid(int op)
 {
     return atomic_caps(op) != 0xFFFFFFFFu;
 }
@@ -212,11 +214,11 @@ aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrt
     MOCK_REQUIRE_NONNULL(fn, capabilities);
     MOCK_REQUIRE_NONNULL(fn, operations);
     if (count == 0) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
     for (uint32_t i = 0; i < count; i++) {
-        if (!mock_atomic_op_valid((int)operations[i])) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "operations[%u] = %d is not an aclrtAtomicOperation", i,
+        if (!mem_atomic_op_valid((int)operations[i])) {
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "operations[%u] = %d is not an aclrtAtomicOperation", i,
                               (int)operations[i]);
         }
     }

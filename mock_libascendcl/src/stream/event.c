@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_internal.h"
-#include "stream_internal.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "stream/stream_private.h"
 
 #define EVENT_MAGIC 0x45564e5445564e54ull /* "EVNTEVNT" */
 /* Max events per device on A2/A3/950 (doc 07_event_management.md, §5.5). */
@@ -76,21 +77,21 @@ static void ev_put(ev_t *e)
 static aclError ev_get(const char *func, aclrtEvent handle, const char *argname, ev_t **out)
 {
     if (handle == NULL) {
-        return mock_error(func, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", argname);
+        return core_error(func, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", argname);
     }
     pthread_mutex_lock(&g_ev_mu);
-    ev_t *e = mock_registry_find(&g_ev_reg, handle);
+    ev_t *e = core_registry_find(&g_ev_reg, handle);
     if (e == NULL || e->magic != EVENT_MAGIC) {
         pthread_mutex_unlock(&g_ev_mu);
-        return mock_error(func, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not a live event handle", argname,
+        return core_error(func, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not a live event handle", argname,
                           handle);
     }
     ev_ref(e);
     pthread_mutex_unlock(&g_ev_mu);
-    aclError lost = mock_device_lost_code(e->device);
+    aclError lost = core_device_lost_code(e->device);
     if (lost != ACL_SUCCESS) {
         ev_put(e);
-        return mock_error(func, lost, "device %d of the event is lost", e->device);
+        return core_error(func, lost, "device %d of the event is lost", e->device);
     }
     *out = e;
     return ACL_SUCCESS;
@@ -114,17 +115,17 @@ static void ev_wake_locked(ev_t *e)
 static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, bool ex)
 {
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(func, &ctx);
+    aclError rc = core_ctx_require(func, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    int32_t dev = mock_ctx_device(ctx);
+    int32_t dev = core_ctx_device(ctx);
     if (dev < 0 || dev >= MOCK_MAX_DEVICES) {
-        return mock_error(func, ACL_ERROR_RT_INVALID_DEVICEID, "current context has invalid device %d", dev);
+        return core_error(func, ACL_ERROR_RT_INVALID_DEVICEID, "current context has invalid device %d", dev);
     }
     ev_t *e = calloc(1, sizeof(*e));
     if (e == NULL) {
-        return mock_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for an event");
+        return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for an event");
     }
     e->magic = EVENT_MAGIC;
     atomic_init(&e->refs, 1);
@@ -132,23 +133,23 @@ static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, b
     e->flags = flags;
     e->ex = ex;
     pthread_mutex_init(&e->mu, NULL);
-    mock_cond_init(&e->cv);
+    core_cond_init(&e->cv);
     pthread_mutex_lock(&g_ev_mu);
     if (g_ev_live[dev] >= EVENT_MAX_PER_DEVICE) {
         pthread_mutex_unlock(&g_ev_mu);
         ev_put(e);
-        return mock_error(func, ACL_ERROR_RT_NO_EVENT_RESOURCE, "device %d already has the maximum of %u events",
+        return core_error(func, ACL_ERROR_RT_NO_EVENT_RESOURCE, "device %d already has the maximum of %u events",
                           dev, EVENT_MAX_PER_DEVICE);
     }
-    if (!mock_registry_insert(&g_ev_reg, e)) {
+    if (!core_registry_insert(&g_ev_reg, e)) {
         pthread_mutex_unlock(&g_ev_mu);
         ev_put(e);
-        return mock_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the event registry");
+        return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the event registry");
     }
     g_ev_live[dev]++;
     pthread_mutex_unlock(&g_ev_mu);
     e->id = atomic_fetch_add(&g_ev_next_id, 1);
-    mock_stat_add(dev, MOCK_STAT_EVENTS, 1);
+    core_stat_add(dev, MOCK_STAT_EVENTS, 1);
     *event = e;
     return ACL_SUCCESS;
 }
@@ -168,12 +169,12 @@ aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
     /* flag must be non-zero and <= 0x3F; DEVICE_USE_ONLY (0x10) and EXTERNAL
      * (0x20) only alone (RT rt api_error.cc EventCreate; §3.2). */
     if (flag == 0 || flag > 0x3Fu) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is 0x%x (must be non-zero and <= 0x3F)",
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is 0x%x (must be non-zero and <= 0x3F)",
                           flag);
     }
     if (((flag & ACL_EVENT_DEVICE_USE_ONLY) && flag != ACL_EVENT_DEVICE_USE_ONLY) ||
         ((flag & ACL_EVENT_EXTERNAL) && flag != ACL_EVENT_EXTERNAL)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'flag' is 0x%x: ACL_EVENT_DEVICE_USE_ONLY and ACL_EVENT_EXTERNAL must be used alone",
                           flag);
     }
@@ -188,7 +189,7 @@ aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag)
     /* Allowed: bits 0x1|0x2|0x4|0x8, or ACL_EVENT_IPC (0x40) alone; 0 and
      * EXTERNAL are invalid (RT rt api_error.cc EventCreateEx; §3.2). */
     if (flag == 0 || ((flag & ~0xFu) != 0 && flag != ACL_EVENT_IPC)) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'flag' is 0x%x (allowed: SYNC|CAPTURE_STREAM_PROGRESS|0x4|TIME_LINE, or IPC alone)",
                           flag);
     }
@@ -196,7 +197,7 @@ aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag)
         /* IPC events need inter-process hardware events; the mock exports the
          * IPC handle functions as unsupported, so creation fails as on a chip
          * without IPC events. */
-        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "ACL_EVENT_IPC events are not supported by the mock");
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "ACL_EVENT_IPC events are not supported by the mock");
     }
     MOCK_ENTER(fn);
     return ev_create(fn, event, flag, true);
@@ -208,26 +209,26 @@ aclError aclrtDestroyEvent(aclrtEvent event)
     MOCK_REQUIRE_NONNULL(fn, event);
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_ev_mu);
-    ev_t *e = mock_registry_find(&g_ev_reg, event);
+    ev_t *e = core_registry_find(&g_ev_reg, event);
     if (e == NULL) {
         pthread_mutex_unlock(&g_ev_mu);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'event' (%p) is not a live event handle", event);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'event' (%p) is not a live event handle", event);
     }
-    mock_registry_erase(&g_ev_reg, e);
+    core_registry_erase(&g_ev_reg, e);
     g_ev_live[e->device]--;
     pthread_mutex_unlock(&g_ev_mu);
-    mock_stat_add(e->device, MOCK_STAT_EVENTS, -1);
+    core_stat_add(e->device, MOCK_STAT_EVENTS, -1);
     /* Asynchronous (doc): pending record/wait tasks keep their references;
      * the memory goes when the last of them has run. */
     ev_put(e);
     return ACL_SUCCESS;
 }
 
-/* aclFinalize (after mock_devices_finalize, so no stream is left to run a
+/* aclFinalize (after core_devices_finalize, so no stream is left to run a
  * record/wait task): every event still alive is released, since aclFinalize
  * frees all runtime resources and events are not owned by a context. Tasks
  * can no longer hold references, but ev_put keeps any stray one safe. */
-void mock_events_finalize(void)
+void stream_events_finalize(void)
 {
     pthread_mutex_lock(&g_ev_mu);
     mock_registry reg = g_ev_reg;
@@ -235,13 +236,13 @@ void mock_events_finalize(void)
     memset(g_ev_live, 0, sizeof g_ev_live);
     pthread_mutex_unlock(&g_ev_mu);
     for (size_t i = 0; i < reg.cap; i++) {
-        ev_t *e = mock_registry_slot(&reg, i);
+        ev_t *e = core_registry_slot(&reg, i);
         if (e != NULL) {
-            mock_stat_add(e->device, MOCK_STAT_EVENTS, -1);
+            core_stat_add(e->device, MOCK_STAT_EVENTS, -1);
             ev_put(e);
         }
     }
-    mock_registry_release(&reg);
+    core_registry_release(&reg);
 }
 
 /* ----------------------------------------------------------------- record */
@@ -256,7 +257,7 @@ static aclError record_task(void *p)
 {
     rec_arg *a = p;
     ev_t *e = a->e;
-    uint64_t now = mock_now_ns();
+    uint64_t now = core_now_ns();
     pthread_mutex_lock(&e->mu);
     if (a->seq >= e->done_seq) {
         e->done_seq = a->seq;
@@ -293,7 +294,7 @@ static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stre
 {
     MOCK_REQUIRE_NONNULL(fn, event);
     if (flag != ACL_EVENT_RECORD_DEFAULT && flag != ACL_EVENT_RECORD_EXTERNAL) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
     }
     MOCK_ENTER(fn);
     ev_t *e = NULL;
@@ -303,27 +304,27 @@ static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stre
     }
     if (flag == ACL_EVENT_RECORD_EXTERNAL && !(e->flags & ACL_EVENT_EXTERNAL)) {
         ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "ACL_EVENT_RECORD_EXTERNAL needs an event created with ACL_EVENT_EXTERNAL");
     }
     mock_stream *s = NULL;
-    rc = mock_stream_get(fn, stream, true, &s);
+    rc = stream_get(fn, stream, true, &s);
     if (rc != ACL_SUCCESS) {
         ev_put(e);
         return rc;
     }
-    if (mock_stream_device(s) != e->device) {
-        int32_t sd = mock_stream_device(s);
-        mock_stream_put(s);
+    if (stream_device(s) != e->device) {
+        int32_t sd = stream_device(s);
+        stream_put(s);
         ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "event belongs to device %d but argument 'stream' to device %d", e->device, sd);
     }
     rec_arg *a = malloc(sizeof(*a));
     if (a == NULL) {
-        mock_stream_put(s);
+        stream_put(s);
         ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
     }
     pthread_mutex_lock(&e->mu);
     a->e = e; /* the reference taken by ev_get moves to the task */
@@ -331,10 +332,10 @@ static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stre
     a->ran = false;
     e->recorded = true;
     pthread_mutex_unlock(&e->mu);
-    rc = mock_stream_enqueue(s, record_task, a, record_free);
-    mock_stream_put(s);
+    rc = stream_enqueue(s, record_task, a, record_free);
+    stream_put(s);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the record task (error %d)", rc);
+        return core_error(fn, rc, "the stream refused the record task (error %d)", rc);
     }
     return ACL_SUCCESS;
 }
@@ -379,23 +380,23 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
     }
     if (e->ex) {
         ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                           "events created by aclrtCreateEventExWithFlag cannot be reset (re-record them instead)");
     }
     if (!(e->flags & EVENT_SYNC_CAPABLE)) {
         ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "event flags 0x%x lack ACL_EVENT_SYNC", e->flags);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "event flags 0x%x lack ACL_EVENT_SYNC", e->flags);
     }
     mock_stream *s = NULL;
-    rc = mock_stream_get(fn, stream, true, &s);
+    rc = stream_get(fn, stream, true, &s);
     if (rc != ACL_SUCCESS) {
         ev_put(e);
         return rc;
     }
-    rc = mock_stream_enqueue(s, reset_task, e, ev_put_void);
-    mock_stream_put(s);
+    rc = stream_enqueue(s, reset_task, e, ev_put_void);
+    stream_put(s);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the reset task (error %d)", rc);
+        return core_error(fn, rc, "the stream refused the reset task (error %d)", rc);
     }
     return ACL_SUCCESS;
 }
@@ -417,7 +418,7 @@ static aclError ev_query_done(const char *fn, aclrtEvent event, const char *ex_r
     }
     if (ex_refusal != NULL && e->ex) {
         ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                           "not supported for events created by aclrtCreateEventExWithFlag%s", ex_refusal);
     }
     pthread_mutex_lock(&e->mu);
@@ -473,12 +474,12 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
         return rc;
     }
     struct timespec dl_buf;
-    const struct timespec *dl = mock_deadline_opt(timeout_ms, &dl_buf);
+    const struct timespec *dl = core_deadline_opt(timeout_ms, &dl_buf);
     pthread_mutex_lock(&e->mu);
     uint64_t target = e->rec_seq; /* the latest record at the time of the call */
     e->waiters++;
     while (e->done_seq < target) {
-        if (mock_cond_wait_until(&e->cv, &e->mu, dl) == ETIMEDOUT && e->done_seq < target) {
+        if (core_cond_wait_until(&e->cv, &e->mu, dl) == ETIMEDOUT && e->done_seq < target) {
             rc = ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
             break;
         }
@@ -487,19 +488,19 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
     pthread_mutex_unlock(&e->mu);
     ev_put(e);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "event not complete after %lld ms", (long long)timeout_ms);
+        return core_error(fn, rc, "event not complete after %lld ms", (long long)timeout_ms);
     }
     return ACL_SUCCESS;
 }
 
 aclError aclrtSynchronizeEvent(aclrtEvent event)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeEvent", event, -1, ev_sync);
+    return stream_sync_with_timeout("aclrtSynchronizeEvent", event, -1, ev_sync);
 }
 
 aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeEventWithTimeout", event, timeout, ev_sync);
+    return stream_sync_with_timeout("aclrtSynchronizeEventWithTimeout", event, timeout, ev_sync);
 }
 
 /* ------------------------------------------------------------------- time */
@@ -508,22 +509,22 @@ aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
 static aclError ev_ts_check(const char *fn, const ev_t *e, const char *argname)
 {
     if (e->flags & (ACL_EVENT_EXTERNAL | ACL_EVENT_IPC)) {
-        return mock_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "event '%s' is an EXTERNAL/IPC event", argname);
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "event '%s' is an EXTERNAL/IPC event", argname);
     }
     if (!e->recorded) {
         /* runtime RT_ERROR_EVENT_RECORDER_NULL -> 507000 (§5.5) */
-        return mock_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "event '%s' has not been recorded", argname);
+        return core_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "event '%s' has not been recorded", argname);
     }
     if (!(e->flags & ACL_EVENT_TIME_LINE)) {
-        return mock_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+        return core_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
                           "event '%s' was created without ACL_EVENT_TIME_LINE (flags 0x%x)", argname, e->flags);
     }
     if (!ev_complete_locked(e)) {
-        return mock_error(fn, ACL_ERROR_RT_EVENT_NOT_COMPLETE, "the latest record of event '%s' has not completed",
+        return core_error(fn, ACL_ERROR_RT_EVENT_NOT_COMPLETE, "the latest record of event '%s' has not completed",
                           argname);
     }
     if (!e->ts_valid) {
-        return mock_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, "event '%s' has no timestamp (record discarded)",
+        return core_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, "event '%s' has no timestamp (record discarded)",
                           argname);
     }
     return ACL_SUCCESS;
@@ -563,7 +564,7 @@ aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endE
         return rc;
     }
     if (tb < ta) {
-        return mock_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL,
+        return core_error(fn, ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL,
                           "endEvent completed before startEvent (timestamp reversal)");
     }
     *ms = (float)((double)(tb - ta) / 1e6);
@@ -617,11 +618,11 @@ aclError aclrtGetEventAvailNum(uint32_t *eventCount)
     MOCK_REQUIRE_NONNULL(fn, eventCount);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    int32_t dev = mock_ctx_device(ctx);
+    int32_t dev = core_ctx_device(ctx);
     pthread_mutex_lock(&g_ev_mu);
     uint32_t used = (dev >= 0 && dev < MOCK_MAX_DEVICES) ? g_ev_live[dev] : 0;
     pthread_mutex_unlock(&g_ev_mu);
@@ -651,12 +652,12 @@ static aclError wait_task(void *p)
     wait_arg *a = p;
     ev_t *e = a->e;
     struct timespec dl_buf;
-    const struct timespec *dl = mock_deadline_opt(a->timeout_ms, &dl_buf);
+    const struct timespec *dl = core_deadline_opt(a->timeout_ms, &dl_buf);
     aclError rc = ACL_SUCCESS;
     pthread_mutex_lock(&e->mu);
     e->waiters++;
     while (e->done_seq < a->target) {
-        int w = mock_task_wait(&e->cv, &e->mu, dl);
+        int w = stream_task_wait(&e->cv, &e->mu, dl);
         if (w == ECANCELED) {
             break; /* stream aborted: the task counts as discarded */
         }
@@ -689,11 +690,11 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
     }
     if (!(e->flags & EVENT_SYNC_CAPABLE)) {
         ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "event flags 0x%x lack ACL_EVENT_SYNC: it cannot be waited for", e->flags);
     }
     mock_stream *s = NULL;
-    rc = mock_stream_get(fn, stream, true, &s);
+    rc = stream_get(fn, stream, true, &s);
     if (rc != ACL_SUCCESS) {
         ev_put(e);
         return rc;
@@ -705,15 +706,15 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
     if (done) {
         /* Never recorded or already complete: nothing to wait for. A
          * barrier task keeps nothing, so skip the enqueue entirely. */
-        mock_stream_put(s);
+        stream_put(s);
         ev_put(e);
         return ACL_SUCCESS;
     }
     wait_arg *a = malloc(sizeof(*a));
     if (a == NULL) {
-        mock_stream_put(s);
+        stream_put(s);
         ev_put(e);
-        return mock_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
     }
     if (timeout_ms < 0) {
         uint32_t sec = atomic_load(&g_op_wait_timeout_s);
@@ -724,10 +725,10 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
     a->e = e;
     a->target = target;
     a->timeout_ms = timeout_ms;
-    rc = mock_stream_enqueue(s, wait_task, a, wait_free);
-    mock_stream_put(s);
+    rc = stream_enqueue(s, wait_task, a, wait_free);
+    stream_put(s);
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "the stream refused the wait task (error %d)", rc);
+        return core_error(fn, rc, "the stream refused the wait task (error %d)", rc);
     }
     return ACL_SUCCESS;
 }
@@ -745,7 +746,7 @@ aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint
     static const char fn[] = "aclrtStreamWaitEventWithFlag";
     MOCK_REQUIRE_NONNULL(fn, event);
     if (flag != ACL_EVENT_WAIT_DEFAULT && flag != ACL_EVENT_WAIT_EXTERNAL) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
     }
     MOCK_ENTER(fn);
     /* timeout in ms; 0 = no explicit timeout (aclrtSetOpWaitTimeout applies) */
@@ -757,7 +758,7 @@ aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, i
     static const char fn[] = "aclrtStreamWaitEventWithTimeout";
     MOCK_REQUIRE_NONNULL(fn, event);
     int32_t ms = -1;
-    aclError rc = mock_check_timeout(fn, timeout, &ms);
+    aclError rc = core_check_timeout(fn, timeout, &ms);
     if (rc != ACL_SUCCESS) {
         return rc;
     }

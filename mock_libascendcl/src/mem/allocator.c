@@ -7,13 +7,14 @@
  * registered, aclrtAllocatorUnregister detaches it. The mock runs no
  * operators that would allocate workspace, so the callbacks are stored and
  * returned, never called. A registration disappears with its stream
- * (mock_misc_stream_destroyed, called by stream.c).
+ * (mem_allocator_stream_destroyed, called by stream.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
-#include "mock_registry.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
 
 #define ALLOC_DESC_MAGIC 0x616c6c6f63446573ULL
 
@@ -38,18 +39,18 @@ static alloc_reg *g_regs = NULL;
 
 aclrtAllocatorDesc aclrtAllocatorCreateDesc(void)
 {
-    if (mock_fault_check("aclrtAllocatorCreateDesc") != ACL_SUCCESS) {
+    if (core_fault_check("aclrtAllocatorCreateDesc") != ACL_SUCCESS) {
         return NULL;
     }
     alloc_desc *d = (alloc_desc *)calloc(1, sizeof *d);
     if (d == NULL) {
-        (void)mock_error("aclrtAllocatorCreateDesc", ACL_ERROR_BAD_ALLOC, "out of host memory");
+        (void)core_error("aclrtAllocatorCreateDesc", ACL_ERROR_BAD_ALLOC, "out of host memory");
         return NULL;
     }
     d->magic = ALLOC_DESC_MAGIC;
-    if (!mock_handle_set_add(&g_descs, d)) {
+    if (!core_handle_set_add(&g_descs, d)) {
         free(d);
-        (void)mock_error("aclrtAllocatorCreateDesc", ACL_ERROR_BAD_ALLOC, "out of host memory");
+        (void)core_error("aclrtAllocatorCreateDesc", ACL_ERROR_BAD_ALLOC, "out of host memory");
         return NULL;
     }
     return (aclrtAllocatorDesc)d;
@@ -60,8 +61,8 @@ aclError aclrtAllocatorDestroyDesc(aclrtAllocatorDesc allocatorDesc)
     static const char fn[] = "aclrtAllocatorDestroyDesc";
     MOCK_REQUIRE_NONNULL(fn, allocatorDesc);
     MOCK_ENTER(fn);
-    if (!mock_handle_set_remove(&g_descs, allocatorDesc)) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+    if (!core_handle_set_remove(&g_descs, allocatorDesc)) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'allocatorDesc' (%p) is not a live allocator descriptor "
                           "(never created or already destroyed)",
                           allocatorDesc);
@@ -77,16 +78,16 @@ static aclError desc_set(const char *fn, aclrtAllocatorDesc desc, const void *va
                          int which)
 {
     if (desc == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' is NULL");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' is NULL");
     }
     if (value == NULL && fnptr == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", which == 0 ? "allocator" : "func");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", which == 0 ? "allocator" : "func");
     }
     MOCK_ENTER(fn);
-    mock_handle_set_lock(&g_descs);
-    if (!mock_handle_set_contains_locked(&g_descs, desc)) {
-        mock_handle_set_unlock(&g_descs);
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
+    core_handle_set_lock(&g_descs);
+    if (!core_handle_set_contains_locked(&g_descs, desc)) {
+        core_handle_set_unlock(&g_descs);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
                           desc);
     }
     alloc_desc *d = (alloc_desc *)desc;
@@ -97,7 +98,7 @@ static aclError desc_set(const char *fn, aclrtAllocatorDesc desc, const void *va
     case 3: d->advise_fn = (aclrtAllocatorAllocAdviseFunc)fnptr; break;
     default: d->addr_fn = (aclrtAllocatorGetAddrFromBlockFunc)fnptr; break;
     }
-    mock_handle_set_unlock(&g_descs);
+    core_handle_set_unlock(&g_descs);
     return ACL_SUCCESS;
 }
 
@@ -133,19 +134,19 @@ aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocator
     MOCK_REQUIRE_NONNULL(fn, allocatorDesc);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     alloc_reg *fresh = (alloc_reg *)calloc(1, sizeof *fresh);
     if (fresh == NULL) {
-        return mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
-    mock_handle_set_lock(&g_descs);
-    if (!mock_handle_set_contains_locked(&g_descs, allocatorDesc)) {
-        mock_handle_set_unlock(&g_descs);
+    core_handle_set_lock(&g_descs);
+    if (!core_handle_set_contains_locked(&g_descs, allocatorDesc)) {
+        core_handle_set_unlock(&g_descs);
         free(fresh);
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
                           allocatorDesc);
     }
     const alloc_desc *d = (const alloc_desc *)allocatorDesc;
@@ -155,9 +156,9 @@ aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocator
                           : d->addr_fn == NULL       ? "get-address function (aclrtAllocatorSetGetAddrFromBlockFuncToDesc)"
                                                      : NULL;
     if (missing != NULL) {
-        mock_handle_set_unlock(&g_descs);
+        core_handle_set_unlock(&g_descs);
         free(fresh);
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' has no %s", missing);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' has no %s", missing);
     }
     alloc_reg *r = g_regs;
     while (r != NULL && r->stream != s) {
@@ -172,7 +173,7 @@ aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocator
     }
     r->handle = allocatorDesc;
     r->copy = *d;
-    mock_handle_set_unlock(&g_descs);
+    core_handle_set_unlock(&g_descs);
     free(fresh);
     return ACL_SUCCESS;
 }
@@ -182,11 +183,11 @@ aclError aclrtAllocatorUnregister(aclrtStream stream)
     static const char fn[] = "aclrtAllocatorUnregister";
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    mock_handle_set_lock(&g_descs);
+    core_handle_set_lock(&g_descs);
     alloc_reg **pp = &g_regs;
     while (*pp != NULL && (*pp)->stream != s) {
         pp = &(*pp)->next;
@@ -195,9 +196,9 @@ aclError aclrtAllocatorUnregister(aclrtStream stream)
     if (r != NULL) {
         *pp = r->next;
     }
-    mock_handle_set_unlock(&g_descs);
+    core_handle_set_unlock(&g_descs);
     if (r == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "no allocator is registered on stream %p", stream);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "no allocator is registered on stream %p", stream);
     }
     free(r);
     return ACL_SUCCESS;
@@ -217,15 +218,15 @@ aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *alloc
                            : getAddrFromBlockFunc == NULL ? "getAddrFromBlockFunc"
                                                           : NULL;
     if (null_arg != NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", null_arg);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", null_arg);
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_resolve(fn, stream, &s);
+    aclError rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    mock_handle_set_lock(&g_descs);
+    core_handle_set_lock(&g_descs);
     const alloc_reg *r = g_regs;
     while (r != NULL && r->stream != s) {
         r = r->next;
@@ -238,19 +239,19 @@ aclError aclrtAllocatorGetByStream(aclrtStream stream, aclrtAllocatorDesc *alloc
         *allocAdviseFunc = r->copy.advise_fn;
         *getAddrFromBlockFunc = r->copy.addr_fn;
     }
-    mock_handle_set_unlock(&g_descs);
+    core_handle_set_unlock(&g_descs);
     if (r == NULL) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "no allocator is registered on stream %p", stream);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "no allocator is registered on stream %p", stream);
     }
     return ACL_SUCCESS;
 }
 
 /* ------------------------------------------------- stream teardown hook */
 
-/* Called by stream.c for a stream being destroyed (declared in mock_internal.h). */
-MOCK_HIDDEN void mock_misc_stream_destroyed(mock_stream *s)
+/* Called by stream.c for a stream being destroyed (declared in mem/mem.h). */
+MOCK_HIDDEN void mem_allocator_stream_destroyed(mock_stream *s)
 {
-    mock_handle_set_lock(&g_descs);
+    core_handle_set_lock(&g_descs);
     alloc_reg **pp = &g_regs;
     alloc_reg *dead = NULL;
     while (*pp != NULL) {
@@ -263,7 +264,7 @@ MOCK_HIDDEN void mock_misc_stream_destroyed(mock_stream *s)
             pp = &(*pp)->next;
         }
     }
-    mock_handle_set_unlock(&g_descs);
+    core_handle_set_unlock(&g_descs);
     while (dead != NULL) {
         alloc_reg *next = dead->next;
         free(dead);

@@ -30,7 +30,7 @@
  *    the stream itself. Device synchronize and context teardown wait for the
  *    orphans of their context.
  *  - ACL_STREAM_PERSISTENT: tasks are captured, not executed (see
- *    mock_stream_enqueue).
+ *    stream_enqueue).
  */
 #include <errno.h>
 #include <sched.h>
@@ -39,8 +39,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mock_internal.h"
-#include "stream_internal.h"
+#include "core/core.h"
+#include "stream/stream.h"
+#include "mem/mem.h"
+#include "misc/misc.h"
+#include "stream/stream_private.h"
 
 #define STREAM_MAGIC 0x5354524d5354524dull /* "STRMSTRM" */
 /* Max streams per device including the default stream: 1984 on
@@ -123,12 +126,12 @@ static pthread_once_t g_orphan_once = PTHREAD_ONCE_INIT;
 
 static void orphan_cv_init(void)
 {
-    mock_cond_init(&g_orphan_cv);
+    core_cond_init(&g_orphan_cv);
 }
 
 static mock_stream *reg_find(const void *p)
 {
-    return mock_registry_find(&g_reg, p);
+    return core_registry_find(&g_reg, p);
 }
 
 /* ------------------------------------------------------- state callbacks */
@@ -166,7 +169,7 @@ static _Thread_local mock_stream *tls_worker;
 static bool stops_on_failure(const mock_stream *s)
 {
     return atomic_load(&((mock_stream *)s)->failure_mode) == ACL_STOP_ON_FAILURE ||
-           mock_ctx_stop_on_failure(s->ctx);
+           core_ctx_stop_on_failure(s->ctx);
 }
 
 /* Sets the failure mode; the reference allows it once per stream (§5.4). */
@@ -174,12 +177,12 @@ static aclError set_failure_mode(const char *fn, mock_stream *s, uint64_t mode)
 {
     if (atomic_exchange(&s->failure_mode_set, true)) {
         /* The code for a second call is not pinned down by the reference. */
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "the failure mode of this stream was already set (it may be set once per stream)");
     }
     atomic_store(&s->failure_mode, mode);
     if (mode == ACL_STOP_ON_FAILURE) {
-        mock_ctx_set_stop_on_failure(s->ctx);
+        core_ctx_set_stop_on_failure(s->ctx);
     }
     return ACL_SUCCESS;
 }
@@ -189,17 +192,17 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-int mock_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline)
+int stream_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline)
 {
     mock_stream *self = tls_worker;
     if (self == NULL) {
-        return mock_cond_wait_until(cv, mu, deadline);
+        return core_cond_wait_until(cv, mu, deadline);
     }
     if (atomic_load(&self->abort_req)) {
         return ECANCELED;
     }
     /* On a worker: wait in slices so that an abort is noticed. */
-    struct timespec slice = mock_deadline_ms(10);
+    struct timespec slice = core_deadline_ms(10);
     const struct timespec *until = &slice;
     bool last = false;
     if (deadline != NULL && ts_before(deadline, &slice)) {
@@ -213,33 +216,33 @@ int mock_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespe
     return (rc == ETIMEDOUT && last) ? ETIMEDOUT : 0;
 }
 
-bool mock_stream_task_cancelled(void)
+bool stream_task_cancelled(void)
 {
     mock_stream *self = tls_worker;
     return self != NULL && atomic_load(&self->abort_req);
 }
 
-mock_stream *mock_stream_self(void)
+mock_stream *stream_self(void)
 {
     return tls_worker;
 }
 
-bool mock_stream_is_persistent(const mock_stream *s)
+bool stream_is_persistent(const mock_stream *s)
 {
     return (s->flags & ACL_STREAM_PERSISTENT) != 0; /* set at creation, never changed */
 }
 
-bool mock_stream_self_in_context(const mock_context *ctx)
+bool stream_self_in_context(const mock_context *ctx)
 {
     return tls_worker != NULL && ctx != NULL && tls_worker->ctx == ctx;
 }
 
-bool mock_stream_self_on_device(int32_t device)
+bool stream_self_on_device(int32_t device)
 {
     return tls_worker != NULL && tls_worker->device == device;
 }
 
-void mock_stream_ref(mock_stream *s)
+void stream_ref(mock_stream *s)
 {
     atomic_fetch_add(&s->refs, 1);
 }
@@ -255,29 +258,29 @@ static void stream_free(mock_stream *s)
     free(s);
 }
 
-void mock_stream_put(mock_stream *s)
+void stream_put(mock_stream *s)
 {
     if (atomic_fetch_sub(&s->refs, 1) == 1) {
         stream_free(s);
     }
 }
 
-int32_t mock_stream_id(const mock_stream *s)
+int32_t stream_get_id(const mock_stream *s)
 {
     return s->id;
 }
 
-int32_t mock_stream_device(const mock_stream *s)
+int32_t stream_device(const mock_stream *s)
 {
     return s->device;
 }
 
-uint32_t mock_stream_get_overflow_switch(const mock_stream *s)
+uint32_t stream_get_overflow_switch(const mock_stream *s)
 {
     return atomic_load(&((mock_stream *)s)->overflow_switch);
 }
 
-void mock_stream_set_overflow_switch(mock_stream *s, uint32_t on)
+void stream_set_overflow_switch(mock_stream *s, uint32_t on)
 {
     atomic_store(&s->overflow_switch, on);
 }
@@ -315,7 +318,7 @@ static void *worker_main(void *arg)
         }
         if (rc != ACL_SUCCESS && !atomic_load(&s->abort_req)) {
             /* exception-info callbacks (exception.c), no lock held */
-            mock_exception_report(s->device, (uint32_t)s->id, (uint32_t)seq, rc);
+            misc_exception_report(s->device, (uint32_t)s->id, (uint32_t)seq, rc);
         }
 
         pthread_mutex_lock(&s->mu);
@@ -344,7 +347,7 @@ static void *worker_main(void *arg)
         }
         pthread_cond_broadcast(&g_orphan_cv);
         pthread_mutex_unlock(&g_reg_mu);
-        mock_stream_put(s);
+        stream_put(s);
     }
     return NULL;
 }
@@ -391,7 +394,7 @@ static void release_captured(mock_stream *s)
     free(v);
 }
 
-aclError mock_stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg))
+aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg))
 {
     pthread_mutex_lock(&s->mu);
     aclError refuse = ACL_SUCCESS;
@@ -439,7 +442,7 @@ aclError mock_stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*
     if (wake) {
         pthread_cond_signal(&s->work_cv);
     }
-    mock_note_task_submitted((uint32_t)seq); /* aclrtGetThreadLastTaskId */
+    misc_note_task_submitted((uint32_t)seq); /* aclrtGetThreadLastTaskId */
     return ACL_SUCCESS;
 }
 
@@ -477,10 +480,10 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
     pthread_mutex_lock(&s->mu);
     if (s->completed < target) {
         struct timespec dl_buf;
-        const struct timespec *dl = mock_deadline_opt(timeout_ms, &dl_buf);
+        const struct timespec *dl = core_deadline_opt(timeout_ms, &dl_buf);
         s->waiters++;
         while (atomic_load(&s->completed) < target) {
-            if (mock_cond_wait_until(&s->done_cv, &s->mu, dl) == ETIMEDOUT &&
+            if (core_cond_wait_until(&s->done_cv, &s->mu, dl) == ETIMEDOUT &&
                 atomic_load(&s->completed) < target) {
                 rc = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
                 break;
@@ -545,13 +548,13 @@ static void stream_abort(mock_stream *s)
 static aclError stream_new(const char *func, mock_context *ctx, uint32_t priority, uint32_t flags,
                            bool is_default, mock_stream **out)
 {
-    int32_t dev = mock_ctx_device(ctx);
+    int32_t dev = core_ctx_device(ctx);
     if (dev < 0 || dev >= MOCK_MAX_DEVICES) {
-        return mock_error(func, ACL_ERROR_RT_INVALID_DEVICEID, "context has invalid device %d", dev);
+        return core_error(func, ACL_ERROR_RT_INVALID_DEVICEID, "context has invalid device %d", dev);
     }
     mock_stream *s = calloc(1, sizeof(*s));
     if (s == NULL) {
-        return mock_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for a stream");
+        return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for a stream");
     }
     s->magic = STREAM_MAGIC;
     atomic_init(&s->refs, 1); /* the registry's reference */
@@ -563,14 +566,14 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
     atomic_init(&s->failure_mode, ACL_CONTINUE_ON_FAILURE);
     atomic_init(&s->failure_mode_set, false);
     pthread_mutex_init(&s->mu, NULL);
-    mock_cond_init(&s->work_cv);
-    mock_cond_init(&s->done_cv);
+    core_cond_init(&s->work_cv);
+    core_cond_init(&s->done_cv);
 
     pthread_mutex_lock(&g_reg_mu);
     if (g_live_per_dev[dev] >= STREAM_MAX_PER_DEVICE) {
         pthread_mutex_unlock(&g_reg_mu);
         stream_free(s);
-        return mock_error(func, ACL_ERROR_RT_NO_STREAM_RESOURCE,
+        return core_error(func, ACL_ERROR_RT_NO_STREAM_RESOURCE,
                           "device %d already has the maximum of %u streams", dev, STREAM_MAX_PER_DEVICE);
     }
     g_live_per_dev[dev]++;
@@ -583,7 +586,7 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
         g_live_per_dev[dev]--;
         pthread_mutex_unlock(&g_reg_mu);
         stream_free(s);
-        return mock_error(func, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "cannot start the stream worker thread: %s",
+        return core_error(func, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "cannot start the stream worker thread: %s",
                           strerror(prc));
     }
     char name[16];
@@ -591,7 +594,7 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
     pthread_setname_np(s->thread, name);
 
     pthread_mutex_lock(&g_reg_mu);
-    bool ok = mock_registry_insert(&g_reg, s);
+    bool ok = core_registry_insert(&g_reg, s);
     pthread_mutex_unlock(&g_reg_mu);
     if (!ok) {
         pthread_mutex_lock(&s->mu);
@@ -603,9 +606,9 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
         g_live_per_dev[dev]--;
         pthread_mutex_unlock(&g_reg_mu);
         stream_free(s);
-        return mock_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the stream registry");
+        return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the stream registry");
     }
-    mock_stat_add(dev, MOCK_STAT_STREAMS, 1);
+    core_stat_add(dev, MOCK_STAT_STREAMS, 1);
     /* Not for default streams: those are created inside aclrtSetDevice /
      * aclrtCreateContext, possibly under the device layer's locks. */
     if (!is_default) {
@@ -631,9 +634,9 @@ static void stream_teardown(mock_stream *s, bool force)
      * waits for, so subscriptions go only after the drain - unless nobody
      * could run them: a forced destroy, or the caller is the very thread that
      * processes this stream's reports (it would wait for itself). */
-    bool cancel_first = force || mock_callbacks_served_by_caller(s);
+    bool cancel_first = force || stream_callbacks_served_by_caller(s);
     if (cancel_first) {
-        mock_callbacks_stream_gone(s);
+        stream_callbacks_stream_gone(s);
     }
     if (force) {
         pthread_once(&g_orphan_once, orphan_cv_init);
@@ -660,12 +663,12 @@ static void stream_teardown(mock_stream *s, bool force)
     }
     release_captured(s);
     if (!cancel_first) {
-        mock_callbacks_stream_gone(s);
+        stream_callbacks_stream_gone(s);
     }
-    mock_misc_stream_destroyed(s); /* allocator registered on the stream */
-    mock_stat_add(s->device, MOCK_STAT_STREAMS, -1);
+    mem_allocator_stream_destroyed(s); /* allocator registered on the stream */
+    core_stat_add(s->device, MOCK_STAT_STREAMS, -1);
     if (!force) {
-        mock_stream_put(s);
+        stream_put(s);
     }
 }
 
@@ -675,7 +678,7 @@ static bool wait_orphans(const mock_context *ctx, int64_t timeout_ms)
 {
     pthread_once(&g_orphan_once, orphan_cv_init);
     struct timespec dl_buf;
-    const struct timespec *dl = mock_deadline_opt(timeout_ms, &dl_buf);
+    const struct timespec *dl = core_deadline_opt(timeout_ms, &dl_buf);
     bool ok = true;
     pthread_mutex_lock(&g_reg_mu);
     for (;;) {
@@ -686,7 +689,7 @@ static bool wait_orphans(const mock_context *ctx, int64_t timeout_ms)
         if (!any) {
             break;
         }
-        if (mock_cond_wait_until(&g_orphan_cv, &g_reg_mu, dl) == ETIMEDOUT) {
+        if (core_cond_wait_until(&g_orphan_cv, &g_reg_mu, dl) == ETIMEDOUT) {
             ok = false;
             for (mock_stream *o = g_orphans; o != NULL && ok; o = o->orphan_next) {
                 ok = o->ctx != ctx;
@@ -704,14 +707,14 @@ static bool stream_unregister(mock_stream *s)
     pthread_mutex_lock(&g_reg_mu);
     bool found = reg_find(s) == s;
     if (found) {
-        mock_registry_erase(&g_reg, s);
+        core_registry_erase(&g_reg, s);
         g_live_per_dev[s->device]--;
     }
     pthread_mutex_unlock(&g_reg_mu);
     return found;
 }
 
-mock_stream *mock_stream_create_default(mock_context *ctx)
+mock_stream *stream_create_default(mock_context *ctx)
 {
     mock_stream *s = NULL;
     if (stream_new("aclrtSetDevice", ctx, 0, 0, true, &s) != ACL_SUCCESS) {
@@ -720,7 +723,7 @@ mock_stream *mock_stream_create_default(mock_context *ctx)
     return s;
 }
 
-void mock_stream_destroy_default(mock_stream *s)
+void stream_destroy_default(mock_stream *s)
 {
     if (s == NULL || !stream_unregister(s)) {
         return;
@@ -736,18 +739,18 @@ static mock_stream **collect_ctx(mock_context *ctx, bool with_default, bool unre
     size_t k = 0;
     if (v != NULL) {
         for (size_t i = 0; i < g_reg.cap; i++) {
-            mock_stream *e = mock_registry_slot(&g_reg, i);
+            mock_stream *e = core_registry_slot(&g_reg, i);
             if (e == NULL || e->ctx != ctx || (e->is_default && !with_default)) {
                 continue;
             }
             if (!unregister) {
-                mock_stream_ref(e);
+                stream_ref(e);
             }
             v[k++] = e;
         }
         /* erase after the walk: erasing moves entries between slots */
         for (size_t i = 0; unregister && i < k; i++) {
-            mock_registry_erase(&g_reg, v[i]);
+            core_registry_erase(&g_reg, v[i]);
             g_live_per_dev[v[i]->device]--;
         }
     }
@@ -756,26 +759,26 @@ static mock_stream **collect_ctx(mock_context *ctx, bool with_default, bool unre
     return v;
 }
 
-aclError mock_streams_sync_context(mock_context *ctx, int32_t timeout_ms)
+aclError stream_sync_context(mock_context *ctx, int32_t timeout_ms)
 {
     size_t n;
     mock_stream **v = collect_ctx(ctx, true, false, &n);
     if (v == NULL) {
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
-    uint64_t t0 = mock_now_ns();
+    uint64_t t0 = core_now_ns();
     aclError first = ACL_SUCCESS;
     for (size_t i = 0; i < n; i++) {
         int64_t left = -1;
         if (timeout_ms >= 0) {
-            int64_t spent = (int64_t)((mock_now_ns() - t0) / 1000000u);
+            int64_t spent = (int64_t)((core_now_ns() - t0) / 1000000u);
             left = spent >= timeout_ms ? 0 : timeout_ms - spent;
         }
         aclError rc = first == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT ? ACL_SUCCESS : stream_wait(v[i], left, true);
         if (rc != ACL_SUCCESS && first == ACL_SUCCESS) {
             first = rc;
         }
-        mock_stream_put(v[i]);
+        stream_put(v[i]);
     }
     free(v);
     /* Tasks still running on streams destroyed by force are work of the
@@ -783,7 +786,7 @@ aclError mock_streams_sync_context(mock_context *ctx, int32_t timeout_ms)
     if (first != ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
         int64_t left = -1;
         if (timeout_ms >= 0) {
-            int64_t spent = (int64_t)((mock_now_ns() - t0) / 1000000u);
+            int64_t spent = (int64_t)((core_now_ns() - t0) / 1000000u);
             left = spent >= timeout_ms ? 0 : timeout_ms - spent;
         }
         if (!wait_orphans(ctx, left) && first == ACL_SUCCESS) {
@@ -793,7 +796,7 @@ aclError mock_streams_sync_context(mock_context *ctx, int32_t timeout_ms)
     return first;
 }
 
-void mock_streams_abort_context(mock_context *ctx)
+void stream_abort_context(mock_context *ctx)
 {
     size_t n;
     mock_stream **v = collect_ctx(ctx, true, false, &n);
@@ -804,12 +807,12 @@ void mock_streams_abort_context(mock_context *ctx)
         if (tls_worker != v[i]) {
             stream_abort(v[i]);
         }
-        mock_stream_put(v[i]);
+        stream_put(v[i]);
     }
     free(v);
 }
 
-void mock_streams_destroy_context(mock_context *ctx)
+void stream_destroy_context(mock_context *ctx)
 {
     size_t n;
     mock_stream **v = collect_ctx(ctx, false, true, &n);
@@ -825,32 +828,32 @@ void mock_streams_destroy_context(mock_context *ctx)
 
 /* ---------------------------------------------------------------- resolve */
 
-aclError mock_stream_get(const char *func, aclrtStream handle, bool submit, mock_stream **out)
+aclError stream_get(const char *func, aclrtStream handle, bool submit, mock_stream **out)
 {
     mock_stream *s;
     if (handle == NULL) {
         mock_context *ctx = NULL;
-        aclError rc = mock_ctx_require(func, &ctx);
+        aclError rc = core_ctx_require(func, &ctx);
         if (rc != ACL_SUCCESS) {
             return rc;
         }
-        s = mock_ctx_default_stream(ctx);
+        s = core_ctx_default_stream(ctx);
         pthread_mutex_lock(&g_reg_mu);
         if (s == NULL || reg_find(s) != s) {
             pthread_mutex_unlock(&g_reg_mu);
-            return mock_error(func, ACL_ERROR_RT_CONTEXT_NULL, "current context has no default stream");
+            return core_error(func, ACL_ERROR_RT_CONTEXT_NULL, "current context has no default stream");
         }
-        mock_stream_ref(s);
+        stream_ref(s);
         pthread_mutex_unlock(&g_reg_mu);
     } else {
         pthread_mutex_lock(&g_reg_mu);
         s = reg_find(handle);
         if (s == NULL || s->magic != STREAM_MAGIC) {
             pthread_mutex_unlock(&g_reg_mu);
-            return mock_error(func, ACL_ERROR_RT_PARAM_INVALID,
+            return core_error(func, ACL_ERROR_RT_PARAM_INVALID,
                               "argument 'stream' (%p) is not a live stream handle", handle);
         }
-        mock_stream_ref(s);
+        stream_ref(s);
         pthread_mutex_unlock(&g_reg_mu);
         if (submit) {
             /* Submitting work needs the stream's device to be current: the
@@ -859,40 +862,40 @@ aclError mock_stream_get(const char *func, aclrtStream handle, bool submit, mock
              * "stream not in current context" -> ACL_ERROR_RT_STREAM_CONTEXT).
              * We compare devices, not contexts, so that threads sharing a
              * device through different contexts keep working. */
-            mock_context *cur = mock_ctx_current();
+            mock_context *cur = core_ctx_current();
             if (cur == NULL) {
-                mock_stream_put(s);
-                return mock_error(func, ACL_ERROR_RT_CONTEXT_NULL,
+                stream_put(s);
+                return core_error(func, ACL_ERROR_RT_CONTEXT_NULL,
                                   "no current context on this thread (call aclrtSetDevice first)");
             }
-            if (mock_ctx_device(cur) != s->device) {
-                int32_t cd = mock_ctx_device(cur);
-                mock_stream_put(s);
-                return mock_error(func, ACL_ERROR_RT_STREAM_CONTEXT,
+            if (core_ctx_device(cur) != s->device) {
+                int32_t cd = core_ctx_device(cur);
+                stream_put(s);
+                return core_error(func, ACL_ERROR_RT_STREAM_CONTEXT,
                                   "argument 'stream' belongs to device %d but the current device is %d",
                                   s->device, cd);
             }
         }
     }
-    aclError lost = mock_device_lost_code(s->device);
+    aclError lost = core_device_lost_code(s->device);
     if (lost != ACL_SUCCESS) {
-        mock_stream_put(s);
-        return mock_error(func, lost, "device %d of the stream is lost", s->device);
+        stream_put(s);
+        return core_error(func, lost, "device %d of the stream is lost", s->device);
     }
     *out = s;
     return ACL_SUCCESS;
 }
 
-aclError mock_stream_resolve(const char *func, aclrtStream handle, mock_stream **out)
+aclError stream_resolve(const char *func, aclrtStream handle, mock_stream **out)
 {
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(func, handle, true, &s);
+    aclError rc = stream_get(func, handle, true, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     /* The registry keeps the stream alive until it is destroyed; using it
      * concurrently with its destruction is a caller bug (as on hardware). */
-    mock_stream_put(s);
+    stream_put(s);
     *out = s;
     return ACL_SUCCESS;
 }
@@ -909,7 +912,7 @@ static aclError create_in_current(const char *fn, uint32_t priority, uint32_t fl
 {
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -947,12 +950,12 @@ static size_t g_ncfg, g_capcfg;
 aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void)
 {
     static const char fn[] = "aclrtCreateStreamConfigHandle";
-    if (mock_fault_check(fn) != ACL_SUCCESS) {
+    if (core_fault_check(fn) != ACL_SUCCESS) {
         return NULL;
     }
     aclrtStreamConfigHandle *h = calloc(1, sizeof(*h));
     if (h == NULL) {
-        mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
         return NULL;
     }
     pthread_mutex_lock(&g_cfg_mu);
@@ -962,7 +965,7 @@ aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void)
         if (nv == NULL) {
             pthread_mutex_unlock(&g_cfg_mu);
             free(h);
-            mock_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+            core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
             return NULL;
         }
         g_cfgs = nv;
@@ -988,7 +991,7 @@ aclError aclrtDestroyStreamConfigHandle(aclrtStreamConfigHandle *handle)
         }
     }
     pthread_mutex_unlock(&g_cfg_mu);
-    return mock_error(fn, ACL_ERROR_INVALID_PARAM,
+    return core_error(fn, ACL_ERROR_INVALID_PARAM,
                       "argument 'handle' (%p) was not created by aclrtCreateStreamConfigHandle", (void *)handle);
 }
 
@@ -1001,25 +1004,25 @@ aclError aclrtSetStreamConfigOpt(aclrtStreamConfigHandle *handle, aclrtStreamCon
     switch (attr) {
     case ACL_RT_STREAM_WORK_ADDR_PTR:
         if (valueSize != sizeof(void *)) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu for WORK_ADDR_PTR",
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu for WORK_ADDR_PTR",
                               valueSize, sizeof(void *));
         }
         break;
     case ACL_RT_STREAM_WORK_SIZE:
         if (valueSize != sizeof(size_t)) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu for WORK_SIZE",
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu for WORK_SIZE",
                               valueSize, sizeof(size_t));
         }
         break;
     case ACL_RT_STREAM_FLAG:
     case ACL_RT_STREAM_PRIORITY:
         if (valueSize != sizeof(uint32_t)) {
-            return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu",
+            return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'valueSize' is %zu, expected %zu",
                               valueSize, sizeof(uint32_t));
         }
         break;
     default:
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' has invalid value %d", (int)attr);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attr' has invalid value %d", (int)attr);
     }
     MOCK_ENTER(fn);
     switch (attr) {
@@ -1057,29 +1060,29 @@ static aclError destroy_common(const char *fn, aclrtStream stream, bool force)
 {
     if (stream == NULL) {
         /* acl_abi.md §5.4: aclrtDestroyStream(NULL) -> ACL_ERROR_INVALID_PARAM */
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL (the default stream cannot be destroyed)");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stream' is NULL (the default stream cannot be destroyed)");
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     if (s->is_default) {
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'stream' is a default stream; it is released by aclrtResetDevice");
     }
     if (tls_worker == s) {
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "a stream cannot be destroyed from its own task");
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "a stream cannot be destroyed from its own task");
     }
     if (!stream_unregister(s)) {
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'stream' is already being destroyed");
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'stream' is already being destroyed");
     }
     stream_teardown(s, force);
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -1098,33 +1101,33 @@ aclError aclrtDestroyStreamForce(aclrtStream stream)
 static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_ms)
 {
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     if (tls_worker == s) {
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "synchronizing a stream from one of its own tasks would deadlock");
     }
     rc = stream_wait(s, timeout_ms, true);
-    mock_stream_put(s);
+    stream_put(s);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
-        return mock_error(fn, rc, "stream not complete after %lld ms", (long long)timeout_ms);
+        return core_error(fn, rc, "stream not complete after %lld ms", (long long)timeout_ms);
     }
     if (rc == ACL_ERROR_RT_STREAM_ABORT) {
-        return mock_error(fn, rc, "the stream was aborted while this call waited for it");
+        return core_error(fn, rc, "the stream was aborted while this call waited for it");
     }
     if (rc != ACL_SUCCESS) {
-        return mock_error(fn, rc, "a task on the stream failed with error %d", rc);
+        return core_error(fn, rc, "a task on the stream failed with error %d", rc);
     }
     return ACL_SUCCESS;
 }
 
-aclError mock_sync_with_timeout(const char *fn, void *handle, int32_t timeout, mock_sync_fn sync)
+aclError stream_sync_with_timeout(const char *fn, void *handle, int32_t timeout, mock_sync_fn sync)
 {
     int32_t ms = -1;
-    aclError rc = mock_check_timeout(fn, timeout, &ms);
+    aclError rc = core_check_timeout(fn, timeout, &ms);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1134,12 +1137,12 @@ aclError mock_sync_with_timeout(const char *fn, void *handle, int32_t timeout, m
 
 aclError aclrtSynchronizeStream(aclrtStream stream)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeStream", stream, -1, sync_common);
+    return stream_sync_with_timeout("aclrtSynchronizeStream", stream, -1, sync_common);
 }
 
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
 {
-    return mock_sync_with_timeout("aclrtSynchronizeStreamWithTimeout", stream, timeout, sync_common);
+    return stream_sync_with_timeout("aclrtSynchronizeStreamWithTimeout", stream, timeout, sync_common);
 }
 
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
@@ -1148,7 +1151,7 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
     MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1156,9 +1159,9 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
     bool done = atomic_load(&s->completed) >= s->submitted;
     aclError err = s->err;
     pthread_mutex_unlock(&s->mu);
-    mock_stream_put(s);
+    stream_put(s);
     if (err != ACL_SUCCESS) {
-        return mock_error(fn, err, "a task on the stream failed with error %d", err);
+        return core_error(fn, err, "a task on the stream failed with error %d", err);
     }
     *status = done ? ACL_STREAM_STATUS_COMPLETE : ACL_STREAM_STATUS_NOT_READY;
     return ACL_SUCCESS;
@@ -1170,17 +1173,17 @@ aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
 {
     static const char fn[] = "aclrtSetStreamFailureMode";
     if (mode != ACL_CONTINUE_ON_FAILURE && mode != ACL_STOP_ON_FAILURE) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'mode' is %llu (expected 0 or 1)",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'mode' is %llu (expected 0 or 1)",
                           (unsigned long long)mode);
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     rc = set_failure_mode(fn, s, mode);
-    mock_stream_put(s);
+    stream_put(s);
     return rc;
 }
 
@@ -1192,7 +1195,7 @@ static aclError read_stream_field(const char *fn, aclrtStream stream, stream_fie
 {
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1209,7 +1212,7 @@ static aclError read_stream_field(const char *fn, aclrtStream stream, stream_fie
         break;
     }
     pthread_mutex_unlock(&s->mu);
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -1248,20 +1251,20 @@ static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr 
 {
     MOCK_REQUIRE_NONNULL(fn, value);
     if (attr < ACL_STREAM_ATTR_FAILURE_MODE || attr > ACL_STREAM_ATTR_PRIORITY) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stmAttrType' has invalid value %d", (int)attr);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'stmAttrType' has invalid value %d", (int)attr);
     }
     if (set && attr == ACL_STREAM_ATTR_FAILURE_MODE && value->failureMode != ACL_CONTINUE_ON_FAILURE &&
         value->failureMode != ACL_STOP_ON_FAILURE) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "failureMode %llu is not 0 or 1",
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "failureMode %llu is not 0 or 1",
                           (unsigned long long)value->failureMode);
     }
     if (set && (attr == ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK || attr == ACL_STREAM_ATTR_CACHE_OP_INFO) &&
         value->overflowSwitch > 1) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "switch value %u is not 0 or 1", value->overflowSwitch);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "switch value %u is not 0 or 1", value->overflowSwitch);
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -1294,7 +1297,7 @@ static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr 
         pthread_mutex_unlock(&s->mu);
         break;
     }
-    mock_stream_put(s);
+    stream_put(s);
     return rc;
 }
 
@@ -1314,16 +1317,16 @@ static aclError abort_common(const char *fn, aclrtStream stream)
 {
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     if (tls_worker == s) {
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "a stream cannot be aborted from its own task");
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "a stream cannot be aborted from its own task");
     }
     stream_abort(s);
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -1352,11 +1355,11 @@ aclError aclrtGetStreamAvailableNum(uint32_t *streamCount)
     MOCK_REQUIRE_NONNULL(fn, streamCount);
     MOCK_ENTER(fn);
     mock_context *ctx = NULL;
-    aclError rc = mock_ctx_require(fn, &ctx);
+    aclError rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    int32_t dev = mock_ctx_device(ctx);
+    int32_t dev = core_ctx_device(ctx);
     pthread_mutex_lock(&g_reg_mu);
     uint32_t used = (dev >= 0 && dev < MOCK_MAX_DEVICES) ? g_live_per_dev[dev] : 0;
     pthread_mutex_unlock(&g_reg_mu);
@@ -1370,7 +1373,7 @@ aclError aclrtRegStreamStateCallback(const char *regName, aclrtStreamStateCallba
     MOCK_REQUIRE_NONNULL(fn, regName);
     size_t len = strnlen(regName, 64);
     if (len == 0 || len >= 64) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'regName' must be 1..63 characters");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'regName' must be 1..63 characters");
     }
     MOCK_ENTER(fn);
     pthread_mutex_lock(&g_state_mu);
@@ -1390,7 +1393,7 @@ aclError aclrtRegStreamStateCallback(const char *regName, aclrtStreamStateCallba
     if (i == g_state_n) {
         if (g_state_n == STATE_CB_MAX) {
             pthread_mutex_unlock(&g_state_mu);
-            return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "too many stream state callbacks (max %d)", STATE_CB_MAX);
+            return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "too many stream state callbacks (max %d)", STATE_CB_MAX);
         }
         g_state_n++;
     }
@@ -1417,7 +1420,7 @@ static uint32_t device_res_limit(int32_t dev, aclrtDevResLimitType type)
 static aclError check_res_type(const char *fn, aclrtDevResLimitType type)
 {
     if (type != ACL_RT_DEV_RES_CUBE_CORE && type != ACL_RT_DEV_RES_VECTOR_CORE) {
-        return mock_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'type' has invalid value %d", (int)type);
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'type' has invalid value %d", (int)type);
     }
     return ACL_SUCCESS;
 }
@@ -1432,13 +1435,13 @@ aclError aclrtGetStreamResLimit(aclrtStream stream, aclrtDevResLimitType type, u
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    rc = mock_stream_get(fn, stream, false, &s);
+    rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     uint32_t v = atomic_load(&s->res_limit[type]);
     *value = v != 0 ? v : device_res_limit(s->device, type);
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -1451,17 +1454,17 @@ aclError aclrtSetStreamResLimit(aclrtStream stream, aclrtDevResLimitType type, u
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    rc = mock_stream_get(fn, stream, false, &s);
+    rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     uint32_t lim = device_res_limit(s->device, type);
     if (value == 0 || value > lim) {
-        mock_stream_put(s);
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'value' is %u, must be in [1, %u]", value, lim);
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'value' is %u, must be in [1, %u]", value, lim);
     }
     atomic_store(&s->res_limit[type], value);
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -1470,14 +1473,14 @@ aclError aclrtResetStreamResLimit(aclrtStream stream)
     static const char fn[] = "aclrtResetStreamResLimit";
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     for (int i = 0; i < RES_TYPES; i++) {
         atomic_store(&s->res_limit[i], 0u);
     }
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -1491,12 +1494,12 @@ aclError aclrtUseStreamResInCurrentThread(aclrtStream stream)
     MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
     tls_res_stream = s;
-    mock_stream_put(s);
+    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -1506,13 +1509,13 @@ aclError aclrtUnuseStreamResInCurrentThread(aclrtStream stream)
     MOCK_REQUIRE_NONNULL(fn, stream);
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = mock_stream_get(fn, stream, false, &s);
+    aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    mock_stream_put(s);
+    stream_put(s);
     if (tls_res_stream != s) {
-        return mock_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'stream' is not the stream used by aclrtUseStreamResInCurrentThread");
     }
     tls_res_stream = NULL;
@@ -1533,7 +1536,7 @@ aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value)
         pthread_mutex_lock(&g_reg_mu);
         s = reg_find(tls_res_stream);
         if (s != NULL) {
-            mock_stream_ref(s);
+            stream_ref(s);
         } else {
             tls_res_stream = NULL;
         }
@@ -1542,14 +1545,14 @@ aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value)
     if (s != NULL) {
         uint32_t v = atomic_load(&s->res_limit[type]);
         *value = v != 0 ? v : device_res_limit(s->device, type);
-        mock_stream_put(s);
+        stream_put(s);
         return ACL_SUCCESS;
     }
     mock_context *ctx = NULL;
-    rc = mock_ctx_require(fn, &ctx);
+    rc = core_ctx_require(fn, &ctx);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    *value = device_res_limit(mock_ctx_device(ctx), type);
+    *value = device_res_limit(core_ctx_device(ctx), type);
     return ACL_SUCCESS;
 }

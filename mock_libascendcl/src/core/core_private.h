@@ -1,13 +1,14 @@
 /*
- * core_private.h - helpers shared by the mock-core files only (config.c, error.c,
- * init.c, device.c, context.c). Other subsystems use mock_internal.h.
+ * core/core_private.h - helpers shared by the core files only (config.c, error.c,
+ * init.c, device.c, context.c, json.c); no file outside src/core/ includes it.
+ * Other subsystems use core/core.h. Every function declared here starts with core_.
  */
 #ifndef MOCK_CORE_PRIVATE_H
 #define MOCK_CORE_PRIVATE_H
 
 #include <stdarg.h>
 
-#include "mock_internal.h"
+#include "core/core.h"
 
 #define CORE_MAX_FAULTS 64
 #define CORE_FUNC_NAME_MAX 64
@@ -32,7 +33,7 @@ MOCK_HIDDEN aclError core_config_lost_code(int32_t device);
 /* Switch aclGetRecentErrMsg between thread level (default) and process level
  * ("err_msg_mode": "1" in the aclInit JSON). */
 MOCK_HIDDEN void core_error_set_process_mode(bool process_level);
-/* va_list form of mock_error (shared by mock_error and aclmockSetError): records
+/* va_list form of core_error (shared by core_error and aclmockSetError): records
  * "<func>: <formatted message>" and `code` as the last error; returns code. */
 MOCK_HIDDEN aclError core_error_v(const char *func, aclError code, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
@@ -43,7 +44,7 @@ MOCK_HIDDEN aclError core_error_v(const char *func, aclError code, const char *f
 MOCK_HIDDEN uint32_t core_visible_count(void);
 /* The default device of the aclInit config ({"defaultDevice": {"default_device": N}}),
  * -1 for none. Set by aclInit (after validating N against the visible devices), reset
- * to -1 by aclFinalize (mock_devices_finalize). */
+ * to -1 by aclFinalize (core_devices_finalize). */
 MOCK_HIDDEN void core_default_device_set(int32_t device);
 MOCK_HIDDEN int32_t core_default_device(void);
 /* For a thread without a current context while a default device is configured: makes
@@ -51,6 +52,13 @@ MOCK_HIDDEN int32_t core_default_device(void);
  * reference, when the device is not set). Returns that context, or NULL (no default
  * device, device lost, or out of memory). */
 MOCK_HIDDEN mock_context *core_default_device_bind(void);
+
+/* Live-object counter of `device` (see core_stat_add), for the aclmock* queries
+ * and the leak report. */
+MOCK_HIDDEN int64_t core_stat_get(int32_t device, mock_stat which);
+/* aclFinalize (init.c): destroys every context (with its streams) and resets
+ * every device. */
+MOCK_HIDDEN void core_devices_finalize(void);
 
 /* ----------------------------------------------------------------- context.c */
 

@@ -1,0 +1,454 @@
+/*
+ * core/core.h - what the core subsystem (src/core/: init, config, error, device,
+ * context, json) offers to the other subsystems of libascendcl.so, plus the
+ * header-only helpers every subsystem and library uses (monotonic deadlines,
+ * condition waits, the handle registry). Every function declared here starts
+ * with core_. Helpers used only inside src/core/ are in core/core_private.h.
+ *
+ * Nothing declared here is exported from the shared library: the build uses
+ * -fvisibility=hidden and only functions declared in the public headers
+ * (ACL_FUNC_VISIBILITY / ACLMOCK_API) are visible. libmsprofiler.so and
+ * libascend_dump.so include this header for the static inline helpers only
+ * (they cannot call the hidden functions of libascendcl.so).
+ *
+ * Rule for every public entry point (see DESIGN):
+ *   validate arguments -> MOCK_ENTER (fault injection, device lost) -> act ->
+ *   on failure return core_error(...) which sets the thread's last error and
+ *   recent message.
+ * Shared state is guarded by the narrowest lock that works; no lock is held
+ * while a stream worker runs a task.
+ */
+#ifndef MOCK_CORE_H
+#define MOCK_CORE_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "acl/acl.h"
+#include "acl/acl_mock.h"
+
+#define MOCK_HIDDEN __attribute__((visibility("hidden")))
+#define MOCK_MAX_DEVICES 64
+
+/* The runtime objects behind aclrtContext / aclrtStream / aclrtEvent handles
+ * (defined in core/context.c, stream/stream.c, stream/event.c). */
+typedef struct mock_context mock_context;
+typedef struct mock_stream mock_stream;
+typedef struct mock_event mock_event;
+
+/* ------------------------------------------------------- shared helpers */
+/* Small pieces every subsystem uses, kept here so that no subsystem includes
+ * another one's private header. */
+
+static inline uint64_t core_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Absolute CLOCK_MONOTONIC deadline `ms` milliseconds from now. */
+static inline struct timespec core_deadline_ms(int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)((ms % 1000) * 1000000);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec += 1;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/* `timeout_ms` < 0 means "no deadline": returns NULL; otherwise fills *buf
+ * with the deadline and returns buf. For core_cond_wait_until/stream_task_wait. */
+static inline const struct timespec *core_deadline_opt(int64_t timeout_ms, struct timespec *buf)
+{
+    if (timeout_ms < 0) {
+        return NULL;
+    }
+    *buf = core_deadline_ms(timeout_ms);
+    return buf;
+}
+
+/* Every condition variable of the mock uses CLOCK_MONOTONIC (deadlines above). */
+static inline void core_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+/* One wait on cv (mu held) until signalled or `deadline` (NULL = none) passes.
+ * Returns 0 (recheck your predicate) or ETIMEDOUT. Use in a loop:
+ *     while (!ready) if (core_cond_wait_until(cv, mu, dl) == ETIMEDOUT && !ready) -> timeout */
+static inline int core_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline)
+{
+    if (deadline == NULL) {
+        pthread_cond_wait(cv, mu);
+        return 0;
+    }
+    return pthread_cond_timedwait(cv, mu, deadline) == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+/* ------------------------------------------------------------------ config.c */
+
+/* Parsed once (pthread_once) from ASCEND_MOCK_* and ASCEND_RT_VISIBLE_DEVICES.
+ * Bad values print one clear line on stderr and fall back to the default. */
+typedef struct mock_config {
+    uint32_t physical_count;             /* ASCEND_MOCK_DEVICE_COUNT, default 8 */
+    uint32_t visible_count;              /* after ASCEND_RT_VISIBLE_DEVICES remap */
+    int32_t visible_map[MOCK_MAX_DEVICES]; /* user (logical) id -> physical id */
+    bool visible_invalid;                /* malformed list: count -> 207004 */
+    uint64_t mem_per_device;             /* bytes, ASCEND_MOCK_MEM_PER_DEVICE, default 64 GiB */
+    char soc_name[64];                   /* ASCEND_MOCK_SOC_NAME, default "Ascend910B1" */
+    char cann_version[128];              /* ASCEND_MOCK_CANN_VERSION, default below */
+    bool isolation;                      /* ASCEND_MOCK_ISOLATION=1 */
+    bool leak_report;                    /* ASCEND_MOCK_LEAK_REPORT=1: print at aclFinalize */
+} mock_config;
+
+MOCK_HIDDEN const mock_config *core_config_get(void);
+
+/* ------------------------------------------------------------------- error.c */
+
+/* Record a failure of `func`: sets the calling thread's last error (for
+ * aclrtGetLastError/PeekAtLastError) and recent message (aclGetRecentErrMsg,
+ * formatted as "<func>: <message>" naming the bad argument), returns `code`. */
+MOCK_HIDDEN aclError core_error(const char *func, aclError code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fault injection: returns 0, or the injected code (already recorded with
+ * core_error) when the Nth call of `func` was told to fail. Cheap when no
+ * fault is configured (one relaxed atomic load). */
+MOCK_HIDDEN aclError core_fault_check(const char *func);
+
+#define MOCK_ENTER(func)                                 \
+    do {                                                 \
+        aclError mock_enter_rc_ = core_fault_check(func); \
+        if (mock_enter_rc_ != ACL_SUCCESS) {             \
+            return mock_enter_rc_;                       \
+        }                                                \
+    } while (0)
+
+/* Argument validation shared by every entry point: a NULL pointer argument is
+ * ACL_ERROR_INVALID_PARAM (100000) with the message "argument '<name>' is NULL". */
+#define MOCK_REQUIRE_NONNULL(func, arg)                                                      \
+    do {                                                                                 \
+        if ((arg) == NULL) {                                                             \
+            return core_error((func), ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", #arg); \
+        }                                                                                \
+    } while (0)
+
+/* The `timeout` argument of aclrtSynchronize{Stream,Event,Device}WithTimeout and
+ * aclrtStreamWaitEventWithTimeout (RT impl stream.cpp/event.cpp, acl_abi.md §5.4):
+ * -1 = forever, > 0 = milliseconds; 0 is not rejected by the reference and the
+ * runtime treats it like -1 (its internal "no timeout"); < -1 is
+ * ACL_ERROR_RT_PARAM_INVALID (recorded under `func`). On success *ms is -1
+ * (forever) or the milliseconds. */
+static inline aclError core_check_timeout(const char *func, int32_t timeout, int32_t *ms)
+{
+    if (timeout < -1) {
+        return core_error(func, ACL_ERROR_RT_PARAM_INVALID, "argument 'timeout' is %d (must be -1 or >= 0)",
+                          timeout);
+    }
+    *ms = timeout <= 0 ? -1 : timeout;
+    return ACL_SUCCESS;
+}
+
+/* ------------------------------------------------------------ handle registry */
+/* The one set of live handle pointers used by every subsystem
+ * (streams, events, data buffers, allocator descriptors, exception infos,
+ * profiling configs/step infos/stamps).
+ *
+ * A handle given to the user is a pointer to a heap object; every public entry
+ * point looks the pointer up here *before* dereferencing it, so a garbage or
+ * already destroyed handle gets an error instead of a crash. Lookups compare
+ * pointer values only.
+ *
+ * Header-only (static inline) because libmsprofiler.so and libascend_dump.so are
+ * built from their own sources and cannot call hidden helpers of libascendcl.so.
+ * Depends on nothing but libc and pthreads.
+ *
+ *   mock_registry    the bare set: open addressing, linear probing, backward-shift
+ *                    deletion (no tombstones). Not locked: the owner guards it with
+ *                    its own mutex (streams and events keep counters under it too).
+ *   mock_handle_set  a mock_registry with its own mutex, for owners that need
+ *                    nothing else under the lock.
+ */
+
+/* bare set */
+
+typedef struct mock_registry {
+    uintptr_t *slots; /* 0 = empty */
+    size_t cap;       /* power of two, or 0 before the first insert */
+    size_t count;     /* live entries */
+} mock_registry;
+
+#define MOCK_REGISTRY_EMPTY { NULL, 0, 0 }
+
+static inline size_t core_registry_hash_(uintptr_t p, size_t cap)
+{
+    uint64_t h = (uint64_t)p;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (size_t)h & (cap - 1);
+}
+
+static inline bool core_registry_contains(const mock_registry *r, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (p == 0 || r->cap == 0) {
+        return false;
+    }
+    for (size_t i = core_registry_hash_(p, r->cap);; i = (i + 1) & (r->cap - 1)) {
+        if (r->slots[i] == 0) {
+            return false;
+        }
+        if (r->slots[i] == p) {
+            return true;
+        }
+    }
+}
+
+/* `ptr` as a live handle, or NULL. */
+static inline void *core_registry_find(const mock_registry *r, const void *ptr)
+{
+    return core_registry_contains(r, ptr) ? (void *)(uintptr_t)ptr : NULL;
+}
+
+static inline bool core_registry_grow_(mock_registry *r)
+{
+    size_t ncap = r->cap ? r->cap * 2 : 64;
+    uintptr_t *ns = (uintptr_t *)calloc(ncap, sizeof(uintptr_t));
+    if (ns == NULL) {
+        return false;
+    }
+    for (size_t j = 0; j < r->cap; j++) {
+        uintptr_t p = r->slots[j];
+        if (p != 0) {
+            size_t i = core_registry_hash_(p, ncap);
+            while (ns[i] != 0) {
+                i = (i + 1) & (ncap - 1);
+            }
+            ns[i] = p;
+        }
+    }
+    free(r->slots);
+    r->slots = ns;
+    r->cap = ncap;
+    return true;
+}
+
+/* false only when out of memory (inserting a present pointer is a no-op). */
+static inline bool core_registry_insert(mock_registry *r, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if ((r->count + 1) * 2 > r->cap && !core_registry_grow_(r)) {
+        return false;
+    }
+    size_t i = core_registry_hash_(p, r->cap);
+    while (r->slots[i] != 0) {
+        if (r->slots[i] == p) {
+            return true;
+        }
+        i = (i + 1) & (r->cap - 1);
+    }
+    r->slots[i] = p;
+    r->count++;
+    return true;
+}
+
+/* false if `ptr` was not in the set. Do not erase while walking the slots
+ * (entries move back): collect first, then erase. */
+static inline bool core_registry_erase(mock_registry *r, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (p == 0 || r->cap == 0) {
+        return false;
+    }
+    size_t mask = r->cap - 1;
+    size_t i = core_registry_hash_(p, r->cap);
+    while (r->slots[i] != p) {
+        if (r->slots[i] == 0) {
+            return false;
+        }
+        i = (i + 1) & mask;
+    }
+    /* backward-shift deletion keeps every probe chain intact */
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (r->slots[j] == 0) {
+            break;
+        }
+        size_t home = core_registry_hash_(r->slots[j], r->cap);
+        /* can slots[j] move to i?  yes unless home lies cyclically in (i, j] */
+        bool stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            r->slots[i] = r->slots[j];
+            i = j;
+        }
+    }
+    r->slots[i] = 0;
+    r->count--;
+    return true;
+}
+
+/* Iteration: for (size_t i = 0; i < r->cap; i++) { void *h = core_registry_slot(r, i); if (h) ... } */
+static inline void *core_registry_slot(const mock_registry *r, size_t i)
+{
+    return (void *)r->slots[i];
+}
+
+/* Empties the set and frees its storage. */
+static inline void core_registry_release(mock_registry *r)
+{
+    free(r->slots);
+    r->slots = NULL;
+    r->cap = 0;
+    r->count = 0;
+}
+
+/* set with its lock */
+
+typedef struct mock_handle_set {
+    pthread_mutex_t mu;
+    mock_registry reg;
+} mock_handle_set;
+
+#define MOCK_HANDLE_SET_INIT { PTHREAD_MUTEX_INITIALIZER, MOCK_REGISTRY_EMPTY }
+
+static inline void core_handle_set_lock(mock_handle_set *s) { pthread_mutex_lock(&s->mu); }
+static inline void core_handle_set_unlock(mock_handle_set *s) { pthread_mutex_unlock(&s->mu); }
+
+/* Caller holds the lock. */
+static inline bool core_handle_set_contains_locked(const mock_handle_set *s, const void *ptr)
+{
+    return core_registry_contains(&s->reg, ptr);
+}
+static inline bool core_handle_set_add_locked(mock_handle_set *s, const void *ptr)
+{
+    return core_registry_insert(&s->reg, ptr);
+}
+static inline bool core_handle_set_remove_locked(mock_handle_set *s, const void *ptr)
+{
+    return core_registry_erase(&s->reg, ptr);
+}
+
+/* Locking variants. add: false only when out of memory; remove: false if absent. */
+static inline bool core_handle_set_add(mock_handle_set *s, const void *ptr)
+{
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_add_locked(s, ptr);
+    core_handle_set_unlock(s);
+    return ok;
+}
+static inline bool core_handle_set_remove(mock_handle_set *s, const void *ptr)
+{
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_remove_locked(s, ptr);
+    core_handle_set_unlock(s);
+    return ok;
+}
+static inline bool core_handle_set_contains(mock_handle_set *s, const void *ptr)
+{
+    core_handle_set_lock(s);
+    bool ok = core_handle_set_contains_locked(s, ptr);
+    core_handle_set_unlock(s);
+    return ok;
+}
+
+/* ------------------------------------------------------------------- init.c */
+
+MOCK_HIDDEN bool core_is_initialized(void);
+
+/* ------------------------------------------------------- device.c context.c */
+
+/* Validates a user (logical) device id against the visible count and the
+ * device-lost state. Records and returns the error (107001 bad id, sticky
+ * 507xxx for a lost device). */
+MOCK_HIDDEN aclError core_device_check(const char *func, int32_t device);
+/* 0 or the sticky code set by aclmockSetDeviceLost. */
+MOCK_HIDDEN aclError core_device_lost_code(int32_t device);
+
+/* The calling thread's current context or NULL. */
+MOCK_HIDDEN mock_context *core_ctx_current(void);
+/* Current context, or records and returns ACL_ERROR_RT_CONTEXT_NULL (107002);
+ * also fails with the sticky code when its device is lost. */
+MOCK_HIDDEN aclError core_ctx_require(const char *func, mock_context **out);
+MOCK_HIDDEN int32_t core_ctx_device(const mock_context *ctx);
+MOCK_HIDDEN mock_stream *core_ctx_default_stream(mock_context *ctx);
+/* (core, additive) ACL_STOP_ON_FAILURE "applies to all streams of that
+ * context" (acl_abi.md §5.4): set by aclrtSetStreamFailureMode on any stream
+ * of ctx, read by every stream of ctx. */
+MOCK_HIDDEN void core_ctx_set_stop_on_failure(mock_context *ctx);
+MOCK_HIDDEN bool core_ctx_stop_on_failure(const mock_context *ctx);
+
+/* ------------------------------------------------------------------- stats */
+/* Live-object counters per device (device -1 = host-side objects), read by the
+ * aclmock* introspection API and the leak report. Implemented in device.c. */
+typedef enum mock_stat {
+    MOCK_STAT_CONTEXTS = 0,
+    MOCK_STAT_STREAMS,
+    MOCK_STAT_EVENTS,
+    MOCK_STAT_ALLOCATIONS,
+    MOCK_STAT_BYTES,
+    MOCK_STAT_HOST_ALLOCATIONS,
+    MOCK_STAT_HOST_BYTES,
+    MOCK_STAT_COUNT
+} mock_stat;
+MOCK_HIDDEN void core_stat_add(int32_t device, mock_stat which, int64_t delta);
+
+/* ------------------------------------------------------------------- json.c */
+/* A small strict JSON parser: parse a document into a tree, look members up,
+ * free it. */
+
+typedef enum mock_json_type {
+    MOCK_JSON_NULL,
+    MOCK_JSON_BOOL,
+    MOCK_JSON_NUMBER,
+    MOCK_JSON_STRING,
+    MOCK_JSON_ARRAY,
+    MOCK_JSON_OBJECT
+} mock_json_type;
+
+typedef struct mock_json {
+    mock_json_type t;
+    char *key;              /* member name when the parent is an object, else NULL */
+    char *str;              /* STRING: decoded UTF-8 value; NUMBER: the literal text */
+    bool boolean;           /* BOOL value */
+    struct mock_json *kids; /* ARRAY / OBJECT children, in document order */
+    struct mock_json *next; /* next sibling */
+} mock_json;
+
+/* Parses text[0..len) (a UTF-8 BOM is skipped). Returns the root, or NULL with
+ * "line L column C: <what>" written to err (errlen bytes, may be 0). */
+MOCK_HIDDEN mock_json *core_json_parse(const char *text, size_t len, char *err, size_t errlen);
+MOCK_HIDDEN void core_json_free(mock_json *root);
+/* The last member named `key` of an object (JSON allows duplicates; the last
+ * wins, as in common parsers), or NULL (also when obj is not an object). */
+MOCK_HIDDEN const mock_json *core_json_get(const mock_json *obj, const char *key);
+/* "null", "a boolean", "a number", "a string", "an array", "an object". */
+MOCK_HIDDEN const char *core_json_type_name(mock_json_type t);
+
+/* Reads the JSON file `path` (a regular file of at most `max_bytes`) and parses
+ * it: the one loader of the aclInit config and the aclmdlSetDump config. `what`
+ * names the file in messages ("config file", "dump config file"). On success
+ * *text is the malloc'd, NUL-terminated content (*len bytes; free it) and *root
+ * the tree (core_json_free). Errors, recorded under `fn` (acl_abi.md §5.1/§5.10):
+ * ACL_ERROR_INVALID_FILE (cannot open/read, not a regular file),
+ * ACL_ERROR_INVALID_FILE_SIZE (larger than max_bytes), ACL_ERROR_PARSE_FILE
+ * (empty, or not JSON: the message has line and column), ACL_ERROR_BAD_ALLOC. */
+MOCK_HIDDEN aclError core_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes,
+                                         char **text, size_t *len, mock_json **root);
+
+#endif /* MOCK_CORE_H */

@@ -1,0 +1,29 @@
+/*
+ * misc/misc_private.h - declarations shared by the misc sources of
+ * libascendcl.so (util.c, overflow.c, other.c, dump.c, exception.c); no file
+ * outside src/misc/ includes it (other subsystems use misc/misc.h). Every
+ * function declared here starts with misc_.
+ */
+#ifndef MOCK_MISC_PRIVATE_H
+#define MOCK_MISC_PRIVATE_H
+
+#include <stdint.h>
+
+#include "core/core.h"
+#include "misc/misc.h"
+
+/* util.c: exact IEEE binary16 <-> binary32 (RNE, subnormals, inf/nan). */
+MOCK_HIDDEN float misc_half_to_float(uint16_t h);
+MOCK_HIDDEN uint16_t misc_float_to_half(float f);
+/* util.c: bfloat16 <-> binary32 (RNE, NaN stays a quiet NaN). */
+MOCK_HIDDEN float misc_bf16_to_float(uint16_t b);
+MOCK_HIDDEN uint16_t misc_float_to_bf16(float f);
+
+/* overflow.c: saturation mode of a (logical) device; the default depends on
+ * the SoC (INF/NaN on A2/A3-class SoCs, saturation on older ones). */
+MOCK_HIDDEN aclrtFloatOverflowMode misc_device_sat_mode(int32_t device);
+/* overflow.c: fault hook, resolve `stream` (NULL = default) and enqueue a task
+ * that does nothing (stream-ordered no-ops: overflow resets, aclrtProfTrace). */
+MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream);
+
+#endif /* MOCK_MISC_PRIVATE_H */

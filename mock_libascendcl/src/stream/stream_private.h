@@ -1,0 +1,37 @@
+/*
+ * stream/stream_private.h - private glue between stream.c, event.c and
+ * callback.c; no file outside src/stream/ includes it. Other subsystems use
+ * stream/stream.h. Every function declared here starts with stream_.
+ */
+#ifndef MOCK_STREAM_PRIVATE_H
+#define MOCK_STREAM_PRIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "stream/stream.h"
+
+/* ------------------------------------------------------------- streams */
+
+/* Resolve with a reference held (release with stream_put). `submit`:
+ * the call enqueues work, which needs a current context on the stream's
+ * device (107002 / 107003); otherwise any thread may use the handle. */
+MOCK_HIDDEN aclError stream_get(const char *func, aclrtStream handle, bool submit, mock_stream **out);
+MOCK_HIDDEN void stream_ref(mock_stream *s);
+MOCK_HIDDEN void stream_put(mock_stream *s);
+MOCK_HIDDEN int32_t stream_get_id(const mock_stream *s);
+/* True when called from a stream worker whose stream is being aborted
+ * (aclrtDestroyStreamForce, aclrtStreamAbort/Stop): a task that blocks for a
+ * long time (aclrtValueWait) should poll this every few ms and return. */
+MOCK_HIDDEN bool stream_task_cancelled(void);
+
+/* ----------------------------------------------------------- callback.c */
+
+/* Drops every report/host-func subscription of a stream being destroyed and
+ * cancels its queued callbacks (waking blocked workers). */
+MOCK_HIDDEN void stream_callbacks_stream_gone(mock_stream *s);
+/* True if the calling thread processes reports or host funcs of stream s. */
+MOCK_HIDDEN bool stream_callbacks_served_by_caller(const mock_stream *s);
+
+#endif /* MOCK_STREAM_PRIVATE_H */
