@@ -1,12 +1,16 @@
-"""Build script: compiles the bundled mock runtime and the cffi extension.
+"""Build script: builds the bundled mock runtime and the extension modules.
 
 All metadata lives in pyproject.toml.  ``pip install .`` / ``pip install -e .`` /
-``python -m build`` run build_ext, which first builds mock_libascendcl into
-pyacl_rt/_mock/ (in the source tree for editable installs) and then the cffi
-module pyacl_rt._raw._lowlevel_cffi (declared by pyacl_rt/_raw/_lowlevel_build.py) and
-the hand-written fast-call module pyacl_rt._raw._fastcall (pyacl_rt/_raw/_fastcall.c),
-which calls through the cffi module's dispatch table (no link dependency on libascendcl
-either), and pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL calls).
+``python -m build`` run build_ext, which first configures, builds and installs
+mock_libascendcl with its own CMakeLists.txt (build_support/mockbuild.py) into
+pyacl_rt/_mock/ (in the source tree for editable installs; CANN layout: lib64/, include/),
+then builds the cffi module ``<RAW_PACKAGE>._lowlevel_cffi`` (declared by
+``_lowlevel_build.py``) and the hand-written fast-call module ``<RAW_PACKAGE>._fastcall``
+(``_fastcall.c``), which calls through the cffi module's dispatch table (neither links
+libascendcl), pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL calls) and
+pyacl_rt._cachecore (pyacl_rt/_cachecore.c: the caching allocator's bookkeeping). CC,
+CFLAGS and LDFLAGS from the environment reach every build; no shared object gets a run
+path other than ``$ORIGIN`` (the wheel stays relocatable).
 """
 
 from __future__ import annotations
@@ -21,30 +25,50 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from build_support.mockbuild import build_mock  # noqa: E402
+from build_support.runpath import without_absolute_rpath  # noqa: E402
+
+# The package holding the raw layer's build inputs (_lowlevel_build.py, _fastcall.c) and
+# its two extension modules: the one place to change when they move.
+RAW_PACKAGE = "pyacl_rt._raw"
+RAW_DIR = RAW_PACKAGE.replace(".", "/")
+
+MOCK_SOURCE = ROOT / "mock_libascendcl"
+MOCK_PREFIX = Path("pyacl_rt") / "_mock"  # install prefix of the bundled mock (package-relative)
 
 
 class BuildExtWithMock(build_ext):
+    def _root(self) -> Path:
+        return ROOT if self.inplace else Path(self.build_lib)
+
     def run(self) -> None:
-        pkg_dir = ROOT / "pyacl_rt" if self.inplace else Path(self.build_lib) / "pyacl_rt"
-        build_mock(ROOT / "mock_libascendcl", pkg_dir, Path(self.build_temp))
-        self._remove_stale_extensions(pkg_dir)
+        # In-place (editable) builds keep the mock's CMake tree, so a rebuild after a C
+        # change recompiles only what changed; wheel builds use the throwaway build_temp.
+        cmake_build = ROOT / "build" / "mock" if self.inplace else Path(self.build_temp) / "mock"
+        build_mock(MOCK_SOURCE, self._root() / MOCK_PREFIX, cmake_build)
+        self._remove_stale_extensions()
         super().run()
 
-    def _remove_stale_extensions(self, pkg_dir: Path) -> None:
-        # An old build directory (or an earlier in-place build) may hold the extension
-        # under another ABI suffix (e.g. .abi3.so); Python would import whichever it
-        # finds first, so keep only the file this build produces.
+    def build_extensions(self) -> None:
+        # No absolute run path from the interpreter's LDSHARED (see build_support/runpath.py).
+        for attr in ("linker_so", "linker_so_cxx"):
+            command = getattr(self.compiler, attr, None)
+            if isinstance(command, list):
+                setattr(self.compiler, attr, without_absolute_rpath(command))
+        super().build_extensions()
+
+    def _remove_stale_extensions(self) -> None:
+        # An old build directory (or an earlier in-place build) may hold an extension under
+        # another ABI suffix (e.g. .abi3.so); Python would import whichever it finds first,
+        # so keep only the file this build produces.
         for ext in self.extensions:
-            current = Path(self.get_ext_filename(ext.name)).name
-            *subpackages, stem = ext.name.split(".")[1:]
-            for old in pkg_dir.joinpath(*subpackages).glob(stem + ".*.so"):
-                if old.name != current:
+            current = self._root() / self.get_ext_filename(ext.name)
+            for old in current.parent.glob(ext.name.rsplit(".", 1)[-1] + ".*.so"):
+                if old.name != current.name:
                     old.unlink()
 
     def get_outputs(self) -> list[str]:
         outputs = list(super().get_outputs())
-        base = ROOT / "pyacl_rt" if self.inplace else Path(self.build_lib) / "pyacl_rt"
-        mock = base / "_mock"
+        mock = self._root() / MOCK_PREFIX
         if mock.exists():
             outputs += [str(p) for p in mock.rglob("*") if p.is_file()]
         return outputs
@@ -52,14 +76,14 @@ class BuildExtWithMock(build_ext):
 
 setup(
     packages=find_packages(include=["pyacl_rt", "pyacl_rt.*"]),
-    # The compiled mock libraries and headers are added by build_ext (not globbed).
+    # The bundled mock (libraries, headers, CMake package) is added by build_ext.
     include_package_data=False,
-    package_data={"pyacl_rt": ["py.typed", "*.pyi"], "pyacl_rt._raw": ["*.pyi"]},
-    cffi_modules=["pyacl_rt/_raw/_lowlevel_build.py:ffibuilder"],
+    package_data={"": ["py.typed", "*.pyi"]},
+    cffi_modules=[f"{RAW_DIR}/_lowlevel_build.py:ffibuilder"],
     ext_modules=[
         Extension(
-            "pyacl_rt._raw._fastcall",
-            sources=["pyacl_rt/_raw/_fastcall.c"],
+            f"{RAW_PACKAGE}._fastcall",
+            sources=[f"{RAW_DIR}/_fastcall.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
         ),
         Extension(

@@ -5,11 +5,13 @@ Command line, in the spirit of ``pkg-config``::
     python -m pyacl_rt.mock --cflags        # -I<pkg>/_mock/include
     python -m pyacl_rt.mock --libs          # -L<lib> -Wl,-rpath,<lib> -lascendcl
     python -m pyacl_rt.mock --include-dir   # <pkg>/_mock/include
-    python -m pyacl_rt.mock --lib-dir       # <pkg>/_mock/lib
+    python -m pyacl_rt.mock --lib-dir       # <pkg>/_mock/lib64
     python -m pyacl_rt.mock --cmake-prefix  # <pkg>/_mock (for CMAKE_PREFIX_PATH)
 
 so that ``cc prog.c $(python -m pyacl_rt.mock --cflags --libs)`` builds a CANN program
-against the mock and runs it without any environment setup.
+against the mock and runs it without any environment setup. The prefix has the layout of a
+CANN install (``lib64/``, ``include/acl/``, ``share/info/runtime/version.info``), so it
+also works as ``ASCEND_HOME_PATH``.
 
 :class:`MockControl` drives the mock's own ``aclmock*`` introspection API (see
 ``include/acl/acl_mock.h``) through ctypes on the library pyacl_rt has loaded: live object
@@ -59,16 +61,18 @@ REPORT_LAST_FINALIZE = 1
 
 # -------------------------------------------------------------- build flags
 def prefix() -> Path:
-    """Install prefix of the bundled mock (``include/`` and ``lib/`` below it)."""
+    """Install prefix of the bundled mock (``include/`` and ``lib64/`` below it)."""
     return bundled_mock_dir()
 
 
 def include_dir() -> Path:
+    """Directory to put on the include path (``acl/acl.h`` below it)."""
     return prefix() / "include"
 
 
 def lib_dir() -> Path:
-    return prefix() / "lib"
+    """Directory of ``libascendcl.so``, ``libmsprofiler.so`` and ``libascend_dump.so``."""
+    return prefix() / "lib64"
 
 
 def cflags() -> list[str]:

@@ -10,7 +10,7 @@ headers and linked to a mock ``libascendcl.so``; it runs the measurements and pr
 
 1. ``--lib-dir`` (a directory containing ``libascendcl.so``, e.g. a cmake build dir),
 2. an existing cmake build in ``build/`` or ``mock_libascendcl/build/``,
-3. the library bundled in the Python package (``pyacl_rt/_mock/lib``),
+3. the library bundled in the Python package (``pyacl_rt/_mock/lib64``),
 4. otherwise a fresh build of ``mock_libascendcl`` (RelWithDebInfo, the project default)
    in a temporary directory.
 
@@ -214,10 +214,10 @@ def find_library(lib_dir: str | None, workdir: Path) -> tuple[Path, str]:
         if not _has_lib(d):
             raise SystemExit(f"bench_mock: {d} has no libascendcl.so")
         return d, "--lib-dir"
-    for cand in (ROOT / "build", MOCK_SRC / "build"):
+    for cand in (ROOT / "build", MOCK_SRC / "build", ROOT / "build" / "mock"):
         if _has_lib(cand):
             return cand, f"existing build {cand}"
-    bundled = ROOT / "pyacl_rt" / "_mock" / "lib"
+    bundled = ROOT / "pyacl_rt" / "_mock" / "lib64"
     if _has_lib(bundled):
         return bundled, f"bundled {bundled}"
     if shutil.which("cmake") is None:

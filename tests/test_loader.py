@@ -298,7 +298,7 @@ def test_mock_backend_uses_bundled_library(run_python: Any, clean_env: Any) -> N
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout.split("RESULT ", 1)[1])
     assert r["backend"] == "mock" and r["via"] == "PYACL_RT_BACKEND=mock"
-    assert r["path"].endswith(os.path.join("_mock", "lib", "libascendcl.so"))
+    assert r["path"].endswith(os.path.join("_mock", "lib64", "libascendcl.so"))
     assert r["version"] == "8.1.RC1" and r["parsed"] == "8.1rc1"
     assert r["set"] is True and r["bogus"] is False and r["ge"] is True
     assert r["libs"]["libascendcl.so"] == r["path"]

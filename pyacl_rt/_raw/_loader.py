@@ -8,7 +8,7 @@ Backend (``PYACL_RT_BACKEND``, read through :mod:`pyacl_rt._options`):
   it; ``pyacl-rt info`` and ``backend_info().attempts`` list every place searched).
 * ``real``: the real library only; :class:`~pyacl_rt.errors.LibraryNotFoundError` lists
   every place that was tried and why each was rejected.
-* ``mock``: the mock bundled in the package (``pyacl_rt/_mock/lib``);
+* ``mock``: the mock bundled in the package (``pyacl_rt/_mock/lib64``);
   ``PYACL_RT_LIBRARY`` is ignored.
 
 With ``auto``, a real library that is found but fails to load (e.g. CANN toolkit without
@@ -419,7 +419,8 @@ def find_real_library(
 
 # ------------------------------------------------------------------ the mock
 def bundled_mock_dir() -> Path:
-    """Root of the mock bundled in the package (``lib/`` and ``include/`` below it)."""
+    """Install prefix of the mock bundled in the package, laid out like a CANN install
+    (``lib64/libascendcl.so``, ``include/acl/``): it also works as ``ASCEND_HOME_PATH``."""
     return Path(__file__).resolve().parent.parent / "_mock"
 
 
@@ -429,7 +430,7 @@ def bundled_mock_library() -> str:
     Raises :class:`LibraryNotFoundError` when the package was not built (run
     ``pip install -e .`` from the repository to build it in place).
     """
-    p = bundled_mock_dir() / "lib" / LIBRARY_NAME
+    p = bundled_mock_dir() / "lib64" / LIBRARY_NAME
     if not p.is_file():
         raise LibraryNotFoundError(
             f"the bundled mock library {p} is missing: pyacl_rt was not built "
@@ -537,7 +538,7 @@ def select_library(path: str | None = None) -> LibrarySelection:
                 raise LibraryNotFoundError(
                     f"cannot load {path}: {reason}", searched=[path], backend="explicit"
                 )
-            mock = bundled_mock_dir() / "lib" / LIBRARY_NAME
+            mock = bundled_mock_dir() / "lib64" / LIBRARY_NAME
             same = mock.exists() and os.path.samefile(path, mock)
             sel = LibrarySelection(
                 "mock" if same else "real", path, "load(path) argument", (), "explicit"
