@@ -26,8 +26,8 @@ made, found on the stack (for ``buf.copy_to_host()`` the wait is in a synchronou
 the report says ``DeviceBuffer.copy_to_host()``).
 
 Not reported (documented in the README): waits pyacl_rt does on the user's behalf at
-teardown, i.e. :func:`pyacl_rt.runtime.finalize` and interpreter exit, garbage
-collection of streams and buffers, :meth:`pyacl_rt.context.Context.close` (closes what
+teardown, i.e. :func:`pyacl_rt.finalize` and interpreter exit, garbage
+collection of streams and buffers, :meth:`pyacl_rt.Context.close` (closes what
 is left in the context), and frees deferred from a host callback (done by the releaser
 thread or at the next allocation). A teardown path must neither raise nor warn
 (finalizers cannot report to anyone), so none of those paths has a hook. Nor are the
