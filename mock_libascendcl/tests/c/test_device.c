@@ -386,6 +386,15 @@ static void test_limits_and_timeouts(void)
     uint32_t ms = 0;
     CHECK_OK(aclrtGetOpTimeOutInterval(&interval));
     CHECK_GT(interval, 0);
+    /* Documented default before any set: the maximum, 547 s (torch_npu's kMaxOpExecuteTimeOut). */
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, 547000);
+    /* Values above the cap are capped, in every unit. */
+    CHECK_OK(aclrtSetOpExecuteTimeOut(600));
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, 547000);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(1000000000000ull, &actual));
+    CHECK_EQ(actual, 547000000ull);
     CHECK_OK(aclrtSetOpExecuteTimeOutV2(547000000ull, &actual));
     CHECK_EQ(actual, 547000000ull);
     CHECK_OK(aclrtSetOpExecuteTimeOutV2(1500, &actual)); /* rounded up to the interval */
