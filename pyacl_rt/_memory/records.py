@@ -215,6 +215,17 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
     return True
 
 
+def _take_base(m: _Mem) -> int:
+    """Claim ``m``'s allocation once: return its base address (0 if another thread
+    already took it) and forget the record. The caller frees the address."""
+    with _live_lock:
+        base = m.base
+        if base:
+            m.base = 0
+            _unregister(m)
+        return base
+
+
 def _free_mem(m: _Mem) -> None:
     """Release ``m`` once (finalizer body). Never raises; never touches a runtime of
     another generation. Waits for the streams that used ``m`` first."""
@@ -226,8 +237,7 @@ def _free_mem(m: _Mem) -> None:
             m.ptr = 0
             alive = runtime.is_alive(m.gen)
             if not alive:
-                m.base = 0
-                _unregister(m)
+                _take_base(m)
                 return
         if _local.st.in_callback:
             # A host-callback (report) thread: waiting for the streams may deadlock and
@@ -238,24 +248,18 @@ def _free_mem(m: _Mem) -> None:
         try:
             rel = m.rel
             if rel is not None:  # a backend takes it back (no wait: it orders reuse)
-                with _live_lock:
-                    base = m.base
-                    if not base:
-                        return
-                    m.base = 0
-                    _unregister(m)
+                base = _take_base(m)
+                if not base:
+                    return
                 rel.release(m, base)
                 m.keep = None
                 return
             if not _wait_streams(m):  # pragma: no cover - only on callback threads
                 _defer_free(m)
                 return
-            with _live_lock:
-                base = m.base
-                if not base:
-                    return
-                m.base = 0
-                _unregister(m)
+            base = _take_base(m)
+            if not base:
+                return
             _free_raw(m, base)
             m.keep = None
         finally:
@@ -476,9 +480,7 @@ def _release_memory() -> None:
                 # Exports still reference the memory: leave it to aclFinalize.
                 exported += 1
                 m.ptr = 0
-                with _live_lock:
-                    m.base = 0
-                    _unregister(m)
+                _take_base(m)
                 continue
         _free_mem(m)
     if exported:
