@@ -159,6 +159,28 @@ def test_oom_retry_frees_cached_segments(caching: Any) -> None:
     small.close()
 
 
+def test_failed_segment_bookkeeping_frees_the_segment(caching: Any) -> None:
+    """A new segment whose bookkeeping fails (MemoryError in the core) goes back to
+    the runtime instead of leaking."""
+    base = allocations()
+    real = caching.core
+
+    class FailingCore:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def add_segment(self, *args: Any) -> None:
+            raise MemoryError("no memory for the segment record")
+
+    caching.core = FailingCore()
+    try:
+        with pytest.raises(MemoryError):
+            M.DeviceBuffer(3 * MiB)
+    finally:
+        caching.core = real
+    assert allocations() == base
+
+
 def test_oom_error_reports_allocated_reserved_free(caching: Any) -> None:
     keep = M.DeviceBuffer(1000)
     mock_control().inject_fault("aclrtMalloc", 207001, nth=0)

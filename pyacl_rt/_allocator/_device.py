@@ -259,7 +259,11 @@ class DeviceAllocator:
             base = self._retry(key, nbytes, size)
             if base < 0:
                 return -base  # a cached block fit after waiting
-        self.core.add_segment(key, base, size, round_size(nbytes) <= SMALL_SIZE)
+        try:
+            self.core.add_segment(key, base, size, round_size(nbytes) <= SMALL_SIZE)
+        except BaseException:  # bookkeeping failed (MemoryError): do not leak the segment
+            self._free_segments([(base, size)])
+            raise
         if _history.enabled:
             _history.event(self.index, "segment_alloc", base, size, key)
         p = self.core.alloc(key, nbytes)
