@@ -607,9 +607,11 @@ aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *sr
 
 /* Limits of aclrtMemcpy2d / aclrtMemcpy2dAsync, the same for the sync and the
  * async call: the width may not exceed either pitch (ACL layer, 100000,
- * acl_abi.md §5.6) and the height is at most 5*1024*1024 = 5242880 rows (CANN
- * doc 11-03: "otherwise the call fails"; the reference tables are silent on
- * the code - the runtime checks it, so ACL_ERROR_RT_PARAM_INVALID 107000). */
+ * acl_abi.md §5.6), the width is at most 5000000 bytes and the height at most
+ * 5*1024*1024 = 5242880 rows (CANN doc 11-03_memory_copy_and_set.md:
+ * "otherwise the call fails"; the reference tables are silent on the code - the
+ * runtime checks it, so ACL_ERROR_RT_PARAM_INVALID 107000). */
+#define MEMCPY2D_MAX_WIDTH ((size_t)5000000)
 #define MEMCPY2D_MAX_HEIGHT ((size_t)5 * 1024 * 1024)
 
 static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const void *src, size_t spitch,
@@ -634,6 +636,10 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
                           "argument 'kind' %d is not supported for 2D copies (H2D, D2H, D2D or DEFAULT)", kind);
     }
     MOCK_ENTER(fn);
+    if (width > MEMCPY2D_MAX_WIDTH) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'width' (%zu) exceeds the maximum %zu", width,
+                          MEMCPY2D_MAX_WIDTH);
+    }
     if (height > MEMCPY2D_MAX_HEIGHT) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'height' (%zu) exceeds the maximum %zu", height,
                           MEMCPY2D_MAX_HEIGHT);
