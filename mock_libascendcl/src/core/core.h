@@ -373,6 +373,8 @@ MOCK_HIDDEN bool core_is_initialized(void);
 
 /* ------------------------------------------------------- device.c context.c */
 
+/* Number of visible devices (0 when none / invalid list). */
+MOCK_HIDDEN uint32_t core_visible_count(void);
 /* Validates a user (logical) device id against the visible count and the
  * device-lost state. Records and returns the error (107001 bad id, sticky
  * 507xxx for a lost device). */

@@ -143,6 +143,13 @@ aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int
     const char *fn = "aclrtDevicePeerAccessStatus";
     MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
+    /* Doc 04_device_management.md, aclrtDevicePeerAccessStatus: a peer id that is not a
+     * device is ACL_ERROR_RT_PARAM_INVALID (107000), not 107001 like `deviceId`. */
+    uint32_t visible = core_visible_count();
+    if (deviceId >= 0 && (uint32_t)deviceId < visible && (peerDeviceId < 0 || (uint32_t)peerDeviceId >= visible)) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'peerDeviceId' (%d) is out of range [0, %u)",
+                          (int)peerDeviceId, visible);
+    }
     aclError rc = check_device_pair(fn, deviceId, peerDeviceId, "deviceId", "peerDeviceId");
     if (rc != ACL_SUCCESS) {
         return rc;
