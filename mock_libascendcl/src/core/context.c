@@ -47,6 +47,12 @@ static mock_registry g_reg = MOCK_REGISTRY_EMPTY; /* live contexts */
 static uint64_t g_next_id = 1;
 static atomic_uint_fast64_t g_epoch;
 
+/* Registered contexts per device, and how many of them are primary (0 or 1): a device
+ * with contexts but no primary one holds the device's own stream besides its contexts'
+ * default streams (core_device_hidden_streams). */
+static atomic_int g_ctx_per_dev[MOCK_MAX_DEVICES];
+static atomic_int g_primary_per_dev[MOCK_MAX_DEVICES];
+
 static __thread mock_context *t_cur;
 static __thread uint64_t t_cur_id;
 static __thread uint64_t t_cur_epoch;
@@ -71,7 +77,25 @@ static mock_context *lookup(const void *handle)
     return found;
 }
 
+static void count_context(const mock_context *ctx, int delta)
+{
+    if (ctx->device >= 0 && ctx->device < MOCK_MAX_DEVICES) {
+        atomic_fetch_add(&g_ctx_per_dev[ctx->device], delta);
+        if (ctx->primary) {
+            atomic_fetch_add(&g_primary_per_dev[ctx->device], delta);
+        }
+    }
+}
+
 /* ----------------------------------------------------------- internal API */
+
+uint32_t core_device_hidden_streams(int32_t device)
+{
+    if (device < 0 || device >= MOCK_MAX_DEVICES) {
+        return 0;
+    }
+    return atomic_load(&g_ctx_per_dev[device]) > 0 && atomic_load(&g_primary_per_dev[device]) == 0 ? 1u : 0u;
+}
 
 mock_context *core_ctx_create(int32_t device, bool primary)
 {
@@ -94,6 +118,7 @@ mock_context *core_ctx_create(int32_t device, bool primary)
     bool ok = core_registry_insert(&g_reg, ctx);
     if (ok) {
         ctx->id = g_next_id++;
+        count_context(ctx, 1);
     }
     pthread_mutex_unlock(&g_reg_lock);
     core_stat_add(device, MOCK_STAT_CONTEXTS, 1);
@@ -129,6 +154,7 @@ void core_ctx_destroy(mock_context *ctx)
     bool was_registered = core_registry_erase(&g_reg, ctx);
     if (was_registered) {
         atomic_fetch_add(&g_epoch, 1);
+        count_context(ctx, -1);
     }
     pthread_mutex_unlock(&g_reg_lock);
     if (!was_registered) {

@@ -389,6 +389,12 @@ MOCK_HIDDEN mock_context *core_ctx_current(void);
 MOCK_HIDDEN aclError core_ctx_require(const char *func, mock_context **out);
 MOCK_HIDDEN int32_t core_ctx_device(const mock_context *ctx);
 MOCK_HIDDEN mock_stream *core_ctx_default_stream(mock_context *ctx);
+/* Streams `device` occupies besides the streams of the stream subsystem: 1 while the
+ * device has contexts but no primary (default) context - the device's own stream, which
+ * a primary context uses as its default stream - else 0. Doc 06_stream_management.md,
+ * aclrtGetStreamAvailableNum: the first aclrtCreateContext without aclrtSetDevice
+ * occupies 2 streams (its default stream and the device's). */
+MOCK_HIDDEN uint32_t core_device_hidden_streams(int32_t device);
 /* (core, additive) ACL_STOP_ON_FAILURE "applies to all streams of that
  * context" (acl_abi.md §5.4): set by aclrtSetStreamFailureMode on any stream
  * of ctx, read by every stream of ctx. */

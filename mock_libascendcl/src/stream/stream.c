@@ -569,8 +569,9 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
     core_cond_init(&s->work_cv);
     core_cond_init(&s->done_cv);
 
+    uint32_t hidden = core_device_hidden_streams(dev);
     pthread_mutex_lock(&g_reg_mu);
-    if (g_live_per_dev[dev] >= STREAM_MAX_PER_DEVICE) {
+    if (g_live_per_dev[dev] + hidden >= STREAM_MAX_PER_DEVICE) {
         pthread_mutex_unlock(&g_reg_mu);
         stream_free(s);
         return core_error(func, ACL_ERROR_RT_NO_STREAM_RESOURCE,
@@ -1363,6 +1364,7 @@ aclError aclrtGetStreamAvailableNum(uint32_t *streamCount)
     pthread_mutex_lock(&g_reg_mu);
     uint32_t used = (dev >= 0 && dev < MOCK_MAX_DEVICES) ? g_live_per_dev[dev] : 0;
     pthread_mutex_unlock(&g_reg_mu);
+    used += core_device_hidden_streams(dev);
     *streamCount = used >= STREAM_MAX_PER_DEVICE ? 0 : STREAM_MAX_PER_DEVICE - used;
     return ACL_SUCCESS;
 }
