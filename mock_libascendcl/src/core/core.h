@@ -113,6 +113,7 @@ typedef struct mock_config {
     char cann_version[128];              /* ASCEND_MOCK_CANN_VERSION, default below */
     bool isolation;                      /* ASCEND_MOCK_ISOLATION=1 */
     bool leak_report;                    /* ASCEND_MOCK_LEAK_REPORT=1: print at aclFinalize */
+    uint64_t op_timeout_interval_us;     /* ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US (aclrtGetOpTimeOutInterval) */
 } mock_config;
 
 MOCK_HIDDEN const mock_config *core_config_get(void);

@@ -60,12 +60,15 @@ static const soc_profile *profile(void)
 /* ------------------------------------------------------------ device table */
 
 #define DEV_LIMIT_COUNT 5 /* aclrtDeviceLimit: SIMT_STACK_SIZE .. SIMT_PRINTF_FIFO_SIZE */
-#define DEV_LIMIT_STACK_ALIGN 16 /* the three stack sizes are rounded up to this (bytes) */
+#define DEV_LIMIT_SIMT_ALIGN 16             /* SIMT stack sizes: rounded up to 16 bytes (mock choice) */
+#define DEV_LIMIT_SIMD_STACK_ALIGN (16 * 1024) /* doc 25-02 aclrtDeviceLimit: 16 KiB multiples */
+#define DEV_LIMIT_SIMD_STACK_MIN (32 * 1024)   /* doc 25-02: values <= 32 KiB are taken as 32768 */
+#define DEV_LIMIT_SIMD_FIFO_ALIGN 8            /* doc 25-02: SIMD printf FIFO, multiple of 8 bytes */
 static const size_t k_limit_default[DEV_LIMIT_COUNT] = {
-    1024,        /* ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE */
+    1024,        /* ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE (not on Atlas A2/A3) */
     1024,        /* ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE */
     32 * 1024,   /* ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE */
-    1024 * 1024, /* ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE */
+    32 * 1024,   /* ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE (doc 25-02: 32768) */
     1024 * 1024, /* ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE */
 };
 
@@ -1076,12 +1079,63 @@ aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPriority, int32_t *grea
 
 /* aclrtDeviceGetLimit / aclrtDeviceSetLimit: process-wide values that need no device or
  * context (they may be set before the first aclrtSetDevice and apply to every device);
- * never set = the default of k_limit_default. Mock choice (README): the three stack
- * sizes are rounded up to a multiple of 16 bytes, the printf FIFO sizes are kept as
- * given; aclFinalize restores the defaults. */
+ * never set = the default of k_limit_default; aclFinalize restores the defaults.
+ * Doc 25-02_Enumerations.md, aclrtDeviceLimit:
+ *  - SIMD printf FIFO per core: default 32768, rounded up to a multiple of 8 (1025 -> 1032);
+ *  - SIMD stack size: rounded up to a multiple of 16 KiB, values <= 32 KiB give 32768;
+ *  - ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE is not supported on Atlas A2/A3
+ *    (ACL_ERROR_RT_FEATURE_NOT_SUPPORT), for Get and Set alike.
+ * Mock choices (README, the reference is silent): the two SIMT stack sizes are rounded up
+ * to 16 bytes, the SIMT printf FIFO is kept as given, 0 is ACL_ERROR_INVALID_PARAM. */
 static bool limit_valid(aclrtDeviceLimit limit)
 {
     return (int)limit >= 0 && (int)limit < DEV_LIMIT_COUNT;
+}
+
+/* Atlas A2/A3 training/inference parts (Ascend910B*, Ascend910_93*). */
+static bool soc_is_a2_a3(void)
+{
+    const char *soc = core_config_get()->soc_name;
+    return strncmp(soc, "Ascend910B", 10) == 0 || strncmp(soc, "Ascend910_93", 12) == 0;
+}
+
+/* ACL_ERROR_RT_FEATURE_NOT_SUPPORT (recorded) for a limit this SoC does not have, else 0. */
+static aclError limit_supported(const char *fn, aclrtDeviceLimit limit)
+{
+    if ((int)limit == ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE && soc_is_a2_a3()) {
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE is not supported on %s (Atlas A2/A3)",
+                          core_config_get()->soc_name);
+    }
+    return ACL_SUCCESS;
+}
+
+/* The value a set stores: `value` rounded as the limit requires, or 0 when rounding
+ * would overflow. */
+static size_t limit_round(aclrtDeviceLimit limit, size_t value)
+{
+    size_t align = 1;
+    switch ((int)limit) {
+    case ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE:
+    case ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE:
+        align = DEV_LIMIT_SIMT_ALIGN;
+        break;
+    case ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE:
+        if (value <= DEV_LIMIT_SIMD_STACK_MIN) {
+            return DEV_LIMIT_SIMD_STACK_MIN;
+        }
+        align = DEV_LIMIT_SIMD_STACK_ALIGN;
+        break;
+    case ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE:
+        align = DEV_LIMIT_SIMD_FIFO_ALIGN;
+        break;
+    default: /* ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE: as given */
+        return value;
+    }
+    if (value > SIZE_MAX - (align - 1)) {
+        return 0;
+    }
+    return (value + align - 1) / align * align;
 }
 
 aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value)
@@ -1093,6 +1147,10 @@ aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value)
                           (int)limit);
     }
     MOCK_ENTER(fn);
+    aclError rc = limit_supported(fn, limit);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
     size_t v = atomic_load(&g_limits[limit]);
     *value = v != 0 ? v : k_limit_default[limit];
     return ACL_SUCCESS;
@@ -1105,47 +1163,72 @@ aclError aclrtDeviceSetLimit(aclrtDeviceLimit limit, size_t value)
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
                           (int)limit);
     }
-    bool stack = (int)limit <= ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE;
-    if (value == 0 || (stack && value > SIZE_MAX - (DEV_LIMIT_STACK_ALIGN - 1))) {
+    size_t rounded = value == 0 ? 0 : limit_round(limit, value);
+    if (rounded == 0) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%zu) is %s", value,
                           value == 0 ? "0" : "too large");
     }
     MOCK_ENTER(fn);
-    if (stack) {
-        value = (value + DEV_LIMIT_STACK_ALIGN - 1) / DEV_LIMIT_STACK_ALIGN * DEV_LIMIT_STACK_ALIGN;
+    aclError rc = limit_supported(fn, limit);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
-    atomic_store(&g_limits[limit], value);
+    atomic_store(&g_limits[limit], rounded);
     return ACL_SUCCESS;
 }
 
 /* ------------------------------------------------------------ op timeouts */
-/* Process-wide. The simulated hardware counts in 1 ms steps up to 547 s (the maximum
- * torch_npu assumes, acl_abi.md §1.2); 0 means "the maximum". */
+/* Process-wide. Doc 12_execution_control.md, the API reference of each function (where it
+ * and the other documents disagree the mock follows it):
+ *  - aclrtGetOpExecuteTimeout before any set: the default, 1091 s (returned in ms);
+ *  - the hardware counts in steps of aclrtGetOpTimeOutInterval microseconds, at most 254
+ *    of them: a set rounds up to the interval and clamps to 254 x interval;
+ *  - aclrtSetOpExecuteTimeOutV2(0) means the maximum, and "never" (UINT64_MAX) when the
+ *    interval is below 100000 us.
+ * acl_abi.md §1.2 records that torch_npu sets 547 s (kMaxOpExecuteTimeOut): a value it
+ * chooses, below the A2/A3 maximum, not the runtime's maximum (the mock used to cap at
+ * 547 s). The interval is ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US (default 4294967 us, 2^32 ns:
+ * 254 steps = 1090.9 s, the documented 1091 s of Atlas A2/A3). V1 (seconds) and WithMs
+ * follow the same rules after converting to microseconds. */
 
-#define OP_TIMEOUT_INTERVAL_US 1000ull
-#define OP_TIMEOUT_MAX_US (547ull * 1000ull * 1000ull)
+#define OP_TIMEOUT_DEFAULT_MS 1091000u
+#define OP_TIMEOUT_MAX_STEPS 254u
+#define OP_TIMEOUT_NEVER_BELOW_US 100000u
+#define OP_TIMEOUT_NEVER UINT64_MAX
 
-static atomic_ullong g_op_timeout_us = OP_TIMEOUT_MAX_US;
+/* 0 = never set (aclrtGetOpExecuteTimeout answers the default); else microseconds. */
+static atomic_ullong g_op_timeout_us;
 
-static uint64_t round_timeout_us(uint64_t us)
+static uint64_t op_interval_us(void)
 {
-    if (us == 0 || us > OP_TIMEOUT_MAX_US) {
-        return OP_TIMEOUT_MAX_US;
+    return core_config_get()->op_timeout_interval_us;
+}
+
+/* The timeout (us) the hardware applies for a request of `us` microseconds. */
+static uint64_t op_timeout_actual_us(uint64_t us)
+{
+    uint64_t step = op_interval_us();
+    uint64_t max = OP_TIMEOUT_MAX_STEPS * step; /* config keeps step <= UINT64_MAX / 254 */
+    if (us == 0) {
+        return step < OP_TIMEOUT_NEVER_BELOW_US ? OP_TIMEOUT_NEVER : max;
     }
-    return (us + OP_TIMEOUT_INTERVAL_US - 1) / OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_INTERVAL_US;
+    if (us >= max) {
+        return max;
+    }
+    return (us + step - 1) / step * step;
 }
 
 aclError aclrtSetOpExecuteTimeOut(uint32_t timeout)
 {
     MOCK_ENTER("aclrtSetOpExecuteTimeOut");
-    atomic_store(&g_op_timeout_us, round_timeout_us((uint64_t)timeout * 1000000ull));
+    atomic_store(&g_op_timeout_us, op_timeout_actual_us((uint64_t)timeout * 1000000ull));
     return ACL_SUCCESS;
 }
 
 aclError aclrtSetOpExecuteTimeOutWithMs(uint32_t timeout)
 {
     MOCK_ENTER("aclrtSetOpExecuteTimeOutWithMs");
-    atomic_store(&g_op_timeout_us, round_timeout_us((uint64_t)timeout * 1000ull));
+    atomic_store(&g_op_timeout_us, op_timeout_actual_us((uint64_t)timeout * 1000ull));
     return ACL_SUCCESS;
 }
 
@@ -1154,7 +1237,7 @@ aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout, uint64_t *actualTimeout)
     static const char fn[] = "aclrtSetOpExecuteTimeOutV2";
     MOCK_REQUIRE_NONNULL(fn, actualTimeout);
     MOCK_ENTER(fn);
-    uint64_t actual = round_timeout_us(timeout);
+    uint64_t actual = op_timeout_actual_us(timeout);
     atomic_store(&g_op_timeout_us, actual);
     *actualTimeout = actual;
     return ACL_SUCCESS;
@@ -1165,7 +1248,9 @@ aclError aclrtGetOpExecuteTimeout(uint32_t *const timeoutMs)
     static const char fn[] = "aclrtGetOpExecuteTimeout";
     MOCK_REQUIRE_NONNULL(fn, timeoutMs);
     MOCK_ENTER(fn);
-    *timeoutMs = (uint32_t)(atomic_load(&g_op_timeout_us) / 1000ull);
+    uint64_t us = atomic_load(&g_op_timeout_us);
+    uint64_t ms = us == 0 ? OP_TIMEOUT_DEFAULT_MS : us / 1000ull;
+    *timeoutMs = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms; /* "never" reads as UINT32_MAX */
     return ACL_SUCCESS;
 }
 
@@ -1174,6 +1259,6 @@ aclError aclrtGetOpTimeOutInterval(uint64_t *interval)
     static const char fn[] = "aclrtGetOpTimeOutInterval";
     MOCK_REQUIRE_NONNULL(fn, interval);
     MOCK_ENTER(fn);
-    *interval = OP_TIMEOUT_INTERVAL_US;
+    *interval = op_interval_us();
     return ACL_SUCCESS;
 }
