@@ -20,8 +20,6 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "stream/stream.h"
-#include "mem/mem.h"
 #include "core/core_private.h"
 
 /* ------------------------------------------------------------ SoC profiles */
@@ -73,7 +71,7 @@ static const size_t k_limit_default[DEV_LIMIT_COUNT] = {
 };
 
 typedef struct mock_device {
-    pthread_mutex_t lock;
+    mock_mutex lock;
     uint32_t set_count;       /* aclrtSetDevice references */
     mock_context *primary;    /* default context while set_count > 0 */
     uint32_t res_limit[2];    /* ACL_RT_DEV_RES_CUBE_CORE, ACL_RT_DEV_RES_VECTOR_CORE */
@@ -98,7 +96,7 @@ static void reset_limits_locked(mock_device *d)
 static void dev_init(void)
 {
     for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
-        pthread_mutex_init(&g_dev[i].lock, NULL);
+        core_mutex_init(&g_dev[i].lock, MOCK_LOCK_DEVICE);
         reset_limits_locked(&g_dev[i]);
         atomic_init(&g_lost[i], core_config_lost_code(i));
     }
@@ -245,17 +243,17 @@ typedef struct cb_list {
     size_t count;
 } cb_list;
 
-static pthread_mutex_t g_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_cb_lock = MOCK_MUTEX_INIT(MOCK_LOCK_DEVICE_CALLBACKS);
 static cb_list g_state_cbs;
 static cb_list g_abort_cbs;
 
 /* Copies the list under the lock so that the callbacks run without it; returns the count. */
 static size_t cb_snapshot(const cb_list *l, named_cb *snap)
 {
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t n = l->count;
     memcpy(snap, l->cbs, n * sizeof snap[0]);
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     return n;
 }
 
@@ -263,6 +261,7 @@ static void fire_state(int32_t device, aclrtDeviceState state)
 {
     named_cb snap[MAX_CALLBACKS];
     size_t n = cb_snapshot(&g_state_cbs, snap);
+    core_lock_check_none("calling a device state callback");
     for (size_t i = 0; i < n; i++) {
         snap[i].fn.state((uint32_t)device, state, snap[i].args);
     }
@@ -272,6 +271,7 @@ static void fire_abort(int32_t device, aclrtDeviceTaskAbortStage stage, uint32_t
 {
     named_cb snap[MAX_CALLBACKS];
     size_t n = cb_snapshot(&g_abort_cbs, snap);
+    core_lock_check_none("calling a task-abort callback");
     for (size_t i = 0; i < n; i++) {
         (void)snap[i].fn.abort(device, stage, timeout, snap[i].args);
     }
@@ -295,7 +295,7 @@ static aclError cb_register(const char *fn, cb_list *l, const char *regName, boo
     }
     MOCK_ENTER(fn);
     aclError rc = ACL_SUCCESS;
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t i = 0;
     while (i < l->count && strcmp(l->cbs[i].name, regName) != 0) {
         i++;
@@ -313,7 +313,7 @@ static aclError cb_register(const char *fn, cb_list *l, const char *regName, boo
     } else {
         rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
     }
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "too many %s callbacks (max %d)", what, MAX_CALLBACKS);
     }
@@ -356,6 +356,46 @@ aclError aclrtGetDeviceCount(uint32_t *count)
     return ACL_SUCCESS;
 }
 
+/* Makes the primary (default) context of `device` the calling thread's current context,
+ * creating it when the device has none, and gives it one more aclrtSetDevice reference
+ * when `take_ref` or when this call created it. Creating starts the default stream's
+ * worker thread, so it runs without the device lock: of threads racing to create one,
+ * the first to publish it wins and the others destroy theirs. NULL when it cannot be
+ * created. */
+static mock_context *primary_bind(int32_t device, bool take_ref)
+{
+    mock_device *d = &g_dev[device];
+    mock_context *spare = NULL;
+    mock_context *ctx = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        core_mutex_lock(&d->lock);
+        bool created = d->primary == NULL && spare != NULL;
+        if (created) {
+            d->primary = spare;
+            spare = NULL;
+        }
+        ctx = d->primary;
+        if (ctx != NULL) {
+            if (take_ref || created) {
+                d->set_count++;
+            }
+            core_ctx_set_current(ctx);
+        }
+        core_mutex_unlock(&d->lock);
+        if (ctx != NULL) {
+            break;
+        }
+        spare = core_ctx_create(device, true);
+        if (spare == NULL) {
+            break;
+        }
+    }
+    if (spare != NULL) {
+        core_ctx_destroy(spare); /* another thread published its context first */
+    }
+    return ctx;
+}
+
 aclError aclrtSetDevice(int32_t deviceId)
 {
     static const char fn[] = "aclrtSetDevice";
@@ -366,19 +406,10 @@ aclError aclrtSetDevice(int32_t deviceId)
     MOCK_ENTER(fn);
     ensure_init();
     fire_state(deviceId, ACL_RT_DEVICE_STATE_SET_PRE);
-    mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
-    if (d->primary == NULL) {
-        d->primary = core_ctx_create(deviceId, true);
-        if (d->primary == NULL) {
-            pthread_mutex_unlock(&d->lock);
-            return core_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
-                              "could not create the default context of device %d", deviceId);
-        }
+    if (primary_bind(deviceId, true) == NULL) {
+        return core_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
+                          "could not create the default context of device %d", deviceId);
     }
-    d->set_count++;
-    core_ctx_set_current(d->primary);
-    pthread_mutex_unlock(&d->lock);
     fire_state(deviceId, ACL_RT_DEVICE_STATE_SET_POST);
     return ACL_SUCCESS;
 }
@@ -398,30 +429,32 @@ static aclError reset_device(const char *fn, int32_t deviceId, bool force)
     ensure_init();
     mock_device *d = &g_dev[deviceId];
     mock_context *victim = NULL;
-    pthread_mutex_lock(&d->lock);
-    if (d->set_count == 0) {
-        pthread_mutex_unlock(&d->lock);
-        return core_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
-                          "device %d is not set (no aclrtSetDevice reference left to release)",
-                          deviceId);
-    }
+    core_mutex_lock(&d->lock);
     bool tears_down = force || d->set_count == 1;
-    if (tears_down && stream_self_in_context(d->primary)) {
-        pthread_mutex_unlock(&d->lock);
-        /* the default context's streams are drained: the calling task's stream
-         * would wait for itself */
-        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "called from a task of a stream of device %d's default context: releasing the "
-                          "device would wait for that task (deadlock)", deviceId);
-    }
-    if (tears_down) {
+    /* the default context's streams are drained: a calling task's stream would wait
+     * for itself */
+    bool not_set = d->set_count == 0;
+    bool self = !not_set && tears_down && core_worker_in_context(d->primary);
+    if (not_set || self) {
+        /* refused: nothing changes */
+    } else if (tears_down) {
         d->set_count = 0;
         victim = d->primary;
         d->primary = NULL;
     } else {
         d->set_count--;
     }
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
+    if (not_set) {
+        return core_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
+                          "device %d is not set (no aclrtSetDevice reference left to release)",
+                          deviceId);
+    }
+    if (self) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "called from a task of a stream of device %d's default context: releasing the "
+                          "device would wait for that task (deadlock)", deviceId);
+    }
     fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_PRE);
     if (victim != NULL) {
         /* Outside the device lock: draining streams may run user callbacks. */
@@ -468,20 +501,7 @@ mock_context *core_default_device_bind(void)
         return NULL;
     }
     ensure_init();
-    mock_device *d = &g_dev[dev];
-    pthread_mutex_lock(&d->lock);
-    if (d->primary == NULL) {
-        d->primary = core_ctx_create(dev, true);
-        if (d->primary != NULL) {
-            d->set_count++;
-        }
-    }
-    mock_context *ctx = d->primary;
-    if (ctx != NULL) {
-        core_ctx_set_current(ctx);
-    }
-    pthread_mutex_unlock(&d->lock);
-    return ctx;
+    return primary_bind(dev, false);
 }
 
 aclError aclrtGetDevice(int32_t *deviceId)
@@ -515,9 +535,9 @@ aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t *flags, int32_t *act
     MOCK_ENTER(fn);
     ensure_init();
     mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     *active = d->primary != NULL ? 1 : 0;
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     if (flags != NULL) {
         *flags = 0;
     }
@@ -529,11 +549,11 @@ void core_devices_finalize(void)
     ensure_init();
     for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
         mock_device *d = &g_dev[i];
-        pthread_mutex_lock(&d->lock);
+        core_mutex_lock(&d->lock);
         d->set_count = 0;
         d->primary = NULL; /* destroyed below with every other context */
         reset_limits_locked(d);
-        pthread_mutex_unlock(&d->lock);
+        core_mutex_unlock(&d->lock);
     }
     for (int i = 0; i < DEV_LIMIT_COUNT; i++) {
         atomic_store(&g_limits[i], 0);
@@ -544,8 +564,9 @@ void core_devices_finalize(void)
 
 /* ------------------------------------------------------------ synchronize */
 
-/* Waits for every stream of the current context (fault hook and timeout check done by
- * stream_sync_with_timeout). */
+/* Waits for the work of the current context: every subsystem's ctx_sync hook (the
+ * stream subsystem waits for its streams). Fault hook and timeout check done by
+ * core_sync_with_timeout. */
 static aclError sync_current_context(const char *fn, void *unused, int64_t timeout_ms)
 {
     (void)unused;
@@ -554,11 +575,11 @@ static aclError sync_current_context(const char *fn, void *unused, int64_t timeo
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (stream_self_in_context(ctx)) {
+    if (core_worker_in_context(ctx)) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of the current context: it would wait for itself");
     }
-    rc = stream_sync_context(ctx, timeout_ms);
+    rc = core_subsystems_ctx_sync(ctx, timeout_ms);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
         return core_error(fn, rc, "the streams of the current context did not finish within %lld ms",
                           (long long)timeout_ms);
@@ -571,12 +592,12 @@ static aclError sync_current_context(const char *fn, void *unused, int64_t timeo
 
 aclError aclrtSynchronizeDevice(void)
 {
-    return stream_sync_with_timeout("aclrtSynchronizeDevice", NULL, -1, sync_current_context);
+    return core_sync_with_timeout("aclrtSynchronizeDevice", NULL, -1, sync_current_context);
 }
 
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
 {
-    return stream_sync_with_timeout("aclrtSynchronizeDeviceWithTimeout", NULL, timeout, sync_current_context);
+    return core_sync_with_timeout("aclrtSynchronizeDeviceWithTimeout", NULL, timeout, sync_current_context);
 }
 
 #define TASK_ABORT_MAX_MS (36u * 60u * 1000u)
@@ -593,22 +614,22 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
                           "argument 'timeout' (%u ms) exceeds 36 minutes", timeout);
     }
     MOCK_ENTER(fn);
-    if (stream_self_on_device(deviceId)) {
+    if (core_worker_on_device(deviceId)) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of device %d: the abort would wait for that task",
                           deviceId);
     }
     fire_abort(deviceId, ACL_RT_DEVICE_TASK_ABORT_PRE, timeout);
     /* Every stream of every context of the device drops its pending tasks and has
-     * its blocked tasks interrupted (stream.c); then the running tasks get `timeout`
-     * to return. */
+     * its blocked tasks interrupted (the ctx_abort hooks: stream.c); then the running
+     * tasks get `timeout` to return. */
     size_t n = 0;
     mock_context **ctxs = core_ctx_collect(deviceId, &n);
     aclError result = ACL_SUCCESS;
     int32_t wait_ms = timeout == 0 ? -1 : (int32_t)timeout;
     for (size_t i = 0; i < n; i++) {
-        stream_abort_context(ctxs[i]);
-        aclError r = stream_sync_context(ctxs[i], wait_ms);
+        core_subsystems_ctx_abort(ctxs[i]);
+        aclError r = core_subsystems_ctx_sync(ctxs[i], wait_ms);
         if (result == ACL_SUCCESS && r != ACL_SUCCESS) {
             result = r;
         }
@@ -741,37 +762,6 @@ aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatu
                           "argument 'devFeatureType' (%d) is not an aclrtDevFeatureType",
                           (int)devFeatureType);
     }
-}
-
-aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities,
-                                              const aclrtAtomicOperation *operations,
-                                              const uint32_t count, int32_t deviceId)
-{
-    static const char fn[] = "aclrtDeviceGetHostAtomicCapabilities";
-    if (capabilities == NULL || operations == NULL) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
-                          capabilities == NULL ? "capabilities" : "operations");
-    }
-    if (count == 0) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
-    }
-    aclError rc = core_device_check(fn, deviceId);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    for (uint32_t i = 0; i < count; i++) {
-        int op = (int)operations[i];
-        if (!mem_atomic_op_valid(op)) {
-            return core_error(fn, ACL_ERROR_INVALID_PARAM,
-                              "operations[%u] (%d) is not an aclrtAtomicOperation", i, op);
-        }
-    }
-    /* The simulated device and the host share no coherent atomics. */
-    for (uint32_t i = 0; i < count; i++) {
-        capabilities[i] = 0;
-    }
-    return ACL_SUCCESS;
 }
 
 aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *utilizationInfo)
@@ -1013,9 +1003,9 @@ aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
     MOCK_ENTER(fn);
     ensure_init();
     mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     *value = d->res_limit[type];
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     return ACL_SUCCESS;
 }
 
@@ -1039,9 +1029,9 @@ aclError aclrtSetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
     MOCK_ENTER(fn);
     ensure_init();
     mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     d->res_limit[type] = value;
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     return ACL_SUCCESS;
 }
 
@@ -1056,10 +1046,10 @@ aclError aclrtResetDeviceResLimit(int32_t deviceId)
     ensure_init();
     const soc_profile *p = profile();
     mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     d->res_limit[0] = (uint32_t)p->aicore;
     d->res_limit[1] = (uint32_t)p->vector;
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     return ACL_SUCCESS;
 }
 
