@@ -11,8 +11,10 @@ built as ``Debug`` and ``Release`` (no tests run there) to catch build-type spec
 warnings.
 
 The source layout rules of mock_libascendcl/src (one folder per subsystem, function
-prefixes matching the declaring header, private headers used only in their folder; see
-the mock README "Source layout") are checked without a build.
+prefixes matching the declaring header, private headers used only in their folder, the
+layer order and its one allowed upward call, every lock in src/core/lock_order.h with a
+stress test per nesting pair, one unlock in functions with many exits; see the mock
+README "Source layout") are checked without a build.
 
 Selection: the sanitizer runs carry the ``asan`` / ``tsan`` marks and their ids contain
 the configuration name, e.g. ``pytest tests/test_mock_c.py -k "plain"`` or

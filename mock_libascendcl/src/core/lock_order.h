@@ -8,20 +8,23 @@
  *   hold" set. Every lock of a "may hold" set comes earlier in MOCK_LOCK_TABLE, so the
  *   table order is the one lock order: locks are always taken top to bottom, and no
  *   two threads can wait for each other. Two locks of the same class (two streams,
- *   two events) are never held together. No lock is held while user code runs
- *   (callbacks, host functions, stream tasks), and a condition wait is only done on
- *   the innermost lock the thread holds.
+ *   two events) are never held together; a lock is never taken again by its holder,
+ *   except a recursive mutex (LIFECYCLE) and a read lock taken shared again (the
+ *   write gate: two access brackets). No lock is held while user code runs
+ *   (callbacks, host functions, stream tasks) except MOCK_LOCK_LIFECYCLE, and a
+ *   condition wait is only done on the innermost lock the thread holds.
  *
  * Machine-checked
  *   In the test builds (CMake MOCK_LOCK_CHECK, ON with MOCK_BUILD_TESTS) every
  *   core_mutex_lock / core_rwlock_* checks the rule against the locks the calling
- *   thread holds and aborts with both lock names on a violation (core/lock_order.c).
+ *   thread holds, core_lock_check_none runs before user code, and a violation aborts
+ *   with both lock names (core/lock_order.c). tests/c/test_lock_order.c tests that
+ *   checker, checks that the "may hold" sets only name earlier locks, and has a
+ *   stress test for each pair of locks that can nest (run plain, asan and tsan);
  *   tests/test_mock_c.py checks that every lock declared under src/ uses an id of
- *   this table (no raw pthread_mutex_t / pthread_rwlock_t elsewhere), that the "may
- *   hold" sets only name earlier locks, and that each pair of locks that can nest
- *   has a TSAN stress test (tests/c/test_lock_order.c, run in the tsan build).
- *   Release builds (the Python package's copy) compile the wrappers to the plain
- *   pthread calls.
+ *   this table (no raw pthread_mutex_t / pthread_rwlock_t elsewhere), that every
+ *   pair has its stress test, and the single unlock below. Release builds (the
+ *   Python package's copy) compile the wrappers to the plain pthread calls.
  *
  * Adding a lock (a new subsystem: kernels, graphs, IPC, timing, ...)
  *   Add an entry at the place in the table that its nesting requires, with the
@@ -34,7 +37,7 @@
  * Not locks: pthread_once (configuration, device table and condition-variable set-up;
  * their init routines take no lock) and the atomics that counters and flags use.
  * Every function that takes a lock and has more than two exits leaves through one
- * unlock (a `goto out` or a single return path).
+ * unlock: it decides under the lock and reports errors after it (or a `goto out`).
  */
 #ifndef MOCK_LOCK_ORDER_H
 #define MOCK_LOCK_ORDER_H
