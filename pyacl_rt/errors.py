@@ -22,6 +22,7 @@ Hierarchy by ACL code family (first digit of the code)::
     |   +-- ObjectClosedError    a Stream / Event / Context / buffer used after close()
     |   +-- CallbackContextError (also RuntimeError) blocking call inside a host callback
     |   +-- SyncDebugError       (also RuntimeError) blocking call in sync-debug mode "error"
+    |   +-- EventTimingError     (also ValueError) elapsed_time of events without timing
     +-- AclResourceError         2xxxxx  resource errors
     |   +-- AclOutOfMemoryError  (also MemoryError) 207001, 207018, 200000, 245000
     |   +-- FeatureNotSupportedError   207000, 200001, 200006, 207019
@@ -33,6 +34,9 @@ Hierarchy by ACL code family (first digit of the code)::
     +-- LibraryNotFoundError     (also OSError) the loader found no usable library
     +-- ConfigError              (also ValueError) bad PYACL_RT_* environment value
     +-- ForkedProcessError       (also RuntimeError) runtime used in a forked child
+
+Not an :class:`AclError`: :class:`ExtensionNotBuiltError` (an ``ImportError``), raised by
+``import pyacl_rt`` when the compiled extensions are missing (an unbuilt source tree).
 
 Warnings (``UserWarning`` subclasses): :class:`BackendFallbackWarning` - the bundled
 mock is used because no real library was found (``PYACL_RT_BACKEND=auto``);
@@ -67,6 +71,8 @@ __all__ = [
     "BackendFallbackWarning",
     "CallbackContextError",
     "ConfigError",
+    "EventTimingError",
+    "ExtensionNotBuiltError",
     "FeatureNotSupportedError",
     "ForkedProcessError",
     "FunctionNotFoundError",
@@ -467,6 +473,11 @@ class SyncDebugError(AclUsageError, RuntimeError):
     """
 
 
+class EventTimingError(AclUsageError, ValueError):
+    """``Event.elapsed_time`` on events created without ``enable_timing=True`` or never
+    recorded (also a ``ValueError``)."""
+
+
 class AclServiceError(AclError):
     """3xxxxx: storage / sub-health errors."""
 
@@ -564,6 +575,13 @@ class ForkedProcessError(AclError, RuntimeError):
                 "'forkserver') to start worker processes."
             )
         super().__init__(message, function=function, explanation="")
+
+
+class ExtensionNotBuiltError(ImportError):
+    """pyacl_rt's compiled extensions are missing: ``import pyacl_rt`` found a source
+    tree that was never built (or an incomplete installation). The message says which
+    copy was imported, whether an installed copy is shadowed by it, and how to fix it.
+    Not an :class:`AclError` (nothing reached the runtime); an ``ImportError``."""
 
 
 # ------------------------------------------------------------------ warnings
