@@ -38,7 +38,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import errors, lowlevel
+from . import errors
+
+try:
+    from . import lowlevel
+except errors.ExtensionNotBuiltError as _unbuilt:
+    # An unbuilt source tree (typically a checkout that shadows the installed copy).
+    # The command lines that can still help say so themselves instead of a traceback.
+    import sys
+
+    from ._raw._shadow import running_module
+
+    _tool = running_module()
+    if _tool == "pyacl_rt.mock":  # build flags: from the installed copy's bundled mock
+        from . import mock
+
+        raise SystemExit(mock.main(sys.argv[1:])) from None
+    if _tool in ("pyacl_rt", "pyacl_rt.__main__", "pyacl_rt.cli"):
+        sys.stderr.write(f"pyacl-rt: error: ExtensionNotBuiltError: {_unbuilt}\n")
+        raise SystemExit(1) from None
+    raise
+
 from ._allocator import (
     caching_allocator,
     caching_allocator_alloc,

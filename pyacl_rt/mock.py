@@ -60,9 +60,28 @@ REPORT_LAST_FINALIZE = 1
 
 
 # -------------------------------------------------------------- build flags
+def _is_built_prefix(path: Path) -> bool:
+    return (path / "include" / "acl" / "acl.h").is_file() and (
+        path / "lib64" / "libascendcl.so"
+    ).is_file()
+
+
 def prefix() -> Path:
-    """Install prefix of the bundled mock (``include/`` and ``lib64/`` below it)."""
-    return bundled_mock_dir()
+    """Install prefix of the bundled mock (``include/`` and ``lib64/`` below it).
+
+    Normally this package's own ``_mock``. In a source checkout that was never built
+    (run from inside the checkout after ``pip install .``, which installed a built copy
+    elsewhere), the bundled mock of that installed copy: the build flags need no
+    compiled extension."""
+    own = bundled_mock_dir()
+    if _is_built_prefix(own):
+        return own
+    from ._raw._shadow import other_installations
+
+    for package_dir in other_installations():
+        if _is_built_prefix(package_dir / "_mock"):
+            return package_dir / "_mock"
+    return own
 
 
 def include_dir() -> Path:
@@ -97,7 +116,14 @@ def _check_built() -> None:
         raise SystemExit(
             "pyacl_rt.mock: the bundled mock is not built (missing "
             + ", ".join(map(str, missing))
-            + "); reinstall pyacl_rt with `pip install .` or `pip install -e .`"
+            + "); build this copy in place with `pip install -e .` in the checkout "
+            "(or install pyacl_rt with `pip install .` and run from another directory)"
+        )
+    if prefix() != bundled_mock_dir():
+        # Say which mock the flags point at: not the checkout's (never built).
+        sys.stderr.write(
+            f"pyacl_rt.mock: note: {bundled_mock_dir().parent} is an unbuilt source tree; "
+            f"using the bundled mock of the pyacl_rt installed in {prefix().parent.parent}\n"
         )
 
 

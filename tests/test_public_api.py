@@ -863,6 +863,126 @@ def test_unbuilt_source_tree_says_how_to_build(missing: str) -> None:
     assert f"`pip install -e .` in {REPO}" in message
 
 
+def _unbuilt_checkout(root: Path) -> Path:
+    """A copy of this checkout as after ``git clone`` + ``pip install .``: the Python
+    sources of pyacl_rt and setup.py, no compiled extension, no bundled mock. The
+    package this test suite imports (built) plays the installed copy it shadows."""
+    pkg = Path(npu.__file__).resolve().parent
+    for src in pkg.rglob("*.py"):
+        if "_mock" in src.relative_to(pkg).parts:
+            continue
+        dst = root / "pyacl_rt" / src.relative_to(pkg)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(src.read_bytes())
+    (root / "setup.py").write_text("# the checkout's setup.py\n")
+    return root
+
+
+def test_checkout_shadowing_the_installed_package_says_so(tmp_path: Path) -> None:
+    """Issue 14 item 1: inside a fresh checkout, after ``pip install .``, Python imports
+    the unbuilt ``./pyacl_rt``. The error says exactly that (which copy, which one it
+    hides, why) and gives the two ways out; ``python -m pyacl_rt`` says it in one
+    message without a traceback. (Before: "run `pip install .`", which they just did.)"""
+    checkout = _unbuilt_checkout(tmp_path / "checkout")
+    installed = Path(npu.__file__).resolve().parent
+    (checkout / "myscript.py").write_text("import pyacl_rt\nprint(pyacl_rt.device_count())\n")
+    env = _env()
+    for cmd in (["myscript.py"], ["-c", "import pyacl_rt"]):
+        proc = subprocess.run(
+            [sys.executable, *cmd], cwd=checkout, env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 1, proc.stdout
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("pyacl_rt.errors.ExtensionNotBuiltError: Python imported the ")
+        assert f"source tree {checkout / 'pyacl_rt'} instead of the pyacl_rt installed in " in last
+        assert f"{installed.parent}: {checkout} comes first on sys.path" in last
+        assert "shadows the installed package" in last
+        assert f"run from another directory (`cd` out of {checkout})" in last
+        assert f"`pip install -e .` in {checkout}" in last
+        assert "run `pip install .`" not in last and "install the package with" not in last
+
+    cli = subprocess.run(
+        [sys.executable, "-m", "pyacl_rt", "info"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert cli.returncode == 1 and cli.stdout == ""
+    assert "Traceback" not in cli.stderr and len(cli.stderr.splitlines()) == 1
+    assert cli.stderr.startswith("pyacl-rt: error: ExtensionNotBuiltError: Python imported")
+    assert "`cd` out of" in cli.stderr and "`pip install -e .`" in cli.stderr
+
+
+def test_mock_build_flags_work_from_an_unbuilt_checkout(tmp_path: Path) -> None:
+    """The README's C build command, ``cc prog.c $(python -m pyacl_rt.mock --cflags
+    --libs)``, works from inside the checkout: the flags need no compiled extension and
+    point at the installed copy's bundled mock (a note on stderr says so)."""
+    checkout = _unbuilt_checkout(tmp_path / "checkout")
+    installed = Path(npu.__file__).resolve().parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyacl_rt.mock", "--cflags", "--libs", "--cmake-prefix"],
+        cwd=checkout,
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    prefix = installed / "_mock"
+    flags = proc.stdout.split()
+    assert flags[0] == f"-I{prefix / 'include'}" and f"-L{prefix / 'lib64'}" in flags
+    assert flags[-1] == str(prefix)
+    assert proc.stderr == (
+        f"pyacl_rt.mock: note: {checkout / 'pyacl_rt'} is an unbuilt source tree; using "
+        f"the bundled mock of the pyacl_rt installed in {installed.parent}\n"
+    )
+    usage = subprocess.run(
+        [sys.executable, "-m", "pyacl_rt.mock"], cwd=checkout, env=_env(), capture_output=True
+    )
+    assert usage.returncode == 2 and b"--cflags" in usage.stderr
+
+
+def test_unbuilt_checkout_alone_says_how_to_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No other pyacl_rt importable: build in place; ``pip install .`` alone would not
+    help from there (it is not what Python imports)."""
+    from pyacl_rt._raw import _shadow
+
+    pkg = _unbuilt_checkout(tmp_path / "checkout") / "pyacl_rt"
+    # this test suite's own (built) package is what the unbuilt copy would hide
+    assert _shadow.other_installations(pkg)[0] == Path(npu.__file__).resolve().parent
+    assert not _shadow.is_built(pkg) and _shadow.is_built(Path(npu.__file__).resolve().parent)
+    monkeypatch.setattr(_shadow, "other_installations", lambda package_dir: [])
+    text = _shadow.unbuilt_message("boom", pkg)
+    assert text.startswith(f"pyacl_rt is imported from the source tree {pkg}, whose compiled")
+    assert f"`pip install -e .` in {pkg.parent}" in text and text.endswith("(import error: boom)")
+    assert "does not import it while" in text
+    (pkg.parent / "setup.py").unlink()  # an installed copy that lost its extensions
+    assert f"the installation in {pkg} is incomplete" in _shadow.unbuilt_message("boom", pkg)
+
+
+@pytest.mark.parametrize(
+    "orig,argv,expected",
+    [
+        (["py", "-m", "pyacl_rt.mock", "--cflags"], ["-m", "--cflags"], "pyacl_rt.mock"),
+        (["py", "-X", "dev", "-m", "pyacl_rt"], ["-m"], "pyacl_rt"),
+        (["py", "-mpyacl_rt.cli", "info"], ["-m", "info"], "pyacl_rt.cli"),
+        (["py", "-Im", "pyacl_rt.mock"], ["-m"], "pyacl_rt.mock"),
+        (["py", "script.py"], ["script.py"], None),
+        (["py", "-m", "pyacl_rt.mock"], ["/x/pyacl_rt/mock.py"], None),  # already running
+    ],
+)
+def test_running_module(
+    orig: list[str], argv: list[str], expected: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyacl_rt._raw import _shadow
+
+    monkeypatch.setattr(sys, "orig_argv", orig)
+    monkeypatch.setattr(sys, "argv", argv)
+    assert _shadow.running_module() == expected
+
+
 def test_forked_child_raises() -> None:
     code = """
         import os
