@@ -36,6 +36,7 @@ runtime and its build flags: ``python -m pyacl_rt.mock --cflags``; test controls
 
 from __future__ import annotations
 
+from types import FunctionType as _FunctionType
 from typing import TYPE_CHECKING
 
 from . import errors
@@ -258,3 +259,17 @@ __all__ = [
     "synchronize",
     "utilization",
 ]
+
+
+def _present_as_public() -> None:
+    """Classes and functions exported here report ``pyacl_rt`` as their module, not the
+    private one that implements them: ``help()``, tracebacks and reprs show the name to
+    import (``pyacl_rt.Stream``), and pickling by reference resolves through it. Error
+    classes live in (and report) :mod:`pyacl_rt.errors`."""
+    for name in __all__:
+        obj = globals()[name]
+        if isinstance(obj, type | _FunctionType) and obj.__module__.startswith("pyacl_rt._"):
+            obj.__module__ = __name__
+
+
+_present_as_public()

@@ -400,6 +400,26 @@ def test_device_creation_failure_is_typed_and_leaves_nothing(run_python: Any) ->
     assert "OK" in r.stdout
 
 
+def test_is_available_does_not_hide_a_configuration_error(run_python: Any, clean_env: Any) -> None:
+    """Issue 14 item 6: ``PYACL_RT_BACKEND=bogus`` made is_available() return False
+    silently while device_count() raised ConfigError: now both raise it. A missing
+    library is still just False."""
+    code = """
+        import pyacl_rt as npu
+        for f in (npu.is_available, npu.device_count):
+            try:
+                f()
+            except npu.ConfigError as exc:
+                print(f.__name__, "ConfigError", exc.variable)
+    """
+    proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="bogus"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "is_available ConfigError PYACL_RT_BACKEND",
+        "device_count ConfigError PYACL_RT_BACKEND",
+    ]
+
+
 @pytest.mark.parametrize(
     "env_extra",
     [

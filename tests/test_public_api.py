@@ -90,6 +90,33 @@ def test_device_is_a_class_and_stream_a_function() -> None:
         }, name
 
 
+def test_public_names_report_a_public_module() -> None:
+    """Issue 14 item 6: classes and functions exported by pyacl_rt say so in
+    ``__module__`` (help(), tracebacks, reprs: ``pyacl_rt.Stream``, never
+    ``pyacl_rt._stream.Stream``), resolve through it, and pickle by reference."""
+    for name in npu.__all__:
+        obj = getattr(npu, name)
+        if not isinstance(obj, type) and not callable(obj):
+            continue
+        if isinstance(obj, type(npu)):  # the public submodules
+            continue
+        module = obj.__module__
+        assert module in ("pyacl_rt", "pyacl_rt.errors"), (name, module)
+        assert getattr(sys.modules[module], obj.__qualname__) is obj, name
+        assert pickle.loads(pickle.dumps(obj)) is obj, name
+    assert repr(npu.Stream) == "<class 'pyacl_rt.Stream'>"
+    assert repr(npu.EventTimingError) == "<class 'pyacl_rt.errors.EventTimingError'>"
+
+
+def test_device_properties_pickle_and_copy() -> None:
+    """A plain value (it refused pickling before: the slots were set one by one)."""
+    import copy
+
+    props = npu.get_device_properties(0)
+    assert pickle.loads(pickle.dumps(props)) == props
+    assert copy.deepcopy(props) == props and copy.copy(props) == props
+
+
 USER_CODE = """\
 from __future__ import annotations
 

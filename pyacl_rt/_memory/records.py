@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from .. import _releaser, errors
 from .. import _runtime as runtime
 from .._log import get_logger
-from .._state import _CtxRef, _lib, _local, _owner_of, context_close_hooks
+from .._state import _CtxRef, _lib, _local, _owner_of, context_close_hooks, finalized_error
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
 
@@ -166,10 +166,7 @@ def _claim_close(m: _Mem, what: str) -> int:
 
 def _raise_closed(m: _Mem, what: str) -> None:
     if m.dead == "finalized":
-        raise errors.RuntimeFinalizedError(
-            f"this {what} belongs to a runtime that was finalized; its memory was released",
-            explanation="",
-        )
+        raise finalized_error(what, " (its memory was released)")
     if m.dead == "forked":
         raise errors.ForkedProcessError()
     raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
