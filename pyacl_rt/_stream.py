@@ -620,12 +620,16 @@ class Stream:
             _refuse_in_callback("Stream.close()")
         if _sync_debug():
             _check_sync("Stream.close()")
+        where = repr(self)
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
         _live.discard(self)
+        if self._errors:  # host-callback exceptions no synchronize() will re-raise now
+            _callbacks.report_unraised(self._errors, where, "closed")
 
     def _make_inert(self, reason_ctx: _CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
+        where = repr(self)
         if not _run_finalizer(self._finalizer):
             state = self._state
             sub = state.sub
@@ -639,6 +643,9 @@ class Stream:
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
             state.watch.clear()
+        if self._errors:
+            fate = "finalized" if reason_ctx.dead == "finalized" else "closed"
+            _callbacks.report_unraised(self._errors, where, fate)
         self._ctx = reason_ctx
 
     def __enter__(self) -> Stream:
