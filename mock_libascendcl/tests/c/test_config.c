@@ -294,7 +294,9 @@ static const scenario k_scenarios[] = {
      "ASCEND_MOCK_FAULTS='bogus'", 0},
     {"lost", sc_lost, {"ASCEND_MOCK_DEVICE_LOST=1:507053,2,99:1"}, "ASCEND_MOCK_DEVICE_LOST='99:1'", 0},
     {"leak_report", sc_leak_report, {"ASCEND_MOCK_LEAK_REPORT=1"},
-     "leak report: device 0: 1 contexts", 0},
+     "leak report: device 0: only the runtime's own: 1 default context, 1 default stream\n"
+     "mock_libascendcl leak report: device 1: 1 context (plus the runtime's own: 1 default "
+     "stream)\n", 0},
     {"bools", sc_bools, {"ASCEND_MOCK_ISOLATION=maybe", "ASCEND_MOCK_LEAK_REPORT=yes"},
      "ASCEND_MOCK_ISOLATION='maybe'", 0},
     {"err_msg_mode", sc_err_msg_mode, {NULL}, NULL, 1},
