@@ -530,9 +530,13 @@ class Stream:
         """Run ``fn(*args)`` on pyacl_rt's report thread when the stream reaches this point.
 
         ``block=True`` (the default, like torch_npu's host funcs) makes later work on
-        the stream wait until ``fn`` returns. See :mod:`pyacl_rt._callbacks` for what a
-        callback may not do. An exception raised by ``fn`` is logged and re-raised by
-        the next :meth:`synchronize` of this stream.
+        the stream wait until ``fn`` returns. ``fn`` must not wait for device work (a
+        synchronize, a synchronous copy, closing a stream that has callbacks, or
+        :func:`pyacl_rt.finalize` raise :class:`~pyacl_rt.errors.CallbackContextError`
+        there) nor allocate or free device memory: hand blocking work to another
+        thread. An exception raised by ``fn`` is re-raised by the next
+        :meth:`synchronize` of this stream; if the stream is closed, collected or
+        finalized first, it is logged (logger ``pyacl_rt``) instead.
         """
         if not callable(fn):
             raise TypeError(f"launch_host_func(): fn must be callable, not {type(fn).__name__}")

@@ -219,7 +219,8 @@ def collect_info() -> dict[str, Any]:
     process-wide failure (no library, runtime does not start, device count fails).
 
     Starts the runtime if needed (the ``info`` command finalizes it again); creates no
-    context that outlives the call (see :func:`_mem_info`) and leaves the calling
+    context that outlives the call (free memory is read through a temporary context
+    on a device this process does not use) and leaves the calling
     thread's device, context and stream selection unchanged.
     """
     from . import _device as device

@@ -5,7 +5,7 @@ Every failure pyacl_rt raises derives from :class:`AclError`. Errors coming from
 
 * ``code`` - the integer ``aclError`` value,
 * ``name`` - the constant's name (``ACL_ERROR_RT_MEMORY_ALLOCATION``), from the
-  generated table :data:`pyacl_rt._raw._abi_runtime.ERROR_NAMES`,
+  table generated from the CANN headers (:func:`error_name`),
 * ``function`` - the C function that failed (``"aclrtMalloc"``),
 * ``recent_message`` - the runtime's own text (``aclGetRecentErrMsg``), which the
   raw layer reads at once on the failing thread (it is per thread and is cleared
@@ -46,7 +46,8 @@ sync-debug mode ``"warn"``.
 All exceptions pickle with every attribute (``__reduce__``), so they cross
 ``multiprocessing`` boundaries intact.
 
-Floor 1: only the standard library and :mod:`pyacl_rt._raw._abi_runtime`.
+Imports only the standard library and the generated tables (layer 1 of
+docs/architecture.md).
 """
 
 from __future__ import annotations

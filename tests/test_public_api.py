@@ -108,6 +108,44 @@ def test_public_names_report_a_public_module() -> None:
     assert repr(npu.EventTimingError) == "<class 'pyacl_rt.errors.EventTimingError'>"
 
 
+#: A reference to a private module in documentation: ``pyacl_rt._x``, ``:mod:`_x```,
+#: ``:func:`_x```, or a bare private module name of the package.
+_PRIVATE_REF = re.compile(
+    r"pyacl_rt\._\w|:(?:mod|func|class|data|meth):`[~.]*_\w|(?<![\w.])_(?:callbacks|allocator|"
+    r"memory|dlpack|stream|device|raw|runtime|state|event|context|releaser|syncdebug|"
+    r"cachecore|history|host|guards|options|loader|fastcall|shadow|extensions)\b"
+)
+
+
+def test_public_docs_do_not_point_into_private_modules() -> None:
+    """Issue 14 item 8: ``help()`` of everything the public modules export (and the
+    modules themselves) names public objects only; before, ``help(Stream)`` and
+    ``help(DeviceBuffer)`` sent readers to ``pyacl_rt._callbacks``, ``_allocator``,
+    ``_memory``. Exempt: the C base type of HostBuffer (its name is fixed in C) and
+    class annotations of private attributes."""
+    import importlib
+    import pydoc
+    import types
+
+    found: list[str] = []
+    for modname in ("pyacl_rt", "pyacl_rt.errors", "pyacl_rt.lowlevel", "pyacl_rt.mock"):
+        mod = importlib.import_module(modname)
+        texts = {modname: mod.__doc__ or ""}
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if isinstance(obj, type | types.FunctionType | types.MethodType):
+                texts[f"{modname}.{name}"] = pydoc.render_doc(obj, renderer=pydoc.plaintext)
+        for where, text in texts.items():
+            for line in text.splitlines():
+                if "BufferForwarder" in line or "__annotations__" in line:
+                    continue
+                if _PRIVATE_REF.search(line):
+                    found.append(f"{where}: {line.strip()}")
+    cli_doc = pydoc.render_doc(importlib.import_module("pyacl_rt.cli").collect_info)
+    found += [f"cli.collect_info: {ln}" for ln in cli_doc.splitlines() if _PRIVATE_REF.search(ln)]
+    assert not found, "\n".join(found)
+
+
 def test_device_properties_pickle_and_copy() -> None:
     """A plain value (it refused pickling before: the slots were set one by one)."""
     import copy
