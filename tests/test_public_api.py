@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import gc
 import importlib.metadata
+import json
 import pickle
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -1104,11 +1106,117 @@ def test_readme_has_python_examples() -> None:
     assert len(_readme_python_blocks()) >= 8
 
 
+#: Prepended to a README example: records what each ``print`` call prints to stdout,
+#: with the line it was called from (the example's own ``print`` stays visible).
+_PRINT_RECORDER = """\
+import builtins as _rb, io as _rio, sys as _rsys
+_readme_prints = []
+def print(*args, **kw):
+    if kw.get("file") in (None, _rsys.stdout):
+        _b = _rio.StringIO()
+        _rb.print(*args, **{**kw, "file": _b})
+        _readme_prints.append((_rsys._getframe(1).f_lineno, _b.getvalue()))
+    _rb.print(*args, **kw)
+"""
+_PRINT_DUMP = """
+import json as _rj, os as _ros
+with open(_ros.environ["PYACL_RT_README_PRINTS"], "w") as _rf:
+    _rj.dump(_readme_prints, _rf)
+"""
+#: ``print(...)  # prints: EXPECTED`` in a README example: the shown output of that line.
+_PRINTS = re.compile(r"^\s*print\(.*\)\s+# prints: (?P<expected>.*)$")
+
+
+def _shown_output_matches(expected: str, actual: str) -> bool:
+    """``actual`` (without its final newline) is ``expected``, where ``...`` stands for
+    any text (also across lines)."""
+    pattern = ".*?".join(re.escape(part) for part in expected.split("..."))
+    return re.fullmatch(pattern, actual.removesuffix("\n"), re.S) is not None
+
+
+def test_shown_output_matching() -> None:
+    assert _shown_output_matches("8 devices, Ascend910B1", "8 devices, Ascend910B1\n")
+    assert not _shown_output_matches("8 devices", "2 devices\n")
+    assert _shown_output_matches("True ...", "True 94147578789248\n")
+    assert _shown_output_matches("a ... c", "a b\nb c\n")
+    assert not _shown_output_matches("['segment_alloc', 'alloc']", "['free_completed', 'x']")
+
+
+def test_readme_print_comments_are_checked() -> None:
+    """A comment on a print line of a README example claims its output: it must use
+    ``# prints:`` (then test_readme_example_runs compares it), never a description that
+    only looks like output (``# ['segment_alloc', 'alloc']`` was wrong half the time)."""
+    shown = 0
+    for line, code in _readme_python_blocks():
+        for k, text in enumerate(code.splitlines()):
+            where = f"README.md:{line + 1 + k}"
+            if text.lstrip().startswith("print(") and "#" in text:
+                assert _PRINTS.match(text), f"{where}: use '# prints: <output>': {text}"
+                shown += 1
+            elif "# prints:" in text:  # e.g. a print call split over lines (ruff format)
+                raise AssertionError(f"{where}: '# prints:' goes on a one-line print(...)")
+    assert shown >= 15
+
+
 @pytest.mark.parametrize(
     "line,code", _readme_python_blocks(), ids=[f"README.md:{n}" for n, _ in _readme_python_blocks()]
 )
 def test_readme_example_runs(line: int, code: str, tmp_path: Path) -> None:
-    proc = _run(code, cwd=tmp_path, ASCEND_MOCK_DEVICE_COUNT="2")
+    """Every README example runs as is with the mock's defaults (what a user sees after
+    the quick start), prints nothing on stderr (no traceback, no exit noise), and each
+    ``# prints:`` line prints what it shows."""
+    record = tmp_path / "prints.json"
+    full = _PRINT_RECORDER + code + _PRINT_DUMP
+    proc = _run(full, cwd=tmp_path, PYACL_RT_README_PRINTS=str(record))
     assert proc.returncode == 0, f"README.md line {line}:\n{code}\n--- stderr:\n{proc.stderr}"
-    if "pyacl_rt: host callback" not in proc.stderr:  # the callback example logs one
-        assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr == "", f"README.md line {line} wrote to stderr:\n{proc.stderr}"
+    offset = _PRINT_RECORDER.count("\n")
+    printed: dict[int, str] = {}
+    for at, text in json.loads(record.read_text()):
+        printed[at - offset] = printed.get(at - offset, "") + text
+    for k, text in enumerate(code.splitlines(), start=1):
+        m = _PRINTS.match(text)
+        if m is None:
+            continue
+        where = f"README.md:{line + k}"
+        assert k in printed, f"{where}: the line printed nothing"
+        assert _shown_output_matches(m.group("expected"), printed[k]), (
+            f"{where} shows\n  {m.group('expected')}\nbut printed\n  {printed[k]}"
+        )
+
+
+def _readme_cli_transcripts() -> list[tuple[int, str, list[str]]]:
+    """``text`` blocks of the README that start with ``$ command``: (line, command,
+    the lines shown after it)."""
+    text = README.read_text()
+    found = []
+    for m in re.finditer(r"^```text\n\$ (.*?)\n(.*?)^```", text, re.S | re.M):
+        found.append((text.count("\n", 0, m.start()) + 2, m.group(1), m.group(2).splitlines()))
+    return found
+
+
+def test_readme_cli_transcript_is_what_the_command_prints(tmp_path: Path) -> None:
+    """The README's ``pyacl-rt info`` transcript is the command's real output: stdout,
+    then stderr (the fallback warning), line by line (``...`` for what varies)."""
+    transcripts = _readme_cli_transcripts()
+    assert [cmd for _, cmd, _ in transcripts] == ["ASCEND_MOCK_DEVICE_COUNT=2 pyacl-rt info"]
+    for line, cmd, shown in transcripts:
+        *assignments, prog, sub = cmd.split()
+        assert prog == "pyacl-rt"
+        env = _clean_env(**dict(a.split("=", 1) for a in assignments))
+        script = shutil.which(prog)  # the console script; else the same via python -m
+        proc = subprocess.run(
+            [script, sub] if script else [sys.executable, "-m", "pyacl_rt", sub],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr
+        if "backend:      real" in proc.stdout:  # pragma: no cover - a machine with CANN
+            pytest.skip("real CANN library present: the transcript shows the mock fallback")
+        actual = proc.stdout.splitlines() + proc.stderr.splitlines()
+        assert len(actual) == len(shown), (line, actual)
+        for k, (want, got) in enumerate(zip(shown, actual, strict=True)):
+            assert _shown_output_matches(want, got), f"README.md:{line + 1 + k}: {got!r}"
