@@ -623,8 +623,11 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
         return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the stream registry");
     }
     core_stat_add(dev, MOCK_STAT_STREAMS, 1);
-    /* Not for default streams: those are created inside aclrtSetDevice /
-     * aclrtCreateContext, possibly under the device layer's locks. */
+    if (is_default) {
+        core_stat_add(dev, MOCK_STAT_DEFAULT_STREAMS, 1);
+    }
+    /* Not for default streams: those come with aclrtSetDevice /
+     * aclrtCreateContext, not with a stream creation of the program. */
     if (!is_default) {
         notify_state(s, ACL_RT_STREAM_STATE_CREATE_POST);
     }
@@ -681,6 +684,9 @@ static void stream_teardown(mock_stream *s, bool force)
     }
     core_subsystems_stream_destroyed(s); /* e.g. the allocator registered on it */
     core_stat_add(s->device, MOCK_STAT_STREAMS, -1);
+    if (s->is_default) {
+        core_stat_add(s->device, MOCK_STAT_DEFAULT_STREAMS, -1);
+    }
     if (!force) {
         stream_put(s);
     }
