@@ -432,8 +432,9 @@ out["force"] = [ll.aclrtResetDeviceForce(1), ll.aclrtResetDeviceForce(1), ll.acl
 out["primary"] = [ll.aclrtGetPrimaryCtxState(1, NULL, s.i32), s.i32[0]]
 s.i64[0] = -1
 out["sysparam"] = [ll.aclrtGetSysParamOpt(0, s.i64), s.i64[0]]
-set_rc = ll.aclrtDeviceSetLimit(0, 1000)
-out["limit_before_set"] = [set_rc, ll.aclrtDeviceGetLimit(0, s.size), s.size[0]]
+set_rc = ll.aclrtDeviceSetLimit(1, 1000)  # SIMT divergent-warp stack size
+out["limit_before_set"] = [set_rc, ll.aclrtDeviceGetLimit(1, s.size), s.size[0]]
+out["simt_stack"] = [ll.aclrtDeviceSetLimit(0, 1000), ll.aclrtDeviceGetLimit(0, s.size)]
 out["finalize_ref"] = [ll.aclInit(NULL), ll.aclInit(NULL), ll.aclFinalizeReference(NULL),
                        ll.aclFinalizeReference(NULL), ll.aclFinalize()]
 out["arch"] = [ll.aclrtCheckArchCompatibility(ll.aclrtGetSocName(), s.i32), s.i32[0]]
@@ -453,6 +454,7 @@ def test_mock_cann_fidelity(run_python: Any, clean_env: Any) -> None:
     assert r["primary"] == [0, 0]  # NULL flags accepted
     assert r["sysparam"] == [0, 0]  # process option never set: 0, successfully
     assert r["limit_before_set"] == [0, 0, 1008]  # no device needed; rounded up to 16 bytes
+    assert r["simt_stack"] == [207000, 207000]  # SIMT stack size: not on Atlas A2/A3 (910B1)
     assert r["finalize_ref"] == [0, 100002, 0, 0, 100037]  # NULL refCount, last one finalises
     assert r["arch"] == [0, 1]
     assert r["count"] == [0, 3]  # the list ends at the bad entry " 3"

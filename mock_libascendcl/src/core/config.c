@@ -21,6 +21,9 @@
 #define DEFAULT_MEM_PER_DEVICE (64ull << 30) /* 64 GiB */
 #define DEFAULT_SOC_NAME "Ascend910B1"
 #define DEFAULT_CANN_VERSION "8.5.0"
+/* 2^32 ns: 254 steps = 1090.9 s, the documented default of Atlas A2/A3 (device.c). */
+#define DEFAULT_OP_TIMEOUT_INTERVAL_US 4294967ull
+#define MAX_OP_TIMEOUT_INTERVAL_US (UINT64_MAX / 254u) /* 254 steps must not overflow */
 
 static mock_config g_cfg;
 static core_fault_spec g_faults[CORE_MAX_FAULTS];
@@ -357,6 +360,18 @@ static void load_config(void)
             snprintf(g_cfg.cann_version, sizeof g_cfg.cann_version, "%s", v);
         } else {
             warn("ASCEND_MOCK_CANN_VERSION", v, problem, "using " DEFAULT_CANN_VERSION);
+        }
+    }
+
+    g_cfg.op_timeout_interval_us = DEFAULT_OP_TIMEOUT_INTERVAL_US;
+    v = getenv("ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US");
+    if (v != NULL && v[0] != '\0') {
+        uint64_t us = 0;
+        if (parse_u64(v, &us) && us > 0 && us <= MAX_OP_TIMEOUT_INTERVAL_US) {
+            g_cfg.op_timeout_interval_us = us;
+        } else {
+            warn("ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US", v,
+                 "is not an integer in 1..72624976668147841 (microseconds)", "using 4294967");
         }
     }
 

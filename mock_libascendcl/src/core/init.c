@@ -35,9 +35,6 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "stream/stream.h"
-#include "mem/mem.h"
-#include "misc/misc.h"
 #include "core/core_private.h"
 
 #define CONFIG_MAX_BYTES (10u * 1024u * 1024u)
@@ -125,23 +122,24 @@ typedef struct init_cb {
     void *user;
 } init_cb;
 
-static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Serialises aclInit / aclFinalize / aclFinalizeReference as a whole (including the
- * callbacks and the teardown), so an aclInit racing with a finalisation waits for it.
- * Recursive: init/finalize callbacks may call these functions again. */
-static pthread_mutex_t g_lifecycle = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+ * callbacks and the teardown), so an aclInit racing with a finalisation waits for it;
+ * guards g_refcount, g_config and the transitions of g_initialized (which other
+ * threads read without it). Recursive: init/finalize callbacks may call these
+ * functions again. */
+static mock_mutex g_lifecycle = MOCK_RECURSIVE_MUTEX_INIT(MOCK_LOCK_LIFECYCLE);
 static atomic_bool g_initialized;
 static uint64_t g_refcount;
 static char *g_config; /* content of the first config, NULL for none */
 
-static pthread_mutex_t g_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_cb_lock = MOCK_MUTEX_INIT(MOCK_LOCK_INIT_CALLBACKS);
 static init_cb g_init_cbs[MAX_INIT_CALLBACKS];
 static size_t g_init_cb_count;
 static init_cb g_fini_cbs[MAX_INIT_CALLBACKS];
 static size_t g_fini_cb_count;
 
 /* Leak snapshot taken when the last aclFinalize started. */
-static pthread_mutex_t g_leak_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_leak_lock = MOCK_MUTEX_INIT(MOCK_LOCK_LEAK_SNAPSHOT);
 static int64_t g_leak_snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
 
 bool core_is_initialized(void)
@@ -170,55 +168,47 @@ static aclError init_impl(const char *configPath)
             return rc;
         }
     }
-    pthread_mutex_lock(&g_init_lock);
     if (atomic_load(&g_initialized)) {
         bool same = same_config(g_config, content);
-        if (same) {
-            g_refcount++;
-        }
-        pthread_mutex_unlock(&g_init_lock);
         free(content);
         if (!same) {
             return core_error(fn, ACL_ERROR_INVALID_PARAM,
                               "already initialized with a different configuration");
         }
+        g_refcount++;
         return core_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
                           "already initialized (this call only takes a reference)");
     }
-    if (content != NULL) {
-        /* acl.json may configure dumping at init (dump.c validates that section) */
-        aclError rc = misc_dump_configure_from_init(fn, configPath, content, strlen(content));
-        if (rc != ACL_SUCCESS) {
-            pthread_mutex_unlock(&g_init_lock);
-            free(content);
-            return rc;
-        }
+    /* The subsystems apply their parts of the config (e.g. a "dump" section); a failing
+     * one leaves nothing behind. */
+    core_init_info info = {fn, content != NULL ? configPath : NULL, content, content != NULL ? strlen(content) : 0};
+    aclError sub_rc = core_subsystems_init(&info);
+    if (sub_rc != ACL_SUCCESS) {
+        free(content);
+        return sub_rc;
     }
     g_config = content;
     g_refcount = 1;
     atomic_store(&g_initialized, true);
-    pthread_mutex_unlock(&g_init_lock);
     core_error_set_process_mode(err_mode == 1);
     core_default_device_set(default_device);
 
     /* Init callbacks get the configuration text. */
     init_cb snap[MAX_INIT_CALLBACKS];
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t n = g_init_cb_count;
     memcpy(snap, g_init_cbs, n * sizeof snap[0]);
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     const char *text = content != NULL ? content : "";
     for (size_t i = 0; i < n; i++) {
         aclError rc = snap[i].init_fn(text, strlen(text), snap[i].user);
         if (rc != ACL_SUCCESS) {
-            pthread_mutex_lock(&g_init_lock);
             atomic_store(&g_initialized, false);
             g_refcount = 0;
             free(g_config);
             g_config = NULL;
-            pthread_mutex_unlock(&g_init_lock);
             /* undo what this aclInit applied, so a later aclInit starts clean */
-            misc_dump_finalize();
+            core_subsystems_init_undo();
             core_error_set_process_mode(false);
             core_default_device_set(-1);
             return core_error(fn, rc, "init callback %zu (type %d) failed with %d", i,
@@ -350,25 +340,23 @@ static void finalize_now(void)
 {
     /* Finalize callbacks first (the runtime is still usable inside them). */
     init_cb snap[MAX_INIT_CALLBACKS];
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t n = g_fini_cb_count;
     memcpy(snap, g_fini_cbs, n * sizeof snap[0]);
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     for (size_t i = 0; i < n; i++) {
         (void)snap[i].fini_fn(snap[i].user);
     }
 
     int64_t leaks[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
     take_snapshot(leaks);
-    pthread_mutex_lock(&g_leak_lock);
+    core_mutex_lock(&g_leak_lock);
     memcpy(g_leak_snap, leaks, sizeof leaks);
-    pthread_mutex_unlock(&g_leak_lock);
+    core_mutex_unlock(&g_leak_lock);
 
-    stream_callbacks_finalize();
-    core_devices_finalize();
-    stream_events_finalize();
-    mem_finalize();
-    misc_dump_finalize();
+    core_subsystems_quiesce();  /* e.g. report subscriptions end */
+    core_devices_finalize();    /* every context with its streams */
+    core_subsystems_release();  /* what outlives contexts: events, memory, dump state */
     core_error_set_process_mode(false);
 
     if (core_config_get()->leak_report) {
@@ -385,14 +373,11 @@ static aclError finalize_impl(void)
 {
     static const char fn[] = "aclFinalize";
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_init_lock);
     if (!atomic_load(&g_initialized)) {
-        pthread_mutex_unlock(&g_init_lock);
         return core_error(fn, ACL_ERROR_REPEAT_FINALIZE, "not initialized (aclInit not called, "
                           "or already finalized)");
     }
-    if (stream_self() != NULL) {
-        pthread_mutex_unlock(&g_init_lock);
+    if (core_worker_stream() != NULL) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: finalizing would wait "
                           "for that task (deadlock)");
     }
@@ -400,7 +385,6 @@ static aclError finalize_impl(void)
     g_refcount = 0;
     free(g_config);
     g_config = NULL;
-    pthread_mutex_unlock(&g_init_lock);
     finalize_now();
     return ACL_SUCCESS;
 }
@@ -411,13 +395,10 @@ static aclError finalize_reference_impl(uint64_t *refCount)
     /* refCount is an optional output: NULL still drops the reference (and finalises
      * on the last one). */
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_init_lock);
     if (!atomic_load(&g_initialized) || g_refcount < 1) {
-        pthread_mutex_unlock(&g_init_lock);
         return core_error(fn, ACL_ERROR_REPEAT_FINALIZE, "no aclInit reference is left");
     }
-    if (g_refcount == 1 && stream_self() != NULL) {
-        pthread_mutex_unlock(&g_init_lock);
+    if (g_refcount == 1 && core_worker_stream() != NULL) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: the last reference "
                           "would finalize and wait for that task (deadlock)");
     }
@@ -429,7 +410,6 @@ static aclError finalize_reference_impl(uint64_t *refCount)
         free(g_config);
         g_config = NULL;
     }
-    pthread_mutex_unlock(&g_init_lock);
     if (refCount != NULL) {
         *refCount = left;
     }
@@ -441,25 +421,25 @@ static aclError finalize_reference_impl(uint64_t *refCount)
 
 aclError aclInit(const char *configPath)
 {
-    pthread_mutex_lock(&g_lifecycle);
+    core_mutex_lock(&g_lifecycle);
     aclError rc = init_impl(configPath);
-    pthread_mutex_unlock(&g_lifecycle);
+    core_mutex_unlock(&g_lifecycle);
     return rc;
 }
 
 aclError aclFinalize(void)
 {
-    pthread_mutex_lock(&g_lifecycle);
+    core_mutex_lock(&g_lifecycle);
     aclError rc = finalize_impl();
-    pthread_mutex_unlock(&g_lifecycle);
+    core_mutex_unlock(&g_lifecycle);
     return rc;
 }
 
 aclError aclFinalizeReference(uint64_t *refCount)
 {
-    pthread_mutex_lock(&g_lifecycle);
+    core_mutex_lock(&g_lifecycle);
     aclError rc = finalize_reference_impl(refCount);
-    pthread_mutex_unlock(&g_lifecycle);
+    core_mutex_unlock(&g_lifecycle);
     return rc;
 }
 
@@ -503,7 +483,7 @@ static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_
         return rc;
     }
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t i = cb_find_locked(table, *count, &entry);
     if (i < *count) {
         table[i].user = entry.user; /* re-registration updates userData */
@@ -512,7 +492,7 @@ static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_
     } else {
         rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
     }
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "too many callbacks (max %d)", MAX_INIT_CALLBACKS);
     }
@@ -527,13 +507,13 @@ static aclError cb_unregister(const char *fn, init_cb *table, size_t *count, ini
         return rc;
     }
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t i = cb_find_locked(table, *count, &entry);
     if (i < *count) {
         memmove(&table[i], &table[i + 1], (*count - i - 1) * sizeof table[0]);
         (*count)--;
     }
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     return ACL_SUCCESS; /* unregistering an unknown callback is a no-op */
 }
 
@@ -575,9 +555,9 @@ int aclmockGetLeakReport(char *buf, size_t len, int when)
     if (when == ACLMOCK_REPORT_NOW) {
         take_snapshot(snap);
     } else if (when == ACLMOCK_REPORT_LAST_FINALIZE) {
-        pthread_mutex_lock(&g_leak_lock);
+        core_mutex_lock(&g_leak_lock);
         memcpy(snap, g_leak_snap, sizeof snap);
-        pthread_mutex_unlock(&g_leak_lock);
+        core_mutex_unlock(&g_leak_lock);
     } else {
         return -1;
     }

@@ -183,6 +183,21 @@ static void sc_soc_bad(void)
     CHECK_STR_EQ(aclrtGetSocName(), "Ascend910B1");
 }
 
+/* ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US: what aclrtGetOpTimeOutInterval reports. */
+static void sc_op_interval(void)
+{
+    uint64_t interval = 0;
+    CHECK_OK(aclrtGetOpTimeOutInterval(&interval));
+    CHECK_EQ(interval, 50000);
+}
+
+static void sc_op_interval_bad(void)
+{
+    uint64_t interval = 0;
+    CHECK_OK(aclrtGetOpTimeOutInterval(&interval));
+    CHECK_EQ(interval, 4294967);
+}
+
 static void sc_cann_bad(void)
 {
     CHECK_STR_EQ(aclmockGetCannVersion(), "8.5.0"); /* the default */
@@ -288,6 +303,10 @@ static const scenario k_scenarios[] = {
      "contains byte 0x7f (character 7): only visible ASCII characters are allowed", 0},
     {"cann_space", sc_cann_bad, {"ASCEND_MOCK_CANN_VERSION=8.5 RC1"},
      "ASCEND_MOCK_CANN_VERSION='8.5 RC1' contains a space (character 4)", 0},
+    {"op_interval", sc_op_interval, {"ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US=50000"}, NULL, 1},
+    {"op_interval_zero", sc_op_interval_bad, {"ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US=0"}, "using 4294967", 0},
+    {"op_interval_big", sc_op_interval_bad, {"ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US=72624976668147842"},
+     "ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US='72624976668147842'", 0},
     {"cann", sc_cann, {"ASCEND_MOCK_CANN_VERSION=9.1.0-beta.3"}, NULL, 1},
     {"faults", sc_faults,
      {"ASCEND_MOCK_FAULTS=aclrtSetDevice:2:507033,bogus,aclrtGetDeviceCount:0:100000"},
@@ -341,7 +360,7 @@ static const char *const k_vars[] = {
     "ASCEND_MOCK_DEVICE_COUNT", "ASCEND_MOCK_MEM_PER_DEVICE", "ASCEND_MOCK_SOC_NAME",
     "ASCEND_MOCK_CANN_VERSION", "ASCEND_MOCK_ISOLATION", "ASCEND_MOCK_LEAK_REPORT",
     "ASCEND_MOCK_FAULTS", "ASCEND_MOCK_DEVICE_LOST", "ASCEND_RT_VISIBLE_DEVICES",
-    "ASCEND_HOME_PATH",
+    "ASCEND_HOME_PATH", "ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US",
 };
 
 static void run_scenario(const char *self, const scenario *sc)
