@@ -409,6 +409,7 @@ MOCK_HIDDEN bool core_is_initialized(void);
 #define CORE_LEVEL_STREAM 100
 #define CORE_LEVEL_MEM 200
 #define CORE_LEVEL_MISC 300
+#define CORE_LEVEL_KERNEL 400
 
 /* What aclInit passes to the init hooks: the function name for error messages and
  * the configuration file (path NULL and text NULL when aclInit got none). */
@@ -419,12 +420,29 @@ typedef struct core_init_info {
     size_t config_len;
 } core_init_info;
 
+/* (kernel, additive) What a failing task can tell the task_failed hooks and the
+ * stream besides its code: a kernel launch names its function, the argument block the
+ * kernel got, the exception callback of its binary and what went wrong. A task sets it
+ * on the worker thread (core_task_set_detail) before returning its error; the object
+ * must stay valid until the task's free_arg runs (the stream worker runs the
+ * task_failed hooks first). */
+typedef struct core_task_detail {
+    void *func;            /* aclrtFuncHandle of a kernel launch, or NULL */
+    void *args;            /* the argument block the kernel got, or NULL */
+    uint32_t args_size;    /* its bytes */
+    /* aclrtBinarySetExceptionCallback: called before the process-wide callbacks */
+    void (*callback)(aclrtExceptionInfo *info, void *user_data);
+    void *callback_data;
+    const char *message;   /* what went wrong, for the synchronize error message; or NULL */
+} core_task_detail;
+
 /* A task that failed on a stream worker (for exception-info callbacks). */
 typedef struct core_task_failure {
     int32_t device;
     uint32_t stream_id;
     uint32_t task_id;
     aclError code;
+    const core_task_detail *detail; /* (kernel, additive) NULL unless the task set one */
 } core_task_failure;
 
 typedef struct core_subsystem {
@@ -452,6 +470,11 @@ typedef struct core_subsystem {
     void (*stream_destroyed)(mock_stream *s);
     void (*task_failed)(const core_task_failure *failure);
 } core_subsystem;
+
+/* (kernel, additive) The detail of the task running on the calling stream worker: set
+ * by the task (NULL clears), taken (and cleared) by the worker after the task returns. */
+MOCK_HIDDEN void core_task_set_detail(const core_task_detail *detail);
+MOCK_HIDDEN const core_task_detail *core_task_take_detail(void);
 
 /* Adds a descriptor (static storage; at most 16). Called from constructors only. */
 MOCK_HIDDEN void core_subsystem_register(const core_subsystem *sub);
@@ -486,6 +509,38 @@ MOCK_HIDDEN mock_stream *core_worker_stream(void);
 /* True when the calling thread is the worker of a stream of `ctx` / on `device`. */
 MOCK_HIDDEN bool core_worker_in_context(const mock_context *ctx);
 MOCK_HIDDEN bool core_worker_on_device(int32_t device);
+
+/* --------------------------------------------------------------- SoC family */
+/* (kernel, additive) The product family of the simulated SoC (ASCEND_MOCK_SOC_NAME),
+ * for the per-product support rules of the API reference ("950", "A3", "A2", "310B",
+ * "310P", "910"; acl_next_semantics.md §0). A name the mock does not know counts as A2,
+ * like the device profile, whose default is Ascend910B1. */
+typedef enum core_soc_family {
+    CORE_SOC_A2 = 0,   /* Ascend910B* (Atlas A2) */
+    CORE_SOC_A3,       /* Ascend910_93* (Atlas A3) */
+    CORE_SOC_950,      /* Ascend950* */
+    CORE_SOC_310P,     /* Ascend310P* */
+    CORE_SOC_310B,     /* Ascend310B* (Atlas 200I/500 A2) */
+    CORE_SOC_910       /* other Ascend910* (Atlas training series) */
+} core_soc_family;
+
+static inline core_soc_family core_soc_family_of(const char *soc)
+{
+    static const struct { const char *prefix; core_soc_family family; } k[] = {
+        {"Ascend910B", CORE_SOC_A2}, {"Ascend910_93", CORE_SOC_A3}, {"Ascend950", CORE_SOC_950},
+        {"Ascend310P", CORE_SOC_310P}, {"Ascend310B", CORE_SOC_310B}, {"Ascend910", CORE_SOC_910},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        size_t n = 0;
+        while (k[i].prefix[n] != '\0' && soc[n] == k[i].prefix[n]) {
+            n++;
+        }
+        if (k[i].prefix[n] == '\0') {
+            return k[i].family;
+        }
+    }
+    return CORE_SOC_A2;
+}
 
 /* ------------------------------------------------------- device.c context.c */
 

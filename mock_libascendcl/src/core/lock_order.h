@@ -139,6 +139,14 @@
       "the exception infos live during a callback", MOCK_HOLDS_LIFECYCLE)                               \
     X(MOCK_LOCK_DUMP, "misc/dump.c dump_state.mu", "the dump session and the aclInit dump config",     \
       MOCK_HOLDS_LIFECYCLE)                                                                             \
+    /* -------------------------------------------------------------- kernel */                        \
+    X(MOCK_LOCK_KERNEL, "kernel/binary.c kernel_mu",                                                    \
+      "the registries of binaries, functions, argument lists and host twins, and the mutable state "  \
+      "of those objects (device copy, exception callback, list contents); also the fault-signal "     \
+      "handlers being (re)installed", MOCK_HOLDS_LIFECYCLE)                                              \
+    X(MOCK_LOCK_KERNEL_POOL, "kernel/run.c g_pool_mu",                                                  \
+      "the block worker pool: its threads and the queue of launches whose blocks it runs",            \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
     /* ------------------------------------------- core: leaves taken anywhere */                     \
     X(MOCK_LOCK_SUBSYSTEMS, "core/subsystem.c g_subsys_lock",                                           \
       "the registered subsystem descriptors (copied out; hooks run without it)", MOCK_HOLDS_LIFECYCLE)                                              \
