@@ -303,7 +303,7 @@ def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
 # folder only). Every function either header declares starts with "<subsystem>_".
 
 SRC = MOCK / "src"
-SUBSYSTEMS = ("core", "stream", "mem", "misc")
+SUBSYSTEMS = ("core", "stream", "mem", "misc", "kernel")
 LIBRARY_DIRS = ("msprofiler", "ascend_dump")  # the other two libraries: sources only
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -464,7 +464,7 @@ def test_readme_source_layout_matches_tree() -> None:
 # (core/core.h "subsystem.c").
 
 # a call by name (not through a struct member such as a hook: `sub->stream_destroyed(s)`)
-CALL_RE = re.compile(r"(?<![\w.>])((?:core|stream|mem|misc)_\w+|acl\w+)\s*\(")
+CALL_RE = re.compile(r"(?<![\w.>])((?:core|stream|mem|misc|kernel)_\w+|acl\w+)\s*\(")
 
 
 def _acl_definitions() -> dict[str, str]:
