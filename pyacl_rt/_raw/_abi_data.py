@@ -5560,7 +5560,7 @@ FUNCTIONS: tuple[AclFunction, ...] = (
             ("void *", "reserve"),
         ),
         "libascendcl.so",
-        "unsupported",
+        "simulate",
         "other",
         "acl_rt.h",
         "",

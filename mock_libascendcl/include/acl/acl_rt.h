@@ -2067,6 +2067,10 @@ ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskExtendInfo(
 ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskOpInfo(
     const void * const infoPtr,
     const size_t infoSize);
+ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(
+    const aclrtRandomNumTaskInfo *taskInfo,
+    const aclrtStream stream,
+    void *reserve);
 ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(
     void *dst,
     const void *src,
@@ -2077,10 +2081,6 @@ ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(
     void *reserve);
 
 /* other: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(
-    const aclrtRandomNumTaskInfo *taskInfo,
-    const aclrtStream stream,
-    void *reserve);
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotCallbackRegister(
     aclrtSnapShotStage stage,
     aclrtSnapShotCallBack callback,

@@ -1162,19 +1162,6 @@ aclError aclrtPersistentTaskClean(aclrtStream stream)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtRandomNumAsync(
-    const aclrtRandomNumTaskInfo *taskInfo,
-    const aclrtStream stream,
-    void *reserve)
-{
-    (void)taskInfo;
-    (void)stream;
-    (void)reserve;
-    return aclmockSetError("aclrtRandomNumAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtRandomNumAsync is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream)
 {
     (void)notify;

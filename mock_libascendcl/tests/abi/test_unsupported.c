@@ -946,13 +946,6 @@ static void test_aclrtPersistentTaskClean(void)
     check_recorded("aclrtPersistentTaskClean");
 }
 
-static void test_aclrtRandomNumAsync(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtRandomNumAsync(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtRandomNumAsync");
-}
-
 static void test_aclrtRecordNotify(void)
 {
     clear_errors();
@@ -1211,7 +1204,6 @@ int main(void)
     RUN_TEST(test_aclrtNotifySetImportPid);
     RUN_TEST(test_aclrtNotifySetImportPidInterServer);
     RUN_TEST(test_aclrtPersistentTaskClean);
-    RUN_TEST(test_aclrtRandomNumAsync);
     RUN_TEST(test_aclrtRecordNotify);
     RUN_TEST(test_aclrtRepairError);
     RUN_TEST(test_aclrtSetBufDataLen);
