@@ -244,6 +244,20 @@ def test_exported_symbols(mock_builds: _Builds, lib: str) -> None:
         assert "aclmockInjectFault" in exported
 
 
+def test_libraries_need_no_static_tls(mock_builds: _Builds) -> None:
+    """pyacl_rt dlopen()s libascendcl.so into a Python process whose static TLS surplus is
+    small: a library with an initial-exec TLS variable (DF_STATIC_TLS) then fails to load
+    ("cannot allocate memory in static TLS block"), as the first kernel-fault handler did."""
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed")
+    build = mock_builds.get("plain")
+    for lib in ("libascendcl.so", "libmsprofiler.so", "libascend_dump.so"):
+        out = subprocess.run(
+            ["readelf", "-d", str(build / lib)], capture_output=True, text=True, check=True
+        ).stdout
+        assert "STATIC_TLS" not in out, f"{lib} needs static TLS:\n{out}"
+
+
 def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
     """`cmake --install` + find_package(mock_libascendcl) from a consumer project."""
     build = mock_builds.get("plain")

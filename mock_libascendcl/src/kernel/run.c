@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -227,8 +229,61 @@ typedef struct fault_frame {
     void *volatile addr;
 } fault_frame;
 
-/* initial-exec: the handler reads it without ever allocating TLS */
-static __thread fault_frame *t_frame __attribute__((tls_model("initial-exec")));
+/* The armed frames by thread id, in a global table the handler reads without touching
+ * thread-local storage (the library may be dlopen'ed, and dynamic TLS can allocate on
+ * first use, which a signal handler must not do; the initial-exec model would put all
+ * of the library's TLS into the scarce static TLS block). Open addressing from
+ * tid % ARMED_SLOTS; a thread finding no free slot runs its block unprotected. */
+#define ARMED_SLOTS 1024u
+typedef struct armed_slot {
+    _Atomic pid_t tid; /* 0 = free */
+    fault_frame *_Atomic frame;
+} armed_slot;
+static armed_slot g_armed[ARMED_SLOTS];
+static atomic_int g_armed_count;
+static _Thread_local pid_t t_tid;
+
+static int arm(fault_frame *f)
+{
+    if (t_tid == 0) {
+        t_tid = (pid_t)syscall(SYS_gettid);
+    }
+    for (size_t k = 0; k < ARMED_SLOTS; k++) {
+        size_t i = ((size_t)t_tid + k) % ARMED_SLOTS;
+        pid_t free_tid = 0;
+        if (atomic_compare_exchange_strong(&g_armed[i].tid, &free_tid, t_tid)) {
+            atomic_store(&g_armed[i].frame, f);
+            atomic_fetch_add(&g_armed_count, 1);
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+static void disarm(int slot)
+{
+    if (slot >= 0) {
+        atomic_store(&g_armed[slot].frame, NULL);
+        atomic_store(&g_armed[slot].tid, 0);
+        atomic_fetch_sub(&g_armed_count, 1);
+    }
+}
+
+/* The frame armed by the calling thread, or NULL (async-signal-safe). */
+static fault_frame *armed_frame(void)
+{
+    if (atomic_load(&g_armed_count) == 0) {
+        return NULL;
+    }
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    for (size_t k = 0; k < ARMED_SLOTS; k++) {
+        size_t i = ((size_t)tid + k) % ARMED_SLOTS;
+        if (atomic_load(&g_armed[i].tid) == tid) {
+            return atomic_load(&g_armed[i].frame);
+        }
+    }
+    return NULL;
+}
 
 static const int k_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define NSIGNALS (sizeof k_signals / sizeof k_signals[0])
@@ -269,7 +324,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
 
 static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
-    fault_frame *f = t_frame;
+    fault_frame *f = armed_frame();
     if (f != NULL && f->armed) {
         f->armed = 0;
         f->sig = sig;
@@ -391,13 +446,13 @@ static void run_block(run_ctx *c, uint32_t idx)
     t_run = c;
     t_block = l->block_offset + idx;
     volatile int32_t rc = 0;
+    volatile int slot = arm(&fr);
     if (sigsetjmp(fr.env, 1) == 0) {
-        t_frame = &fr;
         fr.armed = 1;
         rc = l->twin->desc.fn(c->args, l->block_offset + idx, l->block_offset + l->num_blocks, l->twin->desc.userData);
         fr.armed = 0;
     }
-    t_frame = NULL;
+    disarm(slot);
     t_run = NULL;
     if ((fr.sig != 0 || rc != 0) && !atomic_exchange(&c->failed, true)) {
         c->fault_block = idx;
