@@ -8,6 +8,8 @@ SMALL_BUFFER: int
 LARGE_BUFFER: int
 MIN_LARGE_ALLOC: int
 ROUND_LARGE: int
+#: The largest request the caching allocator serves (bytes): 2**63 - 2 MiB.
+MAX_ALLOC: int
 NKIND: int
 
 def round_size(nbytes: int, /) -> int: ...
