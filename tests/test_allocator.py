@@ -561,3 +561,85 @@ def test_dlpack_exports_of_cached_buffers(caching: Any) -> None:
         with pytest.raises(BufferError):
             pinned.close()
         del arr
+
+
+# ------------------------------------------------------- hostile sizes (issue 12)
+#: Sizes whose rounding (512 B, 2 MiB, next power of two) or byte counts overflow 64
+#: bits or the allocator's signed statistics, and sizes no device can hold.
+HUGE_SIZES = [2**64 - 1, 2**64 - 32, 2**64 - 64, 2**64 - 2 * MiB, 2**63 + 1, 2**63, 2**63 - 1]
+
+
+def _entry_points(s: Any) -> dict[str, Callable[[int], object]]:
+    return {
+        "DeviceBuffer": lambda n: M.DeviceBuffer(n),
+        "DeviceBuffer(stream=)": lambda n: M.DeviceBuffer(n, stream=s),
+        "caching_allocator(s).alloc": lambda n: pyacl_rt.caching_allocator(s).alloc(n),
+        "caching_allocator_alloc": lambda n: pyacl_rt.caching_allocator_alloc(n, stream=s),
+        "HostBuffer": lambda n: M.HostBuffer(n),
+    }
+
+
+@pytest.mark.parametrize("nbytes", HUGE_SIZES)
+def test_huge_sizes_raise_before_anything_is_allocated(caching: Any, nbytes: int) -> None:
+    """Issue 12: 2**64 - 1 wrapped to a 0-byte block (nbytes 2**64 - 1 over a 2 MiB
+    segment the cache owned). Every entry point raises the out-of-memory error native
+    raises, naming the size, with nothing allocated and the cache untouched."""
+    s = S.Stream(0)
+    warm = M.DeviceBuffer(4096, stream=s)  # a cached segment the request must not get
+    warm_ptr = warm.ptr
+    warm.close()
+    before = (allocations(), mock_control().stat("host_allocations"), M.memory_stats())
+    for name, fn in _entry_points(s).items():
+        with pytest.raises(errors.AclOutOfMemoryError) as ei:
+            fn(nbytes)
+        assert str(nbytes) in str(ei.value), (name, str(ei.value))
+    after = (allocations(), mock_control().stat("host_allocations"), M.memory_stats())
+    assert after == before
+    with M.DeviceBuffer(4096, stream=s) as again:  # the cached block is intact
+        assert again.ptr == warm_ptr
+    s.close()
+
+
+@pytest.mark.parametrize("nbytes", [2**64 - 1, 2**63])
+def test_huge_sizes_raise_the_same_family_as_native(native_allocator: None, nbytes: int) -> None:
+    for fn in (M.DeviceBuffer, M.HostBuffer):
+        with pytest.raises(errors.AclOutOfMemoryError):
+            fn(nbytes)
+
+
+def test_request_larger_than_the_device_keeps_the_cache(caching: Any) -> None:
+    """A request no device memory can serve fails at once: the cached segments are not
+    given back (the retry could not help)."""
+    cached = M.DeviceBuffer(4096)
+    cached.close()
+    base = allocations()
+    total = pyacl_rt.mem_get_info(0)[1]
+    with pytest.raises(errors.AclOutOfMemoryError, match=str(total + 1)):
+        M.DeviceBuffer(total + 1)
+    assert allocations() == base and M.memory_reserved() == 2 * MiB
+    assert M.memory_stats()["num_ooms"] == 1
+
+
+def test_oom_keeps_the_runtime_message(caching: Any) -> None:
+    """Issue 12: the allocator's OutOfMemoryError had an empty recent_message; it keeps
+    the code, function and text of the aclrtMalloc that failed."""
+    with pytest.raises(pyacl_rt.OutOfMemoryError) as ei:
+        M.DeviceBuffer(1 << 40)  # more than the mock device's memory
+    e = ei.value
+    assert e.code == 207001 and e.function == "aclrtMalloc"
+    assert e.recent_message and "aclrtMalloc" in e.recent_message, e.recent_message
+    assert "runtime message" in str(e) and "GiB already allocated" in str(e)
+    # an injected failure: the runtime's own text of that call is kept too
+    mock_control().inject_fault("aclrtMalloc", 207018, nth=0)
+    with pytest.raises(errors.AclOutOfMemoryError) as ei:
+        M.DeviceBuffer(64 * MiB)
+    assert ei.value.code == 207018 and ei.value.function == "aclrtMalloc"
+    assert ei.value.recent_message
+
+
+def test_pinned_oom_keeps_the_runtime_message(caching: Any) -> None:
+    with pytest.raises(errors.AclOutOfMemoryError) as ei:
+        M.HostBuffer(1 << 62)
+    e = ei.value
+    assert e.function == "aclrtMallocHost" and e.code == 207001
+    assert e.recent_message and "aclrtMallocHost" in e.recent_message, e.recent_message

@@ -5,7 +5,9 @@ bytes, so at most half of a block is rounding waste), reused by size. The host m
 touch a HostBuffer as soon as it exists, so a freed block is reused only once the
 work of *every* stream that used it has completed: an event is recorded on each of
 them at free time (torch's CachingHostAllocator rule). When ``aclrtMallocHost`` fails,
-idle blocks are freed and the allocation retried once.
+idle blocks are freed and the allocation retried once; the error then keeps the code and
+runtime message of the call that failed. A request above :data:`MAX_REQUEST` (2**63
+bytes: its block would not fit 64 bits) raises the same out-of-memory error at once.
 
 Floor 7 (allocator): imports floors 1-6 only.
 """
@@ -29,8 +31,14 @@ if TYPE_CHECKING:
 _log = get_logger("pyacl_rt")
 
 
+#: The largest request the pool serves (bytes): its block, the next power of two, must
+#: fit ``size_t``.
+MAX_REQUEST = 1 << 63
+
+
 def block_size(nbytes: int) -> int:
-    """Pool block size of a request: the next power of two, at least 512 bytes."""
+    """Pool block size of a request (0 < nbytes <= MAX_REQUEST): the next power of
+    two, at least 512 bytes."""
     return max(512, 1 << (nbytes - 1).bit_length())
 
 
@@ -55,6 +63,12 @@ class HostPool:
         }
 
     def allocate(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser]:
+        if nbytes > MAX_REQUEST:
+            raise errors.AclOutOfMemoryError(
+                f"pinned host pool: cannot allocate {nbytes} bytes, more than its maximum "
+                f"of {MAX_REQUEST} bytes; nothing was allocated",
+                code=207001,
+            )
         size = block_size(nbytes)
         with self.lock:
             if self.pending:
@@ -62,7 +76,7 @@ class HostPool:
             lst = self.idle.get(size)
             ptr = lst.pop() if lst else 0
             if not ptr:
-                ptr = self._malloc(size)
+                ptr = self._malloc(size, nbytes)
             c = self.counters
             c["allocations"] += 1
             c["allocated_bytes"] += size
@@ -70,7 +84,7 @@ class HostPool:
                 c["allocated_bytes_peak"] = c["allocated_bytes"]
         return ptr, self
 
-    def _malloc(self, size: int) -> int:
+    def _malloc(self, size: int, nbytes: int) -> int:
         s = _local.st.scratch
         rc = _lib.aclrtMallocHost(s.uptr, size)
         if rc in errors.OUT_OF_MEMORY_CODES:
@@ -78,6 +92,14 @@ class HostPool:
             self.process_pending(wait=True)
             self.release_idle()
             rc = _lib.aclrtMallocHost(s.uptr, size)
+            if rc in errors.OUT_OF_MEMORY_CODES:
+                raise errors.AclOutOfMemoryError(
+                    f"pinned host pool: cannot allocate {nbytes} bytes (a block of {size} "
+                    "bytes); idle blocks were freed and the allocation retried",
+                    code=rc,
+                    function="aclrtMallocHost",
+                    recent_message=lowlevel.recent_error_message(),
+                )
         if rc:
             _check(rc, "aclrtMallocHost")
         ptr = int(s.uptr[0])
