@@ -286,6 +286,13 @@ static void set_remove_at(BlockSet *s, size_t i)
     s->n--;
 }
 
+/* Whether b may take slot i (replacing the block there) and keep the set ordered. */
+static inline int set_fits(const BlockSet *s, size_t i, const Block *b)
+{
+    return (i == 0 || key_less(s->v[i - 1], b->stream, b->size, b->ptr)) &&
+           (i + 1 >= s->n || !key_less(s->v[i + 1], b->stream, b->size, b->ptr));
+}
+
 static void set_remove(BlockSet *s, Block *b)
 {
     size_t i = set_lower_bound(s, b->stream, b->size, b->ptr);
@@ -437,12 +444,22 @@ static void free_block(Core *c, Block *b)
     int64_t net_blocks = 0, net_bytes = 0;
     h_del(c, b->ptr);
     Block *cands[2] = {b->prev, b->next};
+    int nfree = (cands[0] != NULL && cands[0]->state == ST_FREE) +
+                (cands[1] != NULL && cands[1]->state == ST_FREE);
+    size_t slot = SIZE_MAX; /* one free neighbour: b may take its slot in the set */
     for (int k = 0; k < 2; k++) {
         Block *src = cands[k];
         if (src == NULL || src->state != ST_FREE) {
             continue;
         }
-        set_remove(set, src);
+        if (nfree == 1) {
+            size_t j = set_lower_bound(set, src->stream, src->size, src->ptr);
+            if (j < set->n && set->v[j] == src) {
+                slot = j;
+            }
+        } else {
+            set_remove(set, src);
+        }
         if (src == b->prev) {
             b->ptr = src->ptr;
             b->prev = src->prev;
@@ -465,7 +482,14 @@ static void free_block(Core *c, Block *b)
     }
     b->state = ST_FREE;
     b->requested = 0;
-    set_insert(set, b); /* room reserved by the caller */
+    if (slot != SIZE_MAX && set_fits(set, slot, b)) {
+        set->v[slot] = b; /* the merged block keeps the neighbour's place */
+    } else {
+        if (slot != SIZE_MAX) {
+            set_remove_at(set, slot);
+        }
+        set_insert(set, b); /* room reserved by the caller */
+    }
     if (b->prev != NULL || b->next != NULL) {
         net_blocks += 1;
         net_bytes += (int64_t)b->size;
@@ -519,7 +543,6 @@ static uint64_t alloc_impl(Core *c, uint64_t stream, uint64_t nbytes)
         }
     }
     int already_split = b->prev != NULL || b->next != NULL;
-    set_remove_at(set, i);
     if (split) {
         r->ptr = b->ptr + size;
         r->size = remaining;
@@ -535,16 +558,24 @@ static uint64_t alloc_impl(Core *c, uint64_t stream, uint64_t nbytes)
         }
         b->next = r;
         b->size = size;
-        set_insert(set, r); /* b's slot was just freed */
+        if (set_fits(set, i, r)) {
+            set->v[i] = r; /* the rest keeps b's place (usual: best fit, big rest) */
+        } else {
+            set_remove_at(set, i);
+            set_insert(set, r); /* b's slot was just freed */
+        }
         if (already_split) {
             stat_add(c, K_INACTIVE_SPLIT_BYTES, pool, -(int64_t)size);
         } else {
             stat_add(c, K_INACTIVE_SPLIT_BYTES, pool, (int64_t)remaining);
             stat_add(c, K_INACTIVE_SPLIT, pool, 1);
         }
-    } else if (already_split) {
-        stat_add(c, K_INACTIVE_SPLIT_BYTES, pool, -(int64_t)b->size);
-        stat_add(c, K_INACTIVE_SPLIT, pool, -1);
+    } else {
+        set_remove_at(set, i);
+        if (already_split) {
+            stat_add(c, K_INACTIVE_SPLIT_BYTES, pool, -(int64_t)b->size);
+            stat_add(c, K_INACTIVE_SPLIT, pool, -1);
+        }
     }
     b->state = ST_ALLOC;
     b->requested = nbytes;
@@ -1052,6 +1083,104 @@ static PyObject *core_block(Core *c, PyObject *arg)
                          b->state);
 }
 
+/* check() -> None, or RuntimeError naming the first broken invariant: the blocks of each
+ * segment tile it exactly with consistent links, no two free blocks are adjacent,
+ * the free sets hold exactly the free blocks in (stream, size, address) order, the
+ * active table holds exactly the allocated and pending blocks, and the current
+ * counters equal what the blocks add up to. For tests (cost: linear in blocks). */
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            PyErr_Format(PyExc_RuntimeError, "_cachecore invariant: " __VA_ARGS__);       \
+            return NULL;                                                                 \
+        }                                                                                \
+    } while (0)
+
+static PyObject *core_check(Core *c, PyObject *Py_UNUSED(ignored))
+{
+    int64_t want[NKIND][3];
+    memset(want, 0, sizeof want);
+    size_t nfree[2] = {0, 0}, nactive = 0;
+    for (size_t i = 0; i < c->nseg; i++) {
+        Segment *sg = c->segs[i];
+        int pool = sg->pool;
+        CHECK(sg->head != NULL && sg->head->prev == NULL, "segment %zu has no head", i);
+        CHECK(sg->size <= MAX_ALLOC && sg->base <= UINT64_MAX - sg->size,
+              "segment %zu overflows", i);
+        uint64_t at = sg->base;
+        int split = sg->head->next != NULL;
+        for (Block *b = sg->head; b != NULL; b = b->next) {
+            CHECK(b->seg == sg && b->pool == pool && b->stream == sg->stream,
+                  "a block of segment %zu has another segment, pool or stream", i);
+            CHECK(b->ptr == at && b->size > 0 && b->size <= sg->base + sg->size - at,
+                  "the blocks of segment %zu do not tile it", i);
+            CHECK(b->next == NULL || b->next->prev == b, "broken links in segment %zu", i);
+            at += b->size;
+            int64_t row[NKIND] = {0};
+            if (b->state == ST_FREE) {
+                CHECK(b->next == NULL || b->next->state != ST_FREE,
+                      "two adjacent free blocks in segment %zu", i);
+                CHECK(b->requested == 0, "a free block has a requested size");
+                CHECK(h_get(c, b->ptr) == NULL, "a free block is in the active table");
+                BlockSet *set = &c->free[pool];
+                size_t j = set_lower_bound(set, b->stream, b->size, b->ptr);
+                CHECK(j < set->n && set->v[j] == b, "a free block is missing from its set");
+                nfree[pool]++;
+                if (split) {
+                    row[K_INACTIVE_SPLIT] = 1;
+                    row[K_INACTIVE_SPLIT_BYTES] = (int64_t)b->size;
+                }
+            } else {
+                CHECK(b->state == ST_ALLOC || b->state == ST_PENDING, "bad block state");
+                CHECK(h_get(c, b->ptr) == b, "an active block is missing from the table");
+                CHECK(b->requested <= b->size, "requested > size");
+                nactive++;
+                row[K_ACTIVE] = 1;
+                row[K_ACTIVE_BYTES] = (int64_t)b->size;
+                if (b->state == ST_ALLOC) {
+                    row[K_ALLOCATION] = 1;
+                    row[K_ALLOCATED_BYTES] = (int64_t)b->size;
+                    row[K_REQUESTED_BYTES] = (int64_t)b->requested;
+                }
+            }
+            for (int k = 0; k < NKIND; k++) {
+                want[k][0] += row[k];
+                want[k][pool + 1] += row[k];
+            }
+        }
+        CHECK(at == sg->base + sg->size, "the blocks of segment %zu do not tile it", i);
+        want[K_SEGMENT][0]++;
+        want[K_SEGMENT][pool + 1]++;
+        want[K_RESERVED_BYTES][0] += (int64_t)sg->size;
+        want[K_RESERVED_BYTES][pool + 1] += (int64_t)sg->size;
+    }
+    for (int p = 0; p < 2; p++) {
+        BlockSet *set = &c->free[p];
+        CHECK(set->n == nfree[p], "free set %d holds %zu blocks, %zu are free", p, set->n,
+              nfree[p]);
+        for (size_t j = 1; j < set->n; j++) {
+            const Block *b = set->v[j];
+            CHECK(key_less(set->v[j - 1], b->stream, b->size, b->ptr),
+                  "free set %d is out of order", p);
+        }
+    }
+    CHECK(c->hcount == nactive, "the active table holds %zu blocks, %zu are active", c->hcount,
+          nactive);
+    static const int kinds[] = {K_ALLOCATION,      K_SEGMENT,        K_ACTIVE,
+                                K_INACTIVE_SPLIT,  K_ALLOCATED_BYTES, K_RESERVED_BYTES,
+                                K_ACTIVE_BYTES,    K_INACTIVE_SPLIT_BYTES, K_REQUESTED_BYTES};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        for (int p = 0; p < 3; p++) {
+            int64_t *st = c->stats[kinds[k]][p];
+            CHECK(st[0] == want[kinds[k]][p], "counter %d/%d is %lld, the blocks add up to %lld",
+                  kinds[k], p, (long long)st[0], (long long)want[kinds[k]][p]);
+            CHECK(st[1] >= st[0], "counter %d/%d: peak below current", kinds[k], p);
+        }
+    }
+    Py_RETURN_NONE;
+}
+#undef CHECK
+
 /* stats() -> tuple of NKIND*3*4 ints: [kind][all, small, large][current, peak,
  * allocated, freed]. */
 static PyObject *core_stats(Core *c, PyObject *Py_UNUSED(ignored))
@@ -1145,6 +1274,8 @@ static PyMethodDef core_methods[] = {
     {"block", (PyCFunction)core_block, METH_O,
      "block(ptr) -> (size, requested, stream, state) of an active block, or None."},
     {"stats", (PyCFunction)core_stats, METH_NOARGS, "stats() -> tuple of counters."},
+    {"check", (PyCFunction)core_check, METH_NOARGS,
+     "check() -> None; RuntimeError naming the first broken invariant (tests)."},
     {"reset_peak", (PyCFunction)core_reset_peak, METH_NOARGS, "peak = current."},
     {"reset_accumulated", (PyCFunction)core_reset_accumulated, METH_NOARGS,
      "allocated = freed = 0."},

@@ -139,6 +139,7 @@ def test_randomized_consistency() -> None:
             assert core.complete(pending.pop(rng.randrange(len(pending))))
         spans = sorted((p, p + s) for p, (s, _) in live.items())
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+        core.check()  # links, tiling, free sets in order, counters = what blocks add up to
     assert stat(core, "allocation") == len(live)
     assert stat(core, "requested_bytes") == sum(r for _, r in live.values())
     total = 0
