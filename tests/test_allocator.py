@@ -643,3 +643,118 @@ def test_pinned_oom_keeps_the_runtime_message(caching: Any) -> None:
     e = ei.value
     assert e.function == "aclrtMallocHost" and e.code == 207001
     assert e.recent_message and "aclrtMallocHost" in e.recent_message, e.recent_message
+
+
+# ------------------------------------------------ guard events (issue 12, item 2)
+def _events(device: int = 0) -> int:
+    return mock_control().stat("events", device)
+
+
+def _guard_accounting() -> tuple[int, int, int]:
+    """(events created by the guard pools, idle ones, ones held by pending/marks)."""
+    pools = list(A._guards._pools.values())
+    held = 0
+    for a in A._backend.devices.values():
+        for _, guards in [*a.pending, *a.marks.values()]:
+            held += sum(1 for g in guards if g[0] == "event")
+    if A._backend.host is not None:
+        for _, guards in A._backend.host.pending:
+            held += sum(1 for g in guards if g[0] == "event")
+    return sum(len(p.out) for p in pools), sum(len(p.idle) for p in pools), held
+
+
+def test_guard_events_go_back_to_a_bounded_pool(gate: Any, caching: Any) -> None:
+    """Many cross-stream frees under a pending host callback: once their guards passed,
+    at most IDLE_MAX events stay idle (the rest are destroyed), and empty_cache()
+    destroys those too."""
+    base = _events()
+    s1, s2 = S.Stream(0), S.Stream(0)
+    gate.block(s2)
+    n = A._guards.IDLE_MAX + 60
+    for _ in range(n):
+        b = M.DeviceBuffer(4096, stream=s1)
+        M.memset(b, 1, stream=s2, non_blocking=True)
+        b.close()  # guarded by an event on s2, behind the gate
+    assert len(caching.pending) == n and _guard_accounting() == (n, 0, n)
+    gate.release.set()
+    s2.synchronize()
+    caching.process_pending()
+    out, idle, held = _guard_accounting()
+    assert held == 0 and out == idle == A._guards.IDLE_MAX
+    assert _events() - base <= A._guards.IDLE_MAX + S._MarkerPool.IDLE_MAX
+    M.empty_cache()
+    assert _guard_accounting() == (0, 0, 0)
+    s1.close()
+    s2.close()
+
+
+@pytest.mark.parametrize("pool", ["device", "pinned"])
+def test_interrupted_wait_keeps_the_guarded_block(
+    gate: Any, caching: Any, monkeypatch: pytest.MonkeyPatch, pool: str
+) -> None:
+    """A KeyboardInterrupt while empty_cache() waits for a guard event lost the pending
+    entry: the block stayed unusable and its events were never given back."""
+    s1, s2 = S.Stream(0), S.Stream(0)
+    base = _events()
+    gate.block(s2)
+    if pool == "device":
+        b = M.DeviceBuffer(4096, stream=s1)
+        M.memset(b, 1, stream=s2, non_blocking=True)
+    else:
+        b = M.HostBuffer(4096)
+        dev = M.DeviceBuffer(4096)
+        M.memcpy_async(dev, b, 4096, s2)
+    b.close()
+    real = A._guards._sync_event
+
+    def interrupted(ev: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(A._guards, "_sync_event", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        M.empty_cache()
+    monkeypatch.setattr(A._guards, "_sync_event", real)
+    out, idle, held = _guard_accounting()
+    assert held == 1 and out == idle + held  # the entry and its event are kept
+    gate.release.set()
+    M.empty_cache()
+    assert _guard_accounting() == (0, 0, 0)
+    if pool == "device":
+        assert M.memory_stats()["active_bytes.all.current"] == 0
+        assert M.memory_reserved() == 0
+    else:
+        dev.close()
+        assert pyacl_rt.host_memory_stats()["reserved_bytes.current"] == 0
+        M.empty_cache()
+    assert _events() == base
+    s1.close()
+    s2.close()
+
+
+def test_guards_of_a_failed_free_go_back(caching: Any) -> None:
+    """Bookkeeping failing after the guard events were recorded (out of host memory in
+    the core) left them neither idle nor guarding anything."""
+    s1, s2 = S.Stream(0), S.Stream(0)
+    b = M.DeviceBuffer(4096, stream=s1)
+    ptr = b.ptr
+    M.memset(b, 1, stream=s2, non_blocking=True)
+    real = caching.core
+
+    class FailingCore:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def free_pending(self, ptr: int) -> int:
+            raise MemoryError("no memory for the free set")
+
+    caching.core = FailingCore()
+    try:
+        b.close()  # the releaser logs the failure; the block stays allocated
+    finally:
+        caching.core = real
+    out, idle, held = _guard_accounting()
+    assert held == 0 and out == idle
+    s2.synchronize()
+    assert caching.core.free(ptr) == 4096  # still allocated: the cache can take it back
+    s1.close()
+    s2.close()

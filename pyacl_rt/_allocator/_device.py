@@ -163,9 +163,11 @@ class DeviceAllocator:
             if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
                 prev.make_current()
         tick, guards = mark
-        if all(_guards.done(g, wait) for g in guards):
+        left = _guards.pending(guards, wait)
+        if not left:
             del self.marks[key]
             return tick
+        self.marks[key] = (tick, left)
         return None
 
     def other_streams(self, refs: list[weakref.ref[Stream]], key: int) -> list[Stream]:
@@ -184,20 +186,22 @@ class DeviceAllocator:
         recorded on them now have passed (never raises)."""
         prev = _local.st.ctx
         guards = _guards.record(streams)
-        if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-            try:
-                prev.make_current()
-            except Exception:
-                _local.st.ctx = None
-        if _history.enabled:
-            self.trace_free(base, key, pending=True)
-        if self.core.free_pending(base):
-            self.pending.append((base, guards))
-            return
+        try:
+            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                try:
+                    prev.make_current()
+                except Exception:
+                    _local.st.ctx = None
+            if _history.enabled:
+                self.trace_free(base, key, pending=True)
+            if self.core.free_pending(base):
+                self.pending.append((base, guards))
+                return
+        except BaseException:
+            _guards.release(guards)  # the block was not queued: its events go back
+            raise
         _log.warning("pyacl_rt allocator: freeing unknown block 0x%x", base)
-        for g in guards:
-            if g[0] == "event":
-                g[1].idle.append(g[2])
+        _guards.release(guards)
 
     def process_pending(self, wait: bool = False) -> int:
         """Make blocks whose guards passed reusable; ``wait``: wait for all of them.
@@ -210,11 +214,15 @@ class DeviceAllocator:
                 base, guards = self.pending.popleft()
             except IndexError:
                 break
-            left = [g for g in guards if not _guards.done(g, wait)]
-            if left:
-                self.pending.append((base, left))
-                continue
-            size = self.core.complete(base)
+            try:
+                left = _guards.pending(guards, wait)
+                if left:
+                    self.pending.append((base, left))
+                    continue
+                size = self.core.complete(base)
+            except BaseException:  # interrupted / out of host memory: keep the entry
+                self.pending.append((base, guards))
+                raise
             if size:
                 freed += 1
                 if _history.enabled:
@@ -452,8 +460,11 @@ class DeviceAllocator:
         with self.lock:
             if self.pending:
                 self.process_pending(wait=wait)
-            for key, (_tick, guards) in list(self.marks.items()):
-                if all(_guards.done(g, wait) for g in guards):  # events back to the pool
+            for key, (tick, guards) in list(self.marks.items()):
+                left = _guards.pending(guards, wait)  # passed: events back to the pool
+                if left:
+                    self.marks[key] = (tick, left)
+                else:
                     del self.marks[key]
             self.release_cached()
 
