@@ -118,8 +118,8 @@ _pools: dict[_CtxRef, EventPool] = {}
 
 def _pool(s: Stream) -> EventPool:
     p = _pools.get(s._ctx)
-    if p is None:
-        p = _pools[s._ctx] = EventPool(s._ctx)
+    if p is None:  # setdefault: two threads creating it at once share one pool
+        p = _pools.setdefault(s._ctx, EventPool(s._ctx))
     return p
 
 
