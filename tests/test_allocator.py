@@ -758,3 +758,37 @@ def test_guards_of_a_failed_free_go_back(caching: Any) -> None:
     assert caching.core.free(ptr) == 4096  # still allocated: the cache can take it back
     s1.close()
     s2.close()
+
+
+def test_failed_completion_gives_each_event_back_once(caching: Any) -> None:
+    """complete() failing (out of host memory) after the guards passed: the block is
+    completed later, and its events were given back exactly once (an event twice in
+    the idle list would be handed to two guards)."""
+    s1, s2 = S.Stream(0), S.Stream(0)
+    b = M.DeviceBuffer(4096, stream=s1)
+    M.memset(b, 1, stream=s2, non_blocking=True)
+    b.close()
+    s2.synchronize()
+    real = caching.core
+
+    class FailingCore:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def complete(self, ptr: int) -> int:
+            raise MemoryError("no memory for the free set")
+
+    caching.core = FailingCore()
+    try:
+        with pytest.raises(MemoryError):
+            caching.process_pending()
+    finally:
+        caching.core = real
+    assert caching.process_pending() == 1
+    caching.process_pending()
+    pools = list(A._guards._pools.values())
+    idle = [ev for p in pools for ev in p.idle]
+    assert len(idle) == len(set(idle)) == sum(len(p.out) for p in pools) == 1
+    assert M.memory_stats()["active_bytes.all.current"] == 0
+    s1.close()
+    s2.close()

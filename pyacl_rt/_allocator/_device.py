@@ -216,12 +216,16 @@ class DeviceAllocator:
                 break
             try:
                 left = _guards.pending(guards, wait)
-                if left:
-                    self.pending.append((base, left))
-                    continue
-                size = self.core.complete(base)
-            except BaseException:  # interrupted / out of host memory: keep the entry
+            except BaseException:  # interrupted: keep what is outstanding (trimmed)
                 self.pending.append((base, guards))
+                raise
+            if left:
+                self.pending.append((base, left))
+                continue
+            try:
+                size = self.core.complete(base)
+            except BaseException:  # out of host memory: its guards passed, retry later
+                self.pending.append((base, []))
                 raise
             if size:
                 freed += 1

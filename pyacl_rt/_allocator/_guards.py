@@ -72,7 +72,7 @@ class EventPool:
         """Take ``ev`` back (its guard passed, or it is no longer needed); destroyed
         when the idle list is full. Never raises."""
         with self.lock:
-            if ev not in self.out:
+            if ev not in self.out or ev in self.idle:
                 return  # destroyed meanwhile (finalize), or given back twice
             if len(self.idle) < IDLE_MAX:
                 self.idle.append(ev)
