@@ -548,9 +548,13 @@ class Stream:
         """Run ``fn(*args)`` on pyacl_rt's report thread when the stream reaches this point.
 
         ``block=True`` (the default, like torch_npu's host funcs) makes later work on
-        the stream wait until ``fn`` returns. See :mod:`pyacl_rt._callbacks` for what a
-        callback may not do. An exception raised by ``fn`` is logged and re-raised by
-        the next :meth:`synchronize` of this stream.
+        the stream wait until ``fn`` returns. ``fn`` must not wait for device work (a
+        synchronize, a synchronous copy, closing a stream that has callbacks, or
+        :func:`pyacl_rt.finalize` raise :class:`~pyacl_rt.errors.CallbackContextError`
+        there) nor allocate or free device memory: hand blocking work to another
+        thread. An exception raised by ``fn`` is re-raised by the next
+        :meth:`synchronize` of this stream; if the stream is closed, collected or
+        finalized first, it is logged (logger ``pyacl_rt``) instead.
         """
         if not callable(fn):
             raise TypeError(f"launch_host_func(): fn must be callable, not {type(fn).__name__}")
@@ -638,12 +642,16 @@ class Stream:
             _refuse_in_callback("Stream.close()")
         if _sync_debug():
             _check_sync("Stream.close()")
+        where = repr(self)
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
         _live.discard(self)
+        if self._errors:  # host-callback exceptions no synchronize() will re-raise now
+            _callbacks.report_unraised(self._errors, where, "closed")
 
     def _make_inert(self, reason_ctx: _CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
+        where = repr(self)
         if not _run_finalizer(self._finalizer):
             state = self._state
             sub = state.sub
@@ -657,6 +665,9 @@ class Stream:
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
             state.watch.clear()
+        if self._errors:
+            fate = "finalized" if reason_ctx.dead == "finalized" else "closed"
+            _callbacks.report_unraised(self._errors, where, fate)
         self._ctx = reason_ctx
 
     def __enter__(self) -> Stream:

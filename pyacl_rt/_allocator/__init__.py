@@ -336,7 +336,11 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
 
 
 def host_memory_stats() -> dict[str, int]:
-    """Counters of the pinned host pool (bytes and blocks; see :mod:`._host`)."""
+    """Counters of the pinned host memory pool (``HostBuffer`` memory):
+    ``allocated_bytes.current`` / ``.peak``, ``allocations.current``,
+    ``reserved_bytes.current`` / ``.peak`` (bytes held, including cached blocks) and
+    ``num_host_alloc`` / ``num_host_free`` (``aclrtMallocHost`` / ``aclrtFreeHost``
+    calls)."""
     h = _backend.host
     return _zero_host_stats() if h is None else h.stats()
 

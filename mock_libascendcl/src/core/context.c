@@ -97,6 +97,9 @@ mock_context *core_ctx_create(int32_t device, bool primary)
     }
     pthread_mutex_unlock(&g_reg_lock);
     core_stat_add(device, MOCK_STAT_CONTEXTS, 1);
+    if (primary) {
+        core_stat_add(device, MOCK_STAT_DEFAULT_CONTEXTS, 1);
+    }
     if (!ok) { /* out of host memory for the registry */
         core_ctx_release(ctx);
         return NULL;
@@ -111,6 +114,9 @@ static void teardown(mock_context *ctx)
     stream_destroy_default(ctx->default_stream);
     ctx->default_stream = NULL;
     core_stat_add(ctx->device, MOCK_STAT_CONTEXTS, -1);
+    if (ctx->primary) {
+        core_stat_add(ctx->device, MOCK_STAT_DEFAULT_CONTEXTS, -1);
+    }
     ctx->magic = 0;
     pthread_mutex_destroy(&ctx->opt_lock);
     free(ctx);

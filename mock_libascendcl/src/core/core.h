@@ -404,6 +404,8 @@ typedef enum mock_stat {
     MOCK_STAT_BYTES,
     MOCK_STAT_HOST_ALLOCATIONS,
     MOCK_STAT_HOST_BYTES,
+    MOCK_STAT_DEFAULT_CONTEXTS, /* subset of CONTEXTS: the default (primary) contexts */
+    MOCK_STAT_DEFAULT_STREAMS,  /* subset of STREAMS: every context's default stream */
     MOCK_STAT_COUNT
 } mock_stat;
 MOCK_HIDDEN void core_stat_add(int32_t device, mock_stat which, int64_t delta);

@@ -244,11 +244,29 @@ static void take_snapshot(int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT])
     }
 }
 
+/* One part of a report line: singular and plural names of a count. */
+typedef struct report_item {
+    const char *one;
+    const char *many;
+} report_item;
+
+/* What the program created (contexts and streams without the runtime's default ones)
+ * and, apart, what the runtime keeps on its own (default contexts of aclrtSetDevice,
+ * default streams of every context), with singular/plural names. */
 static int format_report(char *buf, size_t len, int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT])
 {
-    static const char *const names[MOCK_STAT_COUNT] = {
-        "contexts", "streams", "events", "device allocations", "device bytes",
-        "host allocations", "host bytes",
+    static const report_item created_items[] = {
+        {"context", "contexts"},
+        {"stream", "streams"},
+        {"event", "events"},
+        {"device allocation", "device allocations"},
+        {"device byte", "device bytes"},
+        {"host allocation", "host allocations"},
+        {"host byte", "host bytes"},
+    };
+    static const report_item own_items[] = {
+        {"default context", "default contexts"},
+        {"default stream", "default streams"},
     };
     size_t used = 0;
     int total = 0;
@@ -263,25 +281,60 @@ static int format_report(char *buf, size_t len, int64_t snap[MOCK_MAX_DEVICES + 
     } while (0)
     bool any = false;
     for (int slot = 0; slot <= MOCK_MAX_DEVICES; slot++) {
-        bool line = false;
-        for (int k = 0; k < MOCK_STAT_COUNT; k++) {
-            if (snap[slot][k] == 0) {
-                continue;
+        const int64_t *v = snap[slot];
+        const int64_t created[] = {
+            v[MOCK_STAT_CONTEXTS] - v[MOCK_STAT_DEFAULT_CONTEXTS],
+            v[MOCK_STAT_STREAMS] - v[MOCK_STAT_DEFAULT_STREAMS],
+            v[MOCK_STAT_EVENTS],
+            v[MOCK_STAT_ALLOCATIONS],
+            v[MOCK_STAT_BYTES],
+            v[MOCK_STAT_HOST_ALLOCATIONS],
+            v[MOCK_STAT_HOST_BYTES],
+        };
+        const int64_t own[] = {v[MOCK_STAT_DEFAULT_CONTEXTS], v[MOCK_STAT_DEFAULT_STREAMS]};
+        const size_t n_created = sizeof created / sizeof created[0];
+        const size_t n_own = sizeof own / sizeof own[0];
+        _Static_assert(sizeof created_items / sizeof created_items[0] == 7, "one name per count");
+        _Static_assert(sizeof own_items / sizeof own_items[0] == 2, "one name per count");
+        bool has_created = false;
+        bool has_own = false;
+        for (size_t k = 0; k < n_created; k++) {
+            has_created = has_created || created[k] != 0;
+        }
+        for (size_t k = 0; k < n_own; k++) {
+            has_own = has_own || own[k] != 0;
+        }
+        if (!has_created && !has_own) {
+            continue;
+        }
+        if (slot == 0) {
+            EMIT("mock_libascendcl leak report: host:");
+        } else {
+            EMIT("mock_libascendcl leak report: device %d:", slot - 1);
+        }
+        const char *sep = " ";
+        for (size_t k = 0; k < n_created; k++) {
+            if (created[k] != 0) {
+                EMIT("%s%lld %s", sep, (long long)created[k],
+                     created[k] == 1 ? created_items[k].one : created_items[k].many);
+                sep = ", ";
             }
-            if (!line) {
-                if (slot == 0) {
-                    EMIT("mock_libascendcl leak report: host:");
-                } else {
-                    EMIT("mock_libascendcl leak report: device %d:", slot - 1);
+        }
+        if (has_own) {
+            EMIT(has_created ? " (plus the runtime's own:" : " only the runtime's own:");
+            sep = " ";
+            for (size_t k = 0; k < n_own; k++) {
+                if (own[k] != 0) {
+                    EMIT("%s%lld %s", sep, (long long)own[k], own[k] == 1 ? own_items[k].one : own_items[k].many);
+                    sep = ", ";
                 }
-                line = true;
             }
-            EMIT(" %lld %s", (long long)snap[slot][k], names[k]);
+            if (has_created) {
+                EMIT(")");
+            }
         }
-        if (line) {
-            EMIT("\n");
-            any = true;
-        }
+        EMIT("\n");
+        any = true;
     }
     if (!any) {
         EMIT("mock_libascendcl leak report: no leaks\n");

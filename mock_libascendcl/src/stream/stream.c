@@ -609,6 +609,9 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
         return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the stream registry");
     }
     core_stat_add(dev, MOCK_STAT_STREAMS, 1);
+    if (is_default) {
+        core_stat_add(dev, MOCK_STAT_DEFAULT_STREAMS, 1);
+    }
     /* Not for default streams: those are created inside aclrtSetDevice /
      * aclrtCreateContext, possibly under the device layer's locks. */
     if (!is_default) {
@@ -667,6 +670,9 @@ static void stream_teardown(mock_stream *s, bool force)
     }
     mem_allocator_stream_destroyed(s); /* allocator registered on the stream */
     core_stat_add(s->device, MOCK_STAT_STREAMS, -1);
+    if (s->is_default) {
+        core_stat_add(s->device, MOCK_STAT_DEFAULT_STREAMS, -1);
+    }
     if (!force) {
         stream_put(s);
     }
