@@ -708,7 +708,9 @@ static bool open_buffers(const kernel_launch *l, hold_set *hs, void **args)
         void *p = NULL;
         memcpy(&p, block + off, sizeof p);
         if ((uintptr_t)p >= 4096u) {
-            (void)hold_add(hs, p, l->device, true, &why); /* anything else is not ours to judge */
+            /* read access: a read-only mapping stays read-only; anything that is not
+             * memory of the device is not ours to judge */
+            (void)hold_add(hs, p, l->device, false, &why);
         }
     }
     return true;
