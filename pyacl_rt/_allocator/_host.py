@@ -7,6 +7,10 @@ work of *every* stream that used it has completed: an event is recorded on each 
 them at free time (torch's CachingHostAllocator rule). When ``aclrtMallocHost`` fails,
 idle blocks are freed and the allocation retried once.
 
+The block bookkeeping (states, idle stacks, counters) is C (``_cachecore.HostCore``), so
+that a HostBuffer served from the pool is created and closed without Python code
+(:mod:`pyacl_rt._memcore`); this class does what talks to the runtime and the guards.
+
 Floor 7 (allocator): imports floors 1-6 only.
 """
 
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from .. import _runtime as runtime
 from .. import errors, lowlevel
+from .._cachecore import HostCore
 from .._log import get_logger
 from .._state import _check, _CtxRef, _lib, _local
 from . import _guards
@@ -40,34 +45,20 @@ class HostPool:
     def __init__(self) -> None:
         self.gen = runtime.generation()
         self.lock = threading.RLock()
-        self.idle: dict[int, list[int]] = {}
-        #: every block the pool owns: address -> size
-        self.blocks: dict[int, int] = {}
+        #: the blocks: states, idle stacks by size, counters (host_memory_stats)
+        self.core = HostCore()
+        #: (block, guards) of blocks freed while streams may still use them
         self.pending: collections.deque[tuple[int, list[_guards.Guard]]] = collections.deque()
-        self.counters = {
-            "allocated_bytes": 0,
-            "allocated_bytes_peak": 0,
-            "reserved_bytes": 0,
-            "reserved_bytes_peak": 0,
-            "num_host_alloc": 0,
-            "num_host_free": 0,
-            "allocations": 0,
-        }
 
     def allocate(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser]:
         size = block_size(nbytes)
         with self.lock:
             if self.pending:
                 self.process_pending()
-            lst = self.idle.get(size)
-            ptr = lst.pop() if lst else 0
+            ptr: int = self.core.take(nbytes)
             if not ptr:
                 ptr = self._malloc(size)
-            c = self.counters
-            c["allocations"] += 1
-            c["allocated_bytes"] += size
-            if c["allocated_bytes"] > c["allocated_bytes_peak"]:
-                c["allocated_bytes_peak"] = c["allocated_bytes"]
+                self.core.add(ptr, size)
         return ptr, self
 
     def _malloc(self, size: int) -> int:
@@ -80,35 +71,25 @@ class HostPool:
             rc = _lib.aclrtMallocHost(s.uptr, size)
         if rc:
             _check(rc, "aclrtMallocHost")
-        ptr = int(s.uptr[0])
-        c = self.counters
-        self.blocks[ptr] = size
-        c["num_host_alloc"] += 1
-        c["reserved_bytes"] += size
-        if c["reserved_bytes"] > c["reserved_bytes_peak"]:
-            c["reserved_bytes_peak"] = c["reserved_bytes"]
-        return ptr
+        return int(s.uptr[0])
 
     def release(self, m: _Mem, base: int) -> None:
         """A HostBuffer was freed: idle now, or once every stream that used it passed
         an event recorded now. Never raises."""
         try:
             with self.lock:
-                size = self.blocks.get(base)
-                if size is None:
-                    return  # finalized meanwhile
-                c = self.counters
-                c["allocations"] -= 1
-                c["allocated_bytes"] -= size
                 streams = [s for r in m.streams if (s := r()) is not None and not s.closed]
-                if streams:
-                    prev = _local.st.ctx
-                    guards = _guards.record(streams)
-                    if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                        prev.make_current()
-                    self.pending.append((base, guards))
-                else:
-                    self.idle.setdefault(size, []).append(base)
+                if not streams:
+                    self.core.give(base)  # 0: finalized meanwhile
+                    return
+                if not self.core.hold(base):
+                    return  # finalized meanwhile
+                prev = _local.st.ctx
+                guards = _guards.record(streams)
+                if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                    prev.make_current()
+                self.pending.append((base, guards))
+                self.core.set_pending(len(self.pending))
         except BaseException:  # pragma: no cover - defensive (finalizer context)
             _log.debug("pyacl_rt host pool: release failed", exc_info=True)
 
@@ -121,28 +102,24 @@ class HostPool:
                 left = [g for g in guards if not _guards.done(g, wait)]
                 if left:
                     self.pending.append((base, left))
-                elif base in self.blocks:
-                    self.idle.setdefault(self.blocks[base], []).append(base)
+                else:
+                    self.core.make_idle(base)
+            self.core.set_pending(len(self.pending))
 
     def release_idle(self) -> int:
         """``aclrtFreeHost`` every idle block; returns bytes released."""
         released = 0
         with self.lock:
-            idle, self.idle = self.idle, {}
-            for size, ptrs in idle.items():
-                for ptr in ptrs:
-                    self._free(ptr)
-                    released += size
+            for ptr, size in self.core.drain_idle():
+                self._free(ptr)
+                released += size
         return released
 
     def _free(self, ptr: int) -> None:
-        size = self.blocks.pop(ptr, 0)
         rc = _lib.aclrtFreeHost(ptr)
         if rc:
             _log.warning("pyacl_rt host pool: aclrtFreeHost(0x%x) failed with %d", ptr, rc)
             lowlevel.clear_error()
-        self.counters["reserved_bytes"] -= size
-        self.counters["num_host_free"] += 1
 
     def empty_cache(self) -> None:
         """Wait for pending guards, then free every idle block."""
@@ -153,25 +130,14 @@ class HostPool:
 
     def stats(self) -> dict[str, int]:
         """``host_memory_stats()``: bytes of live HostBuffer blocks and of the pool."""
-        with self.lock:
-            c = dict(self.counters)
-        return {
-            "allocated_bytes.current": c["allocated_bytes"],
-            "allocated_bytes.peak": c["allocated_bytes_peak"],
-            "allocations.current": c["allocations"],
-            "num_host_alloc": c["num_host_alloc"],
-            "num_host_free": c["num_host_free"],
-            "reserved_bytes.current": c["reserved_bytes"],
-            "reserved_bytes.peak": c["reserved_bytes_peak"],
-        }
+        out: dict[str, int] = self.core.stats()
+        return out
 
     def teardown(self, free: bool) -> None:
         """Forget every block; ``free``: ``aclrtFreeHost`` them (finalize)."""
         with self.lock:
-            ptrs = list(self.blocks)
             self.pending.clear()
-            self.idle = {}
+            blocks = self.core.clear()
             if free and runtime.is_alive(self.gen):
-                for ptr in ptrs:
+                for ptr, _size in blocks:
                     self._free(ptr)
-            self.blocks.clear()
