@@ -45,6 +45,7 @@
 #define Py_T_OBJECT_EX T_OBJECT_EX
 #endif
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -2169,7 +2170,14 @@ static PyObject *mod_install_fast_call(PyObject *Py_UNUSED(mod), PyObject *arg)
         return NULL;
     }
     /* No instance dict, slots or finalizer: the C deallocation is the whole of it. */
-    if (tp->tp_basicsize == sizeof(BufObject) && tp->tp_itemsize == 0 &&
+    int managed = 0;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+    managed |= (tp->tp_flags & Py_TPFLAGS_MANAGED_DICT) != 0;
+#endif
+#ifdef Py_TPFLAGS_MANAGED_WEAKREF
+    managed |= (tp->tp_flags & Py_TPFLAGS_MANAGED_WEAKREF) != 0;
+#endif
+    if (!managed && tp->tp_basicsize == sizeof(BufObject) && tp->tp_itemsize == 0 &&
         tp->tp_dictoffset == 0 && tp->tp_finalize == NULL && tp->tp_del == NULL &&
         tp->tp_base != NULL && (tp->tp_base == &DeviceBaseType || tp->tp_base == &HostBaseType)) {
         tp->tp_dealloc = (destructor)buf_dealloc_heap;

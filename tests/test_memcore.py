@@ -290,8 +290,8 @@ def test_collected_on_a_callback_thread_is_deferred(gate: Any) -> None:
 
     def drop() -> None:
         before = fast()
-        box.clear()
-        seen.append(delta(before)["device_free"] == 0 and bool(R._deferred))
+        box.clear()  # the C path declines; _free_mem hands it to the releaser thread
+        seen.append(delta(before)["device_free"] == 0)
 
     s.launch_host_func(drop)
     s.synchronize()
