@@ -43,6 +43,7 @@
 #if PY_VERSION_HEX < 0x030C0000
 #include <structmember.h>
 #define Py_T_OBJECT_EX T_OBJECT_EX
+#define Py_READONLY READONLY
 #endif
 
 #include <stddef.h>
@@ -268,6 +269,8 @@ typedef struct MemObject {
     Py_ssize_t inuse; /* synchronous operations using the memory now */
     PyObject *ctx, *last, *streams, *dead, *keep, *rel, *release, *exports;
     PyObject *owner;  /* the owning HostBuffer (borrowed; cleared by its deallocation) */
+    PyObject *base_o, *nbytes_o; /* their int objects once read (see SET_U64) */
+    PyObject *ptr_o, *device_o; /* always set: attributes `ptr`, `device` (set_ptr) */
     PoolObject *pool; /* the cache serving the block (hit path), or NULL */
     size_t slot;      /* pinned: the block's entry in the pool's HostCore (a hint) */
     char tracked;     /* tracked by the garbage collector (see mem_track) */
@@ -275,6 +278,78 @@ typedef struct MemObject {
 } MemObject;
 
 static PyTypeObject MemType;
+
+/* The int fields Python reads on hot paths (Mem.base / ptr / nbytes, a buffer's _n /
+ * _off) keep the int object of their value once read, so that reading them allocates
+ * nothing (like a __slots__ attribute). Every write from C goes through SET_U64. */
+#define SET_U64(obj, field, value)                 \
+    do {                                           \
+        uint64_t v_ = (value);                     \
+        if ((obj)->field != v_) {                  \
+            (obj)->field = v_;                     \
+            Py_CLEAR((obj)->field##_o);            \
+        }                                          \
+    } while (0)
+
+static PyObject *get_u64(uint64_t v, PyObject **cache)
+{
+    if (*cache == NULL && (*cache = PyLong_FromUnsignedLongLong(v)) == NULL) {
+        return NULL;
+    }
+    return Py_NewRef(*cache);
+}
+
+static int u64_value(PyObject *o, uint64_t *out, const char *what);
+
+/* Int objects of recently used addresses: a block handed out again (the cache is LIFO)
+ * gets the same object, so `ptr` costs no allocation on the hit path. */
+#define NADDR 16
+static PyObject *g_addr_obj[NADDR];
+static uint64_t g_addr_val[NADDR];
+
+static inline __attribute__((always_inline)) PyObject *addr_object(uint64_t v)
+{
+    unsigned i = (unsigned)((v >> 9) % NADDR);
+    if (g_addr_obj[i] != NULL && g_addr_val[i] == v) {
+        return Py_NewRef(g_addr_obj[i]);
+    }
+    PyObject *o = PyLong_FromUnsignedLongLong(v);
+    if (o != NULL) {
+        Py_XSETREF(g_addr_obj[i], Py_NewRef(o));
+        g_addr_val[i] = v;
+    }
+    return o;
+}
+
+static PyObject *g_zero, *g_minus_one; /* the ints 0 and -1 */
+
+/* Mem.ptr (C value and attribute). Only 0 cannot fail. */
+static inline __attribute__((always_inline)) int set_ptr(MemObject *m, uint64_t v)
+{
+    PyObject *o = v ? addr_object(v) : Py_NewRef(g_zero);
+    if (o == NULL) {
+        return -1;
+    }
+    m->ptr = v;
+    Py_XSETREF(m->ptr_o, o);
+    return 0;
+}
+
+/* A Python write: the value, and the object itself when it is an exact int. */
+static int set_u64(PyObject *v, uint64_t *field, PyObject **cache, const char *what)
+{
+    uint64_t x;
+    if (v == NULL) {
+        PyErr_Format(PyExc_AttributeError, "cannot delete %s", what);
+        return -1;
+    }
+    if (u64_value(v, &x, what) < 0) {
+        return -1;
+    }
+    *field = x;
+    Py_XSETREF(*cache, PyLong_CheckExact(v) ? Py_NewRef(v) : NULL);
+    return 0;
+}
 
 typedef struct {
     int64_t allocated, peak, allocs, frees, bytes_allocated, bytes_freed;
@@ -393,6 +468,10 @@ static MemObject *mem_alloc(void)
         memset((char *)m + sizeof(PyObject), 0, sizeof(MemObject) - sizeof(PyObject));
     }
     m->slot = (size_t)-1;
+    m->device = -1;
+    m->ptr_o = Py_NewRef(g_zero);
+    m->device_o = Py_NewRef(g_minus_one);
+    m->last = Py_NewRef(Py_None);
     return m;
 }
 
@@ -467,9 +546,15 @@ static PyObject *mem_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     mem_track(m);
-    m->base = m->ptr = base;
-    m->nbytes = nbytes;
+    SET_U64(m, base, base);
+    SET_U64(m, nbytes, nbytes);
     m->device = device;
+    Py_SETREF(m->device_o, PyLong_FromLong(device));
+    if (m->device_o == NULL || set_ptr(m, base) < 0) {
+        Py_DECREF(m);
+        Py_XDECREF(keep);
+        return NULL;
+    }
     m->gen = gen;
     m->ctx = Py_NewRef(ctx);
     if (keep == Py_None) { /* the Context is gone already */
@@ -519,6 +604,11 @@ static void mem_dealloc(MemObject *m)
     Py_CLEAR(m->rel);
     Py_CLEAR(m->release);
     Py_CLEAR(m->pool);
+    Py_CLEAR(m->base_o);
+    Py_CLEAR(m->ptr_o);
+    Py_CLEAR(m->nbytes_o);
+    Py_CLEAR(m->device_o);
+    Py_CLEAR(m->last);
     if (Py_IS_TYPE(m, &MemType) && g_nfree_mems < NFREE) {
         g_free_mems[g_nfree_mems++] = (PyObject *)m;
         return;
@@ -532,7 +622,7 @@ static PyObject *mem_hold(MemObject *m, PyObject *Py_UNUSED(ignored))
     if (m->ptr) {
         m->inuse++;
     }
-    return PyLong_FromUnsignedLongLong(m->ptr);
+    return Py_NewRef(m->ptr_o);
 }
 
 static PyObject *mem_unhold(MemObject *m, PyObject *Py_UNUSED(ignored))
@@ -592,16 +682,22 @@ static PyObject *mem_claim_close(MemObject *m, PyObject *args)
     if (refuse_close(m, what, nexports) < 0) {
         return NULL;
     }
-    uint64_t p = m->ptr;
-    m->ptr = 0;
-    return PyLong_FromUnsignedLongLong(p);
+    PyObject *p = Py_NewRef(m->ptr_o);
+    set_ptr(m, 0);
+    return p;
+}
+
+static PyObject *mem_invalidate(MemObject *m, PyObject *Py_UNUSED(ignored))
+{
+    set_ptr(m, 0);
+    Py_RETURN_NONE;
 }
 
 static PyObject *mem_take_base(MemObject *m, PyObject *Py_UNUSED(ignored))
 {
     uint64_t b = m->base;
     if (b) {
-        m->base = 0;
+        SET_U64(m, base, 0);
         mem_unregister(m);
     }
     return PyLong_FromUnsignedLongLong(b);
@@ -625,7 +721,7 @@ static PyObject *mem_add_export(MemObject *m, PyObject *token)
     if (PyList_Append(m->exports, token) < 0) {
         return NULL;
     }
-    return PyLong_FromUnsignedLongLong(m->ptr);
+    return Py_NewRef(m->ptr_o);
 }
 
 static PyMethodDef mem_methods[] = {
@@ -637,6 +733,9 @@ static PyMethodDef mem_methods[] = {
      "claim_close(what, nexports=0) -> former address (0: already closed): no new "
      "operation can start. BufferError (nothing changed) while DLPack exports, operations "
      "of other threads or nexports buffer-protocol exports use the memory."},
+    {"invalidate", (PyCFunction)mem_invalidate, METH_NOARGS,
+     "invalidate(): ptr = 0 (no new operation can start), without the checks of "
+     "claim_close (freeing a collected buffer, finalize)."},
     {"take_base", (PyCFunction)mem_take_base, METH_NOARGS,
      "take_base() -> base address once (0 afterwards); the record leaves the registry."},
     {"register", (PyCFunction)mem_register_py, METH_NOARGS,
@@ -651,41 +750,14 @@ static PyMethodDef mem_methods[] = {
 #define MEM_U64(name)                                                                \
     static PyObject *mem_get_##name(MemObject *m, void *Py_UNUSED(c))                \
     {                                                                                \
-        return PyLong_FromUnsignedLongLong(m->name);                                 \
+        return get_u64(m->name, &m->name##_o);                                       \
     }                                                                                \
     static int mem_set_##name(MemObject *m, PyObject *v, void *Py_UNUSED(c))         \
     {                                                                                \
-        if (v == NULL) {                                                             \
-            PyErr_SetString(PyExc_AttributeError, "cannot delete " #name);           \
-            return -1;                                                               \
-        }                                                                            \
-        return u64_value(v, &m->name, #name);                                        \
+        return set_u64(v, &m->name, &m->name##_o, #name);                            \
     }
 MEM_U64(base)
-MEM_U64(ptr)
 MEM_U64(nbytes)
-
-static PyObject *mem_get_device(MemObject *m, void *Py_UNUSED(c))
-{
-    return PyLong_FromLong(m->device);
-}
-
-static int mem_set_device(MemObject *m, PyObject *v, void *Py_UNUSED(c))
-{
-    long d;
-    if (v == NULL || !PyLong_Check(v) || (d = PyLong_AsLong(v)) < -1 || d >= MAX_DEVICES) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "device must be an int in -1 .. 1023");
-        }
-        return -1;
-    }
-    if (m->registered) {
-        PyErr_SetString(PyExc_ValueError, "cannot move a registered allocation");
-        return -1;
-    }
-    m->device = (int)d;
-    return 0;
-}
 
 static PyObject *mem_get_gen(MemObject *m, void *Py_UNUSED(c))
 {
@@ -742,7 +814,6 @@ static PyObject *mem_get_fast(MemObject *m, void *Py_UNUSED(c))
         return 0;                                                                    \
     }
 MEM_OBJ(ctx)
-MEM_OBJ(last)
 MEM_OBJ(keep)
 MEM_OBJ(rel)
 MEM_OBJ(release)
@@ -789,12 +860,9 @@ static int mem_set_dead(MemObject *m, PyObject *v, void *Py_UNUSED(c))
 #define RO(name, doc) {#name, (getter)mem_get_##name, NULL, doc, NULL}
 static PyGetSetDef mem_getset[] = {
     RW(base, "address given back (aclrtFree / the cache); 0 once freed"),
-    RW(ptr, "address Python may use; 0 once closed, freed or made inert"),
     RW(nbytes, "size of the allocation in bytes"),
-    RW(device, "device index; -1 for pinned host memory"),
     RW(gen, "runtime generation of the allocation"),
     RW(ctx, "the context (_CtxRef) it was allocated in, or None"),
-    RW(last, "private state token of the stream that used it last (hot-path test)"),
     RW(streams, "weak references to the streams that used it"),
     RW(dead, "why it is unusable once closed"),
     RW(keep, "the explicit Context kept alive by the allocation, or None"),
@@ -817,6 +885,19 @@ static PyObject *mem_repr(MemObject *m)
     return PyUnicode_FromString(text);
 }
 
+/* Read on the hot paths of the copy engine: plain slots (the interpreter's attribute
+ * cache reads them directly). `last` is written from Python by keepalive._note, which
+ * then reads `streams` (a getter that tracks the record for the garbage collector). */
+static PyMemberDef mem_members[] = {
+    {"ptr", Py_T_OBJECT_EX, offsetof(MemObject, ptr_o), Py_READONLY,
+     "address Python may use; 0 once closed, freed or made inert"},
+    {"device", Py_T_OBJECT_EX, offsetof(MemObject, device_o), Py_READONLY,
+     "device index; -1 for pinned host memory"},
+    {"last", Py_T_OBJECT_EX, offsetof(MemObject, last), 0,
+     "private state token of the stream that used it last (hot-path test), or None"},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyTypeObject MemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pyacl_rt._memcore.Mem",
     .tp_basicsize = sizeof(MemObject),
@@ -828,6 +909,7 @@ static PyTypeObject MemType = {
     .tp_traverse = (traverseproc)mem_traverse,
     .tp_clear = (inquiry)mem_clear,
     .tp_methods = mem_methods,
+    .tp_members = mem_members,
     .tp_getset = mem_getset,
     .tp_repr = (reprfunc)mem_repr,
 };
@@ -929,7 +1011,8 @@ typedef struct {
     PyObject_HEAD
     MemObject *m;         /* the allocation record (DEAD for an empty / closed view) */
     uint64_t n, off;      /* the window [off, off + n) of it this object covers */
-    PyObject *parent;     /* a view's parent (kept alive) */
+    PyObject *n_o, *off_o; /* the same as int objects: attributes _n, _off */
+    PyObject *parent;     /* a view's parent (kept alive), or None */
     PyObject *weakreflist;
     Py_ssize_t nexports;  /* HostBase: live buffer-protocol exports */
     char owner;           /* frees m (close, deallocation) */
@@ -1008,7 +1091,8 @@ static int fast_free(MemObject *m)
         return 0;
     }
     if (zero) { /* DeviceBuffer(0): nothing was allocated */
-        m->base = m->ptr = 0;
+        SET_U64(m, base, 0);
+        set_ptr(m, 0);
         Py_INCREF(m);
         mem_unregister(m);
         Py_CLEAR(m->keep);
@@ -1017,8 +1101,8 @@ static int fast_free(MemObject *m)
         return 1;
     }
     uint64_t base = m->base;
-    m->base = 0;
-    m->ptr = 0;
+    SET_U64(m, base, 0);
+    set_ptr(m, 0);
     Py_INCREF(m);
     mem_unregister(m);
     Py_CLEAR(m->keep);
@@ -1050,12 +1134,19 @@ static int fast_free(MemObject *m)
     return 1;
 }
 
-static void buf_take(BufObject *self, MemObject *m, uint64_t n)
+/* self owns m (a reference is stolen) and covers all of it: n_obj (an exact int). */
+static void buf_take(BufObject *self, MemObject *m, PyObject *n_obj)
 {
     Py_SETREF(self->m, m);
-    self->n = n;
-    self->off = 0;
-    Py_CLEAR(self->parent);
+    self->n = m->nbytes;
+    Py_XSETREF(self->n_o, Py_NewRef(n_obj));
+    if (self->off != 0 || self->off_o != g_zero) {
+        self->off = 0;
+        Py_XSETREF(self->off_o, Py_NewRef(g_zero));
+    }
+    if (self->parent != Py_None) {
+        Py_XSETREF(self->parent, Py_NewRef(Py_None));
+    }
     self->owner = 1;
 }
 
@@ -1145,12 +1236,17 @@ static int device_fast_init(BufObject *self, PyObject *nbytes, PyObject *device,
     if (m == NULL) {
         return -1;
     }
-    m->nbytes = (uint64_t)n;
+    SET_U64(m, nbytes, (uint64_t)n);
     m->device = (int)index;
+    Py_SETREF(m->device_o, Py_NewRef(SLOT(s, off_s_device))); /* the int index */
     m->gen = p->gen;
     m->ctx = Py_NewRef(ctx);
     if (n == 0) { /* an empty batch: nothing is allocated (ACL cannot allocate 0) */
-        m->base = m->ptr = ZERO_SIZE_BASE;
+        if (set_ptr(m, ZERO_SIZE_BASE) < 0) {
+            Py_DECREF(m);
+            return -1;
+        }
+        SET_U64(m, base, ZERO_SIZE_BASE);
     } else {
         uint64_t ptr = g_cache->dev_alloc(p->core, p->key, (uint64_t)n);
         if (ptr == 0) {
@@ -1158,12 +1254,17 @@ static int device_fast_init(BufObject *self, PyObject *nbytes, PyObject *device,
             Py_DECREF(m);
             return 0; /* a miss: the Python path allocates a segment */
         }
-        m->base = m->ptr = ptr;
+        if (set_ptr(m, ptr) < 0) { /* out of memory: the block goes back */
+            g_cache->dev_free(p->core, ptr);
+            Py_DECREF(m);
+            return -1;
+        }
+        SET_U64(m, base, ptr);
         m->rel = Py_NewRef(p->rel);
         m->pool = (PoolObject *)Py_NewRef(p);
     }
     mem_register(m);
-    buf_take(self, m, (uint64_t)n);
+    buf_take(self, m, nbytes);
     g_fast[0]++;
     return 1;
 }
@@ -1236,16 +1337,20 @@ static int host_fast_init(BufObject *self, PyObject *nbytes)
         Py_DECREF(m);
         return 0;
     }
-    m->base = m->ptr = ptr;
-    m->nbytes = (uint64_t)n;
-    m->device = -1;
+    if (set_ptr(m, ptr) < 0) {
+        g_cache->host_give(p->core, ptr, m->slot);
+        Py_DECREF(m);
+        return -1;
+    }
+    SET_U64(m, base, ptr);
+    SET_U64(m, nbytes, (uint64_t)n);
     m->gen = p->gen;
     m->ctx = Py_NewRef(ctx);
     m->rel = Py_NewRef(p->rel);
     m->pool = (PoolObject *)Py_NewRef(p);
     m->owner = (PyObject *)self;
     mem_register(m);
-    buf_take(self, m, (uint64_t)n);
+    buf_take(self, m, nbytes);
     g_fast[2]++;
     return 1;
 }
@@ -1406,11 +1511,11 @@ static PyObject *device_close(BufObject *self, PyObject *const *Py_UNUSED(args),
     }
     MemObject *m = self->m;
     if (!self->owner) { /* a view: drop it (keep the reason if its parent is closed) */
-        if (self->parent != NULL) {
+        if (self->parent != NULL && self->parent != Py_None) {
             if (m->ptr) {
                 Py_SETREF(self->m, (MemObject *)Py_NewRef(g_dead));
             }
-            Py_CLEAR(self->parent);
+            Py_SETREF(self->parent, Py_NewRef(Py_None));
         }
         Py_RETURN_NONE;
     }
@@ -1486,7 +1591,12 @@ static PyObject *buf_own(BufObject *self, PyObject *arg)
             m->pool = (PoolObject *)Py_NewRef(p);
         }
     }
-    buf_take(self, (MemObject *)Py_NewRef(m), m->nbytes);
+    PyObject *n = get_u64(m->nbytes, &m->nbytes_o);
+    if (n == NULL) {
+        return NULL;
+    }
+    buf_take(self, (MemObject *)Py_NewRef(m), n);
+    Py_DECREF(n);
     mem_register(m);
     Py_RETURN_NONE;
 }
@@ -1537,6 +1647,8 @@ static void buf_release(BufObject *self)
     }
     Py_CLEAR(self->m);
     Py_CLEAR(self->parent);
+    Py_CLEAR(self->n_o);
+    Py_CLEAR(self->off_o);
 }
 
 /* tp_dealloc of the C base types (their Python subclasses: through subtype_dealloc). */
@@ -1578,68 +1690,24 @@ static PyObject *buf_alloc(PyTypeObject *tp)
             return NULL;
         }
     }
-    ((BufObject *)self)->m = (MemObject *)Py_NewRef(g_dead);
+    BufObject *b = (BufObject *)self;
+    b->m = (MemObject *)Py_NewRef(g_dead);
+    b->n_o = Py_NewRef(g_zero);
+    b->off_o = Py_NewRef(g_zero);
+    b->parent = Py_NewRef(Py_None);
     return self;
 }
 
-/* ---- attributes shared by both */
-static PyObject *buf_get_m(BufObject *self, void *Py_UNUSED(c))
-{
-    return Py_NewRef((PyObject *)self->m);
-}
-
-static int buf_set_m(BufObject *self, PyObject *v, void *Py_UNUSED(c))
-{
-    if (v == NULL || !Py_IS_TYPE(v, &MemType)) {
-        PyErr_SetString(PyExc_TypeError, "_m must be a Mem");
-        return -1;
-    }
-    if (self->owner) {
-        PyErr_SetString(PyExc_AttributeError, "an owning buffer's _m cannot be replaced");
-        return -1;
-    }
-    Py_SETREF(self->m, (MemObject *)Py_NewRef(v));
-    return 0;
-}
-
-static PyObject *buf_get_n(BufObject *self, void *Py_UNUSED(c))
-{
-    return PyLong_FromUnsignedLongLong(self->n);
-}
-
-static int buf_set_n(BufObject *self, PyObject *v, void *Py_UNUSED(c))
-{
-    if (v == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "cannot delete _n");
-        return -1;
-    }
-    return u64_value(v, &self->n, "_n");
-}
-
-static PyObject *buf_get_off(BufObject *self, void *Py_UNUSED(c))
-{
-    return PyLong_FromUnsignedLongLong(self->off);
-}
-
-static int buf_set_off(BufObject *self, PyObject *v, void *Py_UNUSED(c))
-{
-    if (v == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "cannot delete _off");
-        return -1;
-    }
-    return u64_value(v, &self->off, "_off");
-}
-
-static PyObject *buf_get_parent(BufObject *self, void *Py_UNUSED(c))
-{
-    return Py_NewRef(self->parent != NULL ? self->parent : Py_None);
-}
-
-static int buf_set_parent(BufObject *self, PyObject *v, void *Py_UNUSED(c))
-{
-    Py_XSETREF(self->parent, (v == NULL || v == Py_None) ? NULL : Py_NewRef(v));
-    return 0;
-}
+/* ---- attributes shared by both: plain slots for the interpreter's attribute cache */
+static PyMemberDef buf_members[] = {
+    {"_m", Py_T_OBJECT_EX, offsetof(BufObject, m), Py_READONLY, "the allocation record"},
+    {"_n", Py_T_OBJECT_EX, offsetof(BufObject, n_o), Py_READONLY, "bytes this object covers"},
+    {"_off", Py_T_OBJECT_EX, offsetof(BufObject, off_o), Py_READONLY,
+     "offset into the allocation"},
+    {"_parent", Py_T_OBJECT_EX, offsetof(BufObject, parent), Py_READONLY,
+     "a view's parent, or None"},
+    {NULL, 0, 0, 0, NULL},
+};
 
 static PyObject *buf_get_owns(BufObject *self, void *Py_UNUSED(c))
 {
@@ -1647,15 +1715,51 @@ static PyObject *buf_get_owns(BufObject *self, void *Py_UNUSED(c))
 }
 
 static PyGetSetDef buf_getset[] = {
-    {"_m", (getter)buf_get_m, (setter)buf_set_m, "the allocation record", NULL},
-    {"_n", (getter)buf_get_n, (setter)buf_set_n, "bytes this object covers", NULL},
-    {"_off", (getter)buf_get_off, (setter)buf_set_off, "offset into the allocation", NULL},
-    {"_parent", (getter)buf_get_parent, (setter)buf_set_parent, "a view's parent", NULL},
     {"_owns", (getter)buf_get_owns, NULL, "True when this object frees the allocation", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* _view(start, nbytes): a view of bytes [start, start + nbytes) of this buffer (checked
+ * by the caller, checked again here), sharing its record and keeping its parent alive. */
+static PyObject *device_view(BufObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t start, n;
+    if (nargs != 2 || u64_value(args[0], &start, "start") < 0 ||
+        u64_value(args[1], &n, "nbytes") < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "_view(start, nbytes)");
+        }
+        return NULL;
+    }
+    if (start > self->n || n > self->n - start) {
+        PyErr_Format(PyExc_IndexError, "view [%llu:%llu] outside a buffer of %llu bytes",
+                     (unsigned long long)start, (unsigned long long)(start + n),
+                     (unsigned long long)self->n);
+        return NULL;
+    }
+    PyObject *off = PyLong_FromUnsignedLongLong(self->off + start);
+    if (off == NULL) {
+        return NULL;
+    }
+    BufObject *v = (BufObject *)buf_alloc(Py_TYPE(self));
+    if (v == NULL) {
+        Py_DECREF(off);
+        return NULL;
+    }
+    Py_SETREF(v->m, (MemObject *)Py_NewRef(self->m));
+    v->off = self->off + start;
+    Py_SETREF(v->off_o, off);
+    v->n = n;
+    Py_SETREF(v->n_o, Py_NewRef(args[1]));
+    PyObject *parent = (self->parent != NULL && self->parent != Py_None) ? self->parent
+                                                                          : (PyObject *)self;
+    Py_SETREF(v->parent, Py_NewRef(parent));
+    return (PyObject *)v;
+}
+
 static PyMethodDef device_methods[] = {
+    {"_view", (PyCFunction)(void (*)(void))device_view, METH_FASTCALL,
+     "_view(start, nbytes): a view sharing this buffer's memory (bounds checked)."},
     {"close", (PyCFunction)(void (*)(void))device_close, METH_FASTCALL,
      "Free the memory (allocation) or drop the view. Idempotent (see DeviceBuffer.close)."},
     {"_own", (PyCFunction)buf_own, METH_O, "_own(m): take the allocation record m."},
@@ -1724,6 +1828,7 @@ static PyTypeObject DeviceBaseType = {
     .tp_clear = (inquiry)buf_clear,
     .tp_weaklistoffset = offsetof(BufObject, weakreflist),
     .tp_methods = device_methods,
+    .tp_members = buf_members,
     .tp_getset = buf_getset,
 };
 
@@ -1740,6 +1845,7 @@ static PyTypeObject HostBaseType = {
     .tp_clear = (inquiry)buf_clear,
     .tp_weaklistoffset = offsetof(BufObject, weakreflist),
     .tp_methods = host_methods,
+    .tp_members = buf_members,
     .tp_getset = buf_getset,
     .tp_as_buffer = &host_as_buffer,
 };
@@ -2128,7 +2234,8 @@ static PyObject *mod_after_fork(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ig
 {
     while (g_first != NULL) {
         MemObject *m = g_first;
-        m->ptr = m->base = 0;
+        set_ptr(m, 0);
+        SET_U64(m, base, 0);
         Py_XSETREF(m->dead, Py_NewRef(s_forked));
         m->counted = 0;
         mem_unlink(m);
@@ -2259,6 +2366,11 @@ PyMODINIT_FUNC PyInit__memcore(void)
         intern(&s_close, "close") < 0 || intern(&s_nbytes, "nbytes") < 0 ||
         intern(&s_device, "device") < 0 || intern(&s_policy, "policy") < 0 ||
         intern(&s_stream, "stream") < 0) {
+        return NULL;
+    }
+    g_zero = PyLong_FromLong(0);
+    g_minus_one = PyLong_FromLong(-1);
+    if (g_zero == NULL || g_minus_one == NULL) {
         return NULL;
     }
     g_dead = mem_alloc();

@@ -54,9 +54,16 @@ class _Buffer:
 
     __slots__ = ()
 
-    _m: _Mem
-    _n: int
-    _off: int
+    if TYPE_CHECKING:  # read-only slots of the C base
+
+        @property
+        def _m(self) -> _Mem: ...
+
+        @property
+        def _n(self) -> int: ...
+
+        @property
+        def _off(self) -> int: ...
 
     @property
     def nbytes(self) -> int:
@@ -151,9 +158,10 @@ class DeviceBuffer(DeviceBase, _Buffer):
 
     __slots__ = ()
 
-    _parent: DeviceBuffer | None
+    if TYPE_CHECKING:  # the C base's slots; its __init__ (the hit path) calls _init_device
 
-    if TYPE_CHECKING:  # the C base's __init__ (the hit path) calls _init_device otherwise
+        @property
+        def _parent(self) -> DeviceBuffer | None: ...
 
         def __init__(
             self,
@@ -167,6 +175,9 @@ class DeviceBuffer(DeviceBase, _Buffer):
         def _own(self, m: _Mem) -> None:
             """Take the record ``m`` (a new allocation, or a DLPack import): freed by
             ``close()``, garbage collection or finalize."""
+
+        def _view(self, start: int, nbytes: int) -> DeviceBuffer:
+            """A view of bytes ``[start, start + nbytes)`` (bounds checked by the caller)."""
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -203,12 +214,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         m = self._m
         if not m.ptr:
             _raise_closed(m, "DeviceBuffer")
-        view = DeviceBuffer.__new__(DeviceBuffer)
-        view._m = m
-        view._off = self._off + start
-        view._n = stop - start
-        view._parent = self._parent if self._parent is not None else self
-        return view
+        return self._view(start, stop - start)  # keeps the parent alive
 
     def record_stream(self, stream: Stream) -> None:
         """Declare that ``stream`` uses this memory (torch's ``record_stream``): freeing

@@ -163,7 +163,7 @@ def _free_mem(m: _Mem) -> None:
     try:
         if not m.base:
             return
-        m.ptr = 0
+        m.invalidate()  # ptr = 0
         if not runtime.is_alive(m.gen):
             m.take_base()
             return
@@ -370,7 +370,7 @@ def _release_memory() -> None:
             if owner is None or m.inuse or m.exports or owner._exports():
                 # Exports still reference the memory: leave it to aclFinalize.
                 exported += 1
-                m.ptr = 0
+                m.invalidate()
                 _take_base(m)
                 continue
         _free_mem(m)
@@ -406,11 +406,7 @@ def _on_context_close(ctx: _CtxRef) -> None:
 def _after_fork_in_child() -> None:
     global _live_lock
     _live_lock = threading.RLock()
-    _memcore.after_fork()  # records forget the parent's memory, counters restart
-    for m in _deferred:
-        m.ptr = 0
-        m.base = 0
-        m.dead = "forked"
+    _memcore.after_fork()  # records (deferred ones too) forget the parent's memory
     _deferred.clear()
 
 
