@@ -1817,7 +1817,9 @@ static PyBufferProcs host_as_buffer = {(getbufferproc)host_getbuffer,
                                        (releasebufferproc)host_releasebuffer};
 
 static PyTypeObject DeviceBaseType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pyacl_rt._memcore.DeviceBase",
+    /* No module in the name: help(DeviceBuffer) lists its bases, and this one is not
+     * something to import (pyacl_rt._memcore.DeviceBase). */
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "DeviceBufferBase",
     .tp_basicsize = sizeof(BufObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Base of pyacl_rt.DeviceBuffer: the allocation record, the window, close().",
@@ -1833,7 +1835,7 @@ static PyTypeObject DeviceBaseType = {
 };
 
 static PyTypeObject HostBaseType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pyacl_rt._memcore.HostBase",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "HostBufferBase", /* (see DeviceBufferBase) */
     .tp_basicsize = sizeof(BufObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Base of pyacl_rt.HostBuffer: the allocation record, close(), the buffer "

@@ -128,6 +128,7 @@ _config_path: str | None = None
 _ever_initialized: bool = False
 _bad_fork: bool = False
 _finalizing: bool = False
+_at_exit: bool = False  # set once the interpreter-exit finalize starts
 
 #: Run first by :func:`finalize`, in priority order (``PRIORITY_*``); a guard raises to
 #: refuse the call on this thread. Registered from higher floors (runtime must not
@@ -190,6 +191,12 @@ def is_initialized() -> bool:
 def is_finalized() -> bool:
     """True after :func:`finalize` (until an explicit :func:`init`)."""
     return _state == FINALIZED
+
+
+def at_exit() -> bool:
+    """True once pyacl_rt's interpreter-exit finalize has started (release hooks use it
+    to stay quiet about what the process end releases anyway)."""
+    return _at_exit
 
 
 def is_external() -> bool:
@@ -500,6 +507,8 @@ def _watchdog_warn() -> None:
 
 
 def _atexit_finalize() -> None:
+    global _at_exit
+    _at_exit = True
     watchdog: threading.Timer | None = None
     if _state == READY and not _bad_fork and EXIT_WATCHDOG_SECONDS > 0:
         watchdog = threading.Timer(EXIT_WATCHDOG_SECONDS, _watchdog_warn)

@@ -42,7 +42,7 @@ from typing import Final
 from .. import _memcore, _releaser, _state, errors
 from .. import _runtime as runtime
 from .._log import get_logger
-from .._state import _CtxRef, _lib, _local, context_close_hooks
+from .._state import _CtxRef, _lib, _local, context_close_hooks, finalized_error
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
 
@@ -101,10 +101,7 @@ def _claim_close(m: _Mem, what: str) -> int:
 
 def _raise_closed(m: _Mem, what: str) -> None:
     if m.dead == "finalized":
-        raise errors.RuntimeFinalizedError(
-            f"this {what} belongs to a runtime that was finalized; its memory was released",
-            explanation="",
-        )
+        raise finalized_error(what, " (its memory was released)")
     if m.dead == "forked":
         raise errors.ForkedProcessError()
     raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
@@ -349,8 +346,11 @@ def _finalize_guard() -> None:
 def _release_memory() -> None:
     """Release hook (priority 'memory'): free every live buffer; objects become inert.
 
-    Reached with exported (or in-use) pinned memory only at interpreter exit (the
-    finalize() guard refuses otherwise): that memory is left to aclFinalize, logged."""
+    Reached with exported (or in-use) pinned memory at interpreter exit (the finalize()
+    guard refuses otherwise): that memory is left to aclFinalize and the process end,
+    silently (a numpy array over it is just one more object dying with the process).
+    Should an export appear between an explicit finalize()'s guard and this hook, that
+    is logged."""
     _memcore.end_generation(runtime.generation())  # every free takes the Python path
     _process_deferred()
     mems = list(_iter_live())
@@ -375,9 +375,9 @@ def _release_memory() -> None:
                 continue
         _free_mem(m)
     if exported:
-        _log.warning(
-            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy) or in "
-            "use at finalize (interpreter exit); aclFinalize releases that memory, do not use "
+        (_log.debug if runtime.at_exit() else _log.warning)(
+            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy / "
+            "DLPack) or in use at finalize(); aclFinalize releases that memory: do not use "
             "those views any more",
             exported,
         )
