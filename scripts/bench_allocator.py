@@ -256,7 +256,7 @@ def main() -> int:
     ok &= ratio >= 10
 
     print(f"2. the buffer life, served from the cache (best of {args.repeat} x {args.number}):")
-    print(f"  {'size':>7}  {'what':<40} {'per pair':>11}  {'raw / it':>8}")
+    print(f"  {'size':>7}  {'what':<44} {'per pair':>11}  {'raw / it':>8}")
     for nbytes in (4 * KiB, 4 * MiB):
         life = bench_life(args.number, args.repeat, nbytes)
         size = f"{nbytes // KiB} KiB" if nbytes < MiB else f"{nbytes // MiB} MiB"
@@ -271,7 +271,7 @@ def main() -> int:
             ("device_native", "DeviceBuffer(n).close(), native (info)", "raw_device"),
         )
         for key, what, base in rows:
-            line = f"  {size:>7}  {what:<40} {_us(life[key]):>11}"
+            line = f"  {size:>7}  {what:<44} {_us(life[key]):>11}"
             if base is not None:
                 r = life[base] / life[key]
                 line += f"  {r:7.2f}x"
