@@ -81,28 +81,37 @@ static uint64_t next_id_locked(ipc_kind kind)
 }
 
 static bool alive(const ipc_export *e);
+static bool match_id(const ipc_export *e, const void *arg);
 
-/* Removes the handle exports whose object is gone (amortized: when the table doubled).
- * Returns the removed entries (freed by the caller, without the lock). */
-static ipc_export *sweep_locked(void)
+/* Removes the handle exports (events, notifies, VMM handles) whose object is gone:
+ * amortized, when the table doubled since the last sweep. Their liveness is asked of
+ * their subsystems without the table lock (those take their own, earlier locks). */
+static void sweep(void)
 {
-    if (g_nexports < g_sweep_at) {
-        return NULL;
+    core_mutex_lock(&g_table_mu);
+    ipc_export *snap = NULL;
+    size_t n = 0;
+    if (g_nexports >= g_sweep_at) {
+        snap = calloc(g_nexports, sizeof(*snap));
+        for (ipc_export *e = g_exports; e != NULL && snap != NULL; e = e->next) {
+            if (e->kind != IPC_KIND_MEM) {
+                snap[n] = *e;
+                snap[n].pids = NULL; /* a copy: only kind, id, handle, gen are read */
+                n++;
+            }
+        }
+        g_sweep_at = 2 * g_nexports + 64;
     }
-    ipc_export *dead = NULL;
-    for (ipc_export **pp = &g_exports; *pp != NULL;) {
-        ipc_export *e = *pp;
-        if (e->kind != IPC_KIND_MEM && !alive(e)) {
-            *pp = e->next;
-            e->next = dead;
-            dead = e;
-            g_nexports--;
-        } else {
-            pp = &e->next;
+    core_mutex_unlock(&g_table_mu);
+    for (size_t i = 0; i < n; i++) {
+        if (!alive(&snap[i])) {
+            ipc_export *gone = ipc_export_take(snap[i].kind, match_id, &snap[i].id);
+            if (gone != NULL) {
+                ipc_export_free(gone, false);
+            }
         }
     }
-    g_sweep_at = 2 * g_nexports + 64;
-    return dead;
+    free(snap);
 }
 
 uint64_t ipc_export_add(ipc_export *e, char key_kind, char *key_out)
@@ -116,16 +125,11 @@ uint64_t ipc_export_add(ipc_export *e, char key_kind, char *key_out)
         ipc_key_format(e->key, key_kind, &a);
         memcpy(key_out, e->key, IPC_KEY_LEN);
     }
-    ipc_export *dead = sweep_locked();
     e->next = g_exports;
     g_exports = e;
     g_nexports++;
     core_mutex_unlock(&g_table_mu);
-    while (dead != NULL) {
-        ipc_export *n = dead->next;
-        ipc_export_free(dead, false);
-        dead = n;
-    }
+    sweep();
     return id;
 }
 

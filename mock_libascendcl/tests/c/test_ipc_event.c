@@ -324,6 +324,37 @@ static void test_destroyed_before_open(void)
     CHECK_EQ(mt_child_wait(&c), 0);
 }
 
+/* Many events exported and destroyed: the export table forgets the dead ones (its
+ * sweep asks the event registry without holding its own lock: the test builds check
+ * the lock order), and a live one is still opened. */
+static void test_many_exports(void)
+{
+    aclrtIpcEventHandle h;
+    for (int i = 0; i < 300; i++) {
+        aclrtEvent e = NULL;
+        CHECK_OK(aclrtCreateEventExWithFlag(&e, ACL_EVENT_IPC));
+        CHECK_OK(aclrtIpcGetEventHandle(e, &h));
+        CHECK_OK(aclrtDestroyEvent(e));
+    }
+    aclrtEvent live = NULL;
+    CHECK_OK(aclrtCreateEventExWithFlag(&live, ACL_EVENT_IPC));
+    CHECK_OK(aclrtIpcGetEventHandle(live, &h));
+    char hex[2 * ACL_IPC_EVENT_HANDLE_SIZE + 1];
+    to_hex(&h, hex);
+    mt_child c;
+    if (mt_child_start(&c, "shell", NULL, (const char *)NULL) != 0) {
+        CHECK(0);
+        return;
+    }
+    char ans[512];
+    ask(&c, ans, sizeof ans, "open %s", hex);
+    CHECK_STR_EQ(ans, "0 ");
+    ask(&c, ans, sizeof ans, "destroy");
+    mt_child_send(&c, "exit");
+    CHECK_EQ(mt_child_wait(&c), 0);
+    CHECK_OK(aclrtDestroyEvent(live));
+}
+
 /* Support (EVT#aclrtIpcGetEventHandle): 950PR, A3, A2; not 950DT, 310P. */
 static void test_soc_support(void)
 {
@@ -359,6 +390,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_creation_rules_and_refusals);
     RUN_TEST(test_record_here_wait_there_and_back);
     RUN_TEST(test_destroyed_before_open);
+    RUN_TEST(test_many_exports);
     RUN_TEST(test_soc_support);
     CHECK_OK(aclrtResetDevice(0));
     CHECK_OK(aclFinalize());

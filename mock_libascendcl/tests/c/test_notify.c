@@ -315,6 +315,14 @@ static void test_ipc_notify(void)
     ask(&c, ans, sizeof ans, "destroy");
     CHECK_STR_EQ(ans, "0");
 
+    /* many notifies exported and destroyed: the export table forgets them (its sweep
+     * asks the notify registry without holding its own lock) */
+    for (int i = 0; i < 300; i++) {
+        aclrtNotify x = NULL;
+        CHECK_OK(aclrtCreateNotify(&x, 0));
+        CHECK_OK(aclrtNotifyGetExportKey(x, key2, sizeof key2, 0));
+        CHECK_OK(aclrtDestroyNotify(x));
+    }
     /* destroyed before the import: the import fails */
     aclrtNotify gone = NULL;
     CHECK_OK(aclrtCreateNotify(&gone, 0));
