@@ -1090,12 +1090,8 @@ static aclError func_by_symbol(const char *fn, const void *symbol, kernel_func *
 /* 950, A3, A2 and 310P have aclrtGetFuncBySymbol (and mixed compilation). */
 static aclError symbols_supported(const char *fn)
 {
-    core_soc_family soc = core_soc_family_of(core_config_get()->soc_name);
-    if (soc == CORE_SOC_310B || soc == CORE_SOC_910) {
-        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "kernel symbols are not supported on %s",
-                          core_config_get()->soc_name);
-    }
-    return ACL_SUCCESS;
+    return core_soc_require(fn, CORE_SOC_950 | CORE_SOC_BIT(CORE_SOC_A3) | CORE_SOC_BIT(CORE_SOC_A2) |
+                                    CORE_SOC_BIT(CORE_SOC_310P));
 }
 
 aclError aclrtGetFuncBySymbol(const void *symbol, aclrtFuncHandle *funcHandle)
@@ -1369,11 +1365,11 @@ aclError aclrtGetFunctionSize(aclrtFuncHandle funcHandle, size_t *aicSize, size_
     static const char fn[] = "aclrtGetFunctionSize";
     MOCK_REQUIRE_NONNULL(fn, aicSize);
     MOCK_REQUIRE_NONNULL(fn, aivSize);
-    core_soc_family soc = core_soc_family_of(core_config_get()->soc_name);
-    if (soc == CORE_SOC_310B || soc == CORE_SOC_910) {
-        /* KRN#aclrtGetFunctionSize: 950, A3, A2, 310P */
-        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "not supported on %s (950, A3, A2 and 310P only)",
-                          core_config_get()->soc_name);
+    /* KRN#aclrtGetFunctionSize: 950, A3, A2, 310P */
+    aclError soc_rc = core_soc_require(fn, CORE_SOC_950 | CORE_SOC_BIT(CORE_SOC_A3) | CORE_SOC_BIT(CORE_SOC_A2) |
+                                               CORE_SOC_BIT(CORE_SOC_310P));
+    if (soc_rc != ACL_SUCCESS) {
+        return soc_rc;
     }
     MOCK_ENTER(fn);
     kernel_func *f = NULL;
@@ -1418,7 +1414,7 @@ aclError aclrtGetFunctionAttribute(aclrtFuncHandle funcHandle, aclrtFuncAttribut
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attrType' (%d) is not an aclrtFuncAttribute (1..3)",
                           a);
     }
-    core_soc_family soc = core_soc_family_of(core_config_get()->soc_name);
+    core_soc_family soc = core_soc_family_get();
     if (a == ACL_FUNC_ATTR_KERNEL_RATIO && soc != CORE_SOC_A2 && soc != CORE_SOC_A3 && soc != CORE_SOC_310P) {
         /* ENUM#aclrtFuncAttribute: only A3, A2 and 310P have the ratio */
         return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "ACL_FUNC_ATTR_KERNEL_RATIO is not available on %s",

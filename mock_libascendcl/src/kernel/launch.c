@@ -76,7 +76,7 @@ static aclError parse_cfg(const char *fn, const aclrtLaunchKernelCfg *cfg, launc
                           "argument 'cfg->numAttrs' (%zu) is larger than the 9 attribute ids (each at most once)",
                           cfg->numAttrs);
     }
-    core_soc_family soc = core_soc_family_of(core_config_get()->soc_name);
+    unsigned soc = CORE_SOC_BIT(core_soc_family_get());
     for (size_t i = 0; i < cfg->numAttrs; i++) {
         const aclrtLaunchKernelAttr *a = &cfg->attrs[i];
         int id = (int)a->id;
@@ -119,7 +119,7 @@ static aclError parse_cfg(const char *fn, const aclrtLaunchKernelCfg *cfg, launc
             break;
         case ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE:
             out->dyn_ubuf = a->value.dynUBufSize;
-            if (out->dyn_ubuf != 0 && soc != CORE_SOC_950) {
+            if (out->dyn_ubuf != 0 && (soc & CORE_SOC_950) == 0) {
                 return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                                   "cfg->attrs[%zu]: DYN_UBUF_SIZE (SIMT kernels) is only supported on Ascend 950, "
                                   "not on %s",
@@ -128,7 +128,7 @@ static aclError parse_cfg(const char *fn, const aclrtLaunchKernelCfg *cfg, launc
             break;
         case ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE:
         case ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
-            if (soc != CORE_SOC_310P) {
+            if (soc != CORE_SOC_BIT(CORE_SOC_310P)) {
                 return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                                   "cfg->attrs[%zu]: %s is only supported on Atlas inference (310P) parts, not on %s",
                                   i, attr_name(id), core_config_get()->soc_name);
@@ -582,7 +582,7 @@ aclError aclrtLaunchKernelWithArgsArray(void *func, uint32_t numBlocks, aclrtStr
 
 static aclError simt_front(const char *fn, dim3 grid, dim3 block, uint32_t *blocks)
 {
-    if (core_soc_family_of(core_config_get()->soc_name) != CORE_SOC_950) {
+    if ((CORE_SOC_BIT(core_soc_family_get()) & CORE_SOC_950) == 0) {
         /* KRN#aclrtLaunchSIMTKernelWithArgsArray: Ascend 950 only */
         return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "SIMT kernels need an Ascend 950 (this device is %s)",
                           core_config_get()->soc_name);

@@ -174,7 +174,7 @@ static aclError run_reduce(void *arg)
  * int16; 910 fp32. Another product's kind or type is ACL_ERROR_RT_FEATURE_NOT_SUPPORT. */
 static aclError reduce_supported(const char *fn, int kind, int type)
 {
-    core_soc_family soc = core_soc_family_of(core_config_get()->soc_name);
+    core_soc_family soc = core_soc_family_get();
     const char *name = core_config_get()->soc_name;
     if ((soc == CORE_SOC_310P || soc == CORE_SOC_910) && kind != ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM) {
         return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "%s supports only the SUM reduce (kind %d)", name,
@@ -182,7 +182,8 @@ static aclError reduce_supported(const char *fn, int kind, int type)
     }
     bool ok;
     switch (soc) {
-    case CORE_SOC_950: ok = true; break;
+    case CORE_SOC_950PR:
+    case CORE_SOC_950DT: ok = true; break;
     case CORE_SOC_310B: ok = type != ACL_UINT32 && type != ACL_BF16; break;
     case CORE_SOC_310P: ok = type == ACL_FLOAT || type == ACL_FLOAT16 || type == ACL_INT16; break;
     case CORE_SOC_910: ok = type == ACL_FLOAT; break;

@@ -322,7 +322,7 @@ aclError aclrtRandomNumAsync(const aclrtRandomNumTaskInfo *taskInfo, const aclrt
     if (reserve != NULL) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'reserve' must be NULL");
     }
-    core_soc_family soc = core_soc_family_of(core_config_get()->soc_name);
+    core_soc_family soc = core_soc_family_get();
     if (soc != CORE_SOC_A2 && soc != CORE_SOC_A3) {
         /* EXE#aclrtRandomNumAsync: Atlas A3 and A2 only */
         return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "random number tasks are only supported on Atlas A2 "
