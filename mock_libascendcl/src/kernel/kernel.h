@@ -8,10 +8,11 @@
  * everything the launch needs: a copy of its argument block (or, for aclrtLaunchKernel
  * and V2, the device address of the user's block), the device copy of its placeholder
  * data, the resolved twin and a reference on the binary (so an unload cannot pull the
- * code from under it). Running it does not change it, so a captured task can be run
- * again and again (graph replay) and freed once. Two runs of the same object must not
- * overlap: clone it to run it on two streams at once. Every function declared here
- * starts with kernel_; the private helpers are in kernel/kernel_private.h.
+ * code from under it). Running it does not change it (a fault's report is kept per
+ * thread), so a captured task can be run again and again (graph replay), also on two
+ * streams at once, and is freed once; only kernel_task_set_params changes it, which must
+ * not overlap a run. Every function declared here starts with kernel_; the private
+ * helpers are in kernel/kernel_private.h.
  */
 #ifndef MOCK_KERNEL_H
 #define MOCK_KERNEL_H
