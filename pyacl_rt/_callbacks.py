@@ -300,8 +300,7 @@ def _forget_context(ctx: _CtxRef) -> None:
     rt = _default_subs.pop(ctx, None)
     if rt is not None and ctx.device >= 0:
         try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
+            ctx.ensure_current()
             _lib.aclrtSynchronizeStream(0)
         except Exception:  # pragma: no cover - defensive
             pass

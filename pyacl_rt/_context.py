@@ -39,6 +39,7 @@ from ._state import (
     _validated_ctx,
     context_close_hooks,
     finalized_error,
+    restore_context,
 )
 from ._syncdebug import _check_sync, _sync_debug
 from .errors import ObjectClosedError
@@ -110,10 +111,7 @@ class Context:
         # aclrtCreateContext made it current; put the previous context back.
         _local.st.ctx = self._ref
         if prev is not None and prev.device >= 0:
-            try:
-                prev.make_current()
-            except errors.AclError:
-                _local.st.ctx = None
+            restore_context(prev)
         elif foreign and _lib.aclrtSetCurrentContext(foreign) == 0:
             _local.st.ctx = None  # a context pyacl_rt does not know is current again
         # The finalizer must not reference self: it holds only the _CtxRef.
@@ -183,8 +181,7 @@ class Context:
         if _sync_debug():
             _check_sync("Context.synchronize()")
         self._require_open()
-        if _local.st.ctx is not self._ref:
-            self._ref.make_current()
+        self._ref.ensure_current()
         rc = _lib.aclrtSynchronizeDevice()
         if rc:
             _check(rc, "aclrtSynchronizeDevice")

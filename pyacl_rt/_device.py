@@ -310,8 +310,7 @@ def set_device(dev: DeviceLike) -> None:
     if active is not None and active.device != index:
         _local.st.active = None
     ref = _context_for(index)
-    if _local.st.ctx is not ref:
-        ref.make_current()
+    ref.ensure_current()
     _select_device(_local.st, index)
 
 
@@ -322,8 +321,7 @@ def _restore_selection(prev_device: int, prev_active: _CtxRef | None) -> None:
     if prev_device >= 0:
         try:
             ref = _context_for(prev_device)
-            if _local.st.ctx is not ref:
-                ref.make_current()
+            ref.ensure_current()
         except errors.AclError:
             # The runtime went away inside the block; the selection is restored and
             # the context will be re-established (or refused) on next use.

@@ -78,8 +78,7 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
     try:
         if ctx.device < 0:
             return
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx.ensure_current()
         rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
         if rc:
             _log_release_failure("aclrtDestroyEvent", handle, rc)

@@ -7,6 +7,8 @@
 * :class:`_ThreadState` (``_local.st``) - per thread: the cached current context, the
   selected device, the active explicit Context, the current streams, ``with`` guards,
   "inside a host callback", and the scratch out-parameter arrays.
+* :class:`current` - ``with current(ctx):`` makes ``ctx`` current for a block and puts
+  the thread's previous context back (:func:`restore_context`); the one context guard.
 * :func:`_validated_ctx` - the thread's cached context re-checked against the runtime
   (a foreign ``aclrtSetCurrentContext`` may have switched it).
 * :class:`_LiveSet` - weak registries of live Streams / Events / Contexts, which
@@ -35,7 +37,13 @@ from ._log import get_logger
 from ._raw._extensions import lib as _cffi_lib
 from .errors import CallbackContextError, ObjectClosedError
 
-__all__ = ["context_close_hooks", "device_sync_hooks", "forget_thread_context"]
+__all__ = [
+    "context_close_hooks",
+    "current",
+    "device_sync_hooks",
+    "forget_thread_context",
+    "restore_context",
+]
 
 _log = get_logger("pyacl_rt")
 
@@ -82,6 +90,13 @@ class _CtxRef:
             _check(rc, "aclrtSetCurrentContext")
         _local.st.ctx = self
 
+    def ensure_current(self) -> None:
+        """Make this context current on the calling thread unless it already is (the
+        cached identity compare; ``aclrtSetCurrentContext`` only on a miss). Hot paths
+        write the compare inline and call :meth:`make_current` on a miss."""
+        if _local.st.ctx is not self:
+            self.make_current()
+
     def kill(self, reason: str) -> None:
         self.device = -1
         self.handle = 0
@@ -92,6 +107,50 @@ class _CtxRef:
         if self.device < 0:
             return f"<{kind} context ({self.dead})>"
         return f"<{kind} context 0x{self.handle:x} on device {self.device}>"
+
+
+class current:
+    """``with current(ctx):`` - ``ctx`` is current on this thread inside the block and
+    the thread's previous context is put back on exit (torch's device guard, for ACL
+    contexts). The one way to "make this current, then restore".
+
+    ``current(None)`` installs nothing: it only saves the thread's context and restores
+    it on exit, for code that may switch contexts on its way (freeing, waiting for
+    streams of other devices). Entering costs one identity compare when ``ctx`` is
+    already current. Restoring never raises: a previous context that died meanwhile is
+    left alone, and a failing ``aclrtSetCurrentContext`` clears the thread's cache (the
+    next call re-installs its context), so the guard never masks the block's exception
+    nor skips work after the block.
+    """
+
+    __slots__ = ("ctx", "prev")
+
+    def __init__(self, ctx: _CtxRef | None = None) -> None:
+        self.ctx = ctx
+        self.prev: _CtxRef | None = None
+
+    def __enter__(self) -> _CtxRef | None:
+        st = _local.st
+        self.prev = st.ctx
+        ctx = self.ctx
+        if ctx is not None and st.ctx is not ctx:
+            ctx.make_current()
+        return ctx
+
+    def __exit__(self, *exc: object) -> None:
+        restore_context(self.prev)
+
+
+def restore_context(prev: _CtxRef | None) -> None:
+    """Make ``prev`` (a context saved earlier) current again if something switched
+    away from it. Never raises an Exception: on failure the thread's cache is cleared."""
+    st = _local.st
+    if prev is None or st.ctx is prev or prev.device < 0:
+        return
+    try:
+        prev.make_current()
+    except Exception:
+        st.ctx = None
 
 
 def _owner_of(ref: _CtxRef) -> object:

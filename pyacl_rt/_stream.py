@@ -75,6 +75,7 @@ from ._state import (
     _refuse_in_callback,
     _run_finalizer,
     context_close_hooks,
+    current,
     device_sync_hooks,
 )
 from ._syncdebug import _check_sync, _sync_debug
@@ -142,15 +143,11 @@ class _MarkerPool:
             if len(lst) < self.IDLE_MAX:
                 lst.append(handle)
                 return
-        prev = _local.st.ctx
         try:  # the pool is full: destroy it (never raises)
-            if prev is not ctx:
-                ctx.make_current()
-            rc = _lib.aclrtDestroyEvent(handle)
+            with current(ctx):
+                rc = _lib.aclrtDestroyEvent(handle)
             if rc:
                 _log_release_failure("aclrtDestroyEvent", handle, rc)
-            if prev is not None and prev is not ctx and prev.device >= 0:
-                prev.make_current()
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt: destroying a marker event failed", exc_info=True)
 
@@ -161,8 +158,7 @@ class _MarkerPool:
         if not handles or ctx.device < 0:
             return
         try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
+            ctx.ensure_current()
             for h in handles:
                 _lib.aclrtDestroyEvent(h)
         except Exception:  # pragma: no cover - defensive
@@ -206,8 +202,7 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
             # which may wait for a callback of this very thread. The releaser does it.
             _releaser.defer(functools.partial(_destroy_stream, ctx, handle, state))
             return
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx.ensure_current()
         sub = state.sub
         if sub is not None:
             state.sub = None
@@ -292,8 +287,7 @@ class Stream:
             )
         index = _index(device)
         ctx = _context_for(index)
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx.ensure_current()
         least, greatest = _priority_range(index)
         prio = _acl_priority(priority, least, greatest)
         s = _local.st.scratch
@@ -658,8 +652,7 @@ class Stream:
             if sub is not None and self._ctx.device >= 0:
                 state.sub = None
                 try:
-                    if _local.st.ctx is not self._ctx:
-                        self._ctx.make_current()
+                    self._ctx.ensure_current()
                     _lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
                     sub.unsubscribe(self._handle, self._ctx)
                 except Exception:  # pragma: no cover - defensive
@@ -946,8 +939,7 @@ def _on_device_sync(index: int) -> None:
     for s in _live.snapshot():
         if s._device == index and s._ctx.device >= 0 and s._state.watch:
             try:
-                if _local.st.ctx is not s._ctx:
-                    s._ctx.make_current()
+                s._ctx.ensure_current()
                 s._poll_watch(s._state.watch)
             except errors.AclError:  # pragma: no cover - defensive
                 pass

@@ -311,6 +311,42 @@ def test_pinned_block_reused_only_after_its_streams(gate: Any) -> None:
     s.close()
 
 
+def test_interrupted_guard_recording_keeps_the_pinned_block(
+    gate: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A raise between taking a freed pinned block out of use (its counters moved to
+    held) and queueing it behind its guards lost the block: it was never idle again,
+    never freed, and its bytes stayed reserved. Now it is queued, guarded by the
+    stream itself, and reused / freed once the stream is done."""
+    s = S.Stream(0)
+    dev = M.DeviceBuffer(4096)
+    h = M.HostBuffer(4096)
+    ptr = h.ptr
+    gate.block(s)
+    M.memcpy_async(dev, h, 4096, s)  # the device will still read h
+
+    def interrupted(ev: int, stream: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(A._guards, "_record_event", interrupted)
+    h.close()  # a finalizer-like path: never raises, the interrupt is logged
+    monkeypatch.undo()
+    host = A._backend.host
+    assert host is not None and len(host.pending) == 1
+    other = M.HostBuffer(4096)
+    assert other.ptr != ptr  # still guarded by the busy stream
+    gate.release.set()
+    s.synchronize()
+    h2 = M.HostBuffer(4096)
+    assert h2.ptr == ptr  # back in the pool
+    h2.close()
+    other.close()
+    dev.close()
+    M.empty_cache()
+    assert pyacl_rt.host_memory_stats()["reserved_bytes.current"] == 0
+    s.close()
+
+
 # ------------------------------------------------------------- snapshots
 _ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom"}
 _STATES = {"active_allocated", "active_pending_free", "inactive"}

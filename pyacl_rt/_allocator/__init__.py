@@ -45,7 +45,7 @@ from .._device import DeviceLike, _context_for, _index, device_count
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
 from .._memory.torchstats import stats_dict
-from .._state import _CtxRef, _local
+from .._state import _CtxRef, current
 from .._stream import Stream, current_stream
 from . import _guards, _history
 from ._device import DeviceAllocator, StreamPool
@@ -156,15 +156,13 @@ class CachingBackend:
     def empty_cache(self) -> None:
         if not runtime.is_initialized():
             return
-        prev = _local.st.ctx
-        for a in list(self.devices.values()):
-            if runtime.is_alive(a.gen) and a.ctx.device >= 0:
-                a.empty_cache()
-        if self.host is not None:
-            self.host.empty_cache()
-        _guards.destroy_idle()
-        if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-            prev.make_current()
+        with current():
+            for a in list(self.devices.values()):
+                if runtime.is_alive(a.gen) and a.ctx.device >= 0:
+                    a.empty_cache()
+            if self.host is not None:
+                self.host.empty_cache()
+            _guards.destroy_idle()
 
     # ---------------------------------------------------------- lifecycle
     def teardown(self, free: bool) -> None:

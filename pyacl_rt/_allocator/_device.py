@@ -28,7 +28,7 @@ from .. import errors, lowlevel
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
 from .._device import mem_get_info
 from .._log import get_logger
-from .._state import _check, _CtxRef, _lib, _local
+from .._state import _check, _CtxRef, _lib, _local, current
 from . import _guards, _history
 
 if TYPE_CHECKING:
@@ -158,10 +158,7 @@ class DeviceAllocator:
                     return int(tick)
             except Exception:
                 pass
-            prev = _local.st.ctx
             mark = self.marks[key] = (self.core.tick(), _guards.record([s]))
-            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                prev.make_current()
         tick, guards = mark
         left = _guards.pending(guards, wait)
         if not left:
@@ -184,14 +181,8 @@ class DeviceAllocator:
     def free_guarded(self, base: int, streams: list[Stream], key: int) -> None:
         """Free ``base`` whose memory ``streams`` may still use: pending until guards
         recorded on them now have passed (never raises)."""
-        prev = _local.st.ctx
         guards = _guards.record(streams)
         try:
-            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                try:
-                    prev.make_current()
-                except Exception:
-                    _local.st.ctx = None
             if _history.enabled:
                 self.trace_free(base, key, pending=True)
             if self.core.free_pending(base):
@@ -325,8 +316,7 @@ class DeviceAllocator:
             if self.core.stats()[_RESERVED] + size > int(self.fraction * total):
                 self.last_failure = None
                 return 0
-        if _local.st.ctx is not self.ctx:
-            self.ctx.make_current()
+        self.ctx.ensure_current()
         s = _local.st.scratch
         rc = _lib.aclrtMalloc(s.uptr, size, 0)
         if rc:
@@ -389,18 +379,14 @@ class DeviceAllocator:
         with self.lock:
             if not self.core.idle_streams():
                 return 0
-            prev = _local.st.ctx
-            if _local.st.ctx is not self.ctx:
-                self.ctx.make_current()
-            # aclrtFree does not wait for queued work (cudaFree does): blocks given
-            # back to their stream's cache may still be in use on it.
-            rc = _lib.aclrtSynchronizeDevice()
-            if rc:
-                _check(rc, "aclrtSynchronizeDevice")
-            self.scalars["num_sync_all_streams"] += 1
-            released = self._free_segments(self.core.release_cached())
-            if prev is not None and prev is not self.ctx and prev.device >= 0:
-                prev.make_current()
+            with current(self.ctx):
+                # aclrtFree does not wait for queued work (cudaFree does): blocks given
+                # back to their stream's cache may still be in use on it.
+                rc = _lib.aclrtSynchronizeDevice()
+                if rc:
+                    _check(rc, "aclrtSynchronizeDevice")
+                self.scalars["num_sync_all_streams"] += 1
+                released = self._free_segments(self.core.release_cached())
         return released
 
     def trim(self) -> None:
@@ -442,20 +428,16 @@ class DeviceAllocator:
         if not segments:
             return 0
         released = 0
-        prev = _local.st.ctx
-        if _local.st.ctx is not self.ctx:
-            self.ctx.make_current()
-        for base, size in segments:
-            rc = _lib.aclrtFree(base)
-            if rc:
-                _log.warning("pyacl_rt allocator: aclrtFree(0x%x) failed with %d", base, rc)
-                lowlevel.clear_error()
-            self.scalars["num_device_free"] += 1
-            released += size
-            if _history.enabled:
-                _history.event(self.index, "segment_free", base, size, 0)
-        if prev is not None and prev is not self.ctx and prev.device >= 0:
-            prev.make_current()
+        with current(self.ctx):
+            for base, size in segments:
+                rc = _lib.aclrtFree(base)
+                if rc:
+                    _log.warning("pyacl_rt allocator: aclrtFree(0x%x) failed with %d", base, rc)
+                    lowlevel.clear_error()
+                self.scalars["num_device_free"] += 1
+                released += size
+                if _history.enabled:
+                    _history.event(self.index, "segment_free", base, size, 0)
         return released
 
     def empty_cache(self) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lowlevel
 from .._log import get_logger
-from .._state import _check, _CtxRef, _lib, _local
+from .._state import _check, _CtxRef, _lib, _local, current
 from ..lowlevel import fast as _fast
 
 if TYPE_CHECKING:
@@ -84,17 +84,13 @@ class EventPool:
         """Destroy ``events`` (already taken out of ``out``; never raises)."""
         if not events or self.ctx.device < 0:
             return  # a dead context: the runtime reclaimed them
-        prev = _local.st.ctx
         try:
-            if prev is not self.ctx:
-                self.ctx.make_current()
-            for ev in events:
-                rc = _lib.aclrtDestroyEvent(ev)  # asynchronous: fine while pending
-                if rc:
-                    _log.debug("pyacl_rt allocator: aclrtDestroyEvent failed with %d", rc)
-                    lowlevel.clear_error()
-            if prev is not None and prev is not self.ctx and prev.device >= 0:
-                prev.make_current()
+            with current(self.ctx):
+                for ev in events:
+                    rc = _lib.aclrtDestroyEvent(ev)  # asynchronous: fine while pending
+                    if rc:
+                        _log.debug("pyacl_rt allocator: aclrtDestroyEvent failed with %d", rc)
+                        lowlevel.clear_error()
         except Exception:  # pragma: no cover - dead context: the runtime reclaims them
             _log.debug("pyacl_rt allocator: destroying guard events failed", exc_info=True)
 
@@ -124,32 +120,44 @@ def _pool(s: Stream) -> EventPool:
 
 
 def record(streams: list[Stream]) -> list[Guard]:
-    """Guards for ``streams`` as of now. Never raises an Exception: a stream whose
-    event cannot be recorded is guarded by the stream itself. Interrupted (e.g.
-    ``KeyboardInterrupt``), it gives the events recorded so far back first."""
+    """Guards for ``streams`` as of now (the thread's context is restored after).
+    Never raises an Exception: a stream whose event cannot be recorded is guarded by
+    the stream itself. Interrupted (e.g. ``KeyboardInterrupt``), it gives the events
+    recorded so far back first (callers that must not lose a block fall back to
+    :func:`stream_guards`)."""
     guards: list[Guard] = []
     try:
-        for s in streams:
-            if s._ctx.owner is None:
-                try:
-                    if _local.st.ctx is not s._ctx:
-                        s._ctx.make_current()
-                    pool = _pool(s)
-                    ev = pool.get()
-                    try:
-                        _record_event(ev, s._handle)
-                    except BaseException:
-                        pool.put(ev)
-                        raise
-                    guards.append(("event", pool, ev))
-                    continue
-                except Exception as exc:
-                    _log.debug("pyacl_rt allocator: recording a guard event failed: %s", exc)
-            guards.append(("stream", weakref.ref(s)))
+        with current():
+            _record_all(streams, guards)
     except BaseException:
         release(guards)
         raise
     return guards
+
+
+def stream_guards(streams: list[Stream]) -> list[Guard]:
+    """Guards that are the streams themselves (no event): what :func:`record` falls
+    back to. Never raises."""
+    return [("stream", weakref.ref(s)) for s in streams]
+
+
+def _record_all(streams: list[Stream], guards: list[Guard]) -> None:
+    for s in streams:
+        if s._ctx.owner is None:
+            try:
+                s._ctx.ensure_current()
+                pool = _pool(s)
+                ev = pool.get()
+                try:
+                    _record_event(ev, s._handle)
+                except BaseException:
+                    pool.put(ev)
+                    raise
+                guards.append(("event", pool, ev))
+                continue
+            except Exception as exc:
+                _log.debug("pyacl_rt allocator: recording a guard event failed: %s", exc)
+        guards.append(("stream", weakref.ref(s)))
 
 
 def release(guards: list[Guard]) -> None:

@@ -136,13 +136,15 @@ class HostPool:
                     return
                 if not self.core.hold(base):
                     return  # finalized meanwhile
-                prev = _local.st.ctx
+                # The block is held from here on: it goes on the pending list whatever
+                # happens, guarded by the streams themselves if recording events is
+                # interrupted (a lost entry would strand the block and its counters).
+                guards = _guards.stream_guards(streams)
                 try:
-                    self.pending.append((base, _guards.record(streams)))
+                    guards = _guards.record(streams)
                 finally:
+                    self.pending.append((base, guards))
                     self.core.set_pending(len(self.pending))
-                if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                    prev.make_current()
         except BaseException:  # pragma: no cover - defensive (finalizer context)
             _log.debug("pyacl_rt host pool: release failed", exc_info=True)
 

@@ -341,8 +341,7 @@ def _init_device(
     index = _index(device)
     _process_deferred()
     ctx = _context_for(index)
-    if _local.st.ctx is not ctx:
-        ctx.make_current()
+    ctx.ensure_current()
     if stream is not None:
         engine._check_stream(stream, (index,))
     if n:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import weakref
 
-from .._state import _local, _refuse_in_callback
+from .._state import _refuse_in_callback, current
 from .._stream import Stream
 from .._syncdebug import _check_sync, _sync_debug
 from .args import _Side
@@ -60,13 +60,9 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
         if m is not None and m.streams:
             if _sync_debug():
                 _check_sync("waiting for the work pending on the buffer")
-            prev = _local.st.ctx
-            try:
+            with current():
                 if not _wait_streams(m, forget=False):
                     _refuse_in_callback("a host-side copy or memset of memory with pending work")
-            finally:
-                if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                    prev.make_current()
 
 
 def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:

@@ -42,7 +42,7 @@ from typing import Final
 from .. import _memcore, _releaser, _state, errors
 from .. import _runtime as runtime
 from .._log import get_logger
-from .._state import _CtxRef, _lib, _local, context_close_hooks, finalized_error
+from .._state import _CtxRef, _lib, _local, context_close_hooks, current, finalized_error
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
 
@@ -124,8 +124,7 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
         if s is None or s.closed:
             continue  # destroying a stream waits for its work
         ctx = s._ctx
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx.ensure_current()
         if in_cb:
             rc = _lib.aclrtStreamQuery(s.handle, st)
             if rc == 0 and st[0] == 0:
@@ -169,8 +168,7 @@ def _free_mem(m: _Mem) -> None:
             # ACL forbids freeing there. The releaser thread frees it.
             _defer_free(m)
             return
-        prev = _local.st.ctx
-        try:
+        with current():
             rel = m.rel
             if rel is not None:  # a backend takes it back (no wait: it orders reuse)
                 base = _take_base(m)
@@ -187,12 +185,6 @@ def _free_mem(m: _Mem) -> None:
                 return
             _free_raw(m, base)
             m.keep = None
-        finally:
-            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                try:
-                    prev.make_current()
-                except Exception:
-                    _local.st.ctx = None
     except BaseException:  # pragma: no cover - interpreter shutdown, defensive
         with contextlib.suppress(BaseException):
             _log.debug("pyacl_rt: freeing memory failed", exc_info=True)
@@ -280,8 +272,7 @@ def _sync_devices(mems: list[_Mem]) -> None:
             continue
         done.add(m.device)
         try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
+            ctx.ensure_current()
             rc = _lib.aclrtSynchronizeDevice()
             if rc:
                 _log.warning("pyacl_rt: aclrtSynchronizeDevice failed with %d at finalize", rc)
@@ -388,8 +379,7 @@ def _on_context_close(ctx: _CtxRef) -> None:
     mems = [m for m in _iter_live() if m.ctx is ctx and m.device >= 0]
     if mems:
         try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
+            ctx.ensure_current()
             _aclrtSynchronizeStream(0)
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
