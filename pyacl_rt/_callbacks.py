@@ -52,12 +52,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 from . import _device, _releaser, _runtime, errors, lowlevel
+from ._hooks import fork_hooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS as _C
@@ -388,6 +388,6 @@ def _after_fork_in_child() -> None:
     _default_subs.clear()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_STREAMS + 10)
 _runtime.register_release_hook(_stop_threads, _runtime.PRIORITY_STREAMS + 10)
 _runtime.finalize_guards.add(_refuse_finalize_here, _runtime.PRIORITY_FIRST)

@@ -18,12 +18,12 @@ Floor 4: imports :mod:`_device`, :mod:`_state`, :mod:`errors`, :mod:`_runtime`.
 from __future__ import annotations
 
 import functools
-import os
 import weakref
 from typing import NoReturn
 
 from . import _releaser, _runtime, errors
 from ._device import Device, DeviceLike, _index, _restore_selection
+from ._hooks import fork_hooks
 from ._log import get_logger
 from ._state import (
     _check,
@@ -226,5 +226,5 @@ def _after_fork_in_child() -> None:
         ctx._ref.kill("forked")
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_CONTEXTS)
 _runtime.register_release_hook(_release_contexts, _runtime.PRIORITY_CONTEXTS)

@@ -46,12 +46,12 @@ the device queries. Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`_runt
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, ClassVar, Final, SupportsIndex, Union
 
 from . import _runtime, _state, errors, lowlevel
 from ._args import index_arg, timeout_ms_arg
+from ._hooks import fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
@@ -891,5 +891,5 @@ def _after_fork_in_child() -> None:
     _local.st.active = None
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_DEVICES)
 _runtime.register_release_hook(_release_devices, _runtime.PRIORITY_DEVICES)

@@ -57,16 +57,16 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 from typing import Any, Final
 
 from . import _dlpack_c, errors
 from . import _runtime as runtime
 from ._device import Device, _context_for, _index
+from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._memory import records as _rec
 from ._memory.args import _Side
-from ._memory.buffers import DeviceBuffer, HostBuffer, _dlpack_hooks
+from ._memory.buffers import DeviceBuffer, HostBuffer
 from ._memory.engine import copy as _copy
 from ._memory.keepalive import _host_wait
 from ._memory.records import _Mem, _raise_closed
@@ -631,7 +631,7 @@ def _import(
         view.close()
 
 
-os.register_at_fork(after_in_child=_foreign.clear)
-_dlpack_hooks["export"] = _export
-_dlpack_hooks["device"] = _device_of
-_dlpack_hooks["typed"] = DLPackView
+fork_hooks.add(_foreign.clear, runtime.PRIORITY_MEMORY + 60)
+factories.dlpack_export.set(_export)
+factories.dlpack_device.set(_device_of)
+factories.dlpack_typed.set(DLPackView)

@@ -22,14 +22,14 @@ Floor 5, above :mod:`pyacl_rt._stream`: imports floors 1-4 and :mod:`_stream`.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from typing import Any, Final, NoReturn
 
-from . import _runtime, _stream, errors
+from . import _runtime, errors
 from ._args import bool_arg
 from ._device import Device
+from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
@@ -378,7 +378,7 @@ def _after_fork_in_child() -> None:
     _bind_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_EVENTS)
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_EVENTS)
 _runtime.register_release_hook(_release_events, _runtime.PRIORITY_EVENTS)
-_stream._set_event_class(Event)
+factories.event_class.set(Event)

@@ -26,12 +26,12 @@ Floor 3 (runtime lifecycle) helper: imports :mod:`_runtime` and floor 1 only.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable
 
 from . import _runtime as runtime
+from ._hooks import fork_hooks
 from ._log import get_logger
 
 __all__ = ["defer", "drain", "flush", "is_releaser_thread", "start", "stop"]
@@ -136,5 +136,5 @@ def _after_fork_in_child() -> None:
     _lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_FIRST + 10)
 runtime.register_release_hook(stop, runtime.PRIORITY_FIRST)

@@ -32,7 +32,8 @@ States::
   :func:`check_alive` before touching the runtime (raises after finalize) and
   :func:`is_alive` in ``close()``/finalizers (return quietly when ``False``: the
   handle died with the runtime, releasing it again would be a use-after-free).
-* **Fork**: ``os.register_at_fork`` marks a child forked from a parent that had
+* **Fork**: the package's fork handler (:data:`pyacl_rt._hooks.fork_hooks`, this
+  module's hook first) marks a child forked from a parent that had
   initialised the runtime; any runtime use there raises
   :class:`~pyacl_rt.errors.ForkedProcessError` recommending ``spawn``. The
   child's exit does not finalize the parent's runtime. Processes started with
@@ -44,14 +45,13 @@ Thread-safe. Floor 3: imports floors 1-2 only.
 from __future__ import annotations
 
 import atexit
-import itertools
 import os
 import threading
 from collections.abc import Callable
 from typing import Final
 
 from . import lowlevel
-from ._hooks import PriorityHooks
+from ._hooks import Hook, PriorityHooks, fork_hooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS
@@ -117,10 +117,9 @@ _ready: bool = False
 _live_generation: int = -1  # == _generation while READY, else -1
 
 # _lock serialises init/finalize and guards the state below. It is re-entrant so a
-# release hook may call into the runtime. _hooks_lock guards only the hook registry,
-# so removing a hook (from any thread) never waits for a running finalize.
+# release hook may call into the runtime. The hook lists have their own locks, so
+# removing a hook (from any thread) never waits for a running finalize.
 _lock = threading.RLock()
-_hooks_lock = threading.Lock()
 _state: str = UNINITIALIZED
 _generation: int = 0
 _external: bool = False
@@ -137,8 +136,9 @@ _at_exit: bool = False  # set once the interpreter-exit finalize starts
 #: running callback (a deadlock); the memory layer refuses while buffers are exported.
 finalize_guards: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("finalize guard")
 
-_hook_seq = itertools.count()
-_hooks: dict[int, ReleaseHook] = {}
+#: Run by :func:`finalize` / interpreter exit, in priority order (``PRIORITY_*``; see
+#: :func:`register_release_hook`).
+release_hooks: Final[PriorityHooks[Callable[[], object]]] = PriorityHooks("release")
 _current_step: str | None = None  # what finalize is doing right now (for the watchdog)
 
 #: Interpreter-exit watchdog: if finalize at exit takes longer than this many seconds,
@@ -147,34 +147,8 @@ _current_step: str | None = None  # what finalize is doing right now (for the wa
 EXIT_WATCHDOG_SECONDS: float = 10.0
 
 
-class ReleaseHook:
-    """Handle returned by :func:`register_release_hook`; :meth:`remove` unregisters."""
-
-    __slots__ = ("fn", "name", "once", "priority", "seq")
-
-    def __init__(
-        self, fn: Callable[[], object], priority: int, seq: int, name: str, once: bool = False
-    ) -> None:
-        self.fn = fn
-        self.priority = priority
-        self.seq = seq
-        self.name = name
-        self.once = once
-
-    def __repr__(self) -> str:
-        return (
-            f"ReleaseHook(fn={self.fn!r}, priority={self.priority}, seq={self.seq}, "
-            f"name={self.name!r}, once={self.once})"
-        )
-
-    def remove(self) -> None:
-        """Unregister the hook (no-op if it already ran or was removed)."""
-        with _hooks_lock:
-            _hooks.pop(self.seq, None)
-
-    @property
-    def registered(self) -> bool:
-        return self.seq in _hooks
+#: Handle returned by :func:`register_release_hook`; ``remove()`` unregisters.
+ReleaseHook = Hook
 
 
 # ----------------------------------------------------------------- queries
@@ -370,12 +344,13 @@ def register_release_hook(
     name: str | None = None,
     *,
     once: bool = False,
-) -> ReleaseHook:
+) -> Hook[Callable[[], object]]:
     """Register ``fn()`` to run at :func:`finalize` / interpreter exit.
 
     Hooks run in ascending ``priority`` (use the ``PRIORITY_*`` constants: events,
     streams, memory, contexts, devices), hooks of equal priority in reverse order of
-    registration (like ``atexit``). An exception a hook raises is logged, never
+    registration (like ``atexit``; the rule of every :class:`~pyacl_rt._hooks.PriorityHooks`
+    list). An exception a hook raises is logged, never
     propagated, and the remaining hooks still run.
 
     By default a hook stays registered and runs at *every* finalize (a module-level
@@ -384,56 +359,33 @@ def register_release_hook(
     Returns a handle whose ``remove()`` unregisters it (cheap: call it from an
     object's ``close()``).
     """
-    if not callable(fn):
-        raise TypeError("release hook must be callable")
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise TypeError("release hook priority must be an int")
-    hook = ReleaseHook(
-        fn=fn,
-        priority=priority,
-        seq=next(_hook_seq),
-        name=name or str(getattr(fn, "__qualname__", None) or repr(fn)),
-        once=once,
-    )
-    with _hooks_lock:
-        _hooks[hook.seq] = hook
-    return hook
+    return release_hooks.add(fn, priority, name=name, once=once)
 
 
 def registered_hook_count() -> int:
     """Number of release hooks currently registered."""
-    with _hooks_lock:
-        return len(_hooks)
+    return len(release_hooks)
+
+
+def _hook_failed(hook: Hook[Callable[[], object]], exc: BaseException) -> None:
+    _log.error(
+        "pyacl_rt release hook %r raised during finalize",
+        hook.name,
+        exc_info=(type(exc), exc, exc.__traceback__),
+    )
+
+
+def _hook_step(hook: Hook[Callable[[], object]] | None) -> None:
+    global _current_step
+    _current_step = (
+        None if hook is None else f"release hook {hook.name!r} (priority {hook.priority})"
+    )
 
 
 def _run_hooks() -> None:
-    global _current_step
-    # Snapshot in priority order; a hook may remove later hooks (closing an object
-    # removes its own hook) or register new ones, so re-check membership before each
-    # call and pick up hooks registered meanwhile in a further round.
-    ran: set[int] = set()
-    while True:
-        with _hooks_lock:
-            pending = sorted(
-                (h for h in _hooks.values() if h.seq not in ran),
-                key=lambda h: (h.priority, -h.seq),
-            )
-        if not pending:
-            return
-        for hook in pending:
-            with _hooks_lock:
-                if hook.seq not in _hooks:
-                    continue
-                if hook.once:
-                    del _hooks[hook.seq]
-            ran.add(hook.seq)
-            _current_step = f"release hook {hook.name!r} (priority {hook.priority})"
-            try:
-                hook.fn()
-            except BaseException:
-                _log.exception("pyacl_rt release hook %r raised during finalize", hook.name)
-            finally:
-                _current_step = None
+    # A hook may remove later hooks (closing an object removes its own hook) or
+    # register new ones (run in a further round); one that raises is logged.
+    release_hooks.run(on_error=_hook_failed, step=_hook_step)
 
 
 # ---------------------------------------------------------------- finalize
@@ -450,8 +402,7 @@ def finalize() -> None:
     :class:`~pyacl_rt.errors.CallbackContextError` on a host-callback thread (it
     would wait for the callback itself); nothing is released then.
     """
-    for guard in finalize_guards:
-        guard()
+    finalize_guards.run()
     err = _finalize()
     if err is not None:
         raise err
@@ -533,10 +484,9 @@ def _atexit_finalize() -> None:
 
 # -------------------------------------------------------------------- fork
 def _after_fork_in_child() -> None:
-    global _lock, _hooks_lock, _ready, _live_generation, _bad_fork, _state, _hooks
+    global _lock, _ready, _live_generation, _bad_fork, _state
     # The parent's threads are gone; a lock they held would never be released.
     _lock = threading.RLock()
-    _hooks_lock = threading.Lock()
     if not _ever_initialized:
         # The parent never started the runtime: the child may start its own, and the
         # module-level hooks registered at import (device, stream registries) stay.
@@ -546,8 +496,8 @@ def _after_fork_in_child() -> None:
     _live_generation = -1
     _state = UNINITIALIZED
     # The parent's hooks refer to the parent's handles: never run them here.
-    _hooks = {}
+    release_hooks.clear()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, PRIORITY_FIRST)
 atexit.register(_atexit_finalize)

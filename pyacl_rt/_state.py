@@ -25,14 +25,13 @@ Floor 4 (with :mod:`pyacl_rt._device` / :mod:`pyacl_rt._context` above it): impo
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, Final, Generic, NoReturn, TypeVar
 
 from . import errors, lowlevel
-from ._hooks import PriorityHooks
+from ._hooks import PriorityHooks, fork_hooks
 from ._log import get_logger
 from ._raw._extensions import lib as _cffi_lib
 from .errors import CallbackContextError, ObjectClosedError
@@ -288,7 +287,7 @@ class _LiveSet(Generic[_T]):
     def __init__(self) -> None:
         self._items: weakref.WeakSet[Any] = weakref.WeakSet()
         self._lock = threading.Lock()
-        os.register_at_fork(after_in_child=self._after_fork)
+        fork_hooks.add(self._after_fork, 10)  # _runtime.PRIORITY_FIRST + 10
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()

@@ -34,15 +34,14 @@ The calling thread must already have the stream's context current (it has, right
 after an op through :meth:`Stream._activate` or ``device._ensure_current``).
 
 Floor 5: imports floors 1-4 and :mod:`_callbacks`. Events (the layer above) register
-the factory :meth:`Stream.record_event` / :meth:`Stream.wait_stream` use
-(:func:`_set_event_class`), so this module never imports them.
+the class :meth:`Stream.record_event` / :meth:`Stream.wait_stream` create
+(``_hooks.factories.event_class``), so this module never imports them.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
-import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -58,6 +57,7 @@ from ._device import (
     _restore_selection,
     current_device,
 )
+from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
@@ -528,7 +528,7 @@ class Stream:
         """Record ``event`` (a new :class:`~pyacl_rt.Event` if None) on this stream."""
         if event is None:
             event = _new_event()
-        elif not isinstance(event, _event_type()):
+        elif not isinstance(event, factories.event_class.get()):
             raise TypeError(
                 f"Stream.record_event(): event must be an Event or None, not {type(event).__name__}"
             )
@@ -705,27 +705,8 @@ def _acl_priority(priority: int, least: int, greatest: int) -> int:
     return least - up if greatest < least else least + up
 
 
-#: :class:`pyacl_rt.Event`, registered by the event layer (above this one) when it is
-#: imported, which ``import pyacl_rt`` always does.
-_event_class: type[Any] | None = None
-
-
-def _set_event_class(cls: type[Any]) -> None:
-    """Hook for :mod:`pyacl_rt._event`: the class :meth:`Stream.record_event` and
-    :meth:`Stream.wait_stream` create (and ``record_event`` accepts)."""
-    global _event_class
-    _event_class = cls
-
-
-def _event_type() -> type[Any]:
-    cls = _event_class
-    if cls is None:  # pragma: no cover - pyacl_rt/__init__ imports _event
-        raise RuntimeError("pyacl_rt._event is not imported: import pyacl_rt first")
-    return cls
-
-
 def _new_event() -> Any:
-    return _event_type()()
+    return factories.event_class.get()()
 
 
 _timeout_ms = timeout_ms_arg  # (also imported by _event.py)
@@ -953,7 +934,7 @@ def _after_fork_in_child() -> None:
     _markers._lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_STREAMS)
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_STREAMS)
 device_sync_hooks.add(_on_device_sync, _runtime.PRIORITY_STREAMS)
 _runtime.register_release_hook(_release_streams, _runtime.PRIORITY_STREAMS)

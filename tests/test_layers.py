@@ -34,8 +34,8 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 
 #: The layers, lowest first. A module may import modules of its own layer or of lower
 #: layers, never of a higher one (a lower layer that must call upwards owns a hook the
-#: upper module registers into: pyacl_rt._hooks.PriorityHooks, or a factory such as
-#: _stream._set_event_class / _memory.engine._set_staging_buffer).
+#: upper module registers into: a pyacl_rt._hooks.PriorityHooks list, or a slot of
+#: pyacl_rt._hooks.factories).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "generated tables",

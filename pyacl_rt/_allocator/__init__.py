@@ -33,7 +33,6 @@ Floor 7 (allocator): imports floors 1-6 only.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,7 @@ from .. import _runtime as runtime
 from .._args import index_arg, size_arg
 from .._cachecore import _C_API, Core, Raw
 from .._device import DeviceLike, _context_for, _index, device_count
+from .._hooks import fork_hooks
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
 from .._memory.torchstats import stats_dict
@@ -210,7 +210,7 @@ def _after_fork_in_child() -> None:
 _memcore.set_cache_api(_C_API)  # the C hit paths of DeviceBuffer / HostBuffer
 _membackend.register(_backend)
 runtime.register_release_hook(_release, runtime.PRIORITY_MEMORY + 50)
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY + 50)
 
 
 # ================================================================ public API

@@ -21,7 +21,7 @@ Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records`` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .. import _memcore
 from .._options import get_options
@@ -109,17 +109,9 @@ NATIVE: Backend = _Native()
 _registered: dict[str, Backend] = {"native": NATIVE}
 
 
-class _Unselected:
-    """Placeholder until the first allocation picks the backend."""
-
-    name = "unselected"
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(_choose(), attr)
-
-
-#: The backend in use (module attribute, read on every allocation).
-current: Backend = _Unselected()
+#: The backend in use (None until the first allocation chooses it; read on every
+#: allocation as ``current or device()``).
+current: Backend | None = None
 
 
 def _choose() -> Backend:
@@ -145,7 +137,7 @@ def select(name: str) -> Backend:
     global current
     if name not in _registered:
         raise ValueError(f"unknown allocator backend {name!r}; available: {', '.join(_registered)}")
-    prev = current if not isinstance(current, _Unselected) else _choose()
+    prev = current if current is not None else _choose()
     current = _registered[name]
     _memcore.forget_pools()  # caches are remembered again by the backend serving them
     return prev
@@ -160,7 +152,7 @@ def empty_all() -> None:
 
 def device() -> Backend:
     """The backend in use (chooses it on first call)."""
-    return current if not isinstance(current, _Unselected) else _choose()
+    return current if current is not None else _choose()
 
 
 host = device

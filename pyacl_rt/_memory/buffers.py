@@ -20,7 +20,6 @@ modules of the package below it.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from .. import _memcore
@@ -28,6 +27,7 @@ from .. import _runtime as runtime
 from .. import _stream as _streams
 from .._args import index_arg
 from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
+from .._hooks import factories
 from .._memcore import DeviceBase, HostBase
 from .._state import _local, _validated_ctx
 from .._stream import Stream
@@ -40,10 +40,6 @@ from .keepalive import _note
 from .records import _free_mem, _Mem, _process_deferred, _raise_closed
 
 __all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
-
-#: DLPack, registered by :mod:`pyacl_rt._dlpack` (a higher floor): ``export(buf, stream,
-#: max_version, dl_device, copy)``, ``device(buf)``, ``typed(buf, dtype, shape)``.
-_dlpack_hooks: dict[str, Callable[..., Any]] = {}
 
 
 # ============================================================== DeviceBuffer
@@ -118,19 +114,19 @@ class _Buffer:
         buffer's pending work, ``-1`` does nothing, a stream handle (or a
         :class:`~pyacl_rt.Stream`) makes that stream wait on the device (host buffers
         take only ``None`` or ``-1``)."""
-        return _dlpack_hooks["export"](self, stream, max_version, dl_device, copy)
+        return factories.dlpack_export.get()(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(device_type, device_id)``: ``(1, 0)`` (kDLCPU) for a HostBuffer,
         ``(12, index)`` (kDLExtDev, the NPU) for a DeviceBuffer."""
-        return _dlpack_hooks["device"](self)  # type: ignore[no-any-return]
+        return factories.dlpack_device.get()(self)
 
     def as_dlpack(self, dtype: Any = "uint8", shape: tuple[int, ...] | None = None) -> Any:
         """An object whose ``__dlpack__`` exports this buffer as ``dtype`` (a name such
         as ``"float32"``, or a numpy dtype) and ``shape`` (default: 1-D; the product
         times the item size must equal :attr:`nbytes`), e.g.
         ``numpy.from_dlpack(h.as_dlpack("float32", (4, 8)))``."""
-        return _dlpack_hooks["typed"](self, dtype, shape)
+        return factories.dlpack_typed.get()(self, dtype, shape)
 
 
 class DeviceBuffer(DeviceBase, _Buffer):
@@ -345,7 +341,7 @@ def _init_device(
     if stream is not None:
         engine._check_stream(stream, (index,))
     if n:
-        base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
+        base, rel = (_mb.current or _mb.device()).allocate_device(ctx, index, n, policy, stream)
     else:
         base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
     m = _Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
@@ -512,7 +508,7 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
         # Pinned memory is allocated through a device's runtime: use the thread's
         # current device (its context is created if this is its first use).
         ctx = _ensure_current(current_device())
-    base, rel = _mb.current.allocate_host(ctx, n)
+    base, rel = (_mb.current or _mb.device()).allocate_host(ctx, n)
     m = _Mem(base, n, -1, ctx)
     m.rel = rel
     buf._own(m)
@@ -534,7 +530,7 @@ class _HostPaths:
             _free_mem(m)
 
 
-engine._set_staging_buffer(HostBuffer)
+factories.staging_buffer.set(HostBuffer)
 _memcore.bind_buffers(
     stream=Stream,
     primary_defaults=_streams._primary_defaults,

@@ -8,18 +8,17 @@ work), and the ACL copy kinds. See :mod:`pyacl_rt._memory` for the rules.
 
 Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records``, ``args`` and
 ``keepalive``. The buffer classes sit above it; they register the staging buffer
-factory (:func:`_set_staging_buffer`).
+factory (``_hooks.factories.staging_buffer``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Union
 
 from .. import _runtime as runtime
 from .. import errors
 from .._args import bool_arg, index_arg
+from .._hooks import factories, fork_hooks
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import _check, _CtxRef, _lib, _local, _refuse_in_callback, context_close_hooks
 from .._stream import Stream, current_stream
@@ -79,16 +78,6 @@ _aclrtMemsetAsync = _fast.memset_async
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
 
 _peers: set[tuple[_CtxRef, int]] = set()
-
-#: Makes a pinned staging buffer of n bytes (``buffers.HostBuffer``, registered by the
-#: buffer module above this one, which ``import pyacl_rt`` always imports).
-_staging_buffer: Callable[[int], Any] | None = None
-
-
-def _set_staging_buffer(factory: Callable[[int], Any]) -> None:
-    """Hook for :mod:`pyacl_rt._memory.buffers`: what cross-device staging allocates."""
-    global _staging_buffer
-    _staging_buffer = factory
 
 
 def _host_memmove(dst: int, src: int, n: int) -> None:
@@ -175,10 +164,7 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
         _check_sync("a copy staged through pinned memory: the devices lack peer access")
     src_stream = st if st._device == s.dev else current_stream(s.dev)
     dst_stream = st if st._device == d.dev else current_stream(d.dev)
-    factory = _staging_buffer
-    if factory is None:  # pragma: no cover - pyacl_rt/__init__ imports the buffers
-        raise RuntimeError("pyacl_rt._memory.buffers is not imported: import pyacl_rt first")
-    stage = factory(n)
+    stage = factories.staging_buffer.get()(n)
     try:
         copy(stage, s.obj, n, src_offset=soff, stream=src_stream)
         copy(d.obj, stage, n, dst_offset=doff, stream=dst_stream)
@@ -447,6 +433,6 @@ def _forget_context_peers(ctx: _CtxRef) -> None:
         _peers.discard(key)
 
 
-os.register_at_fork(after_in_child=_forget_peers)
+fork_hooks.add(_forget_peers, runtime.PRIORITY_MEMORY + 10)
 context_close_hooks.add(_forget_context_peers, runtime.PRIORITY_MEMORY + 10)
 runtime.register_release_hook(_forget_peers, runtime.PRIORITY_MEMORY)

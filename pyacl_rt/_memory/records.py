@@ -34,13 +34,13 @@ Floor 6 (the lowest module of :mod:`pyacl_rt._memory`): imports floors 1-5 only.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator
 from typing import Final
 
 from .. import _memcore, _releaser, _state, errors
 from .. import _runtime as runtime
+from .._hooks import fork_hooks
 from .._log import get_logger
 from .._state import _CtxRef, _lib, _local, context_close_hooks, current, finalized_error
 from ..errors import ObjectClosedError
@@ -413,7 +413,7 @@ _memcore.bind(
 )
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY)
 context_close_hooks.add(_on_context_close, runtime.PRIORITY_MEMORY)
 runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
 runtime.finalize_guards.add(_finalize_guard, runtime.PRIORITY_MEMORY)
