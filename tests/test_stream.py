@@ -278,10 +278,19 @@ def test_wait_stream_orders_streams(gate: Any) -> None:
     b.close()
 
 
-def test_wait_on_unrecorded_event_is_noop() -> None:
+def test_wait_on_unrecorded_event_is_noop(gate: Any) -> None:
+    """As in torch_npu: no event is created, nothing is queued on the stream, and work
+    queued after it runs (an unrecorded event never completes as an ACL event)."""
     s = S.Stream(0)
-    s.wait_event(Event())
+    ev = Event()
+    events = mock_control().stat("events", 0)
+    s.wait_event(ev)
+    assert mock_control().stat("events", 0) == events  # no aclrtCreateEvent
+    assert s.query()  # nothing queued: the stream stays idle
+    ran = threading.Event()
+    s.launch_host_func(ran.set)  # work after the wait runs
     s.synchronize()
+    assert ran.is_set() and ev.query()
     s.close()
 
 
