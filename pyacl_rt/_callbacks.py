@@ -44,7 +44,7 @@ stream waits for streams that may be waiting for this very thread. Those release
 are handed to pyacl_rt's releaser thread (:mod:`pyacl_rt._releaser`), started with
 the first report thread.
 
-Floor 5, below :mod:`pyacl_rt._stream` (which calls into this module): imports floors
+Layer 5, below :mod:`pyacl_rt._stream` (which calls into this module): imports layers
 1-4 only.
 """
 

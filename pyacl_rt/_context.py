@@ -12,7 +12,7 @@ default stream, for code that wants isolation (pyACL's ``create_context``).
   the Streams/Events still alive in it, then destroys the context.
 * torch_npu hides contexts entirely; this is pyACL's concept.
 
-Floor 4: imports :mod:`_device`, :mod:`_state`, :mod:`errors`, :mod:`_runtime`.
+Layer 4: imports :mod:`_device`, :mod:`_state`, :mod:`errors`, :mod:`_runtime`.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ Differences from ``torch_npu.npu`` (documented per function):
 
 The per-thread state (cached current context, selection) and the context refs live in
 :mod:`pyacl_rt._state`; this module owns the primary contexts, device selection and
-the device queries. Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`_runtime`,
+the device queries. Layer 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`_runtime`,
 :mod:`_state`.
 """
 
@@ -215,7 +215,7 @@ def _ensure_current(index: int) -> _CtxRef:
     Cheap when it already is (a thread-local load, a compare and one GIL-held
     ``aclrtGetCurrentContext`` to re-validate the cache). Any live context of that
     device is accepted. Returns the current context. For use by
-    :mod:`pyacl_rt._memory` and other floors above.
+    :mod:`pyacl_rt._memory` and other layers above.
     """
     cur = _validated_ctx(_local.st)
     if cur is not None and cur.device == index:
@@ -223,11 +223,6 @@ def _ensure_current(index: int) -> _CtxRef:
     ref = _context_for(index)
     ref.make_current()
     return ref
-
-
-def _current_context() -> _CtxRef:
-    """The context new objects use on this thread for its current device."""
-    return _context_for(current_device())
 
 
 # -------------------------------------------------------- public functions

@@ -50,7 +50,7 @@ device memory, that the runtime sees device memory there (``aclrtPointerGetAttri
 where the library has it and answers; otherwise the producer's word stands). Read-only
 tensors are copied (``copy=False``: BufferError).
 
-Floor 7: imports floors 1-6 (registers the export hooks of :mod:`pyacl_rt._memory.buffers`).
+Layer 7: imports layers 1-6 (registers the export hooks of :mod:`pyacl_rt._memory.buffers`).
 """
 
 from __future__ import annotations

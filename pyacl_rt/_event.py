@@ -17,7 +17,7 @@
 
 ``with Event() as e:`` destroys the event at the end of the block.
 
-Floor 5, above :mod:`pyacl_rt._stream`: imports floors 1-4 and :mod:`_stream`.
+Layer 5, above :mod:`pyacl_rt._stream`: imports layers 1-4 and :mod:`_stream`.
 """
 
 from __future__ import annotations

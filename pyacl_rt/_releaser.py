@@ -21,7 +21,7 @@ safe.
   queued runs before it stops); later deferrals are drained by the callbacks module
   once the report threads are stopped. A forked child forgets the queue.
 
-Floor 3 (runtime lifecycle) helper: imports :mod:`_runtime` and floor 1 only.
+Layer 3 (runtime lifecycle) helper: imports :mod:`_runtime` and layer 1 only.
 """
 
 from __future__ import annotations

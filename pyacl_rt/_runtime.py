@@ -39,7 +39,7 @@ States::
   child's exit does not finalize the parent's runtime. Processes started with
   ``spawn``/``forkserver`` are fresh and work normally.
 
-Thread-safe. Floor 3: imports floors 1-2 only.
+Thread-safe. Layer 3: imports layers 1-2 only.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ _finalizing: bool = False
 _at_exit: bool = False  # set once the interpreter-exit finalize starts
 
 #: Run first by :func:`finalize`, in priority order (``PRIORITY_*``); a guard raises to
-#: refuse the call on this thread. Registered from higher floors (runtime must not
+#: refuse the call on this thread. Registered from higher layers (runtime must not
 #: import them): the callback layer refuses finalize on its host-callback (report)
 #: threads, where resetting the devices would wait for the stream that waits for the
 #: running callback (a deadlock); the memory layer refuses while buffers are exported.

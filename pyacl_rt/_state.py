@@ -19,8 +19,9 @@
   to be destroyed: close its events, streams, buffers first) and
   :data:`device_sync_hooks` (a device synchronize succeeded: release keep-alive lists).
 
-Floor 4 (with :mod:`pyacl_rt._device` / :mod:`pyacl_rt._context` above it): imports
-:mod:`errors`, :mod:`lowlevel`, :mod:`_hooks` only.
+Layer 4 (with :mod:`pyacl_rt._device` / :mod:`pyacl_rt._context` above it): imports
+:mod:`errors`, :mod:`lowlevel`, :mod:`_hooks`, :mod:`_log` and :mod:`_raw._extensions`
+only (and :mod:`_runtime`, a lower layer, lazily).
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def _owner_of(ref: _CtxRef) -> object:
 def finalized_error(what: str, detail: str = "") -> errors.RuntimeFinalizedError:
     """The error for an object of a finalized runtime: what happened and what to do
     (start the runtime again if it is not, then create a new object)."""
-    from . import _runtime  # floor 3, below this module
+    from . import _runtime  # layer 3, below this module
 
     if _runtime.is_initialized():
         advice = "the runtime was started again since: create a new one"
@@ -207,7 +208,7 @@ class _ThreadState:
         self.device: int = -1
         #: The explicit Context activated on this thread (``with ctx:``), or None.
         self.active: _CtxRef | None = None
-        #: device index -> current Stream of this thread (managed by stream.py).
+        #: device index -> current Stream of this thread (managed by :mod:`pyacl_rt._stream`).
         self.streams: dict[int, Any] = {}
         #: Saved states of ``with Device(i):`` blocks.
         self.guards: list[tuple[int, _CtxRef | None]] = []

@@ -13,7 +13,7 @@
 * :func:`stream_from_pool` hands out pooled streams round robin (32 per device and
   priority class, created lazily), like torch_npu's ``Stream()``.
 
-Keep-alive hook for higher floors (memory)
+Keep-alive hook for higher layers (memory)
 ------------------------------------------
 ``Stream._keep_alive(objs)`` keeps ``objs`` (one object or a tuple/list) referenced
 until all work enqueued on the stream *so far* has completed on the device. It
@@ -31,9 +31,9 @@ enqueueing the async op::
 
 ``Stream._watch_pending()`` returns how many entries are still held (tests).
 The calling thread must already have the stream's context current (it has, right
-after an op through :meth:`Stream._activate` or ``device._ensure_current``).
+after an op through :meth:`Stream._activate` or ``_device._ensure_current``).
 
-Floor 5: imports floors 1-4 and :mod:`_callbacks`. Events (the layer above) register
+Layer 5: imports layers 1-4 and :mod:`_callbacks`. Events (the layer above) register
 the class :meth:`Stream.record_event` / :meth:`Stream.wait_stream` create
 (``_hooks.factories.event_class``), so this module never imports them.
 """
@@ -572,7 +572,7 @@ class Stream:
     def _keep_alive(self, objs: object) -> None:
         """Keep ``objs`` alive until the work enqueued so far on this stream completed.
 
-        For higher floors (see the module docstring). Requires the stream's context
+        For higher layers (see the module docstring). Requires the stream's context
         to be current on this thread (true right after enqueueing an op on it).
         """
         ctx = self._ctx

@@ -12,7 +12,7 @@ unset). :class:`sync_debug_mode` sets it for a ``with`` block and restores exact
 was there before.
 
 :data:`BLOCKING_CALLS` is the single list of public calls that may block and are
-reported. Higher floors put one hook where such a call is about to wait::
+reported. Higher layers put one hook where such a call is about to wait::
 
     if _sync_debug():
         _check_sync("Stream.synchronize()")  # what waits here
@@ -43,7 +43,7 @@ executing passed that hook already, so the inner hook stays silent (e.g. ``copy(
 waiting in ``Stream.synchronize()``). So put a hook before the nested blocking calls
 it covers, and only under the same condition as they run.
 
-Floor 1: imports only the standard library, :mod:`errors`, :mod:`_options` and
+Layer 1: imports only the standard library, :mod:`errors`, :mod:`_options` and
 :mod:`_args`.
 """
 

@@ -28,7 +28,7 @@ PyTorch's (torch_npu's) caching allocator:
   :func:`memory_snapshot`, :func:`record_memory_history` / :func:`dump_snapshot`
   (pickles loadable by PyTorch's memory visualizer; see :mod:`._history`).
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ allocator can represent (:data:`~pyacl_rt._cachecore.MAX_ALLOC`, 2**63 - 2 MiB) 
 than the device's total memory - raises the same error at once, with nothing
 allocated and the cache left alone.
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations
@@ -117,17 +117,6 @@ class DeviceAllocator:
         if sp is None or sp.state is not stream._state:
             sp = self.pools[stream._handle] = StreamPool(self, stream)
         return sp
-
-    def _stream_idle(self, key: int) -> bool:
-        """True when every piece of work queued on stream ``key`` has completed."""
-        sp = self.pools.get(key)
-        s = sp.stream() if sp is not None else None
-        if s is None or s.closed:
-            return True  # destroying a stream waits for its work
-        try:
-            return s.query()
-        except Exception:
-            return False
 
     def adopt_idle(self, key: int) -> int:
         """Hand wholly free segments of other streams to stream ``key`` once their

@@ -10,7 +10,7 @@ a list and keeps what is outstanding even when interrupted. A stream of an expli
 Context gets no event: its guard is the stream itself (reuse once ``aclrtStreamQuery``
 says it is idle), which is safe but may wait for work queued later.
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ The block bookkeeping (states, idle stacks, counters) is C (``_cachecore.HostCor
 that a HostBuffer served from the pool is created and closed without Python code
 (:mod:`pyacl_rt._memcore`); this class does what talks to the runtime and the guards.
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ the public names):
 DLPack (``__dlpack__``, ``from_dlpack``) lives in :mod:`pyacl_rt._dlpack`, a higher
 layer that fills the ``_hooks.factories.dlpack_*`` slots the buffers call.
 
-Floor 6: imports floors 1-5 only.
+Layer 6: imports layers 1-5 only.
 """
 
 from __future__ import annotations

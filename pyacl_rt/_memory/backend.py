@@ -15,7 +15,7 @@ The backend is chosen at the first allocation from ``PYACL_RT_ALLOCATOR``
 backend was registered. :func:`select` switches later (tests; buffers already
 allocated keep their releaser).
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records`` and
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records`` and
 ``torchstats``.
 """
 

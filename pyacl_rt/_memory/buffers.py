@@ -13,7 +13,7 @@ created, closed and collected without running Python code. The functions
 ``_init_device`` / ``_DevicePaths.close`` / ``_init_host`` / ``_HostPaths.close`` below are
 the complete Python paths; the C types call them whenever the hit path does not apply.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`, above ``engine``): imports floors 1-5 and the
+Layer 6 (part of :mod:`pyacl_rt._memory`, above ``engine``): imports layers 1-5 and the
 modules of the package below it.
 """
 

@@ -6,7 +6,7 @@ pinned host memory between devices that cannot access each other, host-to-host c
 and host memsets (``memmove`` / ``memset`` without the GIL, after waiting for pending
 work), and the ACL copy kinds. See :mod:`pyacl_rt._memory` for the rules.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records``, ``args`` and
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records``, ``args`` and
 ``keepalive``. The buffer classes sit above it; they register the staging buffer
 factory (``_hooks.factories.staging_buffer``).
 """

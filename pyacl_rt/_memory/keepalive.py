@@ -11,7 +11,7 @@ kept alive until async work completed, and the waits before host-side work.
 * :func:`_host_wait` - before a host-side copy or memset (``memmove`` / ``memset``):
   wait for the given stream and the pending work on the owned memory involved.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records`` and ``args``.
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records`` and ``args``.
 """
 
 from __future__ import annotations

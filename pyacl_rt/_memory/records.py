@@ -28,7 +28,7 @@ references its owner, so the owner's finalizer can hold it.
   Context frees the device memory allocated in it; a forked child forgets everything
   without touching the parent's memory.
 
-Floor 6 (the lowest module of :mod:`pyacl_rt._memory`): imports floors 1-5 only.
+Layer 6 (the lowest module of :mod:`pyacl_rt._memory`): imports layers 1-5 only.
 """
 
 from __future__ import annotations
@@ -86,17 +86,9 @@ def _hold(m: _Mem) -> int:
     """Mark ``m`` in use by an operation of the calling thread and return its address,
     or 0 (nothing marked) when it is closed. Release with ``m.unhold()``.
 
-    Atomic with :func:`_claim_close` (each one C call): once this returned an address,
+    Atomic with ``_Mem.claim_close`` (each one C call): once this returned an address,
     close() refuses until the mark is dropped."""
     return m.hold()
-
-
-def _claim_close(m: _Mem, what: str) -> int:
-    """Start closing ``m``: returns its former address (0 when already closed) after
-    setting ``m.ptr`` to 0, so that no new operation can start. Raises
-    ``BufferError`` (nothing changed) while DLPack exports or an operation on another
-    thread still use the memory."""
-    return m.claim_close(what)
 
 
 def _raise_closed(m: _Mem, what: str) -> None:

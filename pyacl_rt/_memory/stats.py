@@ -4,7 +4,7 @@ The numbers come from the backend in use (:mod:`pyacl_rt._memory.backend`: the c
 allocator, or ``native`` counters over :mod:`pyacl_rt._memory.records`); the key layout
 and the summary table are :mod:`pyacl_rt._memory.torchstats`.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records``,
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records``,
 ``torchstats`` and ``backend``.
 """
 
