@@ -12,8 +12,9 @@
 * :func:`_validated_ctx` - the thread's cached context re-checked against the runtime
   (a foreign ``aclrtSetCurrentContext`` may have switched it).
 * :class:`_LiveSet` - weak registries of live Streams / Events / Contexts, which
-  finalize and Context close make inert; :func:`_run_finalizer`, ``_deferred_calls``
-  (releases a host-callback thread must not do itself) and the copy/callback refusals.
+  finalize and Context close make inert; :func:`_run_finalizer` and the copy/callback
+  refusals (releases a host-callback thread must not do itself go to
+  :mod:`pyacl_rt._releaser`).
 * Hooks the upper layers register into, each with an explicit priority
   (:mod:`pyacl_rt._hooks`): :data:`context_close_hooks` (an explicit Context is about
   to be destroyed: close its events, streams, buffers first) and

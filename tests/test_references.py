@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 import io
 import re
@@ -71,6 +72,33 @@ def _repo_files() -> tuple[set[str], set[str]]:
 PATHS, NAMES = _repo_files()
 
 
+def _defined_names() -> set[str]:
+    """Every name pyacl_rt's Python sources define (functions, classes, assignments,
+    attributes, arguments, imports) and the C extensions' source words."""
+    names: set[str] = set()
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[0])
+    names.update(p.stem for p in PKG.rglob("*.py"))
+    names.update(p.name for p in PKG.rglob("*") if p.is_dir())
+    for path in [*PKG.glob("*.c"), *PKG.glob("*/*.c"), *PKG.glob("*.h")]:
+        names.update(re.findall(r"\b_\w+", path.read_text()))
+    return names
+
+
+DEFINED = _defined_names()
+_PRIVATE_NAME = re.compile(r"(?:``|:\w+:`~?)(_[a-z]\w*)(?:\(\))?``?")
+
+
 def _texts() -> Iterator[tuple[str, str, ModuleType | None]]:
     """(where, text, module) for each docstring / comment block / markdown file."""
     for path in sorted(PKG.rglob("*.py")):
@@ -78,10 +106,12 @@ def _texts() -> Iterator[tuple[str, str, ModuleType | None]]:
             continue
         rel = path.relative_to(REPO).as_posix()
         modname = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
-        try:
-            mod: ModuleType | None = importlib.import_module(modname)
-        except Exception:
-            mod = None
+        mod: ModuleType | None = None
+        if path.stem not in ("__main__", "_lowlevel_build"):  # these run when imported
+            try:
+                mod = importlib.import_module(modname)
+            except Exception:
+                mod = None
         src = path.read_text()
         for node in ast.walk(ast.parse(src)):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -148,6 +178,7 @@ def _walk(obj: object, rest: list[str]) -> bool:
     return True
 
 
+@functools.cache
 def _source(cls: type) -> str:
     try:
         import inspect
@@ -171,6 +202,9 @@ def _stale_in(text: str, mod: ModuleType | None) -> list[str]:
             first.startswith("_") and ((PKG / first).exists() or (PKG / f"{first}.py").exists())
         )
         if (is_pkg_name or first in FORMER_MODULES) and not _resolve(name, mod):
+            bad.append(m[0])
+    for m in _PRIVATE_NAME.finditer(text):
+        if m[1] not in DEFINED and m[0] not in bad:
             bad.append(m[0])
     for m in _FILE.finditer(text):
         ref = m[1]
@@ -198,12 +232,14 @@ def test_the_checker_catches_stale_names() -> None:
 
     text = (
         "after ``device._ensure_current`` (see stream.py and :func:`_set_event_class`; "
-        "``_memory.engine._set_staging_buffer``, pyacl_rt/_memory/nowhere.py)"
+        "``_memory.engine._set_staging_buffer``, ``_deferred_calls``, "
+        "pyacl_rt/_memory/nowhere.py)"
     )
     assert _stale_in(text, _stream) == [
         ":func:`_set_event_class`",
         "``device._ensure_current``",
         "``_memory.engine._set_staging_buffer``",
+        "``_deferred_calls``",
         "stream.py",
         "pyacl_rt/_memory/nowhere.py",
     ]

@@ -219,11 +219,11 @@ def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
     ctx = _context_for(index)
     if ctx.owner is not None:
         # the cache serves primary contexts only
-        ctx = _memrecord_primary(index)
+        ctx = _primary_context(index)
     return index, _backend.allocator(index, ctx)
 
 
-def _memrecord_primary(index: int) -> _CtxRef:
+def _primary_context(index: int) -> _CtxRef:
     from .._device import _primaries
 
     ctx = _primaries.get(index)
