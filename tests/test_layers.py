@@ -66,7 +66,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("runtime lifecycle", ("pyacl_rt._runtime", "pyacl_rt._releaser")),
-    ("devices and contexts", ("pyacl_rt._state", "pyacl_rt._device", "pyacl_rt._context")),
+    (
+        "devices and contexts",
+        ("pyacl_rt._state", "pyacl_rt._device", "pyacl_rt._devinfo", "pyacl_rt._context"),
+    ),
     ("streams, callbacks, events", ("pyacl_rt._callbacks", "pyacl_rt._stream", "pyacl_rt._event")),
     (
         "memory",

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from .. import _runtime as runtime
 from .. import errors, lowlevel
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
-from .._device import mem_get_info
+from .._devinfo import mem_get_info
 from .._log import get_logger
 from .._state import _check, _CtxRef, _lib, _local, current
 from . import _guards, _history

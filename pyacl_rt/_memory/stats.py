@@ -11,7 +11,8 @@ Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records``,
 from __future__ import annotations
 
 from .. import _releaser
-from .._device import DeviceLike, _index, mem_get_info
+from .._device import DeviceLike, _index
+from .._devinfo import mem_get_info
 from .._state import _local
 from .._syncdebug import _check_sync, _sync_debug
 from . import backend as _mb
