@@ -110,6 +110,51 @@ typedef struct mock_config {
 
 MOCK_HIDDEN const mock_config *core_config_get(void);
 
+/* ------------------------------------------------------------- SoC families */
+/* The product families of the docs' support matrices (acl_next_semantics.md section 0),
+ * from a SoC name such as ASCEND_MOCK_SOC_NAME: "Ascend910B*" = Atlas A2,
+ * "Ascend910_93*" = Atlas A3, "Ascend950*" = 950, another "Ascend910*" = the Atlas
+ * training series (910), "Ascend310P*" = Atlas inference series, "Ascend310B*" = Atlas
+ * 200I/500 A2. A name the mock does not know counts as A2 (its default profile).
+ * Header-only: the TDT libraries use it on aclmockGetSocName(). */
+typedef enum core_product {
+    CORE_PRODUCT_A2 = 0,
+    CORE_PRODUCT_A3,
+    CORE_PRODUCT_950,
+    CORE_PRODUCT_910,
+    CORE_PRODUCT_310P,
+    CORE_PRODUCT_310B
+} core_product;
+
+static inline core_product core_product_of(const char *soc)
+{
+    static const struct {
+        const char *prefix;
+        core_product product;
+    } k[] = {
+        {"Ascend910_93", CORE_PRODUCT_A3}, {"Ascend910B", CORE_PRODUCT_A2},  {"Ascend950", CORE_PRODUCT_950},
+        {"Ascend910", CORE_PRODUCT_910},   {"Ascend310P", CORE_PRODUCT_310P}, {"Ascend310B", CORE_PRODUCT_310B},
+    };
+    for (size_t i = 0; soc != NULL && i < sizeof k / sizeof k[0]; i++) {
+        size_t n = 0;
+        while (k[i].prefix[n] != '\0' && soc[n] == k[i].prefix[n]) {
+            n++;
+        }
+        if (k[i].prefix[n] == '\0') {
+            return k[i].product;
+        }
+    }
+    return CORE_PRODUCT_A2;
+}
+
+/* "Ascend910B1"-style name of the family, for messages. */
+static inline const char *core_product_name(core_product p)
+{
+    static const char *const names[] = {"Atlas A2", "Atlas A3", "Ascend 950", "Atlas training (910)",
+                                        "Atlas inference (310P)", "Atlas 200I/500 A2 (310B)"};
+    return names[p];
+}
+
 /* ------------------------------------------------------------------- error.c */
 
 /* Record a failure of `func`: sets the calling thread's last error (for
@@ -375,6 +420,26 @@ static inline bool core_handle_set_contains(mock_handle_set *s, const void *ptr)
     core_handle_set_unlock(s);
     return ok;
 }
+
+/* ------------------------------------------------------------------- gate.c */
+/* The resource gate (acl_next_semantics.md section 5.4, D-SNAP 5.2): while it is closed
+ * (aclrtSnapShotProcessLock until aclrtSnapShotProcessUnlock), every entry point that
+ * changes device resources - set/reset device, malloc/free, copies and memsets,
+ * creating/destroying contexts, streams, events, notifies, kernel launches - blocks its
+ * calling thread at MOCK_ENTER until the gate opens; queries and synchronizations pass.
+ * Checked by core_fault_check (one relaxed atomic load while open). Closing waits for
+ * nothing: calls already past their MOCK_ENTER finish. */
+MOCK_HIDDEN void core_gate_close(void);
+MOCK_HIDDEN void core_gate_open(void);
+/* True for an entry point the closed gate holds (the list is in gate.c). */
+MOCK_HIDDEN bool core_gate_holds(const char *func);
+/* Called by core_fault_check: waits while the gate is closed and holds `func`. */
+MOCK_HIDDEN void core_gate_pass(const char *func);
+/* Synchronizes every context of every device (the ctx_sync hooks, waiting at most
+ * timeout_ms each, -1 = forever); returns the first error. */
+MOCK_HIDDEN aclError core_synchronize_all(int64_t timeout_ms);
+/* Bit d set when user device d has a live context (primary or explicit). */
+MOCK_HIDDEN uint64_t core_devices_in_use(void);
 
 /* ------------------------------------------------------------------- init.c */
 

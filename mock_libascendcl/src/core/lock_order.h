@@ -85,6 +85,9 @@
       MOCK_HOLDS_LIFECYCLE | MOCK_HOLDS(MOCK_LOCK_DEVICE))                                              \
     X(MOCK_LOCK_SYSPARAMS, "core/context.c g_opt_lock, mock_context.opt_lock",                          \
       "the process-wide and the per-context system parameter tables", MOCK_HOLDS_LIFECYCLE)             \
+    X(MOCK_LOCK_GATE, "core/gate.c g_gate_mu",                                                          \
+      "the resource gate of the snapshot state machine (closed: resource calls wait at their entry)", \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
     /* -------------------------------------------------------------- stream */                        \
     X(MOCK_LOCK_STREAM_REGISTRY, "stream/stream.c g_reg_mu",                                            \
       "the registry of live streams, the per-device stream counts and the orphan list",               \
@@ -138,6 +141,16 @@
     X(MOCK_LOCK_EXCEPTION_INFOS, "misc/exception.c g_infos (handle set)",                               \
       "the exception infos live during a callback", MOCK_HOLDS_LIFECYCLE)                               \
     X(MOCK_LOCK_DUMP, "misc/dump.c dump_state.mu", "the dump session and the aclInit dump config",     \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_MBUFS, "misc/mbuf.c g_mbufs (handle set)",                                              \
+      "the live shared buffers (aclrtAllocBuf) and their chains", MOCK_HOLDS_LIFECYCLE)                \
+    X(MOCK_LOCK_SNAPSHOT, "misc/snapshot.c g_snap_mu",                                                  \
+      "the process snapshot state, its memory image and the stage callbacks (copied out; called "    \
+      "without it)", MOCK_HOLDS_LIFECYCLE)                                                             \
+    X(MOCK_LOCK_GROUP_INFOS, "misc/groups.c g_infos (handle set)", "the live aclrtGroupInfo handles",  \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_OVERFLOW_AREAS, "misc/overflow_addr.c g_area_mu",                                       \
+      "the overflow status area of each context (allocated and freed without it)",                    \
       MOCK_HOLDS_LIFECYCLE)                                                                             \
     /* ------------------------------------------- core: leaves taken anywhere */                     \
     X(MOCK_LOCK_SUBSYSTEMS, "core/subsystem.c g_subsys_lock",                                           \
