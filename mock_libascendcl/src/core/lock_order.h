@@ -30,9 +30,10 @@
  *   Add an entry at the place in the table that its nesting requires, with the
  *   locks that may be held when it is taken, declare it with MOCK_MUTEX_INIT(id) /
  *   core_mutex_init(&m, id) (or the rwlock forms), and for each new "may hold" pair
- *   add a stress test to tests/c/test_lock_order.c. The ids of libmsprofiler.so and
- *   libascend_dump.so are listed too; those libraries are leaves (they never call
- *   libascendcl.so while holding their locks) and are not checked at run time.
+ *   add a stress test to tests/c/test_lock_order.c. The ids of libmsprofiler.so,
+ *   libascend_dump.so, libacl_tdt_channel.so and libacl_tdt_queue.so are listed too;
+ *   those libraries are leaves (they never call libascendcl.so while holding their
+ *   locks) and are not checked at run time.
  *
  * Not locks: pthread_once (configuration, device table and condition-variable set-up;
  * their init routines take no lock) and the atomics that counters and flags use.
@@ -171,6 +172,15 @@
     X(MOCK_LOCK_PROF_STAMPS, "msprofiler/prof.c g_stamps (handle set)", "the live msproftx stamps",    \
       MOCK_HOLDS_NONE)                                                                                  \
     X(MOCK_LOCK_DUMP_CALLBACK, "ascend_dump/dump_api.c g_cb_mu", "the acldumpRegCallback callback",    \
+      MOCK_HOLDS_NONE)                                                                                  \
+    /* ------------------------------------ libacl_tdt_channel.so, libacl_tdt_queue.so */              \
+    X(MOCK_LOCK_TDT_HANDLES, "acl_tdt_channel/channel.c g_handles_mu",                                  \
+      "the live TDT data items, datasets and channels (a channel is pinned, then used without it)",   \
+      MOCK_HOLDS_NONE)                                                                                  \
+    X(MOCK_LOCK_TDT_CHANNEL, "acl_tdt_channel/channel.c acltdtChannelHandle.mu",                        \
+      "one channel: its queued datasets, stop flag and the calls in progress", MOCK_HOLDS_NONE)       \
+    X(MOCK_LOCK_TDT_QUEUES, "acl_tdt_queue/queue.c g_mu",                                               \
+      "every queue (elements, waiters), the bound routes and the attribute/route/list/query handles", \
       MOCK_HOLDS_NONE)
 
 
