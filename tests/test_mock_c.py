@@ -291,6 +291,18 @@ def test_exported_symbols(mock_builds: _Builds, lib: str) -> None:
             ["readelf", "-d", str(build / f"{lib}.so")], capture_output=True, text=True, check=True
         ).stdout
         assert f"Filter library: [{FILTERS[lib]}.so]" in dynamic, dynamic
+        # no second runtime inside: every symbol is an alias of one function, which
+        # only says that the loader ignored DT_FILTER and aborts
+        nm = subprocess.run(
+            ["nm", "-D", "--defined-only", str(build / f"{lib}.so")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        addresses = {ln.split()[0] for ln in nm.splitlines() if ln.split()[-1].startswith("acl")}
+        assert len(addresses) == 1, f"{lib}.so defines {len(addresses)} distinct functions"
+        source = (build / f"filter_{lib[3:]}.c").read_text()
+        assert "this dynamic loader ignored DT_FILTER" in source and "abort();" in source
 
 
 def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
