@@ -68,7 +68,7 @@ struct acltdtDataItem {
     void *data;
     size_t size;
     bool owns_data;  /* received items own a copy of the bytes */
-    bool received;   /* put into a dataset by acltdtReceiveTensor */
+    const struct acltdtDataset *owner; /* the dataset a receive put it in, else NULL */
     size_t slice_num, slice_id;
 };
 
@@ -171,7 +171,7 @@ acltdtDataItem *acltdtCreateDataItem(acltdtTensorType tdtType, const int64_t *di
     if (dimNum > 0) {
         memcpy(d, dims, dimNum * sizeof(int64_t));
     }
-    *it = (acltdtDataItem){TDT_ITEM_MAGIC, tdtType, dataType, dimNum, d, data, size, false, false, 1, 0};
+    *it = (acltdtDataItem){TDT_ITEM_MAGIC, tdtType, dataType, dimNum, d, data, size, false, NULL, 1, 0};
     if (!handle_add(&g_items, it)) {
         item_free_content(it);
         free(it);
@@ -303,12 +303,20 @@ static acltdtDataset *dataset_get(const char *fn, const acltdtDataset *ds)
     return (acltdtDataset *)(uintptr_t)ds;
 }
 
-/* Removes every item from ds; destroys those a receive put there (if still alive). */
+/* Removes every item from ds; destroys those a receive put there and that are still
+ * alive (the caller may have destroyed some already; their addresses may even belong to
+ * other items by now, which the owner check leaves alone). */
 static void dataset_clear(acltdtDataset *ds)
 {
     for (size_t i = 0; i < ds->n; i++) {
         acltdtDataItem *it = ds->items[i];
-        if (handle_live(&g_items, it) && it->received && handle_remove(&g_items, it)) {
+        bool ours = false;
+        core_mutex_lock(&g_handles_mu);
+        if (core_registry_contains(&g_items, it) && it->owner == ds) {
+            ours = core_registry_erase(&g_items, it);
+        }
+        core_mutex_unlock(&g_handles_mu);
+        if (ours) {
             item_free_content(it);
             it->magic = 0;
             free(it);
@@ -605,7 +613,7 @@ static tdt_msg *msg_from_dataset(const char *fn, const acltdtDataset *ds, aclErr
         acltdtDataItem *dst = &m->items[i];
         *dst = *src;
         dst->owns_data = true;
-        dst->received = true;
+        dst->owner = NULL; /* set when a receive hands it to a dataset */
         dst->dims = src->ndims > 0 ? malloc(src->ndims * sizeof(int64_t)) : NULL;
         dst->data = malloc(src->size > 0 ? src->size : 1);
         m->n = i + 1;
@@ -775,6 +783,7 @@ aclError acltdtReceiveTensor(const acltdtChannelHandle *handle, acltdtDataset *d
         acltdtDataItem *it = malloc(sizeof(*it));
         if (it != NULL) {
             *it = m->items[i];
+            it->owner = ds;
             m->items[i].dims = NULL; /* moved */
             m->items[i].data = NULL;
         }

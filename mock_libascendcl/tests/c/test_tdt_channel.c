@@ -181,6 +181,34 @@ static void test_create_and_capacity(void)
     free_dataset(d3, a3, b3);
 }
 
+/* A received item the caller destroyed may have its address reused by an item another
+ * receive put into another dataset: clearing the first dataset (at its next receive)
+ * leaves that item alone (test failed before: it destroyed it). */
+static void test_received_items_belong_to_their_dataset(void)
+{
+    acltdtChannelHandle *ch = acltdtCreateChannelWithCapacity(0, "owners", 4);
+    int32_t s1[6];
+    acltdtDataItem *a, *b;
+    acltdtDataset *tx = make_dataset(s1, 1, &a, &b);
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(acltdtSendTensor(ch, tx, 0));
+    }
+    acltdtDataset *d1 = acltdtCreateDataset(), *d2 = acltdtCreateDataset();
+    CHECK_OK(acltdtReceiveTensor(ch, d1, 0));
+    CHECK_OK(acltdtDestroyDataItem(acltdtGetDataItem(d1, 0))); /* the caller may */
+    CHECK_OK(acltdtDestroyDataItem(acltdtGetDataItem(d1, 1)));
+    CHECK_OK(acltdtReceiveTensor(ch, d2, 0)); /* new items, likely at the freed addresses */
+    CHECK_OK(acltdtReceiveTensor(ch, d1, 0)); /* clears d1 */
+    CHECK_OK(acltdtDestroyDataset(d1));       /* destroys d1's own items only */
+    CHECK_EQ(acltdtGetTensorTypeFromItem(acltdtGetDataItem(d2, 0)), ACL_TENSOR_DATA_TENSOR);
+    CHECK_EQ(acltdtGetTensorTypeFromItem(acltdtGetDataItem(d2, 1)), ACL_TENSOR_DATA_END_OF_SEQUENCE);
+    const int32_t *v = acltdtGetDataAddrFromItem(acltdtGetDataItem(d2, 0));
+    CHECK(v != NULL && v[5] == 6);
+    CHECK_OK(acltdtDestroyDataset(d2));
+    free_dataset(tx, a, b);
+    CHECK_OK(acltdtDestroyChannel(ch));
+}
+
 /* Slices: a run of SLICE_TENSOR items closed by END_TENSOR is one tensor. */
 static void test_slices(void)
 {
@@ -396,6 +424,7 @@ int main(void)
     mt_mock_env((const char *)NULL);
     RUN_TEST(test_items_and_datasets);
     RUN_TEST(test_create_and_capacity);
+    RUN_TEST(test_received_items_belong_to_their_dataset);
     RUN_TEST(test_slices);
     RUN_TEST(test_producer_consumer);
     RUN_TEST(test_stop_wakes_blocked_threads);
