@@ -102,7 +102,11 @@ aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo)
     uint32_t n = 0;
     rc = group_count(fn, &n);
     if (rc == ACL_SUCCESS) {
-        groupInfo->count = n;
+        core_handle_set_lock(&g_infos); /* a destroy racing with this call finds it or not */
+        if (core_handle_set_contains_locked(&g_infos, groupInfo)) {
+            groupInfo->count = n;
+        }
+        core_handle_set_unlock(&g_infos);
     }
     return rc;
 }

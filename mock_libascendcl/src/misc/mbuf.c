@@ -64,11 +64,6 @@ static aclError bad_buf(const char *fn, const char *what, const void *b)
     return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' (%p) is not a live buffer (aclrtAllocBuf)", what, b);
 }
 
-static bool live(const void *b)
-{
-    return b != NULL && core_handle_set_contains(&g_mbufs, b);
-}
-
 static void area_unref(const char *fn, mbuf_area *a)
 {
     if (atomic_fetch_sub(&a->refs, 1) == 1) {
@@ -146,32 +141,48 @@ aclError aclrtFreeBuf(aclrtMbuf buf)
     return ACL_SUCCESS;
 }
 
+/* The buffer fields are read and written under the set's lock, so that a buffer freed by
+ * another thread at the same time is an error, never a use after free. */
+
 aclError aclrtGetBufData(const aclrtMbuf buf, void **dataPtr, size_t *size)
 {
     const char *fn = "aclrtGetBufData";
     MOCK_REQUIRE_NONNULL(fn, dataPtr);
     MOCK_REQUIRE_NONNULL(fn, size);
-    if (!live(buf)) {
-        return bad_buf(fn, "buf", buf);
+    bool ok = false;
+    core_handle_set_lock(&g_mbufs);
+    if (buf != NULL && core_handle_set_contains_locked(&g_mbufs, buf)) {
+        const mock_mbuf *b = buf;
+        *dataPtr = b->area->dev;
+        *size = b->area->size;
+        ok = true;
     }
-    const mock_mbuf *b = buf;
-    *dataPtr = b->area->dev;
-    *size = b->area->size;
-    return ACL_SUCCESS;
+    core_handle_set_unlock(&g_mbufs);
+    return ok ? ACL_SUCCESS : bad_buf(fn, "buf", buf);
 }
 
 aclError aclrtSetBufDataLen(aclrtMbuf buf, size_t len)
 {
     const char *fn = "aclrtSetBufDataLen";
-    if (!live(buf)) {
+    int why = 1; /* 1 not live, 2 too long */
+    size_t area = 0;
+    core_handle_set_lock(&g_mbufs);
+    if (buf != NULL && core_handle_set_contains_locked(&g_mbufs, buf)) {
+        mock_mbuf *b = buf;
+        area = b->area->size;
+        why = len < area ? 0 : 2;
+        if (why == 0) {
+            b->data_len = len;
+        }
+    }
+    core_handle_set_unlock(&g_mbufs);
+    if (why == 1) {
         return bad_buf(fn, "buf", buf);
     }
-    mock_mbuf *b = buf;
-    if (len >= b->area->size) {
+    if (why == 2) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM,
-                          "argument 'len' %zu must be smaller than the %zu-byte data area", len, b->area->size);
+                          "argument 'len' %zu must be smaller than the %zu-byte data area", len, area);
     }
-    b->data_len = len;
     return ACL_SUCCESS;
 }
 
@@ -179,18 +190,19 @@ aclError aclrtGetBufDataLen(aclrtMbuf buf, size_t *len)
 {
     const char *fn = "aclrtGetBufDataLen";
     MOCK_REQUIRE_NONNULL(fn, len);
-    if (!live(buf)) {
-        return bad_buf(fn, "buf", buf);
+    bool ok = false;
+    core_handle_set_lock(&g_mbufs);
+    if (buf != NULL && core_handle_set_contains_locked(&g_mbufs, buf)) {
+        *len = ((const mock_mbuf *)buf)->data_len;
+        ok = true;
     }
-    *len = ((const mock_mbuf *)buf)->data_len;
-    return ACL_SUCCESS;
+    core_handle_set_unlock(&g_mbufs);
+    return ok ? ACL_SUCCESS : bad_buf(fn, "buf", buf);
 }
 
-static aclError user_range(const char *fn, const void *buf, const void *data, size_t size, size_t offset)
+/* Copies user data into (set) or out of (get) the buffer's 96-byte area. */
+static aclError user_data(const char *fn, const void *buf, void *data, size_t size, size_t offset, bool set)
 {
-    if (!live(buf)) {
-        return bad_buf(fn, "buf", buf);
-    }
     if (data == NULL) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'dataPtr' is NULL");
     }
@@ -198,25 +210,29 @@ static aclError user_range(const char *fn, const void *buf, const void *data, si
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "offset %zu + size %zu exceed the %u-byte user data", offset,
                           size, MBUF_USER_DATA);
     }
-    return ACL_SUCCESS;
+    bool ok = false;
+    core_handle_set_lock(&g_mbufs);
+    if (buf != NULL && core_handle_set_contains_locked(&g_mbufs, buf)) {
+        mock_mbuf *b = (mock_mbuf *)(uintptr_t)buf;
+        if (set) {
+            memcpy(b->user + offset, data, size);
+        } else {
+            memcpy(data, b->user + offset, size);
+        }
+        ok = true;
+    }
+    core_handle_set_unlock(&g_mbufs);
+    return ok ? ACL_SUCCESS : bad_buf(fn, "buf", buf);
 }
 
 aclError aclrtSetBufUserData(aclrtMbuf buf, const void *dataPtr, size_t size, size_t offset)
 {
-    aclError rc = user_range("aclrtSetBufUserData", buf, dataPtr, size, offset);
-    if (rc == ACL_SUCCESS && size > 0) {
-        memcpy(((mock_mbuf *)buf)->user + offset, dataPtr, size);
-    }
-    return rc;
+    return user_data("aclrtSetBufUserData", buf, (void *)(uintptr_t)dataPtr, size, offset, true);
 }
 
 aclError aclrtGetBufUserData(const aclrtMbuf buf, void *dataPtr, size_t size, size_t offset)
 {
-    aclError rc = user_range("aclrtGetBufUserData", buf, dataPtr, size, offset);
-    if (rc == ACL_SUCCESS && size > 0) {
-        memcpy(dataPtr, ((const mock_mbuf *)buf)->user + offset, size);
-    }
-    return rc;
+    return user_data("aclrtGetBufUserData", buf, dataPtr, size, offset, false);
 }
 
 aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf)

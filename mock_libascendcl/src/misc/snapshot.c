@@ -164,6 +164,11 @@ aclError aclrtSnapShotProcessBackup(int pid, aclrtSnapShotBackupArgs *args)
         return rc;
     }
     MOCK_ENTER(fn);
+    if (core_worker_stream() != NULL) {
+        /* the backup synchronizes every stream, this one too: it would wait for itself */
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "called from a task of a stream: the backup would wait for that task");
+    }
     snap_state was;
     if (!begin((1u << SNAP_LOCKED) | (1u << SNAP_BACKED_UP), &was)) {
         return wrong_state(fn, ACL_ERROR_SNAPSHOT_BACKUP_FAILED, was);

@@ -197,6 +197,30 @@ static void test_backup_restore_memory(void)
     CHECK_OK(aclrtFree(dev));
 }
 
+static aclError g_task_rc;
+
+static void backup_from_task(void *arg)
+{
+    (void)arg;
+    g_task_rc = aclrtSnapShotProcessBackup((int)getpid(), NULL);
+}
+
+/* A backup synchronizes every stream: from a task of a stream it would wait for itself,
+ * so it is refused (107000), like the other synchronizations made from a task. */
+static void test_backup_from_a_task_is_refused(void)
+{
+    int pid = (int)getpid();
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtSnapShotProcessLock(pid, NULL));
+    g_task_rc = ACL_SUCCESS;
+    CHECK_OK(aclrtLaunchHostFunc(s, backup_from_task, NULL)); /* not held by the gate */
+    CHECK_OK(aclrtSynchronizeStream(s));
+    CHECK_EQ(g_task_rc, ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_OK(aclrtSnapShotProcessUnlock(pid, NULL));
+    CHECK_OK(aclrtDestroyStream(s));
+}
+
 /* "At exit the runtime unlocks by force": aclFinalize while LOCKED opens the gate (it
  * releases the devices itself, through no held entry point). */
 static void test_finalize_unlocks(void)
@@ -219,6 +243,7 @@ int main(void)
     RUN_TEST(test_state_machine);
     RUN_TEST(test_resource_calls_block_while_locked);
     RUN_TEST(test_backup_restore_memory);
+    RUN_TEST(test_backup_from_a_task_is_refused);
     RUN_TEST(test_finalize_unlocks);
     CHECK_OK(aclFinalize());
     return TEST_REPORT();
