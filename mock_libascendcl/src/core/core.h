@@ -110,51 +110,6 @@ typedef struct mock_config {
 
 MOCK_HIDDEN const mock_config *core_config_get(void);
 
-/* ------------------------------------------------------------- SoC families */
-/* The product families of the docs' support matrices (acl_next_semantics.md section 0),
- * from a SoC name such as ASCEND_MOCK_SOC_NAME: "Ascend910B*" = Atlas A2,
- * "Ascend910_93*" = Atlas A3, "Ascend950*" = 950, another "Ascend910*" = the Atlas
- * training series (910), "Ascend310P*" = Atlas inference series, "Ascend310B*" = Atlas
- * 200I/500 A2. A name the mock does not know counts as A2 (its default profile).
- * Header-only: the TDT libraries use it on aclmockGetSocName(). */
-typedef enum core_product {
-    CORE_PRODUCT_A2 = 0,
-    CORE_PRODUCT_A3,
-    CORE_PRODUCT_950,
-    CORE_PRODUCT_910,
-    CORE_PRODUCT_310P,
-    CORE_PRODUCT_310B
-} core_product;
-
-static inline core_product core_product_of(const char *soc)
-{
-    static const struct {
-        const char *prefix;
-        core_product product;
-    } k[] = {
-        {"Ascend910_93", CORE_PRODUCT_A3}, {"Ascend910B", CORE_PRODUCT_A2},  {"Ascend950", CORE_PRODUCT_950},
-        {"Ascend910", CORE_PRODUCT_910},   {"Ascend310P", CORE_PRODUCT_310P}, {"Ascend310B", CORE_PRODUCT_310B},
-    };
-    for (size_t i = 0; soc != NULL && i < sizeof k / sizeof k[0]; i++) {
-        size_t n = 0;
-        while (k[i].prefix[n] != '\0' && soc[n] == k[i].prefix[n]) {
-            n++;
-        }
-        if (k[i].prefix[n] == '\0') {
-            return k[i].product;
-        }
-    }
-    return CORE_PRODUCT_A2;
-}
-
-/* "Ascend910B1"-style name of the family, for messages. */
-static inline const char *core_product_name(core_product p)
-{
-    static const char *const names[] = {"Atlas A2", "Atlas A3", "Ascend 950", "Atlas training (910)",
-                                        "Atlas inference (310P)", "Atlas 200I/500 A2 (310B)"};
-    return names[p];
-}
-
 /* ------------------------------------------------------------------- error.c */
 
 /* Record a failure of `func`: sets the calling thread's last error (for
@@ -641,5 +596,48 @@ MOCK_HIDDEN const char *core_json_type_name(mock_json_type t);
  * (empty, or not JSON: the message has line and column), ACL_ERROR_BAD_ALLOC. */
 MOCK_HIDDEN aclError core_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes,
                                          char **text, size_t *len, mock_json **root);
+
+/* -------------------------------------------------------------------- soc.c */
+/* The product family of ASCEND_MOCK_SOC_NAME, for the per-product support matrices of
+ * the API reference (950 = 950PR/950DT, A3, A2, 310P, 310B, 910 = training series). A
+ * name the mock does not know is an A2 part. */
+typedef enum core_soc_family {
+    CORE_SOC_A2 = 0,
+    CORE_SOC_A3,
+    CORE_SOC_950PR,
+    CORE_SOC_950DT,
+    CORE_SOC_310P,
+    CORE_SOC_310B,
+    CORE_SOC_910
+} core_soc_family;
+#define CORE_SOC_BIT(f) (1u << (unsigned)(f))
+#define CORE_SOC_950 (CORE_SOC_BIT(CORE_SOC_950PR) | CORE_SOC_BIT(CORE_SOC_950DT))
+MOCK_HIDDEN core_soc_family core_soc_family_get(void);
+MOCK_HIDDEN const char *core_soc_family_name(core_soc_family f);
+/* ACL_SUCCESS when the family of this SoC is in `supported` (CORE_SOC_BIT ors), else
+ * records and returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT under `fn`, naming the SoC. */
+MOCK_HIDDEN aclError core_soc_require(const char *fn, unsigned supported);
+
+/* -------------------------------------------------------------------- shm.c */
+/* Process-shared words: 64-byte zeroed slots of memfd-backed arenas mapped MAP_SHARED
+ * (the state of IPC events and notifies), and shared futex wait/wake on a 32-bit word
+ * (works on any memory, across processes for shared mappings). */
+#define CORE_SHM_SLOT_BYTES 64u
+typedef struct core_shm_slot {
+    void *addr;      /* the slot in this process */
+    int fd;          /* the arena's memfd (-1: cannot be shared with another process) */
+    uint64_t offset; /* of the slot in that file */
+    uint32_t number; /* internal */
+} core_shm_slot;
+/* false when no arena memory could be mapped. */
+MOCK_HIDDEN bool core_shm_slot_alloc(core_shm_slot *out);
+/* Returns the slot to the arena (no-op for an empty slot). The caller makes sure no
+ * process maps it any more (src/ipc/ keeps the object alive while an importer does). */
+MOCK_HIDDEN void core_shm_slot_free(const core_shm_slot *slot);
+/* Sleeps while *word == expected, until woken or `deadline` (absolute CLOCK_MONOTONIC;
+ * NULL = none). Returns ETIMEDOUT, or 0 (recheck: woken, value changed, interrupted). */
+MOCK_HIDDEN int core_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *deadline);
+/* Wakes every waiter on `word`, in any process. */
+MOCK_HIDDEN void core_futex_wake(_Atomic uint32_t *word);
 
 #endif /* MOCK_CORE_H */

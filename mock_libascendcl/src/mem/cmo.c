@@ -8,7 +8,7 @@
  * prefetch, write back or invalidate: each operation checks its arguments the way the
  * docs describe and, for the asynchronous ones, queues a task that does nothing, so it
  * completes in stream order (events and synchronizations see it like any task).
- *   - support per SoC (ASCEND_MOCK_SOC_NAME, core_product_of): aclrtCmoAsync and the
+ *   - support per SoC (ASCEND_MOCK_SOC_NAME, core/soc.c): aclrtCmoAsync and the
  *     descriptor form on 950, A3 and A2; the barrier forms on 310B only; elsewhere
  *     ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000);
  *   - aclrtCmoAsync / aclrtCmoAsyncWithDesc: PREFETCH only (another aclrtCmoType is
@@ -45,26 +45,9 @@ typedef struct cmo_desc {
 } cmo_desc;
 _Static_assert(sizeof(cmo_desc) == CMO_DESC_SIZE, "descriptor layout");
 
-static aclError need_products(const char *fn, bool ok)
-{
-    if (ok) {
-        return ACL_SUCCESS;
-    }
-    core_product p = core_product_of(core_config_get()->soc_name);
-    return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "not supported on %s (%s, ASCEND_MOCK_SOC_NAME)",
-                      core_config_get()->soc_name, core_product_name(p));
-}
-
-static bool prefetch_products(void)
-{
-    core_product p = core_product_of(core_config_get()->soc_name);
-    return p == CORE_PRODUCT_950 || p == CORE_PRODUCT_A3 || p == CORE_PRODUCT_A2;
-}
-
-static bool barrier_products(void)
-{
-    return core_product_of(core_config_get()->soc_name) == CORE_PRODUCT_310B;
-}
+/* The support matrices of section 5.3 (core_soc_require records 207000). */
+#define CMO_PREFETCH_PRODUCTS (CORE_SOC_950 | CORE_SOC_BIT(CORE_SOC_A3) | CORE_SOC_BIT(CORE_SOC_A2))
+#define CMO_BARRIER_PRODUCTS CORE_SOC_BIT(CORE_SOC_310B)
 
 static aclError check_type(const char *fn, aclrtCmoType type, bool prefetch_only)
 {
@@ -144,7 +127,7 @@ aclError aclrtCmoAsync(void *src, size_t size, aclrtCmoType cmoType, aclrtStream
 {
     const char *fn = "aclrtCmoAsync";
     MOCK_ENTER(fn);
-    aclError rc = need_products(fn, prefetch_products());
+    aclError rc = core_soc_require(fn, CMO_PREFETCH_PRODUCTS);
     return rc != ACL_SUCCESS ? rc : prefetch(fn, src, size, cmoType, stream);
 }
 
@@ -153,7 +136,7 @@ aclError aclrtCmoGetDescSize(size_t *size)
     const char *fn = "aclrtCmoGetDescSize";
     MOCK_REQUIRE_NONNULL(fn, size);
     MOCK_ENTER(fn);
-    aclError rc = need_products(fn, prefetch_products());
+    aclError rc = core_soc_require(fn, CMO_PREFETCH_PRODUCTS);
     if (rc == ACL_SUCCESS) {
         *size = CMO_DESC_SIZE;
     }
@@ -180,7 +163,7 @@ aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size)
 {
     const char *fn = "aclrtCmoSetDesc";
     MOCK_ENTER(fn);
-    aclError rc = need_products(fn, prefetch_products());
+    aclError rc = core_soc_require(fn, CMO_PREFETCH_PRODUCTS);
     if (rc == ACL_SUCCESS) {
         rc = check_desc(fn, cmoDesc);
     }
@@ -203,7 +186,7 @@ aclError aclrtCmoAsyncWithDesc(void *cmoDesc, aclrtCmoType cmoType, aclrtStream 
 {
     const char *fn = "aclrtCmoAsyncWithDesc";
     MOCK_ENTER(fn);
-    aclError rc = need_products(fn, prefetch_products());
+    aclError rc = core_soc_require(fn, CMO_PREFETCH_PRODUCTS);
     if (rc == ACL_SUCCESS && reserve != NULL) {
         rc = core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'reserve' must be NULL");
     }
@@ -237,7 +220,7 @@ aclError aclrtCmoAsyncWithBarrier(void *src, size_t size, aclrtCmoType cmoType, 
 {
     const char *fn = "aclrtCmoAsyncWithBarrier";
     MOCK_ENTER(fn);
-    aclError rc = need_products(fn, barrier_products());
+    aclError rc = core_soc_require(fn, CMO_BARRIER_PRODUCTS);
     if (rc == ACL_SUCCESS) {
         rc = check_type(fn, cmoType, false);
     }
@@ -259,7 +242,7 @@ aclError aclrtCmoWaitBarrier(aclrtBarrierTaskInfo *taskInfo, aclrtStream stream,
 {
     const char *fn = "aclrtCmoWaitBarrier";
     MOCK_ENTER(fn);
-    aclError rc = need_products(fn, barrier_products());
+    aclError rc = core_soc_require(fn, CMO_BARRIER_PRODUCTS);
     if (rc == ACL_SUCCESS && taskInfo == NULL) {
         rc = core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'taskInfo' is NULL");
     }

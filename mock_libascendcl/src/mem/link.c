@@ -67,22 +67,22 @@ aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLin
         return core_error(fn, ACL_ERROR_INVALID_PARAM,
                           "argument 'handle' (%p) is not a live physical memory handle (aclrtMallocPhysical)", handle);
     }
-    core_product p = core_product_of(core_config_get()->soc_name);
-    bool ok;
+    core_soc_family f = core_soc_family_get();
+    unsigned have;
     switch (adviceLink) {
     case ACL_RT_MEM_ACCESS_LINK_SIO:
-        ok = p == CORE_PRODUCT_A3;
+        have = CORE_SOC_BIT(CORE_SOC_A3);
         break;
     case ACL_RT_MEM_ACCESS_LINK_HCCS:
-        ok = p == CORE_PRODUCT_910 || p == CORE_PRODUCT_A2 || p == CORE_PRODUCT_A3;
+        have = CORE_SOC_BIT(CORE_SOC_910) | CORE_SOC_BIT(CORE_SOC_A2) | CORE_SOC_BIT(CORE_SOC_A3);
         break;
     default:
-        ok = p == CORE_PRODUCT_950;
+        have = CORE_SOC_950;
         break;
     }
-    if (!ok) {
+    if ((have & CORE_SOC_BIT(f)) == 0) {
         return core_error(fn, ACL_ERROR_RT_LINK_TYPE_NOT_SUPPORTED, "link type %d is not available on %s (%s)",
-                          (int)adviceLink, core_config_get()->soc_name, core_product_name(p));
+                          (int)adviceLink, core_config_get()->soc_name, core_soc_family_name(f));
     }
     return ACL_SUCCESS;
 }
