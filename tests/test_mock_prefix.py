@@ -57,6 +57,7 @@ HEADERS = (
     "acl/error_codes/rt_error_codes.h",
     "acl/error_codes/ge_error_codes.h",
     "acl/acl_mock.h",
+    "acl/acl_mock_kernel.h",
     "securec.h",
 )
 

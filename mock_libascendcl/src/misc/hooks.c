@@ -19,7 +19,7 @@ static aclError misc_init(const core_init_info *info)
 
 static void misc_task_failed(const core_task_failure *f)
 {
-    misc_exception_report(f->device, f->stream_id, f->task_id, f->code);
+    misc_exception_report(f);
 }
 
 /* aclFinalize, after the contexts are gone: dump state, shared buffers, and a process
