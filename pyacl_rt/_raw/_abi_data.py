@@ -1787,7 +1787,7 @@ FUNCTIONS: tuple[AclFunction, ...] = (
         "aclError",
         (("aclrtStream", "stream"),),
         "libascendcl.so",
-        "unsupported",
+        "simulate",
         "stream",
         "acl_rt.h",
         "",

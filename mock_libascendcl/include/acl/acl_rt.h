@@ -2180,6 +2180,7 @@ ACL_FUNC_VISIBILITY aclError aclrtGetStreamResLimit(
     aclrtStream stream,
     aclrtDevResLimitType type,
     uint32_t *value);
+ACL_FUNC_VISIBILITY aclError aclrtPersistentTaskClean(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtRegStreamStateCallback(
     const char *regName,
     aclrtStreamStateCallback callback,
@@ -2212,7 +2213,6 @@ ACL_FUNC_VISIBILITY aclError aclrtUseStreamResInCurrentThread(aclrtStream stream
 
 /* stream: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtPersistentTaskClean(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSwitchStream(
     void *leftValue,
     aclrtCondition cond,

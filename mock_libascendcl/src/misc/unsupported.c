@@ -509,14 +509,6 @@ aclError aclrtMemcpyToSymbolAsync(
         "(needs Ascend hardware)");
 }
 
-aclError aclrtPersistentTaskClean(aclrtStream stream)
-{
-    (void)stream;
-    return aclmockSetError("aclrtPersistentTaskClean", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtPersistentTaskClean is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtSetLabel(aclrtLabel label, aclrtStream stream)
 {
     (void)label;

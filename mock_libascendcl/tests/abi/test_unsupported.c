@@ -517,13 +517,6 @@ static void test_aclrtMemcpyToSymbolAsync(void)
     check_recorded("aclrtMemcpyToSymbolAsync");
 }
 
-static void test_aclrtPersistentTaskClean(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtPersistentTaskClean(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtPersistentTaskClean");
-}
-
 static void test_aclrtSetLabel(void)
 {
     clear_errors();
@@ -623,7 +616,6 @@ int main(void)
     RUN_TEST(test_aclrtMemcpyFromSymbolAsync);
     RUN_TEST(test_aclrtMemcpyToSymbol);
     RUN_TEST(test_aclrtMemcpyToSymbolAsync);
-    RUN_TEST(test_aclrtPersistentTaskClean);
     RUN_TEST(test_aclrtSetLabel);
     RUN_TEST(test_aclrtSwitchLabelByIndex);
     RUN_TEST(test_aclrtSwitchStream);

@@ -3,12 +3,15 @@
  * selection, compute groups and the task-scheduler selection, the device error queries
  * and repair, the per-context float-overflow status area (mock README, "Memory copy
  * descriptors", "Peer mapping and links", "Compute groups", "Device errors and repair",
- * "Float overflow status area"). */
+ * "Float overflow status area"), and aclrtPersistentTaskClean ("Streams: abort, forced
+ * destroy, persistent streams"). */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
+#include "acl/acl_mock_kernel.h"
 #include "mock_test.h"
 
 static void test_memcpy_desc(void)
@@ -238,6 +241,74 @@ static void test_overflow_addr(void)
     CHECK_EQ(aclrtCtxGetFloatOverflowAddr(NULL), ACL_ERROR_INVALID_PARAM);
 }
 
+/* A twin that must never run: its launches go to a persistent stream. */
+static atomic_int g_kept_runs;
+ACLMOCK_KERNEL(kept_never_run, 0, ACLMOCK_PTR_OUT, ACLMOCK_PTR_IN)
+{
+    (void)args;
+    (void)userData;
+    (void)blockIdx;
+    (void)blockDim;
+    atomic_fetch_add(&g_kept_runs, 1);
+    return 0;
+}
+
+static void count_fn(void *arg)
+{
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static size_t hbm_free(void)
+{
+    size_t f = 0, t = 0;
+    CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    return f;
+}
+
+/* aclrtPersistentTaskClean (06_stream_management.md): the tasks a persistent stream keeps
+ * are released without running - a launch's placeholder copy (1 MiB of device memory
+ * the launch owns) goes back to the device - and the stream keeps what comes next. */
+static void test_persistent_task_clean(void)
+{
+    enum { PH_BYTES = 1 << 20 };
+    static struct { void *out; void *ph; uint8_t data[PH_BYTES]; } host;
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)kept_never_run, &f));
+    void *out = NULL;
+    CHECK_OK(aclrtMalloc(&out, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    host.out = out;
+    aclrtPlaceHolderInfo info = {8, 16};
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStreamWithConfig(&s, 0, ACL_STREAM_PERSISTENT));
+    atomic_int hits;
+    atomic_init(&hits, 0);
+    size_t before = hbm_free();
+    for (int round = 0; round < 2; round++) {
+        CHECK_OK(aclrtLaunchKernelWithHostArgs(f, 1, s, NULL, &host, sizeof host, &info, 1));
+        CHECK_OK(aclrtLaunchHostFunc(s, count_fn, &hits));
+        CHECK_LE(hbm_free() + PH_BYTES, before); /* the kept launch holds its copy */
+        CHECK_OK(aclrtPersistentTaskClean(s));
+        CHECK_EQ(hbm_free(), before);
+        CHECK_OK(aclrtPersistentTaskClean(s)); /* nothing kept: still fine */
+    }
+    /* kept again after a clean, released by the destruction */
+    CHECK_OK(aclrtLaunchKernelWithHostArgs(f, 1, s, NULL, &host, sizeof host, &info, 1));
+    CHECK_LE(hbm_free() + PH_BYTES, before);
+    CHECK_OK(aclrtSynchronizeStream(s));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_EQ(hbm_free(), before);
+    CHECK_EQ(atomic_load(&hits), 0);
+    CHECK_EQ(atomic_load(&g_kept_runs), 0);
+    /* argument checks */
+    CHECK_EQ(aclrtPersistentTaskClean(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclrtPersistentTaskClean(s), ACL_ERROR_RT_PARAM_INVALID); /* destroyed */
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_EQ(aclrtPersistentTaskClean(s), ACL_ERROR_RT_PARAM_INVALID); /* mock choice */
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "aclrtPersistentTaskClean: the stream was not created with");
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtFree(out));
+}
+
 int main(void)
 {
     mt_mock_env((const char *)NULL);
@@ -254,6 +325,7 @@ int main(void)
     RUN_TEST(test_groups_and_ts);
     RUN_TEST(test_error_queries_and_repair);
     RUN_TEST(test_overflow_addr);
+    RUN_TEST(test_persistent_task_clean);
     CHECK_OK(aclrtResetDevice(0)); /* frees the primary context's overflow area */
     CHECK_EQ(aclmockGetStat(0, ACLMOCK_STAT_ALLOCATIONS), 0);
     CHECK_OK(aclFinalize());
