@@ -85,6 +85,7 @@ __all__ = [
     "is_initialized",
     "register_release_hook",
     "registered_hook_count",
+    "settle",
     "state",
     "status",
 ]
@@ -135,6 +136,10 @@ _at_exit: bool = False  # set once the interpreter-exit finalize starts
 #: threads, where resetting the devices would wait for the stream that waits for the
 #: running callback (a deadlock); the memory layer refuses while buffers are exported.
 finalize_guards: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("finalize guard")
+
+#: Run by :func:`settle`, in priority order (the ``PRIORITY_*`` offsets say the order:
+#: streams and devices first, then the releaser, deferred frees, pooled events, caches).
+settle_hooks: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("settle")
 
 #: Run by :func:`finalize` / interpreter exit, in priority order (``PRIORITY_*``; see
 #: :func:`register_release_hook`).
@@ -386,6 +391,17 @@ def _run_hooks() -> None:
     # A hook may remove later hooks (closing an object removes its own hook) or
     # register new ones (run in a further round); one that raises is logged.
     release_hooks.run(on_error=_hook_failed, step=_hook_step)
+
+
+# ------------------------------------------------------------------ settle
+def settle() -> None:
+    """Bring pyacl_rt to rest without finalizing: the calling thread's device and
+    stream selection are forgotten, pooled streams destroyed, the devices in use
+    synchronized (keep-alive lists released), deferred releases run, pooled marker
+    events destroyed and the allocator caches emptied. The one call a test harness
+    makes between tests (tests/conftest.py); what is left alive is what the
+    application still holds. Runs :data:`settle_hooks`; an error propagates."""
+    settle_hooks.run()
 
 
 # ---------------------------------------------------------------- finalize

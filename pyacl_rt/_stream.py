@@ -934,7 +934,24 @@ def _after_fork_in_child() -> None:
     _markers._lock = threading.Lock()
 
 
+def _settle() -> None:
+    """settle(): forget this thread's selection and current streams, destroy the pooled
+    streams and synchronize the devices in use (which releases keep-alive lists)."""
+    if not _runtime.is_initialized():
+        return
+    st = _local.st
+    _state._select_device(st, -1)
+    st.active = None
+    st.streams.clear()
+    _drain_pools()
+    for index in list(_device._primaries):
+        _device.synchronize(index)
+
+
 fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_STREAMS)
+_runtime.settle_hooks.add(_settle, _runtime.PRIORITY_STREAMS)
+# after the deferred frees (which may give marker events back)
+_runtime.settle_hooks.add(_markers.drop_all, _runtime.PRIORITY_MEMORY + 10)
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_STREAMS)
 device_sync_hooks.add(_on_device_sync, _runtime.PRIORITY_STREAMS)
 _runtime.register_release_hook(_release_streams, _runtime.PRIORITY_STREAMS)

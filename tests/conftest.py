@@ -235,34 +235,12 @@ def _zero_snapshot() -> dict[object, dict[str, int]]:
 
 
 def _settle() -> None:
-    """Drop what pyacl_rt legitimately keeps between tests: the thread's selection and
-    current streams, pooled streams, keep-alive lists (released by a device
-    synchronize) and pooled marker events."""
-    import gc
-
-    from pyacl_rt import _device as D
-    from pyacl_rt import _releaser, _state
+    """Drop what pyacl_rt legitimately keeps between tests (the thread's selection and
+    current streams, pooled streams, keep-alive lists, deferred releases, pooled marker
+    events, the allocator caches): pyacl_rt's one reset call."""
     from pyacl_rt import _runtime as runtime
-    from pyacl_rt import _stream as S
-    from pyacl_rt._memory import records as _memrecord
 
-    if runtime.is_initialized():
-        _state._select_device(_state._local.st, -1)
-        _state._local.st.active = None
-        _state._local.st.streams.clear()
-        S._drain_pools()
-        for d in list(D._primaries):
-            D.synchronize(d)  # releases keep-alive lists of default streams
-    gc.collect()
-    # Releases deferred from report threads (pyacl_rt._releaser) run asynchronously.
-    assert _releaser.flush(60), "the releaser thread is stuck"
-    if runtime.is_initialized():
-        _memrecord._process_deferred()
-    S._markers.drop_all()
-    if runtime.is_initialized():
-        from pyacl_rt import _memory as memory
-
-        memory.empty_cache()  # the caching allocator's segments, pinned blocks, events
+    runtime.settle()
 
 
 @pytest.fixture(autouse=True)

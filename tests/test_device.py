@@ -245,7 +245,8 @@ def test_device_errors_propagate_when_device_lost() -> None:
 def test_no_stray_contexts_when_using_only_device_3(run_python: Any) -> None:
     code = """
         import threading
-        import pyacl_rt._device as D, pyacl_rt._devinfo as DI, pyacl_rt._stream as S, pyacl_rt._event as E
+        import pyacl_rt._device as D, pyacl_rt._devinfo as DI
+        import pyacl_rt._stream as S, pyacl_rt._event as E
         from pyacl_rt.mock import mock_control
         assert D.current_device() == 0          # a query: must not create anything
         assert D.is_available()

@@ -181,3 +181,22 @@ def test_one_fork_handler_in_the_package() -> None:
             ):
                 callers.append(path.relative_to(PKG).as_posix())
     assert callers == ["_hooks.py"]
+
+
+def test_settle_hooks_priorities() -> None:
+    """runtime.settle(), the one reset between tests: streams and devices, then the
+    releaser, deferred frees, pooled marker events, the allocator caches."""
+    assert [(p, n) for p, n in _runtime.settle_hooks.priorities()] == [
+        (P.PRIORITY_STREAMS, "_settle"),
+        (P.PRIORITY_STREAMS + 50, "_settle"),
+        (P.PRIORITY_MEMORY, "_settle"),
+        (P.PRIORITY_MEMORY + 10, "_MarkerPool.drop_all"),
+        (P.PRIORITY_MEMORY + 50, "_settle"),
+    ]
+    assert [h.fn.__module__ for h in _runtime.settle_hooks.hooks()] == [
+        "pyacl_rt._stream",
+        "pyacl_rt._releaser",
+        "pyacl_rt._memory.records",
+        "pyacl_rt._stream",
+        "pyacl_rt._memory.stats",
+    ]

@@ -769,3 +769,27 @@ def test_multiprocessing_fork_child_raises(tmp_path: Path) -> None:
     first = proc.stdout.splitlines()[0]
     assert first.startswith("('forked',")
     assert "spawn" in first and "ForkedProcessError" in first
+
+
+def test_settle_brings_pyacl_rt_to_rest(mock_loaded: Any) -> None:
+    """settle(): the thread's selection and current streams are forgotten, pooled
+    streams destroyed, cached memory given back; the runtime stays up."""
+    import pyacl_rt
+    from pyacl_rt import _memory as M
+    from pyacl_rt import _runtime as rt
+    from pyacl_rt import _state
+    from pyacl_rt import _stream as S
+    from pyacl_rt.mock import mock_control
+
+    pyacl_rt.set_device(1)
+    streams = mock_control().stat("streams", 1)
+    pooled = S.stream_from_pool(1)
+    assert mock_control().stat("streams", 1) == streams + 1
+    S.set_stream(pooled)
+    M.DeviceBuffer(1024, device=1).close()  # cached by the caching allocator
+    assert M.memory_reserved(1) > 0
+    rt.settle()
+    assert rt.is_initialized()
+    assert _state._local.st.device == -1 and not _state._local.st.streams
+    assert pooled.closed and mock_control().stat("streams", 1) == streams
+    assert M.memory_reserved(1) == 0

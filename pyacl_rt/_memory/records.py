@@ -405,7 +405,13 @@ _memcore.bind(
 )
 
 
+def _settle() -> None:
+    if runtime.is_initialized():
+        _process_deferred()
+
+
 fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY)
+runtime.settle_hooks.add(_settle, runtime.PRIORITY_MEMORY)
 context_close_hooks.add(_on_context_close, runtime.PRIORITY_MEMORY)
 runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
 runtime.finalize_guards.add(_finalize_guard, runtime.PRIORITY_MEMORY)

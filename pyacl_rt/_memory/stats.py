@@ -11,6 +11,7 @@ Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records``,
 from __future__ import annotations
 
 from .. import _releaser
+from .. import _runtime as runtime
 from .._device import DeviceLike, _index
 from .._devinfo import mem_get_info
 from .._state import _local
@@ -117,3 +118,11 @@ def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
 def host_memory_allocated() -> int:
     """Bytes held by live :class:`HostBuffer` allocations (pinned host memory)."""
     return _rec.stat(-1, "allocated")
+
+
+def _settle() -> None:
+    if runtime.is_initialized():
+        empty_cache()  # the caching allocator's segments, pinned blocks, guard events
+
+
+runtime.settle_hooks.add(_settle, runtime.PRIORITY_MEMORY + 50)
