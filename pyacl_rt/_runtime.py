@@ -73,6 +73,7 @@ __all__ = [
     "PRIORITY_MEMORY",
     "PRIORITY_STREAMS",
     "ReleaseHook",
+    "Runtime",
     "check_alive",
     "ensure_initialized",
     "finalize",
@@ -85,6 +86,7 @@ __all__ = [
     "is_initialized",
     "register_release_hook",
     "registered_hook_count",
+    "runtime",
     "settle",
     "state",
     "status",
@@ -112,39 +114,88 @@ UNINITIALIZED: Final = "uninitialized"
 READY: Final = "ready"
 FINALIZED: Final = "finalized"
 
-# --------------------------------------------------------------- module state
-# Hot-path flags: read without the lock. Written only under _lock.
+
+# ------------------------------------------------------------ the runtime object
+class Runtime:
+    """The process's one runtime object (the role of torch_npu's ``NpuSysCtrl``): the
+    lifecycle state and the hook lists through which the layers above take part in
+    finalize, settle and the fork reset. One instance, :data:`runtime`; the module
+    functions are its interface.
+
+    ``lock`` serialises init/finalize and guards the state. It is re-entrant so a
+    release hook may call into the runtime. The hook lists have their own locks, so
+    removing a hook (from any thread) never waits for a running finalize. The hot-path
+    flags are module globals mirrored from it (:func:`_publish`): ``_ready`` (one global
+    load in :func:`ensure_initialized`), ``_live_generation`` (:func:`is_alive`) and
+    ``_generation``, which ``_memcore`` reads from the module dict.
+    """
+
+    __slots__ = (
+        "at_exit",
+        "bad_fork",
+        "config_path",
+        "current_step",
+        "ever_initialized",
+        "external",
+        "finalize_guards",
+        "finalizing",
+        "generation",
+        "lock",
+        "release_hooks",
+        "settle_hooks",
+        "state",
+    )
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.state: str = UNINITIALIZED
+        #: 0 before the first init, +1 at each init.
+        self.generation = 0
+        self.external = False
+        self.config_path: str | None = None
+        self.ever_initialized = False
+        #: a child forked from a parent that had initialised the runtime
+        self.bad_fork = False
+        self.finalizing = False
+        #: set once the interpreter-exit finalize starts
+        self.at_exit = False
+        #: what finalize is doing right now (for the watchdog)
+        self.current_step: str | None = None
+        #: Run first by :func:`finalize`, in priority order (``PRIORITY_*``); a guard
+        #: raises to refuse the call on this thread. Registered from higher layers: the
+        #: callback layer refuses finalize on its host-callback (report) threads, where
+        #: resetting the devices would wait for the stream that waits for the running
+        #: callback (a deadlock); the memory layer refuses while buffers are exported.
+        self.finalize_guards: PriorityHooks[Callable[[], None]] = PriorityHooks("finalize guard")
+        #: Run by :func:`settle`, in priority order (the ``PRIORITY_*`` offsets say the
+        #: order: streams and devices first, then the releaser, deferred frees, pooled
+        #: events, caches).
+        self.settle_hooks: PriorityHooks[Callable[[], None]] = PriorityHooks("settle")
+        #: Run by :func:`finalize` / interpreter exit, in priority order (see
+        #: :func:`register_release_hook`).
+        self.release_hooks: PriorityHooks[Callable[[], object]] = PriorityHooks("release")
+
+
+#: The runtime object.
+runtime: Final = Runtime()
+finalize_guards: Final = runtime.finalize_guards
+settle_hooks: Final = runtime.settle_hooks
+release_hooks: Final = runtime.release_hooks
+
+# Hot-path mirrors of the runtime object, read without the lock (see :class:`Runtime`).
 _ready: bool = False
 _live_generation: int = -1  # == _generation while READY, else -1
-
-# _lock serialises init/finalize and guards the state below. It is re-entrant so a
-# release hook may call into the runtime. The hook lists have their own locks, so
-# removing a hook (from any thread) never waits for a running finalize.
-_lock = threading.RLock()
-_state: str = UNINITIALIZED
 _generation: int = 0
-_external: bool = False
-_config_path: str | None = None
-_ever_initialized: bool = False
-_bad_fork: bool = False
-_finalizing: bool = False
-_at_exit: bool = False  # set once the interpreter-exit finalize starts
 
-#: Run first by :func:`finalize`, in priority order (``PRIORITY_*``); a guard raises to
-#: refuse the call on this thread. Registered from higher layers (runtime must not
-#: import them): the callback layer refuses finalize on its host-callback (report)
-#: threads, where resetting the devices would wait for the stream that waits for the
-#: running callback (a deadlock); the memory layer refuses while buffers are exported.
-finalize_guards: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("finalize guard")
 
-#: Run by :func:`settle`, in priority order (the ``PRIORITY_*`` offsets say the order:
-#: streams and devices first, then the releaser, deferred frees, pooled events, caches).
-settle_hooks: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("settle")
+def _publish() -> None:
+    """Mirror the runtime object's state into the hot-path globals (under its lock)."""
+    global _ready, _live_generation, _generation
+    ready = runtime.state == READY and not runtime.bad_fork
+    _generation = runtime.generation
+    _live_generation = runtime.generation if ready else -1
+    _ready = ready
 
-#: Run by :func:`finalize` / interpreter exit, in priority order (``PRIORITY_*``; see
-#: :func:`register_release_hook`).
-release_hooks: Final[PriorityHooks[Callable[[], object]]] = PriorityHooks("release")
-_current_step: str | None = None  # what finalize is doing right now (for the watchdog)
 
 #: Interpreter-exit watchdog: if finalize at exit takes longer than this many seconds,
 #: log (once) which release hook or ACL call it is stuck in. Diagnostic only: a hook
@@ -159,7 +210,7 @@ ReleaseHook = Hook
 # ----------------------------------------------------------------- queries
 def state() -> str:
     """``"uninitialized"``, ``"ready"`` or ``"finalized"``."""
-    return _state
+    return runtime.state
 
 
 def is_initialized() -> bool:
@@ -169,23 +220,23 @@ def is_initialized() -> bool:
 
 def is_finalized() -> bool:
     """True after :func:`finalize` (until an explicit :func:`init`)."""
-    return _state == FINALIZED
+    return runtime.state == FINALIZED
 
 
 def at_exit() -> bool:
     """True once pyacl_rt's interpreter-exit finalize has started (release hooks use it
     to stay quiet about what the process end releases anyway)."""
-    return _at_exit
+    return runtime.at_exit
 
 
 def is_external() -> bool:
     """True if ACL was initialised by someone else; pyacl_rt will not call aclFinalize."""
-    return _external
+    return runtime.external
 
 
 def in_bad_fork() -> bool:
     """True in a process forked from a parent that had initialised the runtime."""
-    return _bad_fork
+    return runtime.bad_fork
 
 
 def generation() -> int:
@@ -213,9 +264,9 @@ def check_alive(gen: int, what: str = "object") -> None:
     """
     if gen == _live_generation:
         return
-    if _bad_fork:
+    if runtime.bad_fork:
         raise ForkedProcessError()
-    if _state == READY:
+    if runtime.state == READY:
         msg = (
             f"this {what} belongs to an earlier runtime generation ({gen}; current "
             f"{_generation}): it died when the runtime was finalized. Create a new one."
@@ -231,13 +282,13 @@ def check_alive(gen: int, what: str = "object") -> None:
 
 def status() -> dict[str, object]:
     """A snapshot of the lifecycle state (for ``pyacl-rt info`` and debugging)."""
-    with _lock:
+    with runtime.lock:
         return {
-            "state": _state,
-            "generation": _generation,
-            "external": _external,
-            "config_path": _config_path,
-            "bad_fork": _bad_fork,
+            "state": runtime.state,
+            "generation": runtime.generation,
+            "external": runtime.external,
+            "config_path": runtime.config_path,
+            "bad_fork": runtime.bad_fork,
             "release_hooks": registered_hook_count(),
         }
 
@@ -257,12 +308,12 @@ def ensure_initialized() -> None:
 
 
 def _ensure_slow() -> None:
-    if _bad_fork:
+    if runtime.bad_fork:
         raise ForkedProcessError()
-    with _lock:
+    with runtime.lock:
         if _ready:
             return
-        if _state == FINALIZED:
+        if runtime.state == FINALIZED:
             raise RuntimeFinalizedError(
                 "the pyacl_rt runtime was finalized; call pyacl_rt.init() to start it "
                 "again (lazy initialisation does not restart a finalized runtime)"
@@ -286,9 +337,8 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
     If ACL was already initialised by someone else (``aclInit`` returns 100002),
     the runtime is marked external and ``aclFinalize`` is left to its owner.
     """
-    global _ready, _live_generation, _state, _generation, _external, _config_path
-    global _ever_initialized
-    if _bad_fork:
+    rt = runtime
+    if rt.bad_fork:
         raise ForkedProcessError(function="aclInit")
     path: str | None
     if config_path is not None:
@@ -307,11 +357,11 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
             )
     else:
         path = None
-    with _lock:
-        if _state == READY:
-            if path is not None and path != _config_path:
+    with rt.lock:
+        if rt.state == READY:
+            if path is not None and path != rt.config_path:
                 raise ConfigError(
-                    f"the runtime is already initialised with config {_config_path!r}; "
+                    f"the runtime is already initialised with config {rt.config_path!r}; "
                     f"cannot switch to {path!r} without finalize()",
                     value=path,
                 )
@@ -328,16 +378,15 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
         else:
             lowlevel.check(rc, "aclInit")
             external = False
-        _external = external
-        _config_path = path
-        _generation += 1
-        _state = READY
-        _ever_initialized = True
-        _live_generation = _generation
-        _ready = True
+        rt.external = external
+        rt.config_path = path
+        rt.generation += 1
+        rt.state = READY
+        rt.ever_initialized = True
+        _publish()
         _log.debug(
             "runtime initialised (generation %d, %s)",
-            _generation,
+            rt.generation,
             "external ACL" if external else "owned ACL",
         )
 
@@ -381,10 +430,8 @@ def _hook_failed(hook: Hook[Callable[[], object]], exc: BaseException) -> None:
 
 
 def _hook_step(hook: Hook[Callable[[], object]] | None) -> None:
-    global _current_step
-    _current_step = (
-        None if hook is None else f"release hook {hook.name!r} (priority {hook.priority})"
-    )
+    step = None if hook is None else f"release hook {hook.name!r} (priority {hook.priority})"
+    runtime.current_step = step
 
 
 def _run_hooks() -> None:
@@ -425,22 +472,22 @@ def finalize() -> None:
 
 
 def _finalize() -> AclError | None:
-    global _ready, _live_generation, _state, _external, _finalizing, _current_step
-    if _bad_fork:
+    rt = runtime
+    if rt.bad_fork:
         return None
-    with _lock:
-        if _state != READY or _finalizing:
+    with rt.lock:
+        if rt.state != READY or rt.finalizing:
             return None
-        _finalizing = True
+        rt.finalizing = True
         try:
             _run_hooks()
             err: AclError | None = None
-            if not _external:
-                _current_step = "aclFinalize()"
+            if not rt.external:
+                rt.current_step = "aclFinalize()"
                 try:
                     rc = lowlevel.lib.aclFinalize()
                 finally:
-                    _current_step = None
+                    rt.current_step = None
                 if rc not in (0, ACL_ERROR_REPEAT_FINALIZE):
                     try:
                         lowlevel.check(rc, "aclFinalize")
@@ -452,18 +499,17 @@ def _finalize() -> AclError | None:
                         "component of this process"
                     )
                     lowlevel.clear_error()
-            _ready = False
-            _live_generation = -1
-            _state = FINALIZED
-            _external = False
-            _log.debug("runtime finalized (generation %d)", _generation)
+            rt.state = FINALIZED
+            rt.external = False
+            _publish()
+            _log.debug("runtime finalized (generation %d)", rt.generation)
             return err
         finally:
-            _finalizing = False
+            rt.finalizing = False
 
 
 def _watchdog_warn() -> None:
-    step = _current_step
+    step = runtime.current_step
     _log.warning(
         "pyacl_rt: finalize at interpreter exit has taken more than %.3g s; it is in %s. "
         "A release hook or the runtime is blocked (e.g. waiting for device work or a "
@@ -474,10 +520,9 @@ def _watchdog_warn() -> None:
 
 
 def _atexit_finalize() -> None:
-    global _at_exit
-    _at_exit = True
+    runtime.at_exit = True
     watchdog: threading.Timer | None = None
-    if _state == READY and not _bad_fork and EXIT_WATCHDOG_SECONDS > 0:
+    if runtime.state == READY and not runtime.bad_fork and EXIT_WATCHDOG_SECONDS > 0:
         watchdog = threading.Timer(EXIT_WATCHDOG_SECONDS, _watchdog_warn)
         watchdog.daemon = True
         try:
@@ -500,17 +545,16 @@ def _atexit_finalize() -> None:
 
 # -------------------------------------------------------------------- fork
 def _after_fork_in_child() -> None:
-    global _lock, _ready, _live_generation, _bad_fork, _state
+    rt = runtime
     # The parent's threads are gone; a lock they held would never be released.
-    _lock = threading.RLock()
-    if not _ever_initialized:
+    rt.lock = threading.RLock()
+    if not rt.ever_initialized:
         # The parent never started the runtime: the child may start its own, and the
         # module-level hooks registered at import (device, stream registries) stay.
         return
-    _bad_fork = True
-    _ready = False
-    _live_generation = -1
-    _state = UNINITIALIZED
+    rt.bad_fork = True
+    rt.state = UNINITIALIZED
+    _publish()
     # The parent's hooks refer to the parent's handles: never run them here.
     release_hooks.clear()
 
