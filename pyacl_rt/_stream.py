@@ -15,6 +15,7 @@
 
 Keep-alive hook for higher layers (memory)
 ------------------------------------------
+(The watch lists and the marker-event pool are :mod:`pyacl_rt._watch`.)
 ``Stream._keep_alive(objs)`` keeps ``objs`` (one object or a tuple/list) referenced
 until all work enqueued on the stream *so far* has completed on the device. It
 records a marker event after the op (from a per-context pool, no allocation in the
@@ -33,7 +34,7 @@ enqueueing the async op::
 The calling thread must already have the stream's context current (it has, right
 after an op through :meth:`Stream._activate` or ``_device._ensure_current``).
 
-Layer 5: imports layers 1-4 and :mod:`_callbacks`. Events (the layer above) register
+Layer 5: imports layers 1-4, :mod:`_callbacks` and :mod:`_watch`. Events (the layer above) register
 the class :meth:`Stream.record_event` / :meth:`Stream.wait_stream` create
 (``_hooks.factories.event_class``), so this module never imports them.
 """
@@ -47,7 +48,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
-from . import _callbacks, _device, _releaser, _runtime, _state, errors, lowlevel
+from . import _callbacks, _device, _releaser, _runtime, _state, errors
 from ._args import bool_arg, index_arg, timeout_ms_arg
 from ._device import (
     Device,
@@ -59,7 +60,6 @@ from ._device import (
 )
 from ._hooks import factories, fork_hooks
 from ._log import get_logger
-from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
     _CLOSED,
     _FINALIZED,
@@ -75,10 +75,10 @@ from ._state import (
     _refuse_in_callback,
     _run_finalizer,
     context_close_hooks,
-    current,
     device_sync_hooks,
 )
 from ._syncdebug import _check_sync, _sync_debug
+from ._watch import keep_alive, markers, poll_watch, release_watch
 
 __all__ = [
     "STREAMS_PER_POOL",
@@ -93,12 +93,8 @@ __all__ = [
 
 _log = get_logger("pyacl_rt")
 
-ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
-ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = _C["ACL_EVENT_RECORDED_STATUS_COMPLETE"]
 STREAMS_PER_POOL: Final = 32
 
-_aclrtRecordEvent = _lib.aclrtRecordEvent
-_aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
 _fast_stream_query = _state._fast.stream_query
@@ -110,68 +106,6 @@ _DEFAULT: Final = 1
 _POOL: Final = 2
 _EXTERNAL: Final = 3
 _KIND_NAMES: Final = ("owned", "default", "pool", "external")
-
-
-# ------------------------------------------------------------ marker events
-class _MarkerPool:
-    """Raw ACL events (flag SYNC) per context, reused for keep-alive markers: at most
-    :attr:`IDLE_MAX` idle per context (a burst of outstanding markers does not stay
-    allocated for the life of the process)."""
-
-    IDLE_MAX = 64
-
-    def __init__(self) -> None:
-        self._free: dict[_CtxRef, list[int]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, ctx: _CtxRef) -> int:
-        with self._lock:
-            lst = self._free.get(ctx)
-            if lst:
-                return lst.pop()
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateEventExWithFlag(s.uptr, ACL_EVENT_SYNC)
-        if rc:
-            _check(rc, "aclrtCreateEventExWithFlag")
-        return int(s.uptr[0])
-
-    def put(self, ctx: _CtxRef, handle: int) -> None:
-        if ctx.device < 0:
-            return  # its context died; the runtime released the event with it
-        with self._lock:
-            lst = self._free.setdefault(ctx, [])
-            if len(lst) < self.IDLE_MAX:
-                lst.append(handle)
-                return
-        try:  # the pool is full: destroy it (never raises)
-            with current(ctx):
-                rc = _lib.aclrtDestroyEvent(handle)
-            if rc:
-                _log_release_failure("aclrtDestroyEvent", handle, rc)
-        except Exception:  # pragma: no cover - defensive
-            _log.debug("pyacl_rt: destroying a marker event failed", exc_info=True)
-
-    def drop_context(self, ctx: _CtxRef) -> None:
-        """Destroy the pooled events of ``ctx`` (context close / finalize)."""
-        with self._lock:
-            handles = self._free.pop(ctx, [])
-        if not handles or ctx.device < 0:
-            return
-        try:
-            ctx.ensure_current()
-            for h in handles:
-                _lib.aclrtDestroyEvent(h)
-        except Exception:  # pragma: no cover - defensive
-            _log.debug("pyacl_rt: destroying marker events failed", exc_info=True)
-
-    def drop_all(self) -> None:
-        with self._lock:
-            ctxs = list(self._free)
-        for ctx in ctxs:
-            self.drop_context(ctx)
-
-
-_markers = _MarkerPool()
 
 
 # ------------------------------------------------------------- stream state
@@ -211,19 +145,9 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
         rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
         if rc:
             _log_release_failure("aclrtDestroyStream", handle, rc)
-        _release_watch(ctx, state.watch)
+        release_watch(ctx, state.watch)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
-
-
-def _release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -> None:
-    """Drop every keep-alive entry (the caller knows the work completed)."""
-    while watch:
-        try:
-            marker, _objs = watch.popleft()
-        except IndexError:  # pragma: no cover - concurrent release
-            return
-        _markers.put(ctx, marker)
 
 
 _live: _LiveSet[Stream] = _LiveSet()
@@ -576,41 +500,14 @@ class Stream:
         to be current on this thread (true right after enqueueing an op on it).
         """
         ctx = self._ctx
-        t = _local.st
-        if t.ctx is not ctx:
+        if _local.st.ctx is not ctx:
             self._activate()
-        watch = self._state.watch
-        if watch:
-            self._poll_watch(watch)
-        marker = _markers.get(ctx)
-        rc = _aclrtRecordEvent(marker, self._handle)
-        if rc:
-            _markers.put(ctx, marker)
-            _check(rc, "aclrtRecordEvent")
-        watch.append((marker, objs))
+        keep_alive(ctx, self._handle, self._state.watch, objs)
 
     def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
-        """Release the leading entries whose marker completed (markers complete in
-        stream order). Safe against other threads polling or appending the same list:
-        an entry is removed by identity, so only an entry seen complete is released."""
-        st = _local.st.i32
-        ctx = self._ctx
-        while True:
-            try:
-                entry = watch[0]
-            except IndexError:
-                return
-            marker = entry[0]
-            if _aclrtQueryEventStatus(marker, st):
-                lowlevel.recent_error_message()  # failed query: keep the entry
-                return
-            if st[0] != ACL_EVENT_RECORDED_STATUS_COMPLETE:
-                return
-            try:
-                watch.remove(entry)  # identity first: never another thread's entry
-            except ValueError:
-                continue  # another thread released it meanwhile
-            _markers.put(ctx, marker)
+        """Release the leading entries whose marker completed (see
+        :func:`pyacl_rt._watch.poll_watch`)."""
+        poll_watch(self._ctx, watch)
 
     def _watch_pending(self) -> int:
         """Number of keep-alive entries not yet released (polls first)."""
@@ -901,10 +798,6 @@ def _release_streams() -> None:
     _explicit_defaults.clear()
 
 
-def _release_markers() -> None:
-    _markers.drop_all()
-
-
 def _on_context_close(ctx: _CtxRef) -> None:
     """An explicit Context is closing: close its streams, pools and markers first."""
     _live.make_inert(ctx, _CLOSED)
@@ -913,7 +806,7 @@ def _on_context_close(ctx: _CtxRef) -> None:
             del _pools[key]
     _explicit_defaults.pop(ctx, None)
     _callbacks._forget_context(ctx)
-    _markers.drop_context(ctx)
+    markers.drop_context(ctx)
 
 
 def _on_device_sync(index: int) -> None:
@@ -931,7 +824,6 @@ def _after_fork_in_child() -> None:
     # not to deadlock while refusing to use the runtime.
     global _pools_lock
     _pools_lock = threading.Lock()
-    _markers._lock = threading.Lock()
 
 
 def _settle() -> None:
@@ -950,9 +842,6 @@ def _settle() -> None:
 
 fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_STREAMS)
 _runtime.settle_hooks.add(_settle, _runtime.PRIORITY_STREAMS)
-# after the deferred frees (which may give marker events back)
-_runtime.settle_hooks.add(_markers.drop_all, _runtime.PRIORITY_MEMORY + 10)
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_STREAMS)
 device_sync_hooks.add(_on_device_sync, _runtime.PRIORITY_STREAMS)
 _runtime.register_release_hook(_release_streams, _runtime.PRIORITY_STREAMS)
-_runtime.register_release_hook(_release_markers, _runtime.PRIORITY_STREAMS + 50)

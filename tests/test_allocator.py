@@ -18,6 +18,7 @@ from pyacl_rt import _allocator as A
 from pyacl_rt import _device, _releaser, errors
 from pyacl_rt import _memory as M
 from pyacl_rt import _stream as S
+from pyacl_rt import _watch as W
 from pyacl_rt._memory import backend as _membackend
 from pyacl_rt._memory.torchstats import FIELDS, KINDS, POOLS, SCALARS
 from pyacl_rt.mock import mock_control
@@ -717,7 +718,7 @@ def test_guard_events_go_back_to_a_bounded_pool(gate: Any, caching: Any) -> None
     caching.process_pending()
     out, idle, held = _guard_accounting()
     assert held == 0 and out == idle == A._guards.IDLE_MAX
-    assert _events() - base <= A._guards.IDLE_MAX + S._MarkerPool.IDLE_MAX
+    assert _events() - base <= A._guards.IDLE_MAX + W.MarkerPool.IDLE_MAX
     M.empty_cache()
     assert _guard_accounting() == (0, 0, 0)
     s1.close()

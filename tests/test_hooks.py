@@ -144,7 +144,7 @@ def test_package_release_hooks_priorities() -> None:
         "pyacl_rt._event._release_events": P.PRIORITY_EVENTS,
         "pyacl_rt._stream._release_streams": P.PRIORITY_STREAMS,
         "pyacl_rt._callbacks._stop_threads": P.PRIORITY_STREAMS + 10,
-        "pyacl_rt._stream._release_markers": P.PRIORITY_STREAMS + 50,
+        "pyacl_rt._watch.MarkerPool.drop_all": P.PRIORITY_STREAMS + 50,
         "pyacl_rt._memory.records._release_memory": P.PRIORITY_MEMORY,
         "pyacl_rt._memory.engine._forget_peers": P.PRIORITY_MEMORY,
         "pyacl_rt._allocator._release": P.PRIORITY_MEMORY + 50,
@@ -190,13 +190,13 @@ def test_settle_hooks_priorities() -> None:
         (P.PRIORITY_STREAMS, "_settle"),
         (P.PRIORITY_STREAMS + 50, "_settle"),
         (P.PRIORITY_MEMORY, "_settle"),
-        (P.PRIORITY_MEMORY + 10, "_MarkerPool.drop_all"),
+        (P.PRIORITY_MEMORY + 10, "MarkerPool.drop_all"),
         (P.PRIORITY_MEMORY + 50, "_settle"),
     ]
     assert [h.fn.__module__ for h in _runtime.settle_hooks.hooks()] == [
         "pyacl_rt._stream",
         "pyacl_rt._releaser",
         "pyacl_rt._memory.records",
-        "pyacl_rt._stream",
+        "pyacl_rt._watch",
         "pyacl_rt._memory.stats",
     ]

@@ -12,6 +12,7 @@ import pytest
 from pyacl_rt import _device as D
 from pyacl_rt import _state, errors
 from pyacl_rt import _stream as S
+from pyacl_rt import _watch as W
 from pyacl_rt._event import Event
 from pyacl_rt.mock import mock_control
 
@@ -433,19 +434,19 @@ def test_keep_alive_polls_completed_entries() -> None:
 def test_idle_marker_events_are_bounded(gate: Any) -> None:
     """Issue 12: a burst of outstanding keep-alive entries left one idle marker event
     per entry for the life of the process (2000 short-lived threads: ~1200 events)."""
-    S._markers.drop_all()
+    W.markers.drop_all()
     base = mock_control().stat("events", 0)
     s = S.Stream(0)
     gate.block(s)
-    n = S._MarkerPool.IDLE_MAX + 100
+    n = W.MarkerPool.IDLE_MAX + 100
     for _ in range(n):
         s._keep_alive(object())  # all outstanding behind the gate: n markers
     assert mock_control().stat("events", 0) == base + n
     gate.release.set()
     s.synchronize()
     assert s._watch_pending() == 0
-    assert len(S._markers._free[s._ctx]) == S._MarkerPool.IDLE_MAX
-    assert mock_control().stat("events", 0) == base + S._MarkerPool.IDLE_MAX
+    assert len(W.markers._free[s._ctx]) == W.MarkerPool.IDLE_MAX
+    assert mock_control().stat("events", 0) == base + W.MarkerPool.IDLE_MAX
     s.close()
 
 
