@@ -61,7 +61,7 @@ from ._hooks import fork_hooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import _check, _CtxRef, _lib, _local
+from ._state import CtxRef, _check, _lib, _local
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,7 +92,7 @@ class _ReportThread:
         self.poll_ms = int(get_options().callback_poll_ms)
         #: (context, stream handle) pairs subscribed to this thread (handle 0 = the
         #: context's default stream). A set: unsubscribing twice is harmless.
-        self.subscriptions: set[tuple[_CtxRef, int]] = set()
+        self.subscriptions: set[tuple[CtxRef, int]] = set()
         self._stop = False
         self._wake = threading.Event()
         self._started = threading.Event()
@@ -154,7 +154,7 @@ class _ReportThread:
             self._wake.clear()
         self._graveyard.clear()
 
-    def subscribe(self, stream_handle: int, ctx: _CtxRef) -> None:
+    def subscribe(self, stream_handle: int, ctx: CtxRef) -> None:
         """Subscribe a stream (``ctx`` must be current on the calling thread)."""
         key = (ctx, stream_handle)
         if key in self.subscriptions:
@@ -165,7 +165,7 @@ class _ReportThread:
         self.subscriptions.add(key)
         self._wake.set()
 
-    def unsubscribe(self, stream_handle: int, ctx: _CtxRef) -> None:
+    def unsubscribe(self, stream_handle: int, ctx: CtxRef) -> None:
         """Unsubscribe (``ctx`` current on the calling thread). Idempotent; never raises."""
         key = (ctx, stream_handle)
         if key not in self.subscriptions:
@@ -292,10 +292,10 @@ _subscribe_lock = threading.Lock()
 
 #: Subscriptions of default streams (handle 0) per context: their Python wrappers
 #: may be recreated, the ACL stream (and its subscription) stays with the context.
-_default_subs: dict[_CtxRef, _ReportThread] = {}
+_default_subs: dict[CtxRef, _ReportThread] = {}
 
 
-def _forget_context(ctx: _CtxRef) -> None:
+def _forget_context(ctx: CtxRef) -> None:
     """An explicit context is closing: drop its default stream's subscription."""
     rt = _default_subs.pop(ctx, None)
     if rt is not None and ctx.device >= 0:

@@ -22,36 +22,36 @@ import weakref
 from typing import NoReturn
 
 from . import _releaser, _runtime, errors
-from ._device import Device, DeviceLike, _index, _restore_selection
+from ._device import Device, DeviceLike, _index, restore_selection
 from ._hooks import fork_hooks
 from ._log import get_logger
 from ._state import (
+    CtxRef,
+    LiveSet,
     _check,
-    _CtxRef,
     _fast_get_current_context,
     _lib,
-    _LiveSet,
     _local,
-    _log_release_failure,
-    _refuse_copy,
-    _refuse_in_callback,
-    _select_device,
-    _validated_ctx,
     context_close_hooks,
     finalized_error,
+    log_release_failure,
+    refuse_copy,
+    refuse_in_callback,
     restore_context,
+    select_device,
+    validated_ctx,
 )
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
 from .errors import ObjectClosedError
 
 __all__ = ["Context", "current_context"]
 
 _log = get_logger("pyacl_rt")
 
-_live: _LiveSet[Context] = _LiveSet()
+_live: LiveSet[Context] = LiveSet()
 
 
-def _destroy(ref: _CtxRef) -> None:
+def _destroy(ref: CtxRef) -> None:
     """Finalizer body: destroy the context unless the runtime already did. Never raises."""
     try:
         if ref.device < 0:
@@ -71,7 +71,7 @@ def _destroy(ref: _CtxRef) -> None:
             _local.st.ctx = None
         rc = _lib.aclrtDestroyContext(handle)
         if rc:
-            _log_release_failure("aclrtDestroyContext", handle, rc)
+            log_release_failure("aclrtDestroyContext", handle, rc)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -93,7 +93,7 @@ class Context:
         st = _local.st
         # The context current before (re-validated: something other than pyacl_rt may
         # have switched it); a foreign one is restored by its raw handle.
-        prev = _validated_ctx(st)
+        prev = validated_ctx(st)
         foreign = 0
         if prev is None:
             try:
@@ -105,29 +105,29 @@ class Context:
         handle = int(s.uptr[0])
         # The ref points back weakly: threads' context caches hold the ref, and must not
         # keep the Context alive. Objects created in it hold the Context strongly.
-        self._ref = _CtxRef(handle, index, weakref.ref(self))
+        self._ref = CtxRef(handle, index, weakref.ref(self))
         self._device = index
-        self._saved: list[tuple[int, _CtxRef | None]] = []
+        self._saved: list[tuple[int, CtxRef | None]] = []
         # aclrtCreateContext made it current; put the previous context back.
         _local.st.ctx = self._ref
         if prev is not None and prev.device >= 0:
             restore_context(prev)
         elif foreign and _lib.aclrtSetCurrentContext(foreign) == 0:
             _local.st.ctx = None  # a context pyacl_rt does not know is current again
-        # The finalizer must not reference self: it holds only the _CtxRef.
+        # The finalizer must not reference self: it holds only the CtxRef.
         self._finalizer = weakref.finalize(self, _destroy, self._ref)
         self._finalizer.atexit = False
         _live.add(self)
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtContext")
+        refuse_copy(self, "aclrtContext")
 
     def __copy__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtContext")
+        refuse_copy(self, "aclrtContext")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        _refuse_copy(self, "aclrtContext")
+        refuse_copy(self, "aclrtContext")
 
     # ------------------------------------------------------------ properties
     @property
@@ -162,7 +162,7 @@ class Context:
         self._require_open()
         self._ref.make_current()
         _local.st.active = self._ref
-        _select_device(_local.st, self._device)
+        select_device(_local.st, self._device)
 
     def __enter__(self) -> Context:
         self._require_open()
@@ -173,13 +173,13 @@ class Context:
     def __exit__(self, *exc: object) -> None:
         if _local.st.guards:
             prev_device, prev_active = _local.st.guards.pop()
-            _restore_selection(prev_device, prev_active)
+            restore_selection(prev_device, prev_active)
 
     def synchronize(self) -> None:
         """Wait for all work in this context (``aclrtSynchronizeDevice`` within it)."""
-        _refuse_in_callback("Context.synchronize()")
-        if _sync_debug():
-            _check_sync("Context.synchronize()")
+        refuse_in_callback("Context.synchronize()")
+        if sync_debug_active():
+            check_sync("Context.synchronize()")
         self._require_open()
         self._ref.ensure_current()
         rc = _lib.aclrtSynchronizeDevice()

@@ -10,7 +10,7 @@ Model (ACL semantics, acl_abi.md section 5.2/5.3)
   helper threads). So no context is ever created on a device nobody asked for,
   and the device reference count is 1, released by one ``aclrtResetDevice`` at
   :func:`pyacl_rt.finalize`.
-* Every Stream / Event / buffer remembers its context (a :class:`_CtxRef`) and,
+* Every Stream / Event / buffer remembers its context (a :class:`CtxRef`) and,
   before each runtime call, compares it with the calling thread's cached current
   context (one thread-local load and an identity compare). If they differ it calls
   ``aclrtSetCurrentContext``. So an object used from a brand-new thread just works,
@@ -55,16 +55,16 @@ from ._hooks import fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
+    CtxRef,
     _check,
-    _CtxRef,
     _lib,
     _local,
-    _refuse_in_callback,
-    _select_device,
-    _validated_ctx,
     device_sync_hooks,
+    refuse_in_callback,
+    select_device,
+    validated_ctx,
 )
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
 from .errors import InvalidDeviceError
 
 __all__ = [
@@ -96,7 +96,7 @@ ACL_ERROR_RT_NO_DEVICE: Final = _C["ACL_ERROR_RT_NO_DEVICE"]
 
 _lock = threading.RLock()
 #: device index -> primary context (created by our single aclrtSetDevice).
-_primaries: dict[int, _CtxRef] = {}
+_primaries: dict[int, CtxRef] = {}
 _device_count: int | None = None
 #: Why device_count() is 0 (the ACL_ERROR_RT_NO_DEVICE message), else None.
 _no_device_reason: str | None = None
@@ -159,7 +159,7 @@ def _index(dev: object = None, name: str = "device") -> int:
 
 
 # ----------------------------------------------------------- contexts
-def _create_primary(index: int) -> _CtxRef:
+def _create_primary(index: int) -> CtxRef:
     """Primary context of ``index``: our one ``aclrtSetDevice`` call per process."""
     _runtime.ensure_initialized()
     _check_index(index)
@@ -173,22 +173,22 @@ def _create_primary(index: int) -> _CtxRef:
         if rc:
             _lib.aclrtResetDevice(index)
             _check(rc, "aclrtGetCurrentContext")
-        ref = _CtxRef(int(s.uptr[0]), index)
+        ref = CtxRef(int(s.uptr[0]), index)
         _primaries[index] = ref
         _local.st.ctx = ref  # aclrtSetDevice made it current on this thread
         return ref
 
 
-def _context_for(index: int) -> _CtxRef:
+def context_for(index: int) -> CtxRef:
     """The context new objects on device ``index`` use on this thread.
 
     The explicit Context activated on this thread if it is on ``index``, else the
     device's primary context (created on first use). Also re-validates the thread's
-    cached current context (:func:`_validated_ctx`), so that the caller's
+    cached current context (:func:`validated_ctx`), so that the caller's
     ``if _local.st.ctx is not ref: ref.make_current()`` is right even after a foreign
     context switch.
     """
-    _validated_ctx(_local.st)
+    validated_ctx(_local.st)
     active = _local.st.active
     if active is not None and active.device == index:
         return active
@@ -198,7 +198,7 @@ def _context_for(index: int) -> _CtxRef:
     return ref
 
 
-def _ensure_current(index: int) -> _CtxRef:
+def _ensure_current(index: int) -> CtxRef:
     """Make sure the calling thread's current context is on device ``index``.
 
     Cheap when it already is (a thread-local load, a compare and one GIL-held
@@ -206,10 +206,10 @@ def _ensure_current(index: int) -> _CtxRef:
     device is accepted. Returns the current context. For use by
     :mod:`pyacl_rt._memory` and other layers above.
     """
-    cur = _validated_ctx(_local.st)
+    cur = validated_ctx(_local.st)
     if cur is not None and cur.device == index:
         return cur
-    ref = _context_for(index)
+    ref = context_for(index)
     ref.make_current()
     return ref
 
@@ -293,18 +293,18 @@ def set_device(dev: DeviceLike) -> None:
     active = _local.st.active
     if active is not None and active.device != index:
         _local.st.active = None
-    ref = _context_for(index)
+    ref = context_for(index)
     ref.ensure_current()
-    _select_device(_local.st, index)
+    select_device(_local.st, index)
 
 
-def _restore_selection(prev_device: int, prev_active: _CtxRef | None) -> None:
+def restore_selection(prev_device: int, prev_active: CtxRef | None) -> None:
     """Restore a saved (selection, explicit context) pair exactly."""
     _local.st.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
-    _select_device(_local.st, prev_device)
+    select_device(_local.st, prev_device)
     if prev_device >= 0:
         try:
-            ref = _context_for(prev_device)
+            ref = context_for(prev_device)
             ref.ensure_current()
         except errors.AclError:
             # The runtime went away inside the block; the selection is restored and
@@ -323,7 +323,7 @@ class device:
 
     def __init__(self, dev: DeviceLike) -> None:
         self.idx = -1 if dev is None else _parse_index(dev)
-        self._prev: list[tuple[int, _CtxRef | None]] = []
+        self._prev: list[tuple[int, CtxRef | None]] = []
 
     def __enter__(self) -> int:
         if self.idx < 0:
@@ -336,7 +336,7 @@ class device:
         if self.idx < 0 or not self._prev:
             return
         prev_device, prev_active = self._prev.pop()
-        _restore_selection(prev_device, prev_active)
+        restore_selection(prev_device, prev_active)
 
 
 def device_of(obj: object) -> device:
@@ -362,9 +362,9 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     callback. Errors raised by host callbacks are reported by ``Stream.synchronize``,
     not here.
     """
-    _refuse_in_callback("synchronize()")
-    if _sync_debug():
-        _check_sync("synchronize()")
+    refuse_in_callback("synchronize()")
+    if sync_debug_active():
+        check_sync("synchronize()")
     ms = None if timeout is None else timeout_ms_arg(timeout)
     index = _index(device)
     _ensure_current(index)
@@ -557,7 +557,7 @@ class Device:
     def __exit__(self, *exc: object) -> None:
         if _local.st.guards:
             prev_device, prev_active = _local.st.guards.pop()
-            _restore_selection(prev_device, prev_active)
+            restore_selection(prev_device, prev_active)
 
     # --- selection / sync
     def set_current(self) -> None:
@@ -567,8 +567,8 @@ class Device:
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for all work on this device (:func:`synchronize`); ``timeout`` in
         milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError` on expiry."""
-        if _sync_debug():
-            _check_sync("Device.synchronize()")
+        if sync_debug_active():
+            check_sync("Device.synchronize()")
         synchronize(self._index, timeout=timeout)
 
     # --- identity

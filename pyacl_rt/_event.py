@@ -33,25 +33,25 @@ from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
-    _CLOSED,
-    _FINALIZED,
+    CLOSED_REF,
+    FINALIZED_REF,
+    CtxRef,
+    LiveSet,
     _check,
-    _CtxRef,
     _fast,
     _lib,
-    _LiveSet,
     _local,
-    _log_release_failure,
-    _owner_of,
-    _raise_dead,
-    _refuse_copy,
-    _refuse_in_callback,
-    _run_finalizer,
-    _validated_ctx,
     context_close_hooks,
+    log_release_failure,
+    owner_of,
+    raise_dead,
+    refuse_copy,
+    refuse_in_callback,
+    run_finalizer,
+    validated_ctx,
 )
 from ._stream import Stream, _timeout_ms, current_stream
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
 from .errors import ObjectClosedError
 
 __all__ = ["Event", "EventTimingError"]
@@ -73,7 +73,7 @@ _fast_stream_wait_event = _fast.stream_wait_event
 EventTimingError = errors.EventTimingError
 
 
-def _destroy_event(ctx: _CtxRef, handle: int) -> None:
+def _destroy_event(ctx: CtxRef, handle: int) -> None:
     """Finalizer body. Never raises; never touches a finalized runtime."""
     try:
         if ctx.device < 0:
@@ -81,13 +81,13 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
         ctx.ensure_current()
         rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
         if rc:
-            _log_release_failure("aclrtDestroyEvent", handle, rc)
+            log_release_failure("aclrtDestroyEvent", handle, rc)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
 
 _bind_lock = threading.Lock()
-_live: _LiveSet[Event] = _LiveSet()
+_live: LiveSet[Event] = LiveSet()
 
 
 class Event:
@@ -115,7 +115,7 @@ class Event:
                 "interprocess events are not supported by pyacl_rt", function="Event"
             )
         self._handle = 0
-        self._ctx: _CtxRef | None = None
+        self._ctx: CtxRef | None = None
         self._device = -1
         self._owner: object = None
         self._timing = bool(enable_timing)
@@ -125,13 +125,13 @@ class Event:
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtEvent")
+        refuse_copy(self, "aclrtEvent")
 
     def __copy__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtEvent")
+        refuse_copy(self, "aclrtEvent")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        _refuse_copy(self, "aclrtEvent")
+        refuse_copy(self, "aclrtEvent")
 
     # ------------------------------------------------------------ properties
     @property
@@ -193,7 +193,7 @@ class Event:
         sctx = stream._ctx
         # Creation is not a hot path: re-validate the thread's cached context (a raw
         # context switch would create the event in a foreign context).
-        if _validated_ctx(_local.st) is not sctx:
+        if validated_ctx(_local.st) is not sctx:
             stream._activate()
         flags = ACL_EVENT_SYNC | (ACL_EVENT_TIME_LINE if self._timing else 0)
         s = _local.st.scratch
@@ -210,16 +210,16 @@ class Event:
         self._handle = handle
         self._ctx = sctx
         self._device = sctx.device
-        self._owner = _owner_of(sctx)
+        self._owner = owner_of(sctx)
         self._finalizer = weakref.finalize(self, _destroy_event, sctx, handle)
         self._finalizer.atexit = False
         _live.add(self)
 
     def _raise_closed(self) -> None:
         ctx = self._ctx
-        if ctx is _CLOSED:
+        if ctx is CLOSED_REF:
             raise ObjectClosedError("this Event is closed; create a new one", explanation="")
-        _raise_dead(ctx.dead if ctx is not None else None)
+        raise_dead(ctx.dead if ctx is not None else None)
 
     def _activate(self) -> None:
         ctx = self._ctx
@@ -266,14 +266,14 @@ class Event:
         on expiry. A no-op if never recorded. Refused inside a host callback.
         """
         if _local.st.in_callback:
-            _refuse_in_callback("Event.synchronize()")
+            refuse_in_callback("Event.synchronize()")
         ctx = self._ctx
         if ctx is None:
             if timeout is not None:
                 _timeout_ms(timeout)  # validate the argument even when there is no wait
             return
-        if _sync_debug():
-            _check_sync("Event.synchronize()")
+        if sync_debug_active():
+            check_sync("Event.synchronize()")
         if _local.st.ctx is not ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
@@ -331,8 +331,8 @@ class Event:
                     "before elapsed_time()",
                     explanation="",
                 )
-        if _sync_debug():
-            _check_sync("Event.elapsed_time()")
+        if sync_debug_active():
+            check_sync("Event.elapsed_time()")
         self.synchronize()
         end_event.synchronize()
         if _local.st.ctx is not self._ctx:
@@ -346,14 +346,14 @@ class Event:
     # -------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Destroy the ACL event (asynchronous; safe while it is pending). Idempotent."""
-        _run_finalizer(self._finalizer)
+        run_finalizer(self._finalizer)
         if self._ctx is None or self._ctx.device >= 0:
-            self._ctx = _CLOSED
+            self._ctx = CLOSED_REF
         self._handle = 0
         _live.discard(self)
 
-    def _make_inert(self, reason: _CtxRef) -> None:
-        _run_finalizer(self._finalizer)
+    def _make_inert(self, reason: CtxRef) -> None:
+        run_finalizer(self._finalizer)
         self._ctx = reason
         self._handle = 0
 
@@ -366,11 +366,11 @@ class Event:
 
 def _release_events() -> None:
     """Release hook (priority 'events'): destroy every live event."""
-    _live.make_inert(None, _FINALIZED)
+    _live.make_inert(None, FINALIZED_REF)
 
 
-def _on_context_close(ctx: _CtxRef) -> None:
-    _live.make_inert(ctx, _CLOSED)
+def _on_context_close(ctx: CtxRef) -> None:
+    _live.make_inert(ctx, CLOSED_REF)
 
 
 def _after_fork_in_child() -> None:

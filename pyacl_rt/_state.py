@@ -1,18 +1,18 @@
 """The kernel every object layer shares: thread state, context refs, live sets, hooks.
 
-* :class:`_CtxRef` - one ACL context as Python sees it (primary or explicit); objects
+* :class:`CtxRef` - one ACL context as Python sees it (primary or explicit); objects
   compare it by identity with the calling thread's cached current context
-  (``_local.st.ctx``) before each runtime call and call :meth:`_CtxRef.make_current`
+  (``_local.st.ctx``) before each runtime call and call :meth:`CtxRef.make_current`
   only when it differs (see :mod:`pyacl_rt._device` for the model).
-* :class:`_ThreadState` (``_local.st``) - per thread: the cached current context, the
+* :class:`ThreadState` (``_local.st``) - per thread: the cached current context, the
   selected device, the active explicit Context, the current streams, ``with`` guards,
   "inside a host callback", and the scratch out-parameter arrays.
 * :class:`current` - ``with current(ctx):`` makes ``ctx`` current for a block and puts
   the thread's previous context back (:func:`restore_context`); the one context guard.
-* :func:`_validated_ctx` - the thread's cached context re-checked against the runtime
+* :func:`validated_ctx` - the thread's cached context re-checked against the runtime
   (a foreign ``aclrtSetCurrentContext`` may have switched it).
-* :class:`_LiveSet` - weak registries of live Streams / Events / Contexts, which
-  finalize and Context close make inert; :func:`_run_finalizer` and the copy/callback
+* :class:`LiveSet` - weak registries of live Streams / Events / Contexts, which
+  finalize and Context close make inert; :func:`run_finalizer` and the copy/callback
   refusals (releases a host-callback thread must not do itself go to
   :mod:`pyacl_rt._releaser`).
 * Hooks the upper layers register into, each with an explicit priority
@@ -63,7 +63,7 @@ _scratch: Callable[[], Any] = lowlevel.scratch
 
 
 # ------------------------------------------------------------ thread state
-class _CtxRef:
+class CtxRef:
     """One ACL context as seen from Python: a primary context or an explicit one.
 
     ``device < 0`` means dead (runtime finalized, process forked, or the explicit
@@ -79,13 +79,13 @@ class _CtxRef:
         self.dead: str | None = None
         #: weakref to the explicit :class:`~pyacl_rt.Context` (None for a
         #: primary context). Weak so that thread caches never keep a Context alive;
-        #: objects created in a Context hold it strongly (see :func:`_owner_of`).
+        #: objects created in a Context hold it strongly (see :func:`owner_of`).
         self.owner = owner
 
     def make_current(self) -> None:
         """Install this context on the calling thread (``aclrtSetCurrentContext``)."""
         if self.device < 0:
-            _raise_dead(self.dead)
+            raise_dead(self.dead)
         rc = _aclrtSetCurrentContext(self.handle)
         if rc:
             _check(rc, "aclrtSetCurrentContext")
@@ -126,11 +126,11 @@ class current:
 
     __slots__ = ("ctx", "prev")
 
-    def __init__(self, ctx: _CtxRef | None = None) -> None:
+    def __init__(self, ctx: CtxRef | None = None) -> None:
         self.ctx = ctx
-        self.prev: _CtxRef | None = None
+        self.prev: CtxRef | None = None
 
-    def __enter__(self) -> _CtxRef | None:
+    def __enter__(self) -> CtxRef | None:
         st = _local.st
         self.prev = st.ctx
         ctx = self.ctx
@@ -142,7 +142,7 @@ class current:
         restore_context(self.prev)
 
 
-def restore_context(prev: _CtxRef | None) -> None:
+def restore_context(prev: CtxRef | None) -> None:
     """Make ``prev`` (a context saved earlier) current again if something switched
     away from it. Never raises an Exception: on failure the thread's cache is cleared."""
     st = _local.st
@@ -154,7 +154,7 @@ def restore_context(prev: _CtxRef | None) -> None:
         st.ctx = None
 
 
-def _owner_of(ref: _CtxRef) -> object:
+def owner_of(ref: CtxRef) -> object:
     """The explicit Context behind ``ref`` (to hold it alive), or None."""
     owner = ref.owner
     return owner() if owner is not None else None
@@ -176,7 +176,7 @@ def finalized_error(what: str, detail: str = "") -> errors.RuntimeFinalizedError
     )
 
 
-def _raise_dead(reason: str | None) -> None:
+def raise_dead(reason: str | None) -> None:
     if reason == "forked":
         raise errors.ForkedProcessError()
     if reason == "finalized":
@@ -187,13 +187,13 @@ def _raise_dead(reason: str | None) -> None:
 
 
 #: Sentinels objects switch to when closed / made inert by finalize.
-_CLOSED = _CtxRef(0, -1)
-_CLOSED.dead = "object is closed"
-_FINALIZED = _CtxRef(0, -1)
-_FINALIZED.dead = "finalized"
+CLOSED_REF = CtxRef(0, -1)
+CLOSED_REF.dead = "object is closed"
+FINALIZED_REF = CtxRef(0, -1)
+FINALIZED_REF.dead = "finalized"
 
 
-class _ThreadState:
+class ThreadState:
     """Per-thread state (one per thread, reached through ``_local.st``).
 
     A plain slotted object: hot paths pay one thread-local lookup (``_local.st``),
@@ -204,15 +204,15 @@ class _ThreadState:
 
     def __init__(self) -> None:
         #: The context known to be current on this thread (None = unknown / none).
-        self.ctx: _CtxRef | None = None
+        self.ctx: CtxRef | None = None
         #: The device selected by set_device / ``with device()`` (-1 = none).
         self.device: int = -1
         #: The explicit Context activated on this thread (``with ctx:``), or None.
-        self.active: _CtxRef | None = None
+        self.active: CtxRef | None = None
         #: device index -> current Stream of this thread (managed by :mod:`pyacl_rt._stream`).
         self.streams: dict[int, Any] = {}
         #: Saved states of ``with Device(i):`` blocks.
-        self.guards: list[tuple[int, _CtxRef | None]] = []
+        self.guards: list[tuple[int, CtxRef | None]] = []
         #: True on a host-callback (report) thread, for its whole life: blocking calls
         #: are refused there and finalizers defer releases (pyacl_rt._releaser).
         self.in_callback: bool = False
@@ -225,7 +225,7 @@ class _ThreadState:
 class _Local(threading.local):
     def __init__(self) -> None:
         global _main_state
-        self.st = _ThreadState()
+        self.st = ThreadState()
         # get_ident, not current_thread(): this also runs on threads threading does not
         # know (C threads, a thread being torn down while it releases its objects),
         # where current_thread() would register a stray _DummyThread.
@@ -235,12 +235,12 @@ class _Local(threading.local):
 
 _main_ident = threading.main_thread().ident
 #: The main thread's state: its selected device is the fallback of other threads.
-_main_state: _ThreadState | None = None
-#: ``_main_state.device`` if >= 0 else 0, kept up to date by :func:`_select_device`.
+_main_state: ThreadState | None = None
+#: ``_main_state.device`` if >= 0 else 0, kept up to date by :func:`select_device`.
 _fallback_device = 0
 
 
-def _select_device(st: _ThreadState, index: int) -> None:
+def select_device(st: ThreadState, index: int) -> None:
     """Set a thread's selected device (-1 = none); tracks the main thread's as the
     fallback of threads that never selected one."""
     global _fallback_device
@@ -249,11 +249,11 @@ def _select_device(st: _ThreadState, index: int) -> None:
         _fallback_device = index if index >= 0 else 0
 
 
-#: ``_local.st`` is the calling thread's :class:`_ThreadState`.
+#: ``_local.st`` is the calling thread's :class:`ThreadState`.
 _local: Final = _Local()
 
 
-def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
+def run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
     """Run an object's finalizer now, exactly once; True if it ran.
 
     Uses ``detach()`` rather than ``f()``: at interpreter exit ``weakref.finalize``
@@ -270,7 +270,7 @@ def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
     return True
 
 
-def _log_release_failure(func: str, handle: int, rc: int) -> None:
+def log_release_failure(func: str, handle: int, rc: int) -> None:
     """Log a failed destroy/free in a finalizer and consume the runtime's error text
     (it must not become the message of this thread's next error)."""
     _log.warning("%s(0x%x) failed with %d: %s", func, handle, rc, lowlevel.recent_error_message())
@@ -279,7 +279,7 @@ def _log_release_failure(func: str, handle: int, rc: int) -> None:
 _T = TypeVar("_T")
 
 
-class _LiveSet(Generic[_T]):
+class LiveSet(Generic[_T]):
     """Weak registry of the live objects of one kind (Streams, Events, Contexts): what
     finalize and closing a Context make inert. Thread-safe; its lock is replaced in a
     forked child (a parent thread may have held it)."""
@@ -310,7 +310,7 @@ class _LiveSet(Generic[_T]):
                 self._items.clear()
         return items
 
-    def make_inert(self, ctx_filter: _CtxRef | None, reason: _CtxRef) -> None:
+    def make_inert(self, ctx_filter: CtxRef | None, reason: CtxRef) -> None:
         """``obj._make_inert(reason)`` for each live object (of context ``ctx_filter``
         only, unless None) and forget it. Never raises: failures are logged."""
         for obj in self.snapshot():
@@ -336,7 +336,7 @@ def forget_thread_context() -> None:
     _local.st.ctx = None
 
 
-def _refuse_copy(obj: object, what: str) -> NoReturn:
+def refuse_copy(obj: object, what: str) -> NoReturn:
     """``__reduce__`` / ``__copy__`` / ``__deepcopy__`` of an object owning a handle."""
     raise TypeError(
         f"{type(obj).__name__} objects cannot be pickled or copied: a copy would share "
@@ -345,7 +345,7 @@ def _refuse_copy(obj: object, what: str) -> NoReturn:
     )
 
 
-def _refuse_in_callback(what: str) -> None:
+def refuse_in_callback(what: str) -> None:
     """Raise :class:`CallbackContextError` when called on a host-callback thread."""
     if _local.st.in_callback:
         raise CallbackContextError(
@@ -356,7 +356,7 @@ def _refuse_in_callback(what: str) -> None:
         )
 
 
-def _validated_ctx(st: _ThreadState) -> _CtxRef | None:
+def validated_ctx(st: ThreadState) -> CtxRef | None:
     """The thread's cached current context if the runtime agrees, else None (and the
     cache is cleared, so the next ``st.ctx is not ref`` test re-installs ``ref``).
 
@@ -382,9 +382,7 @@ def _validated_ctx(st: _ThreadState) -> _CtxRef | None:
 #: Run with the dying explicit context before it is destroyed, in priority order
 #: (``_runtime.PRIORITY_*``): events, streams (and their callback subscriptions),
 #: buffers allocated in it, then the copy engine's peer-access cache.
-context_close_hooks: Final[PriorityHooks[Callable[[_CtxRef], None]]] = PriorityHooks(
-    "context close"
-)
+context_close_hooks: Final[PriorityHooks[Callable[[CtxRef], None]]] = PriorityHooks("context close")
 #: Run with the device index after a successful device synchronize (the stream
 #: layer releases keep-alive lists there).
 device_sync_hooks: Final[PriorityHooks[Callable[[int], None]]] = PriorityHooks("device sync")

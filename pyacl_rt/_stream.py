@@ -53,31 +53,31 @@ from ._args import bool_arg, index_arg, timeout_ms_arg
 from ._device import (
     Device,
     DeviceLike,
-    _context_for,
     _index,
-    _restore_selection,
+    context_for,
     current_device,
+    restore_selection,
 )
 from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._state import (
-    _CLOSED,
-    _FINALIZED,
+    CLOSED_REF,
+    FINALIZED_REF,
+    CtxRef,
+    LiveSet,
     _check,
-    _CtxRef,
     _lib,
-    _LiveSet,
     _local,
-    _log_release_failure,
-    _owner_of,
-    _raise_dead,
-    _refuse_copy,
-    _refuse_in_callback,
-    _run_finalizer,
     context_close_hooks,
     device_sync_hooks,
+    log_release_failure,
+    owner_of,
+    raise_dead,
+    refuse_copy,
+    refuse_in_callback,
+    run_finalizer,
 )
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
 from ._watch import keep_alive, markers, poll_watch, release_watch
 
 __all__ = [
@@ -125,7 +125,7 @@ class _StreamState:
 
 
 # -------------------------------------------------------------- destruction
-def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
+def _destroy_stream(ctx: CtxRef, handle: int, state: _StreamState) -> None:
     """Finalizer body of an owned stream. Never raises; never touches a dead runtime."""
     try:
         if ctx.device < 0:
@@ -144,13 +144,13 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
             sub.unsubscribe(handle, ctx)
         rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
         if rc:
-            _log_release_failure("aclrtDestroyStream", handle, rc)
+            log_release_failure("aclrtDestroyStream", handle, rc)
         release_watch(ctx, state.watch)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
 
-_live: _LiveSet[Stream] = _LiveSet()
+_live: LiveSet[Stream] = LiveSet()
 
 
 # ------------------------------------------------------------------ Stream
@@ -196,7 +196,7 @@ class Stream:
     )
 
     _handle: int
-    _ctx: _CtxRef
+    _ctx: CtxRef
     _device: int
     _kind: int
     _state: _StreamState
@@ -210,7 +210,7 @@ class Stream:
                 f"(0 <= flags < 2**32), got {flags}"
             )
         index = _index(device)
-        ctx = _context_for(index)
+        ctx = context_for(index)
         ctx.ensure_current()
         least, greatest = _priority_range(index)
         prio = _acl_priority(priority, least, greatest)
@@ -230,19 +230,19 @@ class Stream:
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtStream")
+        refuse_copy(self, "aclrtStream")
 
     def __copy__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtStream")
+        refuse_copy(self, "aclrtStream")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        _refuse_copy(self, "aclrtStream")
+        refuse_copy(self, "aclrtStream")
 
-    def _setup(self, handle: int, ctx: _CtxRef, kind: int, prio: int | None, flags: int) -> None:
+    def _setup(self, handle: int, ctx: CtxRef, kind: int, prio: int | None, flags: int) -> None:
         self._handle = handle
         self._ctx = ctx
         self._device = ctx.device
-        self._owner = _owner_of(ctx)  # keeps an explicit Context alive
+        self._owner = owner_of(ctx)  # keeps an explicit Context alive
         self._kind = kind
         self._priority = 0
         self._acl_priority = prio
@@ -260,7 +260,7 @@ class Stream:
         _live.add(self)
 
     @classmethod
-    def _wrap(cls, handle: int, ctx: _CtxRef, kind: int) -> Stream:
+    def _wrap(cls, handle: int, ctx: CtxRef, kind: int) -> Stream:
         obj = cls.__new__(cls)
         obj._setup(handle, ctx, kind, None, 0)
         return obj
@@ -286,7 +286,7 @@ class Stream:
         handle = index_arg(handle, "handle", "an int (an aclrtStream address)")
         if handle < 0:
             raise ValueError(f"handle must be a non-negative aclrtStream address, got {handle}")
-        return cls._wrap(handle, _context_for(_index(device)), _EXTERNAL)
+        return cls._wrap(handle, context_for(_index(device)), _EXTERNAL)
 
     # ------------------------------------------------------------ properties
     @property
@@ -369,11 +369,11 @@ class Stream:
         """Make this stream's context current on the calling thread (or raise)."""
         ctx = self._ctx
         if ctx.device < 0:
-            if ctx is _CLOSED:
+            if ctx is CLOSED_REF:
                 raise errors.ObjectClosedError(
                     f"{self.kind} stream is closed; create a new Stream", explanation=""
                 )
-            _raise_dead(ctx.dead)
+            raise_dead(ctx.dead)
         ctx.make_current()
 
     # ------------------------------------------------------------- queries
@@ -395,9 +395,9 @@ class Stream:
         """
         t = _local.st
         if t.in_callback:
-            _refuse_in_callback("Stream.synchronize()")
-        if _sync_debug():
-            _check_sync("Stream.synchronize()")
+            refuse_in_callback("Stream.synchronize()")
+        if sync_debug_active():
+            check_sync("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
@@ -530,20 +530,20 @@ class Stream:
         if f is None or not f.alive or self._kind != _OWNED:
             return
         if self._state.sub is not None and _local.st.in_callback:
-            _refuse_in_callback("Stream.close()")
-        if _sync_debug():
-            _check_sync("Stream.close()")
+            refuse_in_callback("Stream.close()")
+        if sync_debug_active():
+            check_sync("Stream.close()")
         where = repr(self)
-        _run_finalizer(f)  # runs _destroy_stream once
-        self._ctx = _CLOSED
+        run_finalizer(f)  # runs _destroy_stream once
+        self._ctx = CLOSED_REF
         _live.discard(self)
         if self._errors:  # host-callback exceptions no synchronize() will re-raise now
             _callbacks.report_unraised(self._errors, where, "closed")
 
-    def _make_inert(self, reason_ctx: _CtxRef) -> None:
+    def _make_inert(self, reason_ctx: CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
         where = repr(self)
-        if not _run_finalizer(self._finalizer):
+        if not run_finalizer(self._finalizer):
             state = self._state
             sub = state.sub
             if sub is not None and self._ctx.device >= 0:
@@ -611,11 +611,11 @@ _timeout_ms = timeout_ms_arg  # (also imported by _event.py)
 
 # ---------------------------------------------------- default / current stream
 #: Default-stream wrappers of primary contexts (they live as long as the process).
-_defaults: dict[_CtxRef, Stream] = {}
+_defaults: dict[CtxRef, Stream] = {}
 #: device index -> default stream of its primary context (current_stream's fast path).
 _primary_defaults: dict[int, Stream] = {}
 #: ... and of explicit Contexts: weak, so that the cache never keeps a Context alive.
-_explicit_defaults: weakref.WeakValueDictionary[_CtxRef, Stream] = weakref.WeakValueDictionary()
+_explicit_defaults: weakref.WeakValueDictionary[CtxRef, Stream] = weakref.WeakValueDictionary()
 
 
 def default_stream(device: DeviceLike = None) -> Stream:
@@ -623,7 +623,7 @@ def default_stream(device: DeviceLike = None) -> Stream:
     thread uses for it. Its handle is 0 (NULL), as in ACL; ``close()`` is a no-op.
     """
     index = _index(device)
-    ctx = _context_for(index)
+    ctx = context_for(index)
     cache = _defaults if ctx.owner is None else _explicit_defaults
     s = cache.get(ctx)
     if s is None:
@@ -647,7 +647,7 @@ def current_stream(device: DeviceLike = None) -> Stream:
         index = _index(device)
     s = t.streams.get(index)
     if s is not None:
-        if s._ctx is not _FINALIZED:
+        if s._ctx is not FINALIZED_REF:
             return s  # type: ignore[no-any-return]
         del t.streams[index]  # chosen before a finalize: back to the default stream
     if t.active is None:
@@ -718,7 +718,7 @@ class StreamContext:
         if self.s is None or not self._saved:
             return
         prev_device, prev_active, prev_streams = self._saved.pop()
-        _restore_selection(prev_device, prev_active)
+        restore_selection(prev_device, prev_active)
         table = _local.st.streams
         table.clear()
         table.update(prev_streams)
@@ -734,7 +734,7 @@ class _Pool:
         self.lock = threading.Lock()
 
 
-_pools: dict[tuple[_CtxRef, bool], _Pool] = {}
+_pools: dict[tuple[CtxRef, bool], _Pool] = {}
 _pools_lock = threading.Lock()
 
 
@@ -748,7 +748,7 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     """
     priority = index_arg(priority, "priority")
     index = _index(device)
-    ctx = _context_for(index)
+    ctx = context_for(index)
     high = priority < 0
     key = (ctx, high)
     pool = _pools.get(key)
@@ -780,7 +780,7 @@ def _drain_pools() -> int:
             items = [s for s in pool.streams if s is not None]
             pool.streams = [None] * STREAMS_PER_POOL
         for s in items:
-            s._make_inert(_CLOSED)
+            s._make_inert(CLOSED_REF)
             _live.discard(s)
             n += 1
     return n
@@ -789,7 +789,7 @@ def _drain_pools() -> int:
 # ------------------------------------------------------------- lifecycle
 def _release_streams() -> None:
     """Release hook (priority 'streams'): destroy every live stream, pools included."""
-    _live.make_inert(None, _FINALIZED)
+    _live.make_inert(None, FINALIZED_REF)
     with _pools_lock:
         _pools.clear()
     _priority_ranges.clear()
@@ -798,9 +798,9 @@ def _release_streams() -> None:
     _explicit_defaults.clear()
 
 
-def _on_context_close(ctx: _CtxRef) -> None:
+def _on_context_close(ctx: CtxRef) -> None:
     """An explicit Context is closing: close its streams, pools and markers first."""
-    _live.make_inert(ctx, _CLOSED)
+    _live.make_inert(ctx, CLOSED_REF)
     with _pools_lock:
         for key in [k for k in _pools if k[0] is ctx]:
             del _pools[key]
@@ -832,7 +832,7 @@ def _settle() -> None:
     if not _runtime.is_initialized():
         return
     st = _local.st
-    _state._select_device(st, -1)
+    _state.select_device(st, -1)
     st.active = None
     st.streams.clear()
     _drain_pools()

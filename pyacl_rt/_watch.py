@@ -23,7 +23,7 @@ from . import _runtime, lowlevel
 from ._hooks import fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import _check, _CtxRef, _lib, _local, _log_release_failure, current
+from ._state import CtxRef, _check, _lib, _local, current, log_release_failure
 
 __all__ = ["MarkerPool", "keep_alive", "markers", "poll_watch", "release_watch"]
 
@@ -46,10 +46,10 @@ class MarkerPool:
     IDLE_MAX = 64
 
     def __init__(self) -> None:
-        self._free: dict[_CtxRef, list[int]] = {}
+        self._free: dict[CtxRef, list[int]] = {}
         self._lock = threading.Lock()
 
-    def get(self, ctx: _CtxRef) -> int:
+    def get(self, ctx: CtxRef) -> int:
         with self._lock:
             lst = self._free.get(ctx)
             if lst:
@@ -60,7 +60,7 @@ class MarkerPool:
             _check(rc, "aclrtCreateEventExWithFlag")
         return int(s.uptr[0])
 
-    def put(self, ctx: _CtxRef, handle: int) -> None:
+    def put(self, ctx: CtxRef, handle: int) -> None:
         if ctx.device < 0:
             return  # its context died; the runtime released the event with it
         with self._lock:
@@ -72,11 +72,11 @@ class MarkerPool:
             with current(ctx):
                 rc = _lib.aclrtDestroyEvent(handle)
             if rc:
-                _log_release_failure("aclrtDestroyEvent", handle, rc)
+                log_release_failure("aclrtDestroyEvent", handle, rc)
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt: destroying a marker event failed", exc_info=True)
 
-    def drop_context(self, ctx: _CtxRef) -> None:
+    def drop_context(self, ctx: CtxRef) -> None:
         """Destroy the pooled events of ``ctx`` (context close / finalize)."""
         with self._lock:
             handles = self._free.pop(ctx, [])
@@ -100,7 +100,7 @@ class MarkerPool:
 markers = MarkerPool()
 
 
-def keep_alive(ctx: _CtxRef, handle: int, watch: Watch, objs: object) -> None:
+def keep_alive(ctx: CtxRef, handle: int, watch: Watch, objs: object) -> None:
     """Keep ``objs`` referenced until the work enqueued so far on stream ``handle``
     completed: poll ``watch``, record a marker, append the entry. ``ctx`` must be
     current on this thread."""
@@ -114,7 +114,7 @@ def keep_alive(ctx: _CtxRef, handle: int, watch: Watch, objs: object) -> None:
     watch.append((marker, objs))
 
 
-def poll_watch(ctx: _CtxRef, watch: Watch) -> None:
+def poll_watch(ctx: CtxRef, watch: Watch) -> None:
     """Release the leading entries whose marker completed (markers complete in
     stream order). Safe against other threads polling or appending the same list:
     an entry is removed by identity, so only an entry seen complete is released."""
@@ -137,7 +137,7 @@ def poll_watch(ctx: _CtxRef, watch: Watch) -> None:
         markers.put(ctx, marker)
 
 
-def release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -> None:
+def release_watch(ctx: CtxRef, watch: collections.deque[tuple[int, object]]) -> None:
     """Drop every keep-alive entry (the caller knows the work completed)."""
     while watch:
         try:

@@ -223,7 +223,7 @@ def test_forget_thread_context_after_raw_switch() -> None:
     s = S.Stream(1)
     s.query()
     # Switch the context behind pyacl_rt's back, then tell it.
-    lowlevel.check(lowlevel.lib.aclrtSetCurrentContext(D._context_for(2).handle), "set")
+    lowlevel.check(lowlevel.lib.aclrtSetCurrentContext(D.context_for(2).handle), "set")
     _state.forget_thread_context()
     assert s.query() is True
     assert raw_get_device() == 1
@@ -517,7 +517,7 @@ def test_creation_and_selection_survive_a_foreign_context_switch() -> None:
         return mc.stat(what, 0), mc.stat(what, 1)
 
     def body() -> None:
-        D._context_for(1)  # device 1's primary: the "foreign" context below
+        D.context_for(1)  # device 1's primary: the "foreign" context below
         D.set_device(0)
 
         before = stats("allocations")

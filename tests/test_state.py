@@ -1,5 +1,5 @@
 """The shared kernel of the object layers (pyacl_rt._state): the context guard
-``current`` / ``restore_context`` and ``_CtxRef.ensure_current``."""
+``current`` / ``restore_context`` and ``CtxRef.ensure_current``."""
 
 from __future__ import annotations
 

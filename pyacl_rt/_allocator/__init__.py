@@ -40,12 +40,12 @@ from .. import _memcore
 from .. import _runtime as runtime
 from .._args import index_arg, size_arg
 from .._cachecore import _C_API, Core, Raw
-from .._device import DeviceLike, _context_for, _index, device_count
+from .._device import DeviceLike, _index, context_for, device_count
 from .._hooks import fork_hooks
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
 from .._memory.torchstats import stats_dict
-from .._state import _CtxRef, current
+from .._state import CtxRef, current
 from .._stream import Stream, current_stream
 from . import _guards, _history
 from ._device import DeviceAllocator, StreamPool
@@ -82,7 +82,7 @@ class CachingBackend:
         self.lock = threading.Lock()
 
     # ------------------------------------------------------------- device
-    def allocator(self, index: int, ctx: _CtxRef) -> DeviceAllocator:
+    def allocator(self, index: int, ctx: CtxRef) -> DeviceAllocator:
         a = self.devices.get(index)
         if a is None or a.ctx is not ctx:
             with self.lock:
@@ -91,7 +91,7 @@ class CachingBackend:
                     a = self.devices[index] = DeviceAllocator(index, ctx)
         return a
 
-    def stream_pool(self, index: int, ctx: _CtxRef, stream: Stream) -> StreamPool:
+    def stream_pool(self, index: int, ctx: CtxRef, stream: Stream) -> StreamPool:
         """The cache of ``stream`` (a stream of ``ctx``, the primary context of
         device ``index``)."""
         a = self.devices.get(index)
@@ -103,7 +103,7 @@ class CachingBackend:
         return sp
 
     def allocate_device(
-        self, ctx: _CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
+        self, ctx: CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
     ) -> tuple[int, Releaser | None]:
         if ctx.owner is not None or policy:
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
@@ -142,7 +142,7 @@ class CachingBackend:
                     a.scalars[k] = 0
 
     # --------------------------------------------------------------- host
-    def allocate_host(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
+    def allocate_host(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
         h = self.host
         if h is None:
             with self.lock:
@@ -216,14 +216,14 @@ fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY + 50)
 # ================================================================ public API
 def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
     index = _index(device)
-    ctx = _context_for(index)
+    ctx = context_for(index)
     if ctx.owner is not None:
         # the cache serves primary contexts only
         ctx = _primary_context(index)
     return index, _backend.allocator(index, ctx)
 
 
-def _primary_context(index: int) -> _CtxRef:
+def _primary_context(index: int) -> CtxRef:
     from .._device import _primaries
 
     ctx = _primaries.get(index)

@@ -28,7 +28,7 @@ from .. import errors, lowlevel
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
 from .._devinfo import mem_get_info
 from .._log import get_logger
-from .._state import _check, _CtxRef, _lib, _local, current
+from .._state import CtxRef, _check, _lib, _local, current
 from . import _guards, _history
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class StreamPool:
 class DeviceAllocator:
     """Caching allocator of device ``index`` (blocks in ``ctx``, its primary context)."""
 
-    def __init__(self, index: int, ctx: _CtxRef) -> None:
+    def __init__(self, index: int, ctx: CtxRef) -> None:
         self.index = index
         self.ctx = ctx
         self.gen = runtime.generation()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lowlevel
 from .._log import get_logger
-from .._state import _check, _CtxRef, _lib, _local, current
+from .._state import CtxRef, _check, _lib, _local, current
 from ..lowlevel import fast as _fast
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class EventPool:
 
     __slots__ = ("ctx", "idle", "lock", "out")
 
-    def __init__(self, ctx: _CtxRef) -> None:
+    def __init__(self, ctx: CtxRef) -> None:
         self.ctx = ctx
         self.idle: list[int] = []
         #: every event created and not destroyed (idle or guarding a block)
@@ -109,7 +109,7 @@ class EventPool:
 
 #: primary context -> its event pool (a device's primary context changes only across
 #: finalize / init; pools of dead contexts are dropped by destroy_idle)
-_pools: dict[_CtxRef, EventPool] = {}
+_pools: dict[CtxRef, EventPool] = {}
 
 
 def _pool(s: Stream) -> EventPool:

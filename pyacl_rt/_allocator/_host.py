@@ -28,7 +28,7 @@ from .. import _runtime as runtime
 from .. import errors, lowlevel
 from .._cachecore import HostCore
 from .._log import get_logger
-from .._state import _check, _CtxRef, _lib, _local
+from .._state import CtxRef, _check, _lib, _local
 from . import _guards
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class HostPool:
         """Every block the pool owns (address -> size), a snapshot."""
         return self.core.blocks()
 
-    def allocate(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser]:
+    def allocate(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser]:
         if nbytes > MAX_REQUEST:
             raise errors.AclOutOfMemoryError(
                 f"pinned host pool: cannot allocate {nbytes} bytes, more than its maximum "

@@ -30,7 +30,7 @@ from . import records as _memrecord
 from .torchstats import native_stats, reset_native_accumulated
 
 if TYPE_CHECKING:
-    from .._state import _CtxRef
+    from .._state import CtxRef
     from .._stream import Stream
     from .records import _Mem
 
@@ -49,12 +49,12 @@ class Backend(Protocol):
     name: str
 
     def allocate_device(
-        self, ctx: _CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
+        self, ctx: CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
     ) -> tuple[int, Releaser | None]:
         """``nbytes`` (> 0) of device memory on device ``index`` with ``ctx`` current."""
         ...
 
-    def allocate_host(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
+    def allocate_host(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
         """``nbytes`` (> 0) of pinned host memory with ``ctx`` current."""
         ...
 
@@ -77,7 +77,7 @@ class _Native:
     name = "native"
 
     def allocate_device(
-        self, ctx: _CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
+        self, ctx: CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
     ) -> tuple[int, Releaser | None]:
         s = _local.st.scratch
         rc = _lib.aclrtMalloc(s.uptr, nbytes, policy)
@@ -85,7 +85,7 @@ class _Native:
             _check(rc, "aclrtMalloc")
         return int(s.uptr[0]), None
 
-    def allocate_host(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
+    def allocate_host(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
         s = _local.st.scratch
         rc = _lib.aclrtMallocHost(s.uptr, nbytes)
         if rc:

@@ -26,12 +26,12 @@ from .. import _memcore
 from .. import _runtime as runtime
 from .. import _stream as _streams
 from .._args import index_arg
-from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
+from .._device import Device, DeviceLike, _ensure_current, _index, context_for, current_device
 from .._hooks import factories
 from .._memcore import DeviceBase, HostBase
-from .._state import _local, _validated_ctx
+from .._state import _local, validated_ctx
 from .._stream import Stream
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 from . import backend as _mb
 from . import engine, records
 from .args import ReleaseOnExit, _int_arg, _offsets, _resolve_pair
@@ -336,7 +336,7 @@ def _init_device(
         raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
     index = _index(device)
     _process_deferred()
-    ctx = _context_for(index)
+    ctx = context_for(index)
     ctx.ensure_current()
     if stream is not None:
         engine._check_stream(stream, (index,))
@@ -357,8 +357,8 @@ class _DevicePaths:
     def close(self: DeviceBuffer) -> None:
         """``close()`` of an allocation the C hit path does not free."""
         m = self._m
-        if m.rel is None and m.streams and _sync_debug():  # rel: no wait
-            _check_sync("DeviceBuffer.close()")
+        if m.rel is None and m.streams and sync_debug_active():  # rel: no wait
+            check_sync("DeviceBuffer.close()")
         m.claim_close("DeviceBuffer")  # raises while exported / in use
         _free_mem(m)
 
@@ -503,7 +503,7 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
     _process_deferred()
     # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
     # the allocation go through a context pyacl_rt does not think is current.
-    ctx = _validated_ctx(_local.st)
+    ctx = validated_ctx(_local.st)
     if ctx is None or ctx.device < 0:
         # Pinned memory is allocated through a device's runtime: use the thread's
         # current device (its context is created if this is its first use).
@@ -523,8 +523,8 @@ class _HostPaths:
         m = self._m
         if not m.ptr and not m.base:
             return
-        if m.rel is None and m.streams and _sync_debug():  # rel: no wait
-            _check_sync("HostBuffer.close()")
+        if m.rel is None and m.streams and sync_debug_active():  # rel: no wait
+            check_sync("HostBuffer.close()")
         m.claim_close("HostBuffer", self._exports())  # raises while exported / in use
         if m.base:
             _free_mem(m)

@@ -20,9 +20,9 @@ from .. import errors
 from .._args import bool_arg, index_arg
 from .._hooks import factories, fork_hooks
 from .._raw._abi_runtime import CONSTANTS as _C
-from .._state import _check, _CtxRef, _lib, _local, _refuse_in_callback, context_close_hooks
+from .._state import CtxRef, _check, _lib, _local, context_close_hooks, refuse_in_callback
 from .._stream import Stream, current_stream
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 from ..lowlevel import fast as _fast
 from .args import (
     ReleaseOnExit,
@@ -77,7 +77,7 @@ _aclrtMemsetAsync = _fast.memset_async
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
 
-_peers: set[tuple[_CtxRef, int]] = set()
+_peers: set[tuple[CtxRef, int]] = set()
 
 
 def _host_memmove(dst: int, src: int, n: int) -> None:
@@ -135,7 +135,7 @@ def _pick_stream(stream: object, devices: tuple[int, ...]) -> Stream:
     return st
 
 
-def _ensure_peer(ctx: _CtxRef, peer: int) -> bool:
+def _ensure_peer(ctx: CtxRef, peer: int) -> bool:
     """Enable access from ``ctx``'s device to ``peer`` once (``ctx`` is current).
     False when the runtime says the devices cannot access each other."""
     key = (ctx, peer)
@@ -159,9 +159,9 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
     copy's stream where it fits and the current stream of the other device, waiting
     for each half (synchronous, whatever ``non_blocking`` said)."""
     if _local.st.in_callback:
-        _refuse_in_callback("a cross-device copy between devices without peer access")
-    if _sync_debug():
-        _check_sync("a copy staged through pinned memory: the devices lack peer access")
+        refuse_in_callback("a cross-device copy between devices without peer access")
+    if sync_debug_active():
+        check_sync("a copy staged through pinned memory: the devices lack peer access")
     src_stream = st if st._device == s.dev else current_stream(s.dev)
     dst_stream = st if st._device == d.dev else current_stream(d.dev)
     stage = factories.staging_buffer.get()(n)
@@ -186,7 +186,7 @@ def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tupl
     access; peer access is enabled once where possible). A synchronous copy is refused
     inside a host callback."""
     if not non_blocking and _local.st.in_callback:
-        _refuse_in_callback("a synchronous copy (use non_blocking=True)")
+        refuse_in_callback("a synchronous copy (use non_blocking=True)")
     st = _pick_stream(stream, _devices(d, s))
     if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
         return st, _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
@@ -240,8 +240,8 @@ def _do_copy(
             with ReleaseOnExit(d, s, always=True):
                 _staged_copy(d, s, n, doff, soff, st)
             return
-        if not non_blocking and _sync_debug():
-            _check_sync("a synchronous copy")
+        if not non_blocking and sync_debug_active():
+            check_sync("a synchronous copy")
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
     _finish(st, sides, non_blocking)
@@ -369,8 +369,8 @@ def copy_2d(
                 "them are not supported (copy through a HostBuffer)",
                 function="aclrtDeviceCanAccessPeer",
             )
-        if not non_blocking and _sync_debug():
-            _check_sync("a synchronous copy")
+        if not non_blocking and sync_debug_active():
+            check_sync("a synchronous copy")
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:
@@ -415,9 +415,9 @@ def memset(
             b.release()
             return
         if not non_blocking and _local.st.in_callback:
-            _refuse_in_callback("a synchronous memset (use non_blocking=True)")
-        if not non_blocking and _sync_debug():
-            _check_sync("a synchronous memset")
+            refuse_in_callback("a synchronous memset (use non_blocking=True)")
+        if not non_blocking and sync_debug_active():
+            check_sync("a synchronous memset")
         st = _pick_stream(stream, (b.dev,))
         _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
     _finish(st, sides, non_blocking)
@@ -428,7 +428,7 @@ def _forget_peers() -> None:
     _peers.clear()
 
 
-def _forget_context_peers(ctx: _CtxRef) -> None:
+def _forget_context_peers(ctx: CtxRef) -> None:
     for key in [k for k in _peers if k[0] is ctx]:
         _peers.discard(key)
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import weakref
 
-from .._state import _refuse_in_callback, current
+from .._state import current, refuse_in_callback
 from .._stream import Stream
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 from .args import _Side
 from .records import _Mem, _wait_streams
 
@@ -58,11 +58,11 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
     for side in sides:
         m = side.m
         if m is not None and m.streams:
-            if _sync_debug():
-                _check_sync("waiting for the work pending on the buffer")
+            if sync_debug_active():
+                check_sync("waiting for the work pending on the buffer")
             with current():
                 if not _wait_streams(m, forget=False):
-                    _refuse_in_callback("a host-side copy or memset of memory with pending work")
+                    refuse_in_callback("a host-side copy or memset of memory with pending work")
 
 
 def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:

@@ -42,7 +42,7 @@ from .. import _memcore, _releaser, _state, errors
 from .. import _runtime as runtime
 from .._hooks import fork_hooks
 from .._log import get_logger
-from .._state import _CtxRef, _lib, _local, context_close_hooks, current, finalized_error
+from .._state import CtxRef, _lib, _local, context_close_hooks, current, finalized_error
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
 
@@ -366,7 +366,7 @@ def _release_memory() -> None:
         )
 
 
-def _on_context_close(ctx: _CtxRef) -> None:
+def _on_context_close(ctx: CtxRef) -> None:
     """An explicit Context is closing: free the buffers allocated in it first."""
     mems = [m for m in _iter_live() if m.ctx is ctx and m.device >= 0]
     if mems:
@@ -395,8 +395,8 @@ def _after_fork_in_child() -> None:
 _memcore.bind(
     runtime_globals=vars(runtime),
     state_globals=vars(_state),
-    thread_state=_state._ThreadState,
-    ctx_ref=_CtxRef,
+    thread_state=_state.ThreadState,
+    ctx_ref=CtxRef,
     deferred=_deferred,
     free_mem=_free_mem,
     raise_closed=_raise_closed,

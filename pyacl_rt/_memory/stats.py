@@ -15,7 +15,7 @@ from .. import _runtime as runtime
 from .._device import DeviceLike, _index
 from .._devinfo import mem_get_info
 from .._state import _local
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 from . import backend as _mb
 from . import records as _rec
 from .torchstats import format_summary
@@ -83,8 +83,8 @@ def empty_cache() -> None:
     callback's own stream)."""
     if _local.st.in_callback:
         return
-    if _sync_debug():
-        _check_sync("empty_cache()")
+    if sync_debug_active():
+        check_sync("empty_cache()")
     _releaser.flush()
     _rec._process_deferred()
     _mb.empty_all()
