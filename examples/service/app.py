@@ -21,8 +21,6 @@ Run: ``python examples/service/app.py --port 8000`` then
 ``python scripts/load_service.py --url http://127.0.0.1:8000 --duration 5``.
 """
 
-from __future__ import annotations
-
 import argparse
 import asyncio
 import contextlib
@@ -60,8 +58,10 @@ class Slots:
             self.free.put_nowait(stream)
 
     def close(self) -> None:
-        for s in self.streams:
-            s.close()
+        """Destroy the streams (waits for their work: run it off the loop, at shutdown)."""
+        with npu.sync_debug_mode("default"):  # waiting here is the point of shutdown
+            for s in self.streams:
+                s.close()
 
 
 async def infer(slots: Slots, data: bytes) -> bytes:
@@ -92,13 +92,13 @@ def create_app(slots: int = 8, device: int = 0) -> Any:
     """The FastAPI application (FastAPI is imported here, lazily)."""
     from fastapi import FastAPI, Request, Response
 
-    state: dict[str, Slots] = {}
+    state: "dict[str, Slots]" = {}
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         state["slots"] = Slots(slots, device)
         yield
-        state.pop("slots").close()
+        await asyncio.to_thread(state.pop("slots").close)
 
     app = FastAPI(title="pyacl_rt inference service", lifespan=lifespan)
 
