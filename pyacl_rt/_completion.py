@@ -10,8 +10,9 @@ awaited point, shared by every waiter of that point.
 :func:`fire` is that callback: it completes the future on the report thread, which
 runs the future's done callbacks there. :func:`wait` is the asyncio side: it hangs a
 :class:`_Relay` on the future that hands the completion to the waiting loop with
-``loop.call_soon_threadsafe`` (nothing if the loop is closed: a closed loop never gets
-a callback and no "Event loop is closed" error is raised anywhere). Cancelling the
+``loop.call_soon_threadsafe``, batched per loop (:class:`_Inbox`: completions arriving
+before the loop ran the last hand-over ride along with it). A closed loop gets nothing
+and no "Event loop is closed" error is raised anywhere. Cancelling the
 awaiting task detaches the relay (it keeps no loop, task or future alive) and never
 touches the device work; the device future itself completes normally later.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _runtime, errors
@@ -96,32 +98,75 @@ def pending_futures() -> int:
     return len(_unfired)
 
 
+class _Inbox:
+    """Completions on their way to one loop: many arrive, one ``call_soon_threadsafe``
+    (one self-pipe write, one loop callback) carries every completion that arrived
+    until the loop ran it."""
+
+    __slots__ = ("__weakref__", "items", "lock", "loop", "scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        import collections
+
+        self.loop = weakref.ref(loop)  # the inbox must not keep its loop alive
+        self.items: collections.deque[asyncio.Future[None]] = collections.deque()
+        self.lock = threading.Lock()
+        self.scheduled = False
+
+    def post(self, waiter: asyncio.Future[None]) -> None:
+        """From any thread: wake ``waiter`` in the loop soon. Never raises."""
+        loop = self.loop()
+        if loop is None or loop.is_closed():
+            return  # a dead loop gets nothing
+        self.items.append(waiter)
+        with self.lock:
+            if self.scheduled:
+                return  # the drain already on its way takes it
+            self.scheduled = True
+        # A loop closing right now: call_soon_threadsafe raises RuntimeError; drop it.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self.drain)
+
+    def drain(self) -> None:
+        """In the loop: wake every waiter that arrived (cancelled ones are skipped)."""
+        with self.lock:
+            self.scheduled = False
+        items = self.items
+        while items:
+            waiter = items.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+#: loop -> its inbox (dropped with the loop).
+_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+
+
+def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
+    box = _inboxes.get(loop)
+    if box is None:
+        box = _inboxes.setdefault(loop, _Inbox(loop))
+    return box
+
+
 class _Relay:
     """A done callback of a device future that wakes one awaiting asyncio task."""
 
-    __slots__ = ("loop", "waiter")
+    __slots__ = ("inbox", "waiter")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> None:
-        self.loop: asyncio.AbstractEventLoop | None = loop
+    def __init__(self, inbox: _Inbox, waiter: asyncio.Future[None]) -> None:
+        self.inbox: _Inbox | None = inbox
         self.waiter: asyncio.Future[None] | None = waiter
 
     def __call__(self, fut: concurrent.futures.Future[None]) -> None:
-        loop, waiter = self.loop, self.waiter
-        self.loop = self.waiter = None
-        if loop is None or waiter is None or loop.is_closed():
-            return
-        # A loop closing right now: call_soon_threadsafe raises RuntimeError; drop it.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_wake, waiter)
+        inbox, waiter = self.inbox, self.waiter
+        self.inbox = self.waiter = None
+        if inbox is not None and waiter is not None:
+            inbox.post(waiter)
 
     def detach(self) -> None:
         """The waiting task gave up (cancelled) or is done: keep nothing alive."""
-        self.loop = self.waiter = None
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():  # cancelled meanwhile
-        waiter.set_result(None)
+        self.inbox = self.waiter = None
 
 
 async def wait(fut: concurrent.futures.Future[None]) -> None:
@@ -134,7 +179,7 @@ async def wait(fut: concurrent.futures.Future[None]) -> None:
 
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
-        relay = _Relay(loop, waiter)
+        relay = _Relay(_inbox(loop), waiter)
         fut.add_done_callback(relay)
         try:
             await waiter
