@@ -51,7 +51,7 @@ from ._state import (
     _validated_ctx,
     context_close_hooks,
 )
-from ._stream import Stream, _timeout_ms, current_stream
+from ._stream import Stream, _StreamState, _timeout_ms, current_stream
 from ._syncdebug import _check_sync, _sync_debug
 from .errors import ObjectClosedError
 
@@ -128,9 +128,10 @@ class Event:
         self._blocking = bool(blocking)
         self._recorded = False
         self._finalizer: weakref.finalize[..., Any] | None = None
-        #: The Stream of the last record, then the device future of that record once
-        #: something awaits it (shared by every waiter); None before the first record.
-        self._at: Stream | concurrent.futures.Future[None] | None = None
+        #: The state of the Stream of the last record (not the Stream: an event must
+        #: not keep it alive), then the device future of that record once something
+        #: awaits it (shared by every waiter); None before the first record.
+        self._at: _stream._StreamState | concurrent.futures.Future[None] | None = None
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
@@ -257,7 +258,7 @@ class Event:
             stream._activate()
         _fast_record_event(self._handle, stream._handle)
         self._recorded = True
-        self._at = stream
+        self._at = stream._state
 
     def query(self) -> bool:
         """True if the work captured by the last record completed (True if never recorded)."""
@@ -371,7 +372,7 @@ class Event:
             if self.closed:
                 self._raise_closed()
             return _completion.done_future()
-        if not isinstance(at, Stream):
+        if not isinstance(at, _StreamState):
             return at  # this record's shared future
         # Passed already (or failed: query raises the mapped error) - else a callback.
         fut = _completion.done_future() if self.query() else _wait_future(self, at)
@@ -429,10 +430,13 @@ class Event:
 # behind another stream's work, and the recording stream is never held up by a callback.
 
 
-def _wait_future(event: Event, src: Stream) -> concurrent.futures.Future[None]:
-    """A device future of ``event``'s last record on ``src``: the companion waits for
-    the event, then a blocking host callback on the companion fires the future."""
-    comp = _stream._side_stream(src)
+def _wait_future(event: Event, src: _StreamState) -> concurrent.futures.Future[None]:
+    """A device future of ``event``'s last record, on the stream whose state is ``src``:
+    its companion waits for the event, then a blocking host callback on the companion
+    fires the future."""
+    ctx = event._ctx
+    assert ctx is not None
+    comp = _stream._side_stream(src, ctx)
     fut = _completion.new_future(comp._ctx)
     try:
         event._wait_on(comp)

@@ -772,25 +772,25 @@ def _new_event() -> Any:
 _side_lock = threading.Lock()
 
 
-def _side_stream(src: Stream) -> Stream:
-    """The companion of ``src``: an owned stream in ``src``'s context that
-    :mod:`_event` uses to wait for ``src``'s events without holding up ``src``
-    (created on first use, closed with ``src``)."""
-    side = src._state.side
+def _side_stream(state: _StreamState, ctx: _CtxRef) -> Stream:
+    """The companion of the stream whose state is ``state`` (of context ``ctx``): an
+    owned stream in ``ctx`` that :mod:`_event` uses to wait for that stream's events
+    without holding it up (created on first use, closed with the stream)."""
+    side = state.side
     if side is not None and side._ctx.device >= 0:
         return side
     with _side_lock:
-        side = src._state.side
+        side = state.side
         if side is not None and side._ctx.device >= 0:
             return side
-        if _local.st.ctx is not src._ctx:
-            src._activate()
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
         s = _local.st.scratch
         rc = _lib.aclrtCreateStream(s.uptr)
         if rc:
             _check(rc, "aclrtCreateStream")
-        side = Stream._wrap(int(s.uptr[0]), src._ctx, _OWNED)
-        src._state.side = side
+        side = Stream._wrap(int(s.uptr[0]), ctx, _OWNED)
+        state.side = side
         return side
 
 

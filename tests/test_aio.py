@@ -376,13 +376,21 @@ def test_await_on_a_lost_device_raises_the_mapped_error() -> None:
     npu.set_device(0)
 
 
-def test_await_on_a_failed_stream_raises_its_mapped_error(s: npu.Stream) -> None:
+@pytest.mark.parametrize("mode", ["continue", "stop"])
+def test_await_on_a_failed_stream_raises_its_mapped_error(s: npu.Stream, mode: str) -> None:
+    if mode == "stop":  # ACL_STOP_ON_FAILURE: later tasks are discarded, none may hang
+        rc = npu.lowlevel.lib.aclrtSetStreamFailureMode(s.handle, 1)
+        npu.lowlevel.check(rc, "aclrtSetStreamFailureMode")
     Gate(s, timeout_s=1)  # never opened: the notify wait fails the stream after 1 s
     ev = s.record_event()
 
     async def main() -> None:
+        await asyncio.wait_for(_aw(ev), 30)  # as ev.synchronize(): the event is passed
         with pytest.raises(errors.AclError, match="107019"):
-            await s
+            await asyncio.wait_for(_aw(s), 30)
+
+    async def _aw(x: Any) -> None:
+        await x
 
     asyncio.run(main())
     assert ev.query()
@@ -456,3 +464,32 @@ def test_finalize_with_pending_waits_ends_them(run_python: Any) -> None:
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() in ("completed", "failed: finalized")
+
+
+def test_an_event_does_not_keep_its_stream_alive() -> None:
+    npu.set_device(0)
+    st = npu.Stream()
+    ev = st.record_event()
+    ref = weakref.ref(st)
+    st.synchronize()
+    del st
+    gc.collect()
+    assert ref() is None  # destroyed (with its companion, if any)
+
+    async def main() -> None:
+        await ev  # passed: returns at once
+
+    asyncio.run(main())
+
+
+def test_the_companion_stream_is_closed_with_its_stream() -> None:
+    npu.set_device(0)
+    st = npu.Stream()
+    gate = Gate(st)
+    fut = st.record_event().as_future()
+    gate.open()
+    fut.result(timeout=10)
+    before = mock_control().stat("streams", 0)
+    st.close()
+    assert mock_control().stat("streams", 0) == before - 2  # the stream and its companion
+    _settled()
