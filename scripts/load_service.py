@@ -44,11 +44,13 @@ async def client(
                 errs.append("wrong answer")
             else:
                 lat.append(time.perf_counter() - t0)
-        except Exception as exc:  # noqa: BLE001 - every failure is counted and shown
+        except Exception as exc:
             errs.append(f"{type(exc).__name__}: {exc}")
 
 
-async def drive(url: str, clients: int, duration: float, size: int) -> tuple[list[float], list[str], float]:
+async def drive(
+    url: str, clients: int, duration: float, size: int
+) -> tuple[list[float], list[str], float]:
     import httpx
 
     lat: list[float] = []
@@ -57,10 +59,14 @@ async def drive(url: str, clients: int, duration: float, size: int) -> tuple[lis
     async with httpx.AsyncClient(limits=limits, timeout=30.0) as http:
         # warm-up: one request per client (connections, caches)
         warm_stop = time.perf_counter() + 0.5
-        await asyncio.gather(*(client(http, url, size, warm_stop, -i, [], errs) for i in range(clients)))
+        await asyncio.gather(
+            *(client(http, url, size, warm_stop, -i, [], errs) for i in range(clients))
+        )
         t0 = time.perf_counter()
         stop_at = t0 + duration
-        await asyncio.gather(*(client(http, url, size, stop_at, i, lat, errs) for i in range(clients)))
+        await asyncio.gather(
+            *(client(http, url, size, stop_at, i, lat, errs) for i in range(clients))
+        )
         took = time.perf_counter() - t0
     return lat, errs, took
 
@@ -77,8 +83,14 @@ def spawn(port: int, slots: int, sync_debug: bool) -> subprocess.Popen[bytes]:
     if sync_debug:
         env["PYACL_RT_SYNC_DEBUG"] = "error"
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "examples" / "service" / "app.py"), "--port", str(port),
-         "--slots", str(slots)],
+        [
+            sys.executable,
+            str(REPO / "examples" / "service" / "app.py"),
+            "--port",
+            str(port),
+            "--slots",
+            str(slots),
+        ],
         env=env,
     )
     deadline = time.monotonic() + 60

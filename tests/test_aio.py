@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import gc
 import logging
 import threading
@@ -284,10 +285,11 @@ def test_loop_closed_while_waits_are_pending_gets_no_callbacks(
         loop = asyncio.new_event_loop()
         loop.set_exception_handler(lambda _l, ctx: errors_seen.append(ctx))
 
+        tasks: list[asyncio.Future[None]] = []
+
         async def waiters() -> None:
-            for _ in range(10):
-                asyncio.ensure_future(_aw(ev))
-            asyncio.ensure_future(_aw(s))
+            tasks.extend(asyncio.ensure_future(_aw(ev)) for _ in range(10))
+            tasks.append(asyncio.ensure_future(_aw(s)))
             await asyncio.sleep(0.02)
 
         async def _aw(x: Any) -> None:
@@ -435,10 +437,8 @@ def test_context_close_ends_pending_waits() -> None:
     timer = threading.Timer(0.2, hold.set)
     timer.start()
     ctx.close()  # waits for the held stream, then tears the context down
-    try:
+    with contextlib.suppress(errors.ObjectClosedError):
         fut.result(timeout=10)
-    except errors.ObjectClosedError:
-        pass
     timer.join()
     npu.set_device(0)
     _settled()

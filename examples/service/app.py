@@ -92,7 +92,7 @@ def create_app(slots: int = 8, device: int = 0) -> Any:
     """The FastAPI application (FastAPI is imported here, lazily)."""
     from fastapi import FastAPI, Request, Response
 
-    state: "dict[str, Slots]" = {}
+    state: dict[str, Slots] = {}
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
