@@ -228,5 +228,5 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-context_close_hooks.add(_on_context_close, _runtime.PRIORITY_LAST)
+context_close_hooks.add(_on_context_close, _runtime.PRIORITY_STREAMS + 1)
 _runtime.register_release_hook(_on_finalize, _runtime.PRIORITY_STREAMS + 20)
