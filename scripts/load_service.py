@@ -1,6 +1,8 @@
 """Load generator for examples/service: N concurrent clients for a bounded time.
 
-Each client POSTs random bodies to ``/infer`` in a loop and checks the answer (the
+Each client (``--client raw``, the default: one keep-alive HTTP/1.1 connection on asyncio
+streams; ``--client httpx``: an ``httpx.AsyncClient`` pool, whose own cost dominates on a
+small machine) POSTs random bodies to ``/infer`` in a loop and checks the answer (the
 stand-in model is the identity). Prints p50 / p99 latency, throughput and errors, then
 PASS/FAIL for: zero errors, and p99 latency within 5x of p50 (the service keeps its
 loop unblocked, so a request never waits behind another's device work). Exit status 1
@@ -46,6 +48,88 @@ async def client(
                 lat.append(time.perf_counter() - t0)
         except Exception as exc:
             errs.append(f"{type(exc).__name__}: {exc}")
+
+
+class RawClient:
+    """A minimal HTTP/1.1 keep-alive client over asyncio streams: one connection per
+    client, no pool (so no pool scheduling in the measured latency)."""
+
+    def __init__(self, url: str) -> None:
+        from urllib.parse import urlsplit
+
+        u = urlsplit(url)
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
+        self.conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.conn is None:
+            self.conn = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.conn
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(body)}\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        status = int((await reader.readline()).split()[1])
+        length = 0
+        while True:
+            line = await reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return status, await reader.readexactly(length)
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            self.conn[1].close()
+            await self.conn[1].wait_closed()
+
+
+async def raw_client(
+    c: RawClient, size: int, stop_at: float, seed: int, lat: list[float], errs: list[str]
+) -> None:
+    rng = random.Random(seed)
+    while time.perf_counter() < stop_at:
+        body = rng.randbytes(size)
+        t0 = time.perf_counter()
+        try:
+            status, content = await c.post("/infer", body)
+            if status != 200:
+                errs.append(f"HTTP {status}: {content[:200]!r}")
+            elif content != body:
+                errs.append("wrong answer")
+            else:
+                lat.append(time.perf_counter() - t0)
+        except Exception as exc:
+            errs.append(f"{type(exc).__name__}: {exc}")
+            await c.close()
+            c.conn = None
+
+
+async def drive_raw(
+    url: str, clients: int, duration: float, size: int
+) -> tuple[list[float], list[str], float]:
+    lat: list[float] = []
+    errs: list[str] = []
+    conns = [RawClient(url) for _ in range(clients)]
+    try:
+        # warm-up: connect every client, run for 0.5 s (not measured)
+        warm_stop = time.perf_counter() + 0.5
+        await asyncio.gather(
+            *(raw_client(c, size, warm_stop, -i, [], errs) for i, c in enumerate(conns))
+        )
+        t0 = time.perf_counter()
+        await asyncio.gather(
+            *(raw_client(c, size, t0 + duration, i, lat, errs) for i, c in enumerate(conns))
+        )
+        took = time.perf_counter() - t0
+    finally:
+        for c in conns:
+            await c.close()
+    return lat, errs, took
 
 
 async def drive(
@@ -115,6 +199,12 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--duration", type=float, default=5.0, help="seconds")
     ap.add_argument("--size", type=int, default=64 * 1024, help="request bytes")
+    ap.add_argument(
+        "--client",
+        choices=("httpx", "raw"),
+        default="raw",
+        help="httpx.AsyncClient, or a minimal keep-alive HTTP/1.1 client on asyncio streams",
+    )
     args = ap.parse_args()
     proc = None
     url = args.url
@@ -123,7 +213,8 @@ def main() -> int:
         proc = spawn(port, args.slots, not args.no_sync_debug)
         url = f"http://127.0.0.1:{port}"
     try:
-        lat, errs, took = asyncio.run(drive(url, args.clients, args.duration, args.size))
+        run = drive if args.client == "httpx" else drive_raw
+        lat, errs, took = asyncio.run(run(url, args.clients, args.duration, args.size))
     finally:
         if proc is not None:
             proc.terminate()
