@@ -118,7 +118,10 @@ def test_context_close_hooks_priorities() -> None:
     assert [p for p, _ in order] == sorted({p for p, _ in order})  # ascending, no ties
     assert _registered(_state.context_close_hooks) == {
         "pyacl_rt._event._on_context_close": P.PRIORITY_EVENTS,
+        # streams, their callback subscriptions, marker events
         "pyacl_rt._stream._on_context_close": P.PRIORITY_STREAMS,
+        # device futures that can no longer complete fail
+        "pyacl_rt._completion._on_context_close": P.PRIORITY_STREAMS + 1,
         "pyacl_rt._memory.records._on_context_close": P.PRIORITY_MEMORY,
         "pyacl_rt._memory.engine._forget_context_peers": P.PRIORITY_MEMORY + 10,
     }
@@ -144,6 +147,7 @@ def test_package_release_hooks_priorities() -> None:
         "pyacl_rt._event._release_events": P.PRIORITY_EVENTS,
         "pyacl_rt._stream._release_streams": P.PRIORITY_STREAMS,
         "pyacl_rt._callbacks._stop_threads": P.PRIORITY_STREAMS + 10,
+        "pyacl_rt._completion._on_finalize": P.PRIORITY_STREAMS + 20,
         "pyacl_rt._watch.MarkerPool.drop_all": P.PRIORITY_STREAMS + 50,
         "pyacl_rt._memory.records._release_memory": P.PRIORITY_MEMORY,
         "pyacl_rt._memory.engine._forget_peers": P.PRIORITY_MEMORY,
