@@ -121,6 +121,34 @@ def test_exporter_keeps_memory_until_the_importer_is_done() -> None:
     assert npu.memory_allocated() == before
 
 
+def _import_other_device(q: Any, back: Any) -> None:
+    h = q.get()
+    assert npu.current_device() == 0
+    buf = npu.DeviceBuffer.from_ipc_handle(h)
+    # the exporter's card (physical 1) is visible here: the memory is device 1's
+    assert buf.device_index == 1 and h.device == 1
+    assert set(buf.copy_to_host()) == {0x61}
+    other = npu.DeviceBuffer(4096, device=0)
+    npu.copy(other, buf)  # across devices, as with any device-1 buffer
+    assert set(other.copy_to_host()) == {0x61}
+    other.close()
+    buf.close()
+    back.put("ok")
+
+
+def test_import_lands_on_the_exporters_device() -> None:
+    ctx = mp.get_context("spawn")
+    q, back = ctx.Queue(), ctx.Queue()
+    p, out = _spawn(_import_other_device, q, back)
+    buf = npu.DeviceBuffer(4096, device=1)
+    buf.fill(0x61)
+    q.put(buf.ipc_handle())
+    assert back.get(timeout=TIMEOUT_S) == "ok"
+    _join(p, out)
+    npu.ipc_collect()
+    buf.close()
+
+
 # ------------------------------------------------------------ explicit handles
 def _open_handle(data: bytes, back: Any) -> None:
     h = pickle.loads(data)

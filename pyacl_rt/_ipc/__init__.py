@@ -48,4 +48,6 @@ runtime.register_release_hook(_release, runtime.PRIORITY_EVENTS - 10)
 # after memory: the imported buffers (freed there, first) closed their imports
 runtime.register_release_hook(memory.forget_imports, runtime.PRIORITY_MEMORY + 10)
 os.register_at_fork(after_in_child=refs.after_fork_in_child)
+os.register_at_fork(after_in_child=memory.after_fork_in_child)
+os.register_at_fork(after_in_child=event.after_fork_in_child)
 mp.install()

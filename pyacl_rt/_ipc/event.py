@@ -117,6 +117,14 @@ def release_all() -> None:
         _shares.clear()
 
 
+def after_fork_in_child() -> None:
+    """A forked child owns none of the parent's exported events."""
+    global _lock
+    _lock = threading.Lock()
+    _shares.clear()
+    _by_id.clear()
+
+
 def open_handle(h: IpcEventHandle) -> Event:
     """``Event.from_ipc_handle(h)``."""
     if not isinstance(h, IpcEventHandle):

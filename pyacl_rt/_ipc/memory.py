@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from .. import _runtime, errors
-from .._device import _ensure_current, current_device
+from .._device import _context_for, _ensure_current, current_device
 from .._log import get_logger
 from .._memory import DeviceBuffer
 from .._memory.records import _Mem
@@ -59,6 +59,7 @@ KEY_LEN: Final = 65  # aclrtIpcMemGetExportKey wants exactly 65 bytes
 _FLAG_ANY: Final = _C["ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION"]
 _FLAG_LIST: Final = _C["ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT"]
 _NO_PERMISSION: Final = _C["ACL_ERROR_RT_NO_PERMISSION"]
+_LOCATION_DEVICE: Final = _C["ACL_MEM_LOCATION_TYPE_DEVICE"]
 
 _lock = threading.RLock()
 _ids = itertools.count(1)
@@ -438,7 +439,8 @@ def _open(key: bytes, offset: int, nbytes: int, size: int, use: _Use | None) -> 
         if entry is None or entry[2].device < 0:
             s = _local.st.scratch
             _call(_lib.aclrtIpcMemImportByKey(s.uptr, key, 0), "aclrtIpcMemImportByKey")
-            entry = _imports[key] = [int(s.uptr[0]), 0, _validated_ctx(_local.st) or ctx]
+            ptr = int(s.uptr[0])
+            entry = _imports[key] = [ptr, 0, _owning_context(ptr, ctx)]
         entry[1] += 1
         if use is not None:
             use.count += 1
@@ -447,6 +449,30 @@ def _open(key: bytes, offset: int, nbytes: int, size: int, use: _Use | None) -> 
     buf = DeviceBuffer.__new__(DeviceBuffer)
     buf._own(m)
     return buf
+
+
+def _owning_context(ptr: int, ctx: Any) -> Any:
+    """The primary context of the device the imported memory belongs to: the
+    exporter's card when this process sees it, else the current one (the runtime
+    decides; ``aclrtPointerGetAttributes`` says which)."""
+    attrs = ffi.new("aclrtPtrAttributes *")
+    if _lib.aclrtPointerGetAttributes(ptr, attrs) == 0:
+        index = int(attrs.location.id)
+        if attrs.location.type == _LOCATION_DEVICE and index != ctx.device:
+            return _context_for(index)
+    else:
+        recent_error_message()  # consumed: an older runtime without the query
+    return _validated_ctx(_local.st) or ctx
+
+
+def after_fork_in_child() -> None:
+    """A forked child owns none of the parent's exports or imports."""
+    global _lock
+    _lock = threading.RLock()
+    _segments.clear()
+    _shares.clear()
+    _by_id.clear()
+    _imports.clear()
 
 
 def forget_imports() -> None:
