@@ -149,6 +149,36 @@ def test_import_lands_on_the_exporters_device() -> None:
     buf.close()
 
 
+def _forwarder(qa: Any, qb: Any, back: Any) -> None:
+    buf = qa.get()
+    qb.put(buf[4096:8192])  # a view of an imported buffer, shared further
+    with pytest.raises(errors.IpcError, match="only as it was exported"):
+        buf.ipc_handle(pids=[1234])
+    assert back.get() == "C done"
+    buf.close()
+
+
+def _final_importer(qb: Any, back: Any) -> None:
+    view = qb.get()
+    assert view.nbytes == 4096 and set(view.copy_to_host()) == {0x77}
+    view.close()
+    back.put("C done")
+
+
+def test_an_imported_buffer_can_be_sent_further() -> None:
+    ctx = mp.get_context("spawn")
+    qa, qb, back = ctx.Queue(), ctx.Queue(), ctx.Queue()
+    pb, outb = _spawn(_forwarder, qa, qb, back)
+    pc, outc = _spawn(_final_importer, qb, back)
+    buf = npu.DeviceBuffer(3 * 4096)
+    buf.fill(0)
+    buf[4096:8192].fill(0x77)
+    qa.put(buf)
+    _join(pc, outc)
+    _join(pb, outb)
+    buf.close()  # both importers are done (the close polls)
+
+
 # ------------------------------------------------------------ explicit handles
 def _open_handle(data: bytes, back: Any) -> None:
     h = pickle.loads(data)

@@ -208,9 +208,11 @@ def handle(buf: DeviceBuffer, pids: object = None) -> IpcMemHandle:
     if not n:
         raise ValueError("an empty DeviceBuffer (0 bytes) has no memory to share")
     m = buf._m
+    if isinstance(m.release, _Release) and m.release.origin is not None:
+        return _forward(buf, m.release, pid_set)
     if m.release is not None:
         raise errors.IpcError(
-            "this DeviceBuffer was imported (DLPack or IPC): only the process that "
+            "this DeviceBuffer was imported through DLPack: only the process that "
             "allocated memory can export it",
             explanation="",
         )
@@ -242,6 +244,31 @@ def handle(buf: DeviceBuffer, pids: object = None) -> IpcMemHandle:
         _physical(buf.device_index),
     )
     weakref.finalize(h, _drop_local, share)
+    return h
+
+
+def _forward(buf: DeviceBuffer, rel: _Release, pids: frozenset[int] | None) -> IpcMemHandle:
+    """A handle of an imported buffer (or a view of it), to share it further: the same
+    export of the original process (its whitelist cannot be changed from here)."""
+    if pids is not None:
+        raise errors.IpcError(
+            "this DeviceBuffer was imported from another process: it can be shared further "
+            "only as it was exported (pids=None); the exporter decides who may import",
+            explanation="",
+        )
+    o = rel.origin
+    assert o is not None
+    h = IpcMemHandle(
+        o.key,
+        o.offset + (buf.ptr - buf._m.ptr),
+        buf.nbytes,
+        o.size,
+        o.pid,
+        o.export,
+        o.path,
+        o.device,
+    )
+    h._hold = buf  # the buffer (and so this process's claim) lives while the handle does
     return h
 
 
@@ -376,12 +403,14 @@ _imports: dict[bytes, list[Any]] = {}
 
 
 class _Release:
-    """``m.release`` of an imported buffer: close the import after its last open."""
+    """``m.release`` of an imported buffer: close the import after its last open.
+    ``origin``: the handle it was opened from (to share it further)."""
 
-    __slots__ = ("key", "use")
+    __slots__ = ("key", "origin", "use")
 
-    def __init__(self, key: bytes, use: _Use | None) -> None:
+    def __init__(self, key: bytes, use: _Use | None, origin: IpcMemHandle | None) -> None:
         self.key, self.use = key, use
+        self.origin = origin
 
     def __call__(self) -> None:
         try:
@@ -427,10 +456,12 @@ def open_handle(h: IpcMemHandle) -> DeviceBuffer:
             "or the same pickled handle was loaded twice",
             explanation="",
         )
-    return _open(h.key.encode(), h.offset, h.nbytes, h.size, use)
+    return _open(h.key.encode(), h.offset, h.nbytes, h.size, use, h)
 
 
-def _open(key: bytes, offset: int, nbytes: int, size: int, use: _Use | None) -> DeviceBuffer:
+def _open(
+    key: bytes, offset: int, nbytes: int, size: int, use: _Use | None, origin: IpcMemHandle
+) -> DeviceBuffer:
     if not (offset >= 0 and nbytes > 0 and offset + nbytes <= size):
         raise ValueError(f"bad IPC handle: [{offset}, {offset + nbytes}) of {size} bytes")
     ctx = _ensure_current(current_device())
@@ -445,7 +476,7 @@ def _open(key: bytes, offset: int, nbytes: int, size: int, use: _Use | None) -> 
         if use is not None:
             use.count += 1
     m = _Mem(entry[0] + offset, nbytes, entry[2].device, entry[2])
-    m.release = _Release(key, use)
+    m.release = _Release(key, use, origin)
     buf = DeviceBuffer.__new__(DeviceBuffer)
     buf._own(m)
     return buf
@@ -495,6 +526,7 @@ class IpcMemHandle:
 
     __slots__ = (
         "__weakref__",
+        "_hold",
         "_use",
         "device",
         "export",
@@ -526,6 +558,7 @@ class IpcMemHandle:
         self.path = path
         self.device = device
         self._use: _Use | None = None
+        self._hold: object = None
 
     def _fields(self) -> tuple[Any, ...]:
         return (

@@ -106,10 +106,12 @@ class Arena:
 
     def live(self) -> dict[int, int]:
         """``{export id: live slots}``; frees the slots of importers that exited."""
+        import struct
+
         out: dict[int, int] = {}
         with _Locked(self.fd):
-            for i in range(NSLOTS):
-                state, pid, export, _tag = _slot(self.mm, i)
+            slots = struct.iter_unpack("<IiII", self.mm[:])  # one copy of 64 KiB
+            for i, (state, pid, export, _tag) in enumerate(slots):
                 if state == FREE:
                     continue
                 if state == IN_USE and not _pid_alive(pid):
@@ -181,9 +183,11 @@ def issue(path: str, export: int) -> tuple[int, int]:
         )
     mm, fd = got
     tag = secrets.randbits(32) or 1
+    import struct
+
     with _Locked(fd):
-        for i in range(NSLOTS):
-            if _slot(mm, i)[0] == FREE:
+        for i, (state, *_rest) in enumerate(struct.iter_unpack("<IiII", mm[:])):
+            if state == FREE:
                 _put(mm, i, ISSUED, 0, export, tag)
                 return i, tag
     raise errors.IpcError(
