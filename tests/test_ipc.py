@@ -26,6 +26,7 @@ import pytest
 
 import pyacl_rt as npu
 from pyacl_rt import errors
+from pyacl_rt._memory import backend
 
 TIMEOUT_S = 120
 MIB = 1 << 20
@@ -206,6 +207,31 @@ def test_explicit_handle_pickles_and_opens_in_another_process() -> None:
     buf.close()
 
 
+def test_native_allocations_are_exported_whole() -> None:
+    prev = backend.select("native")  # one aclrtMalloc per buffer
+    try:
+        buf = npu.DeviceBuffer(MIB)
+        buf.copy_from_host(bytes(range(256)) * 16 * 256)
+        view = buf[MIB - 4096 :]
+        h = view.ipc_handle()
+        assert h.offset == MIB - 4096 and h.size >= MIB  # the allocation, and the offset
+        ctx = mp.get_context("spawn")
+        back = ctx.Queue()
+        p, out = _spawn(_open_tail, pickle.dumps(h), back)
+        assert back.get(timeout=TIMEOUT_S) == "done"
+        _join(p, out)
+        del h, view
+        buf.close()
+    finally:
+        backend.select(prev.name)
+
+
+def _open_tail(data: bytes, back: Any) -> None:
+    with npu.DeviceBuffer.from_ipc_handle(pickle.loads(data)) as buf:
+        assert bytes(buf.copy_to_host()) == bytes(range(256)) * 16
+    back.put("done")
+
+
 def test_plain_pickle_of_a_buffer_still_refuses() -> None:
     with npu.DeviceBuffer(512) as buf, pytest.raises(TypeError, match="cannot be pickled"):
         pickle.dumps(buf)
@@ -340,6 +366,24 @@ def test_interprocess_event_wait_follows_the_other_record() -> None:
     _join(p, out)
     s.synchronize()
     assert npu.ipc_collect() >= 0
+
+
+def _open_destroyed_event(data: bytes, back: Any) -> None:
+    with pytest.raises(errors.IpcError, match="aclrtIpcOpenEventHandle"):
+        npu.Event.from_ipc_handle(pickle.loads(data))
+    back.put("refused")
+
+
+def test_opening_an_event_its_creator_destroyed_raises() -> None:
+    ev = npu.Event(interprocess=True)
+    data = pickle.dumps(ev.ipc_handle())
+    ev.close()  # destroyed before the other process opened it (ACL: do not)
+    ctx = mp.get_context("spawn")
+    back = ctx.Queue()
+    p, out = _spawn(_open_destroyed_event, data, back)
+    assert back.get(timeout=TIMEOUT_S) == "refused"
+    _join(p, out)
+    assert npu.ipc_collect() >= 1  # the slot was given back by the failed open
 
 
 def test_interprocess_event_rules() -> None:

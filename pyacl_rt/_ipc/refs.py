@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import threading
 from typing import Any, Final
 
@@ -99,7 +98,7 @@ class Arena:
         import mmap
 
         self.pid = os.getpid()
-        self.path = f"{_DIR}/pyacl_rt-ipc-{self.pid}-{secrets.token_hex(6)}"
+        self.path = f"{_DIR}/pyacl_rt-ipc-{self.pid}-{os.urandom(6).hex()}"
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         os.ftruncate(self.fd, NSLOTS * SLOT_SIZE)
         self.mm = mmap.mmap(self.fd, NSLOTS * SLOT_SIZE)
@@ -182,7 +181,7 @@ def issue(path: str, export: int) -> tuple[int, int]:
             explanation="",
         )
     mm, fd = got
-    tag = secrets.randbits(32) or 1
+    tag = int.from_bytes(os.urandom(4), "little") or 1
     import struct
 
     with _Locked(fd):
