@@ -227,7 +227,10 @@ def handle(buf: DeviceBuffer, pids: object = None) -> IpcMemHandle:
         share = _shares.get(skey)
         if share is None or share.m is not m:
             share = _Share(buf, m, seg)
-            if not m.add_export(share.token):
+            if not m.add_export(share.token):  # closed by another thread meanwhile
+                if seg.shares <= 0:
+                    del _segments[(base, pid_set is not None)]
+                    _close_key(seg)
                 raise errors.ObjectClosedError("this DeviceBuffer is closed", explanation="")
             seg.shares += 1
             _shares[skey] = share
