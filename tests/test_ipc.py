@@ -180,6 +180,37 @@ def test_an_imported_buffer_can_be_sent_further() -> None:
     buf.close()  # both importers are done (the close polls)
 
 
+def _many(q: Any, back: Any, n: int) -> None:
+    bufs = [q.get() for _ in range(n)]
+    assert [b[:1].copy_to_host()[0] for b in bufs] == [i % 256 for i in range(n)]
+    for b in bufs[::2]:
+        b.close()  # half closed, the other half left to the process exit
+    back.put("half")
+    assert q.get() == "exit"
+
+
+def test_many_buffers_and_an_importer_that_exits_without_closing() -> None:
+    n = 40
+    ctx = mp.get_context("spawn")
+    q, back = ctx.Queue(), ctx.Queue()
+    p, out = _spawn(_many, q, back, n)
+    bufs = [npu.DeviceBuffer(4096) for _ in range(n)]
+    for i, b in enumerate(bufs):
+        b.fill(i % 256)
+        q.put(b)
+    assert back.get(timeout=TIMEOUT_S) == "half"
+    npu.ipc_collect()
+    for b in bufs[::2]:
+        b.close()  # their imports were closed
+    with pytest.raises(BufferError):
+        bufs[1].close()
+    q.put("exit")
+    _join(p, out)
+    npu.ipc_collect()  # the importer's pid is gone: its slots count as released
+    for b in bufs[1::2]:
+        b.close()
+
+
 # ------------------------------------------------------------ explicit handles
 def _open_handle(data: bytes, back: Any) -> None:
     h = pickle.loads(data)

@@ -433,6 +433,9 @@ class _Release:
                                 rc,
                                 recent_error_message(),
                             )
+            # The handle it was opened from goes first (its finalizer drops the
+            # handle's own count if nothing else holds it), then this buffer's count.
+            self.origin = None
             use, self.use = self.use, None
             if use is not None:
                 use.drop()
