@@ -12,6 +12,7 @@ the lazy registration of the reductions.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import multiprocessing as mp
 import pickle
@@ -370,8 +371,13 @@ def _event_waiter(q: Any, back: Any) -> None:
     assert isinstance(ev, npu.Event) and ev.interprocess
     assert not ev.query()  # the exporter's record waits behind its gate
     back.put("pending")
-    ev.synchronize()  # ends when the exporter's stream passes the record
+
+    async def wait() -> None:
+        await ev  # completes from the runtime once the exporter's record ran
+
+    asyncio.run(asyncio.wait_for(wait(), TIMEOUT_S))
     assert ev.query()
+    ev.synchronize()
     s = npu.Stream()
     ev.wait(s)  # a device-side wait on it works too
     s.synchronize()
