@@ -409,6 +409,7 @@ MOCK_HIDDEN bool core_is_initialized(void);
 #define CORE_LEVEL_STREAM 100
 #define CORE_LEVEL_MEM 200
 #define CORE_LEVEL_MISC 300
+#define CORE_LEVEL_GRAPH 400
 
 /* What aclInit passes to the init hooks: the function name for error messages and
  * the configuration file (path NULL and text NULL when aclInit got none). */

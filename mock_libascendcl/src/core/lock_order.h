@@ -128,6 +128,13 @@
       MOCK_HOLDS_LIFECYCLE)                                                                             \
     X(MOCK_LOCK_ALLOCATOR_DESCS, "mem/allocator.c g_descs (handle set)",                                \
       "the allocator descriptors and the allocators registered on streams", MOCK_HOLDS_LIFECYCLE)                                              \
+    /* --------------------------------------------------------------- graph */                        \
+    X(MOCK_LOCK_GRAPH, "graph/model.c g_graph_mu",                                                       \
+      "models, their streams and tasks, captures, stream bindings, event marks, task groups, labels",  \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_GRAPH_EXEC, "graph/model.c graph_model.xmu",                                             \
+      "one model's runs: activations, record generations, task arguments swapped by an update",       \
+      MOCK_HOLDS_LIFECYCLE | MOCK_HOLDS(MOCK_LOCK_GRAPH))                                               \
     /* ---------------------------------------------------------------- misc */                        \
     X(MOCK_LOCK_DATA_BUFFERS, "misc/util.c g_buffers (handle set)", "the live aclDataBuffer handles",  \
       MOCK_HOLDS_LIFECYCLE)                                                                             \

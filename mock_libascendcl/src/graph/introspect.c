@@ -1,0 +1,335 @@
+/*
+ * introspect.c - reading and editing a model's tasks (aclmdlRIGetStreams,
+ * aclmdlRIGetTasksByStream, aclmdlRITask*, aclmdlRIKernelTaskGetAttribute,
+ * aclmdlRITaskDisable, aclmdlRIUpdate; acl_next_semantics.md §2.10).
+ *
+ * The streams of a captured model are the model's own stream handles (valid
+ * for aclmdlRIGetTasksByStream only, not for submitting work); those of a
+ * built model are the bound streams. SetParams and Disable are staged on the
+ * task and take effect at aclmdlRIUpdate, which fails (107040) while the model
+ * is capturing, building or running.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "stream/stream.h"
+#include "graph/graph.h"
+#include "graph/graph_private.h"
+
+aclError aclmdlRIGetStreams(aclmdlRI modelRI, aclrtStream *streams, uint32_t *numStreams)
+{
+    static const char fn[] = "aclmdlRIGetStreams";
+    MOCK_REQUIRE_NONNULL(fn, modelRI);
+    MOCK_REQUIRE_NONNULL(fn, numStreams);
+    MOCK_ENTER(fn);
+    aclError rc = graph_soc_check(fn, GRAPH_SOC_EDIT);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    graph_lock();
+    graph_model *m = graph_model_find_locked(modelRI);
+    uint32_t n = 0;
+    if (m == NULL) {
+        rc = ACL_ERROR_RT_PARAM_INVALID;
+    } else {
+        for (size_t i = 0; i < m->nstreams; i++) {
+            n += (m->captured || !m->streams[i]->ended || m->streams[i]->user != NULL) ? 1u : 0u;
+        }
+        if (streams != NULL && *numStreams < n) {
+            rc = ACL_ERROR_RT_INSUFFICIENT_INPUT_ARRAY;
+        } else if (streams != NULL) {
+            uint32_t k = 0;
+            for (size_t i = 0; i < m->nstreams; i++) {
+                graph_mstream *ms = m->streams[i];
+                if (m->captured) {
+                    streams[k++] = (aclrtStream)ms;
+                } else if (ms->user != NULL) {
+                    streams[k++] = (aclrtStream)ms->user;
+                }
+            }
+            n = k;
+        }
+    }
+    graph_unlock();
+    if (rc == ACL_ERROR_RT_PARAM_INVALID) {
+        return core_error(fn, rc, "argument 'modelRI' (%p) is not a live model run instance", modelRI);
+    }
+    if (rc != ACL_SUCCESS) {
+        return core_error(fn, rc, "the array holds %u streams, the model has %u", *numStreams, n);
+    }
+    *numStreams = n;
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRIGetTasksByStream(aclrtStream stream, aclmdlRITask *tasks, uint32_t *numTasks)
+{
+    static const char fn[] = "aclmdlRIGetTasksByStream";
+    MOCK_REQUIRE_NONNULL(fn, stream);
+    MOCK_REQUIRE_NONNULL(fn, numTasks);
+    MOCK_ENTER(fn);
+    aclError rc = graph_soc_check(fn, GRAPH_SOC_EDIT);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    /* a built model's bound stream is a real stream: resolve it before the lock */
+    mock_stream *s = NULL;
+    graph_lock();
+    graph_mstream *ms = graph_mstream_find_locked(stream);
+    graph_unlock();
+    if (ms == NULL) {
+        rc = stream_acquire(fn, stream, false, &s);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+    }
+    uint32_t n = 0;
+    graph_lock();
+    if (ms == NULL) {
+        ms = graph_bound_find_locked(s);
+    } else {
+        ms = graph_mstream_find_locked(stream);
+    }
+    if (ms == NULL) {
+        rc = ACL_ERROR_RT_PARAM_INVALID;
+    } else {
+        n = (uint32_t)ms->n;
+        if (tasks != NULL && *numTasks < n) {
+            rc = ACL_ERROR_RT_INSUFFICIENT_INPUT_ARRAY;
+        } else if (tasks != NULL) {
+            for (uint32_t i = 0; i < n; i++) {
+                tasks[i] = ms->tasks[i];
+            }
+        }
+    }
+    graph_unlock();
+    if (s != NULL) {
+        stream_release(s);
+    }
+    if (rc == ACL_ERROR_RT_PARAM_INVALID) {
+        return core_error(fn, rc, "argument 'stream' does not belong to a model (aclmdlRIGetStreams)");
+    }
+    if (rc != ACL_SUCCESS) {
+        return core_error(fn, rc, "the array holds %u tasks, the stream has %u", *numTasks, n);
+    }
+    *numTasks = n;
+    return ACL_SUCCESS;
+}
+
+/* The task behind a handle, g_graph held on success. */
+static aclError task_get(const char *fn, aclmdlRITask task, graph_task **out)
+{
+    if (task == NULL) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'task' is NULL");
+    }
+    aclError rc = graph_soc_check(fn, GRAPH_SOC_EDIT);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    graph_lock();
+    if (!graph_task_is_live_locked(task)) {
+        graph_unlock();
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'task' (%p) is not a live model task", task);
+    }
+    *out = task;
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRITaskGetSeqId(aclmdlRITask task, uint32_t *id)
+{
+    static const char fn[] = "aclmdlRITaskGetSeqId";
+    MOCK_REQUIRE_NONNULL(fn, id);
+    MOCK_ENTER(fn);
+    graph_task *t;
+    aclError rc = task_get(fn, task, &t);
+    if (rc == ACL_SUCCESS) {
+        *id = t->seq;
+        graph_unlock();
+    }
+    return rc;
+}
+
+aclError aclmdlRITaskGetType(aclmdlRITask task, aclmdlRITaskType *type)
+{
+    static const char fn[] = "aclmdlRITaskGetType";
+    MOCK_REQUIRE_NONNULL(fn, type);
+    MOCK_ENTER(fn);
+    graph_task *t;
+    aclError rc = task_get(fn, task, &t);
+    if (rc == ACL_SUCCESS) {
+        *type = (aclmdlRITaskType)t->type;
+        graph_unlock();
+    }
+    return rc;
+}
+
+aclError aclmdlRITaskGetParams(aclmdlRITask task, aclmdlRITaskParams *params)
+{
+    static const char fn[] = "aclmdlRITaskGetParams";
+    MOCK_REQUIRE_NONNULL(fn, params);
+    MOCK_ENTER(fn);
+    graph_task *t;
+    aclError rc = task_get(fn, task, &t);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    memset(params, 0, sizeof(*params));
+    params->type = (aclmdlRITaskType)t->type;
+    params->taskGrp = t->grp;
+    params->opInfoPtr = t->op_info;
+    params->opInfoSize = t->op_info_size;
+    switch (t->type) {
+    case ACL_MODEL_RI_TASK_EVENT_RECORD:
+        params->eventRecordTaskParams.event = t->event;
+        params->eventRecordTaskParams.eventFlag = t->event_flags;
+        params->eventRecordTaskParams.recordFlag = t->op_flag;
+        break;
+    case ACL_MODEL_RI_TASK_EVENT_WAIT:
+        params->eventWaitTaskParams.event = t->event;
+        params->eventWaitTaskParams.eventFlag = t->event_flags;
+        params->eventWaitTaskParams.waitFlag = t->op_flag;
+        break;
+    case ACL_MODEL_RI_TASK_EVENT_RESET:
+        params->eventResetTaskParams.event = t->event;
+        params->eventResetTaskParams.eventFlag = t->event_flags;
+        break;
+    default:
+        if (t->kind == GT_OP && t->t.ops != NULL && t->t.ops->get_params != NULL) {
+            if (t->has_pending) {
+                *params = t->pending; /* staged by SetParams, not yet applied */
+            } else {
+                rc = t->t.ops->get_params(t->t.arg, params);
+            }
+        }
+        break;
+    }
+    graph_unlock();
+    return rc;
+}
+
+aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params)
+{
+    static const char fn[] = "aclmdlRITaskSetParams";
+    MOCK_REQUIRE_NONNULL(fn, params);
+    MOCK_ENTER(fn);
+    graph_task *t;
+    aclError rc = task_get(fn, task, &t);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    const char *why = NULL;
+    if ((int)params->type != t->type) {
+        rc = ACL_ERROR_INVALID_PARAM;
+        why = "params->type differs from the task's type";
+    } else if (t->kind != GT_OP || t->t.ops == NULL || t->t.ops->set_params == NULL) {
+        rc = ACL_ERROR_RT_PARAM_INVALID;
+        why = "the parameters of this task type cannot be set (event parameters are output only)";
+    } else {
+        t->pending = *params;
+        t->has_pending = true;
+    }
+    graph_unlock();
+    if (rc != ACL_SUCCESS) {
+        return core_error(fn, rc, "%s", why);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRIKernelTaskGetAttribute(aclmdlRITask task, aclrtLaunchKernelAttrId attrId,
+                                        aclrtLaunchKernelAttrValue *attrValue)
+{
+    static const char fn[] = "aclmdlRIKernelTaskGetAttribute";
+    MOCK_REQUIRE_NONNULL(fn, attrValue);
+    (void)attrId;
+    MOCK_ENTER(fn);
+    graph_task *t;
+    aclError rc = task_get(fn, task, &t);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    bool kernel = t->type == ACL_MODEL_RI_TASK_KERNEL;
+    graph_unlock();
+    if (!kernel) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "the task is not a KERNEL task");
+    }
+    /* kernel launches are not simulated by this branch of the mock yet */
+    return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "kernel task attributes are not simulated");
+}
+
+aclError aclmdlRITaskDisable(aclmdlRITask task)
+{
+    static const char fn[] = "aclmdlRITaskDisable";
+    MOCK_ENTER(fn);
+    graph_task *t;
+    aclError rc = task_get(fn, task, &t);
+    if (rc == ACL_SUCCESS) {
+        t->pending_disable = true; /* applied by aclmdlRIUpdate */
+        graph_unlock();
+    }
+    return rc;
+}
+
+static void apply_model_locked(const char *fn, graph_model *m, aclError *rc)
+{
+    for (size_t i = 0; i < m->nstreams; i++) {
+        graph_mstream *ms = m->streams[i];
+        for (size_t k = 0; k < ms->n; k++) {
+            graph_task *t = ms->tasks[k];
+            if (t->pending_disable) {
+                t->disabled = true;
+                t->pending_disable = false;
+            }
+            if (t->has_pending) {
+                aclError r = t->t.ops->set_params(fn, t->t.arg, &t->pending);
+                t->has_pending = false;
+                if (r != ACL_SUCCESS && *rc == ACL_SUCCESS) {
+                    *rc = r;
+                }
+            }
+            for (uint32_t j = 0; t->kind == GT_COND && j < t->nsub; j++) {
+                apply_model_locked(fn, t->subs[j], rc);
+            }
+        }
+    }
+}
+
+aclError aclmdlRIUpdate(aclmdlRI modelRI)
+{
+    static const char fn[] = "aclmdlRIUpdate";
+    MOCK_REQUIRE_NONNULL(fn, modelRI);
+    MOCK_ENTER(fn);
+    aclError rc = graph_soc_check(fn, GRAPH_SOC_EDIT);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    const char *why = NULL;
+    graph_lock();
+    graph_model *m = graph_model_find_locked(modelRI);
+    if (m == NULL) {
+        rc = ACL_ERROR_RT_PARAM_INVALID;
+        why = "argument 'modelRI' is not a live model run instance";
+    } else if (m->state != GRAPH_READY) {
+        rc = ACL_ERROR_RT_MODEL_UPDATE_FAILED;
+        why = "the model is not fully captured or built";
+    } else {
+        core_mutex_lock(&m->xmu);
+        bool busy = m->running || m->pending_runs > 0;
+        core_mutex_unlock(&m->xmu);
+        if (busy) {
+            rc = ACL_ERROR_RT_MODEL_UPDATE_FAILED;
+            why = "the model is executing";
+        } else {
+            aclError r = ACL_SUCCESS;
+            apply_model_locked(fn, m, &r);
+            if (r != ACL_SUCCESS) {
+                rc = ACL_ERROR_RT_MODEL_UPDATE_FAILED;
+                why = "a parameter update failed (see the previous message)";
+            }
+        }
+    }
+    graph_unlock();
+    if (rc != ACL_SUCCESS) {
+        return core_error(fn, rc, "%s", why);
+    }
+    return ACL_SUCCESS;
+}
