@@ -40,7 +40,8 @@ enum graph_state {
     GRAPH_CAPTURING,   /* CAPTURE_ACTIVE */
     GRAPH_INVALIDATED, /* CAPTURE_INVALIDATED: End returns 507903 */
     GRAPH_BUILDING,    /* aclmdlRIBuildBegin .. BuildEnd */
-    GRAPH_READY
+    GRAPH_READY,
+    GRAPH_UPDATING     /* aclmdlRIUpdate applying edits (no lock held) */
 };
 
 /* What a model task does when the model runs. */

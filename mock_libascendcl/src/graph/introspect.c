@@ -269,25 +269,31 @@ aclError aclmdlRITaskDisable(aclmdlRITask task)
     return rc;
 }
 
-static void apply_model_locked(const char *fn, graph_model *m, aclError *rc)
+/* Applies the staged edits of a model in GRAPH_UPDATING (no lock held: a
+ * parameter check touches the memory registry; the state keeps runs, edits
+ * and destruction away meanwhile). */
+static void apply_model(const char *fn, graph_model *m, aclError *rc)
 {
     for (size_t i = 0; i < m->nstreams; i++) {
         graph_mstream *ms = m->streams[i];
         for (size_t k = 0; k < ms->n; k++) {
             graph_task *t = ms->tasks[k];
-            if (t->pending_disable) {
+            graph_lock();
+            bool disable = t->pending_disable;
+            bool edit = t->has_pending;
+            aclmdlRITaskParams p = t->pending;
+            t->pending_disable = false;
+            t->has_pending = false;
+            graph_unlock();
+            aclError r = edit ? t->t.ops->set_params(fn, t->t.arg, &p) : ACL_SUCCESS;
+            if (disable) {
                 t->disabled = true;
-                t->pending_disable = false;
             }
-            if (t->has_pending) {
-                aclError r = t->t.ops->set_params(fn, t->t.arg, &t->pending);
-                t->has_pending = false;
-                if (r != ACL_SUCCESS && *rc == ACL_SUCCESS) {
-                    *rc = r;
-                }
+            if (r != ACL_SUCCESS && *rc == ACL_SUCCESS) {
+                *rc = r;
             }
             for (uint32_t j = 0; t->kind == GT_COND && j < t->nsub; j++) {
-                apply_model_locked(fn, t->subs[j], rc);
+                apply_model(fn, t->subs[j], rc);
             }
         }
     }
@@ -319,15 +325,21 @@ aclError aclmdlRIUpdate(aclmdlRI modelRI)
             rc = ACL_ERROR_RT_MODEL_UPDATE_FAILED;
             why = "the model is executing";
         } else {
-            aclError r = ACL_SUCCESS;
-            apply_model_locked(fn, m, &r);
-            if (r != ACL_SUCCESS) {
-                rc = ACL_ERROR_RT_MODEL_UPDATE_FAILED;
-                why = "a parameter update failed (see the previous message)";
-            }
+            m->state = GRAPH_UPDATING; /* READY -> UPDATING -> READY (D-GRAPH#7.2) */
         }
     }
     graph_unlock();
+    if (rc == ACL_SUCCESS) {
+        aclError r = ACL_SUCCESS;
+        apply_model(fn, m, &r);
+        graph_lock();
+        m->state = GRAPH_READY;
+        graph_unlock();
+        if (r != ACL_SUCCESS) {
+            rc = ACL_ERROR_RT_MODEL_UPDATE_FAILED;
+            why = "a parameter update failed (see the previous message)";
+        }
+    }
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "%s", why);
     }

@@ -518,6 +518,9 @@ aclError aclmdlRIDestroy(aclmdlRI modelRI)
     } else if (m->state == GRAPH_CAPTURING) {
         rc = ACL_ERROR_RT_MODEL_CAPTURED;
         why = "the model is still capturing (end the capture first)";
+    } else if (m->state == GRAPH_UPDATING) {
+        rc = ACL_ERROR_RT_MODEL_RUNNING;
+        why = "aclmdlRIUpdate is applying edits to the model";
     } else {
         core_mutex_lock(&m->xmu);
         bool busy = m->running || m->pending_runs > 0;
