@@ -119,86 +119,95 @@ static aclError run_cond(graph_model *m, graph_task *t)
     return rc;
 }
 
+/* What the executor of a stream does after a task. */
+enum step_next { STEP_NEXT, STEP_STOP, STEP_JUMP };
+
+static void activate(graph_model *m, graph_mstream *ms, size_t pos)
+{
+    core_mutex_lock(&m->xmu);
+    activate_locked(m, ms, pos);
+    core_mutex_unlock(&m->xmu);
+}
+
+/* Runs one task of `ms` (no lock held). STEP_JUMP sets *jump to the position
+ * where the stream continues. */
+static enum step_next step(graph_model *m, graph_mstream *ms, graph_task *t, size_t *jump, aclError *rc)
+{
+    switch (t->kind) {
+    case GT_OP: {
+        core_mutex_lock(&m->xmu);
+        stream_task tk = t->t; /* a task-group update swaps it under xmu */
+        core_mutex_unlock(&m->xmu);
+        core_lock_check_none("running a model task");
+        *rc = tk.fn(tk.arg);
+        return STEP_NEXT;
+    }
+    case GT_EDGE_RECORD:
+        core_mutex_lock(&m->xmu);
+        t->rec_gen = m->gen;
+        pthread_cond_broadcast(&m->xcv);
+        core_mutex_unlock(&m->xmu);
+        return STEP_NEXT;
+    case GT_EDGE_WAIT:
+        core_mutex_lock(&m->xmu);
+        while (t->rec->rec_gen != m->gen && !atomic_load(&m->stop)) {
+            if (stream_task_wait(&m->xcv, &m->xmu, NULL) == ECANCELED) {
+                fail_locked(m, ACL_ERROR_RT_STREAM_ABORT);
+            }
+        }
+        core_mutex_unlock(&m->xmu);
+        return STEP_NEXT;
+    case GT_ACTIVE:
+        activate(m, t->target, 0);
+        return STEP_NEXT;
+    case GT_SWITCH_STREAM:
+        if (!compare(t)) {
+            return STEP_NEXT;
+        }
+        activate(m, t->target, 0);
+        return STEP_STOP; /* only the true stream continues */
+    case GT_SWITCH_LABEL: {
+        uint32_t idx = (uint32_t)graph_read_device(t->ptr, 4);
+        size_t n = t->list->n;
+        graph_label *l = t->list->labels[idx < n ? idx : n - 1]; /* past the end: the last label */
+        if (l->ms == NULL || l->ms->m != m) {
+            *rc = ACL_ERROR_RT_MODEL_EXECUTE; /* the label is not set in this model */
+            return STEP_STOP;
+        }
+        if (l->ms == ms) {
+            *jump = l->pos; /* a jump on the stream itself */
+            return STEP_JUMP;
+        }
+        activate(m, l->ms, l->pos);
+        return STEP_STOP; /* the current stream stops */
+    }
+    case GT_COND:
+        *rc = run_cond(m, t);
+        return STEP_NEXT;
+    default:
+        return STEP_NEXT;
+    }
+}
+
 /* Runs one activation of a model stream from `pos` (no lock held). */
 static void run_stream(graph_model *m, graph_mstream *ms, size_t pos)
 {
-    for (size_t i = pos; i < ms->n && !atomic_load(&m->stop); i++) {
+    size_t i = pos;
+    while (i < ms->n && !atomic_load(&m->stop)) {
         graph_task *t = ms->tasks[i];
-        if (t->disabled) {
-            continue;
-        }
         aclError rc = ACL_SUCCESS;
-        switch (t->kind) {
-        case GT_OP: {
-            core_mutex_lock(&m->xmu);
-            stream_task tk = t->t; /* a task-group update swaps it under xmu */
-            core_mutex_unlock(&m->xmu);
-            core_lock_check_none("running a model task");
-            rc = tk.fn(tk.arg);
-            break;
-        }
-        case GT_EDGE_RECORD:
-            core_mutex_lock(&m->xmu);
-            t->rec_gen = m->gen;
-            pthread_cond_broadcast(&m->xcv);
-            core_mutex_unlock(&m->xmu);
-            break;
-        case GT_EDGE_WAIT:
-            core_mutex_lock(&m->xmu);
-            while (t->rec->rec_gen != m->gen && !atomic_load(&m->stop)) {
-                if (stream_task_wait(&m->xcv, &m->xmu, NULL) == ECANCELED) {
-                    fail_locked(m, ACL_ERROR_RT_STREAM_ABORT);
-                }
-            }
-            core_mutex_unlock(&m->xmu);
-            break;
-        case GT_ACTIVE:
-            core_mutex_lock(&m->xmu);
-            activate_locked(m, t->target, 0);
-            core_mutex_unlock(&m->xmu);
-            break;
-        case GT_SWITCH_STREAM:
-            if (compare(t)) {
-                core_mutex_lock(&m->xmu);
-                activate_locked(m, t->target, 0);
-                core_mutex_unlock(&m->xmu);
-                return; /* only the true stream continues */
-            }
-            break;
-        case GT_SWITCH_LABEL: {
-            uint32_t idx = (uint32_t)graph_read_device(t->ptr, 4);
-            size_t n = t->list->n;
-            graph_label *l = t->list->labels[idx < n ? idx : n - 1]; /* past the end: the last label */
-            if (l->ms == NULL || l->ms->m != m) {
-                rc = ACL_ERROR_RT_MODEL_EXECUTE;
-                break;
-            }
-            core_mutex_lock(&m->xmu);
-            if (l->ms == ms) {
-                /* a jump on the stream itself: continue from the label */
-                core_mutex_unlock(&m->xmu);
-                i = l->pos - 1;
-                if (l->pos == 0) {
-                    i = (size_t)-1;
-                }
-                continue;
-            }
-            activate_locked(m, l->ms, l->pos);
-            core_mutex_unlock(&m->xmu);
-            return; /* the current stream stops */
-        }
-        case GT_COND:
-            rc = run_cond(m, t);
-            break;
-        default:
-            break;
-        }
+        size_t jump = 0;
+        enum step_next next = t->disabled ? STEP_NEXT : step(m, ms, t, &jump, &rc);
         if (rc != ACL_SUCCESS) {
             core_mutex_lock(&m->xmu);
             fail_locked(m, rc);
             core_mutex_unlock(&m->xmu);
-            return;
+            break;
         }
+        if (next == STEP_STOP) {
+            break;
+        }
+        i = next == STEP_JUMP ? jump : i + 1;
     }
 }
 

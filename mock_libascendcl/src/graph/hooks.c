@@ -21,9 +21,11 @@ static const core_subsystem graph_subsystem = {
     .stream_destroyed = graph_stream_destroyed,
 };
 
-MOCK_REGISTER_SUBSYSTEM(graph_subsystem)
-
-__attribute__((constructor)) static void graph_port_register_(void)
+/* The capture port, from a constructor like the descriptor: registered before
+ * the first ACL call, whatever the link order. */
+static __attribute__((constructor)) void graph_port_register_(void)
 {
     stream_capture_register(&graph_port);
 }
+
+MOCK_REGISTER_SUBSYSTEM(graph_subsystem)
