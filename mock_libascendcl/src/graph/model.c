@@ -387,6 +387,7 @@ void graph_model_teardown_locked(graph_model *m)
         return;
     }
     core_registry_erase(&g_models, m);
+    graph_exec_shutdown(m); /* the executors go first: they point at the model streams */
     graph_unbind_all_locked(m);
     graph_forget_events_locked(m);
     /* labels set on this model's streams are unset (D-MDL#模型销毁流程) */
@@ -446,7 +447,6 @@ void graph_model_teardown_locked(graph_model *m)
     m->children = NULL;
     free(m->cbs);
     m->cbs = NULL;
-    graph_exec_shutdown(m); /* takes only xmu */
     graph_model_put(m);
 }
 
