@@ -78,8 +78,8 @@ aclError aclmdlRIBindStream(aclmdlRI modelRI, aclrtStream stream, uint32_t flag)
                           "argument 'flag' is 0x%x (ACL_MODEL_STREAM_FLAG_HEAD 0x0 or _DEFAULT 0x7FFFFFFF)", flag);
     }
     MOCK_ENTER(fn);
-    graph_model *m;
-    mock_stream *s;
+    graph_model *m = NULL;
+    mock_stream *s = NULL;
     aclError rc = model_and_stream(fn, modelRI, stream, &m, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -137,8 +137,8 @@ aclError aclmdlRIEndTask(aclmdlRI modelRI, aclrtStream stream)
 {
     static const char fn[] = "aclmdlRIEndTask";
     MOCK_ENTER(fn);
-    graph_model *m;
-    mock_stream *s;
+    graph_model *m = NULL;
+    mock_stream *s = NULL;
     aclError rc = model_and_stream(fn, modelRI, stream, &m, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -183,8 +183,8 @@ aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream)
 {
     static const char fn[] = "aclmdlRIUnbindStream";
     MOCK_ENTER(fn);
-    graph_model *m;
-    mock_stream *s;
+    graph_model *m = NULL;
+    mock_stream *s = NULL;
     aclError rc = model_and_stream(fn, modelRI, stream, &m, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -471,7 +471,7 @@ aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream)
 {
     static const char fn[] = "aclrtActiveStream";
     MOCK_ENTER(fn);
-    graph_mstream *ms, *target;
+    graph_mstream *ms = NULL, *target = NULL;
     aclError rc = two_streams(fn, activeStream, stream, "activeStream", &ms, &target);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -507,7 +507,7 @@ aclError aclrtSwitchStream(void *leftValue, aclrtCondition cond, void *rightValu
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "leftValue and rightValue must be %zu bytes of device memory",
                           n);
     }
-    graph_mstream *ms, *target;
+    graph_mstream *ms = NULL, *target = NULL;
     aclError rc = two_streams(fn, trueStream, stream, "trueStream", &ms, &target);
     if (rc != ACL_SUCCESS) {
         return rc;

@@ -140,7 +140,7 @@ aclError aclmdlRITaskGetSeqId(aclmdlRITask task, uint32_t *id)
     static const char fn[] = "aclmdlRITaskGetSeqId";
     MOCK_REQUIRE_NONNULL(fn, id);
     MOCK_ENTER(fn);
-    graph_task *t;
+    graph_task *t = NULL;
     aclError rc = task_get(fn, task, &t);
     if (rc == ACL_SUCCESS) {
         *id = t->seq;
@@ -154,7 +154,7 @@ aclError aclmdlRITaskGetType(aclmdlRITask task, aclmdlRITaskType *type)
     static const char fn[] = "aclmdlRITaskGetType";
     MOCK_REQUIRE_NONNULL(fn, type);
     MOCK_ENTER(fn);
-    graph_task *t;
+    graph_task *t = NULL;
     aclError rc = task_get(fn, task, &t);
     if (rc == ACL_SUCCESS) {
         *type = (aclmdlRITaskType)t->type;
@@ -168,7 +168,7 @@ aclError aclmdlRITaskGetParams(aclmdlRITask task, aclmdlRITaskParams *params)
     static const char fn[] = "aclmdlRITaskGetParams";
     MOCK_REQUIRE_NONNULL(fn, params);
     MOCK_ENTER(fn);
-    graph_task *t;
+    graph_task *t = NULL;
     aclError rc = task_get(fn, task, &t);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -212,7 +212,7 @@ aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params)
     static const char fn[] = "aclmdlRITaskSetParams";
     MOCK_REQUIRE_NONNULL(fn, params);
     MOCK_ENTER(fn);
-    graph_task *t;
+    graph_task *t = NULL;
     aclError rc = task_get(fn, task, &t);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -242,7 +242,7 @@ aclError aclmdlRIKernelTaskGetAttribute(aclmdlRITask task, aclrtLaunchKernelAttr
     MOCK_REQUIRE_NONNULL(fn, attrValue);
     (void)attrId;
     MOCK_ENTER(fn);
-    graph_task *t;
+    graph_task *t = NULL;
     aclError rc = task_get(fn, task, &t);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -260,7 +260,7 @@ aclError aclmdlRITaskDisable(aclmdlRITask task)
 {
     static const char fn[] = "aclmdlRITaskDisable";
     MOCK_ENTER(fn);
-    graph_task *t;
+    graph_task *t = NULL;
     aclError rc = task_get(fn, task, &t);
     if (rc == ACL_SUCCESS) {
         t->pending_disable = true; /* applied by aclmdlRIUpdate */

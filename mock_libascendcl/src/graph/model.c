@@ -506,7 +506,7 @@ aclError aclmdlRIDestroy(aclmdlRI modelRI)
 {
     static const char fn[] = "aclmdlRIDestroy";
     MOCK_ENTER(fn);
-    graph_model *m;
+    graph_model *m = NULL;
     aclError rc = model_get_locked(fn, modelRI, &m);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -553,7 +553,7 @@ aclError aclmdlRISetName(aclmdlRI modelRI, const char *name)
     static const char fn[] = "aclmdlRISetName";
     MOCK_REQUIRE_NONNULL(fn, name);
     MOCK_ENTER(fn);
-    graph_model *m;
+    graph_model *m = NULL;
     aclError rc = model_get_locked(fn, modelRI, &m);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -572,7 +572,7 @@ aclError aclmdlRIGetName(aclmdlRI modelRI, uint32_t maxLen, char *name)
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'maxLen' is 0");
     }
     MOCK_ENTER(fn);
-    graph_model *m;
+    graph_model *m = NULL;
     aclError rc = model_get_locked(fn, modelRI, &m);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -594,7 +594,7 @@ aclError aclmdlRIGetId(aclmdlRI modelRI, uint32_t *modelRIId)
     static const char fn[] = "aclmdlRIGetId";
     MOCK_REQUIRE_NONNULL(fn, modelRIId);
     MOCK_ENTER(fn);
-    graph_model *m;
+    graph_model *m = NULL;
     aclError rc = model_get_locked(fn, modelRI, &m);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -609,7 +609,7 @@ aclError aclmdlRIDestroyRegisterCallback(aclmdlRI modelRI, aclrtCallback func, v
     static const char fn[] = "aclmdlRIDestroyRegisterCallback";
     MOCK_REQUIRE_NONNULL(fn, func);
     MOCK_ENTER(fn);
-    graph_model *m;
+    graph_model *m = NULL;
     aclError rc = model_get_locked(fn, modelRI, &m);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -631,7 +631,7 @@ aclError aclmdlRIDestroyUnregisterCallback(aclmdlRI modelRI, aclrtCallback func)
     static const char fn[] = "aclmdlRIDestroyUnregisterCallback";
     MOCK_REQUIRE_NONNULL(fn, func);
     MOCK_ENTER(fn);
-    graph_model *m;
+    graph_model *m = NULL;
     aclError rc = model_get_locked(fn, modelRI, &m);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -676,7 +676,7 @@ aclError aclmdlRIDebugPrint(aclmdlRI modelRI)
 {
     static const char fn[] = "aclmdlRIDebugPrint";
     MOCK_ENTER(fn);
-    graph_model *m;
+    graph_model *m = NULL;
     aclError rc = model_get_locked(fn, modelRI, &m);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -716,7 +716,7 @@ aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t fla
     } else {
         snprintf(file, sizeof(file), "%s", path);
     }
-    graph_model *m;
+    graph_model *m = NULL;
     aclError rc = model_get_locked(fn, modelRI, &m);
     if (rc != ACL_SUCCESS) {
         return rc;
