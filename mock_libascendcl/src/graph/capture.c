@@ -394,6 +394,11 @@ static aclError port_event(const char *fn, stream_capture_event_op op, mock_stre
         if (m->state == GRAPH_INVALIDATED) {
             rc = ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
             why = "the capture of this stream was invalidated";
+        } else if (event_flags & ACL_EVENT_IPC) {
+            /* EVT#aclrtCreateEventExWithFlag: IPC events cannot be used in capture
+             * (the code is not named; mock choice) */
+            rc = ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
+            why = "ACL_EVENT_IPC events cannot be recorded, waited on or reset in a capture or a model";
         } else if (m->grp_recording != NULL) {
             m->grp_recording->err = ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT;
             rc = ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT;
