@@ -13,6 +13,9 @@
 #include "acl/acl_mock.h"
 #include "mock_test.h"
 
+/* aclmdlRIDebugPrint is deprecated in the header (use the JSON print) but still tested */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 #define N 4096
 
 static aclrtStream new_stream(void)
@@ -567,6 +570,63 @@ static void test_management(void)
     CHECK_OK(aclrtDestroyStream(exec));
 }
 
+/* OTH#aclrtCacheLastTaskOpInfo / ExtendInfo: info attached to the calling thread's
+ * last captured task, read back by TaskGetParams and the verbose JSON; DebugPrint. */
+static void test_cached_task_info(void)
+{
+    aclrtStream s = new_stream();
+    void *dev = NULL;
+    CHECK_OK(aclrtMalloc(&dev, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    aclrtStreamAttrValue on;
+    memset(&on, 0, sizeof on);
+    on.cacheOpInfoSwitch = 1;
+    CHECK_OK(aclrtSetStreamAttribute(s, ACL_STREAM_ATTR_CACHE_OP_INFO, &on));
+    const char info[] = "op: add";
+    const char ext[] = "{\"op\":\"add\"}";
+    CHECK_OK(aclrtCacheLastTaskOpInfo(info, sizeof info)); /* outside capture: kept nowhere */
+    CHECK_EQ(aclrtCacheLastTaskOpInfo(info, 65537), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    CHECK_OK(aclrtMemsetAsync(dev, 64, 1, 64, s));
+    CHECK_OK(aclrtCacheLastTaskOpInfo(info, sizeof info));
+    CHECK_OK(aclrtCacheLastTaskExtendInfo(ext, strlen(ext)));
+    aclmdlRI cap = NULL;
+    aclmdlRICaptureStatus st;
+    CHECK_OK(aclmdlRICaptureGetInfo(s, &st, &cap));
+    CHECK_EQ(aclmdlRIDebugPrint(cap), ACL_ERROR_RT_PARAM_INVALID); /* only after End */
+    aclmdlRI ri = NULL;
+    CHECK_OK(aclmdlRICaptureEnd(s, &ri));
+    CHECK_OK(aclmdlRIDebugPrint(ri));
+    aclrtStream ms = NULL;
+    uint32_t n = 1;
+    CHECK_OK(aclmdlRIGetStreams(ri, &ms, &n));
+    aclmdlRITask t = NULL;
+    CHECK_OK(aclmdlRIGetTasksByStream(ms, &t, &n));
+    aclmdlRITaskParams p;
+    CHECK_OK(aclmdlRITaskGetParams(t, &p));
+    CHECK_EQ(p.opInfoSize, sizeof info);
+    CHECK(p.opInfoPtr != NULL && memcmp(p.opInfoPtr, info, sizeof info) == 0);
+    char dir[] = "/tmp/mock_graph_dir_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK_OK(aclmdlRIDebugJsonPrint(ri, dir, ACL_MDLRI_DEBUG_JSON_PRINT_VERBOSE));
+    uint32_t id = 0;
+    CHECK_OK(aclmdlRIGetId(ri, &id));
+    char path[128];
+    snprintf(path, sizeof path, "%s/aclmdlRI_%u.json", dir, id);
+    FILE *f = fopen(path, "r");
+    char buf[4096] = {0};
+    size_t got = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f != NULL) {
+        fclose(f);
+    }
+    CHECK_GT(got, 0);
+    CHECK_STR_CONTAINS(buf, "\"extendInfo\":{\"op\":\"add\"}");
+    unlink(path);
+    rmdir(dir);
+    CHECK_OK(aclmdlRIDestroy(ri));
+    CHECK_OK(aclrtFree(dev));
+    CHECK_OK(aclrtDestroyStream(s));
+}
+
 /* A stream destroyed while it captures invalidates the capture; a model left
  * alive at aclFinalize is released (no leak under ASAN). */
 static void test_stream_destroyed_while_capturing(void)
@@ -599,6 +659,7 @@ int main(void)
     RUN_TEST(test_task_group_update);
     RUN_TEST(test_set_params_update);
     RUN_TEST(test_management);
+    RUN_TEST(test_cached_task_info);
     RUN_TEST(test_stream_destroyed_while_capturing);
     CHECK_OK(aclrtResetDevice(0));
     CHECK_OK(aclFinalize());
