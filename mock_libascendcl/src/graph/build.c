@@ -203,15 +203,13 @@ aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream)
         graph_bound_remove_locked(s);
         ms->ended = true; /* no longer part of the model's runs */
         ms->user_gone = true;
+        ms->user = NULL; /* the model's reference is released below */
         release = true;
     }
     graph_unlock();
     stream_release(s);
     if (release) {
         stream_release(s); /* the model's reference */
-        graph_lock();
-        ms->user = NULL;
-        graph_unlock();
     }
     return rc;
 }
