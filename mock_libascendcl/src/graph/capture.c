@@ -157,27 +157,16 @@ void graph_unbind_all_locked(graph_model *m)
 
 aclError graph_soc_check(const char *fn, int family)
 {
-    const char *soc = core_config_get()->soc_name;
-    bool a2a3 = strncmp(soc, "Ascend910B", 10) == 0 || strncmp(soc, "Ascend910_93", 12) == 0;
-    bool a3 = strncmp(soc, "Ascend910_93", 12) == 0;
-    bool is950 = strncmp(soc, "Ascend950", 9) == 0;
-    bool p310 = strncmp(soc, "Ascend310P", 10) == 0;
-    bool ok = true;
+    unsigned a2a3 = CORE_SOC_BIT(CORE_SOC_A2) | CORE_SOC_BIT(CORE_SOC_A3);
     switch (family) {
     case GRAPH_SOC_CAPTURE: /* 950, A3, A2, 310P (MRI support matrix) */
-        ok = a2a3 || is950 || p310;
-        break;
+        return core_soc_require(fn, CORE_SOC_950 | a2a3 | CORE_SOC_BIT(CORE_SOC_310P));
     case GRAPH_SOC_EDIT: /* 950, A3, A2 */
-        ok = a2a3 || is950;
-        break;
-    default: /* aclrtActiveStream / aclrtSwitchStream: not A3 (STR) */
-        ok = !a3;
-        break;
+        return core_soc_require(fn, CORE_SOC_950 | a2a3);
+    default: /* aclrtActiveStream / aclrtSwitchStream: 950, A2, 310B, 310P, 910 - not A3 (STR) */
+        return core_soc_require(fn, CORE_SOC_950 | CORE_SOC_BIT(CORE_SOC_A2) | CORE_SOC_BIT(CORE_SOC_310B) |
+                                        CORE_SOC_BIT(CORE_SOC_310P) | CORE_SOC_BIT(CORE_SOC_910));
     }
-    if (!ok) {
-        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "not supported on %s (ASCEND_MOCK_SOC_NAME)", soc);
-    }
-    return ACL_SUCCESS;
 }
 
 /* ------------------------------------------------------ the mode checks */
