@@ -2,7 +2,8 @@
  * exec.c - running a model (aclmdlRIExecuteAsync / aclmdlRIExecute / Abort).
  *
  * A model has one executor thread per model stream (started at its first run,
- * joined when the model goes): these are the model's internal streams. A run
+ * joined when the model goes): these are the model's internal streams; the
+ * origin stream of a captured model runs on the thread that runs the model. A run
  * activates the HEAD streams at position 0 (every stream of a captured model);
  * each executor runs its task list in order: captured tasks call their task
  * function, a captured event record marks the run generation on its node and a
@@ -255,7 +256,7 @@ static void *executor_main(void *p)
 /* m->xmu held. false when a thread cannot be started. */
 static bool start_executors_locked(graph_model *m)
 {
-    for (size_t i = 0; i < m->nstreams; i++) {
+    for (size_t i = m->captured ? 1 : 0; i < m->nstreams; i++) { /* see graph_run: origin inline */
         graph_mstream *ms = m->streams[i];
         if (ms->thread_started) {
             continue;
@@ -327,16 +328,30 @@ aclError graph_run(graph_model *m, mock_stream *exec_stream, const struct timesp
             }
         }
     }
+    /* A captured model's origin stream runs on the calling thread (the target stream's
+     * worker for ExecuteAsync): nothing can activate it again during a run (no labels or
+     * switches in captured models), and it saves a thread hand-off per run. */
+    graph_mstream *inline0 = m->captured && m->nstreams > 0 ? m->streams[0] : NULL;
     core_mutex_lock(&m->xmu);
     if (!start_executors_locked(m)) {
         fail_locked(m, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL);
+        inline0 = NULL;
     } else {
         for (size_t i = 0; i < m->nstreams; i++) {
             graph_mstream *ms = m->streams[i];
-            if (m->captured || ms->flag == 0 /* ACL_MODEL_STREAM_FLAG_HEAD */) {
+            if (ms != inline0 && (m->captured || ms->flag == 0 /* ACL_MODEL_STREAM_FLAG_HEAD */)) {
                 activate_locked(m, ms, 0);
             }
         }
+    }
+    if (inline0 != NULL) {
+        m->active++;
+        inline0->running = true;
+        core_mutex_unlock(&m->xmu);
+        run_stream(m, inline0, 0);
+        core_mutex_lock(&m->xmu);
+        inline0->running = false;
+        m->active--;
     }
     bool timed_out = false;
     while (m->active > 0) {
