@@ -252,8 +252,9 @@ aclError aclmdlRIKernelTaskGetAttribute(aclmdlRITask task, aclrtLaunchKernelAttr
     if (!kernel) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "the task is not a KERNEL task");
     }
-    /* kernel launches are not simulated by this branch of the mock yet */
-    return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "kernel task attributes are not simulated");
+    /* mock choice: the launch attributes of a captured kernel are not kept for reading */
+    return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                      "the launch attributes of captured kernel tasks are not simulated");
 }
 
 aclError aclmdlRITaskDisable(aclmdlRITask task)

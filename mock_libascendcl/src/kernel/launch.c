@@ -282,9 +282,64 @@ fail:
     return rc;
 }
 
+/* What a launch is for a capture (aclmdlRITaskGetParams / SetParams, task groups):
+ * a KERNEL task. The arguments read back are the user's device block
+ * (aclrtLaunchKernel/V2) or the mock's host copy of the block (mock choice: the
+ * reference reads back a device block and isHostArgs 0). */
+static aclError launch_get_params(void *arg, aclmdlRITaskParams *p)
+{
+    const kernel_launch *l = arg;
+    p->kernelTaskParams.funcHandle = (aclrtFuncHandle)l->func;
+    p->kernelTaskParams.cfg = NULL;
+    p->kernelTaskParams.args = l->args != NULL ? (void *)l->args : l->args_dev;
+    p->kernelTaskParams.isHostArgs = 0;
+    p->kernelTaskParams.argsSize = l->args_size;
+    p->kernelTaskParams.numBlocks = l->num_blocks;
+    return ACL_SUCCESS;
+}
+
+/* aclmdlRITaskSetParams + aclmdlRIUpdate (the model is not running): new arguments
+ * (copied when isHostArgs is 1, else the device block is used as given) and a new
+ * block count; placeholders of the original launch are not re-applied. */
+static aclError launch_set_params(const char *fn, void *arg, const aclmdlRITaskParams *p)
+{
+    kernel_launch *l = arg;
+    const aclmdlRIKernelTaskParams *k = &p->kernelTaskParams;
+    if (k->funcHandle != NULL && k->funcHandle != (aclrtFuncHandle)l->func) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "a kernel task keeps its function (funcHandle differs)");
+    }
+    if (k->args == NULL || k->argsSize == 0 || k->numBlocks == 0) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "kernel task params need args, argsSize and numBlocks");
+    }
+    if (k->isHostArgs != 0) {
+        uint8_t *copy = malloc(k->argsSize);
+        if (copy == NULL) {
+            return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        }
+        memcpy(copy, k->args, k->argsSize);
+        free(l->args);
+        l->args = copy;
+        l->args_dev = NULL;
+    } else {
+        free(l->args);
+        l->args = NULL;
+        l->args_dev = k->args;
+    }
+    l->args_size = k->argsSize;
+    if (l->grid[0] == l->num_blocks && l->grid[1] == 1 && l->grid[2] == 1 && l->block[0] == 1) {
+        l->grid[0] = k->numBlocks; /* a SIMD launch: the grid is the block count */
+    }
+    l->num_blocks = k->numBlocks;
+    return ACL_SUCCESS;
+}
+
+static const stream_task_ops k_launch_ops = {"kernel", ACL_MODEL_RI_TASK_KERNEL, true, launch_get_params,
+                                             launch_set_params};
+
 static aclError enqueue(const char *fn, kernel_launch *l, mock_stream *s)
 {
-    aclError rc = stream_enqueue(s, kernel_task_run, l, kernel_task_free); /* frees l when refused */
+    stream_task task = {kernel_task_run, l, kernel_task_free, &k_launch_ops};
+    aclError rc = stream_enqueue_task(s, &task); /* frees l when refused */
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the launch (stream failed or being destroyed)");
     }
