@@ -86,6 +86,7 @@ struct graph_task {
     bool disabled, pending_disable;
     bool has_pending;
     aclmdlRITaskParams pending;
+    void *pending_buf;        /* KERNEL: the staged copy of the host args and cfg `pending` points into */
     void *op_info;
     size_t op_info_size;
     char *ext_info;

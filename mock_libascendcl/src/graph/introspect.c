@@ -14,6 +14,7 @@
 
 #include "core/core.h"
 #include "stream/stream.h"
+#include "kernel/kernel.h"
 #include "graph/graph.h"
 #include "graph/graph_private.h"
 
@@ -198,13 +199,78 @@ aclError aclmdlRITaskGetParams(aclmdlRITask task, aclmdlRITaskParams *params)
             if (t->has_pending) {
                 *params = t->pending; /* staged by SetParams, not yet applied */
             } else {
+                graph_model *m = t->ms->m;
+                core_mutex_lock(&m->xmu); /* a task-group update swaps t->t under it */
                 rc = t->t.ops->get_params(t->t.arg, params);
+                core_mutex_unlock(&m->xmu);
             }
         }
         break;
     }
     graph_unlock();
     return rc;
+}
+
+/* Host memory a staged kernel edit refers to is copied at aclmdlRITaskSetParams (the
+ * caller may free it before aclmdlRIUpdate): the cfg with its attributes, and the
+ * argument block when it is host memory (isHostArgs 1, or the task's own host block
+ * as aclmdlRITaskGetParams gave it, read with isHostArgs 0). *k is rewritten to point
+ * into *buf (graph lock held). */
+static aclError stage_kernel(graph_task *t, aclmdlRIKernelTaskParams *k, void **buf, const char **why)
+{
+    aclmdlRIKernelTaskParams cur;
+    graph_model *m = t->ms->m;
+    core_mutex_lock(&m->xmu); /* a task-group update swaps t->t under it */
+    kernel_task_get_params(t->t.arg, &cur);
+    core_mutex_unlock(&m->xmu);
+    bool own = k->args != NULL && cur.isHostArgs != 0 && k->args == cur.args;
+    bool host = k->args != NULL && (k->isHostArgs != 0 || own);
+    if (own && k->argsSize > cur.argsSize) {
+        *why = "params->kernelTaskParams.argsSize is larger than the task's own argument block it points to";
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (host && k->argsSize > ((size_t)1 << 30)) {
+        *why = "params->kernelTaskParams.argsSize is larger than 1 GiB";
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    size_t nattrs = 0;
+    if (k->cfg != NULL) {
+        nattrs = k->cfg->numAttrs;
+        if (nattrs > 0 && k->cfg->attrs == NULL) {
+            *why = "params->kernelTaskParams.cfg->attrs is NULL but numAttrs is not 0";
+            return ACL_ERROR_INVALID_PARAM;
+        }
+        if (nattrs > 9) {
+            *why = "params->kernelTaskParams.cfg->numAttrs is larger than the 9 attribute ids";
+            return ACL_ERROR_INVALID_PARAM;
+        }
+    }
+    size_t cfg_bytes = k->cfg != NULL ? sizeof(aclrtLaunchKernelCfg) + nattrs * sizeof(aclrtLaunchKernelAttr) : 0;
+    size_t arg_bytes = host ? k->argsSize : 0;
+    if (cfg_bytes + arg_bytes == 0) {
+        return ACL_SUCCESS;
+    }
+    uint8_t *b = malloc(cfg_bytes + arg_bytes);
+    if (b == NULL) {
+        *why = "out of host memory";
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    if (k->cfg != NULL) {
+        aclrtLaunchKernelCfg *c = (aclrtLaunchKernelCfg *)b;
+        c->attrs = (aclrtLaunchKernelAttr *)(b + sizeof *c);
+        c->numAttrs = nattrs;
+        if (nattrs > 0) {
+            memcpy(c->attrs, k->cfg->attrs, nattrs * sizeof(aclrtLaunchKernelAttr));
+        }
+        k->cfg = c;
+    }
+    if (host) {
+        memcpy(b + cfg_bytes, k->args, arg_bytes);
+        k->args = b + cfg_bytes;
+        k->isHostArgs = 1;
+    }
+    *buf = b;
+    return ACL_SUCCESS;
 }
 
 aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params)
@@ -218,14 +284,21 @@ aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params)
         return rc;
     }
     const char *why = NULL;
+    aclmdlRITaskParams staged = *params;
+    void *buf = NULL;
     if ((int)params->type != t->type) {
         rc = ACL_ERROR_INVALID_PARAM;
         why = "params->type differs from the task's type";
     } else if (t->kind != GT_OP || t->t.ops == NULL || t->t.ops->set_params == NULL) {
         rc = ACL_ERROR_RT_PARAM_INVALID;
         why = "the parameters of this task type cannot be set (event parameters are output only)";
-    } else {
-        t->pending = *params;
+    } else if (t->type == ACL_MODEL_RI_TASK_KERNEL && kernel_task_is(t->t.fn)) {
+        rc = stage_kernel(t, &staged.kernelTaskParams, &buf, &why);
+    }
+    if (rc == ACL_SUCCESS) {
+        free(t->pending_buf);
+        t->pending_buf = buf;
+        t->pending = staged;
         t->has_pending = true;
     }
     graph_unlock();
@@ -240,21 +313,23 @@ aclError aclmdlRIKernelTaskGetAttribute(aclmdlRITask task, aclrtLaunchKernelAttr
 {
     static const char fn[] = "aclmdlRIKernelTaskGetAttribute";
     MOCK_REQUIRE_NONNULL(fn, attrValue);
-    (void)attrId;
     MOCK_ENTER(fn);
     graph_task *t = NULL;
     aclError rc = task_get(fn, task, &t);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    bool kernel = t->type == ACL_MODEL_RI_TASK_KERNEL;
-    graph_unlock();
-    if (!kernel) {
+    if (t->kind != GT_OP || t->type != ACL_MODEL_RI_TASK_KERNEL || !kernel_task_is(t->t.fn)) {
+        graph_unlock();
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "the task is not a KERNEL task");
     }
-    /* mock choice: the launch attributes of a captured kernel are not kept for reading */
-    return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                      "the launch attributes of captured kernel tasks are not simulated");
+    /* the attributes the task runs with (an edit staged by SetParams shows after Update) */
+    graph_model *m = t->ms->m;
+    core_mutex_lock(&m->xmu); /* a task-group update swaps t->t under it */
+    rc = kernel_task_get_attr(fn, t->t.arg, (int)attrId, attrValue);
+    core_mutex_unlock(&m->xmu);
+    graph_unlock();
+    return rc;
 }
 
 aclError aclmdlRITaskDisable(aclmdlRITask task)
@@ -283,10 +358,13 @@ static void apply_model(const char *fn, graph_model *m, aclError *rc)
             bool disable = t->pending_disable;
             bool edit = t->has_pending;
             aclmdlRITaskParams p = t->pending;
+            void *buf = t->pending_buf; /* p points into it */
             t->pending_disable = false;
             t->has_pending = false;
+            t->pending_buf = NULL;
             graph_unlock();
             aclError r = edit ? t->t.ops->set_params(fn, t->t.arg, &p) : ACL_SUCCESS;
+            free(buf);
             if (disable) {
                 t->disabled = true;
             }

@@ -372,6 +372,7 @@ static void task_free_locked(graph_task *t)
         free(t->subs);
     }
     free(t->waiters);
+    free(t->pending_buf);
     free(t->op_info);
     free(t->ext_info);
     t->magic = 0;
