@@ -958,9 +958,11 @@ aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle)
 }
 
 /* The stream-ordered part of UpdateEnd: the group's tasks take the recorded
- * arguments (under the model's xmu; a run fetches a task's arguments under it,
- * so it sees either the old or the new ones; the old ones are freed at the
- * next run or with the model). */
+ * arguments (under the graph lock, which readers of a task hold, and the model's
+ * xmu: a run fetches a task's arguments under it, so it sees either the old or
+ * the new ones; the old ones are freed at the next run or with the model). A model
+ * destroyed meanwhile (its group and tasks are gone; only the model's struct is
+ * kept by our reference) drops the update. */
 typedef struct apply_arg {
     graph_group *grp;
     graph_model *m;
@@ -973,6 +975,11 @@ static aclError apply_task(void *p)
 {
     apply_arg *a = p;
     graph_model *m = a->m;
+    graph_lock();
+    if (graph_model_find_locked(m) == NULL) {
+        graph_unlock();
+        return ACL_SUCCESS; /* the model was destroyed: apply_free frees the new arguments */
+    }
     core_mutex_lock(&m->xmu);
     bool ok = true;
     if (m->nretired + a->n > m->capretired) {
@@ -998,6 +1005,7 @@ static aclError apply_task(void *p)
         a->applied = true;
     }
     core_mutex_unlock(&m->xmu);
+    graph_unlock();
     return ok ? ACL_SUCCESS : ACL_ERROR_RT_MEMORY_ALLOCATION;
 }
 
@@ -1012,7 +1020,9 @@ static void apply_free(void *p)
         }
     }
     graph_lock();
-    a->grp->updating = false;
+    if (graph_model_find_locked(a->m) != NULL) {
+        a->grp->updating = false; /* else the group went with its model */
+    }
     graph_unlock();
     graph_model_put(a->m);
     free(a->tasks);

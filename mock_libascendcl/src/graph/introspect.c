@@ -363,7 +363,12 @@ static void apply_model(const char *fn, graph_model *m, aclError *rc)
             t->has_pending = false;
             t->pending_buf = NULL;
             graph_unlock();
-            aclError r = edit ? t->t.ops->set_params(fn, t->t.arg, &p) : ACL_SUCCESS;
+            core_mutex_lock(&t->ms->m->xmu); /* a task-group update ending on its stream swaps t->t */
+            stream_task tk = t->t;
+            core_mutex_unlock(&t->ms->m->xmu);
+            /* no run can start while UPDATING, so a swapped-out tk is not freed meanwhile
+             * (an edit of it is lost with it: the group update replaced the task) */
+            aclError r = edit ? tk.ops->set_params(fn, tk.arg, &p) : ACL_SUCCESS;
             free(buf);
             if (disable) {
                 t->disabled = true;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
@@ -406,6 +407,105 @@ static void test_two_stream_kernel_replay(void)
     CHECK_OK(aclmockUnregisterKernel("graph_add"));
 }
 
+/* §2.6 + §2.10 under concurrency (for TSAN): a task-group update ends on its stream
+ * (the swap of the group's task runs on that stream's worker) while this thread reads
+ * and edits the same task (GetParams, SetParams, Update) without waiting for it. Each
+ * round's run sees one whole version of the arguments: this round's or the previous. */
+static void test_group_update_races_edit(void)
+{
+    CHECK_OK(aclmockRegisterKernel("graph_fill", fill_twin, NULL, 0));
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)fill_twin, &f));
+    aclrtStream s = NULL, upd = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtCreateStream(&upd));
+    uint64_t *out = NULL;
+    CHECK_OK(aclrtMalloc((void **)&out, 4 * sizeof(uint64_t), ACL_MEM_MALLOC_HUGE_FIRST));
+    fill_args a = {out, 0};
+    CHECK_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    CHECK_OK(aclmdlRICaptureTaskGrpBegin(s));
+    CHECK_OK(aclrtLaunchKernelWithHostArgs(f, 4, s, NULL, &a, sizeof a, NULL, 0));
+    aclrtTaskGrp grp = NULL;
+    CHECK_OK(aclmdlRICaptureTaskGrpEnd(s, &grp));
+    aclmdlRI ri = NULL;
+    CHECK_OK(aclmdlRICaptureEnd(s, &ri));
+    aclmdlRITask t = only_task(ri);
+    int bad = 0;
+    uint64_t h[4];
+    for (uint64_t i = 1; i <= 100; i++) {
+        fill_args b = {out, i * 10};
+        CHECK_OK(aclmdlRICaptureTaskUpdateBegin(upd, grp));
+        CHECK_OK(aclrtLaunchKernelWithHostArgs(f, 4, upd, NULL, &b, sizeof b, NULL, 0));
+        CHECK_OK(aclmdlRICaptureTaskUpdateEnd(upd));
+        aclmdlRITaskParams p;
+        CHECK_OK(aclmdlRITaskGetParams(t, &p));
+        p.kernelTaskParams.numBlocks = 4;
+        CHECK_OK(aclmdlRITaskSetParams(t, &p));
+        CHECK_OK(aclmdlRIUpdate(ri));
+        CHECK_OK(aclrtSynchronizeStream(upd));
+        CHECK_OK(aclmdlRIExecute(ri, -1));
+        read_out(out, h);
+        bad += (h[0] != i * 10 && h[0] != (i - 1) * 10) || h[3] != h[0] + 3;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_OK(aclmdlRIDestroy(ri));
+    CHECK_OK(aclrtFree(out));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtDestroyStream(upd));
+    CHECK_OK(aclmockUnregisterKernel("graph_fill"));
+}
+
+static _Atomic int g_gate;
+
+/* A host function that holds its stream until g_gate opens. */
+static void wait_gate(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&g_gate, __ATOMIC_ACQUIRE)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* §2.6 + §2.9 (mock choice: the docs are silent): a model destroyed while a task-group
+ * update of it is still queued on the update stream; the update is dropped when its
+ * turn comes (no use of the freed group: ASAN failed before), the stream stays usable. */
+static void test_destroy_with_update_queued(void)
+{
+    CHECK_OK(aclmockRegisterKernel("graph_fill", fill_twin, NULL, 0));
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)fill_twin, &f));
+    aclrtStream s = NULL, upd = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtCreateStream(&upd));
+    uint64_t *out = NULL;
+    CHECK_OK(aclrtMalloc((void **)&out, 4 * sizeof(uint64_t), ACL_MEM_MALLOC_HUGE_FIRST));
+    fill_args a = {out, 1};
+    CHECK_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    CHECK_OK(aclmdlRICaptureTaskGrpBegin(s));
+    CHECK_OK(aclrtLaunchKernelWithHostArgs(f, 4, s, NULL, &a, sizeof a, NULL, 0));
+    aclrtTaskGrp grp = NULL;
+    CHECK_OK(aclmdlRICaptureTaskGrpEnd(s, &grp));
+    aclmdlRI ri = NULL;
+    CHECK_OK(aclmdlRICaptureEnd(s, &ri));
+
+    __atomic_store_n(&g_gate, 0, __ATOMIC_RELEASE);
+    CHECK_OK(aclrtLaunchHostFunc(upd, wait_gate, NULL));
+    fill_args b = {out, 2};
+    CHECK_OK(aclmdlRICaptureTaskUpdateBegin(upd, grp));
+    CHECK_OK(aclrtLaunchKernelWithHostArgs(f, 4, upd, NULL, &b, sizeof b, NULL, 0));
+    CHECK_OK(aclmdlRICaptureTaskUpdateEnd(upd)); /* the swap waits behind wait_gate */
+    CHECK_OK(aclmdlRIDestroy(ri));
+    __atomic_store_n(&g_gate, 1, __ATOMIC_RELEASE);
+    CHECK_OK(aclrtSynchronizeStream(upd));
+    CHECK_OK(aclrtMemsetAsync(out, 32, 0, 32, upd));
+    CHECK_OK(aclrtSynchronizeStream(upd));
+    CHECK_OK(aclrtFree(out));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtDestroyStream(upd));
+    CHECK_OK(aclmockUnregisterKernel("graph_fill"));
+}
+
 int main(void)
 {
     CHECK_OK(aclInit(NULL));
@@ -414,6 +514,8 @@ int main(void)
     RUN_TEST(test_kernel_task_attributes);
     RUN_TEST(test_kernel_set_params_copies);
     RUN_TEST(test_two_stream_kernel_replay);
+    RUN_TEST(test_group_update_races_edit);
+    RUN_TEST(test_destroy_with_update_queued);
     CHECK_OK(aclrtResetDevice(0));
     CHECK_OK(aclFinalize());
     return TEST_REPORT();
