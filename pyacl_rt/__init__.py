@@ -99,6 +99,7 @@ from ._devinfo import (
 )
 from ._dlpack import from_dlpack
 from ._event import Event, EventTimingError
+from ._ipc import IpcEventHandle, IpcMemHandle, ipc_collect, ipc_pid
 from ._memory import (
     DeviceBuffer,
     HostBuffer,
@@ -144,6 +145,8 @@ from .errors import (
     ForkedProcessError,
     FunctionNotFoundError,
     InvalidDeviceError,
+    IpcError,
+    IpcPermissionError,
     LibraryNotFoundError,
     NotInitializedError,
     ObjectClosedError,
@@ -192,6 +195,10 @@ __all__ = [
     "FunctionNotFoundError",
     "HostBuffer",
     "InvalidDeviceError",
+    "IpcError",
+    "IpcEventHandle",
+    "IpcMemHandle",
+    "IpcPermissionError",
     "LibraryNotFoundError",
     "NotInitializedError",
     "ObjectClosedError",
@@ -233,6 +240,8 @@ __all__ = [
     "host_memory_allocated",
     "host_memory_stats",
     "init",
+    "ipc_collect",
+    "ipc_pid",
     "is_available",
     "is_bf16_supported",
     "is_initialized",

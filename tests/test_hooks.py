@@ -144,6 +144,8 @@ def test_package_release_hooks_priorities() -> None:
     }
     assert got == {
         "pyacl_rt._releaser.stop": P.PRIORITY_FIRST,
+        "pyacl_rt._ipc._release": P.PRIORITY_EVENTS - 10,
+        "pyacl_rt._ipc.memory.forget_imports": P.PRIORITY_MEMORY + 10,
         "pyacl_rt._event._release_events": P.PRIORITY_EVENTS,
         "pyacl_rt._stream._release_streams": P.PRIORITY_STREAMS,
         "pyacl_rt._callbacks._stop_threads": P.PRIORITY_STREAMS + 10,

@@ -49,6 +49,7 @@ ALLOWED = {
     "memory._dump_snapshot",
     "lowlevel.NAME",  # a placeholder for any function name
     "runtime.state",  # cli: the key of the `pyacl-rt info` JSON
+    "event.ipc_handle",  # README: `event` is an Event object there
 }
 
 _ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|exc|obj):`~?([\w.]+?)(?:\(\))?`")

@@ -24,6 +24,8 @@ _.priority_range  # Stream.priority_range
 _.npu_stream  # Stream.npu_stream (torch_npu's name)
 _.acl_priority  # Stream.acl_priority
 _.add_callback  # Stream.add_callback
+_.ipc_handle  # DeviceBuffer / Event.ipc_handle
+_.from_ipc_handle  # DeviceBuffer / Event.from_ipc_handle
 _.library_handle  # lowlevel.library_handle
 _.take_missing  # lowlevel.take_missing
 _.counts  # MockControl.counts and the other mock_control() methods
