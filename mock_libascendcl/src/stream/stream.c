@@ -59,6 +59,7 @@ typedef struct mock_task {
     mock_task_fn fn;
     void *arg;
     void (*free_arg)(void *arg);
+    void *diag; /* the observer's record of the task (core_observe), or NULL */
 } mock_task;
 
 /* A thread inside stream_wait with work still pending, on the stream's list
@@ -261,6 +262,11 @@ int32_t stream_device(const mock_stream *s)
     return s->device;
 }
 
+mock_context *stream_context(const mock_stream *s)
+{
+    return s->ctx;
+}
+
 uint32_t stream_get_overflow_switch(const mock_stream *s)
 {
     return atomic_load(&((mock_stream *)s)->overflow_switch);
@@ -269,6 +275,49 @@ uint32_t stream_get_overflow_switch(const mock_stream *s)
 void stream_set_overflow_switch(mock_stream *s, uint32_t on)
 {
     atomic_store(&s->overflow_switch, on);
+}
+
+/* ----------------------------------------------------------- observation */
+
+/* The modeled time of the task the calling worker runs (CORE_OBS_TASK_BEGIN's
+ * out_time_ns), 0 when there is none: event records take it as their timestamp. */
+static _Thread_local uint64_t tls_task_time_ns;
+static _Thread_local bool tls_task_timed;
+
+uint64_t stream_task_time_ns(uint64_t fallback)
+{
+    return tls_task_timed ? tls_task_time_ns : fallback;
+}
+
+/* Before a task with an observer record runs (or is discarded): the observer may
+ * pace it, give it a modeled time, or fail it (race sanitizer). */
+static aclError observe_begin(mock_stream *s, mock_task *t, bool skip)
+{
+    core_obs o = {0};
+    o.kind = CORE_OBS_TASK_BEGIN;
+    o.stream = s;
+    o.device = s->device;
+    o.stream_id = s->id;
+    o.record = t->diag;
+    o.skipped = skip;
+    (void)core_observe(&o);
+    tls_task_timed = o.out_timed;
+    tls_task_time_ns = o.out_time_ns;
+    return skip ? ACL_SUCCESS : o.out_fail;
+}
+
+static void observe_end(mock_stream *s, mock_task *t, aclError rc, bool skip)
+{
+    tls_task_timed = false;
+    core_obs o = {0};
+    o.kind = CORE_OBS_TASK_END;
+    o.stream = s;
+    o.device = s->device;
+    o.stream_id = s->id;
+    o.record = t->diag;
+    o.rc = rc;
+    o.skipped = skip;
+    (void)core_observe(&o);
 }
 
 /* ---------------------------------------------------------------- worker */
@@ -296,9 +345,15 @@ static void *worker_main(void *arg)
         core_mutex_unlock(&s->mu);
 
         aclError rc = ACL_SUCCESS;
-        if (!skip) {
+        if (t.diag != NULL) {
+            rc = observe_begin(s, &t, skip);
+        }
+        if (!skip && rc == ACL_SUCCESS) {
             core_lock_check_none("running a stream task");
             rc = t.fn(t.arg);
+        }
+        if (t.diag != NULL) {
+            observe_end(s, &t, rc, skip);
         }
         if (t.free_arg != NULL) {
             t.free_arg(t.arg);
@@ -402,6 +457,24 @@ static bool ring_grow_locked(mock_stream *s)
 
 aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg))
 {
+    return stream_enqueue_desc(s, fn, arg, free_arg, NULL);
+}
+
+aclError stream_enqueue_desc(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg),
+                             const mock_task_desc *desc)
+{
+    void *diag = NULL;
+    if (core_observing() && (s->flags & ACL_STREAM_PERSISTENT) == 0) {
+        static const mock_task_desc other = {.kind = MOCK_TASK_OTHER, .name = "task", .peer_device = -1};
+        core_obs o = {0};
+        o.kind = CORE_OBS_TASK_SUBMIT;
+        o.stream = s;
+        o.device = s->device;
+        o.stream_id = s->id;
+        o.flag = s->is_default;
+        o.task = desc != NULL ? desc : &other;
+        diag = core_observe(&o);
+    }
     aclError refuse = ACL_SUCCESS;
     bool queued = false; /* false with no refusal: captured by a persistent stream */
     bool wake = false;
@@ -412,13 +485,13 @@ aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_
     } else if (s->err != ACL_SUCCESS && stops_on_failure(s)) {
         refuse = s->err;
     } else if ((s->flags & ACL_STREAM_PERSISTENT) != 0) {
-        if (!capture_locked(s, (mock_task){fn, arg, free_arg})) {
+        if (!capture_locked(s, (mock_task){fn, arg, free_arg, NULL})) {
             refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
         }
     } else if (s->count == s->cap && !ring_grow_locked(s)) {
         refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
     } else {
-        s->ring[(s->head + s->count) & (s->cap - 1)] = (mock_task){fn, arg, free_arg};
+        s->ring[(s->head + s->count) & (s->cap - 1)] = (mock_task){fn, arg, free_arg, diag};
         s->count++;
         seq = ++s->submitted;
         wake = s->worker_sleeping;
@@ -426,6 +499,13 @@ aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_
     }
     core_mutex_unlock(&s->mu);
     if (refuse != ACL_SUCCESS) {
+        if (diag != NULL) {
+            core_obs o = {0};
+            o.kind = CORE_OBS_TASK_DROP;
+            o.stream = s;
+            o.record = diag;
+            (void)core_observe(&o);
+        }
         if (free_arg != NULL) {
             free_arg(arg);
         }
@@ -1142,6 +1222,9 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
                           "synchronizing a stream from one of its own tasks would deadlock");
     }
     rc = stream_wait(s, timeout_ms, true);
+    if (rc == ACL_SUCCESS && core_observing()) {
+        core_observe_simple(CORE_OBS_SYNC_STREAM, s, NULL, NULL, 0, s->device);
+    }
     stream_put(s);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
         return core_error(fn, rc, "stream not complete after %lld ms", (long long)timeout_ms);
@@ -1179,6 +1262,9 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
     bool done = atomic_load(&s->completed) >= s->submitted;
     aclError err = s->err;
     core_mutex_unlock(&s->mu);
+    if (done && err == ACL_SUCCESS && core_observing()) {
+        core_observe_simple(CORE_OBS_SYNC_STREAM, s, NULL, NULL, 0, s->device);
+    }
     stream_put(s);
     if (err != ACL_SUCCESS) {
         return core_error(fn, err, "a task on the stream failed with error %d", err);

@@ -28,8 +28,16 @@ typedef aclError (*mock_task_fn)(void *arg);
  * current context (107002 without one). Records and returns the error. */
 MOCK_HIDDEN aclError stream_resolve(const char *func, aclrtStream handle, mock_stream **out);
 MOCK_HIDDEN int32_t stream_device(const mock_stream *s);
+/* (diagnostics, additive) The context a stream belongs to (identity only). */
+MOCK_HIDDEN mock_context *stream_context(const mock_stream *s);
 MOCK_HIDDEN aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg,
                                     void (*free_arg)(void *arg));
+/* (diagnostics, additive) stream_enqueue with a description of the task for the
+ * observers (core/core.h "tasks and observations": timing model, profiler, race
+ * sanitizer, dump); `desc` may be NULL (MOCK_TASK_OTHER) and is read during the call
+ * only. stream_enqueue(...) is stream_enqueue_desc(..., NULL). */
+MOCK_HIDDEN aclError stream_enqueue_desc(mock_stream *s, mock_task_fn fn, void *arg,
+                                         void (*free_arg)(void *arg), const mock_task_desc *desc);
 /* Creates the default stream of a new context; destroys it (waiting for its
  * work) when the context goes away. The one upward link of the layers:
  * core/context.c calls these two (README "Source layout"). */
