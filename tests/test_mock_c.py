@@ -303,7 +303,7 @@ def test_install_and_find_package(mock_builds: _Builds, tmp_path: Path) -> None:
 # folder only). Every function either header declares starts with "<subsystem>_".
 
 SRC = MOCK / "src"
-SUBSYSTEMS = ("core", "stream", "mem", "misc")
+SUBSYSTEMS = ("core", "stream", "mem", "misc", "diag")
 LIBRARY_DIRS = ("msprofiler", "ascend_dump")  # the other two libraries: sources only
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -458,13 +458,13 @@ def test_readme_source_layout_matches_tree() -> None:
 
 
 # ---------------------------------------------------------------- layer order
-# core < stream < mem < misc: a file calls functions (and includes public headers) of its
+# core < stream < mem < misc < diag: a file calls functions (and includes public headers) of its
 # own layer or lower ones. The calls against that order are exactly the rows of the table
 # in the README "Source layout" section; everything else goes through the subsystem hooks
 # (core/core.h "subsystem.c").
 
 # a call by name (not through a struct member such as a hook: `sub->stream_destroyed(s)`)
-CALL_RE = re.compile(r"(?<![\w.>])((?:core|stream|mem|misc)_\w+|acl\w+)\s*\(")
+CALL_RE = re.compile(r"(?<![\w.>])((?:core|stream|mem|misc|diag)_\w+|acl\w+)\s*\(")
 
 
 def _acl_definitions() -> dict[str, str]:
