@@ -197,7 +197,7 @@ ACLMOCK_API aclError aclmockTimingStreamEnd(aclrtStream stream, uint64_t *endNs)
 
 #define ACLMOCK_ACCESS_READ 1u
 #define ACLMOCK_ACCESS_WRITE 2u
-#define ACLMOCK_ACCESS_READWRITE 3u
+#define ACLMOCK_ACCESS_READ_WRITE 3u
 
 /* One argument of an operator: a range of device (or pinned host / managed)
  * memory, how the operator uses it, and optionally its tensor type for dumps. */

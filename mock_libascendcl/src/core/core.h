@@ -492,7 +492,8 @@ typedef struct mock_task_desc {
  * always. Reported on the thread where it happens, with no lock of the reporter held. */
 typedef enum core_obs_kind {
     CORE_OBS_TASK_SUBMIT,  /* host: a task is being queued on `stream` (desc `task`); the
-                              observer returns its record of it, kept with the task    */
+                              observer returns its record of it, kept with the task, or
+                              fills the inline one                                     */
     CORE_OBS_TASK_BEGIN,   /* worker: `record` is about to run; the observer may set
                               out_time_ns (modeled completion time) and out_fail       */
     CORE_OBS_TASK_END,     /* worker: `record` ran (rc) or was discarded (skipped)     */
@@ -510,6 +511,10 @@ typedef enum core_obs_kind {
     CORE_OBS_DEVICE_RESET  /* host: `device` was reset (`flag`: forced)                */
 } core_obs_kind;
 
+/* Room in each queued task for an observer's small record (CORE_OBS_TASK_SUBMIT may
+ * fill o->inline_rec instead of allocating one): the cheap path of the profiler. */
+#define CORE_OBS_INLINE_BYTES 96
+
 typedef struct core_obs {
     core_obs_kind kind;
     mock_stream *stream;
@@ -525,6 +530,11 @@ typedef struct core_obs {
     size_t size;
     const char *func;
     const char *text;
+    /* TASK_*: the task's inline record (CORE_OBS_INLINE_BYTES, 8-byte aligned); SUBMIT
+     * sets out_inline when it filled it. TASK_BEGIN: `flag` is true when the worker
+     * waited for work before this task (it did not follow another one at once). */
+    void *inline_rec;
+    bool out_inline;
     /* TASK_BEGIN results */
     bool out_timed;       /* out_time_ns is set                                      */
     uint64_t out_time_ns; /* modeled time of the task (event timestamps)             */

@@ -69,9 +69,9 @@ aclError aclmockSanitizerHostAccess(const void *ptr, size_t size, uint32_t acces
 {
     static const char fn[] = "aclmockSanitizerHostAccess";
     MOCK_REQUIRE_NONNULL(fn, ptr);
-    if (access == 0 || (access & ~ACLMOCK_ACCESS_READWRITE) != 0) {
+    if (access == 0 || (access & ~ACLMOCK_ACCESS_READ_WRITE) != 0) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'access' is %u (expected ACLMOCK_ACCESS_READ, "
-                          "_WRITE or _READWRITE)", access);
+                          "_WRITE or _READ_WRITE)", access);
     }
     char *tag = diag_take_tag();
     if (!diag_sanitizing() || size == 0) {

@@ -198,7 +198,27 @@ MOCK_HIDDEN size_t diag_sanitize_emit(diag_report *list);
 
 /* -------------------------------------------------------------------- prof.c */
 
+/* The small record of a profiled task kept in the stream's ring (core_obs.inline_rec):
+ * the cheap path when nothing but the profiler needs the task. */
+typedef struct diag_fast_rec {
+    uint64_t id;
+    uint64_t bytes;
+    uint64_t start;
+    uint64_t step;
+    char *tag;
+    uint8_t kind;
+    uint8_t link;
+    uint8_t stream_default;
+    uint8_t pad;
+    char name[52];
+} diag_fast_rec;
+_Static_assert(sizeof(diag_fast_rec) <= CORE_OBS_INLINE_BYTES, "diag_fast_rec outgrew the inline record");
+
+/* Lock-free: does the running collection take the tasks of `device`? */
+MOCK_HIDDEN bool diag_prof_wants_device(int32_t device);
 MOCK_HIDDEN bool diag_prof_wants(const diag_task *t);
+MOCK_HIDDEN void diag_prof_fast(const diag_fast_rec *f, int32_t device, int32_t stream_id, uint64_t end_ns,
+                                aclError rc);
 MOCK_HIDDEN bool diag_prof_subscribed(void);
 MOCK_HIDDEN uint64_t diag_prof_step(void);
 MOCK_HIDDEN void diag_prof_task(const diag_task *t, uint64_t start_ns, uint64_t end_ns, aclError rc);
@@ -222,14 +242,14 @@ typedef struct diag_prof_rec {
     uint64_t step;
     int32_t device;     /* -1: host track */
     int32_t stream_id;  /* stream id, or the host thread number */
-    uint8_t kind;       /* mock_task_kind, or DIAG_REC_HOST_* */
+    uint8_t kind;       /* mock_task_kind, or MOCK_TASK_KIND_COUNT for a host event */
     uint8_t link;
     uint8_t instant;
     uint8_t stream_default;
     aclError rc;
-    char name[64];
-    char cat[24];
+    const char *cat;    /* a static string: the kind's name, or the host event's */
     char *tag;
+    char name[64];
 } diag_prof_rec;
 
 /* Writes trace.json, summary.json, kind_summary.csv and stream_summary.csv into dir

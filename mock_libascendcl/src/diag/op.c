@@ -32,9 +32,9 @@ static aclError check_arg(const char *fn, uint32_t i, const aclmockOpArg *a, moc
     if (a->ptr == NULL || a->size == 0) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "args[%u]: 'ptr' is NULL or 'size' is 0", i);
     }
-    if (a->access == 0 || (a->access & ~ACLMOCK_ACCESS_READWRITE) != 0) {
+    if (a->access == 0 || (a->access & ~ACLMOCK_ACCESS_READ_WRITE) != 0) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "args[%u]: 'access' is %u (expected ACLMOCK_ACCESS_READ, "
-                          "_WRITE or _READWRITE)", i, a->access);
+                          "_WRITE or _READ_WRITE)", i, a->access);
     }
     if (a->ndim > 8) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "args[%u]: 'ndim' is %u (at most 8)", i, a->ndim);

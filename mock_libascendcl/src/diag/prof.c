@@ -67,6 +67,7 @@ static uint64_t g_next_range = 1;
 static uint64_t g_out_seq;
 static char g_last_output[4300];
 static atomic_bool g_active_fast; /* g_col.active, for the hot path */
+static _Atomic uint64_t g_devices_fast; /* devices whose tasks are collected (0 if none) */
 static atomic_bool g_subs_fast;   /* g_nsubs > 0 */
 static _Atomic uint64_t g_step;
 
@@ -78,9 +79,12 @@ typedef struct pushed {
 static _Thread_local pushed tls_stack[PROF_RANGE_DEPTH];
 static _Thread_local uint32_t tls_depth;
 
+static bool wants_tasks(uint64_t flags);
+
 static void update_observing_locked(void)
 {
     atomic_store(&g_active_fast, g_col.active);
+    atomic_store(&g_devices_fast, g_col.active && wants_tasks(g_col.flags) ? g_col.devices : 0);
     atomic_store(&g_subs_fast, g_nsubs > 0);
     core_set_observing(CORE_OBSERVE_PROFILER, g_col.active || g_col.armed || g_nsubs > 0);
 }
@@ -101,16 +105,15 @@ static bool wants_host(uint64_t flags)
     return flags == 0 || (flags & (ACL_PROF_MSPROFTX | ACL_PROF_ACL_API | ACL_PROF_RUNTIME_API)) != 0;
 }
 
+bool diag_prof_wants_device(int32_t device)
+{
+    uint64_t mask = atomic_load_explicit(&g_devices_fast, memory_order_relaxed);
+    return device >= 0 && device < 64 && (mask & (1ull << device)) != 0;
+}
+
 bool diag_prof_wants(const diag_task *t)
 {
-    if (!atomic_load_explicit(&g_active_fast, memory_order_relaxed)) {
-        return false;
-    }
-    core_mutex_lock(&g_prof_mu);
-    bool yes = g_col.active && wants_tasks(g_col.flags) && t->device >= 0 && t->device < 64 &&
-               (g_col.devices & (1ull << t->device)) != 0;
-    core_mutex_unlock(&g_prof_mu);
-    return yes;
+    return diag_prof_wants_device(t->device);
 }
 
 bool diag_prof_subscribed(void)
@@ -163,13 +166,40 @@ void diag_prof_task(const diag_task *t, uint64_t start_ns, uint64_t end_ns, aclE
         r->instant = t->kind == MOCK_TASK_MARKER || t->kind == MOCK_TASK_EVENT_RECORD;
         r->stream_default = t->stream_default;
         r->rc = rc;
-        snprintf(r->name, sizeof r->name, "%s", t->name);
-        snprintf(r->cat, sizeof r->cat, "%s", diag_kind_name(t->kind, t->link));
+        memcpy(r->name, t->name, sizeof r->name);
+        r->cat = diag_kind_name(t->kind, t->link);
         r->tag = tag;
         tag = NULL;
     }
     core_mutex_unlock(&g_prof_mu);
     free(tag);
+}
+
+void diag_prof_fast(const diag_fast_rec *f, int32_t device, int32_t stream_id, uint64_t end_ns, aclError rc)
+{
+    core_mutex_lock(&g_prof_mu);
+    diag_prof_rec *r = g_col.active ? append_locked() : NULL;
+    if (r != NULL) {
+        r->id = f->id;
+        r->start_ns = f->start;
+        r->end_ns = end_ns < f->start ? f->start : end_ns;
+        r->bytes = f->bytes;
+        r->step = f->step;
+        r->device = device;
+        r->stream_id = stream_id;
+        r->kind = f->kind;
+        r->link = f->link;
+        r->instant = f->kind == MOCK_TASK_MARKER || f->kind == MOCK_TASK_EVENT_RECORD;
+        r->stream_default = f->stream_default;
+        r->rc = rc;
+        memcpy(r->name, f->name, sizeof f->name);
+        r->cat = diag_kind_name(f->kind, f->link);
+        r->tag = f->tag; /* the record takes it over */
+    }
+    core_mutex_unlock(&g_prof_mu);
+    if (r == NULL) {
+        free(f->tag);
+    }
 }
 
 void diag_prof_host(const char *name, const char *cat, uint64_t start_ns, uint64_t end_ns, uint64_t bytes,
@@ -193,7 +223,7 @@ void diag_prof_host(const char *name, const char *cat, uint64_t start_ns, uint64
         r->kind = MOCK_TASK_KIND_COUNT; /* a host event */
         r->instant = end_ns <= start_ns;
         snprintf(r->name, sizeof r->name, "%s", name);
-        snprintf(r->cat, sizeof r->cat, "%s", cat);
+        r->cat = cat;
         r->tag = tcopy;
         tcopy = NULL;
     }

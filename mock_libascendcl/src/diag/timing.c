@@ -142,6 +142,18 @@ diag_stream *diag_stream_get(mock_stream *s, int32_t device, int32_t id)
     return ds;
 }
 
+/* The state of `s` if it has one (never creates: a stream destroyed by force may still
+ * finish a task after its state was forgotten). */
+static diag_stream *stream_find(const mock_stream *s)
+{
+    for (size_t i = 0; i < g_nstreams; i++) {
+        if (g_streams[i]->s == s) {
+            return g_streams[i];
+        }
+    }
+    return NULL;
+}
+
 void diag_stream_forget(mock_stream *s)
 {
     diag_state_lock();
@@ -521,7 +533,7 @@ void diag_timing_stream_wait(diag_stream *ds, diag_event_node *n)
 void diag_timing_drop(diag_task *t)
 {
     diag_state_lock();
-    diag_stream *ds = diag_stream_get(t->stream, t->device, t->stream_id);
+    diag_stream *ds = stream_find(t->stream);
     if (ds != NULL && t->deferred && !t->scheduled && ds->deferred > 0) {
         ds->deferred--;
     }
@@ -535,7 +547,7 @@ void diag_timing_drop(diag_task *t)
 static void schedule_deferred(diag_task *t)
 {
     diag_state_lock();
-    diag_stream *ds = diag_stream_get(t->stream, t->device, t->stream_id);
+    diag_stream *ds = stream_find(t->stream);
     if (ds != NULL && !t->scheduled) {
         if (ds->deferred > 0) {
             ds->deferred--;
@@ -571,7 +583,7 @@ void diag_timing_end(diag_task *t, bool skipped)
         uint64_t dur = paced() ? (uint64_t)((double)real / diag_config_get()->model.pace) : real;
         diag_state_lock();
         t->end_vt = t->start_vt + dur;
-        diag_stream *ds = diag_stream_get(t->stream, t->device, t->stream_id);
+        diag_stream *ds = stream_find(t->stream);
         if (ds != NULL) {
             ds->open = false;
             if (t->end_vt > ds->cursor) {
@@ -643,14 +655,9 @@ void diag_timing_sync_context(mock_context *ctx)
 
 uint64_t diag_timing_stream_end(mock_stream *s)
 {
-    uint64_t vt = 0;
     diag_state_lock();
-    for (size_t i = 0; i < g_nstreams; i++) {
-        if (g_streams[i]->s == s) {
-            vt = g_streams[i]->cursor;
-            break;
-        }
-    }
+    diag_stream *ds = stream_find(s);
+    uint64_t vt = ds != NULL ? ds->cursor : 0;
     diag_state_unlock();
     return vt;
 }

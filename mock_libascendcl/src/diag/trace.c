@@ -148,7 +148,9 @@ static void sweep(const diag_prof_rec *recs, size_t n, tracks *tr, device_sum *d
         e[ne++] = (edge){recs[i].start_ns, +1, idx};
         e[ne++] = (edge){recs[i].end_ns, -1, idx};
     }
-    qsort(e, ne, sizeof *e, cmp_edge);
+    if (ne > 0) {
+        qsort(e, ne, sizeof *e, cmp_edge);
+    }
     for (int32_t d = 0; d < MOCK_MAX_DEVICES; d++) {
         size_t busy_streams = 0;
         uint64_t prev = 0;
@@ -467,7 +469,9 @@ int diag_trace_write(const char *dir, const diag_prof_rec *recs, size_t n, const
         }
     }
     /* device tracks for records that are all instants still exist (created above) */
-    qsort(tr.v, tr.n, sizeof *tr.v, cmp_track);
+    if (tr.n > 0) {
+        qsort(tr.v, tr.n, sizeof *tr.v, cmp_track);
+    }
     device_sum devs[MOCK_MAX_DEVICES];
     size_t ndevs = 0;
     sweep(recs, n, &tr, devs, &ndevs);

@@ -68,14 +68,14 @@ static dump_state g_dump = { .mu = MOCK_MUTEX_INIT(MOCK_LOCK_DUMP) };
  * output folder per configuration. */
 static uint64_t g_generation;
 
-static const dump_cfg *effective_locked(void);
-
 /* The data dump needs every kernel launch observed (core_observing) while it is on. */
 static void update_observing_locked(void)
 {
-    const dump_cfg *c = effective_locked();
     g_generation++;
-    core_set_observing(CORE_OBSERVE_DUMP, c != NULL && c->data_dump);
+    /* not effective_locked(): aclInit applies its config before it marks ACL initialized */
+    bool on = (g_dump.inited && g_dump.configured && g_dump.cfg.data_dump) ||
+              (g_dump.init_on && g_dump.init_cfg.data_dump);
+    core_set_observing(CORE_OBSERVE_DUMP, on);
 }
 
 /* Ends the aclmdlInitDump session (g_dump.mu held). */

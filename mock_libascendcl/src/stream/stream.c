@@ -59,7 +59,9 @@ typedef struct mock_task {
     mock_task_fn fn;
     void *arg;
     void (*free_arg)(void *arg);
-    void *diag; /* the observer's record of the task (core_observe), or NULL */
+    void *diag;       /* the observer's record of the task (core_observe), or NULL */
+    bool has_inline;  /* ... or its small record, kept here (no allocation) */
+    _Alignas(8) unsigned char inline_rec[CORE_OBS_INLINE_BYTES];
 } mock_task;
 
 /* A thread inside stream_wait with work still pending, on the stream's list
@@ -291,7 +293,7 @@ uint64_t stream_task_time_ns(uint64_t fallback)
 
 /* Before a task with an observer record runs (or is discarded): the observer may
  * pace it, give it a modeled time, or fail it (race sanitizer). */
-static aclError observe_begin(mock_stream *s, mock_task *t, bool skip)
+static aclError observe_begin(mock_stream *s, mock_task *t, bool skip, bool waited)
 {
     core_obs o = {0};
     o.kind = CORE_OBS_TASK_BEGIN;
@@ -299,7 +301,9 @@ static aclError observe_begin(mock_stream *s, mock_task *t, bool skip)
     o.device = s->device;
     o.stream_id = s->id;
     o.record = t->diag;
+    o.inline_rec = t->has_inline ? t->inline_rec : NULL;
     o.skipped = skip;
+    o.flag = waited;
     (void)core_observe(&o);
     tls_task_timed = o.out_timed;
     tls_task_time_ns = o.out_time_ns;
@@ -315,6 +319,7 @@ static void observe_end(mock_stream *s, mock_task *t, aclError rc, bool skip)
     o.device = s->device;
     o.stream_id = s->id;
     o.record = t->diag;
+    o.inline_rec = t->has_inline ? t->inline_rec : NULL;
     o.rc = rc;
     o.skipped = skip;
     (void)core_observe(&o);
@@ -327,11 +332,14 @@ static void *worker_main(void *arg)
     mock_stream *s = arg;
     core_worker_enter(s, s->ctx, s->device);
     core_mutex_lock(&s->mu);
+    /* for the observers: no observed task ran on this worker right before this one */
+    bool waited = true;
     for (;;) {
         while (s->count == 0 && !s->stopping) {
             s->worker_sleeping = true;
             core_cond_wait(&s->work_cv, &s->mu);
             s->worker_sleeping = false;
+            waited = true;
         }
         if (s->count == 0) {
             break; /* stopping and drained */
@@ -345,14 +353,16 @@ static void *worker_main(void *arg)
         core_mutex_unlock(&s->mu);
 
         aclError rc = ACL_SUCCESS;
-        if (t.diag != NULL) {
-            rc = observe_begin(s, &t, skip);
+        bool observed = t.diag != NULL || t.has_inline;
+        if (observed) {
+            rc = observe_begin(s, &t, skip, waited);
         }
+        waited = !observed;
         if (!skip && rc == ACL_SUCCESS) {
             core_lock_check_none("running a stream task");
             rc = t.fn(t.arg);
         }
-        if (t.diag != NULL) {
+        if (observed) {
             observe_end(s, &t, rc, skip);
         }
         if (t.free_arg != NULL) {
@@ -464,6 +474,8 @@ aclError stream_enqueue_desc(mock_stream *s, mock_task_fn fn, void *arg, void (*
                              const mock_task_desc *desc)
 {
     void *diag = NULL;
+    bool has_inline = false;
+    _Alignas(8) unsigned char inline_rec[CORE_OBS_INLINE_BYTES];
     if (core_observing() && (s->flags & ACL_STREAM_PERSISTENT) == 0) {
         static const mock_task_desc other = {.kind = MOCK_TASK_OTHER, .name = "task", .peer_device = -1};
         core_obs o = {0};
@@ -473,7 +485,9 @@ aclError stream_enqueue_desc(mock_stream *s, mock_task_fn fn, void *arg, void (*
         o.stream_id = s->id;
         o.flag = s->is_default;
         o.task = desc != NULL ? desc : &other;
+        o.inline_rec = inline_rec;
         diag = core_observe(&o);
+        has_inline = o.out_inline;
     }
     aclError refuse = ACL_SUCCESS;
     bool queued = false; /* false with no refusal: captured by a persistent stream */
@@ -485,13 +499,21 @@ aclError stream_enqueue_desc(mock_stream *s, mock_task_fn fn, void *arg, void (*
     } else if (s->err != ACL_SUCCESS && stops_on_failure(s)) {
         refuse = s->err;
     } else if ((s->flags & ACL_STREAM_PERSISTENT) != 0) {
-        if (!capture_locked(s, (mock_task){fn, arg, free_arg, NULL})) {
+        if (!capture_locked(s, (mock_task){.fn = fn, .arg = arg, .free_arg = free_arg})) {
             refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
         }
     } else if (s->count == s->cap && !ring_grow_locked(s)) {
         refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
     } else {
-        s->ring[(s->head + s->count) & (s->cap - 1)] = (mock_task){fn, arg, free_arg, diag};
+        mock_task *slot = &s->ring[(s->head + s->count) & (s->cap - 1)];
+        slot->fn = fn;
+        slot->arg = arg;
+        slot->free_arg = free_arg;
+        slot->diag = diag;
+        slot->has_inline = has_inline;
+        if (has_inline) {
+            memcpy(slot->inline_rec, inline_rec, sizeof inline_rec);
+        }
         s->count++;
         seq = ++s->submitted;
         wake = s->worker_sleeping;
@@ -499,11 +521,12 @@ aclError stream_enqueue_desc(mock_stream *s, mock_task_fn fn, void *arg, void (*
     }
     core_mutex_unlock(&s->mu);
     if (refuse != ACL_SUCCESS) {
-        if (diag != NULL) {
+        if (diag != NULL || has_inline) {
             core_obs o = {0};
             o.kind = CORE_OBS_TASK_DROP;
             o.stream = s;
             o.record = diag;
+            o.inline_rec = has_inline ? inline_rec : NULL;
             (void)core_observe(&o);
         }
         if (free_arg != NULL) {
