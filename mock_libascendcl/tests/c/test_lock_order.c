@@ -496,6 +496,7 @@ static void test_stress_device_log(void)
     CHECK_OK(aclrtReserveMemAddress(&g_va, 2 * MIB, 0, NULL, 0));
     void *(*const fns[])(void *) = {event_error_loop, mem_error_loop, log_reader, log_reader};
     run_threads(fns, 4);
+    CHECK_EQ(aclrtMalloc(NULL, 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
     CHECK_GT(aclmockGetDeviceLogCount(ACLMOCK_LOG_ALL), 0);
     CHECK_OK(aclrtReleaseMemAddress(g_va));
     CHECK_OK(aclrtFree(g_managed));
