@@ -113,7 +113,11 @@ _KIND_NAMES: Final = ("owned", "default", "pool", "external")
 
 # ------------------------------------------------------------ marker events
 class _MarkerPool:
-    """Raw ACL events (flag SYNC) per context, reused for keep-alive markers."""
+    """Raw ACL events (flag SYNC) per context, reused for keep-alive markers: at most
+    :attr:`IDLE_MAX` idle per context (a burst of outstanding markers does not stay
+    allocated for the life of the process)."""
+
+    IDLE_MAX = 64
 
     def __init__(self) -> None:
         self._free: dict[_CtxRef, list[int]] = {}
@@ -134,7 +138,21 @@ class _MarkerPool:
         if ctx.device < 0:
             return  # its context died; the runtime released the event with it
         with self._lock:
-            self._free.setdefault(ctx, []).append(handle)
+            lst = self._free.setdefault(ctx, [])
+            if len(lst) < self.IDLE_MAX:
+                lst.append(handle)
+                return
+        prev = _local.st.ctx
+        try:  # the pool is full: destroy it (never raises)
+            if prev is not ctx:
+                ctx.make_current()
+            rc = _lib.aclrtDestroyEvent(handle)
+            if rc:
+                _log_release_failure("aclrtDestroyEvent", handle, rc)
+            if prev is not None and prev is not ctx and prev.device >= 0:
+                prev.make_current()
+        except Exception:  # pragma: no cover - defensive
+            _log.debug("pyacl_rt: destroying a marker event failed", exc_info=True)
 
     def drop_context(self, ctx: _CtxRef) -> None:
         """Destroy the pooled events of ``ctx`` (context close / finalize)."""

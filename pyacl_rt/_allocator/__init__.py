@@ -236,7 +236,8 @@ def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) 
     if not 0 <= fraction <= 1:
         raise ValueError(f"fraction must be within 0..1, got {fraction}")
     a = _device_allocator(device)[1]
-    a.fraction = float(fraction)
+    # 1.0 is no limit: aclrtMalloc decides (and its error text is kept)
+    a.fraction = float(fraction) if fraction < 1 else None
 
 
 def get_per_process_memory_fraction(device: DeviceLike = None) -> float:
