@@ -425,6 +425,20 @@ static void fix_transitive_gap(void)
     op("reader", d1, BUF, ACLMOCK_ACCESS_READ, s3);
 }
 
+static void copy_back(void *arg);
+
+static void fix_host_function_copy(void)
+{
+    op("writer", d2, BUF, ACLMOCK_ACCESS_WRITE, s1);
+    CHECK_OK(aclrtLaunchHostFunc(s1, copy_back, NULL));
+}
+
+static void bug_host_thread_copy(void)
+{
+    op("writer", d2, BUF, ACLMOCK_ACCESS_WRITE, s1);
+    copy_back(NULL);
+}
+
 typedef struct corpus_entry {
     const char *name;
     void (*bug)(void);
@@ -597,12 +611,34 @@ static void test_report_contents(void)
     CHECK_EQ(aclmockSanitizerGetReportCount(), 0);
 }
 
+/* A host function acts as the task it is: its synchronous copy of what the tasks before
+ * it on its stream wrote is ordered after them (no report); the same copy from the host
+ * thread, unsynchronized, is a host race. */
+static aclrtContext g_ctx;
+
+static void copy_back(void *arg)
+{
+    (void)arg;
+    CHECK_OK(aclrtSetCurrentContext(g_ctx)); /* a host function's thread has none of its own */
+    CHECK_OK(aclrtMemcpy(h1, BUF, d2, BUF, ACL_MEMCPY_DEVICE_TO_HOST));
+}
+
+static void test_host_function_acts_as_its_task(void)
+{
+    CHECK_OK(aclrtGetCurrentContext(&g_ctx));
+    uint64_t n = reports_of(fix_host_function_copy);
+    CHECK_EQ(n, 0);
+    n = reports_of(bug_host_thread_copy);
+    CHECK_EQ(n, 1);
+}
+
 static void child_report(void)
 {
     mt_mock_env("ASCEND_MOCK_SANITIZE", "1", (const char *)NULL);
     setup();
     RUN_TEST(test_corpus);
     RUN_TEST(test_report_contents);
+    RUN_TEST(test_host_function_acts_as_its_task);
     teardown();
 }
 
