@@ -338,7 +338,8 @@ ACLMOCK_API void aclmockSanitizerClearReports(void);
  * ACL_SUCCESS, or in fail mode ACL_ERROR_RT_AICORE_EXCEPTION when it races. */
 ACLMOCK_API aclError aclmockSanitizerHostAccess(const void *ptr, size_t size, uint32_t access);
 /* A tag ("file.py:123") for the next task (or host operation) the calling thread
- * submits: shown in sanitizer reports and the profile. NULL/"" clears it. */
+ * submits: shown in sanitizer reports and the profile. NULL/"" clears it. Ignored (and
+ * the pending one cleared) while no diagnostic observes tasks. */
 ACLMOCK_API aclError aclmockSetNextTaskTag(const char *tag);
 
 #ifdef __cplusplus

@@ -61,7 +61,10 @@ aclError aclmockSetNextTaskTag(const char *tag)
         return core_error("aclmockSetNextTaskTag", ACL_ERROR_INVALID_PARAM, "argument 'tag' is longer than 255 "
                           "characters");
     }
-    diag_set_tag(tag);
+    /* kept only while something observes tasks (the sanitizer, a profile, the timing
+     * model, a dump): otherwise nothing would take it, and a stale tag must not reach a
+     * task of a later profile */
+    diag_set_tag(core_observing() ? tag : NULL);
     return ACL_SUCCESS;
 }
 
