@@ -410,7 +410,7 @@ MOCK_HIDDEN bool core_is_initialized(void);
 #define CORE_LEVEL_STREAM 100
 #define CORE_LEVEL_MEM 200
 #define CORE_LEVEL_MISC 300
-#define CORE_LEVEL_DIAG 400
+#define CORE_LEVEL_DIAG 600 /* above notify (400) and ipc (500): it observes them all */
 
 /* What aclInit passes to the init hooks: the function name for error messages and
  * the configuration file (path NULL and text NULL when aclInit got none). */
@@ -730,5 +730,48 @@ MOCK_HIDDEN const char *core_json_type_name(mock_json_type t);
  * (empty, or not JSON: the message has line and column), ACL_ERROR_BAD_ALLOC. */
 MOCK_HIDDEN aclError core_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes,
                                          char **text, size_t *len, mock_json **root);
+
+/* -------------------------------------------------------------------- soc.c */
+/* The product family of ASCEND_MOCK_SOC_NAME, for the per-product support matrices of
+ * the API reference (950 = 950PR/950DT, A3, A2, 310P, 310B, 910 = training series). A
+ * name the mock does not know is an A2 part. */
+typedef enum core_soc_family {
+    CORE_SOC_A2 = 0,
+    CORE_SOC_A3,
+    CORE_SOC_950PR,
+    CORE_SOC_950DT,
+    CORE_SOC_310P,
+    CORE_SOC_310B,
+    CORE_SOC_910
+} core_soc_family;
+#define CORE_SOC_BIT(f) (1u << (unsigned)(f))
+#define CORE_SOC_950 (CORE_SOC_BIT(CORE_SOC_950PR) | CORE_SOC_BIT(CORE_SOC_950DT))
+MOCK_HIDDEN core_soc_family core_soc_family_get(void);
+MOCK_HIDDEN const char *core_soc_family_name(core_soc_family f);
+/* ACL_SUCCESS when the family of this SoC is in `supported` (CORE_SOC_BIT ors), else
+ * records and returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT under `fn`, naming the SoC. */
+MOCK_HIDDEN aclError core_soc_require(const char *fn, unsigned supported);
+
+/* -------------------------------------------------------------------- shm.c */
+/* Process-shared words: 64-byte zeroed slots of memfd-backed arenas mapped MAP_SHARED
+ * (the state of IPC events and notifies), and shared futex wait/wake on a 32-bit word
+ * (works on any memory, across processes for shared mappings). */
+#define CORE_SHM_SLOT_BYTES 64u
+typedef struct core_shm_slot {
+    void *addr;      /* the slot in this process */
+    int fd;          /* the arena's memfd (-1: cannot be shared with another process) */
+    uint64_t offset; /* of the slot in that file */
+    uint32_t number; /* internal */
+} core_shm_slot;
+/* false when no arena memory could be mapped. */
+MOCK_HIDDEN bool core_shm_slot_alloc(core_shm_slot *out);
+/* Returns the slot to the arena (no-op for an empty slot). The caller makes sure no
+ * process maps it any more (src/ipc/ keeps the object alive while an importer does). */
+MOCK_HIDDEN void core_shm_slot_free(const core_shm_slot *slot);
+/* Sleeps while *word == expected, until woken or `deadline` (absolute CLOCK_MONOTONIC;
+ * NULL = none). Returns ETIMEDOUT, or 0 (recheck: woken, value changed, interrupted). */
+MOCK_HIDDEN int core_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *deadline);
+/* Wakes every waiter on `word`, in any process. */
+MOCK_HIDDEN void core_futex_wake(_Atomic uint32_t *word);
 
 #endif /* MOCK_CORE_H */

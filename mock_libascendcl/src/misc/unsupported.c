@@ -554,67 +554,6 @@ aclError aclrtCmoWaitBarrier(aclrtBarrierTaskInfo *taskInfo, aclrtStream stream,
         "(needs Ascend hardware)");
 }
 
-aclError aclrtCntNotifyCreate(aclrtCntNotify *cntNotify, uint64_t flag)
-{
-    (void)cntNotify;
-    (void)flag;
-    return aclmockSetError("aclrtCntNotifyCreate", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyCreate is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyDestroy(aclrtCntNotify cntNotify)
-{
-    (void)cntNotify;
-    return aclmockSetError("aclrtCntNotifyDestroy", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyDestroy is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyGetId(aclrtCntNotify cntNotify, uint32_t *notifyId)
-{
-    (void)cntNotify;
-    (void)notifyId;
-    return aclmockSetError("aclrtCntNotifyGetId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyGetId is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyRecord(
-    aclrtCntNotify cntNotify,
-    aclrtStream stream,
-    aclrtCntNotifyRecordInfo *info)
-{
-    (void)cntNotify;
-    (void)stream;
-    (void)info;
-    return aclmockSetError("aclrtCntNotifyRecord", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyRecord is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyReset(aclrtCntNotify cntNotify, aclrtStream stream)
-{
-    (void)cntNotify;
-    (void)stream;
-    return aclmockSetError("aclrtCntNotifyReset", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyReset is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyWaitWithTimeout(
-    aclrtCntNotify cntNotify,
-    aclrtStream stream,
-    aclrtCntNotifyWaitInfo *info)
-{
-    (void)cntNotify;
-    (void)stream;
-    (void)info;
-    return aclmockSetError("aclrtCntNotifyWaitWithTimeout", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyWaitWithTimeout is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf)
 {
     (void)buf;
@@ -660,15 +599,6 @@ aclError aclrtCreateLabelList(aclrtLabel *labels, size_t num, aclrtLabelList *la
         "(needs Ascend hardware)");
 }
 
-aclError aclrtCreateNotify(aclrtNotify *notify, uint64_t flag)
-{
-    (void)notify;
-    (void)flag;
-    return aclmockSetError("aclrtCreateNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCreateNotify is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtCtxGetFloatOverflowAddr(void **overflowAddr)
 {
     (void)overflowAddr;
@@ -706,14 +636,6 @@ aclError aclrtDestroyLabelList(aclrtLabelList labelList)
     (void)labelList;
     return aclmockSetError("aclrtDestroyLabelList", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtDestroyLabelList is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtDestroyNotify(aclrtNotify notify)
-{
-    (void)notify;
-    return aclmockSetError("aclrtDestroyNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtDestroyNotify is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -975,15 +897,6 @@ aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtGetNotifyId(aclrtNotify notify, uint32_t *notifyId)
-{
-    (void)notify;
-    (void)notifyId;
-    return aclmockSetError("aclrtGetNotifyId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetNotifyId is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr)
 {
     (void)symbol;
@@ -999,84 +912,6 @@ aclError aclrtGetSymbolSize(const void *symbol, size_t *size)
     (void)size;
     return aclmockSetError("aclrtGetSymbolSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtGetSymbolSize is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle)
-{
-    (void)event;
-    (void)handle;
-    return aclmockSetError("aclrtIpcGetEventHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcGetEventHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemClose(const char *key)
-{
-    (void)key;
-    return aclmockSetError("aclrtIpcMemClose", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemClose is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags)
-{
-    (void)devPtr;
-    (void)size;
-    (void)key;
-    (void)len;
-    (void)flags;
-    return aclmockSetError("aclrtIpcMemGetExportKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemGetExportKey is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags)
-{
-    (void)devPtr;
-    (void)key;
-    (void)flags;
-    return aclmockSetError("aclrtIpcMemImportByKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemImportByKey is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemImportPidInterServer(const char *key, aclrtServerPid *serverPids, size_t num)
-{
-    (void)key;
-    (void)serverPids;
-    (void)num;
-    return aclmockSetError("aclrtIpcMemImportPidInterServer", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemImportPidInterServer is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr)
-{
-    (void)key;
-    (void)type;
-    (void)attr;
-    return aclmockSetError("aclrtIpcMemSetAttr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemSetAttr is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num)
-{
-    (void)key;
-    (void)pid;
-    (void)num;
-    return aclmockSetError("aclrtIpcMemSetImportPid", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemSetImportPid is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event)
-{
-    (void)handle;
-    (void)event;
-    return aclmockSetError("aclrtIpcOpenEventHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcOpenEventHandle is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -1346,64 +1181,6 @@ aclError aclrtMallocForTaskScheduler(
         "(needs Ascend hardware)");
 }
 
-aclError aclrtMemExportToShareableHandle(
-    aclrtDrvMemHandle handle,
-    aclrtMemHandleType handleType,
-    uint64_t flags,
-    uint64_t *shareableHandle)
-{
-    (void)handle;
-    (void)handleType;
-    (void)flags;
-    (void)shareableHandle;
-    return aclmockSetError("aclrtMemExportToShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemExportToShareableHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemExportToShareableHandleV2(
-    aclrtDrvMemHandle handle,
-    uint64_t flags,
-    aclrtMemSharedHandleType shareType,
-    void *shareableHandle)
-{
-    (void)handle;
-    (void)flags;
-    (void)shareType;
-    (void)shareableHandle;
-    return aclmockSetError("aclrtMemExportToShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemExportToShareableHandleV2 is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemImportFromShareableHandle(
-    uint64_t shareableHandle,
-    int32_t deviceId,
-    aclrtDrvMemHandle *handle)
-{
-    (void)shareableHandle;
-    (void)deviceId;
-    (void)handle;
-    return aclmockSetError("aclrtMemImportFromShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemImportFromShareableHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemImportFromShareableHandleV2(
-    void *shareableHandle,
-    aclrtMemSharedHandleType shareType,
-    uint64_t flags,
-    aclrtDrvMemHandle *handle)
-{
-    (void)shareableHandle;
-    (void)shareType;
-    (void)flags;
-    (void)handle;
-    return aclmockSetError("aclrtMemImportFromShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemImportFromShareableHandleV2 is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtMemMapSelectedLink(void *virPtrDst, size_t size, void *virPtrSrc, uint32_t linkIdx)
 {
     (void)virPtrDst;
@@ -1432,31 +1209,6 @@ aclError aclrtMemP2PMap(void *devPtr, size_t size, int32_t dstDevId, uint64_t fl
     (void)flags;
     return aclmockSetError("aclrtMemP2PMap", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtMemP2PMap is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid, size_t pidNum)
-{
-    (void)shareableHandle;
-    (void)pid;
-    (void)pidNum;
-    return aclmockSetError("aclrtMemSetPidToShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemSetPidToShareableHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemSetPidToShareableHandleV2(
-    void *shareableHandle,
-    aclrtMemSharedHandleType shareType,
-    int32_t *pid,
-    size_t pidNum)
-{
-    (void)shareableHandle;
-    (void)shareType;
-    (void)pid;
-    (void)pidNum;
-    return aclmockSetError("aclrtMemSetPidToShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemSetPidToShareableHandleV2 is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -1579,59 +1331,6 @@ aclError aclrtMemcpyToSymbolAsync(
         "(needs Ascend hardware)");
 }
 
-aclError aclrtNotifyBatchReset(aclrtNotify *notifies, size_t num)
-{
-    (void)notifies;
-    (void)num;
-    return aclmockSetError("aclrtNotifyBatchReset", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifyBatchReset is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtNotifyGetExportKey(aclrtNotify notify, char *key, size_t len, uint64_t flags)
-{
-    (void)notify;
-    (void)key;
-    (void)len;
-    (void)flags;
-    return aclmockSetError("aclrtNotifyGetExportKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifyGetExportKey is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtNotifyImportByKey(aclrtNotify *notify, const char *key, uint64_t flags)
-{
-    (void)notify;
-    (void)key;
-    (void)flags;
-    return aclmockSetError("aclrtNotifyImportByKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifyImportByKey is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtNotifySetImportPid(aclrtNotify notify, int32_t *pid, size_t num)
-{
-    (void)notify;
-    (void)pid;
-    (void)num;
-    return aclmockSetError("aclrtNotifySetImportPid", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifySetImportPid is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtNotifySetImportPidInterServer(
-    aclrtNotify notify,
-    aclrtServerPid *serverPids,
-    size_t num)
-{
-    (void)notify;
-    (void)serverPids;
-    (void)num;
-    return aclmockSetError("aclrtNotifySetImportPidInterServer", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifySetImportPidInterServer is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtPersistentTaskClean(aclrtStream stream)
 {
     (void)stream;
@@ -1650,15 +1349,6 @@ aclError aclrtRandomNumAsync(
     (void)reserve;
     return aclmockSetError("aclrtRandomNumAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtRandomNumAsync is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream)
-{
-    (void)notify;
-    (void)stream;
-    return aclmockSetError("aclrtRecordNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtRecordNotify is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -1856,15 +1546,5 @@ aclError aclrtTaskUpdateAsync(
     (void)execStream;
     return aclmockSetError("aclrtTaskUpdateAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtTaskUpdateAsync is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtWaitAndResetNotify(aclrtNotify notify, aclrtStream stream, uint32_t timeout)
-{
-    (void)notify;
-    (void)stream;
-    (void)timeout;
-    return aclmockSetError("aclrtWaitAndResetNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtWaitAndResetNotify is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }

@@ -220,6 +220,30 @@ int stream_task_wait(pthread_cond_t *cv, mock_mutex *mu, const struct timespec *
     return (rc == ETIMEDOUT && last) ? ETIMEDOUT : 0;
 }
 
+int stream_task_wait_word(_Atomic uint32_t *word, uint32_t seen, const struct timespec *deadline)
+{
+    mock_stream *self = core_worker_stream();
+    if (self == NULL) {
+        return core_futex_wait(word, seen, deadline);
+    }
+    if (atomic_load(&self->abort_req)) {
+        return ECANCELED;
+    }
+    /* On a worker: wait in slices so that an abort is noticed (as stream_task_wait). */
+    struct timespec slice = core_deadline_ms(10);
+    const struct timespec *until = &slice;
+    bool last = false;
+    if (deadline != NULL && ts_before(deadline, &slice)) {
+        until = deadline;
+        last = true;
+    }
+    int rc = core_futex_wait(word, seen, until);
+    if (atomic_load(&self->abort_req)) {
+        return ECANCELED;
+    }
+    return (rc == ETIMEDOUT && last) ? ETIMEDOUT : 0;
+}
+
 bool stream_task_cancelled(void)
 {
     mock_stream *self = core_worker_stream();

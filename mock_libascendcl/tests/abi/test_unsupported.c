@@ -440,48 +440,6 @@ static void test_aclrtCmoWaitBarrier(void)
     check_recorded("aclrtCmoWaitBarrier");
 }
 
-static void test_aclrtCntNotifyCreate(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCntNotifyCreate(NULL, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCntNotifyCreate");
-}
-
-static void test_aclrtCntNotifyDestroy(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCntNotifyDestroy(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCntNotifyDestroy");
-}
-
-static void test_aclrtCntNotifyGetId(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCntNotifyGetId(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCntNotifyGetId");
-}
-
-static void test_aclrtCntNotifyRecord(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCntNotifyRecord(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCntNotifyRecord");
-}
-
-static void test_aclrtCntNotifyReset(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCntNotifyReset(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCntNotifyReset");
-}
-
-static void test_aclrtCntNotifyWaitWithTimeout(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCntNotifyWaitWithTimeout(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCntNotifyWaitWithTimeout");
-}
-
 static void test_aclrtCopyBufRef(void)
 {
     clear_errors();
@@ -517,13 +475,6 @@ static void test_aclrtCreateLabelList(void)
     check_recorded("aclrtCreateLabelList");
 }
 
-static void test_aclrtCreateNotify(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCreateNotify(NULL, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCreateNotify");
-}
-
 static void test_aclrtCtxGetFloatOverflowAddr(void)
 {
     clear_errors();
@@ -557,13 +508,6 @@ static void test_aclrtDestroyLabelList(void)
     clear_errors();
     CHECK_EQ(aclrtDestroyLabelList(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtDestroyLabelList");
-}
-
-static void test_aclrtDestroyNotify(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtDestroyNotify(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtDestroyNotify");
 }
 
 static void test_aclrtDeviceL2CacheFlush(void)
@@ -741,13 +685,6 @@ static void test_aclrtGetMemcpyDescSize(void)
     check_recorded("aclrtGetMemcpyDescSize");
 }
 
-static void test_aclrtGetNotifyId(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetNotifyId(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetNotifyId");
-}
-
 static void test_aclrtGetSymbolAddress(void)
 {
     clear_errors();
@@ -760,64 +697,6 @@ static void test_aclrtGetSymbolSize(void)
     clear_errors();
     CHECK_EQ(aclrtGetSymbolSize(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtGetSymbolSize");
-}
-
-static void test_aclrtIpcGetEventHandle(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtIpcGetEventHandle(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtIpcGetEventHandle");
-}
-
-static void test_aclrtIpcMemClose(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtIpcMemClose(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtIpcMemClose");
-}
-
-static void test_aclrtIpcMemGetExportKey(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtIpcMemGetExportKey(NULL, (size_t)0, NULL, (size_t)0, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtIpcMemGetExportKey");
-}
-
-static void test_aclrtIpcMemImportByKey(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtIpcMemImportByKey(NULL, NULL, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtIpcMemImportByKey");
-}
-
-static void test_aclrtIpcMemImportPidInterServer(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtIpcMemImportPidInterServer(NULL, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtIpcMemImportPidInterServer");
-}
-
-static void test_aclrtIpcMemSetAttr(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtIpcMemSetAttr(NULL, (aclrtIpcMemAttrType)0, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtIpcMemSetAttr");
-}
-
-static void test_aclrtIpcMemSetImportPid(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtIpcMemSetImportPid(NULL, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtIpcMemSetImportPid");
-}
-
-static void test_aclrtIpcOpenEventHandle(void)
-{
-    aclrtIpcEventHandle arg0;
-    memset(&arg0, 0, sizeof arg0);
-    clear_errors();
-    CHECK_EQ(aclrtIpcOpenEventHandle(arg0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtIpcOpenEventHandle");
 }
 
 static void test_aclrtKernelArgsAppend(void)
@@ -947,34 +826,6 @@ static void test_aclrtMallocForTaskScheduler(void)
     check_recorded("aclrtMallocForTaskScheduler");
 }
 
-static void test_aclrtMemExportToShareableHandle(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemExportToShareableHandle(NULL, (aclrtMemHandleType)0, (uint64_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemExportToShareableHandle");
-}
-
-static void test_aclrtMemExportToShareableHandleV2(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemExportToShareableHandleV2(NULL, (uint64_t)0, (aclrtMemSharedHandleType)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemExportToShareableHandleV2");
-}
-
-static void test_aclrtMemImportFromShareableHandle(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemImportFromShareableHandle((uint64_t)0, (int32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemImportFromShareableHandle");
-}
-
-static void test_aclrtMemImportFromShareableHandleV2(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemImportFromShareableHandleV2(NULL, (aclrtMemSharedHandleType)0, (uint64_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemImportFromShareableHandleV2");
-}
-
 static void test_aclrtMemMapSelectedLink(void)
 {
     clear_errors();
@@ -994,20 +845,6 @@ static void test_aclrtMemP2PMap(void)
     clear_errors();
     CHECK_EQ(aclrtMemP2PMap(NULL, (size_t)0, (int32_t)0, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtMemP2PMap");
-}
-
-static void test_aclrtMemSetPidToShareableHandle(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemSetPidToShareableHandle((uint64_t)0, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemSetPidToShareableHandle");
-}
-
-static void test_aclrtMemSetPidToShareableHandleV2(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemSetPidToShareableHandleV2(NULL, (aclrtMemSharedHandleType)0, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemSetPidToShareableHandleV2");
 }
 
 static void test_aclrtMemUceRepair(void)
@@ -1059,41 +896,6 @@ static void test_aclrtMemcpyToSymbolAsync(void)
     check_recorded("aclrtMemcpyToSymbolAsync");
 }
 
-static void test_aclrtNotifyBatchReset(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtNotifyBatchReset(NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtNotifyBatchReset");
-}
-
-static void test_aclrtNotifyGetExportKey(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtNotifyGetExportKey(NULL, NULL, (size_t)0, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtNotifyGetExportKey");
-}
-
-static void test_aclrtNotifyImportByKey(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtNotifyImportByKey(NULL, NULL, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtNotifyImportByKey");
-}
-
-static void test_aclrtNotifySetImportPid(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtNotifySetImportPid(NULL, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtNotifySetImportPid");
-}
-
-static void test_aclrtNotifySetImportPidInterServer(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtNotifySetImportPidInterServer(NULL, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtNotifySetImportPidInterServer");
-}
-
 static void test_aclrtPersistentTaskClean(void)
 {
     clear_errors();
@@ -1106,13 +908,6 @@ static void test_aclrtRandomNumAsync(void)
     clear_errors();
     CHECK_EQ(aclrtRandomNumAsync(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtRandomNumAsync");
-}
-
-static void test_aclrtRecordNotify(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtRecordNotify(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtRecordNotify");
 }
 
 static void test_aclrtRegisterCpuFunc(void)
@@ -1234,13 +1029,6 @@ static void test_aclrtTaskUpdateAsync(void)
     check_recorded("aclrtTaskUpdateAsync");
 }
 
-static void test_aclrtWaitAndResetNotify(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtWaitAndResetNotify(NULL, NULL, (uint32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtWaitAndResetNotify");
-}
-
 int main(void)
 {
     RUN_TEST(test_acldumpGetExceptionInfoPath);
@@ -1301,24 +1089,16 @@ int main(void)
     RUN_TEST(test_aclrtCmoGetDescSize);
     RUN_TEST(test_aclrtCmoSetDesc);
     RUN_TEST(test_aclrtCmoWaitBarrier);
-    RUN_TEST(test_aclrtCntNotifyCreate);
-    RUN_TEST(test_aclrtCntNotifyDestroy);
-    RUN_TEST(test_aclrtCntNotifyGetId);
-    RUN_TEST(test_aclrtCntNotifyRecord);
-    RUN_TEST(test_aclrtCntNotifyReset);
-    RUN_TEST(test_aclrtCntNotifyWaitWithTimeout);
     RUN_TEST(test_aclrtCopyBufRef);
     RUN_TEST(test_aclrtCreateBinary);
     RUN_TEST(test_aclrtCreateGroupInfo);
     RUN_TEST(test_aclrtCreateLabel);
     RUN_TEST(test_aclrtCreateLabelList);
-    RUN_TEST(test_aclrtCreateNotify);
     RUN_TEST(test_aclrtCtxGetFloatOverflowAddr);
     RUN_TEST(test_aclrtDestroyBinary);
     RUN_TEST(test_aclrtDestroyGroupInfo);
     RUN_TEST(test_aclrtDestroyLabel);
     RUN_TEST(test_aclrtDestroyLabelList);
-    RUN_TEST(test_aclrtDestroyNotify);
     RUN_TEST(test_aclrtDeviceL2CacheFlush);
     RUN_TEST(test_aclrtFreeBuf);
     RUN_TEST(test_aclrtFunctionGetAvailDynUbufPerBlock);
@@ -1344,17 +1124,8 @@ int main(void)
     RUN_TEST(test_aclrtGetHardwareSyncAddr);
     RUN_TEST(test_aclrtGetMemUceInfo);
     RUN_TEST(test_aclrtGetMemcpyDescSize);
-    RUN_TEST(test_aclrtGetNotifyId);
     RUN_TEST(test_aclrtGetSymbolAddress);
     RUN_TEST(test_aclrtGetSymbolSize);
-    RUN_TEST(test_aclrtIpcGetEventHandle);
-    RUN_TEST(test_aclrtIpcMemClose);
-    RUN_TEST(test_aclrtIpcMemGetExportKey);
-    RUN_TEST(test_aclrtIpcMemImportByKey);
-    RUN_TEST(test_aclrtIpcMemImportPidInterServer);
-    RUN_TEST(test_aclrtIpcMemSetAttr);
-    RUN_TEST(test_aclrtIpcMemSetImportPid);
-    RUN_TEST(test_aclrtIpcOpenEventHandle);
     RUN_TEST(test_aclrtKernelArgsAppend);
     RUN_TEST(test_aclrtKernelArgsAppendPlaceHolder);
     RUN_TEST(test_aclrtKernelArgsFinalize);
@@ -1372,15 +1143,9 @@ int main(void)
     RUN_TEST(test_aclrtLaunchSIMTKernelWithArgsArray);
     RUN_TEST(test_aclrtLaunchSIMTKernelWithHostArgs);
     RUN_TEST(test_aclrtMallocForTaskScheduler);
-    RUN_TEST(test_aclrtMemExportToShareableHandle);
-    RUN_TEST(test_aclrtMemExportToShareableHandleV2);
-    RUN_TEST(test_aclrtMemImportFromShareableHandle);
-    RUN_TEST(test_aclrtMemImportFromShareableHandleV2);
     RUN_TEST(test_aclrtMemMapSelectedLink);
     RUN_TEST(test_aclrtMemMapSetLink);
     RUN_TEST(test_aclrtMemP2PMap);
-    RUN_TEST(test_aclrtMemSetPidToShareableHandle);
-    RUN_TEST(test_aclrtMemSetPidToShareableHandleV2);
     RUN_TEST(test_aclrtMemUceRepair);
     RUN_TEST(test_aclrtMemcpyAsyncWithDesc);
     RUN_TEST(test_aclrtMemcpyAsyncWithOffset);
@@ -1388,14 +1153,8 @@ int main(void)
     RUN_TEST(test_aclrtMemcpyFromSymbolAsync);
     RUN_TEST(test_aclrtMemcpyToSymbol);
     RUN_TEST(test_aclrtMemcpyToSymbolAsync);
-    RUN_TEST(test_aclrtNotifyBatchReset);
-    RUN_TEST(test_aclrtNotifyGetExportKey);
-    RUN_TEST(test_aclrtNotifyImportByKey);
-    RUN_TEST(test_aclrtNotifySetImportPid);
-    RUN_TEST(test_aclrtNotifySetImportPidInterServer);
     RUN_TEST(test_aclrtPersistentTaskClean);
     RUN_TEST(test_aclrtRandomNumAsync);
-    RUN_TEST(test_aclrtRecordNotify);
     RUN_TEST(test_aclrtRegisterCpuFunc);
     RUN_TEST(test_aclrtRepairError);
     RUN_TEST(test_aclrtSetBufDataLen);
@@ -1413,6 +1172,5 @@ int main(void)
     RUN_TEST(test_aclrtSwitchLabelByIndex);
     RUN_TEST(test_aclrtSwitchStream);
     RUN_TEST(test_aclrtTaskUpdateAsync);
-    RUN_TEST(test_aclrtWaitAndResetNotify);
     return TEST_REPORT();
 }
