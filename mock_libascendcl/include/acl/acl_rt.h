@@ -1325,8 +1325,15 @@ ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackRegister(
     aclrtExceptionInfoCallback callback);
 ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackUnregister(
     aclrtExceptionInfoCallback callback);
+ACL_FUNC_VISIBILITY aclError aclrtGetArgsFromExceptionInfo(
+    const aclrtExceptionInfo *info,
+    void **devArgsPtr,
+    uint32_t *devArgsLen);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetDeviceIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetErrorCodeFromExceptionInfo(const aclrtExceptionInfo *info);
+ACL_FUNC_VISIBILITY aclError aclrtGetFuncHandleFromExceptionInfo(
+    const aclrtExceptionInfo *info,
+    aclrtFuncHandle *func);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetStreamIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetTaskIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetThreadIdFromExceptionInfo(const aclrtExceptionInfo *info);
@@ -1334,15 +1341,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetThreadLastTaskId(uint32_t *taskId);
 ACLMOCK_DEPRECATED("aclrtSetExceptionInfoCallback is deprecated")
 ACL_FUNC_VISIBILITY aclError aclrtSetExceptionInfoCallback(
     aclrtExceptionInfoCallback callback);
-
-/* exception_info: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtGetArgsFromExceptionInfo(
-    const aclrtExceptionInfo *info,
-    void **devArgsPtr,
-    uint32_t *devArgsLen);
-ACL_FUNC_VISIBILITY aclError aclrtGetFuncHandleFromExceptionInfo(
-    const aclrtExceptionInfo *info,
-    aclrtFuncHandle *func);
 
 /* hostfunc */
 ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
@@ -1373,7 +1371,7 @@ ACL_FUNC_VISIBILITY aclError aclInitCallbackUnRegister(
     aclRegisterCallbackType type,
     aclInitCallbackFunc cbFunc);
 
-/* kernel: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+/* kernel */
 ACL_FUNC_VISIBILITY aclError aclrtBinaryGetDevAddress(
     const aclrtBinHandle binHandle,
     void **binAddr,
@@ -1381,10 +1379,6 @@ ACL_FUNC_VISIBILITY aclError aclrtBinaryGetDevAddress(
 ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunction(
     const aclrtBinHandle binHandle,
     const char *kernelName,
-    aclrtFuncHandle *funcHandle);
-ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunctionByEntry(
-    aclrtBinHandle binHandle,
-    uint64_t funcEntry,
     aclrtFuncHandle *funcHandle);
 ACL_FUNC_VISIBILITY aclError aclrtBinaryGetGlobal(
     aclrtBinHandle binHandle,
@@ -1438,9 +1432,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetFunctionSize(
     aclrtFuncHandle funcHandle,
     size_t *aicSize,
     size_t *aivSize);
-ACL_FUNC_VISIBILITY aclError aclrtGetHardwareSyncAddr(void **addr);
-ACL_FUNC_VISIBILITY aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr);
-ACL_FUNC_VISIBILITY aclError aclrtGetSymbolSize(const void *symbol, size_t *size);
 ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppend(
     aclrtArgsHandle argsHandle,
     void *param,
@@ -1529,6 +1520,20 @@ ACL_FUNC_VISIBILITY aclError aclrtLaunchSIMTKernelWithHostArgs(
     size_t argsSize,
     aclrtPlaceHolderInfo *placeHolderArray,
     size_t placeHolderNum);
+ACL_FUNC_VISIBILITY aclError aclrtRegisterCpuFunc(
+    const aclrtBinHandle handle,
+    const char *funcName,
+    const char *kernelName,
+    aclrtFuncHandle *funcHandle);
+
+/* kernel: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunctionByEntry(
+    aclrtBinHandle binHandle,
+    uint64_t funcEntry,
+    aclrtFuncHandle *funcHandle);
+ACL_FUNC_VISIBILITY aclError aclrtGetHardwareSyncAddr(void **addr);
+ACL_FUNC_VISIBILITY aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtGetSymbolSize(const void *symbol, size_t *size);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyFromSymbol(
     void *dst,
     size_t dstMax,
@@ -1557,11 +1562,6 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyToSymbolAsync(
     size_t offset,
     aclrtMemcpyKind kind,
     aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtRegisterCpuFunc(
-    const aclrtBinHandle handle,
-    const char *funcName,
-    const char *kernelName,
-    aclrtFuncHandle *funcHandle);
 
 /* label: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtCreateLabel(aclrtLabel *label);
@@ -2065,6 +2065,10 @@ ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskExtendInfo(
 ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskOpInfo(
     const void * const infoPtr,
     const size_t infoSize);
+ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(
+    const aclrtRandomNumTaskInfo *taskInfo,
+    const aclrtStream stream,
+    void *reserve);
 ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(
     void *dst,
     const void *src,
@@ -2075,10 +2079,6 @@ ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(
     void *reserve);
 
 /* other: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(
-    const aclrtRandomNumTaskInfo *taskInfo,
-    const aclrtStream stream,
-    void *reserve);
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotCallbackRegister(
     aclrtSnapShotStage stage,
     aclrtSnapShotCallBack callback,

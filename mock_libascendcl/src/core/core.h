@@ -410,7 +410,8 @@ MOCK_HIDDEN bool core_is_initialized(void);
 #define CORE_LEVEL_STREAM 100
 #define CORE_LEVEL_MEM 200
 #define CORE_LEVEL_MISC 300
-#define CORE_LEVEL_DIAG 600 /* above notify (400) and ipc (500): it observes them all */
+#define CORE_LEVEL_KERNEL 600 /* above notify (400) and ipc (500), which it does not call */
+#define CORE_LEVEL_DIAG 700   /* above kernel (600) and all the others: it observes them all */
 
 /* What aclInit passes to the init hooks: the function name for error messages and
  * the configuration file (path NULL and text NULL when aclInit got none). */
@@ -421,12 +422,29 @@ typedef struct core_init_info {
     size_t config_len;
 } core_init_info;
 
+/* (kernel, additive) What a failing task can tell the task_failed hooks and the
+ * stream besides its code: a kernel launch names its function, the argument block the
+ * kernel got, the exception callback of its binary and what went wrong. A task sets it
+ * on the worker thread (core_task_set_detail) before returning its error; the object
+ * must stay valid until the task's free_arg runs (the stream worker runs the
+ * task_failed hooks first). */
+typedef struct core_task_detail {
+    void *func;            /* aclrtFuncHandle of a kernel launch, or NULL */
+    void *args;            /* the argument block the kernel got, or NULL */
+    uint32_t args_size;    /* its bytes */
+    /* aclrtBinarySetExceptionCallback: called before the process-wide callbacks */
+    void (*callback)(aclrtExceptionInfo *info, void *user_data);
+    void *callback_data;
+    const char *message;   /* what went wrong, for the synchronize error message; or NULL */
+} core_task_detail;
+
 /* A task that failed on a stream worker (for exception-info callbacks). */
 typedef struct core_task_failure {
     int32_t device;
     uint32_t stream_id;
     uint32_t task_id;
     aclError code;
+    const core_task_detail *detail; /* (kernel, additive) NULL unless the task set one */
 } core_task_failure;
 
 /* -------------------------------------------------- tasks and observations */
@@ -602,6 +620,11 @@ typedef struct core_subsystem {
      * anywhere): its handling takes only locks that may be taken under any other. */
     void *(*observe)(core_obs *o);
 } core_subsystem;
+
+/* (kernel, additive) The detail of the task running on the calling stream worker: set
+ * by the task (NULL clears), taken (and cleared) by the worker after the task returns. */
+MOCK_HIDDEN void core_task_set_detail(const core_task_detail *detail);
+MOCK_HIDDEN const core_task_detail *core_task_take_detail(void);
 
 /* Adds a descriptor (static storage; at most 16). Called from constructors only. */
 MOCK_HIDDEN void core_subsystem_register(const core_subsystem *sub);

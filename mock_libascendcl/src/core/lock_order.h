@@ -157,6 +157,14 @@
       "one connection to another process's broker: a request and its reply (held across that "        \
       "exchange; a broker never waits for another process, so this cannot deadlock)",                 \
       MOCK_HOLDS_LIFECYCLE)                                                                             \
+    /* -------------------------------------------------------------- kernel */                        \
+    X(MOCK_LOCK_KERNEL, "kernel/binary.c kernel_mu",                                                    \
+      "the registries of binaries, functions, argument lists and host twins, and the mutable state "  \
+      "of those objects (device copy, exception callback, list contents); also the fault-signal "     \
+      "handlers being (re)installed", MOCK_HOLDS_LIFECYCLE)                                              \
+    X(MOCK_LOCK_KERNEL_POOL, "kernel/run.c g_pool_mu",                                                  \
+      "the block worker pool: its threads and the queue of launches whose blocks it runs",            \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
     /* ---------------------------------------------------------------- diag */                        \
     X(MOCK_LOCK_DIAG_STATE, "diag/timing.c g_state_mu",                                                 \
       "the diagnostics' model of the streams: timing cursors and engines, event records, the race "    \

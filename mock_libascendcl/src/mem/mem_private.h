@@ -97,6 +97,14 @@ MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec);
 MOCK_HIDDEN bool mem_isolation(void);
 MOCK_HIDDEN size_t mem_page_size(void);
 
+/* (kernel, additive) Allocates device memory on `device` like aclrtMalloc (policy
+ * NORMAL_ONLY), registers and counts it; memory.c. */
+MOCK_HIDDEN aclError mem_device_alloc(const char *fn, int32_t device, size_t size, void **out);
+/* Removes the record of the allocation at exactly `ptr` (kinds mask as for
+ * mem_registry_remove), gives its capacity back and drops the registry's reference,
+ * without touching the statistics; false when it is not a live allocation. */
+MOCK_HIDDEN bool mem_device_free_quiet(void *ptr);
+
 /* Device capacity accounting (memory.c): true when `bytes` fit. */
 MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes);
 MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes);

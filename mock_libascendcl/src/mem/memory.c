@@ -895,6 +895,25 @@ static aclError malloc_common(const char *fn, void **devPtr, size_t size, aclrtM
     return device_alloc(fn, core_ctx_device(ctx), size, (uint32_t)policy, pad, devPtr);
 }
 
+aclError mem_device_alloc(const char *fn, int32_t device, size_t size, void **out)
+{
+    return device_alloc(fn, device, size, ACL_MEM_MALLOC_NORMAL_ONLY, true, out);
+}
+
+bool mem_device_free_quiet(void *ptr)
+{
+    int found;
+    bool interior;
+    mem_rec *r = mem_registry_remove(ptr, 1u << MEM_REC_DEVICE, &found, &interior);
+    if (r == NULL) {
+        return false;
+    }
+    mem_capacity_give(r->device, r->charged);
+    r->cap_returned = true;
+    mem_release(r); /* the registry's reference */
+    return true;
+}
+
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
     return malloc_common("aclrtMalloc", devPtr, size, policy, true);

@@ -335,67 +335,11 @@ static void test_aclrtAppendBufChain(void)
     check_recorded("aclrtAppendBufChain");
 }
 
-static void test_aclrtBinaryGetDevAddress(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtBinaryGetDevAddress(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtBinaryGetDevAddress");
-}
-
-static void test_aclrtBinaryGetFunction(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtBinaryGetFunction(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtBinaryGetFunction");
-}
-
 static void test_aclrtBinaryGetFunctionByEntry(void)
 {
     clear_errors();
     CHECK_EQ(aclrtBinaryGetFunctionByEntry(NULL, (uint64_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtBinaryGetFunctionByEntry");
-}
-
-static void test_aclrtBinaryGetGlobal(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtBinaryGetGlobal(NULL, NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtBinaryGetGlobal");
-}
-
-static void test_aclrtBinaryLoad(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtBinaryLoad(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtBinaryLoad");
-}
-
-static void test_aclrtBinaryLoadFromData(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtBinaryLoadFromData(NULL, (size_t)0, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtBinaryLoadFromData");
-}
-
-static void test_aclrtBinaryLoadFromFile(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtBinaryLoadFromFile(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtBinaryLoadFromFile");
-}
-
-static void test_aclrtBinarySetExceptionCallback(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtBinarySetExceptionCallback(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtBinarySetExceptionCallback");
-}
-
-static void test_aclrtBinaryUnLoad(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtBinaryUnLoad(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtBinaryUnLoad");
 }
 
 static void test_aclrtCmoAsync(void)
@@ -447,13 +391,6 @@ static void test_aclrtCopyBufRef(void)
     check_recorded("aclrtCopyBufRef");
 }
 
-static void test_aclrtCreateBinary(void)
-{
-    clear_errors();
-    CHECK(aclrtCreateBinary(NULL, (size_t)0) == NULL);
-    check_recorded("aclrtCreateBinary");
-}
-
 static void test_aclrtCreateGroupInfo(void)
 {
     clear_errors();
@@ -480,13 +417,6 @@ static void test_aclrtCtxGetFloatOverflowAddr(void)
     clear_errors();
     CHECK_EQ(aclrtCtxGetFloatOverflowAddr(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtCtxGetFloatOverflowAddr");
-}
-
-static void test_aclrtDestroyBinary(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtDestroyBinary(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtDestroyBinary");
 }
 
 static void test_aclrtDestroyGroupInfo(void)
@@ -524,46 +454,11 @@ static void test_aclrtFreeBuf(void)
     check_recorded("aclrtFreeBuf");
 }
 
-static void test_aclrtFunctionGetAvailDynUbufPerBlock(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtFunctionGetAvailDynUbufPerBlock(NULL, (uint32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtFunctionGetAvailDynUbufPerBlock");
-}
-
-static void test_aclrtFunctionGetBinary(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtFunctionGetBinary(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtFunctionGetBinary");
-}
-
-static void test_aclrtFunctionGetParamCount(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtFunctionGetParamCount(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtFunctionGetParamCount");
-}
-
-static void test_aclrtFunctionGetParamInfo(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtFunctionGetParamInfo(NULL, (size_t)0, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtFunctionGetParamInfo");
-}
-
 static void test_aclrtGetAllGroupInfo(void)
 {
     clear_errors();
     CHECK_EQ(aclrtGetAllGroupInfo(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtGetAllGroupInfo");
-}
-
-static void test_aclrtGetArgsFromExceptionInfo(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetArgsFromExceptionInfo(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetArgsFromExceptionInfo");
 }
 
 static void test_aclrtGetBufChainNum(void)
@@ -606,48 +501,6 @@ static void test_aclrtGetErrorVerbose(void)
     clear_errors();
     CHECK_EQ(aclrtGetErrorVerbose((int32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtGetErrorVerbose");
-}
-
-static void test_aclrtGetFuncBySymbol(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetFuncBySymbol(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetFuncBySymbol");
-}
-
-static void test_aclrtGetFuncHandleFromExceptionInfo(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetFuncHandleFromExceptionInfo(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetFuncHandleFromExceptionInfo");
-}
-
-static void test_aclrtGetFunctionAddr(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetFunctionAddr(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetFunctionAddr");
-}
-
-static void test_aclrtGetFunctionAttribute(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetFunctionAttribute(NULL, (aclrtFuncAttribute)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetFunctionAttribute");
-}
-
-static void test_aclrtGetFunctionName(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetFunctionName(NULL, (uint32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetFunctionName");
-}
-
-static void test_aclrtGetFunctionSize(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetFunctionSize(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetFunctionSize");
 }
 
 static void test_aclrtGetGroupCount(void)
@@ -697,126 +550,6 @@ static void test_aclrtGetSymbolSize(void)
     clear_errors();
     CHECK_EQ(aclrtGetSymbolSize(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtGetSymbolSize");
-}
-
-static void test_aclrtKernelArgsAppend(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsAppend(NULL, NULL, (size_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsAppend");
-}
-
-static void test_aclrtKernelArgsAppendPlaceHolder(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsAppendPlaceHolder(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsAppendPlaceHolder");
-}
-
-static void test_aclrtKernelArgsFinalize(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsFinalize(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsFinalize");
-}
-
-static void test_aclrtKernelArgsGetHandleMemSize(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsGetHandleMemSize(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsGetHandleMemSize");
-}
-
-static void test_aclrtKernelArgsGetMemSize(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsGetMemSize(NULL, (size_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsGetMemSize");
-}
-
-static void test_aclrtKernelArgsGetPlaceHolderBuffer(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsGetPlaceHolderBuffer(NULL, NULL, (size_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsGetPlaceHolderBuffer");
-}
-
-static void test_aclrtKernelArgsInit(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsInit(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsInit");
-}
-
-static void test_aclrtKernelArgsInitByUserMem(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsInitByUserMem(NULL, NULL, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsInitByUserMem");
-}
-
-static void test_aclrtKernelArgsParaUpdate(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtKernelArgsParaUpdate(NULL, NULL, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtKernelArgsParaUpdate");
-}
-
-static void test_aclrtLaunchKernel(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtLaunchKernel(NULL, (uint32_t)0, NULL, (size_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtLaunchKernel");
-}
-
-static void test_aclrtLaunchKernelV2(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtLaunchKernelV2(NULL, (uint32_t)0, NULL, (size_t)0, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtLaunchKernelV2");
-}
-
-static void test_aclrtLaunchKernelWithArgsArray(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtLaunchKernelWithArgsArray(NULL, (uint32_t)0, NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtLaunchKernelWithArgsArray");
-}
-
-static void test_aclrtLaunchKernelWithConfig(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtLaunchKernelWithConfig(NULL, (uint32_t)0, NULL, NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtLaunchKernelWithConfig");
-}
-
-static void test_aclrtLaunchKernelWithHostArgs(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtLaunchKernelWithHostArgs(NULL, (uint32_t)0, NULL, NULL, NULL, (size_t)0, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtLaunchKernelWithHostArgs");
-}
-
-static void test_aclrtLaunchSIMTKernelWithArgsArray(void)
-{
-    dim3 arg1;
-    memset(&arg1, 0, sizeof arg1);
-    dim3 arg2;
-    memset(&arg2, 0, sizeof arg2);
-    clear_errors();
-    CHECK_EQ(aclrtLaunchSIMTKernelWithArgsArray(NULL, arg1, arg2, (size_t)0, NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtLaunchSIMTKernelWithArgsArray");
-}
-
-static void test_aclrtLaunchSIMTKernelWithHostArgs(void)
-{
-    dim3 arg1;
-    memset(&arg1, 0, sizeof arg1);
-    dim3 arg2;
-    memset(&arg2, 0, sizeof arg2);
-    clear_errors();
-    CHECK_EQ(aclrtLaunchSIMTKernelWithHostArgs(NULL, arg1, arg2, (size_t)0, NULL, NULL, NULL, (size_t)0, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtLaunchSIMTKernelWithHostArgs");
 }
 
 static void test_aclrtMallocForTaskScheduler(void)
@@ -901,20 +634,6 @@ static void test_aclrtPersistentTaskClean(void)
     clear_errors();
     CHECK_EQ(aclrtPersistentTaskClean(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtPersistentTaskClean");
-}
-
-static void test_aclrtRandomNumAsync(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtRandomNumAsync(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtRandomNumAsync");
-}
-
-static void test_aclrtRegisterCpuFunc(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtRegisterCpuFunc(NULL, NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtRegisterCpuFunc");
 }
 
 static void test_aclrtRepairError(void)
@@ -1074,15 +793,7 @@ int main(void)
     RUN_TEST(test_aclrtActiveStream);
     RUN_TEST(test_aclrtAllocBuf);
     RUN_TEST(test_aclrtAppendBufChain);
-    RUN_TEST(test_aclrtBinaryGetDevAddress);
-    RUN_TEST(test_aclrtBinaryGetFunction);
     RUN_TEST(test_aclrtBinaryGetFunctionByEntry);
-    RUN_TEST(test_aclrtBinaryGetGlobal);
-    RUN_TEST(test_aclrtBinaryLoad);
-    RUN_TEST(test_aclrtBinaryLoadFromData);
-    RUN_TEST(test_aclrtBinaryLoadFromFile);
-    RUN_TEST(test_aclrtBinarySetExceptionCallback);
-    RUN_TEST(test_aclrtBinaryUnLoad);
     RUN_TEST(test_aclrtCmoAsync);
     RUN_TEST(test_aclrtCmoAsyncWithBarrier);
     RUN_TEST(test_aclrtCmoAsyncWithDesc);
@@ -1090,35 +801,22 @@ int main(void)
     RUN_TEST(test_aclrtCmoSetDesc);
     RUN_TEST(test_aclrtCmoWaitBarrier);
     RUN_TEST(test_aclrtCopyBufRef);
-    RUN_TEST(test_aclrtCreateBinary);
     RUN_TEST(test_aclrtCreateGroupInfo);
     RUN_TEST(test_aclrtCreateLabel);
     RUN_TEST(test_aclrtCreateLabelList);
     RUN_TEST(test_aclrtCtxGetFloatOverflowAddr);
-    RUN_TEST(test_aclrtDestroyBinary);
     RUN_TEST(test_aclrtDestroyGroupInfo);
     RUN_TEST(test_aclrtDestroyLabel);
     RUN_TEST(test_aclrtDestroyLabelList);
     RUN_TEST(test_aclrtDeviceL2CacheFlush);
     RUN_TEST(test_aclrtFreeBuf);
-    RUN_TEST(test_aclrtFunctionGetAvailDynUbufPerBlock);
-    RUN_TEST(test_aclrtFunctionGetBinary);
-    RUN_TEST(test_aclrtFunctionGetParamCount);
-    RUN_TEST(test_aclrtFunctionGetParamInfo);
     RUN_TEST(test_aclrtGetAllGroupInfo);
-    RUN_TEST(test_aclrtGetArgsFromExceptionInfo);
     RUN_TEST(test_aclrtGetBufChainNum);
     RUN_TEST(test_aclrtGetBufData);
     RUN_TEST(test_aclrtGetBufDataLen);
     RUN_TEST(test_aclrtGetBufFromChain);
     RUN_TEST(test_aclrtGetBufUserData);
     RUN_TEST(test_aclrtGetErrorVerbose);
-    RUN_TEST(test_aclrtGetFuncBySymbol);
-    RUN_TEST(test_aclrtGetFuncHandleFromExceptionInfo);
-    RUN_TEST(test_aclrtGetFunctionAddr);
-    RUN_TEST(test_aclrtGetFunctionAttribute);
-    RUN_TEST(test_aclrtGetFunctionName);
-    RUN_TEST(test_aclrtGetFunctionSize);
     RUN_TEST(test_aclrtGetGroupCount);
     RUN_TEST(test_aclrtGetGroupInfoDetail);
     RUN_TEST(test_aclrtGetHardwareSyncAddr);
@@ -1126,22 +824,6 @@ int main(void)
     RUN_TEST(test_aclrtGetMemcpyDescSize);
     RUN_TEST(test_aclrtGetSymbolAddress);
     RUN_TEST(test_aclrtGetSymbolSize);
-    RUN_TEST(test_aclrtKernelArgsAppend);
-    RUN_TEST(test_aclrtKernelArgsAppendPlaceHolder);
-    RUN_TEST(test_aclrtKernelArgsFinalize);
-    RUN_TEST(test_aclrtKernelArgsGetHandleMemSize);
-    RUN_TEST(test_aclrtKernelArgsGetMemSize);
-    RUN_TEST(test_aclrtKernelArgsGetPlaceHolderBuffer);
-    RUN_TEST(test_aclrtKernelArgsInit);
-    RUN_TEST(test_aclrtKernelArgsInitByUserMem);
-    RUN_TEST(test_aclrtKernelArgsParaUpdate);
-    RUN_TEST(test_aclrtLaunchKernel);
-    RUN_TEST(test_aclrtLaunchKernelV2);
-    RUN_TEST(test_aclrtLaunchKernelWithArgsArray);
-    RUN_TEST(test_aclrtLaunchKernelWithConfig);
-    RUN_TEST(test_aclrtLaunchKernelWithHostArgs);
-    RUN_TEST(test_aclrtLaunchSIMTKernelWithArgsArray);
-    RUN_TEST(test_aclrtLaunchSIMTKernelWithHostArgs);
     RUN_TEST(test_aclrtMallocForTaskScheduler);
     RUN_TEST(test_aclrtMemMapSelectedLink);
     RUN_TEST(test_aclrtMemMapSetLink);
@@ -1154,8 +836,6 @@ int main(void)
     RUN_TEST(test_aclrtMemcpyToSymbol);
     RUN_TEST(test_aclrtMemcpyToSymbolAsync);
     RUN_TEST(test_aclrtPersistentTaskClean);
-    RUN_TEST(test_aclrtRandomNumAsync);
-    RUN_TEST(test_aclrtRegisterCpuFunc);
     RUN_TEST(test_aclrtRepairError);
     RUN_TEST(test_aclrtSetBufDataLen);
     RUN_TEST(test_aclrtSetBufUserData);
