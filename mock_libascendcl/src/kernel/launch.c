@@ -284,7 +284,9 @@ fail:
 
 static aclError enqueue(const char *fn, kernel_launch *l, mock_stream *s)
 {
-    aclError rc = stream_enqueue(s, kernel_task_run, l, kernel_task_free); /* frees l when refused */
+    /* frees l when refused; described for the diagnostics while they observe (observe.c) */
+    aclError rc = core_observing() ? kernel_enqueue_observed(s, l)
+                                   : stream_enqueue(s, kernel_task_run, l, kernel_task_free);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the launch (stream failed or being destroyed)");
     }
