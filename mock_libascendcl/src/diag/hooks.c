@@ -74,8 +74,10 @@ static void diag_stream_destroyed(mock_stream *s)
 
 static void diag_task_failed(const core_task_failure *f)
 {
-    diag_log(f->device, DIAG_LOG_ERROR, "task", f->code, "task %u on stream %u of device %d failed", f->task_id,
-             f->stream_id, f->device);
+    /* a kernel fault says what went wrong (core_task_detail: the kernel, block, signal) */
+    const char *why = f->detail != NULL && f->detail->message != NULL ? f->detail->message : NULL;
+    diag_log(f->device, DIAG_LOG_ERROR, "task", f->code, "task %u on stream %u of device %d failed%s%s", f->task_id,
+             f->stream_id, f->device, why != NULL ? ": " : "", why != NULL ? why : "");
 }
 
 static const core_subsystem k_diag_subsystem = {

@@ -4,7 +4,7 @@
  * blocks on the AI cores, costFn, the default kernel_ns), their name and kind in the
  * profile, their pointer arguments with the declared read/write modes checked by the
  * race sanitizer, and dumped as inputs/outputs by kernel name. The built-in random
- * number task is a checked kernel too. Each scenario runs in a child process (the
+ * number task is a checked kernel too; a kernel fault is in the device log. Each scenario runs in a child process (the
  * switches are read once per process). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +47,15 @@ ACLMOCK_KERNEL(dk_read, 0, ACLMOCK_PTR_IN)
     (void)blockDim;
     (void)userData;
     return 0;
+}
+
+/* fails in block 1 */
+ACLMOCK_KERNEL(dk_fault, 0, ACLMOCK_VALUE(uint64_t))
+{
+    (void)args;
+    (void)blockDim;
+    (void)userData;
+    return blockIdx == 1 ? 3 : 0;
 }
 
 static uint64_t cost_of(const void *args, size_t size, uint32_t blockDim, void *userData)
@@ -433,6 +442,26 @@ static void child_dump(void)
     mt_remove_tree(dir);
 }
 
+/* ------------------------------------------------------------------ device log */
+
+/* A kernel fault is in the device log with its task, stream and what went wrong. */
+static void child_devlog(void)
+{
+    mt_mock_env((const char *)NULL);
+    setup();
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)dk_fault, &f));
+    uint64_t v = 0;
+    void *arr[1] = {&v};
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 2, g_s1, NULL, arr));
+    CHECK_EQ(aclrtSynchronizeStream(g_s1), ACL_ERROR_RT_AICORE_EXCEPTION);
+    static char log[1 << 16];
+    CHECK_GT(aclmockGetDeviceLog(0, log, sizeof log), 0);
+    CHECK_STR_CONTAINS(log, "failed: kernel 'dk_fault' faulted in block 1: its twin returned 3 (error 507015)");
+    CHECK_STR_CONTAINS(log, "[device 0]");
+    teardown();
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void test_timing(void) { CHECK_EQ(mt_run_child(child_timing), 0); }
@@ -440,6 +469,7 @@ static void test_timing_lanes(void) { CHECK_EQ(mt_run_child(child_timing_lanes),
 static void test_profile(void) { CHECK_EQ(mt_run_child(child_profile), 0); }
 static void test_sanitizer(void) { CHECK_EQ(mt_run_child(child_sanitizer), 0); }
 static void test_dump(void) { CHECK_EQ(mt_run_child(child_dump), 0); }
+static void test_devlog(void) { CHECK_EQ(mt_run_child(child_devlog), 0); }
 
 int main(void)
 {
@@ -448,5 +478,6 @@ int main(void)
     RUN_TEST(test_profile);
     RUN_TEST(test_sanitizer);
     RUN_TEST(test_dump);
+    RUN_TEST(test_devlog);
     return TEST_REPORT();
 }
