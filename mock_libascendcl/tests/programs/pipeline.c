@@ -3,7 +3,8 @@
  * model (mock README "Timing model").
  *
  * The same batches of float32 data go through "copy to the device, compute
- * (y = 2x + 1, an operator with a modeled cost), copy back" twice:
+ * (y = 2x + 1: a kernel launch, run by its host twin, with a declared cost), copy back"
+ * twice:
  *
  *   naive      per batch: allocate the device buffers, synchronous copies of pageable
  *              host memory, launch, synchronize, copy back, free - everything waits;
@@ -31,6 +32,7 @@
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
+#include "acl/acl_mock_kernel.h"
 
 #define CHECK(expr)                                                                        \
     do {                                                                                   \
@@ -43,33 +45,51 @@
         }                                                                                  \
     } while (0)
 
+/* The kernel y = 2x + 1 and its host twin (acl/acl_mock_kernel.h): on a card the
+ * same launch would run the device binary's "scale"; on the mock this function runs,
+ * once per block, on the stream's worker. */
 typedef struct scale_args {
     const float *in;
     float *out;
-    size_t n;
+    uint64_t n;
 } scale_args;
 
-/* The operator's host twin: runs on the stream's worker when the task runs. */
-static aclError scale_twin(void *p)
+static int32_t scale(void *args, uint32_t blockIdx, uint32_t blockDim, void *userData)
 {
-    scale_args *a = p;
-    for (size_t i = 0; i < a->n; i++) {
+    const scale_args *a = args;
+    uint64_t per = (a->n + blockDim - 1) / blockDim;
+    for (uint64_t i = (uint64_t)blockIdx * per; i < a->n && i < (uint64_t)(blockIdx + 1) * per; i++) {
         a->out[i] = 2.0f * a->in[i] + 1.0f;
     }
-    return ACL_SUCCESS;
+    (void)userData;
+    return 0;
 }
 
-static void launch_scale(void *din, void *dout, size_t bytes, uint64_t cost_ns, scale_args *args, aclrtStream s)
+/* Its modeled cost (the timing model asks when the launch is submitted): --kernel-us. */
+static uint64_t g_kernel_ns;
+static uint64_t scale_cost(const void *args, size_t size, uint32_t blockDim, void *userData)
 {
-    args->in = din;
-    args->out = dout;
-    args->n = bytes / sizeof(float);
-    aclmockOpArg a[2] = {
-        {din, bytes, ACLMOCK_ACCESS_READ, ACL_FLOAT, 1, {(int64_t)(bytes / 4)}},
-        {dout, bytes, ACLMOCK_ACCESS_WRITE, ACL_FLOAT, 1, {(int64_t)(bytes / 4)}},
-    };
-    aclmockOpDesc op = {"scale", cost_ns, a, 2, scale_twin, args};
-    CHECK(aclmockLaunchOp(&op, s));
+    (void)args;
+    (void)size;
+    (void)blockDim;
+    (void)userData;
+    return g_kernel_ns;
+}
+
+static const aclmockKernelParam scale_params[] = {ACLMOCK_PTR_IN, ACLMOCK_PTR_OUT, ACLMOCK_VALUE(uint64_t)};
+static const aclmockKernelDesc scale_desc = {
+    ACLMOCK_KERNEL_DESC_VERSION, ACLMOCK_KERNEL_BLOCKS_INDEPENDENT, "scale", scale, NULL, 3u, 0u, scale_params, 0u,
+    scale_cost, {NULL, NULL, NULL, NULL}};
+ACLMOCK_KERNEL_EXPORT(scale_desc);
+
+#define SCALE_BLOCKS 8u
+static aclrtFuncHandle g_scale;
+
+static void launch_scale(void *din, void *dout, size_t bytes, aclrtStream s)
+{
+    uint64_t n = bytes / sizeof(float);
+    void *arr[3] = {&din, &dout, &n};
+    CHECK(aclrtLaunchKernelWithArgsArray(g_scale, SCALE_BLOCKS, s, NULL, arr));
 }
 
 static double wall_us(void)
@@ -94,15 +114,14 @@ static int verify(float *const *out, float *const *in, int batches, size_t n)
 
 /* Everything waits: per batch allocate, copy (pageable, synchronous), compute,
  * synchronize, copy back, free. */
-static void run_naive(float **in, float **out, int batches, size_t bytes, uint64_t cost_ns)
+static void run_naive(float **in, float **out, int batches, size_t bytes)
 {
-    scale_args args;
     for (int b = 0; b < batches; b++) {
         void *din = NULL, *dout = NULL;
         CHECK(aclrtMalloc(&din, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
         CHECK(aclrtMalloc(&dout, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
         CHECK(aclrtMemcpy(din, bytes, in[b], bytes, ACL_MEMCPY_HOST_TO_DEVICE));
-        launch_scale(din, dout, bytes, cost_ns, &args, NULL);
+        launch_scale(din, dout, bytes, NULL);
         CHECK(aclrtSynchronizeStream(NULL));
         CHECK(aclrtMemcpy(out[b], bytes, dout, bytes, ACL_MEMCPY_DEVICE_TO_HOST));
         CHECK(aclrtFree(din));
@@ -111,13 +130,13 @@ static void run_naive(float **in, float **out, int batches, size_t bytes, uint64
 }
 
 /* Preallocated buffers, pinned host memory, two streams, asynchronous copies. */
-static void run_pipelined(float **in, float **out, int batches, size_t bytes, uint64_t cost_ns, aclrtStream s[2],
-                          void *din[2], void *dout[2], scale_args args[2])
+static void run_pipelined(float **in, float **out, int batches, size_t bytes, aclrtStream s[2], void *din[2],
+                          void *dout[2])
 {
     for (int b = 0; b < batches; b++) {
         int k = b % 2; /* stream k owns buffers k: stream order makes their reuse safe */
         CHECK(aclrtMemcpyAsync(din[k], bytes, in[b], bytes, ACL_MEMCPY_HOST_TO_DEVICE, s[k]));
-        launch_scale(din[k], dout[k], bytes, cost_ns, &args[k], s[k]);
+        launch_scale(din[k], dout[k], bytes, s[k]);
         CHECK(aclrtMemcpyAsync(out[b], bytes, dout[k], bytes, ACL_MEMCPY_DEVICE_TO_HOST, s[k]));
     }
     CHECK(aclrtSynchronizeStream(s[0]));
@@ -148,10 +167,11 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t bytes = kib * 1024, n = bytes / sizeof(float);
-    uint64_t cost_ns = (uint64_t)(kernel_us * 1000.0);
+    g_kernel_ns = (uint64_t)(kernel_us * 1000.0);
 
     CHECK(aclInit(NULL));
     CHECK(aclrtSetDevice(0));
+    CHECK(aclrtGetFuncBySymbol((const void *)scale, &g_scale)); /* the twin of this program */
     float **in = calloc((size_t)batches, sizeof *in), **out_naive = calloc((size_t)batches, sizeof *out_naive);
     float **in_pinned = calloc((size_t)batches, sizeof *in_pinned);
     float **out_pinned = calloc((size_t)batches, sizeof *out_pinned);
@@ -174,7 +194,6 @@ int main(int argc, char **argv)
     }
     aclrtStream s[2];
     void *din[2], *dout[2];
-    scale_args args[2];
     for (int k = 0; k < 2; k++) {
         CHECK(aclrtCreateStream(&s[k]));
         CHECK(aclrtMalloc(&din[k], bytes, ACL_MEM_MALLOC_HUGE_FIRST));
@@ -184,10 +203,10 @@ int main(int argc, char **argv)
 
     uint64_t m0 = aclmockTimingNow();
     double w0 = wall_us();
-    run_naive(in, out_naive, batches, bytes, cost_ns);
+    run_naive(in, out_naive, batches, bytes);
     uint64_t m1 = aclmockTimingNow();
     double w1 = wall_us();
-    run_pipelined(in_pinned, out_pinned, batches, bytes, cost_ns, s, din, dout, args);
+    run_pipelined(in_pinned, out_pinned, batches, bytes, s, din, dout);
     uint64_t m2 = aclmockTimingNow();
     double w2 = wall_us();
 
