@@ -501,6 +501,8 @@ typedef struct mock_task_desc {
     const void *event;         /* EVENT_*: the event (identity only) */
     const mock_access *access; /* the memory it touches */
     size_t naccess;
+    bool dump_task;            /* kernels: ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP 1 (dump it
+                                  whatever the layer list says, when a dump is on) */
 } mock_task_desc;
 
 /* Observations: the stream and memory layers (and core) report what happens to tasks,

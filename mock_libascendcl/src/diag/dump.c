@@ -82,7 +82,7 @@ static const dtype_info *dtype_of(int32_t acl)
 diag_dump_job *diag_dump_plan(const diag_task *t, const mock_task_desc *d)
 {
     misc_dump_plan plan;
-    if (d->naccess == 0 || !misc_dump_match(t->name, t->step, &plan)) {
+    if (d->naccess == 0 || !misc_dump_match(t->name, t->step, d->dump_task, &plan)) {
         return NULL;
     }
     diag_dump_job *job = calloc(1, sizeof *job);

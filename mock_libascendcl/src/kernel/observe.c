@@ -12,7 +12,9 @@
  *   memory   each pointer argument the twin declares (ACLMOCK_PTR_IN/OUT/INOUT) that
  *            is not NULL: from the pointer to the end of its allocation (a twin
  *            declares no extent; mock choice, README "Race sanitizer"), with its
- *            access mode. A twin whose parameters are unknown declares no access.
+ *            access mode. A twin whose parameters are unknown declares no access;
+ *   dump     the launch attribute DATA_DUMP 1 dumps it when a dump is on, whatever
+ *            the layer list says.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +82,8 @@ aclError kernel_enqueue_observed(mock_stream *s, kernel_launch *l)
                            .peer_device = -1,
                            .cost_ns = cost,
                            .access = acc,
-                           .naccess = nacc};
+                           .naccess = nacc,
+                           .dump_task = l->dump != 0};
     aclError rc = stream_enqueue_desc(s, kernel_task_run, l, kernel_task_free, &desc); /* frees l when refused */
     free(acc);
     return rc;

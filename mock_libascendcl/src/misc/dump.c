@@ -496,14 +496,14 @@ static bool step_selected(const char *spec, uint64_t step)
     return false;
 }
 
-bool misc_dump_match(const char *op_name, uint64_t step, misc_dump_plan *out)
+bool misc_dump_match(const char *op_name, uint64_t step, bool forced, misc_dump_plan *out)
 {
     bool hit = false;
     core_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
     const dump_cfg *c = effective_locked();
     if (c != NULL && c->data_dump && step_selected(c->steps, step)) {
-        hit = c->all_ops;
+        hit = c->all_ops || forced;
         for (size_t k = 0, off = 0; !hit && k < c->nlayers; k++) {
             hit = strcmp(c->layers + off, op_name) == 0;
             off += strlen(c->layers + off) + 1;

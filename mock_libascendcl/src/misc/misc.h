@@ -25,7 +25,8 @@ typedef struct misc_dump_plan {
 
 /* True (and *out filled) when the dump configuration in effect (aclmdlSetDump, else
  * the aclInit config or DUMP_CONFIG_PATH) dumps the kernel `op_name` at step `step`
- * (dump_list layers or dump_op_switch "on", dump_step). */
-MOCK_HIDDEN bool misc_dump_match(const char *op_name, uint64_t step, misc_dump_plan *out);
+ * (dump_list layers or dump_op_switch "on", or `forced`: the launch asked for it with
+ * ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP; dump_step). */
+MOCK_HIDDEN bool misc_dump_match(const char *op_name, uint64_t step, bool forced, misc_dump_plan *out);
 
 #endif /* MOCK_MISC_H */

@@ -405,6 +405,16 @@ static void child_dump(void)
     CHECK_OK(aclmdlSetDump(cfg));
     launch_scale(2, g_s1);
     launch_read(g_in, g_s1); /* not in the layer list */
+    /* ... unless the launch asks for it (ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP,
+     * acl_next_semantics.md §1.5: 1 = dump this task) */
+    aclrtLaunchKernelAttr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP;
+    attr.value.isDataDump = 1;
+    aclrtLaunchKernelCfg kcfg = {&attr, 1};
+    const void *p = g_out;
+    void *arr[1] = {&p};
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(g_read, 1, g_s1, &kcfg, arr));
     CHECK_OK(aclrtSynchronizeStream(g_s1));
     snprintf(path, sizeof path, "%s/out", dir);
     newest(path, "mock_dump_", folder, sizeof folder);
@@ -414,7 +424,9 @@ static void child_dump(void)
     CHECK_STR_CONTAINS(index, "\"op\": \"dk_scale\"");
     CHECK_STR_CONTAINS(index, "\"io\": \"input\"");
     CHECK_STR_CONTAINS(index, "\"io\": \"output\"");
-    CHECK(strstr(index, "dk_read") == NULL);
+    const char *forced = strstr(index, "\"op\": \"dk_read\"");
+    CHECK(forced != NULL);                                      /* the one with DATA_DUMP */
+    CHECK(forced == NULL || strstr(forced + 1, "\"op\": \"dk_read\"") == NULL); /* only it */
     /* the output file holds 2 * in (the first N floats of the allocation's rest) */
     const char *o = strstr(index, "\"io\": \"output\"");
     const char *fl = o != NULL ? strstr(o, "\"file\": \"") : NULL;
