@@ -10,9 +10,15 @@ on (``aclmockProfStart`` / ``aclmockProfStop``), interleaved; the minimum of eac
 kept (background load only adds time). Writing the profile files at the stop is timed
 separately: it happens once, after the measured work.
 
-Target: profiling on costs < 5% over profiling off. The library comes from
-``--lib-dir`` (a CMake build of mock_libascendcl), else the copy bundled in the Python
-package. Prints the figures and PASS/FAIL; exit status 1 when the target is missed.
+Target: the loop's wall time with profiling on is < 5% over profiling off (the
+stream's worker records the tasks on the other core while the submitting thread is the
+bottleneck). The CPU time the whole process spends on the loop (submitting thread and
+worker, CLOCK_PROCESS_CPUTIME_ID) is printed too, for information: it shows the
+recording work itself, which the wall time hides when a core is free. On a loaded
+machine the wall-time ratio is noisy: raise --repeat (the minimum of each is kept).
+The library comes from ``--lib-dir`` (a CMake build of mock_libascendcl), else the copy
+bundled in the Python package. Prints the figures and PASS/FAIL; exit status 1 when the
+target is missed.
 """
 
 from __future__ import annotations
@@ -54,14 +60,25 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static double loop(void *d, aclrtStream s, int n)
+/* CPU time of the whole process (the submitting thread and the stream's worker). */
+static double cpu_us(void)
 {
-    double t0 = now_us();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* One loop: wall time, and the CPU time it cost in *cpu. */
+static double loop(void *d, aclrtStream s, int n, double *cpu)
+{
+    double c0 = cpu_us(), t0 = now_us();
     for (int i = 0; i < n; i++) {
         CHECK(aclrtMemsetAsync(d, 64, i & 0xff, 64, s));
     }
     CHECK(aclrtSynchronizeStream(s));
-    return now_us() - t0;
+    double t = now_us() - t0;
+    *cpu = cpu_us() - c0;
+    return t;
 }
 
 int main(int argc, char **argv)
@@ -74,20 +91,24 @@ int main(int argc, char **argv)
     void *d;
     CHECK(aclrtCreateStream(&s));
     CHECK(aclrtMalloc(&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
-    loop(d, s, n); /* warm up */
-    double off = 1e30, on = 1e30, write = 1e30;
+    double c = 0;
+    loop(d, s, n, &c); /* warm up */
+    double off = 1e30, on = 1e30, write = 1e30, off_cpu = 1e30, on_cpu = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t = loop(d, s, n);
+        double t = loop(d, s, n, &c);
         off = t < off ? t : off;
+        off_cpu = c < off_cpu ? c : off_cpu;
         CHECK(aclmockProfStart(dir, ACLMOCK_PROF_ALL_DEVICES, 0));
-        t = loop(d, s, n);
+        t = loop(d, s, n, &c);
         on = t < on ? t : on;
+        on_cpu = c < on_cpu ? c : on_cpu;
         double w0 = now_us();
         CHECK(aclmockProfStop(NULL, 0));
         t = now_us() - w0;
         write = t < write ? t : write;
     }
-    printf("RESULT tasks=%d off_us=%.1f on_us=%.1f write_us=%.1f\n", n, off, on, write);
+    printf("RESULT tasks=%d off_us=%.1f on_us=%.1f off_cpu_us=%.1f on_cpu_us=%.1f "
+           "write_us=%.1f\n", n, off, on, off_cpu, on_cpu, write);
     CHECK(aclrtFree(d));
     CHECK(aclrtDestroyStream(s));
     CHECK(aclrtResetDevice(0));
@@ -140,9 +161,15 @@ def main() -> int:
         )
     r = {k: float(v) for k, v in (item.split("=") for item in m.group(1).split())}
     overhead = r["on_us"] / r["off_us"] - 1.0
+    cpu_overhead = r["on_cpu_us"] / r["off_cpu_us"] - 1.0
     ok = overhead < TARGET
     if a.json:
-        print(json.dumps({**r, "overhead": overhead, "target": TARGET}, indent=2))
+        print(
+            json.dumps(
+                {**r, "overhead": overhead, "cpu_overhead": cpu_overhead, "target": TARGET},
+                indent=2,
+            )
+        )
     else:
         n = int(r["tasks"])
         print(
@@ -150,6 +177,10 @@ def main() -> int:
             f"({r['off_us'] / n * 1e3:6.0f} ns/task), on {r['on_us'] / 1e3:8.2f} ms "
             f"({r['on_us'] / n * 1e3:6.0f} ns/task); "
             f"writing the profile {r['write_us'] / 1e3:.2f} ms"
+        )
+        print(
+            f"CPU time of the loop (both threads): off {r['off_cpu_us'] / 1e3:.2f} ms, "
+            f"on {r['on_cpu_us'] / 1e3:.2f} ms ({cpu_overhead * 100:+.1f}%, for information)"
         )
         print(
             f"overhead {overhead * 100:+.1f}% {'PASS' if ok else 'FAIL'} "
