@@ -19,6 +19,7 @@
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
+#include "acl/acl_mock_kernel.h"
 #include "mock_test.h"
 
 #define BUF ((size_t)64 * 1024)
@@ -425,6 +426,61 @@ static void fix_transitive_gap(void)
     op("reader", d1, BUF, ACLMOCK_ACCESS_READ, s3);
 }
 
+/* Kernel launches (aclrtLaunchKernelWithArgsArray of host twins declared here): their
+ * declared pointer arguments are checked with their modes. The twins touch nothing. */
+ACLMOCK_KERNEL(corpus_kernel_in, 0, ACLMOCK_PTR_IN)
+{
+    (void)args;
+    (void)blockIdx;
+    (void)blockDim;
+    (void)userData;
+    return 0;
+}
+ACLMOCK_KERNEL(corpus_kernel_out, 0, ACLMOCK_PTR_OUT)
+{
+    (void)args;
+    (void)blockIdx;
+    (void)blockDim;
+    (void)userData;
+    return 0;
+}
+
+static void kernel(int32_t (*twin)(void *, uint32_t, uint32_t, void *), void *p, aclrtStream s)
+{
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)twin, &f));
+    void *arr[1] = {&p};
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 1, s, NULL, arr));
+}
+
+/* 25. An H2D on s1, a kernel launch reading the data on s2. */
+static void bug_kernel_reads_h2d(void)
+{
+    h2d(d1, s1);
+    kernel(corpus_kernel_in, d1, s2);
+}
+static void fix_kernel_reads_h2d(void)
+{
+    h2d(d1, s1);
+    CHECK_OK(aclrtRecordEvent(ev, s1));
+    CHECK_OK(aclrtStreamWaitEvent(s2, ev));
+    kernel(corpus_kernel_in, d1, s2);
+}
+
+/* 26. A kernel writes on s1, another kernel reads the result on s2. */
+static void bug_kernel_write_read(void)
+{
+    kernel(corpus_kernel_out, d2, s1);
+    kernel(corpus_kernel_in, d2, s2);
+}
+static void fix_kernel_write_read(void)
+{
+    kernel(corpus_kernel_out, d2, s1);
+    CHECK_OK(aclrtRecordEvent(ev, s1));
+    CHECK_OK(aclrtStreamWaitEvent(s2, ev));
+    kernel(corpus_kernel_in, d2, s2);
+}
+
 static void copy_back(void *arg);
 
 static void fix_host_function_copy(void)
@@ -472,6 +528,8 @@ static const corpus_entry k_corpus[] = {
     ENTRY(reduce, ACLMOCK_SANITIZER_RACE),
     ENTRY(sync_memset, ACLMOCK_SANITIZER_HOST_RACE),
     ENTRY(transitive_gap, ACLMOCK_SANITIZER_RACE),
+    ENTRY(kernel_reads_h2d, ACLMOCK_SANITIZER_RACE),
+    ENTRY(kernel_write_read, ACLMOCK_SANITIZER_RACE),
 };
 #define CORPUS_SIZE (sizeof k_corpus / sizeof k_corpus[0])
 
