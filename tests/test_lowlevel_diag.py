@@ -399,3 +399,89 @@ def test_device_log_in_process(mock_loaded: Any) -> None:
         assert text.startswith("[ERROR] RUNTIME(")
     finally:
         assert ll.aclrtResetDevice(1) == 0
+
+
+# ------------------------------------------------------------------- kernel launches
+
+KERNEL = r"""
+import pathlib
+KernelFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
+                            ctypes.c_void_p)
+
+class Param(ctypes.Structure):  # aclmockKernelParam
+    _fields_ = [("size", ctypes.c_uint32), ("access", ctypes.c_uint32)]
+
+class KernelDesc(ctypes.Structure):  # aclmockKernelDesc
+    _fields_ = [
+        ("version", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("name", ctypes.c_char_p),
+        ("fn", KernelFn), ("userData", ctypes.c_void_p), ("numParams", ctypes.c_uint32),
+        ("reserved0", ctypes.c_uint32), ("params", ctypes.POINTER(Param)),
+        ("costNsPerBlock", ctypes.c_uint64), ("costFn", ctypes.c_void_p),
+        ("reserved", ctypes.c_void_p * 4),
+    ]
+
+@KernelFn
+def double(args, idx, dim, user):  # out[i] = 2 * in[i], one block
+    a = ctypes.cast(args, ctypes.POINTER(ctypes.c_uint64))
+    src = ctypes.cast(a[0], ctypes.POINTER(ctypes.c_float))
+    dst = ctypes.cast(a[1], ctypes.POINTER(ctypes.c_float))
+    for i in range(a[2]):
+        dst[i] = 2.0 * src[i]
+    return 0
+
+params = (Param * 3)(Param(8, 1), Param(8, 2), Param(8, 0))  # in, out, n
+desc = KernelDesc(1, 0, b"double", double, None, 3, 0, params, 40000, None)
+ok(mock.aclmockRegisterKernelDesc(ctypes.byref(desc)), "register")
+"""
+
+
+def test_kernel_launch_is_seen_by_the_diagnostics(
+    run_python: Any, clean_env: Any, tmp_path: Path
+) -> None:
+    """A kernel launch of a Python host twin with a declared cost: the model gives it
+    latency + cost, the profile names it, and the sanitizer checks its declared
+    pointer arguments (a read of its output on another stream races)."""
+    from test_lowlevel_kernels import _device_elf
+
+    elf = tmp_path / "kernels.o"
+    elf.write_bytes(_device_elf(["double"]))
+    body = KERNEL + textwrap.dedent(
+        f"""
+        ok(ll.aclrtBinaryLoadFromFile({str(elf)!r}.encode(), ll.ffi.NULL, s.uptr), "load")
+        bin_ = int(s.uptr[0])
+        ok(ll.aclrtBinaryGetFunction(bin_, b"double", s.uptr), "function")
+        func = int(s.uptr[0])
+        s1, s2 = new(ll.aclrtCreateStream), new(ll.aclrtCreateStream)
+        n = 256
+        src, dst = new(ll.aclrtMalloc, 4 * n, 0), new(ll.aclrtMalloc, 4 * n, 0)
+        host = (ctypes.c_float * n)(*range(n))
+        ok(ll.aclrtMemcpy(src, 4 * n, ctypes.addressof(host), 4 * n, H2D))
+        a, b = new(ll.aclrtCreateEvent), new(ll.aclrtCreateEvent)
+        prof_dir, all_devices = {str(tmp_path / "prof")!r}.encode(), ctypes.c_uint64(2**64 - 1)
+        ok(mock.aclmockProfStart(prof_dir, all_devices, ctypes.c_uint64(0)))
+        block = (ctypes.c_uint64 * 3)(src, dst, n)
+        ok(ll.aclrtRecordEvent(a, s1))
+        ok(ll.aclrtLaunchKernelWithHostArgs(func, 1, s1, ll.ffi.NULL, ctypes.addressof(block), 24,
+                                            ll.ffi.NULL, 0), "launch")
+        ok(ll.aclrtRecordEvent(b, s1))
+        mock.aclmockSetNextTaskTag(b"reader.py:7")
+        ok(ll.aclrtMemcpyAsync(ctypes.addressof(host), 4 * n, dst, 4 * n, D2H, s2))
+        ok(ll.aclrtSynchronizeDevice())
+        out = ctypes.create_string_buffer(4096)
+        ok(mock.aclmockProfStop(out, ctypes.c_size_t(4096)))
+        fs = ll.ffi.new("float *")
+        ok(ll.aclrtEventElapsedTime(fs, a, b))
+        print(json.dumps({{"ms": fs[0], "folder": out.value.decode(),
+                          "reports": mock.aclmockSanitizerGetReportCount()}}))
+        """
+    )
+    proc = _run(run_python, clean_env, body, ASCEND_MOCK_TIMING="virtual", ASCEND_MOCK_SANITIZE="1")
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    # A2 model: launch_ns 4000 (the second record's launch) + latency 2000 + 40000 per block
+    assert res["ms"] == pytest.approx(0.046, abs=1e-6)
+    trace = json.loads((Path(res["folder"]) / "trace.json").read_text())
+    kernels = [e for e in _validate_chrome_trace(trace) if e.get("cat") == "kernel"]
+    assert [e["name"] for e in kernels] == ["double"]
+    assert kernels[0]["dur"] == pytest.approx(42.0)  # latency + cost, in us
+    assert res["reports"] == 1
+    assert '"double"' in proc.stderr and "reader.py:7" in proc.stderr
