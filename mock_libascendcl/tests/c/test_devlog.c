@@ -188,13 +188,13 @@ static void child_console(void)
 
 static void test_files(void)
 {
-    CHECK_EQ(mt_run_child(child_files), 0);
-    CHECK_EQ(mt_run_child(child_work_path_and_level), 0);
+    CHECK_EQ(mt_run_child_fn(child_files), 0);
+    CHECK_EQ(mt_run_child_fn(child_work_path_and_level), 0);
     int fds[2];
     CHECK_EQ(pipe(fds), 0);
     int saved = dup(2);
     dup2(fds[1], 2);
-    int rc = mt_run_child(child_console);
+    int rc = mt_run_child_fn(child_console);
     dup2(saved, 2);
     close(saved);
     close(fds[1]);

@@ -476,12 +476,12 @@ static void child_devlog(void)
 
 /* ------------------------------------------------------------------ main */
 
-static void test_timing(void) { CHECK_EQ(mt_run_child(child_timing), 0); }
-static void test_timing_lanes(void) { CHECK_EQ(mt_run_child(child_timing_lanes), 0); }
-static void test_profile(void) { CHECK_EQ(mt_run_child(child_profile), 0); }
-static void test_sanitizer(void) { CHECK_EQ(mt_run_child(child_sanitizer), 0); }
-static void test_dump(void) { CHECK_EQ(mt_run_child(child_dump), 0); }
-static void test_devlog(void) { CHECK_EQ(mt_run_child(child_devlog), 0); }
+static void test_timing(void) { CHECK_EQ(mt_run_child_fn(child_timing), 0); }
+static void test_timing_lanes(void) { CHECK_EQ(mt_run_child_fn(child_timing_lanes), 0); }
+static void test_profile(void) { CHECK_EQ(mt_run_child_fn(child_profile), 0); }
+static void test_sanitizer(void) { CHECK_EQ(mt_run_child_fn(child_sanitizer), 0); }
+static void test_dump(void) { CHECK_EQ(mt_run_child_fn(child_dump), 0); }
+static void test_devlog(void) { CHECK_EQ(mt_run_child_fn(child_devlog), 0); }
 
 int main(void)
 {

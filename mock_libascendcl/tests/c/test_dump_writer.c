@@ -256,8 +256,8 @@ static void child_env_config_invalid(void)
 
 static void test_dump_config_path(void)
 {
-    CHECK_EQ(mt_run_child(child_env_config), 0);
-    CHECK_EQ(mt_run_child(child_env_config_invalid), 0);
+    CHECK_EQ(mt_run_child_fn(child_env_config), 0);
+    CHECK_EQ(mt_run_child_fn(child_env_config_invalid), 0);
 }
 
 int main(void)

@@ -197,8 +197,8 @@ static void child_bad_output(void)
 
 static void test_env_switches(void)
 {
-    CHECK_EQ(mt_run_child(child_golden), 0);
-    CHECK_EQ(mt_run_child(child_steps), 0);
+    CHECK_EQ(mt_run_child_fn(child_golden), 0);
+    CHECK_EQ(mt_run_child_fn(child_steps), 0);
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -215,7 +215,7 @@ static void test_env_switches(void)
     CHECK_EQ(pipe(fds), 0);
     int saved = dup(2);
     dup2(fds[1], 2);
-    int rc = mt_run_child(child_bad_output);
+    int rc = mt_run_child_fn(child_bad_output);
     dup2(saved, 2);
     close(saved);
     close(fds[1]);

@@ -746,12 +746,12 @@ static void child_off(void)
 
 static void test_report_mode(void)
 {
-    CHECK_EQ(mt_run_child(child_report), 0);
+    CHECK_EQ(mt_run_child_fn(child_report), 0);
 }
 
 static void test_fail_mode(void)
 {
-    CHECK_EQ(mt_run_child(child_fail), 0);
+    CHECK_EQ(mt_run_child_fn(child_fail), 0);
 }
 
 static void test_abort_mode(void)
@@ -768,7 +768,7 @@ static void test_abort_mode(void)
 
 static void test_off(void)
 {
-    CHECK_EQ(mt_run_child(child_off), 0);
+    CHECK_EQ(mt_run_child_fn(child_off), 0);
 }
 
 int main(void)

@@ -362,7 +362,7 @@ static void test_deterministic_across_runs(void)
         int fds[2];
         CHECK_EQ(pipe(fds), 0);
         g_out_fd = fds[1];
-        CHECK_EQ(mt_run_child(child_deterministic), 0);
+        CHECK_EQ(mt_run_child_fn(child_deterministic), 0);
         close(fds[1]);
         read_all(fds[0], out[run], sizeof out[run]);
         close(fds[0]);
@@ -431,7 +431,7 @@ static void test_bad_values_fall_back(void)
     CHECK_EQ(pipe(fds), 0);
     int saved = dup(2);
     dup2(fds[1], 2);
-    int rc = mt_run_child(child_bad_values);
+    int rc = mt_run_child_fn(child_bad_values);
     dup2(saved, 2);
     close(saved);
     close(fds[1]);
@@ -472,17 +472,17 @@ static void child_paced(void)
 
 static void test_virtual(void)
 {
-    CHECK_EQ(mt_run_child(child_virtual), 0);
+    CHECK_EQ(mt_run_child_fn(child_virtual), 0);
 }
 
 static void test_model_override(void)
 {
-    CHECK_EQ(mt_run_child(child_model_override), 0);
+    CHECK_EQ(mt_run_child_fn(child_model_override), 0);
 }
 
 static void test_paced(void)
 {
-    CHECK_EQ(mt_run_child(child_paced), 0);
+    CHECK_EQ(mt_run_child_fn(child_paced), 0);
 }
 
 int main(void)
