@@ -246,9 +246,10 @@ MOCK_HIDDEN void kernel_pool_finalize(void);
 
 /* ---------------------------------------------------------------- observe.c */
 
-/* Enqueues l on s with its description for the diagnostics (kind, name, cost, the
- * memory of its declared pointer arguments); launch.c uses it while core_observing().
- * Frees l when the stream refuses it, like stream_enqueue. */
-MOCK_HIDDEN aclError kernel_enqueue_observed(mock_stream *s, kernel_launch *l);
+/* Enqueues the launch task (arg: a kernel_launch) on s with its description for the
+ * diagnostics (kind, name, cost, the memory of its declared pointer arguments);
+ * launch.c uses it while core_observing() and s is not bound to a capture.
+ * Frees the launch when the stream refuses it, like stream_enqueue. */
+MOCK_HIDDEN aclError kernel_enqueue_observed(mock_stream *s, const stream_task *task);
 
 #endif /* MOCK_KERNEL_PRIVATE_H */

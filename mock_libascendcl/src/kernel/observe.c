@@ -38,8 +38,9 @@ static uint64_t waves(const kernel_launch *l, const kernel_twin *t)
     return (blocks + (uint64_t)cores - 1) / (uint64_t)cores;
 }
 
-aclError kernel_enqueue_observed(mock_stream *s, kernel_launch *l)
+aclError kernel_enqueue_observed(mock_stream *s, const stream_task *task)
 {
+    kernel_launch *l = task->arg;
     const kernel_twin *t = l->twin;
     const uint8_t *block = l->args != NULL ? l->args : l->args_dev;
     size_t block_size = l->args_size;
@@ -84,7 +85,7 @@ aclError kernel_enqueue_observed(mock_stream *s, kernel_launch *l)
                            .access = acc,
                            .naccess = nacc,
                            .dump_task = l->dump != 0};
-    aclError rc = stream_enqueue_desc(s, kernel_task_run, l, kernel_task_free, &desc); /* frees l when refused */
+    aclError rc = stream_enqueue_task_desc(s, task, &desc); /* frees l when refused */
     free(acc);
     return rc;
 }
