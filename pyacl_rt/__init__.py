@@ -97,6 +97,17 @@ from ._device import (
 )
 from ._dlpack import from_dlpack
 from ._event import Event, EventTimingError
+from ._kernels import (
+    Kernel,
+    KernelAttributes,
+    LaunchConfig,
+    ObjectCode,
+    ParamInfo,
+    RandomGenerator,
+    launch,
+    random_async,
+    reduce_async,
+)
 from ._memory import (
     DeviceBuffer,
     HostBuffer,
@@ -190,10 +201,16 @@ __all__ = [
     "FunctionNotFoundError",
     "HostBuffer",
     "InvalidDeviceError",
+    "Kernel",
+    "KernelAttributes",
+    "LaunchConfig",
     "LibraryNotFoundError",
     "NotInitializedError",
     "ObjectClosedError",
+    "ObjectCode",
     "OutOfMemoryError",
+    "ParamInfo",
+    "RandomGenerator",
     "RuntimeFinalizedError",
     "Stream",
     "StreamContext",
@@ -235,6 +252,7 @@ __all__ = [
     "is_bf16_supported",
     "is_initialized",
     "is_support_inf_nan",
+    "launch",
     "lowlevel",
     "max_memory_allocated",
     "max_memory_reserved",
@@ -246,7 +264,9 @@ __all__ = [
     "memory_stats",
     "memory_summary",
     "memset",
+    "random_async",
     "record_memory_history",
+    "reduce_async",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_device",

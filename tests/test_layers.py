@@ -94,6 +94,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._allocator._device",
             "pyacl_rt._allocator._host",
             "pyacl_rt._allocator",
+            "pyacl_rt._kernels.objectcode",
+            "pyacl_rt._kernels.config",
+            "pyacl_rt._kernels.launch",
+            "pyacl_rt._kernels.builtin",
+            "pyacl_rt._kernels",
         ),
     ),
     ("public face and tools", ("pyacl_rt", "pyacl_rt.cli", "pyacl_rt.mock", "pyacl_rt.__main__")),
@@ -112,6 +117,7 @@ PACKAGES = {
     "pyacl_rt._raw": PKG / "_raw",
     "pyacl_rt._memory": PKG / "_memory",
     "pyacl_rt._allocator": PKG / "_allocator",
+    "pyacl_rt._kernels": PKG / "_kernels",
 }
 
 

@@ -69,6 +69,8 @@ typedef int32_t (*fn_uu_t)(uintptr_t, uintptr_t);     /* RecordEvent, StreamWait
 typedef int32_t (*fn_copy_t)(uintptr_t, size_t, uintptr_t, size_t, int32_t, uintptr_t);
 typedef int32_t (*fn_copysync_t)(uintptr_t, size_t, uintptr_t, size_t, int32_t);
 typedef int32_t (*fn_memset_t)(uintptr_t, size_t, int32_t, size_t, uintptr_t);
+typedef int32_t (*fn_paraupdate_t)(uintptr_t, uintptr_t, void *, size_t); /* KernelArgsParaUpdate */
+typedef int32_t (*fn_launchcfg_t)(uintptr_t, uint32_t, uintptr_t, void *, uintptr_t, uintptr_t);
 
 enum {
     S_GET_DEVICE,
@@ -85,6 +87,9 @@ enum {
     S_MEMCPY_ASYNC,
     S_MEMCPY,
     S_MEMSET_ASYNC,
+    S_ARGS_PARA_UPDATE,
+    S_ARGS_FINALIZE,
+    S_LAUNCH_WITH_CONFIG,
     S_COUNT
 };
 static const char *const slot_names[S_COUNT] = {
@@ -102,6 +107,9 @@ static const char *const slot_names[S_COUNT] = {
     "aclrtMemcpyAsync",
     "aclrtMemcpy",
     "aclrtMemsetAsync",
+    "aclrtKernelArgsParaUpdate",
+    "aclrtKernelArgsFinalize",
+    "aclrtLaunchKernelWithConfig",
 };
 
 static const struct pyacl_lowlevel_api *g_api;
@@ -405,6 +413,227 @@ static PyObject *f_memset_async(PyObject *self, PyObject *const *args, Py_ssize_
     CALL_RETURN_NONE(fn_memset_t, S_MEMSET_ASYNC, dst, dst_max, value, count, stream);
 }
 
+/* ------------------------------------------------------------ kernel launches
+ * launch_with_args(func, num_blocks, stream, cfg, args, plan, values) -> None
+ *
+ * One launch through a reusable argument list: for each argument, aclrtKernelArgsParaUpdate
+ * when its bytes differ from what the list holds, aclrtKernelArgsFinalize when anything
+ * changed, then aclrtLaunchKernelWithConfig(func, num_blocks, stream, cfg, args, NULL) -
+ * all with the GIL released once. `args` is an aclrtArgsHandle built with one
+ * aclrtKernelArgsAppend per argument; `plan` a bytearray of one PlanEntry per argument
+ * (the param handle, the appended size, and what the list holds now, updated here);
+ * `values` a tuple or list of the arguments: an int (any size up to 8 bytes, signed or
+ * unsigned range), a float (2, 4 or 8 bytes), or an object exporting a buffer of
+ * exactly the appended size (numpy and ctypes scalars, ctypes structures). Converted
+ * before the GIL is released; nothing is allocated for arguments of up to 2 KiB total. */
+typedef struct PlanEntry {
+    uint64_t param;  /* aclrtParamHandle */
+    uint32_t size;   /* bytes appended */
+    uint32_t valid;  /* 1: `last` is what the finalized list holds (size <= 8 only) */
+    uint8_t last[8];
+} PlanEntry;
+_Static_assert(sizeof(PlanEntry) == 24, "PlanEntry layout");
+
+#define LAUNCH_STACK_BYTES 2048
+
+static int pack_value(PyObject *o, uint32_t size, uint8_t *out, Py_ssize_t i)
+{
+    static const char name[] = "launch_with_args";
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        if (size != 1 && size != 2 && size != 4 && size != 8) {
+            PyErr_Format(PyExc_TypeError, "%s(): argument %zd is an int but the parameter takes %u bytes",
+                         name, i, size);
+            return -1;
+        }
+        int overflow = 0;
+        long long sv = PyLong_AsLongLongAndOverflow(o, &overflow);
+        unsigned long long uv;
+        if (sv == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (overflow > 0) {
+            uv = PyLong_AsUnsignedLongLong(o);
+            if (uv == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto range;
+            }
+        } else if (overflow < 0) {
+            goto range;
+        } else {
+            if (size < 8) {
+                long long lo = -(1LL << (8 * size - 1));
+                long long hi = (long long)((1ULL << (8 * size)) - 1);
+                if (sv < lo || sv > hi) {
+                    goto range;
+                }
+            }
+            uv = (unsigned long long)sv;
+        }
+        memcpy(out, &uv, size); /* little endian: the low `size` bytes */
+        return 0;
+    range:
+        PyErr_Format(PyExc_OverflowError, "%s(): argument %zd = %R does not fit in %u bytes", name, i, o,
+                     size);
+        return -1;
+    }
+    if (PyFloat_Check(o)) {
+        double d = PyFloat_AS_DOUBLE(o);
+        if (size == 8) {
+            memcpy(out, &d, 8);
+        } else if (size == 4) {
+            float f = (float)d;
+            memcpy(out, &f, 4);
+        } else if (size == 2) {
+            if (PyFloat_Pack2(d, (char *)out, 1) < 0) {
+                return -1;
+            }
+        } else {
+            PyErr_Format(PyExc_TypeError, "%s(): argument %zd is a float but the parameter takes %u bytes",
+                         name, i, size);
+            return -1;
+        }
+        return 0;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument %zd must be an int, a float or an object exporting %u bytes "
+                     "(a numpy or ctypes scalar), not %.100s",
+                     name, i, size, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (view.len != (Py_ssize_t)size) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument %zd (%.100s) has %zd bytes but the parameter takes %u",
+                     name, i, Py_TYPE(o)->tp_name, view.len, size);
+        PyBuffer_Release(&view);
+        return -1;
+    }
+    memcpy(out, view.buf, size);
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+static PyObject *f_launch_with_args(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    FASTCALL_HEAD(launch_with_args, 7)
+    HANDLE(args[0], func, name, "func", "an aclrtFuncHandle");
+    HANDLE(args[1], blocks, name, "num_blocks", "a block count");
+    HANDLE(args[2], stream, name, "stream", "an aclrtStream handle");
+    HANDLE(args[3], cfg, name, "cfg", "an aclrtLaunchKernelCfg address or 0");
+    HANDLE(args[4], handle, name, "args", "an aclrtArgsHandle");
+    if (blocks > UINT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s(): argument 'num_blocks' = %lu does not fit in 32 bits", name,
+                     blocks);
+        return NULL;
+    }
+    GET_FN(update, fn_paraupdate_t, S_ARGS_PARA_UPDATE);
+    GET_FN(finalize, fn_u_t, S_ARGS_FINALIZE);
+    GET_FN(launch, fn_launchcfg_t, S_LAUNCH_WITH_CONFIG);
+    PyObject *plan = args[5];
+    if (!PyByteArray_CheckExact(plan) || PyByteArray_GET_SIZE(plan) % (Py_ssize_t)sizeof(PlanEntry) != 0) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument 'plan' must be a bytearray of plan entries", name);
+        return NULL;
+    }
+    PyObject *values = args[6];
+    PyObject *const *items;
+    Py_ssize_t n;
+    if (PyTuple_CheckExact(values)) {
+        items = &PyTuple_GET_ITEM(values, 0);
+        n = PyTuple_GET_SIZE(values);
+    } else if (PyList_CheckExact(values)) {
+        items = (PyObject *const *)((PyListObject *)values)->ob_item;
+        n = PyList_GET_SIZE(values);
+    } else {
+        PyErr_Format(PyExc_TypeError, "%s(): argument 'values' must be a tuple or a list", name);
+        return NULL;
+    }
+    Py_ssize_t np_ = PyByteArray_GET_SIZE(plan) / (Py_ssize_t)sizeof(PlanEntry);
+    if (n != np_ || n > 128) {
+        PyErr_Format(PyExc_TypeError, "%s(): %zd values for a plan of %zd arguments (at most 128)", name, n,
+                     np_);
+        return NULL;
+    }
+    PlanEntry *ent = (PlanEntry *)PyByteArray_AS_STRING(plan);
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        total += ent[i].size;
+    }
+    uint8_t stack[LAUNCH_STACK_BYTES];
+    uint8_t *buf = stack;
+    if (total > sizeof stack) {
+        buf = PyMem_Malloc(total);
+        if (buf == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    uint8_t dirty[128];
+    size_t off = 0;
+    int any = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t sz = ent[i].size;
+        if (pack_value(items[i], sz, buf + off, i) < 0) {
+            if (buf != stack) {
+                PyMem_Free(buf);
+            }
+            return NULL;
+        }
+        dirty[i] = !(sz <= 8 && ent[i].valid && memcmp(ent[i].last, buf + off, sz) == 0);
+        any |= dirty[i];
+        off += sz;
+    }
+    if (PyByteArray_GET_SIZE(plan) != np_ * (Py_ssize_t)sizeof(PlanEntry)) {
+        if (buf != stack) {
+            PyMem_Free(buf);
+        }
+        PyErr_Format(PyExc_RuntimeError, "%s(): the plan changed during the call", name);
+        return NULL;
+    }
+    ent = (PlanEntry *)PyByteArray_AS_STRING(plan);
+    int32_t rc = 0;
+    int slot = S_LAUNCH_WITH_CONFIG;
+    Py_BEGIN_ALLOW_THREADS
+    if (any) {
+        size_t o = 0;
+        for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+            if (dirty[i]) {
+                rc = update(handle, (uintptr_t)ent[i].param, buf + o, ent[i].size);
+                slot = S_ARGS_PARA_UPDATE;
+            }
+            o += ent[i].size;
+        }
+        if (rc == 0) {
+            rc = finalize(handle);
+            slot = S_ARGS_FINALIZE;
+        }
+    }
+    if (rc == 0) {
+        rc = launch(func, (uint32_t)blocks, stream, (void *)cfg, handle, 0);
+        slot = S_LAUNCH_WITH_CONFIG;
+    }
+    Py_END_ALLOW_THREADS
+    if (slot != S_LAUNCH_WITH_CONFIG) {
+        /* the list is not finalized: update everything next time */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ent[i].valid = 0;
+        }
+    } else if (any) {
+        size_t o = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (ent[i].size <= 8) {
+                memcpy(ent[i].last, buf + o, ent[i].size);
+                ent[i].valid = 1;
+            }
+            o += ent[i].size;
+        }
+    }
+    if (buf != stack) {
+        PyMem_Free(buf);
+    }
+    CHECK(rc, slot);
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------ BufferForwarder
  * A base class whose instances export, through the C buffer protocol, the buffer of
  * the object returned by their `_export_acquire()` method, and count their exports
@@ -532,6 +761,10 @@ static PyMethodDef methods[] = {
     {"memset_async", FASTCALL(f_memset_async), METH_FASTCALL,
      "memset_async(dst, dst_max, value, count, stream) -> None: aclrtMemsetAsync "
      "(releases the GIL)."},
+    {"launch_with_args", FASTCALL(f_launch_with_args), METH_FASTCALL,
+     "launch_with_args(func, num_blocks, stream, cfg, args, plan, values) -> None: "
+     "aclrtKernelArgsParaUpdate (changed values), aclrtKernelArgsFinalize, "
+     "aclrtLaunchKernelWithConfig (releases the GIL once)."},
     {"_table_address", f_table_address, METH_NOARGS,
      "Address of the dispatch table this module calls through (tests)."},
     {NULL, NULL, 0, NULL},

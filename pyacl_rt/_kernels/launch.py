@@ -1,0 +1,255 @@
+"""``launch(stream, config, kernel, *args)``: pack the arguments by their type and
+enqueue the kernel (``aclrtLaunchKernelWithConfig``) as one plain stream task.
+
+Argument packing:
+
+* a :class:`~pyacl_rt.DeviceBuffer` (or a view of one) or a
+  :class:`~pyacl_rt.HostBuffer` passes its address (8 bytes). The stream is noted on
+  the allocation, as copies do: freeing it waits for (native allocator) or is ordered
+  after (caching allocator, cross-stream rule) the launch, so the memory outlives it;
+* a numpy scalar (``numpy.uint32(n)``, ``numpy.float16(x)`` ...) or a ctypes scalar or
+  structure (``ctypes.c_int64(n)``) passes its own bytes (its own width; every argument
+  sits in a slot of its size rounded up to 8 bytes, so its alignment holds);
+* a bare Python ``int``, ``float`` or ``bool`` is refused with a ``TypeError`` naming
+  the argument: its width would be a guess.
+
+The hot path allocates nothing it can avoid: each :class:`~pyacl_rt.Kernel` keeps, per
+argument signature (the kinds of its arguments), a pool of packing plans; a plan owns an
+``aclrtArgsHandle`` with one appended slot per argument and the byte image of what the
+list holds, and one C call (``lowlevel.fast.launch_with_args``) updates the changed
+slots, finalizes and launches with the GIL released once. A plan is taken from the pool
+for the call and put back afterwards, so threads launching the same kernel never share
+one (the pool grows to the number of concurrent launches; argument lists die with their
+binary, as the runtime defines no destroy call).
+
+Floor 7 (higher tools): imports floors 1-6 and :mod:`.objectcode`, :mod:`.config`.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final, NoReturn
+
+from .. import lowlevel
+from .._args import type_name
+from .._memory.keepalive import _note
+from .._memory.records import _Mem, _raise_closed
+from .._state import _check, _lib, _local
+from .._stream import Stream
+from .config import LaunchConfig
+from .objectcode import Kernel, ParamInfo
+
+__all__ = ["launch"]
+
+_launch_with_args = lowlevel.fast.launch_with_args
+
+#: Signature marker of an argument passed as its address (an owned buffer).
+_BUF: Final = object()
+_ENTRY: Final = struct.Struct("<QII8s")  # PlanEntry of _fastcall.c
+
+
+class _Plan:
+    """One reusable argument list of a kernel for one signature."""
+
+    __slots__ = ("entries", "handle", "mems", "values")
+
+    def __init__(self, handle: int, entries: bytearray, n: int) -> None:
+        self.handle = handle
+        self.entries = entries
+        self.values: list[object] = [0] * n
+        self.mems: list[_Mem | None] = [None] * n
+
+
+def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) -> None:
+    """Enqueue ``kernel`` on ``stream`` with ``config.blocks`` blocks and ``args``.
+
+    Returns at once (the launch is a task on the stream, in order with copies, events
+    and host callbacks). Buffers pass their device address and are kept valid until the
+    launch completed; numpy / ctypes scalars pass their own bytes; bare Python numbers
+    are refused (``TypeError``). Errors the runtime reports at the call raise the
+    matching :class:`~pyacl_rt.errors.AclError`; a kernel fault while running (on the
+    mock: a twin that fails) is raised by the next ``stream.synchronize()``.
+    """
+    try:
+        sig = kernel._sig
+        bs = kernel._state
+        blocks = config._blocks
+        cfg = config._cfg
+        tok = stream._state
+        ctx = stream._ctx
+    except AttributeError:
+        _launch_type_error(stream, config, kernel)
+    n = len(args)
+    if n != len(sig):
+        return _launch_slow(stream, config, kernel, args)
+    pool = kernel._pool
+    try:
+        plan = pool.pop()
+    except IndexError:
+        return _launch_slow(stream, config, kernel, args)
+    values = plan.values
+    mems = plan.mems
+    dev = stream._device
+    i = 0
+    try:
+        for a in args:
+            k = sig[i]
+            if k is _BUF:
+                try:
+                    m = a._m  # type: ignore[attr-defined]
+                    p = m.ptr
+                except AttributeError:
+                    break
+                if not p:
+                    _raise_closed(m, f"launch(): argument {i} ({type(a).__name__})")
+                if m.device != dev and m.device >= 0:
+                    _wrong_device(i, a, m.device, dev)
+                values[i] = p + a._off  # type: ignore[attr-defined]
+                mems[i] = m
+            elif a.__class__ is k:
+                values[i] = a
+            else:
+                break
+            i += 1
+        if i != n:  # another signature: plan it
+            pool.append(plan)
+            plan = None
+            return _launch_slow(stream, config, kernel, args)
+        if not bs.handle:
+            kernel._code._activate()  # raises: the binary is closed
+        if kernel._dev != dev:
+            _wrong_device(-1, kernel, kernel._dev, dev)
+        if _local.st.ctx is not ctx:
+            stream._activate()
+        _launch_with_args(kernel._func, blocks, stream._handle, cfg, plan.handle, plan.entries, values)
+        # The launch is queued: freeing a buffer (or unloading the binary) now waits
+        # for this stream (the caching allocator orders reuse after it).
+        for m in mems:
+            if m is not None and m.last is not tok:
+                _note(m, stream)
+        if bs.last is not tok:
+            bs.note(stream)
+    finally:
+        if plan is not None:
+            for j in range(n):
+                mems[j] = None
+            pool.append(plan)
+    return None
+
+
+def _launch_type_error(stream: object, config: object, kernel: object) -> NoReturn:
+    if not isinstance(stream, Stream):
+        raise TypeError(f"launch(): stream must be a Stream, not {type_name(stream)}")
+    if not isinstance(config, LaunchConfig):
+        raise TypeError(f"launch(): config must be a LaunchConfig, not {type_name(config)}")
+    if not isinstance(kernel, Kernel):
+        raise TypeError(
+            f"launch(): kernel must be a Kernel (ObjectCode.get_kernel(name)), not {type_name(kernel)}"
+        )
+    raise TypeError("launch(): invalid arguments")  # pragma: no cover - defensive
+
+
+def _wrong_device(i: int, obj: object, have: int, want: int) -> NoReturn:
+    what = "the kernel's binary" if i < 0 else f"argument {i} ({type(obj).__name__})"
+    raise ValueError(
+        f"launch(): {what} is on device {have} but the stream is on device {want}; "
+        "launch on a stream of that device"
+    )
+
+
+def _arg_kind(i: int, a: object, name: str) -> tuple[object, int]:
+    """The signature kind of argument ``i`` and its size in bytes."""
+    if isinstance(getattr(a, "_m", None), _Mem):
+        return _BUF, 8
+    if isinstance(a, (bool, int, float, complex)):
+        raise TypeError(
+            f"launch(): argument {i} of kernel '{name}' is a bare Python {type(a).__name__} "
+            f"({a!r}): its width would be a guess; pass a sized scalar such as "
+            "numpy.uint32(x), numpy.float32(x) or ctypes.c_int64(x)"
+        )
+    try:
+        mv = memoryview(a)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"launch(): argument {i} of kernel '{name}' must be a DeviceBuffer, a HostBuffer, "
+            f"a numpy scalar or a ctypes scalar/structure, not {type_name(a)}"
+        ) from None
+    with mv:
+        if mv.ndim != 0 or mv.nbytes == 0:
+            raise TypeError(
+                f"launch(): argument {i} of kernel '{name}' is a host array "
+                f"({type_name(a)}, {mv.nbytes} bytes): kernels take device memory; copy it "
+                "into a DeviceBuffer and pass that"
+            )
+        return type(a), mv.nbytes
+
+
+def _launch_slow(stream: Stream, config: LaunchConfig, kernel: Kernel, args: tuple[object, ...]) -> None:
+    """First launch of a signature (or a type error): check the arguments, find or
+    create the plan pool of their signature, then take the hot path."""
+    if not isinstance(stream, Stream) or not isinstance(config, LaunchConfig) or not isinstance(
+        kernel, Kernel
+    ):
+        _launch_type_error(stream, config, kernel)
+    if len(args) > 128:
+        raise TypeError(f"launch(): {len(args)} arguments; a kernel takes at most 128")
+    kinds = []
+    sizes = []
+    for i, a in enumerate(args):
+        k, size = _arg_kind(i, a, kernel._name)
+        kinds.append(k)
+        sizes.append(size)
+    sig = tuple(kinds)
+    pool = kernel._pools.get(sig)
+    if pool is None:
+        kernel._code._activate()
+        params = kernel._param_list()
+        if params is not None:
+            _check_params(kernel, args, sig, sizes, params)
+        pool = kernel._pools.setdefault(sig, [])
+        if not pool:
+            pool.append(_new_plan(kernel, sizes))
+    elif not pool:
+        kernel._code._activate()
+        pool.append(_new_plan(kernel, sizes))
+    kernel._sig = sig
+    kernel._pool = pool
+    launch(stream, config, kernel, *args)
+
+
+def _check_params(
+    kernel: Kernel,
+    args: tuple[object, ...],
+    sig: tuple[object, ...],
+    sizes: list[int],
+    params: tuple[ParamInfo, ...],
+) -> None:
+    if len(params) != len(args):
+        raise TypeError(
+            f"launch(): kernel '{kernel._name}' takes {len(params)} arguments, "
+            f"{len(args)} given"
+        )
+    for i, (p, size) in enumerate(zip(params, sizes, strict=True)):
+        if p.size != size:
+            what = "a buffer (an 8-byte address)" if sig[i] is _BUF else f"{size} bytes"
+            raise TypeError(
+                f"launch(): argument {i} of kernel '{kernel._name}' is {what} "
+                f"({type_name(args[i])}) but the parameter takes {p.size} bytes"
+            )
+
+
+def _new_plan(kernel: Kernel, sizes: list[int]) -> _Plan:
+    """A new argument list for ``kernel`` with one slot per size (values zero until
+    the first launch writes them). The calling thread has the binary's context."""
+    ffi = lowlevel.ffi
+    out = _local.st.scratch.uptr
+    _check(_lib.aclrtKernelArgsInit(kernel._func, out), "aclrtKernelArgsInit")
+    handle = int(out[0])
+    zeros = ffi.new("uint8_t[]", max(sizes, default=1) or 1)
+    zaddr = int(ffi.cast("uintptr_t", zeros))
+    entries = bytearray()
+    for size in sizes:
+        _check(_lib.aclrtKernelArgsAppend(handle, zaddr, size, out), "aclrtKernelArgsAppend")
+        entries += _ENTRY.pack(int(out[0]), size, 0, bytes(8))
+    return _Plan(handle, entries, len(sizes))
+
