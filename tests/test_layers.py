@@ -96,7 +96,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._allocator",
             "pyacl_rt._kernels.objectcode",
             "pyacl_rt._kernels.config",
-            "pyacl_rt._kernels.launch",
+            "pyacl_rt._kernels.launcher",
             "pyacl_rt._kernels.builtin",
             "pyacl_rt._kernels",
         ),

@@ -3,7 +3,7 @@ and the runtime's built-in tasks (reduce, random numbers).
 
 * :mod:`.objectcode` - :class:`ObjectCode` (owns an ``aclrtBinHandle``), :class:`Kernel`;
 * :mod:`.config` - :class:`LaunchConfig` (blocks and launch attributes);
-* :mod:`.launch` - :func:`launch` (argument packing plans, the C launch path);
+* :mod:`.launcher` - :func:`launch` (argument packing plans, the C launch path);
 * :mod:`.builtin` - :func:`reduce_async`, :func:`random_async`, :class:`RandomGenerator`.
 
 Floor 7 (higher tools), above memory: kernels take buffers as arguments.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .builtin import RandomGenerator, random_async, reduce_async
 from .config import LaunchConfig
-from .launch import launch
+from .launcher import launch
 from .objectcode import Kernel, KernelAttributes, ObjectCode, ParamInfo
 
 __all__ = [

@@ -51,13 +51,12 @@ _ENTRY: Final = struct.Struct("<QII8s")  # PlanEntry of _fastcall.c
 class _Plan:
     """One reusable argument list of a kernel for one signature."""
 
-    __slots__ = ("entries", "handle", "mems", "values")
+    __slots__ = ("entries", "handle", "values")
 
     def __init__(self, handle: int, entries: bytearray, n: int) -> None:
         self.handle = handle
         self.entries = entries
         self.values: list[object] = [0] * n
-        self.mems: list[_Mem | None] = [None] * n
 
 
 def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) -> None:
@@ -88,8 +87,6 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     except IndexError:
         return _launch_slow(stream, config, kernel, args)
     values = plan.values
-    mems = plan.mems
-    dev = stream._device
     i = 0
     try:
         for a in args:
@@ -102,10 +99,12 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
                     break
                 if not p:
                     _raise_closed(m, f"launch(): argument {i} ({type(a).__name__})")
-                if m.device != dev and m.device >= 0:
-                    _wrong_device(i, a, m.device, dev)
+                if m.last is not tok:
+                    # First use on this stream: check the device, then note the stream
+                    # (freeing the buffer now waits for it; the caching allocator orders
+                    # reuse after it). Noted before the launch: harmless if it fails.
+                    _note_buffer(stream, i, a, m)
                 values[i] = p + a._off  # type: ignore[attr-defined]
-                mems[i] = m
             elif a.__class__ is k:
                 values[i] = a
             else:
@@ -113,28 +112,32 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
             i += 1
         if i != n:  # another signature: plan it
             pool.append(plan)
-            plan = None
             return _launch_slow(stream, config, kernel, args)
         if not bs.handle:
             kernel._code._activate()  # raises: the binary is closed
-        if kernel._dev != dev:
-            _wrong_device(-1, kernel, kernel._dev, dev)
+        if bs.last is not tok:
+            _note_binary(stream, kernel)
         if _local.st.ctx is not ctx:
             stream._activate()
         _launch_with_args(kernel._func, blocks, stream._handle, cfg, plan.handle, plan.entries, values)
-        # The launch is queued: freeing a buffer (or unloading the binary) now waits
-        # for this stream (the caching allocator orders reuse after it).
-        for m in mems:
-            if m is not None and m.last is not tok:
-                _note(m, stream)
-        if bs.last is not tok:
-            bs.note(stream)
-    finally:
-        if plan is not None:
-            for j in range(n):
-                mems[j] = None
-            pool.append(plan)
+    except BaseException:
+        pool.append(plan)
+        raise
+    pool.append(plan)
     return None
+
+
+def _note_buffer(stream: Stream, i: int, a: object, m: _Mem) -> None:
+    dev = stream._device
+    if m.device != dev and m.device >= 0:
+        _wrong_device(i, a, m.device, dev)
+    _note(m, stream)
+
+
+def _note_binary(stream: Stream, kernel: Kernel) -> None:
+    if kernel._dev != stream._device:
+        _wrong_device(-1, kernel, kernel._dev, stream._device)
+    kernel._state.note(stream)
 
 
 def _launch_type_error(stream: object, config: object, kernel: object) -> NoReturn:
