@@ -43,7 +43,9 @@ def main() -> int:
             dx, dy, dz = (npu.DeviceBuffer(BYTES, stream=stream) for _ in range(3))
             npu.copy(dx, x, stream=stream, non_blocking=True)
             npu.copy(dy, y, stream=stream, non_blocking=True)
-            npu.launch(stream, npu.LaunchConfig(blocks=BLOCKS), vector_add, dx, dy, dz, np.uint32(COUNT))
+            npu.launch(
+                stream, npu.LaunchConfig(blocks=BLOCKS), vector_add, dx, dy, dz, np.uint32(COUNT)
+            )
             z = np.empty_like(x)
             npu.copy(z, dz, stream=stream)  # synchronous: waits for the kernel
             for buf in (dx, dy, dz):

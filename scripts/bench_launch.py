@@ -187,7 +187,9 @@ def build_cext(workdir: Path, library: str) -> Any:
 
 def build_twin(workdir: Path) -> Path:
     so = workdir / "vector_add.so"
-    subprocess.run([*_cc(), "-shared", "-fPIC", *pmock.cflags(), str(TWIN), "-o", str(so)], check=True)
+    subprocess.run(
+        [*_cc(), "-shared", "-fPIC", *pmock.cflags(), str(TWIN), "-o", str(so)], check=True
+    )
     return so
 
 
@@ -266,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         "C-ext": "cx(func, sh, p[0], p[1], p[2], 16)\ncx(func, sh, p[3], p[4], p[5], 15)",
         "lowlevel": "fx(func, 1, sh, 0, rargs, rplan, v1)\nfx(func, 1, sh, 0, rargs, rplan, v2)",
         "cffi": "\n".join(cffi_lines),
-        "pythonic": "launch(stream, cfg, k, x1, y1, z1, n1)\nlaunch(stream, cfg, k, x2, y2, z2, n2)",
+        "pythonic": (
+            "launch(stream, cfg, k, x1, y1, z1, n1)\nlaunch(stream, cfg, k, x2, y2, z2, n2)"
+        ),
     }
     timers = {k: timeit.Timer(v, globals=ns) for k, v in stmts.items()}
     runs: dict[str, list[float]] = {k: [] for k in stmts}

@@ -64,7 +64,9 @@ def _dtype_name(dtype: object, where: str, allowed: tuple[str, ...] | None = Non
     else:
         name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None)  # type: ignore[assignment]
         if not isinstance(name, str):
-            raise TypeError(f"{where}: dtype must be a str or a numpy dtype, not {type_name(dtype)}")
+            raise TypeError(
+                f"{where}: dtype must be a str or a numpy dtype, not {type_name(dtype)}"
+            )
     names = allowed or tuple(_DTYPES)
     if name not in names:
         raise ValueError(f"{where}: dtype must be one of {', '.join(names)}, got {name!r}")
@@ -133,7 +135,9 @@ def reduce_async(
             f"{where}: nbytes {n} must be in [0, min(len(src), len(dst))] = [0, {min(sn, dn)}]"
         )
     if n % esize:
-        raise ValueError(f"{where}: nbytes {n} is not a multiple of the {name} size ({esize} bytes)")
+        raise ValueError(
+            f"{where}: nbytes {n} is not a multiple of the {name} size ({esize} bytes)"
+        )
     if dm.device != sm.device:
         raise ValueError(
             f"{where}: dst is on device {dm.device} and src on device {sm.device}; "
@@ -214,7 +218,8 @@ def random_async(
         if not isinstance(distribution, str):
             raise TypeError(f"{where}: distribution must be a str, not {type_name(distribution)}")
         raise ValueError(
-            f"{where}: distribution must be one of {', '.join(_DISTRIBUTIONS)}, got {distribution!r}"
+            f"{where}: distribution must be one of {', '.join(_DISTRIBUTIONS)}, "
+            f"got {distribution!r}"
         )
     name = _dtype_name(dtype, where, _RANDOM_DTYPES)
     if distribution != "uniform" and name not in _FLOATS:
@@ -226,14 +231,12 @@ def random_async(
     capacity = (on * 8) if distribution == "dropout_mask" else on // esize
     n = capacity if count is None else index_arg(count, f"{where}: count", "an int")
     if not 0 <= n <= capacity:
-        raise ValueError(
-            f"{where}: count {n} does not fit out ({on} bytes hold {capacity} values)"
-        )
+        raise ValueError(f"{where}: count {n} does not fit out ({on} bytes hold {capacity} values)")
     if n >= 1 << 32:
         raise ValueError(f"{where}: count {n} is above the runtime's limit of 2**32 - 1")
     if distribution == "uniform":
         lo, hi = _value_bytes(low, "low", name, where), _value_bytes(high, "high", name, where)
-        if not float(low) < float(high):  # type: ignore[arg-type]
+        if not float(low) < float(high):
             raise ValueError(f"{where}: the range is empty (low {low!r} >= high {high!r})")
     elif distribution == "dropout_mask":
         if not 0.0 <= float(p) <= 1.0:

@@ -32,9 +32,7 @@ _ENGINES: Final = {"aic": _C["ACL_RT_ENGINE_TYPE_AIC"], "aiv": _C["ACL_RT_ENGINE
 def _uint(value: object, name: str, bits: int) -> int:
     v = index_arg(value, f"LaunchConfig(): {name}")
     if not 0 <= v < 1 << bits:
-        raise ValueError(
-            f"LaunchConfig(): {name} must be in [0, 2**{bits}), got {v}"
-        )
+        raise ValueError(f"LaunchConfig(): {name} must be in [0, 2**{bits}), got {v}")
     return v
 
 
@@ -63,6 +61,8 @@ class LaunchConfig:
     """
 
     __slots__ = ("_attrs", "_blocks", "_cd", "_cfg", "_values")
+
+    _cd: tuple[Any, Any] | None  # the C structs (kept alive)
 
     def __init__(
         self,
@@ -96,7 +96,8 @@ class LaunchConfig:
                         f"{type_name(schedule_mode)}"
                     )
                 raise ValueError(
-                    f"LaunchConfig(): schedule_mode must be 'normal' or 'batch', got {schedule_mode!r}"
+                    "LaunchConfig(): schedule_mode must be 'normal' or 'batch', "
+                    f"got {schedule_mode!r}"
                 )
             attrs.append((_A["schedule_mode"], "schemMode", _SCHEDULE_MODES[schedule_mode]))
             values["schedule_mode"] = schedule_mode
@@ -114,7 +115,8 @@ class LaunchConfig:
             if engine not in _ENGINES:
                 if not isinstance(engine, str):
                     raise TypeError(
-                        f"LaunchConfig(): engine must be 'aic', 'aiv' or None, not {type_name(engine)}"
+                        "LaunchConfig(): engine must be 'aic', 'aiv' or None, "
+                        f"not {type_name(engine)}"
                     )
                 raise ValueError(f"LaunchConfig(): engine must be 'aic' or 'aiv', got {engine!r}")
             attrs.append((_A["engine"], "engineType", _ENGINES[engine]))
@@ -147,7 +149,7 @@ class LaunchConfig:
             cfg: Any = ffi.new("aclrtLaunchKernelCfg *")
             cfg.attrs = arr
             cfg.numAttrs = len(attrs)
-            self._cd = (arr, cfg)
+            self._cd = (arr, cfg)  # keeps the C structs alive
             self._cfg = int(ffi.cast("uintptr_t", cfg))
         else:
             self._cd = None

@@ -119,7 +119,9 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
             _note_binary(stream, kernel)
         if _local.st.ctx is not ctx:
             stream._activate()
-        _launch_with_args(kernel._func, blocks, stream._handle, cfg, plan.handle, plan.entries, values)
+        _launch_with_args(
+            kernel._func, blocks, stream._handle, cfg, plan.handle, plan.entries, values
+        )
     except BaseException:
         pool.append(plan)
         raise
@@ -147,7 +149,8 @@ def _launch_type_error(stream: object, config: object, kernel: object) -> NoRetu
         raise TypeError(f"launch(): config must be a LaunchConfig, not {type_name(config)}")
     if not isinstance(kernel, Kernel):
         raise TypeError(
-            f"launch(): kernel must be a Kernel (ObjectCode.get_kernel(name)), not {type_name(kernel)}"
+            "launch(): kernel must be a Kernel (ObjectCode.get_kernel(name)), "
+            f"not {type_name(kernel)}"
         )
     raise TypeError("launch(): invalid arguments")  # pragma: no cover - defensive
 
@@ -164,15 +167,15 @@ def _arg_kind(i: int, a: object, name: str) -> tuple[object, int]:
     """The signature kind of argument ``i`` and its size in bytes."""
     if isinstance(getattr(a, "_m", None), _Mem):
         return _BUF, 8
-    if isinstance(a, (bool, int, float, complex)):
-        raise TypeError(
-            f"launch(): argument {i} of kernel '{name}' is a bare Python {type(a).__name__} "
-            f"({a!r}): its width would be a guess; pass a sized scalar such as "
-            "numpy.uint32(x), numpy.float32(x) or ctypes.c_int64(x)"
-        )
     try:
         mv = memoryview(a)  # type: ignore[arg-type]
     except TypeError:
+        if isinstance(a, (int, float, complex)):  # bool, int, float and their subclasses
+            raise TypeError(
+                f"launch(): argument {i} of kernel '{name}' is a bare Python "
+                f"{type(a).__name__} ({a!r}): its width would be a guess; pass a sized "
+                "scalar such as numpy.uint32(x), numpy.float32(x) or ctypes.c_int64(x)"
+            ) from None
         raise TypeError(
             f"launch(): argument {i} of kernel '{name}' must be a DeviceBuffer, a HostBuffer, "
             f"a numpy scalar or a ctypes scalar/structure, not {type_name(a)}"
@@ -187,11 +190,15 @@ def _arg_kind(i: int, a: object, name: str) -> tuple[object, int]:
         return type(a), mv.nbytes
 
 
-def _launch_slow(stream: Stream, config: LaunchConfig, kernel: Kernel, args: tuple[object, ...]) -> None:
+def _launch_slow(
+    stream: Stream, config: LaunchConfig, kernel: Kernel, args: tuple[object, ...]
+) -> None:
     """First launch of a signature (or a type error): check the arguments, find or
     create the plan pool of their signature, then take the hot path."""
-    if not isinstance(stream, Stream) or not isinstance(config, LaunchConfig) or not isinstance(
-        kernel, Kernel
+    if (
+        not isinstance(stream, Stream)
+        or not isinstance(config, LaunchConfig)
+        or not isinstance(kernel, Kernel)
     ):
         _launch_type_error(stream, config, kernel)
     if len(args) > 128:
@@ -229,8 +236,7 @@ def _check_params(
 ) -> None:
     if len(params) != len(args):
         raise TypeError(
-            f"launch(): kernel '{kernel._name}' takes {len(params)} arguments, "
-            f"{len(args)} given"
+            f"launch(): kernel '{kernel._name}' takes {len(params)} arguments, {len(args)} given"
         )
     for i, (p, size) in enumerate(zip(params, sizes, strict=True)):
         if p.size != size:
@@ -255,4 +261,3 @@ def _new_plan(kernel: Kernel, sizes: list[int]) -> _Plan:
         _check(_lib.aclrtKernelArgsAppend(handle, zaddr, size, out), "aclrtKernelArgsAppend")
         entries += _ENTRY.pack(int(out[0]), size, 0, bytes(8))
     return _Plan(handle, entries, len(sizes))
-

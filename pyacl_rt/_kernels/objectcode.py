@@ -156,7 +156,7 @@ class ObjectCode:
                 raise FileNotFoundError(f"ObjectCode(): no such file: {path}")
         else:
             try:
-                data = memoryview(source)  # type: ignore[arg-type]
+                data = memoryview(source)
             except TypeError:
                 raise TypeError(
                     "ObjectCode(): source must be a path (str or os.PathLike) or the "
@@ -390,7 +390,7 @@ class Kernel:
     _pools: dict[tuple[object, ...], list[Any]]
     _pool: list[Any]
     _sig: tuple[object, ...]
-    _params: tuple[ParamInfo, ...] | None | bool
+    _params: tuple[ParamInfo, ...] | bool | None
 
     def __init__(self) -> None:
         raise TypeError("Kernel objects come from ObjectCode.get_kernel(name)")
@@ -459,8 +459,7 @@ class Kernel:
                     infos.append(ParamInfo(int(s.size[0]), int(s.size[1])))
                 p = tuple(infos)
             self._params = p
-        assert p is not True and p is not False
-        return p
+        return p  # type: ignore[return-value]
 
     @property
     def num_arguments(self) -> int | None:
@@ -481,8 +480,12 @@ class Kernel:
         """The kernel's type, core ratio and schedule mode (``aclrtGetFunctionAttribute``)."""
         self._code._activate()
         v = _local.st.scratch.i64
-        values = []
-        for attr in ("ACL_FUNC_ATTR_KERNEL_TYPE", "ACL_FUNC_ATTR_KERNEL_RATIO", "ACL_FUNC_ATTR_KERNEL_SCHED_MODE"):
+        values: list[int | None] = []
+        for attr in (
+            "ACL_FUNC_ATTR_KERNEL_TYPE",
+            "ACL_FUNC_ATTR_KERNEL_RATIO",
+            "ACL_FUNC_ATTR_KERNEL_SCHED_MODE",
+        ):
             rc = _lib.aclrtGetFunctionAttribute(self._func, _C[attr], v)
             if rc and attr == "ACL_FUNC_ATTR_KERNEL_RATIO":
                 lowlevel.clear_error()
