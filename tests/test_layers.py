@@ -101,7 +101,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._kernels",
         ),
     ),
-    ("public face and tools", ("pyacl_rt", "pyacl_rt.cli", "pyacl_rt.mock", "pyacl_rt.__main__")),
+    (
+        "public face and tools",
+        ("pyacl_rt", "pyacl_rt.cli", "pyacl_rt._twins", "pyacl_rt.mock", "pyacl_rt.__main__"),
+    ),
 )
 
 LAYER_OF: dict[str, int] = {m: i for i, (_name, mods) in enumerate(LAYERS) for m in mods}

@@ -352,7 +352,7 @@ class ParamInfo(NamedTuple):
 class KernelAttributes(NamedTuple):
     """``aclrtGetFunctionAttribute`` of a kernel: ``kernel_type`` (``"aicore"``,
     ``"cube"``, ``"vector"``, ``"mix"``, ``"aicpu"``), ``ratio`` (cube : vector cores of
-    a MIX kernel, None where the runtime does not report it) and ``schedule_mode``
+    a MIX kernel as the runtime encodes it, None where it does not report one) and ``schedule_mode``
     (0 normal, 1 batch)."""
 
     kernel_type: str
