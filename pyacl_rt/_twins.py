@@ -29,6 +29,7 @@ registration imports lowlevel, _runtime and _stream (lower floors) and numpy.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -218,10 +219,8 @@ def _release_all() -> None:
     with _lock:
         names = list(_twins)
     for name in names:
-        try:
+        with contextlib.suppress(Exception):  # defensive: finalize must not raise
             unregister_kernel(name)
-        except Exception:  # pragma: no cover - defensive
-            pass
     with _lock:
         _retired.clear()
         _failures.clear()
@@ -365,7 +364,7 @@ def _trampoline(
             raw = ffi.buffer(block, total)
             args: list[Any] = [None] * len(plan)
             for i in values_idx:
-                off, size, dt, _rule, _acc = plan[i]
+                off, _size, dt, _rule, _acc = plan[i]
                 args[i] = np.frombuffer(raw, dt, 1, off)[0]
             scalars = [args[i] for i in values_idx]
             for i, (off, _size, dt, rule, access) in enumerate(plan):
@@ -388,7 +387,7 @@ def _trampoline(
                 args[i] = arr
             fn(idx, dim, *args)
             return 0
-        except BaseException as exc:  # noqa: BLE001 - the stream reports the fault
+        except BaseException as exc:
             _record_failure(name, exc, ffi, lib)
             return 1
 
@@ -432,7 +431,7 @@ def unregister_kernel(name: str) -> None:
         twin = _twins.pop(name, None)
         if twin is None:
             raise KeyError(f"unregister_kernel(): no Python twin of kernel {name!r} is registered")
-        ffi, lib = _mock_api()
+        _ffi, lib = _mock_api()
         lib.aclmockUnregisterKernel(name.encode())
         _retired.append(twin)  # a queued launch may still call it
 

@@ -10,12 +10,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_lowlevel_kernels import _device_elf  # a device ELF for another machine
 
 import pyacl_rt as npu
 from pyacl_rt import mock
 from pyacl_rt.mock import In, InOut, Out, Value
-
-from test_lowlevel_kernels import _device_elf  # a device ELF for another machine
 
 VADD = (In("float32", "n"), In("float32", "n"), Out("float32", "n"), Value("uint32", "n"))
 

@@ -24,6 +24,7 @@ from .._memory.records import _raise_closed
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import _check, _lib, _local
 from .._stream import Stream, current_stream
+from .._syncdebug import _check_sync, _sync_debug
 
 __all__ = ["RandomGenerator", "random_async", "reduce_async"]
 
@@ -317,6 +318,8 @@ class RandomGenerator:
 
     def offset(self) -> int:
         """The current position (synchronous: copies the counter to the host)."""
+        if _sync_debug():
+            _check_sync("RandomGenerator.offset()")
         return int.from_bytes(self._counter.copy_to_host(), "little")
 
     def _fill(self, out: DeviceBuffer, distribution: str, stream: Stream | None, **kw: Any) -> None:
@@ -372,6 +375,16 @@ class RandomGenerator:
     ) -> None:
         """Fill ``out`` with a bit mask, one bit per value, 1 (kept) with probability ``1 - p``."""
         self._fill(out, "dropout_mask", stream, p=p, dtype=dtype, count=count)
+
+    def close(self) -> None:
+        """Free the device counter (idempotent; pending tasks keep it until they ran)."""
+        self._counter.close()
+
+    def __enter__(self) -> RandomGenerator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"<RandomGenerator seed={self._seed} on device {self._device}>"

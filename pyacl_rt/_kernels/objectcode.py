@@ -37,9 +37,11 @@ from .._state import (
     _owner_of,
     _raise_dead,
     _refuse_copy,
+    _refuse_in_callback,
     _run_finalizer,
     context_close_hooks,
 )
+from .._syncdebug import _check_sync, _sync_debug
 
 if TYPE_CHECKING:
     from .._stream import Stream
@@ -241,6 +243,12 @@ class ObjectCode:
                 "ObjectCode.from_bytes(): data must be bytes-like, not a path "
                 f"({type_name(data)}); use ObjectCode.from_file()"
             )
+        try:
+            memoryview(data).release()
+        except TypeError:
+            raise TypeError(
+                f"ObjectCode.from_bytes(): data must be bytes-like, not {type_name(data)}"
+            ) from None
         return cls(data, device=device, lazy=lazy, kernel_type=kernel_type)
 
     # Owning a raw handle: a copy would alias it.
@@ -323,6 +331,11 @@ class ObjectCode:
         """Unload the binary (``aclrtBinaryUnLoad``) after the streams its kernels were
         launched on finished their work. Idempotent; its kernels cannot be launched
         afterwards."""
+        if self._state.streams and self._state.handle:
+            if _local.st.in_callback:
+                _refuse_in_callback("ObjectCode.close()")
+            if _sync_debug():
+                _check_sync("ObjectCode.close()")
         _run_finalizer(self._finalizer)
         if self._ctx.device >= 0:
             self._ctx = _CLOSED
