@@ -57,7 +57,16 @@ __all__ = [
     "unregister_kernel",
 ]
 
-for _obj in (In, InOut, Out, Value, register_kernel, registered_kernels, unregister_kernel):
+for _obj in (
+    In,
+    InOut,
+    Out,
+    Value,
+    register_kernel,
+    registered_kernels,
+    unregister_kernel,
+    In.__mro__[1],
+):
     _obj.__module__ = __name__  # public name: pyacl_rt.mock.register_kernel
 del _obj
 
