@@ -20,7 +20,9 @@ by the twin faults the launch: the stream enters the runtime's error state, and 
 ``Stream.synchronize()`` raises the mapped :class:`~pyacl_rt.errors.AclError` (AI Core
 exception 507015, or the kernel type's code) with the twin's exception chained as its
 ``__cause__`` (also named in a note); nothing crashes. Registrations live until
-:func:`unregister_kernel` or :func:`pyacl_rt.finalize`.
+:func:`unregister_kernel` or :func:`pyacl_rt.finalize`. The views are valid only during
+the call (do not keep them); like a host callback, a twin must not wait for the device
+(blocking pyacl_rt calls raise :class:`~pyacl_rt.errors.CallbackContextError` there).
 
 Floor 8 (public face and tools): imports nothing of the package at import time (so that
 ``python -m pyacl_rt.mock --cflags`` works without the compiled extensions); the first
@@ -210,6 +212,9 @@ def _chain_failure(stream: Any, exc: BaseException) -> None:
         failure = _failures.pop(key, None)
     if failure is not None:
         name, cause = failure
+        text = f"{getattr(exc, 'recent_message', None) or ''} {exc}"
+        if f"kernel '{name}'" not in text:  # not that fault (a stream address reused)
+            return
         exc.__cause__ = cause
         exc.add_note(f"the Python twin of kernel '{name}' raised {cause!r}")
 
@@ -352,7 +357,11 @@ def register_kernel(
 def _trampoline(
     twin: _Twin, plan: list[tuple[int, int, Any, Any, int]], ffi: Any, lib: Any
 ) -> Callable[[Any, int, int, Any], int]:
+    import traceback
+
     import numpy as np
+
+    from ._state import _local
 
     fn = twin.fn
     name = twin.name
@@ -385,9 +394,19 @@ def _trampoline(
                 if access == _ACCESS_READ:
                     arr.flags.writeable = False
                 args[i] = arr
-            fn(idx, dim, *args)
+            # Like a host callback: blocking calls refuse (a twin must not wait for the
+            # device: its own stream waits for it) and GC-triggered frees are deferred.
+            st = _local.st
+            was = st.in_callback
+            st.in_callback = True
+            try:
+                fn(idx, dim, *args)
+            finally:
+                st.in_callback = was
             return 0
-        except BaseException as exc:
+        except BaseException as exc:  # the stream reports the fault
+            # The frames' locals hold views of device memory that may be freed later.
+            traceback.clear_frames(exc.__traceback__)
             _record_failure(name, exc, ffi, lib)
             return 1
 

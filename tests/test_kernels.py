@@ -335,7 +335,7 @@ def test_concurrent_launches_of_one_kernel(
         assert np.array_equal(_host(o, np.float32), 2 * x)
         o.close()
     dx.close()
-    assert 1 <= len(k._pool) <= 4
+    assert 1 <= len(k._cur[1]) <= 4
 
 
 def test_default_stream_launch(code: Any) -> None:

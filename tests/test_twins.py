@@ -118,6 +118,22 @@ def test_twin_exception_faults_the_stream_and_is_chained(binary: npu.ObjectCode)
     s.close()
 
 
+def test_a_twin_must_not_wait_for_the_device(binary: npu.ObjectCode) -> None:
+    def waits(block: int, blocks: int, x: Any) -> None:
+        npu.synchronize()  # would wait for the stream running this very twin
+
+    mock.register_kernel("boom", waits, (In("uint8", 4),))
+    buf = npu.DeviceBuffer(4)
+    s = npu.Stream()
+    npu.launch(s, npu.LaunchConfig(), binary.get_kernel("boom"), buf)
+    with pytest.raises(npu.AclError) as ei:
+        s.synchronize()
+    assert isinstance(ei.value.__cause__, npu.CallbackContextError)
+    assert ei.value.__cause__.__traceback__ is not None  # frames cleared, not dropped
+    buf.close()
+    s.close()
+
+
 def test_a_declared_length_past_the_allocation_faults(binary: npu.ObjectCode) -> None:
     touched: list[int] = []
 

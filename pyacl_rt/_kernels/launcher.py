@@ -70,7 +70,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     mock: a twin that fails) is raised by the next ``stream.synchronize()``.
     """
     try:
-        sig = kernel._sig
+        sig, pool = kernel._cur  # one read: another thread may switch signatures
         bs = kernel._state
         blocks = config._blocks
         cfg = config._cfg
@@ -81,7 +81,6 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     n = len(args)
     if n != len(sig):
         return _launch_slow(stream, config, kernel, args)
-    pool = kernel._pool
     try:
         plan = pool.pop()
     except IndexError:
@@ -222,8 +221,7 @@ def _launch_slow(
     elif not pool:
         kernel._code._activate()
         pool.append(_new_plan(kernel, sizes))
-    kernel._sig = sig
-    kernel._pool = pool
+    kernel._cur = (sig, pool)
     launch(stream, config, kernel, *args)
 
 

@@ -383,13 +383,12 @@ class Kernel:
     __slots__ = (
         "__weakref__",
         "_code",
+        "_cur",
         "_dev",
         "_func",
         "_name",
         "_params",
-        "_pool",
         "_pools",
-        "_sig",
         "_state",
     )
 
@@ -398,11 +397,11 @@ class Kernel:
     _func: int
     _name: str
     _state: _BinState
-    #: The packing plans of the last argument signature (a list used as a pool: one
-    #: plan per concurrent launch) and that signature; see pyacl_rt._kernels.launch.
+    #: Per argument signature, its packing plans (a list used as a pool: one plan per
+    #: concurrent launch); ``_cur`` is (signature, pool) of the last launch, read in one
+    #: go by the hot path (see pyacl_rt._kernels.launcher).
     _pools: dict[tuple[object, ...], list[Any]]
-    _pool: list[Any]
-    _sig: tuple[object, ...]
+    _cur: tuple[tuple[object, ...], list[Any]]
     _params: tuple[ParamInfo, ...] | bool | None
 
     def __init__(self) -> None:
@@ -417,8 +416,7 @@ class Kernel:
         k._name = name
         k._dev = code._ctx.device
         k._pools = {}
-        k._pool = []
-        k._sig = (None,)  # matches no argument list: the first launch plans
+        k._cur = ((None,), [])  # matches no argument list: the first launch plans
         k._params = False  # not asked yet
         return k
 
