@@ -24,9 +24,9 @@ exception 507015, or the kernel type's code) with the twin's exception chained a
 the call (do not keep them); like a host callback, a twin must not wait for the device
 (blocking pyacl_rt calls raise :class:`~pyacl_rt.errors.CallbackContextError` there).
 
-Floor 8 (public face and tools): imports nothing of the package at import time (so that
+Layer 8 (public face and tools): imports nothing of the package at import time (so that
 ``python -m pyacl_rt.mock --cflags`` works without the compiled extensions); the first
-registration imports lowlevel, _runtime and _stream (lower floors) and numpy.
+registration imports lowlevel, _runtime, _state and _stream (lower layers) and numpy.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -143,3 +144,18 @@ def test_random_refusals() -> None:
         npu.random_async(out, seed=1, counter=ctr, dtype="int8")
     for x in (out, ctr, small):
         x.close()
+
+
+def test_random_generator_offset_waits_for_its_streams(gate: Any) -> None:
+    """offset() on another stream than the generating one still sees the advance."""
+    s = npu.Stream()
+    out = npu.DeviceBuffer(400)
+    with npu.RandomGenerator(5) as gen:
+        gate.block(s)  # hold s: the task cannot run yet
+        gen.uniform(out, stream=s)
+        releaser = threading.Timer(0.2, gate.release.set)  # while offset() waits
+        releaser.start()
+        assert gen.offset() == 100  # waited for s
+        releaser.join()
+    out.close()
+    s.close()

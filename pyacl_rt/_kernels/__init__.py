@@ -6,7 +6,7 @@ and the runtime's built-in tasks (reduce, random numbers).
 * :mod:`.launcher` - :func:`launch` (argument packing plans, the C launch path);
 * :mod:`.builtin` - :func:`reduce_async`, :func:`random_async`, :class:`RandomGenerator`.
 
-Floor 7 (higher tools), above memory: kernels take buffers as arguments.
+Layer 7 (higher tools), above memory: kernels take buffers as arguments.
 """
 
 from __future__ import annotations

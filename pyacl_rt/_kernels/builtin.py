@@ -7,7 +7,7 @@ the buffers of a copy (freeing waits for, or the caching allocator orders reuse 
 the task). Which reduce kinds and data types a device supports depends on the product
 (the runtime refuses others with ``FeatureNotSupportedError``).
 
-Floor 7 (higher tools): imports floors 1-6.
+Layer 7 (higher tools): imports layers 1-6.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from .. import lowlevel
 from .._args import index_arg, type_name
 from .._memory.buffers import DeviceBuffer
 from .._memory.keepalive import _note
-from .._memory.records import _raise_closed
+from .._memory.records import _raise_closed, _wait_streams
 from .._raw._abi_runtime import CONSTANTS as _C
-from .._state import _check, _lib, _local
+from .._state import _check, _lib, _local, _refuse_in_callback
 from .._stream import Stream, current_stream
 from .._syncdebug import _check_sync, _sync_debug
 
@@ -317,9 +317,13 @@ class RandomGenerator:
         return self._counter
 
     def offset(self) -> int:
-        """The current position (synchronous: copies the counter to the host)."""
+        """The current position (synchronous: waits for the tasks that use the counter,
+        then copies it to the host)."""
+        if _local.st.in_callback:
+            _refuse_in_callback("RandomGenerator.offset()")
         if _sync_debug():
             _check_sync("RandomGenerator.offset()")
+        _wait_streams(self._counter._m, forget=False)
         return int.from_bytes(self._counter.copy_to_host(), "little")
 
     def _fill(self, out: DeviceBuffer, distribution: str, stream: Stream | None, **kw: Any) -> None:

@@ -1,7 +1,7 @@
 """Launch configurations: the block count and the launch attributes of
 ``aclrtLaunchKernelCfg`` (built once, reused by every launch).
 
-Floor 7 (higher tools): imports floors 1-2.
+Layer 7 (higher tools): imports layers 1-2.
 """
 
 from __future__ import annotations

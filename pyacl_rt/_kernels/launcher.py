@@ -22,7 +22,7 @@ for the call and put back afterwards, so threads launching the same kernel never
 one (the pool grows to the number of concurrent launches; argument lists die with their
 binary, as the runtime defines no destroy call).
 
-Floor 7 (higher tools): imports floors 1-6 and :mod:`.objectcode`, :mod:`.config`.
+Layer 7 (higher tools): imports layers 1-6 and :mod:`.objectcode`, :mod:`.config`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@
   (``aclrtBinaryGetFunction``); it keeps its :class:`ObjectCode` alive and dies with it
   (launching a kernel of a closed binary raises :class:`~pyacl_rt.errors.ObjectClosedError`).
 
-Floor 7 (higher tools): imports floors 1-6.
+Layer 7 (higher tools): imports layers 1-6.
 """
 
 from __future__ import annotations
