@@ -86,7 +86,9 @@ Contract:
   exporting exactly the appended size, e.g. a numpy or ctypes scalar). The call updates
   the slots whose bytes changed (``aclrtKernelArgsParaUpdate``), finalizes when any did
   and calls ``aclrtLaunchKernelWithConfig(func, blocks, stream, cfg, args, NULL)``
-  (``cfg`` an address or 0). ``pyacl_rt.launch`` is built on it.
+  (``cfg`` an address or 0). ``fast.launch_objects`` is the same call taking the Python
+  arguments themselves (owned buffers and scalars, checked against a signature):
+  :func:`pyacl_rt.launch`'s hot path.
 
   GIL policy: every call that can block (takes a runtime lock, talks to the driver,
   waits for the device) releases the GIL. Only ``get_device`` and

@@ -23,8 +23,10 @@ values):
               plan, (x, y, z, n))`` (the same calls from C, plain ints).
 ``cffi``      (information, no target) the same six calls as ``lowlevel`` cffi functions.
 ``pythonic``  ``pyacl_rt.launch(stream, LaunchConfig(1), kernel, dx, dy, dz,
-              numpy.uint32(n))`` with DeviceBuffers: type dispatch, the pooled packing
-              plan, buffer checks, and noting the stream on the three buffers.
+              numpy.uint32(n))`` with DeviceBuffers: the pooled packing plan of the
+              argument signature, the binary and context checks, and
+              ``lowlevel.fast.launch_objects`` (each buffer's address and stream check,
+              each scalar's bytes, then the same calls as ``lowlevel``).
 
 Targets (issue 15): pythonic / C-ext <= 2.5, lowlevel / C-ext <= 1.15. The variants are
 interleaved within each round; each figure is the minimum (default) or median over
@@ -211,8 +213,8 @@ def raw_plan(func: int) -> tuple[int, bytearray]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--number", type=int, default=2000, help="statements per timed run")
-    ap.add_argument("--repeat", type=int, default=9, help="interleaved rounds")
+    ap.add_argument("--number", type=int, default=500, help="statements per timed run")
+    ap.add_argument("--repeat", type=int, default=25, help="interleaved rounds")
     ap.add_argument("--stat", choices=("min", "median"), default="min")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
     opts = ap.parse_args(argv)

@@ -16,8 +16,9 @@ Argument packing:
 The hot path allocates nothing it can avoid: each :class:`~pyacl_rt.Kernel` keeps, per
 argument signature (the kinds of its arguments), a pool of packing plans; a plan owns an
 ``aclrtArgsHandle`` with one appended slot per argument and the byte image of what the
-list holds, and one C call (``lowlevel.fast.launch_with_args``) updates the changed
-slots, finalizes and launches with the GIL released once. A plan is taken from the pool
+list holds, and one C call (``lowlevel.fast.launch_objects``) reads each buffer's
+address, packs each scalar, updates the changed slots, finalizes and launches with the
+GIL released once. A plan is taken from the pool
 for the call and put back afterwards, so threads launching the same kernel never share
 one (the pool grows to the number of concurrent launches; argument lists die with their
 binary, as the runtime defines no destroy call).
@@ -41,7 +42,7 @@ from .objectcode import Kernel, ParamInfo
 
 __all__ = ["launch"]
 
-_launch_with_args = lowlevel.fast.launch_with_args
+_launch_objects = lowlevel.fast.launch_objects
 
 #: Signature marker of an argument passed as its address (an owned buffer).
 _BUF: Final = object()
@@ -51,12 +52,11 @@ _ENTRY: Final = struct.Struct("<QII8s")  # PlanEntry of _fastcall.c
 class _Plan:
     """One reusable argument list of a kernel for one signature."""
 
-    __slots__ = ("entries", "handle", "values")
+    __slots__ = ("entries", "handle")
 
-    def __init__(self, handle: int, entries: bytearray, n: int) -> None:
+    def __init__(self, handle: int, entries: bytearray) -> None:
         self.handle = handle
         self.entries = entries
-        self.values: list[object] = [0] * n
 
 
 def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) -> None:
@@ -72,57 +72,48 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     try:
         sig, pool = kernel._cur  # one read: another thread may switch signatures
         bs = kernel._state
-        blocks = config._blocks
-        cfg = config._cfg
         tok = stream._state
         ctx = stream._ctx
+        blocks = config._blocks
+        cfg = config._cfg
     except AttributeError:
         _launch_type_error(stream, config, kernel)
-    n = len(args)
-    if n != len(sig):
-        return _launch_slow(stream, config, kernel, args)
     try:
         plan = pool.pop()
     except IndexError:
         return _launch_slow(stream, config, kernel, args)
-    values = plan.values
-    i = 0
     try:
-        for a in args:
-            k = sig[i]
-            if k is _BUF:
-                try:
-                    m = a._m  # type: ignore[attr-defined]
-                    p = m.ptr
-                except AttributeError:
-                    break
-                if not p:
-                    _raise_closed(m, f"launch(): argument {i} ({type(a).__name__})")
-                if m.last is not tok:
-                    # First use on this stream: check the device, then note the stream
-                    # (freeing the buffer now waits for it; the caching allocator orders
-                    # reuse after it). Noted before the launch: harmless if it fails.
-                    _note_buffer(stream, i, a, m)
-                values[i] = p + a._off  # type: ignore[attr-defined]
-            elif a.__class__ is k:
-                values[i] = a
-            else:
-                break
-            i += 1
-        if i != n:  # another signature: plan it
-            pool.append(plan)
-            return _launch_slow(stream, config, kernel, args)
         if not bs.handle:
             kernel._code._activate()  # raises: the binary is closed
         if bs.last is not tok:
             _note_binary(stream, kernel)
         if _local.st.ctx is not ctx:
             stream._activate()
-        _launch_with_args(
-            kernel._func, blocks, stream._handle, cfg, plan.handle, plan.entries, values
-        )
+        while True:
+            # The argument loop runs in C: each buffer's address (its record's ptr +
+            # its offset), each scalar packed by its type, then the launch.
+            r = _launch_objects(
+                kernel._func, blocks, stream._handle, cfg, plan.handle, plan.entries, sig, args,
+                tok, _BUF,
+            )  # fmt: skip
+            if r is None:
+                break
+            if r >= 0:
+                # Buffer r is new on this stream: check its device and note the stream
+                # (freeing it now waits for the stream; the caching allocator orders
+                # reuse after it), then launch. Noted first: harmless if the launch fails.
+                a = args[r]
+                _note_buffer(stream, r, a, a._m)  # type: ignore[attr-defined]
+            elif r == -1:  # another signature: plan it
+                pool.append(plan)
+                plan = None
+                return _launch_slow(stream, config, kernel, args)
+            else:
+                a = args[-2 - r]
+                _raise_closed(a._m, f"launch(): argument {-2 - r} ({type(a).__name__})")  # type: ignore[attr-defined]
     except BaseException:
-        pool.append(plan)
+        if plan is not None:
+            pool.append(plan)
         raise
     pool.append(plan)
     return None
@@ -258,4 +249,4 @@ def _new_plan(kernel: Kernel, sizes: list[int]) -> _Plan:
     for size in sizes:
         _check(_lib.aclrtKernelArgsAppend(handle, zaddr, size, out), "aclrtKernelArgsAppend")
         entries += _ENTRY.pack(int(out[0]), size, 0, bytes(8))
-    return _Plan(handle, entries, len(sizes))
+    return _Plan(handle, entries)

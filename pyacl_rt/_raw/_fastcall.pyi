@@ -46,4 +46,17 @@ def launch_with_args(
     values: tuple[object, ...] | list[object],
     /,
 ) -> None: ...
+def launch_objects(
+    func: _Int,
+    num_blocks: _Int,
+    stream: _Int,
+    cfg: _Int,
+    args: _Int,
+    plan: bytearray,
+    sig: tuple[object, ...],
+    objs: tuple[object, ...],
+    token: object,
+    marker: object,
+    /,
+) -> int | None: ...
 def _table_address() -> int: ...
