@@ -253,6 +253,23 @@ def test_buffer_of_another_device_is_refused(code: Any) -> None:
     s1.close()
 
 
+def test_host_buffer_is_refused(code: Any) -> None:
+    """Pinned host memory is not reachable by a kernel (the mock faults the launch):
+    refused before anything is enqueued, also where a DeviceBuffer was planned."""
+    k = code.get_kernel("vector_add")
+    s = npu.Stream()
+    h, d = npu.HostBuffer(64), npu.DeviceBuffer(64)
+    with pytest.raises(TypeError, match=r"argument 0 \(HostBuffer\) is host memory"):
+        npu.launch(s, npu.LaunchConfig(), k, h, d, d, np.uint32(4))
+    npu.launch(s, npu.LaunchConfig(), k, d, d, d, np.uint32(4))
+    with pytest.raises(TypeError, match=r"argument 1 \(HostBuffer\) is host memory"):
+        npu.launch(s, npu.LaunchConfig(), k, d, h, d, np.uint32(4))
+    s.synchronize()
+    h.close()
+    d.close()
+    s.close()
+
+
 def test_launch_records_its_stream_on_the_buffers(code: Any, gate: Any) -> None:
     """A buffer used by a launch on another stream is not handed out again by the
     caching allocator until that launch completed (the cross-stream rule)."""

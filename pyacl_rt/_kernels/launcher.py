@@ -3,8 +3,9 @@ enqueue the kernel (``aclrtLaunchKernelWithConfig``) as one plain stream task.
 
 Argument packing:
 
-* a :class:`~pyacl_rt.DeviceBuffer` (or a view of one) or a
-  :class:`~pyacl_rt.HostBuffer` passes its address (8 bytes). The stream is noted on
+* a :class:`~pyacl_rt.DeviceBuffer` (or a view of one) passes its device address (8
+  bytes); a :class:`~pyacl_rt.HostBuffer` is refused (pinned host memory is not
+  reachable by a kernel). The stream is noted on
   the allocation, as copies do: freeing it waits for (native allocator) or is ordered
   after (caching allocator, cross-stream rule) the launch, so the memory outlives it;
 * a numpy scalar (``numpy.uint32(n)``, ``numpy.float16(x)`` ...) or a ctypes scalar or
@@ -121,7 +122,9 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
 
 def _note_buffer(stream: Stream, i: int, a: object, m: _Mem) -> None:
     dev = stream._device
-    if m.device != dev and m.device >= 0:
+    if m.device < 0:
+        _host_memory(i, a)
+    if m.device != dev:
         _wrong_device(i, a, m.device, dev)
     _note(m, stream)
 
@@ -153,9 +156,19 @@ def _wrong_device(i: int, obj: object, have: int, want: int) -> NoReturn:
     )
 
 
+def _host_memory(i: int, a: object) -> NoReturn:
+    raise TypeError(
+        f"launch(): argument {i} ({type(a).__name__}) is host memory, which a kernel cannot "
+        "reach; copy it into a DeviceBuffer and pass that"
+    )
+
+
 def _arg_kind(i: int, a: object, name: str) -> tuple[object, int]:
     """The signature kind of argument ``i`` and its size in bytes."""
-    if isinstance(getattr(a, "_m", None), _Mem):
+    m = getattr(a, "_m", None)
+    if isinstance(m, _Mem):
+        if m.device < 0:
+            _host_memory(i, a)
         return _BUF, 8
     try:
         mv = memoryview(a)  # type: ignore[arg-type]
@@ -167,7 +180,7 @@ def _arg_kind(i: int, a: object, name: str) -> tuple[object, int]:
                 "scalar such as numpy.uint32(x), numpy.float32(x) or ctypes.c_int64(x)"
             ) from None
         raise TypeError(
-            f"launch(): argument {i} of kernel '{name}' must be a DeviceBuffer, a HostBuffer, "
+            f"launch(): argument {i} of kernel '{name}' must be a DeviceBuffer, "
             f"a numpy scalar or a ctypes scalar/structure, not {type_name(a)}"
         ) from None
     with mv:
