@@ -29,6 +29,8 @@ from ._state import (
     _check,
     _CtxRef,
     _fast_get_current_context,
+    _gate_exit,
+    _gate_try_enter,
     _lib,
     _LiveSet,
     _local,
@@ -50,7 +52,11 @@ _live: _LiveSet[Context] = _LiveSet()
 
 
 def _destroy(ref: _CtxRef) -> None:
-    """Finalizer body: destroy the context unless the runtime already did. Never raises."""
+    """Finalizer body: destroy the context (exactly once) unless the runtime already
+    did. Never raises. One gated section (see ``_stream._destroy_stream``): refused
+    because finalize runs on another thread, it is handed to finalize; past the point
+    where finalize takes such releases, the context dies with ``aclFinalize`` and its
+    ref is marked dead so that nothing touches it again."""
     try:
         if ref.device < 0:
             return
@@ -58,18 +64,27 @@ def _destroy(ref: _CtxRef) -> None:
             # Closing the children waits for their work: not on a host-callback thread.
             _releaser.defer(functools.partial(_destroy, ref))
             return
-        for hook in context_close_hooks:
-            try:
-                hook(ref)
-            except Exception:
-                _log.exception("pyacl_rt: closing objects of %r failed", ref)
-        handle = ref.handle
-        ref.kill("context is closed")
-        if _local.st.ctx is ref:
-            _local.st.ctx = None
-        rc = _lib.aclrtDestroyContext(handle)
-        if rc:
-            _log_release_failure("aclrtDestroyContext", handle, rc)
+        if not _gate_try_enter():
+            if not _runtime.defer_to_finalize(functools.partial(_destroy, ref)):
+                ref.kill("finalized")
+            return
+        try:
+            if ref.device < 0:  # died before this thread entered the gate
+                return
+            for hook in context_close_hooks:
+                try:
+                    hook(ref)
+                except Exception:
+                    _log.exception("pyacl_rt: closing objects of %r failed", ref)
+            handle = ref.handle
+            ref.kill("context is closed")
+            if _local.st.ctx is ref:
+                _local.st.ctx = None
+            rc = _lib.aclrtDestroyContext(handle)
+            if rc:
+                _log_release_failure("aclrtDestroyContext", handle, rc)
+        finally:
+            _gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 

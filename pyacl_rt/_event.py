@@ -22,6 +22,7 @@ Floor 5, above :mod:`pyacl_rt._stream`: imports floors 1-4 and :mod:`_stream`.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
@@ -38,6 +39,8 @@ from ._state import (
     _check,
     _CtxRef,
     _fast,
+    _gate_exit,
+    _gate_try_enter,
     _lib,
     _LiveSet,
     _local,
@@ -74,15 +77,25 @@ class EventTimingError(errors.AclUsageError, ValueError):
 
 
 def _destroy_event(ctx: _CtxRef, handle: int) -> None:
-    """Finalizer body. Never raises; never touches a finalized runtime."""
+    """Finalizer body: destroys the event exactly once. Never raises; never touches a
+    finalized runtime. One gated section, like ``_stream._destroy_stream``: a release
+    refused because finalize runs on another thread is handed to finalize."""
     try:
         if ctx.device < 0:
             return
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
-        rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
-        if rc:
-            _log_release_failure("aclrtDestroyEvent", handle, rc)
+        if not _gate_try_enter():
+            _runtime.defer_to_finalize(functools.partial(_destroy_event, ctx, handle))
+            return
+        try:
+            if ctx.device < 0:  # died before this thread entered the gate
+                return
+            if _local.st.ctx is not ctx:
+                ctx.make_current()
+            rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
+            if rc:
+                _log_release_failure("aclrtDestroyEvent", handle, rc)
+        finally:
+            _gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 

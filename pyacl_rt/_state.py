@@ -39,17 +39,57 @@ __all__ = ["context_close_hooks", "device_sync_hooks", "forget_thread_context"]
 
 _log = get_logger("pyacl_rt")
 
+
 # ------------------------------------------------------- raw layer binding
+class _Gated:
+    """A view of a raw-layer module whose functions run inside the finalize gate
+    (``lowlevel.fast._gated``, see ``pyacl_rt/_raw/_fastcall.c``): while
+    :func:`pyacl_rt.finalize` runs and after it (until ``init()``), a call from any other
+    thread is refused with :class:`~pyacl_rt.errors.RuntimeFinalizedError` before it
+    reaches the runtime, and finalize waits for the calls already in flight before it
+    releases anything. Every runtime call of pyacl_rt's object layers goes through one
+    of the two views below; :mod:`pyacl_rt.lowlevel` itself stays ungated (raw).
+
+    A function is wrapped on first access and cached (an attribute of the view after
+    that); names in ``passthrough`` (functions that pass the gate themselves) and the
+    loader's ``pyacl_*`` helpers are returned unwrapped.
+    """
+
+    def __init__(self, target: Any, passthrough: tuple[str, ...] = ()) -> None:
+        self._target = target
+        self._passthrough = frozenset(passthrough)
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._target, name)
+        if callable(fn) and name not in self._passthrough and not name.startswith("pyacl_"):
+            fn = _gated(fn)
+        setattr(self, name, fn)
+        return fn
+
+
+_gated: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast._gated
 # The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here
 # does not load the library at import. Every path reaches _runtime.ensure_initialized()
 # (which loads it) before its first call; before that a call would only return
 # lowlevel.MISSING_SYMBOL, which check() reports as FunctionNotFoundError.
-_lib: Any = _cffi_lib
+#: Ungated: only for calls that must go on while finalize runs (the report threads'
+#: aclrtProcessReport, which runs the host callbacks finalize waits for).
+_raw_lib: Any = _cffi_lib
+#: Every other runtime call of the object layers: gated.
+_lib: Any = _Gated(_cffi_lib)
 _check: Callable[[int, str], None] = lowlevel.check
 _aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
-#: Checked C fast paths (lowlevel.fast): value returned, typed error raised.
-_fast: Any = lowlevel.fast
-_fast_get_current_context: Callable[[], int] = _fast.get_current_context
+#: Checked C fast paths (lowlevel.fast): value returned, typed error raised; gated. The
+#: sliced waits (``_wait_*``: interruptible, timeouts kept exact) pass the gate once per
+#: slice themselves.
+_fast: Any = _Gated(lowlevel.fast, ("_wait_stream", "_wait_event", "_wait_device"))
+_fast_get_current_context: Callable[[], int] = lowlevel.fast.get_current_context
+#: A section of Python code that must finish before finalize releases anything (a
+#: release, a host-side copy into pinned memory): ``if _gate_try_enter(): try: ...
+#: finally: _gate_exit()``; refused (False) once finalize started.
+_gate_try_enter: Callable[[], bool] = lowlevel.fast._gate_try_enter
+_gate_enter: Callable[[str], None] = lowlevel.fast._gate_enter
+_gate_exit: Callable[[], None] = lowlevel.fast._gate_exit
 _scratch: Callable[[], Any] = lowlevel.scratch
 
 

@@ -65,6 +65,8 @@ from ._state import (
     _FINALIZED,
     _check,
     _CtxRef,
+    _gate_exit,
+    _gate_try_enter,
     _lib,
     _LiveSet,
     _local,
@@ -138,17 +140,21 @@ class _MarkerPool:
 
     def drop_context(self, ctx: _CtxRef) -> None:
         """Destroy the pooled events of ``ctx`` (context close / finalize)."""
-        with self._lock:
-            handles = self._free.pop(ctx, [])
-        if not handles or ctx.device < 0:
-            return
+        if not _gate_try_enter():
+            return  # finalize runs (on another thread): the events die with ctx
         try:
+            with self._lock:
+                handles = self._free.pop(ctx, [])
+            if not handles or ctx.device < 0:
+                return
             if _local.st.ctx is not ctx:
                 ctx.make_current()
             for h in handles:
                 _lib.aclrtDestroyEvent(h)
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt: destroying marker events failed", exc_info=True)
+        finally:
+            _gate_exit()
 
     def drop_all(self) -> None:
         with self._lock:
@@ -178,7 +184,13 @@ class _StreamState:
 
 # -------------------------------------------------------------- destruction
 def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
-    """Finalizer body of an owned stream. Never raises; never touches a dead runtime."""
+    """Finalizer body of an owned stream: destroys it exactly once. Never raises; never
+    touches a dead runtime.
+
+    The whole release is one gated section: finalize (on another thread) waits for it
+    to finish before it releases anything, and a release arriving once finalize has
+    closed the gate is handed to finalize (or, past that point, left to the context /
+    device the stream dies with) instead of racing with it."""
     try:
         if ctx.device < 0:
             state.watch.clear()
@@ -188,17 +200,26 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
             # which may wait for a callback of this very thread. The releaser does it.
             _releaser.defer(functools.partial(_destroy_stream, ctx, handle, state))
             return
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
-        sub = state.sub
-        if sub is not None:
-            state.sub = None
-            _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
-            sub.unsubscribe(handle, ctx)
-        rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
-        if rc:
-            _log_release_failure("aclrtDestroyStream", handle, rc)
-        _release_watch(ctx, state.watch)
+        if not _gate_try_enter():
+            _runtime.defer_to_finalize(functools.partial(_destroy_stream, ctx, handle, state))
+            return
+        try:
+            if ctx.device < 0:  # died before this thread entered the gate
+                state.watch.clear()
+                return
+            if _local.st.ctx is not ctx:
+                ctx.make_current()
+            sub = state.sub
+            if sub is not None:
+                state.sub = None
+                _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
+                sub.unsubscribe(handle, ctx)
+            rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
+            if rc:
+                _log_release_failure("aclrtDestroyStream", handle, rc)
+            _release_watch(ctx, state.watch)
+        finally:
+            _gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 

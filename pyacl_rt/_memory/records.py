@@ -39,7 +39,15 @@ from typing import TYPE_CHECKING, Final, Protocol
 from .. import _releaser, errors
 from .. import _runtime as runtime
 from .._log import get_logger
-from .._state import _CtxRef, _lib, _local, _owner_of, context_close_hooks
+from .._state import (
+    _CtxRef,
+    _gate_exit,
+    _gate_try_enter,
+    _lib,
+    _local,
+    _owner_of,
+    context_close_hooks,
+)
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
 
@@ -228,7 +236,8 @@ def _take_base(m: _Mem) -> int:
 
 def _free_mem(m: _Mem) -> None:
     """Release ``m`` once (finalizer body). Never raises; never touches a runtime of
-    another generation. Waits for the streams that used ``m`` first."""
+    another generation. Waits for the streams that used ``m`` first. One gated section
+    (see ``_stream._destroy_stream``): finalize on another thread waits for it."""
     try:
         with _live_lock:
             base = m.base
@@ -244,8 +253,16 @@ def _free_mem(m: _Mem) -> None:
             # ACL forbids freeing there. The releaser thread frees it.
             _defer_free(m)
             return
+        if not _gate_try_enter():
+            # finalize runs on another thread (the gate is closed): m is still
+            # registered, its release hook frees it - or the memory goes with the
+            # runtime; never freed twice, never into a torn-down allocator.
+            return
         prev = _local.st.ctx
         try:
+            if not runtime.is_alive(m.gen):  # finalized (and re-initialised) meanwhile
+                _take_base(m)
+                return
             rel = m.rel
             if rel is not None:  # a backend takes it back (no wait: it orders reuse)
                 base = _take_base(m)
@@ -268,6 +285,7 @@ def _free_mem(m: _Mem) -> None:
                     prev.make_current()
                 except Exception:
                     _local.st.ctx = None
+            _gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown, defensive
         with contextlib.suppress(BaseException):
             _log.debug("pyacl_rt: freeing memory failed", exc_info=True)

@@ -1,0 +1,156 @@
+"""Finalize and interpreter-exit races, each run many times under CPU load (issue 12).
+
+Each program runs in its own subprocess (finalize and exit are process-global) while two
+CPU-burning processes load the machine, which is what made these races show up. The
+assertions are about stderr only (no timing):
+
+* garbage collection on a thread that never used pyacl_rt releases streams, events and
+  buffers (reference cycles) while ``finalize()`` / interpreter exit releases everything:
+  every handle is destroyed exactly once, so the runtime never reports a handle that is
+  not live (it reported ``aclrtDestroyStream(0x...) failed with 107000 ... is not a live
+  stream handle`` before the finalize gate);
+* a daemon thread loops ``memset(..., non_blocking=True)`` on its own stream while the
+  interpreter exits: no call reaches the runtime with a handle finalize destroyed, and
+  the thread ends without a traceback (``RuntimeFinalizedError`` ends a daemon thread
+  quietly at exit).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# Rounds of: objects in reference cycles -> a collector thread (which never used
+# pyacl_rt, so its finalizers switch contexts) collects them, with random pauses at
+# every call to widen the race windows -> finalize() meanwhile -> init() again. The
+# last round leaves garbage and a collecting thread behind at interpreter exit.
+CHURN = """
+    import gc, random, sys, threading, time
+    import pyacl_rt as npu
+
+    class Holder:
+        pass
+
+    def make(n):
+        for i in range(n):
+            d = i % 2
+            h = Holder()
+            h.self = h  # a reference cycle: only the garbage collector frees it
+            h.s = npu.Stream(d)
+            h.p = npu.stream_from_pool(d)
+            h.b = npu.DeviceBuffer(4096, device=d)
+            npu.memset(h.b, 0, stream=h.s, non_blocking=True)
+            h.e = npu.Event()
+            h.e.record(h.s)
+
+    def jitter(frame, event, arg):
+        if event in ("call", "c_call") and random.random() < 0.3:
+            time.sleep(random.random() * 0.001)
+
+    def collector(go):
+        go.wait()
+        sys.setprofile(jitter)
+        gc.collect()
+
+    gc.disable()
+    for r in range(ROUNDS):
+        npu.init()
+        go = threading.Event()
+        t = threading.Thread(target=collector, args=(go,), daemon=True)
+        t.start()
+        make(100)
+        go.set()
+        time.sleep(random.random() * 0.004)
+        if r < ROUNDS - 1:
+            npu.finalize()
+            t.join()
+    print("done")
+"""
+
+# The daemon thread of issue 12 item 5, plus a few more calls on its objects.
+DAEMON = """
+    import threading, time
+    import pyacl_rt as npu
+
+    b = npu.DeviceBuffer(1 << 16)
+    st = npu.Stream()
+    ev = npu.Event()
+    ready = threading.Event()
+
+    def loop():
+        ready.set()
+        i = 0
+        while True:
+            npu.memset(b, 1, stream=st, non_blocking=True)
+            i += 1
+            if i % 8 == 0:
+                ev.record(st)
+                st.query()
+
+    threading.Thread(target=loop, daemon=True).start()
+    ready.wait()
+    time.sleep(0.02)
+    print("exiting")
+"""
+
+
+@pytest.fixture
+def cpu_load() -> Iterator[None]:
+    """Two processes burning CPU for the duration of the test."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for p in burners:
+            p.kill()
+        for p in burners:
+            p.wait()
+
+
+def _run(code: str, clean_env: Callable[..., dict[str, str]]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=clean_env(PYACL_RT_BACKEND="mock"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _bad_lines(stderr: str) -> list[str]:
+    """A handle used after finalize destroyed it ("not a live ... handle"), a release
+    that failed, a buffer given back to an allocator finalize tore down, a traceback."""
+    marks = ("not a live", "failed with", "unknown block", "Traceback")
+    return [line for line in stderr.splitlines() if any(m in line for m in marks)]
+
+
+def test_gc_on_another_thread_during_finalize_destroys_each_handle_once(
+    clean_env: Any, cpu_load: None
+) -> None:
+    failures = []
+    for run in range(10):
+        proc = _run(CHURN.replace("ROUNDS", "8"), clean_env)
+        bad = _bad_lines(proc.stderr)
+        if proc.returncode != 0 or bad or "done" not in proc.stdout:
+            failures.append(f"run {run}: rc={proc.returncode}\n{proc.stderr[-3000:]}")
+    assert not failures, f"{len(failures)} of 10 runs failed:\n" + "\n".join(failures[:3])
+
+
+def test_daemon_thread_using_a_stream_while_the_interpreter_exits(
+    clean_env: Any, cpu_load: None
+) -> None:
+    failures = []
+    for run in range(60):
+        proc = _run(DAEMON, clean_env)
+        # Nothing at all on stderr: no handle finalize destroyed reached the runtime
+        # (the mock names it "not a live ... handle"), no traceback of the daemon thread.
+        if proc.returncode != 0 or proc.stderr.strip() or "exiting" not in proc.stdout:
+            failures.append(f"run {run}: rc={proc.returncode}\n{proc.stderr[-3000:]}")
+    assert not failures, f"{len(failures)} of 60 runs failed:\n" + "\n".join(failures[:3])
