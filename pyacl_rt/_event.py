@@ -26,6 +26,7 @@ import functools
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 from . import _runtime, _stream, errors
@@ -67,8 +68,8 @@ ACL_EVENT_TIME_LINE: Final = _C["ACL_EVENT_TIME_LINE"]
 # Checked C fast paths (lowlevel.fast): value returned, typed error raised.
 _fast_record_event = _fast.record_event
 _fast_query_event_status = _fast.query_event_status
-_fast_synchronize_event = _fast.synchronize_event
-_fast_synchronize_event_with_timeout = _fast.synchronize_event_with_timeout
+#: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
+_wait_event: Callable[[int, int], None] = _fast._wait_event
 _fast_stream_wait_event = _fast.stream_wait_event
 
 
@@ -290,11 +291,9 @@ class Event:
             _check_sync("Event.synchronize()")
         if _local.st.ctx is not ctx:
             self._activate()
-        # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
-        if timeout is None:
-            _fast_synchronize_event(self._handle)
-        else:
-            _fast_synchronize_event_with_timeout(self._handle, _timeout_ms(timeout))
+        # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
+        # timeout raises errors.SyncTimeoutError.
+        _wait_event(self._handle, -1 if timeout is None else _timeout_ms(timeout))
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on ``stream`` (default: current stream) wait for this event."""

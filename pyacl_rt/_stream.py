@@ -103,8 +103,8 @@ _aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
 _fast_stream_query = _state._fast.stream_query
-_fast_synchronize_stream = _state._fast.synchronize_stream
-_fast_synchronize_stream_with_timeout = _state._fast.synchronize_stream_with_timeout
+#: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
+_wait_stream: Callable[[int, int], None] = _state._fast._wait_stream
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
@@ -485,11 +485,9 @@ class Stream:
             _check_sync("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
-        # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
-        if timeout is None:
-            _fast_synchronize_stream(self._handle)
-        else:
-            _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
+        # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
+        # timeout raises errors.SyncTimeoutError.
+        _wait_stream(self._handle, -1 if timeout is None else _timeout_ms(timeout))
         watch = self._state.watch
         if watch:
             # Everything recorded before this sync is complete; entries another thread
@@ -641,6 +639,16 @@ class Stream:
             _refuse_in_callback("Stream.close()")
         if _sync_debug():
             _check_sync("Stream.close()")
+        if not _local.st.in_callback and self._ctx.device >= 0:
+            # Destroying waits for the pending work, uninterruptibly: wait for it here
+            # first, in slices (Ctrl-C leaves the stream open and usable). A failing
+            # wait (a failed task, finalize on another thread) is left to the destroy.
+            try:
+                if _local.st.ctx is not self._ctx:
+                    self._activate()
+                _wait_stream(self._handle, -1)
+            except errors.AclError:
+                pass
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
         _live.discard(self)

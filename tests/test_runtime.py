@@ -743,6 +743,40 @@ def test_daemon_thread_ended_by_finalize_at_exit_prints_nothing() -> None:
     assert proc.stderr == ""
 
 
+def test_ctrl_c_while_finalize_waits_releases_nothing() -> None:
+    """finalize first waits for the queued device work, in slices: Ctrl-C there raises
+    KeyboardInterrupt with nothing released; the objects stay usable and a later
+    finalize works."""
+    proc = run_py(
+        """
+        import os, signal, threading, time
+        import pyacl_rt as npu
+        from pyacl_rt import _runtime as rt
+        from pyacl_rt.lowlevel import fast
+        s = npu.Stream()
+        s.launch_host_func(time.sleep, 5.0)  # holds the stream
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            npu.finalize()
+            print("finalized", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted early:", time.monotonic() - t0 < 4.0, flush=True)
+        print(rt.state(), s.closed, fast._gate_state()[:2], flush=True)
+        s.synchronize()
+        print("query", s.query(), flush=True)
+        npu.finalize()
+        print(rt.state(), s.closed, flush=True)
+        """
+    )
+    assert proc.stdout.splitlines() == [
+        "interrupted early: True",
+        "ready False (False, 0)",
+        "query True",
+        "finalized True",
+    ], proc.stdout + proc.stderr
+
+
 # -------------------------------------------------------------- fork and spawn
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_forked_child_raises() -> None:

@@ -83,6 +83,8 @@ _KIND: Final = (
 _aclrtMemcpyAsync = _fast.memcpy_async
 _aclrtMemcpy2dAsync = _lib.aclrtMemcpy2dAsync
 _aclrtMemsetAsync = _fast.memset_async
+#: Sliced, interruptible wait for a stream (gated per slice).
+_wait_stream: Callable[[int, int], None] = _fast._wait_stream
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
@@ -113,6 +115,17 @@ def _host_memset(dst: int, value: int, n: int) -> None:
     import ctypes
 
     ctypes.memset(dst, value, n)
+
+
+def _wait_before_pageable(d: _Side, s: _Side, st: Stream, non_blocking: bool) -> None:
+    """Before a synchronous copy touching pageable host memory (a numpy array, a
+    bytearray): the runtime's copy call itself waits - uninterruptibly, GIL released -
+    for the work queued on the stream before it. Wait for that work here first, in
+    slices, so that Ctrl-C interrupts the wait with nothing copied yet; the copy call
+    then finds the stream idle. (``non_blocking=True`` is left alone: on hardware such a
+    copy may return before the stream reaches it.)"""
+    if not non_blocking and ((d.m is None and d.dev < 0) or (s.m is None and s.dev < 0)):
+        _wait_stream(st._handle, -1)
 
 
 def _enter_pinned(sides: tuple[_Side, ...]) -> bool:
@@ -282,6 +295,7 @@ def _do_copy(
             return
         if not non_blocking and _sync_debug():
             _check_sync("a synchronous copy")
+        _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
     _finish(st, sides, non_blocking)
@@ -416,6 +430,7 @@ def copy_2d(
             )
         if not non_blocking and _sync_debug():
             _check_sync("a synchronous copy")
+        _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:

@@ -41,6 +41,7 @@ from .. import _runtime as runtime
 from .._log import get_logger
 from .._state import (
     _CtxRef,
+    _fast,
     _gate_exit,
     _gate_try_enter,
     _lib,
@@ -65,6 +66,8 @@ class _Exported(Protocol):
 _log = get_logger("pyacl_rt")
 
 _aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
+#: Sliced, interruptible wait (gated per slice): for the waits of host-side users.
+_wait_stream = _fast._wait_stream
 
 
 # =============================================================== allocations
@@ -207,6 +210,16 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
             if rc == 0 and st[0] == 0:
                 continue
             return False
+        if not forget:
+            # A host-side copy / memset waits here for the user: in slices, so that
+            # Ctrl-C interrupts it (nothing was copied yet).
+            try:
+                _wait_stream(s.handle, -1)
+            except errors.RuntimeFinalizedError:
+                raise
+            except errors.AclError as exc:
+                _log.warning("pyacl_rt: synchronizing %r before using memory failed: %s", s, exc)
+            continue
         rc = _aclrtSynchronizeStream(s.handle)
         if rc:
             _log.warning(
