@@ -75,6 +75,9 @@ def _destroy(ref: _CtxRef) -> None:
         try:
             if ref.device < 0:  # died before this thread entered the gate
                 return
+            # Releases of its objects on other threads (garbage collection) finish first;
+            # later ones leave the handles to the destroy below.
+            ref.close_wait()
             for hook in context_close_hooks:
                 try:
                     hook(ref)

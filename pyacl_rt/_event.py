@@ -87,8 +87,12 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
         if not _gate_try_enter():
             _runtime.defer_to_finalize(functools.partial(_destroy_event, ctx, handle))
             return
+        explicit = ctx.owner is not None
         try:
-            if ctx.device < 0:  # died before this thread entered the gate
+            # dead since, or its explicit context is being closed on another thread (which
+            # destroys the event with it)
+            if ctx.device < 0 or (explicit and not ctx.enter()):
+                explicit = False
                 return
             if _local.st.ctx is not ctx:
                 ctx.make_current()
@@ -96,6 +100,8 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
             if rc:
                 _log_release_failure("aclrtDestroyEvent", handle, rc)
         finally:
+            if explicit:
+                ctx.leave()
             _gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any, Final, Generic, NoReturn, TypeVar
@@ -91,6 +92,8 @@ _gate_try_enter: Callable[[], bool] = lowlevel.fast._gate_try_enter
 _gate_enter: Callable[[str], None] = lowlevel.fast._gate_enter
 _gate_exit: Callable[[], None] = lowlevel.fast._gate_exit
 _scratch: Callable[[], Any] = lowlevel.scratch
+_get_ident = threading.get_ident
+_sleep = time.sleep
 
 
 # ------------------------------------------------------------ thread state
@@ -100,9 +103,16 @@ class _CtxRef:
     ``device < 0`` means dead (runtime finalized, process forked, or the explicit
     context was destroyed); ``dead`` then says why. Identity (not the handle value,
     which the runtime may reuse) is what the per-thread cache compares.
+
+    Closing an explicit context races with releases of its objects on other threads
+    (garbage collection runs finalizers anywhere): :meth:`enter` / :meth:`leave` bracket
+    such a release, :meth:`close_wait` (the closing thread) refuses new ones and waits
+    for those in progress - the context's own small finalize gate (the process-wide one
+    covers :func:`pyacl_rt.finalize`). Used for explicit contexts only: a primary
+    context closes only at finalize.
     """
 
-    __slots__ = ("__weakref__", "dead", "device", "handle", "owner")
+    __slots__ = ("__weakref__", "closer", "dead", "device", "handle", "owner", "users")
 
     def __init__(self, handle: int, device: int, owner: weakref.ref[Any] | None = None) -> None:
         self.handle = handle
@@ -112,6 +122,35 @@ class _CtxRef:
         #: primary context). Weak so that thread caches never keep a Context alive;
         #: objects created in a Context hold it strongly (see :func:`_owner_of`).
         self.owner = owner
+        #: idents of the threads releasing objects of this context right now (one entry
+        #: per nested release; list append/remove are atomic under the GIL).
+        self.users: list[int] = []
+        #: ident of the thread closing this context, or 0.
+        self.closer = 0
+
+    def enter(self) -> bool:
+        """Before a release uses handles of this context: False (nothing entered) when
+        the context is dead or being closed by another thread - its handles go with it;
+        else :meth:`leave` afterwards."""
+        me = _get_ident()
+        users = self.users
+        users.append(me)
+        closer = self.closer
+        if self.device < 0 or (closer and closer != me):
+            users.remove(me)
+            return False
+        return True
+
+    def leave(self) -> None:
+        self.users.remove(_get_ident())
+
+    def close_wait(self) -> None:
+        """The calling thread is about to close this context: refuse new releases on
+        other threads (:meth:`enter`) and wait, GIL released, for those in progress."""
+        me = _get_ident()
+        self.closer = me
+        while any(u != me for u in list(self.users)):
+            _sleep(0.0005)
 
     def make_current(self) -> None:
         """Install this context on the calling thread (``aclrtSetCurrentContext``)."""

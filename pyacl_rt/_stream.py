@@ -204,24 +204,39 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
             _runtime.defer_to_finalize(functools.partial(_destroy_stream, ctx, handle, state))
             return
         try:
-            if ctx.device < 0:  # died before this thread entered the gate
-                state.watch.clear()
-                return
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
-            sub = state.sub
-            if sub is not None:
-                state.sub = None
-                _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
-                sub.unsubscribe(handle, ctx)
-            rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
-            if rc:
-                _log_release_failure("aclrtDestroyStream", handle, rc)
-            _release_watch(ctx, state.watch)
+            _destroy_stream_gated(ctx, handle, state)
         finally:
             _gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
+
+
+def _destroy_stream_gated(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
+    """:func:`_destroy_stream` inside the gate. An explicit context being closed by
+    another thread (``_CtxRef.enter`` refuses) destroys the stream itself."""
+    explicit = ctx.owner is not None
+    if ctx.device < 0 or (explicit and not ctx.enter()):
+        sub = state.sub
+        if sub is not None:  # the subscription went with the stream
+            state.sub = None
+            sub.subscriptions.discard((ctx, handle))
+        state.watch.clear()
+        return
+    try:
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
+        sub = state.sub
+        if sub is not None:
+            state.sub = None
+            _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
+            sub.unsubscribe(handle, ctx)
+        rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
+        if rc:
+            _log_release_failure("aclrtDestroyStream", handle, rc)
+        _release_watch(ctx, state.watch)
+    finally:
+        if explicit:
+            ctx.leave()
 
 
 def _release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -> None:
@@ -944,13 +959,20 @@ def _on_context_close(ctx: _CtxRef) -> None:
 
 def _on_device_sync(index: int) -> None:
     for s in _live.snapshot():
-        if s._device == index and s._ctx.device >= 0 and s._state.watch:
+        ctx = s._ctx
+        if s._device == index and ctx.device >= 0 and s._state.watch:
+            explicit = ctx.owner is not None
+            if explicit and not ctx.enter():
+                continue  # its context is being closed on another thread
             try:
-                if _local.st.ctx is not s._ctx:
-                    s._ctx.make_current()
+                if _local.st.ctx is not ctx:
+                    ctx.make_current()
                 s._poll_watch(s._state.watch)
             except errors.AclError:  # pragma: no cover - defensive
                 pass
+            finally:
+                if explicit:
+                    ctx.leave()
 
 
 def _after_fork_in_child() -> None:

@@ -9,6 +9,8 @@ assertions are about stderr only (no timing):
   every handle is destroyed exactly once, so the runtime never reports a handle that is
   not live (it reported ``aclrtDestroyStream(0x...) failed with 107000 ... is not a live
   stream handle`` before the finalize gate);
+* the same while explicit Contexts are closed (``Context.close`` waits for releases of
+  its objects in progress on other threads);
 * a daemon thread loops ``memset(..., non_blocking=True)`` on its own stream while the
   interpreter exits: no call reaches the runtime with a handle finalize destroyed, and
   the thread ends without a traceback (``RuntimeFinalizedError`` ends a daemon thread
@@ -71,6 +73,47 @@ CHURN = """
         if r < ROUNDS - 1:
             npu.finalize()
             t.join()
+    print("done")
+"""
+
+# The same while explicit Contexts close: their streams, events and buffers (reference
+# cycles) are released by a collector thread while the main thread closes the Context.
+CONTEXT_CHURN = """
+    import gc, random, sys, threading, time
+    import pyacl_rt as npu
+
+    class Holder:
+        pass
+
+    def jitter(frame, event, arg):
+        if event in ("call", "c_call") and random.random() < 0.3:
+            time.sleep(random.random() * 0.001)
+
+    def collector(go):
+        go.wait()
+        sys.setprofile(jitter)
+        gc.collect()
+
+    gc.disable()
+    for r in range(ROUNDS):
+        ctx = npu.Context(r % 2)
+        with ctx:
+            for i in range(80):
+                h = Holder()
+                h.self = h
+                h.s = npu.Stream()
+                h.e = npu.Event()
+                h.e.record(h.s)
+                h.b = npu.DeviceBuffer(4096)
+                npu.memset(h.b, 0, stream=h.s, non_blocking=True)
+        del h
+        go = threading.Event()
+        t = threading.Thread(target=collector, args=(go,), daemon=True)
+        t.start()
+        go.set()
+        time.sleep(random.random() * 0.05)
+        ctx.close()
+        t.join()
     print("done")
 """
 
@@ -137,6 +180,19 @@ def test_gc_on_another_thread_during_finalize_destroys_each_handle_once(
     failures = []
     for run in range(10):
         proc = _run(CHURN.replace("ROUNDS", "8"), clean_env)
+        bad = _bad_lines(proc.stderr)
+        if proc.returncode != 0 or bad or "done" not in proc.stdout:
+            failures.append(f"run {run}: rc={proc.returncode}\n{proc.stderr[-3000:]}")
+    assert not failures, f"{len(failures)} of 10 runs failed:\n" + "\n".join(failures[:3])
+
+
+def test_gc_on_another_thread_while_a_context_closes(clean_env: Any, cpu_load: None) -> None:
+    """Closing an explicit Context waits for the releases of its objects in progress on
+    other threads; later ones leave the handles to the context's destroy (before, a
+    collected stream was destroyed - or synchronized - after its context was gone)."""
+    failures = []
+    for run in range(10):
+        proc = _run(CONTEXT_CHURN.replace("ROUNDS", "12"), clean_env)
         bad = _bad_lines(proc.stderr)
         if proc.returncode != 0 or bad or "done" not in proc.stdout:
             failures.append(f"run {run}: rc={proc.returncode}\n{proc.stderr[-3000:]}")

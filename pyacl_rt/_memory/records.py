@@ -203,31 +203,40 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
         if s is None or s.closed:
             continue  # destroying a stream waits for its work
         ctx = s._ctx
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
-        if in_cb:
-            rc = _lib.aclrtStreamQuery(s.handle, st)
-            if rc == 0 and st[0] == 0:
+        explicit = ctx.owner is not None
+        if explicit and not ctx.enter():
+            continue  # its context is being closed on another thread (waits for it)
+        try:
+            if _local.st.ctx is not ctx:
+                ctx.make_current()
+            if in_cb:
+                rc = _lib.aclrtStreamQuery(s.handle, st)
+                if rc == 0 and st[0] == 0:
+                    continue
+                return False
+            if not forget:
+                # A host-side copy / memset waits here for the user: in slices, so that
+                # Ctrl-C interrupts it (nothing was copied yet).
+                try:
+                    _wait_stream(s.handle, -1)
+                except errors.RuntimeFinalizedError:
+                    raise
+                except errors.AclError as exc:
+                    _log.warning(
+                        "pyacl_rt: synchronizing %r before using memory failed: %s", s, exc
+                    )
                 continue
-            return False
-        if not forget:
-            # A host-side copy / memset waits here for the user: in slices, so that
-            # Ctrl-C interrupts it (nothing was copied yet).
-            try:
-                _wait_stream(s.handle, -1)
-            except errors.RuntimeFinalizedError:
-                raise
-            except errors.AclError as exc:
-                _log.warning("pyacl_rt: synchronizing %r before using memory failed: %s", s, exc)
-            continue
-        rc = _aclrtSynchronizeStream(s.handle)
-        if rc:
-            _log.warning(
-                "pyacl_rt: synchronizing %r before using or freeing memory failed (%d): %s",
-                s,
-                rc,
-                recent_error_message(),
-            )
+            rc = _aclrtSynchronizeStream(s.handle)
+            if rc:
+                _log.warning(
+                    "pyacl_rt: synchronizing %r before using or freeing memory failed (%d): %s",
+                    s,
+                    rc,
+                    recent_error_message(),
+                )
+        finally:
+            if explicit:
+                ctx.leave()
     if forget:
         for r in waited:
             with contextlib.suppress(ValueError):
@@ -320,17 +329,27 @@ def _free_raw(m: _Mem, base: int) -> None:
     if base == ZERO_SIZE_BASE:
         return  # DeviceBuffer(0): nothing was allocated
     ctx = m.ctx
-    if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
-        try:
-            ctx.make_current()
-        except Exception as exc:  # e.g. a lost device: free anyway, the call reports it
-            _log.debug("pyacl_rt: making %r current before a free failed: %s", ctx, exc)
-    if m.device >= 0:
-        rc = _lib.aclrtFree(base)
-        func = "aclrtFree"
-    else:
-        rc = _lib.aclrtFreeHost(base)
-        func = "aclrtFreeHost"
+    # An explicit context being closed on another thread is not made current (it may be
+    # destroyed any moment): the memory is freed through the current context.
+    entered = ctx is not None and ctx.owner is not None and ctx.enter()
+    try:
+        usable = ctx is not None and (entered or ctx.owner is None) and ctx.device >= 0
+        if usable and _local.st.ctx is not ctx:
+            assert ctx is not None
+            try:
+                ctx.make_current()
+            except Exception as exc:  # e.g. a lost device: free anyway, the call reports it
+                _log.debug("pyacl_rt: making %r current before a free failed: %s", ctx, exc)
+        if m.device >= 0:
+            rc = _lib.aclrtFree(base)
+            func = "aclrtFree"
+        else:
+            rc = _lib.aclrtFreeHost(base)
+            func = "aclrtFreeHost"
+    finally:
+        if entered:
+            assert ctx is not None
+            ctx.leave()
     if rc:
         _log.warning(
             "pyacl_rt: %s(0x%x) failed with %d: %s", func, base, rc, recent_error_message()
