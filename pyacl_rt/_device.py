@@ -874,16 +874,23 @@ def _wait_for_devices() -> None:
     """finalize_prepare hook: wait for the work queued on every device pyacl_rt set (its
     primary context), in slices, so that Ctrl-C can interrupt a finalize waiting for
     the device (nothing is released yet). Failures are left to the release hooks."""
-    for ref in list(_primaries.values()):
-        if ref.device < 0:
-            continue
-        try:
-            if _local.st.ctx is not ref:
-                ref.make_current()
-            _wait_device(-1)
-        except errors.AclError:
-            lowlevel.recent_error_message()
-            _log.debug("pyacl_rt: waiting for device %d before finalize failed", ref.device)
+    prev = _local.st.ctx
+    try:
+        for ref in list(_primaries.values()):
+            if ref.device < 0:
+                continue
+            try:
+                if _local.st.ctx is not ref:
+                    ref.make_current()
+                _wait_device(-1)
+            except errors.AclError:
+                _log.debug("pyacl_rt: waiting for device %d before finalize failed", ref.device)
+    finally:
+        if prev is not None and prev.device >= 0 and _local.st.ctx is not prev:
+            try:
+                prev.make_current()
+            except errors.AclError:
+                _local.st.ctx = None
 
 
 def _after_fork_in_child() -> None:

@@ -74,6 +74,7 @@ from .errors import (
 
 __all__ = [
     "EXIT_WATCHDOG_SECONDS",
+    "GATE_WARN_SECONDS",
     "PRIORITY_CONTEXTS",
     "PRIORITY_DEVICES",
     "PRIORITY_EVENTS",
@@ -154,7 +155,7 @@ _late: list[Callable[[], object]] | None = None
 _late_lock = threading.Lock()
 
 # The gate (pyacl_rt/_raw/_fastcall.c): close + drain, release the finalizing thread, open.
-_gate_close: Callable[[], None] = lowlevel.fast._gate_close
+_gate_close: Callable[[float], bool] = lowlevel.fast._gate_close
 _gate_release: Callable[[], None] = lowlevel.fast._gate_release
 _gate_open: Callable[[], None] = lowlevel.fast._gate_open
 
@@ -168,6 +169,11 @@ finalize_guards: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("final
 _hook_seq = itertools.count()
 _hooks: dict[int, ReleaseHook] = {}
 _current_step: str | None = None  # what finalize is doing right now (for the watchdog)
+
+#: finalize logs a warning each time it has waited this many more seconds for calls in
+#: flight on other threads (it keeps waiting: releasing under them would be a
+#: use-after-free).
+GATE_WARN_SECONDS: float = 10.0
 
 #: Interpreter-exit watchdog: if finalize at exit takes longer than this many seconds,
 #: log (once) which release hook or ACL call it is stuck in. Diagnostic only: a hook
@@ -539,7 +545,16 @@ def _finalize() -> AclError | None:
                 _late = []
             _current_step = "waiting for pyacl_rt calls in flight on other threads"
             try:
-                _gate_close()
+                waited = 0.0
+                while not _gate_close(GATE_WARN_SECONDS):
+                    waited += GATE_WARN_SECONDS
+                    _log.warning(
+                        "pyacl_rt: finalize has waited %.3g s for pyacl_rt calls in flight on "
+                        "other threads (%d); it releases nothing before they return (a "
+                        "thread blocked in a release, e.g. by a lock this thread holds?)",
+                        waited,
+                        lowlevel.fast._gate_state()[1],
+                    )
             except BaseException:
                 # Interrupted: the gate is open again, nothing was released; run what
                 # was handed over meanwhile (it would have run normally a moment later).

@@ -659,6 +659,41 @@ def test_finalize_waits_for_calls_in_flight_and_refuses_new_ones() -> None:
     ], proc.stdout + proc.stderr
 
 
+def test_finalize_names_calls_in_flight_it_keeps_waiting_for() -> None:
+    """finalize never releases under a call in flight; while it waits it logs a warning
+    every GATE_WARN_SECONDS saying so (the thread here leaves once it was logged)."""
+    proc = run_py(
+        """
+        import logging, threading
+        import pyacl_rt as npu
+        from pyacl_rt import _runtime as rt, _state
+        rt.GATE_WARN_SECONDS = 0.05
+        warned = threading.Event()
+        seen = []
+        class Seen(logging.Handler):
+            def emit(self, record):
+                if "in flight" in record.getMessage():
+                    seen.append(record.getMessage())
+                    warned.set()
+        logging.getLogger("pyacl_rt.runtime").addHandler(Seen())
+        npu.Stream()
+        inside = threading.Event()
+        def user():
+            _state._gate_enter("a test section")
+            inside.set()
+            print("warned:", warned.wait(60), flush=True)
+            _state._gate_exit()
+        t = threading.Thread(target=user)
+        t.start()
+        inside.wait(60)
+        npu.finalize()
+        t.join(60)
+        print(rt.state(), "(1)" in seen[0], flush=True)
+        """
+    )
+    assert proc.stdout.splitlines() == ["warned: True", "finalized True"], proc.stderr
+
+
 def test_a_release_refused_during_finalize_is_handed_to_finalize() -> None:
     """A stream and an event whose last references are dropped on another thread while
     finalize runs (their finalizers run there, after the gate closed): the releases are

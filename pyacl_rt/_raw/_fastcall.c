@@ -449,6 +449,14 @@ static long g_inflight;
 static _Thread_local int tl_depth __attribute__((tls_model("initial-exec")));
 static _Thread_local int tl_exempt __attribute__((tls_model("initial-exec")));
 
+/* CLOCK_MONOTONIC in milliseconds. */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* Cold path: raise RuntimeFinalizedError naming what was refused. Returns NULL. */
 static PyObject *gate_refuse(const char *what)
 {
@@ -501,17 +509,26 @@ static inline void gate_exit(void)
     GATE_ADD(g_inflight, -1);
 }
 
-/* _gate_close(): close the gate (this thread stays exempt), then wait - GIL released,
- * polling - until no call is in flight on another thread. A signal handler that raises
- * meanwhile (KeyboardInterrupt) reopens the gate and propagates: nothing was released. */
-static PyObject *f_gate_close(PyObject *self, PyObject *unused)
+/* _gate_close(seconds) -> bool: close the gate (this thread stays exempt), then wait -
+ * GIL released, polling - until no call is in flight on another thread: True, or False
+ * after `seconds` (the gate stays closed; call again to keep waiting). A signal handler
+ * that raises meanwhile (KeyboardInterrupt) reopens the gate and propagates: nothing was
+ * released. */
+static PyObject *f_gate_close(PyObject *self, PyObject *arg)
 {
     (void)self;
-    (void)unused;
+    double seconds = PyFloat_AsDouble(arg);
+    if (seconds == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
     GATE_STORE(g_gate_closed, 1);
     tl_exempt = 1;
+    const double deadline = now_ms() + seconds * 1e3;
     long pause_us = 20;
     while (GATE_LOAD(g_inflight) > tl_depth) {
+        if (now_ms() >= deadline) {
+            Py_RETURN_FALSE;
+        }
         struct timespec ts = {0, pause_us * 1000L};
         Py_BEGIN_ALLOW_THREADS
         nanosleep(&ts, NULL);
@@ -525,7 +542,7 @@ static PyObject *f_gate_close(PyObject *self, PyObject *unused)
             return NULL;
         }
     }
-    Py_RETURN_NONE;
+    Py_RETURN_TRUE;
 }
 
 /* _gate_release(): the finalizing thread is done (the gate stays closed). */
@@ -750,13 +767,6 @@ static void *slot_try(int slot)
     }
     Py_DECREF(r);
     return g_table[g_index[slot]];
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* A timed-out slice left its message in the thread's error state: consume it, so that
@@ -1072,8 +1082,9 @@ static PyMethodDef methods[] = {
      "Address of the dispatch table this module calls through (tests)."},
     {"_gated", f_gated, METH_O,
      "_gated(fn) -> fn wrapped to run inside pyacl_rt's finalize gate (pyacl_rt._state)."},
-    {"_gate_close", f_gate_close, METH_NOARGS,
-     "Close the finalize gate and wait for the calls in flight on other threads."},
+    {"_gate_close", f_gate_close, METH_O,
+     "_gate_close(seconds) -> bool: close the finalize gate and wait for the calls in "
+     "flight on other threads (False: still waiting after `seconds`)."},
     {"_gate_release", f_gate_release, METH_NOARGS,
      "The finalizing thread is done; the gate stays closed."},
     {"_gate_open", f_gate_open, METH_NOARGS, "Open the finalize gate (init)."},
