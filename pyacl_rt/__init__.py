@@ -18,11 +18,11 @@ the import (``import pyacl_rt as npu``; the README lists the differences)::
 
 Layers (lowest first; docs/architecture.md has the tree and a call's path): the
 generated tables and :mod:`pyacl_rt.errors`; the raw layer :mod:`pyacl_rt.lowlevel`
-(raw 1:1 calls, also ``lowlevel.fast``, over the private ``pyacl_rt._raw``); the
-runtime lifecycle (:func:`init` / :func:`finalize`); then the objects: devices and
-contexts, streams, events and host callbacks, memory. Everything an application uses
-is exported here; the implementation modules are private (``pyacl_rt._device``,
-``pyacl_rt._stream``, ...). Public modules: :mod:`pyacl_rt.lowlevel`,
+(raw 1:1 calls, also ``lowlevel.fast``); the runtime lifecycle (:func:`init` /
+:func:`finalize`); then the objects: devices and contexts, streams, events and host
+callbacks, memory. Everything an application uses is exported here (and reports
+``pyacl_rt`` as its module); modules whose name starts with an underscore are private
+implementation details that may move. Public modules: :mod:`pyacl_rt.lowlevel`,
 :mod:`pyacl_rt.errors` (also re-exported here), :mod:`pyacl_rt.mock` (the bundled mock
 runtime and its build flags: ``python -m pyacl_rt.mock --cflags``; test controls:
 :func:`pyacl_rt.mock.mock_control`) and :mod:`pyacl_rt.cli`.
@@ -36,9 +36,31 @@ runtime and its build flags: ``python -m pyacl_rt.mock --cflags``; test controls
 
 from __future__ import annotations
 
+from contextlib import suppress as _suppress
+from types import FunctionType as _FunctionType
 from typing import TYPE_CHECKING
 
-from . import errors, lowlevel
+from . import errors
+
+try:
+    from . import lowlevel
+except errors.ExtensionNotBuiltError as _unbuilt:
+    # An unbuilt source tree (typically a checkout that shadows the installed copy).
+    # The command lines that can still help say so themselves instead of a traceback.
+    import sys
+
+    from ._raw._shadow import running_module
+
+    _tool = running_module()
+    if _tool == "pyacl_rt.mock":  # build flags: from the installed copy's bundled mock
+        from . import mock
+
+        raise SystemExit(mock.main(sys.argv[1:])) from None
+    if _tool in ("pyacl_rt", "pyacl_rt.__main__", "pyacl_rt.cli"):
+        sys.stderr.write(f"pyacl-rt: error: ExtensionNotBuiltError: {_unbuilt}\n")
+        raise SystemExit(1) from None
+    raise
+
 from ._allocator import (
     caching_allocator,
     caching_allocator_alloc,
@@ -238,3 +260,23 @@ __all__ = [
     "synchronize",
     "utilization",
 ]
+
+
+def _present_as_public() -> None:
+    """Classes and functions exported here report ``pyacl_rt`` as their module, not the
+    private one that implements them: ``help()``, tracebacks and reprs show the name to
+    import (``pyacl_rt.Stream``), and pickling by reference resolves through it. Error
+    classes live in (and report) :mod:`pyacl_rt.errors`. Private Python base classes
+    of exported ones (the buffers' ``_Buffer``) follow, so that ``help()`` does not
+    point into the private modules either."""
+    for name in __all__:
+        obj = globals()[name]
+        if not isinstance(obj, type | _FunctionType):
+            continue
+        for item in obj.__mro__ if isinstance(obj, type) else (obj,):
+            if item.__module__.startswith("pyacl_rt._"):
+                with _suppress(TypeError):  # a C type's module is part of its name
+                    item.__module__ = __name__
+
+
+_present_as_public()

@@ -22,6 +22,14 @@
  *     inactive_split counts and *_bytes, each for all / small / large pool with
  *     current / peak / allocated / freed.
  *
+ * Sizes: every size computation is overflow-checked. Requests above MAX_ALLOC
+ * (2**63 - 2 MiB: rounded up to a 2 MiB segment it still fits the signed 64-bit byte
+ * counters) are never served: alloc() reports a miss for them and the Python slow
+ * path refuses them with a typed error before anything is allocated; round_size() and
+ * allocation_size() raise OverflowError; add_segment() refuses a segment that would
+ * wrap the address space or the reserved-bytes counter. Accumulated totals
+ * (allocated / freed) saturate at INT64_MAX instead of wrapping.
+ *
  * Thread safety: every method runs with the GIL held and never releases it or calls
  * back into Python; Python objects are created only after all mutation is done (a
  * garbage-collection finalizer that frees a buffer may run whenever an object is
@@ -30,7 +38,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +50,10 @@
 #define LARGE_BUFFER ((uint64_t)20 << 20)
 #define MIN_LARGE_ALLOC ((uint64_t)10 << 20)
 #define ROUND_LARGE ((uint64_t)2 << 20)
+/* The largest request served: 2**63 - 2 MiB (a multiple of ROUND_LARGE <= INT64_MAX). */
+#define MAX_ALLOC ((uint64_t)INT64_MAX - ROUND_LARGE + 1)
+/* Spare Block structs kept for splits (no malloc/free per split + merge). */
+#define SPARE_MAX 64
 
 enum { ST_FREE = 0, ST_ALLOC = 1, ST_PENDING = 2 };
 enum { POOL_SMALL = 0, POOL_LARGE = 1 };
@@ -93,17 +107,22 @@ typedef struct {
     uint64_t max_split;
     uint64_t tick; /* bumped whenever a segment becomes wholly free */
     int64_t trim_permille; /* free() reports reserved > this/1000 * peak allocated */
+    Block *spare;          /* free list of Block structs (linked through next) */
+    size_t nspare;
 } Core;
 
 /* ------------------------------------------------------------------ helpers */
-static uint64_t round_size(uint64_t n)
+/* Block size of a request: a multiple of 512 bytes. Callers pass n <= MAX_ALLOC (no
+ * overflow: MAX_ALLOC is a multiple of 512). */
+static inline uint64_t round_size(uint64_t n)
 {
     if (n < MIN_BLOCK) {
         return MIN_BLOCK;
     }
-    return MIN_BLOCK * ((n + MIN_BLOCK - 1) / MIN_BLOCK);
+    return (n + MIN_BLOCK - 1) & ~(MIN_BLOCK - 1);
 }
 
+/* Segment size for a block of `size` bytes (size <= MAX_ALLOC, a multiple of 2 MiB). */
 static uint64_t allocation_size(uint64_t size)
 {
     if (size <= SMALL_SIZE) {
@@ -112,39 +131,94 @@ static uint64_t allocation_size(uint64_t size)
     if (size < MIN_LARGE_ALLOC) {
         return LARGE_BUFFER;
     }
-    return ROUND_LARGE * ((size + ROUND_LARGE - 1) / ROUND_LARGE);
+    return (size + ROUND_LARGE - 1) & ~(ROUND_LARGE - 1);
 }
 
-static void stat_add(Core *c, int kind, int pool, int64_t delta)
+/* Accumulated totals saturate rather than overflow (signed overflow is undefined). */
+static inline void sat_add(int64_t *v, int64_t d)
 {
-    int idx[2] = {0, pool + 1};
-    for (int k = 0; k < 2; k++) {
-        int64_t *s = c->stats[kind][idx[k]];
-        s[0] += delta;
-        if (s[0] > s[1]) {
-            s[1] = s[0];
-        }
-        if (delta > 0) {
-            s[2] += delta;
-        } else {
-            s[3] -= delta;
-        }
+    if (__builtin_add_overflow(*v, d, v)) {
+        *v = INT64_MAX;
+    }
+}
+
+/* One counter row [current, peak, allocated, freed] up by d >= 0 / down by d >= 0.
+ * Current values stay within 0 .. INT64_MAX: byte counts are bounded by the reserved
+ * bytes, which add_segment keeps <= INT64_MAX. */
+static inline void row_up(int64_t *s, int64_t d)
+{
+    s[0] += d;
+    if (s[0] > s[1]) {
+        s[1] = s[0];
+    }
+    sat_add(&s[2], d);
+}
+
+static inline void row_down(int64_t *s, int64_t d)
+{
+    s[0] -= d;
+    sat_add(&s[3], d);
+}
+
+static inline void stat_up(Core *c, int kind, int pool, int64_t d)
+{
+    row_up(c->stats[kind][0], d);
+    row_up(c->stats[kind][pool + 1], d);
+}
+
+static inline void stat_down(Core *c, int kind, int pool, int64_t d)
+{
+    row_down(c->stats[kind][0], d);
+    row_down(c->stats[kind][pool + 1], d);
+}
+
+static inline void stat_add(Core *c, int kind, int pool, int64_t delta)
+{
+    if (delta >= 0) {
+        stat_up(c, kind, pool, delta);
+    } else {
+        stat_down(c, kind, pool, -delta);
     }
 }
 
 /* Oversize stats exist only for "all" in torch. */
-static void stat_add_all(Core *c, int kind, int64_t delta)
+static inline void stat_add_all(Core *c, int kind, int64_t delta)
 {
-    int64_t *s = c->stats[kind][0];
-    s[0] += delta;
-    if (s[0] > s[1]) {
-        s[1] = s[0];
-    }
-    if (delta > 0) {
-        s[2] += delta;
+    if (delta >= 0) {
+        row_up(c->stats[kind][0], delta);
     } else {
-        s[3] -= delta;
+        row_down(c->stats[kind][0], -delta);
     }
+}
+
+/* Block structs: a short free list saves a malloc + free per split and merge. */
+static inline Block *block_new(Core *c)
+{
+    Block *b = c->spare;
+    if (b != NULL) {
+        c->spare = b->next;
+        c->nspare--;
+        return b;
+    }
+    return malloc(sizeof(*b));
+}
+
+static inline void block_release(Core *c, Block *b)
+{
+    if (c->nspare < SPARE_MAX) {
+        b->next = c->spare;
+        c->spare = b;
+        c->nspare++;
+        return;
+    }
+    free(b);
+}
+
+/* n * size bytes, or 0 when that overflows size_t. */
+static size_t array_bytes(size_t n, size_t size)
+{
+    size_t out;
+    return __builtin_mul_overflow(n, size, &out) ? 0 : out;
 }
 
 /* ------------------------------------------------------------- sorted sets */
@@ -178,11 +252,17 @@ static int set_reserve(BlockSet *s, size_t extra)
     if (s->n + extra <= s->cap) {
         return 0;
     }
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    while (cap < s->n + extra) {
-        cap *= 2;
+    size_t want, cap = s->cap ? s->cap : 64;
+    if (__builtin_add_overflow(s->n, extra, &want)) {
+        return -1;
     }
-    Block **v = realloc(s->v, cap * sizeof(*v));
+    while (cap < want) {
+        if (__builtin_mul_overflow(cap, (size_t)2, &cap)) {
+            return -1;
+        }
+    }
+    size_t bytes = array_bytes(cap, sizeof(Block *));
+    Block **v = bytes ? realloc(s->v, bytes) : NULL;
     if (v == NULL) {
         return -1;
     }
@@ -204,6 +284,13 @@ static void set_remove_at(BlockSet *s, size_t i)
 {
     memmove(s->v + i, s->v + i + 1, (s->n - i - 1) * sizeof(*s->v));
     s->n--;
+}
+
+/* Whether b may take slot i (replacing the block there) and keep the set ordered. */
+static inline int set_fits(const BlockSet *s, size_t i, const Block *b)
+{
+    return (i == 0 || key_less(s->v[i - 1], b->stream, b->size, b->ptr)) &&
+           (i + 1 >= s->n || !key_less(s->v[i + 1], b->stream, b->size, b->ptr));
 }
 
 static void set_remove(BlockSet *s, Block *b)
@@ -255,6 +342,10 @@ static int h_reserve(Core *c)
         return 0;
     }
     size_t ncap = c->hcap ? c->hcap * 2 : 256;
+    if (ncap < c->hcap || array_bytes(ncap, sizeof(uint64_t)) == 0 ||
+        array_bytes(ncap, sizeof(Block *)) == 0) {
+        return -1;
+    }
     uint64_t *ok = c->hkeys;
     Block **ov = c->hvals;
     size_t ocap = c->hcap;
@@ -319,10 +410,19 @@ static int u64_arg(PyObject *o, uint64_t *out, const char *what)
         PyErr_Format(PyExc_TypeError, "_cachecore: %s must be an int", what);
         return -1;
     }
+#if ULONG_MAX == UINT64_MAX
+    /* PyLong_AsUnsignedLong converts multi-digit ints with a digit loop; the
+     * long long variant goes through the generic byte-array conversion. */
+    unsigned long v = PyLong_AsUnsignedLong(o);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+#else
     unsigned long long v = PyLong_AsUnsignedLongLong(o);
     if (v == (unsigned long long)-1 && PyErr_Occurred()) {
         return -1;
     }
+#endif
     *out = (uint64_t)v;
     return 0;
 }
@@ -344,12 +444,22 @@ static void free_block(Core *c, Block *b)
     int64_t net_blocks = 0, net_bytes = 0;
     h_del(c, b->ptr);
     Block *cands[2] = {b->prev, b->next};
+    int nfree = (cands[0] != NULL && cands[0]->state == ST_FREE) +
+                (cands[1] != NULL && cands[1]->state == ST_FREE);
+    size_t slot = SIZE_MAX; /* one free neighbour: b may take its slot in the set */
     for (int k = 0; k < 2; k++) {
         Block *src = cands[k];
         if (src == NULL || src->state != ST_FREE) {
             continue;
         }
-        set_remove(set, src);
+        if (nfree == 1) {
+            size_t j = set_lower_bound(set, src->stream, src->size, src->ptr);
+            if (j < set->n && set->v[j] == src) {
+                slot = j;
+            }
+        } else {
+            set_remove(set, src);
+        }
         if (src == b->prev) {
             b->ptr = src->ptr;
             b->prev = src->prev;
@@ -368,11 +478,18 @@ static void free_block(Core *c, Block *b)
         b->size += src->size;
         net_blocks -= 1;
         net_bytes -= (int64_t)src->size;
-        free(src);
+        block_release(c, src);
     }
     b->state = ST_FREE;
     b->requested = 0;
-    set_insert(set, b); /* room reserved by the caller */
+    if (slot != SIZE_MAX && set_fits(set, slot, b)) {
+        set->v[slot] = b; /* the merged block keeps the neighbour's place */
+    } else {
+        if (slot != SIZE_MAX) {
+            set_remove_at(set, slot);
+        }
+        set_insert(set, b); /* room reserved by the caller */
+    }
     if (b->prev != NULL || b->next != NULL) {
         net_blocks += 1;
         net_bytes += (int64_t)b->size;
@@ -386,8 +503,8 @@ static void free_block(Core *c, Block *b)
     if (net_bytes) {
         stat_add(c, K_INACTIVE_SPLIT_BYTES, b->pool, net_bytes);
     }
-    stat_add(c, K_ACTIVE, b->pool, -1);
-    stat_add(c, K_ACTIVE_BYTES, b->pool, -(int64_t)orig);
+    stat_down(c, K_ACTIVE, b->pool, 1);
+    stat_down(c, K_ACTIVE_BYTES, b->pool, (int64_t)orig);
 }
 
 /* alloc(stream, nbytes) -> address, or 0 when no cached block fits (allocate a segment
@@ -396,6 +513,9 @@ static void free_block(Core *c, Block *b)
  * exception set (out of host memory). */
 static uint64_t alloc_impl(Core *c, uint64_t stream, uint64_t nbytes)
 {
+    if (nbytes > MAX_ALLOC) {
+        return 0; /* never served: the slow path raises the typed error */
+    }
     uint64_t size = round_size(nbytes);
     int pool = size <= SMALL_SIZE ? POOL_SMALL : POOL_LARGE;
     BlockSet *set = &c->free[pool];
@@ -405,7 +525,7 @@ static uint64_t alloc_impl(Core *c, uint64_t stream, uint64_t nbytes)
     }
     Block *b = set->v[i];
     if ((size < c->max_split && b->size >= c->max_split) ||
-        (size >= c->max_split && b->size >= size + LARGE_BUFFER)) {
+        (size >= c->max_split && b->size - size >= LARGE_BUFFER)) {
         return 0;
     }
     if (h_reserve(c) < 0) {
@@ -417,13 +537,12 @@ static uint64_t alloc_impl(Core *c, uint64_t stream, uint64_t nbytes)
                                    : (size < c->max_split && remaining > SMALL_SIZE);
     Block *r = NULL;
     if (split) {
-        r = malloc(sizeof(*r));
+        r = block_new(c);
         if (r == NULL) {
             split = 0; /* hand out the whole block rather than fail */
         }
     }
     int already_split = b->prev != NULL || b->next != NULL;
-    set_remove_at(set, i);
     if (split) {
         r->ptr = b->ptr + size;
         r->size = remaining;
@@ -439,25 +558,33 @@ static uint64_t alloc_impl(Core *c, uint64_t stream, uint64_t nbytes)
         }
         b->next = r;
         b->size = size;
-        set_insert(set, r); /* b's slot was just freed */
+        if (set_fits(set, i, r)) {
+            set->v[i] = r; /* the rest keeps b's place (usual: best fit, big rest) */
+        } else {
+            set_remove_at(set, i);
+            set_insert(set, r); /* b's slot was just freed */
+        }
         if (already_split) {
             stat_add(c, K_INACTIVE_SPLIT_BYTES, pool, -(int64_t)size);
         } else {
             stat_add(c, K_INACTIVE_SPLIT_BYTES, pool, (int64_t)remaining);
             stat_add(c, K_INACTIVE_SPLIT, pool, 1);
         }
-    } else if (already_split) {
-        stat_add(c, K_INACTIVE_SPLIT_BYTES, pool, -(int64_t)b->size);
-        stat_add(c, K_INACTIVE_SPLIT, pool, -1);
+    } else {
+        set_remove_at(set, i);
+        if (already_split) {
+            stat_add(c, K_INACTIVE_SPLIT_BYTES, pool, -(int64_t)b->size);
+            stat_add(c, K_INACTIVE_SPLIT, pool, -1);
+        }
     }
     b->state = ST_ALLOC;
     b->requested = nbytes;
     h_put_nogrow(c, b->ptr, b);
-    stat_add(c, K_ALLOCATION, pool, 1);
-    stat_add(c, K_ALLOCATED_BYTES, pool, (int64_t)b->size);
-    stat_add(c, K_ACTIVE, pool, 1);
-    stat_add(c, K_ACTIVE_BYTES, pool, (int64_t)b->size);
-    stat_add(c, K_REQUESTED_BYTES, pool, (int64_t)nbytes);
+    stat_up(c, K_ALLOCATION, pool, 1);
+    stat_up(c, K_ALLOCATED_BYTES, pool, (int64_t)b->size);
+    stat_up(c, K_ACTIVE, pool, 1);
+    stat_up(c, K_ACTIVE_BYTES, pool, (int64_t)b->size);
+    stat_up(c, K_REQUESTED_BYTES, pool, (int64_t)nbytes);
     if (b->size >= c->max_split) {
         stat_add_all(c, K_OVERSIZE_ALLOCATIONS, 1);
     }
@@ -489,9 +616,9 @@ static Block *release_alloc_ptr(Core *c, uint64_t ptr)
         PyErr_NoMemory();
         return NULL;
     }
-    stat_add(c, K_ALLOCATION, b->pool, -1);
-    stat_add(c, K_ALLOCATED_BYTES, b->pool, -(int64_t)b->size);
-    stat_add(c, K_REQUESTED_BYTES, b->pool, -(int64_t)b->requested);
+    stat_down(c, K_ALLOCATION, b->pool, 1);
+    stat_down(c, K_ALLOCATED_BYTES, b->pool, (int64_t)b->size);
+    stat_down(c, K_REQUESTED_BYTES, b->pool, (int64_t)b->requested);
     if (b->size >= c->max_split) {
         stat_add_all(c, K_OVERSIZE_ALLOCATIONS, -1);
     }
@@ -507,6 +634,22 @@ static Block *release_alloc(Core *c, PyObject *arg)
     return release_alloc_ptr(c, ptr);
 }
 
+/* Reserved bytes > trim_permille / 1000 * peak allocated bytes, and more than 20 MiB
+ * above it (both counters are within 0 .. INT64_MAX; the products need 74 bits). */
+static inline int over_budget(const Core *c)
+{
+    int64_t reserved = c->stats[K_RESERVED_BYTES][0][0];
+    int64_t peak = c->stats[K_ALLOCATED_BYTES][0][1];
+    if (c->trim_permille <= 0 || reserved - peak <= (int64_t)LARGE_BUFFER) {
+        return 0;
+    }
+#ifdef __SIZEOF_INT128__
+    return (__int128)reserved * 1000 > (__int128)c->trim_permille * peak;
+#else
+    return (long double)reserved * 1000 > (long double)c->trim_permille * peak;
+#endif
+}
+
 /* The size of the block at ptr, negated when the cache is now over its trim budget;
  * 0 when ptr is not an allocated block (exception set only for out of host memory). */
 static int64_t free_impl(Core *c, uint64_t ptr)
@@ -517,10 +660,7 @@ static int64_t free_impl(Core *c, uint64_t ptr)
     }
     int64_t size = (int64_t)b->size;
     free_block(c, b);
-    int64_t reserved = c->stats[K_RESERVED_BYTES][0][0];
-    int64_t peak = c->stats[K_ALLOCATED_BYTES][0][1];
-    if (c->trim_permille > 0 && reserved * 1000 > c->trim_permille * peak &&
-        reserved > peak + (int64_t)LARGE_BUFFER) {
+    if (over_budget(c)) {
         size = -size;
     }
     return size;
@@ -600,13 +740,28 @@ static PyObject *core_add_segment(Core *c, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "add_segment: base and size must be nonzero");
         return NULL;
     }
+    if (size > MAX_ALLOC || base > UINT64_MAX - size) {
+        PyErr_Format(PyExc_OverflowError,
+                     "add_segment: a segment of %llu bytes at %llu does not fit the 64-bit "
+                     "address space (at most %llu bytes)",
+                     (unsigned long long)size, (unsigned long long)base,
+                     (unsigned long long)MAX_ALLOC);
+        return NULL;
+    }
+    if ((uint64_t)c->stats[K_RESERVED_BYTES][0][0] > (uint64_t)INT64_MAX - size) {
+        PyErr_Format(PyExc_OverflowError,
+                     "add_segment: %llu more reserved bytes would overflow the counter",
+                     (unsigned long long)size);
+        return NULL;
+    }
     int pool = small ? POOL_SMALL : POOL_LARGE;
     if (set_reserve(&c->free[pool], 1) < 0) {
         return PyErr_NoMemory();
     }
     if (c->nseg == c->segcap) {
         size_t cap = c->segcap ? c->segcap * 2 : 32;
-        Segment **v = realloc(c->segs, cap * sizeof(*v));
+        size_t bytes = cap > c->segcap ? array_bytes(cap, sizeof(Segment *)) : 0;
+        Segment **v = bytes ? realloc(c->segs, bytes) : NULL;
         if (v == NULL) {
             return PyErr_NoMemory();
         }
@@ -614,10 +769,12 @@ static PyObject *core_add_segment(Core *c, PyObject *const *args, Py_ssize_t nar
         c->segcap = cap;
     }
     Segment *s = malloc(sizeof(*s));
-    Block *b = malloc(sizeof(*b));
+    Block *b = block_new(c);
     if (s == NULL || b == NULL) {
         free(s);
-        free(b);
+        if (b != NULL) {
+            block_release(c, b);
+        }
         return PyErr_NoMemory();
     }
     s->base = base;
@@ -636,8 +793,8 @@ static PyObject *core_add_segment(Core *c, PyObject *const *args, Py_ssize_t nar
     b->pool = pool;
     c->segs[c->nseg++] = s;
     set_insert(&c->free[pool], b);
-    stat_add(c, K_SEGMENT, pool, 1);
-    stat_add(c, K_RESERVED_BYTES, pool, (int64_t)size);
+    stat_up(c, K_SEGMENT, pool, 1);
+    stat_up(c, K_RESERVED_BYTES, pool, (int64_t)size);
     if (size >= c->max_split) {
         stat_add_all(c, K_OVERSIZE_SEGMENTS, 1);
     }
@@ -676,7 +833,8 @@ static PyObject *core_release_cached(Core *c, PyObject *const *args, Py_ssize_t 
     if (filter && (u64_arg(args[0], &only, "stream") || u64_arg(args[1], &max_tick, "max_tick"))) {
         return NULL;
     }
-    uint64_t *pairs = malloc((c->nseg ? c->nseg : 1) * 2 * sizeof(uint64_t));
+    size_t bytes = array_bytes(c->nseg ? c->nseg : 1, 2 * sizeof(uint64_t));
+    uint64_t *pairs = bytes ? malloc(bytes) : NULL;
     if (pairs == NULL) {
         return PyErr_NoMemory();
     }
@@ -695,7 +853,7 @@ static PyObject *core_release_cached(Core *c, PyObject *const *args, Py_ssize_t 
             pairs[2 * n] = s->base;
             pairs[2 * n + 1] = s->size;
             n++;
-            free(h);
+            block_release(c, h);
             free(s);
         } else {
             c->segs[keep++] = s;
@@ -742,7 +900,8 @@ static PyObject *core_tick(Core *c, PyObject *Py_UNUSED(ignored))
 static PyObject *core_idle_streams(Core *c, PyObject *Py_UNUSED(ignored))
 {
     size_t n = 0;
-    uint64_t *keys = malloc((c->nseg ? c->nseg : 1) * sizeof(uint64_t));
+    size_t bytes = array_bytes(c->nseg ? c->nseg : 1, sizeof(uint64_t));
+    uint64_t *keys = bytes ? malloc(bytes) : NULL;
     if (keys == NULL) {
         return PyErr_NoMemory();
     }
@@ -795,13 +954,20 @@ static void clear_all(Core *c)
     c->hkeys = NULL;
     c->hvals = NULL;
     c->hcap = c->hcount = 0;
+    while (c->spare != NULL) {
+        Block *nx = c->spare->next;
+        free(c->spare);
+        c->spare = nx;
+    }
+    c->nspare = 0;
 }
 
 /* clear() -> [(base, size)] of every segment; forgets all blocks and zeroes current
  * values (peaks and totals stay). For finalize (caller frees) and fork (caller does not). */
 static PyObject *core_clear(Core *c, PyObject *Py_UNUSED(ignored))
 {
-    uint64_t *pairs = malloc((c->nseg ? c->nseg : 1) * 2 * sizeof(uint64_t));
+    size_t bytes = array_bytes(c->nseg ? c->nseg : 1, 2 * sizeof(uint64_t));
+    uint64_t *pairs = bytes ? malloc(bytes) : NULL;
     if (pairs == NULL) {
         return PyErr_NoMemory();
     }
@@ -837,9 +1003,12 @@ static PyObject *core_segments(Core *c, PyObject *Py_UNUSED(ignored))
             nblk++;
         }
     }
-    Segment *segs = malloc((nseg ? nseg : 1) * sizeof(*segs));
-    size_t *counts = malloc((nseg ? nseg : 1) * sizeof(*counts));
-    BlockRow *rows = malloc((nblk ? nblk : 1) * sizeof(*rows));
+    size_t sb = array_bytes(nseg ? nseg : 1, sizeof(Segment));
+    size_t cb = array_bytes(nseg ? nseg : 1, sizeof(size_t));
+    size_t rb = array_bytes(nblk ? nblk : 1, sizeof(BlockRow));
+    Segment *segs = sb ? malloc(sb) : NULL;
+    size_t *counts = cb ? malloc(cb) : NULL;
+    BlockRow *rows = rb ? malloc(rb) : NULL;
     if (segs == NULL || counts == NULL || rows == NULL) {
         free(segs);
         free(counts);
@@ -914,6 +1083,104 @@ static PyObject *core_block(Core *c, PyObject *arg)
                          b->state);
 }
 
+/* check() -> None, or RuntimeError naming the first broken invariant: the blocks of each
+ * segment tile it exactly with consistent links, no two free blocks are adjacent,
+ * the free sets hold exactly the free blocks in (stream, size, address) order, the
+ * active table holds exactly the allocated and pending blocks, and the current
+ * counters equal what the blocks add up to. For tests (cost: linear in blocks). */
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            PyErr_Format(PyExc_RuntimeError, "_cachecore invariant: " __VA_ARGS__);       \
+            return NULL;                                                                 \
+        }                                                                                \
+    } while (0)
+
+static PyObject *core_check(Core *c, PyObject *Py_UNUSED(ignored))
+{
+    int64_t want[NKIND][3];
+    memset(want, 0, sizeof want);
+    size_t nfree[2] = {0, 0}, nactive = 0;
+    for (size_t i = 0; i < c->nseg; i++) {
+        Segment *sg = c->segs[i];
+        int pool = sg->pool;
+        CHECK(sg->head != NULL && sg->head->prev == NULL, "segment %zu has no head", i);
+        CHECK(sg->size <= MAX_ALLOC && sg->base <= UINT64_MAX - sg->size,
+              "segment %zu overflows", i);
+        uint64_t at = sg->base;
+        int split = sg->head->next != NULL;
+        for (Block *b = sg->head; b != NULL; b = b->next) {
+            CHECK(b->seg == sg && b->pool == pool && b->stream == sg->stream,
+                  "a block of segment %zu has another segment, pool or stream", i);
+            CHECK(b->ptr == at && b->size > 0 && b->size <= sg->base + sg->size - at,
+                  "the blocks of segment %zu do not tile it", i);
+            CHECK(b->next == NULL || b->next->prev == b, "broken links in segment %zu", i);
+            at += b->size;
+            int64_t row[NKIND] = {0};
+            if (b->state == ST_FREE) {
+                CHECK(b->next == NULL || b->next->state != ST_FREE,
+                      "two adjacent free blocks in segment %zu", i);
+                CHECK(b->requested == 0, "a free block has a requested size");
+                CHECK(h_get(c, b->ptr) == NULL, "a free block is in the active table");
+                BlockSet *set = &c->free[pool];
+                size_t j = set_lower_bound(set, b->stream, b->size, b->ptr);
+                CHECK(j < set->n && set->v[j] == b, "a free block is missing from its set");
+                nfree[pool]++;
+                if (split) {
+                    row[K_INACTIVE_SPLIT] = 1;
+                    row[K_INACTIVE_SPLIT_BYTES] = (int64_t)b->size;
+                }
+            } else {
+                CHECK(b->state == ST_ALLOC || b->state == ST_PENDING, "bad block state");
+                CHECK(h_get(c, b->ptr) == b, "an active block is missing from the table");
+                CHECK(b->requested <= b->size, "requested > size");
+                nactive++;
+                row[K_ACTIVE] = 1;
+                row[K_ACTIVE_BYTES] = (int64_t)b->size;
+                if (b->state == ST_ALLOC) {
+                    row[K_ALLOCATION] = 1;
+                    row[K_ALLOCATED_BYTES] = (int64_t)b->size;
+                    row[K_REQUESTED_BYTES] = (int64_t)b->requested;
+                }
+            }
+            for (int k = 0; k < NKIND; k++) {
+                want[k][0] += row[k];
+                want[k][pool + 1] += row[k];
+            }
+        }
+        CHECK(at == sg->base + sg->size, "the blocks of segment %zu do not tile it", i);
+        want[K_SEGMENT][0]++;
+        want[K_SEGMENT][pool + 1]++;
+        want[K_RESERVED_BYTES][0] += (int64_t)sg->size;
+        want[K_RESERVED_BYTES][pool + 1] += (int64_t)sg->size;
+    }
+    for (int p = 0; p < 2; p++) {
+        BlockSet *set = &c->free[p];
+        CHECK(set->n == nfree[p], "free set %d holds %zu blocks, %zu are free", p, set->n,
+              nfree[p]);
+        for (size_t j = 1; j < set->n; j++) {
+            const Block *b = set->v[j];
+            CHECK(key_less(set->v[j - 1], b->stream, b->size, b->ptr),
+                  "free set %d is out of order", p);
+        }
+    }
+    CHECK(c->hcount == nactive, "the active table holds %zu blocks, %zu are active", c->hcount,
+          nactive);
+    static const int kinds[] = {K_ALLOCATION,      K_SEGMENT,        K_ACTIVE,
+                                K_INACTIVE_SPLIT,  K_ALLOCATED_BYTES, K_RESERVED_BYTES,
+                                K_ACTIVE_BYTES,    K_INACTIVE_SPLIT_BYTES, K_REQUESTED_BYTES};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        for (int p = 0; p < 3; p++) {
+            int64_t *st = c->stats[kinds[k]][p];
+            CHECK(st[0] == want[kinds[k]][p], "counter %d/%d is %lld, the blocks add up to %lld",
+                  kinds[k], p, (long long)st[0], (long long)want[kinds[k]][p]);
+            CHECK(st[1] >= st[0], "counter %d/%d: peak below current", kinds[k], p);
+        }
+    }
+    Py_RETURN_NONE;
+}
+#undef CHECK
+
 /* stats() -> tuple of NKIND*3*4 ints: [kind][all, small, large][current, peak,
  * allocated, freed]. */
 static PyObject *core_stats(Core *c, PyObject *Py_UNUSED(ignored))
@@ -977,7 +1244,8 @@ static void core_dealloc(Core *c)
 
 static PyMethodDef core_methods[] = {
     {"alloc", (PyCFunction)(void (*)(void))core_alloc, METH_FASTCALL,
-     "alloc(stream, nbytes) -> address of a cached block, or 0 (miss)."},
+     "alloc(stream, nbytes) -> address of a cached block, or 0 (miss; always for "
+     "nbytes > MAX_ALLOC)."},
     {"free", (PyCFunction)core_free, METH_O,
      "free(ptr) -> size of the block given back, negative when over the trim budget "
      "(0: not an allocated block)."},
@@ -1006,6 +1274,8 @@ static PyMethodDef core_methods[] = {
     {"block", (PyCFunction)core_block, METH_O,
      "block(ptr) -> (size, requested, stream, state) of an active block, or None."},
     {"stats", (PyCFunction)core_stats, METH_NOARGS, "stats() -> tuple of counters."},
+    {"check", (PyCFunction)core_check, METH_NOARGS,
+     "check() -> None; RuntimeError naming the first broken invariant (tests)."},
     {"reset_peak", (PyCFunction)core_reset_peak, METH_NOARGS, "peak = current."},
     {"reset_accumulated", (PyCFunction)core_reset_accumulated, METH_NOARGS,
      "allocated = freed = 0."},
@@ -1095,8 +1365,10 @@ static PyObject *raw_free(Raw *r, PyObject *arg)
         return PyObject_CallNoArgs(r->trim);
     }
     if (!PyErr_Occurred()) {
-        PyErr_Format(PyExc_ValueError, "0x%llx is not an address allocated by this allocator",
-                     (unsigned long long)ptr);
+        /* PyErr_Format has no %llx before Python 3.12 */
+        char hex[24];
+        snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)ptr);
+        PyErr_Format(PyExc_ValueError, "%s is not an address allocated by this allocator", hex);
     }
     return NULL;
 }
@@ -1196,10 +1468,26 @@ static PyObject *mod_set_tracing(PyObject *Py_UNUSED(m), PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* A request size within 0 .. MAX_ALLOC (OverflowError naming it otherwise). */
+static int request_arg(PyObject *o, uint64_t *out)
+{
+    if (u64_arg(o, out, "nbytes")) {
+        return -1;
+    }
+    if (*out > MAX_ALLOC) {
+        PyErr_Format(PyExc_OverflowError,
+                     "a request of %llu bytes exceeds the caching allocator's maximum of %llu "
+                     "bytes",
+                     (unsigned long long)*out, (unsigned long long)MAX_ALLOC);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *mod_round_size(PyObject *Py_UNUSED(m), PyObject *arg)
 {
     uint64_t n;
-    if (u64_arg(arg, &n, "nbytes")) {
+    if (request_arg(arg, &n)) {
         return NULL;
     }
     return PyLong_FromUnsignedLongLong(round_size(n));
@@ -1208,7 +1496,7 @@ static PyObject *mod_round_size(PyObject *Py_UNUSED(m), PyObject *arg)
 static PyObject *mod_allocation_size(PyObject *Py_UNUSED(m), PyObject *arg)
 {
     uint64_t n;
-    if (u64_arg(arg, &n, "nbytes")) {
+    if (request_arg(arg, &n)) {
         return NULL;
     }
     return PyLong_FromUnsignedLongLong(allocation_size(round_size(n)));
@@ -1249,6 +1537,13 @@ PyMODINIT_FUNC PyInit__cachecore(void)
         PyModule_AddIntConstant(m, "MIN_LARGE_ALLOC", (long)MIN_LARGE_ALLOC) < 0 ||
         PyModule_AddIntConstant(m, "ROUND_LARGE", (long)ROUND_LARGE) < 0 ||
         PyModule_AddIntConstant(m, "NKIND", NKIND) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *max_alloc = PyLong_FromUnsignedLongLong(MAX_ALLOC);
+    int rc = max_alloc == NULL ? -1 : PyModule_AddObjectRef(m, "MAX_ALLOC", max_alloc);
+    Py_XDECREF(max_alloc);
+    if (rc < 0) {
         Py_DECREF(m);
         return NULL;
     }

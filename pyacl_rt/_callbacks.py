@@ -31,8 +31,10 @@ Rules for a callback (``fn(*args)``):
   such call). :func:`pyacl_rt.finalize` is refused there with
   ``CallbackContextError`` too (resetting the device waits for the stream, which
   waits for the callback). Hand heavy or blocking work to another thread.
-* An exception it raises is logged (logger ``pyacl_rt``) and re-raised by the next
-  ``synchronize()`` of that stream; it is never lost.
+* An exception it raises is re-raised by the next ``synchronize()`` of that stream;
+  it is never lost: one that never is (the stream is closed, garbage-collected or
+  finalized first) is logged then, with its traceback (logger ``pyacl_rt``, level
+  ERROR). At the time it is raised it is only logged at DEBUG level.
 * The callable, its arguments and the stream are kept alive until it has run.
 
 The report thread counts as a callback thread for its whole life, not only while a
@@ -52,6 +54,7 @@ import contextlib
 import itertools
 import os
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 from . import _device, _releaser, _runtime, errors, lowlevel
@@ -65,7 +68,7 @@ if TYPE_CHECKING:
 
     from ._stream import Stream
 
-__all__ = ["pending_count", "report_threads"]
+__all__ = ["pending_count", "report_threads", "report_unraised"]
 
 _log = get_logger("pyacl_rt")
 
@@ -222,7 +225,9 @@ def _on_callback(user_data: Any) -> None:
         try:
             fn(*args)
         except BaseException as exc:
-            _log.error(
+            # Only DEBUG here: the user gets it from synchronize(); if that never comes,
+            # report_unraised logs it (with its traceback) when the stream goes away.
+            _log.debug(
                 "pyacl_rt: host callback %r on %r raised; it will be re-raised by the next "
                 "synchronize() of that stream",
                 fn,
@@ -231,6 +236,7 @@ def _on_callback(user_data: Any) -> None:
             )
             with contextlib.suppress(Exception):
                 exc.add_note(f"raised in host callback {fn!r} launched on {stream!r}")
+            _watch_unraised(stream)
             stream._errors.append(exc)
         finally:
             st.in_callback = was_in_callback
@@ -243,6 +249,44 @@ def _on_callback(user_data: Any) -> None:
 
 
 _trampoline = _ffi.callback("void(void *)", _on_callback)
+
+#: id(stream) -> the finalizer that reports its callback exceptions if the stream is
+#: collected before a synchronize() re-raised them (one per stream that ever had one).
+_unraised_watch: dict[int, weakref.finalize[..., Any]] = {}
+
+
+def _watch_unraised(stream: Stream) -> None:
+    key = id(stream)
+    watch = _unraised_watch.get(key)
+    if watch is None or not watch.alive:
+        watch = weakref.finalize(stream, _stream_collected, key, stream._errors, repr(stream))
+        watch.atexit = False  # at exit, finalize() reports what is left ("finalized")
+        _unraised_watch[key] = watch
+
+
+def _stream_collected(key: int, errs: list[BaseException], where: str) -> None:
+    _unraised_watch.pop(key, None)
+    report_unraised(errs, where, "garbage-collected")
+
+
+def report_unraised(errs: list[BaseException], where: str, fate: str) -> None:
+    """Log (ERROR, with traceback) and forget the host-callback exceptions in ``errs``
+    that no ``synchronize()`` re-raised: the stream ``where`` was ``fate`` ("closed",
+    "garbage-collected", "finalized") first. Never raises."""
+    while errs:
+        try:
+            exc = errs.pop(0)
+        except IndexError:  # pragma: no cover - a concurrent synchronize() took it
+            return
+        with contextlib.suppress(Exception):  # logging torn down at exit
+            _log.error(
+                "pyacl_rt: a host callback on %s raised, and the stream was %s before a "
+                "synchronize() could re-raise it",
+                where,
+                fate,
+                exc_info=exc,
+            )
+
 
 _subscribe_lock = threading.Lock()
 

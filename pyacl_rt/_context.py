@@ -42,6 +42,7 @@ from ._state import (
     _select_device,
     _validated_ctx,
     context_close_hooks,
+    finalized_error,
 )
 from ._syncdebug import _check_sync, _sync_debug
 from .errors import ObjectClosedError
@@ -177,9 +178,7 @@ class Context:
     def _require_open(self) -> None:
         if self._ref.device < 0:
             if self._ref.dead == "finalized":
-                raise errors.RuntimeFinalizedError(
-                    "this Context belongs to a runtime that was finalized", explanation=""
-                )
+                raise finalized_error("Context")
             raise ObjectClosedError("this Context is closed", explanation="")
 
     def make_current(self) -> None:

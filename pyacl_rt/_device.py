@@ -269,9 +269,17 @@ def device_count() -> int:
 
 
 def is_available() -> bool:
-    """True if a runtime library loads and at least one device is visible. Never raises."""
+    """True if a runtime library loads and at least one device is visible.
+
+    Never raises for a missing library or a runtime that does not start (False), as
+    in torch, except for a configuration error: an invalid ``PYACL_RT_*`` value raises
+    :class:`~pyacl_rt.errors.ConfigError` (the same error ``device_count()`` raises),
+    instead of hiding the typo behind False.
+    """
     try:
         return device_count() > 0
+    except errors.ConfigError:
+        raise
     except Exception:
         return False
 
@@ -557,6 +565,11 @@ class DeviceProperties:
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, f) for f in self._FIELDS)
+
+    def __reduce__(self) -> tuple[type[DeviceProperties], tuple[object, ...]]:
+        # A plain value: pickles (and copies) through the constructor (the default
+        # protocol would set the slots one by one, which __setattr__ refuses).
+        return (DeviceProperties, self._values())
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"DeviceProperties is immutable: cannot assign to {name!r}")

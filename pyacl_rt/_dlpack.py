@@ -564,8 +564,10 @@ def from_dlpack(
     ``device``: None (where the data is), ``"cpu"`` (a HostBuffer) or a device
     (index, ``Device``, ``"npu:N"``); a different place means a copy. ``copy``: None
     (copy only if needed: another ``device``, or a read-only tensor), True (always a new
-    buffer), False (never; ``BufferError`` if needed). See :mod:`pyacl_rt._dlpack` for
-    what is refused (non-contiguous, sub-byte or opaque dtypes, unknown devices).
+    buffer), False (never; ``BufferError`` if needed). Refused with a typed error that
+    names the problem: non-contiguous tensors (``BufferError``), sub-byte or opaque
+    element types (``TypeError``), other devices such as CUDA (``BufferError``), device
+    pointers the runtime does not know as device memory, capsules used twice.
     """
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"copy must be None, True or False, not {type(copy).__name__}")

@@ -73,8 +73,8 @@ _wait_event: Callable[[int, int], None] = _fast._wait_event
 _fast_stream_wait_event = _fast.stream_wait_event
 
 
-class EventTimingError(errors.AclUsageError, ValueError):
-    """``elapsed_time`` on events without timing or never recorded (also a ``ValueError``)."""
+#: Defined in :mod:`pyacl_rt.errors` (with every other error class); kept here for imports.
+EventTimingError = errors.EventTimingError
 
 
 def _destroy_event(ctx: _CtxRef, handle: int) -> None:

@@ -140,6 +140,7 @@ _config_path: str | None = None
 _ever_initialized: bool = False
 _bad_fork: bool = False
 _finalizing: bool = False
+_at_exit: bool = False  # set once the interpreter-exit finalize starts
 
 #: Run by :func:`finalize` (also at interpreter exit) before the gate closes, while the
 #: runtime is fully usable, in priority order: wait for the device work already queued,
@@ -225,6 +226,12 @@ def is_initialized() -> bool:
 def is_finalized() -> bool:
     """True after :func:`finalize` (until an explicit :func:`init`)."""
     return _state == FINALIZED
+
+
+def at_exit() -> bool:
+    """True once pyacl_rt's interpreter-exit finalize has started (release hooks use it
+    to stay quiet about what the process end releases anyway)."""
+    return _at_exit
 
 
 def is_external() -> bool:
@@ -608,8 +615,6 @@ def _watchdog_warn() -> None:
     )
 
 
-#: True once finalize at interpreter exit started (see :func:`_quiet_thread_excepthook`).
-_at_exit = False
 _previous_excepthook: Callable[[threading.ExceptHookArgs], object] | None = None
 
 
@@ -627,8 +632,8 @@ def _quiet_thread_excepthook(args: threading.ExceptHookArgs) -> None:
 
 def _atexit_finalize() -> None:
     global _at_exit, _previous_excepthook
-    if _state == READY and not _bad_fork and not _at_exit:
-        _at_exit = True
+    _at_exit = True
+    if not _bad_fork and threading.excepthook is not _quiet_thread_excepthook:
         _previous_excepthook = threading.excepthook
         threading.excepthook = _quiet_thread_excepthook
     watchdog: threading.Timer | None = None

@@ -179,14 +179,27 @@ def _owner_of(ref: _CtxRef) -> object:
     return owner() if owner is not None else None
 
 
+def finalized_error(what: str, detail: str = "") -> errors.RuntimeFinalizedError:
+    """The error for an object of a finalized runtime: what happened and what to do
+    (start the runtime again if it is not, then create a new object)."""
+    from . import _runtime  # floor 3, below this module
+
+    if _runtime.is_initialized():
+        advice = "the runtime was started again since: create a new one"
+    else:
+        advice = "call pyacl_rt.init() to start the runtime again, then create a new one"
+    return errors.RuntimeFinalizedError(
+        f"this {what} belongs to a runtime that was finalized (pyacl_rt.finalize() or "
+        f"interpreter exit) and cannot be used any more{detail}; {advice}",
+        explanation="",
+    )
+
+
 def _raise_dead(reason: str | None) -> None:
     if reason == "forked":
         raise errors.ForkedProcessError()
     if reason == "finalized":
-        raise errors.RuntimeFinalizedError(
-            "this object belongs to a runtime that was finalized; create a new one",
-            explanation="",
-        )
+        raise finalized_error("object")
     if reason is None:
         raise ObjectClosedError("object is not bound to a context", explanation="")
     raise ObjectClosedError(reason, explanation="")

@@ -115,7 +115,11 @@ _KIND_NAMES: Final = ("owned", "default", "pool", "external")
 
 # ------------------------------------------------------------ marker events
 class _MarkerPool:
-    """Raw ACL events (flag SYNC) per context, reused for keep-alive markers."""
+    """Raw ACL events (flag SYNC) per context, reused for keep-alive markers: at most
+    :attr:`IDLE_MAX` idle per context (a burst of outstanding markers does not stay
+    allocated for the life of the process)."""
+
+    IDLE_MAX = 64
 
     def __init__(self) -> None:
         self._free: dict[_CtxRef, list[int]] = {}
@@ -136,7 +140,21 @@ class _MarkerPool:
         if ctx.device < 0:
             return  # its context died; the runtime released the event with it
         with self._lock:
-            self._free.setdefault(ctx, []).append(handle)
+            lst = self._free.setdefault(ctx, [])
+            if len(lst) < self.IDLE_MAX:
+                lst.append(handle)
+                return
+        prev = _local.st.ctx
+        try:  # the pool is full: destroy it (never raises)
+            if prev is not ctx:
+                ctx.make_current()
+            rc = _lib.aclrtDestroyEvent(handle)
+            if rc:
+                _log_release_failure("aclrtDestroyEvent", handle, rc)
+            if prev is not None and prev is not ctx and prev.device >= 0:
+                prev.make_current()
+        except Exception:  # pragma: no cover - defensive
+            _log.debug("pyacl_rt: destroying a marker event failed", exc_info=True)
 
     def drop_context(self, ctx: _CtxRef) -> None:
         """Destroy the pooled events of ``ctx`` (context close / finalize)."""
@@ -564,9 +582,13 @@ class Stream:
         """Run ``fn(*args)`` on pyacl_rt's report thread when the stream reaches this point.
 
         ``block=True`` (the default, like torch_npu's host funcs) makes later work on
-        the stream wait until ``fn`` returns. See :mod:`pyacl_rt._callbacks` for what a
-        callback may not do. An exception raised by ``fn`` is logged and re-raised by
-        the next :meth:`synchronize` of this stream.
+        the stream wait until ``fn`` returns. ``fn`` must not wait for device work (a
+        synchronize, a synchronous copy, closing a stream that has callbacks, or
+        :func:`pyacl_rt.finalize` raise :class:`~pyacl_rt.errors.CallbackContextError`
+        there) nor allocate or free device memory: hand blocking work to another
+        thread. An exception raised by ``fn`` is re-raised by the next
+        :meth:`synchronize` of this stream; if the stream is closed, collected or
+        finalized first, it is logged (logger ``pyacl_rt``) instead.
         """
         if not callable(fn):
             raise TypeError(f"launch_host_func(): fn must be callable, not {type(fn).__name__}")
@@ -664,12 +686,16 @@ class Stream:
                 _wait_stream(self._handle, -1)
             except errors.AclError:
                 pass
+        where = repr(self)
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
         _live.discard(self)
+        if self._errors:  # host-callback exceptions no synchronize() will re-raise now
+            _callbacks.report_unraised(self._errors, where, "closed")
 
     def _make_inert(self, reason_ctx: _CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
+        where = repr(self)
         if not _run_finalizer(self._finalizer):
             state = self._state
             sub = state.sub
@@ -683,6 +709,9 @@ class Stream:
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
             state.watch.clear()
+        if self._errors:
+            fate = "finalized" if reason_ctx.dead == "finalized" else "closed"
+            _callbacks.report_unraised(self._errors, where, fate)
         self._ctx = reason_ctx
 
     def __enter__(self) -> Stream:

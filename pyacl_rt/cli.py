@@ -44,20 +44,36 @@ Commands:
 
     ``runtime.state`` is the state while the devices were queried.
 
-Exit codes: 0 success; 1 runtime error (one-line message on stderr, no traceback;
+    When ``info`` fails as a whole (exit 1: no usable library, a bad ``PYACL_RT_*``
+    value, the runtime does not start), ``--json`` prints an error document instead::
+
+    {"schema": 1, "pyacl_rt_version": str,
+     "error": {"type": str,                    # the exception class, e.g.
+               "message": str,                 #   "LibraryNotFoundError"
+               "searched": [str]}}             # every place tried (else [])
+
+Output: the report (text or ``--json``) goes to stdout; warnings (``warning: ...``,
+e.g. the auto -> mock fallback) and errors go to stderr, so ``2>/dev/null`` keeps
+only the report. The text report lists the places searched for a real library.
+
+Exit codes: 0 success; 1 runtime error (a one-line message on stderr, no traceback;
+when no library was found, followed by every place tried and why it was rejected;
 for ``info`` also when any device could not be queried - the document is still
-printed with the error in that device's entry); 2 usage error. No visible device
+printed with the error in that device's entry); 2 usage error (the usage of the
+command concerned, ``pyacl-rt info`` for ``info``'s arguments). No visible device
 (``ACL_ERROR_RT_NO_DEVICE``: no card, or ``ASCEND_RT_VISIBLE_DEVICES`` selects none
 or is malformed) is not an error: ``info`` lists 0 devices (the document is printed
 as usual), prints the runtime's reason on stderr and exits 0.
 
 New commands (``doctor``, ``bench``) plug in through :func:`build_parser`: add a
-sub-parser and set its ``func`` default to a ``(args) -> int`` handler.
+sub-parser and set its ``func`` default to a ``(args, out) -> int`` handler and its
+``command_parser`` default to the sub-parser.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -68,7 +84,14 @@ from typing import Any, TextIO
 
 from . import _options, errors
 
-__all__ = ["INFO_SCHEMA_VERSION", "build_parser", "collect_info", "format_info_text", "main"]
+__all__ = [
+    "INFO_SCHEMA_VERSION",
+    "build_parser",
+    "collect_info",
+    "format_info_text",
+    "format_warnings",
+    "main",
+]
 
 #: Version of the ``info --json`` document layout. Bumped only on incompatible changes;
 #: new keys may be added without a bump.
@@ -196,7 +219,8 @@ def collect_info() -> dict[str, Any]:
     process-wide failure (no library, runtime does not start, device count fails).
 
     Starts the runtime if needed (the ``info`` command finalizes it again); creates no
-    context that outlives the call (see :func:`_mem_info`) and leaves the calling
+    context that outlives the call (free memory is read through a temporary context
+    on a device this process does not use) and leaves the calling
     thread's device, context and stream selection unchanged.
     """
     from . import _device as device
@@ -325,6 +349,7 @@ def format_info_text(doc: dict[str, Any]) -> str:
         f"library:      {lib['path']}",
         f"found via:    {lib['found_via']}",
     ]
+    lines.extend(_format_searched(lib.get("searched") or []))
     version = doc["cann_version"] or "unknown"
     if doc["cann_version"] and doc.get("cann_version_source"):
         version += f" (from {doc['cann_version_source']})"
@@ -349,12 +374,27 @@ def format_info_text(doc: dict[str, Any]) -> str:
         if dev["error"] is not None:
             lines.extend(_wrapped(f"{' ' * len(head)} error: {dev['error']}", len(head) + 1))
     lines.extend(_format_peer_access(doc["devices"]))
-    for w in doc["warnings"]:
-        # first sentence only; the full text (e.g. every place searched) is in --json
-        first, sep, rest = w.partition(". ")
-        more = " (details: pyacl-rt info --json)" if sep and rest else ""
-        lines.extend(_wrapped(f"warning: {first.rstrip('.')}{more}", len("warning: ")))
     return "\n".join(lines) + "\n"
+
+
+def _format_searched(searched: list[str]) -> list[str]:
+    """The places searched for a real library, in order, each with why it was not
+    used (one line each: paths are not broken)."""
+    if not searched:
+        return []
+    n = len(searched)
+    head = f"searched:     {n} place{'s' if n != 1 else ''} for a real libascendcl.so, in order:"
+    return [head, *(f"  {place}" for place in searched)]
+
+
+def format_warnings(doc: dict[str, Any]) -> str:
+    """The document's warnings as ``warning: ...`` lines (80 columns; for stderr): the
+    first sentence of each, the rest (what to set) follows from the report."""
+    lines: list[str] = []
+    for w in doc.get("warnings") or []:
+        first = w.partition(". ")[0].rstrip(".")
+        lines.extend(_wrapped(f"warning: {first}", len("warning: ")))
+    return "".join(line + "\n" for line in lines)
 
 
 def _env_rows_text(rows: list[dict[str, str]]) -> str:
@@ -391,28 +431,52 @@ def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     started_here = runtime.state() == "uninitialized"
     doc: dict[str, Any] | None = None
     try:
-        doc = collect_info()
-    finally:
-        if started_here:
-            try:
-                runtime.finalize()
-            except errors.AclError:
-                if doc is not None:
-                    raise  # a failed aclFinalize is the command's error
+        try:
+            doc = collect_info()
+        finally:
+            if started_here:
+                try:
+                    runtime.finalize()
+                except errors.AclError:
+                    if doc is not None:
+                        raise  # a failed aclFinalize is the command's error
+    except errors.AclError as exc:
+        if args.json:
+            json.dump(_error_document(exc), out, indent=2)
+            out.write("\n")
+        raise
     if args.json:
         json.dump(doc, out, indent=2, sort_keys=False)
         out.write("\n")
     else:
         out.write(format_info_text(doc))
+    warning_text = format_warnings(doc)
+    if warning_text:
+        out.flush()  # the report first, then the warnings (as a terminal shows them)
+        sys.stderr.write(warning_text)
     if doc["device_count"] == 0:
         reason = doc.get("no_device_reason") or "the runtime reports no device"
         print(f"pyacl-rt: no devices: {reason}", file=sys.stderr)
     return 1 if any(d["error"] is not None for d in doc["devices"]) else 0
 
 
+def _error_document(exc: errors.AclError) -> dict[str, Any]:
+    """What ``info --json`` prints when the command fails as a whole."""
+    return {
+        "schema": INFO_SCHEMA_VERSION,
+        "pyacl_rt_version": _package_version(),
+        "error": {
+            "type": type(exc).__name__,
+            "message": _one_line(exc),
+            "searched": list(getattr(exc, "searched", ())),
+        },
+    }
+
+
 # ---------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser; each sub-command sets ``func(args, out) -> int``."""
+    """The argument parser; each sub-command sets the defaults ``func(args, out) -> int``
+    and ``command_parser`` (its own parser: errors in its arguments show its usage)."""
     parser = argparse.ArgumentParser(
         prog="pyacl-rt",
         description="pyacl_rt: Python runtime for Ascend NPUs (AscendCL) and its mock.",
@@ -438,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --env: print the documentation table (as in the README) in Markdown",
     )
-    info.set_defaults(func=_cmd_info)
+    info.set_defaults(func=_cmd_info, command_parser=info)
     return parser
 
 
@@ -450,16 +514,26 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Entry point of ``pyacl-rt``; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)  # exits with 2 on usage errors
+    # Unknown arguments are reported with the usage of the command they were given to
+    # (argparse would show the top-level usage for `pyacl-rt info extra`).
+    args, unknown = parser.parse_known_args(argv)  # exits with 2 on usage errors
+    command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+    if unknown:
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")  # exits with 2
     stream = out if out is not None else sys.stdout
     try:
         code: int = args.func(args, stream)
     except _UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"pyacl-rt: error: {exc}", file=sys.stderr)
+        command.print_usage(sys.stderr)
+        print(f"{command.prog}: error: {exc}", file=sys.stderr)
         return 2
     except errors.AclError as exc:
+        with contextlib.suppress(BrokenPipeError):
+            stream.flush()  # an error document (--json) before the message
         print(f"pyacl-rt: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        # LibraryNotFoundError: every place tried, with the reason it was rejected
+        for place in getattr(exc, "searched", ()):
+            print(f"  {place}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # `pyacl-rt info | head`: the reader went away; exit quietly, and keep Python

@@ -5,7 +5,7 @@ Every failure pyacl_rt raises derives from :class:`AclError`. Errors coming from
 
 * ``code`` - the integer ``aclError`` value,
 * ``name`` - the constant's name (``ACL_ERROR_RT_MEMORY_ALLOCATION``), from the
-  generated table :data:`pyacl_rt._raw._abi_runtime.ERROR_NAMES`,
+  table generated from the CANN headers (:func:`error_name`),
 * ``function`` - the C function that failed (``"aclrtMalloc"``),
 * ``recent_message`` - the runtime's own text (``aclGetRecentErrMsg``), which the
   raw layer reads at once on the failing thread (it is per thread and is cleared
@@ -22,6 +22,7 @@ Hierarchy by ACL code family (first digit of the code)::
     |   +-- ObjectClosedError    a Stream / Event / Context / buffer used after close()
     |   +-- CallbackContextError (also RuntimeError) blocking call inside a host callback
     |   +-- SyncDebugError       (also RuntimeError) blocking call in sync-debug mode "error"
+    |   +-- EventTimingError     (also ValueError) elapsed_time of events without timing
     +-- AclResourceError         2xxxxx  resource errors
     |   +-- AclOutOfMemoryError  (also MemoryError) 207001, 207018, 200000, 245000
     |   +-- FeatureNotSupportedError   207000, 200001, 200006, 207019
@@ -34,6 +35,9 @@ Hierarchy by ACL code family (first digit of the code)::
     +-- ConfigError              (also ValueError) bad PYACL_RT_* environment value
     +-- ForkedProcessError       (also RuntimeError) runtime used in a forked child
 
+Not an :class:`AclError`: :class:`ExtensionNotBuiltError` (an ``ImportError``), raised by
+``import pyacl_rt`` when the compiled extensions are missing (an unbuilt source tree).
+
 Warnings (``UserWarning`` subclasses): :class:`BackendFallbackWarning` - the bundled
 mock is used because no real library was found (``PYACL_RT_BACKEND=auto``);
 :class:`SyncDebugWarning` - a call that makes the host wait for the device, in
@@ -42,7 +46,8 @@ sync-debug mode ``"warn"``.
 All exceptions pickle with every attribute (``__reduce__``), so they cross
 ``multiprocessing`` boundaries intact.
 
-Floor 1: only the standard library and :mod:`pyacl_rt._raw._abi_runtime`.
+Imports only the standard library and the generated tables (layer 1 of
+docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -67,6 +72,8 @@ __all__ = [
     "BackendFallbackWarning",
     "CallbackContextError",
     "ConfigError",
+    "EventTimingError",
+    "ExtensionNotBuiltError",
     "FeatureNotSupportedError",
     "ForkedProcessError",
     "FunctionNotFoundError",
@@ -467,6 +474,11 @@ class SyncDebugError(AclUsageError, RuntimeError):
     """
 
 
+class EventTimingError(AclUsageError, ValueError):
+    """``Event.elapsed_time`` on events created without ``enable_timing=True`` or never
+    recorded (also a ``ValueError``)."""
+
+
 class AclServiceError(AclError):
     """3xxxxx: storage / sub-health errors."""
 
@@ -564,6 +576,13 @@ class ForkedProcessError(AclError, RuntimeError):
                 "'forkserver') to start worker processes."
             )
         super().__init__(message, function=function, explanation="")
+
+
+class ExtensionNotBuiltError(ImportError):
+    """pyacl_rt's compiled extensions are missing: ``import pyacl_rt`` found a source
+    tree that was never built (or an incomplete installation). The message says which
+    copy was imported, whether an installed copy is shadowed by it, and how to fix it.
+    Not an :class:`AclError` (nothing reached the runtime); an ``ImportError``."""
 
 
 # ------------------------------------------------------------------ warnings

@@ -19,7 +19,8 @@ Contract:
   pointers and handles, ``const char *`` as cdata). Nothing raises on a nonzero code:
   call :func:`check` (it reads ``aclGetRecentErrMsg`` at once, on the failing thread).
 * **Loading**: the first access to a function attribute (or :data:`lib`) calls
-  :func:`load`, which asks :mod:`pyacl_rt._raw._loader` which library to use, ``dlopen``\\ s
+  :func:`load`, which asks the loader which library to use (see
+  :func:`pyacl_rt.backend_info` and the README's "Which library is loaded"), ``dlopen``\\ s
   it once (plus libmsprofiler.so / libascend_dump.so next to it, when present) and
   resolves every symbol into the C dispatch table. After that, for each *resolved*
   function ``lowlevel.NAME is lowlevel.lib.NAME`` (the raw cffi builtin: no Python
@@ -35,7 +36,7 @@ Contract:
   :func:`scratch` for out-parameters.
 * ``ffi.errno`` is not maintained across these calls (ACL reports through return codes
   and ``aclGetRecentErrMsg``; skipping cffi's errno bookkeeping saves two calls per call).
-* **Fast variants** (:data:`fast`, the hand-written C module ``pyacl_rt._raw._fastcall``)
+* **Fast variants** (:data:`fast`, a hand-written C module)
   for the hot calls with out-parameters or >= 2 arguments, where cffi's generic
   wrapper costs most (argument tuple + ``PyArg_UnpackTuple``; reading the scratch
   array back). They jump through the *same* dispatch table (one table, filled once by
@@ -87,8 +88,8 @@ Contract:
 * ``aclAppLog`` is bound with a fixed signature ``(level, func, file, line, message)``;
   the message is logged literally (the wrapper passes it through ``"%s"``).
 
-Floor 2: imports only floor-1 modules and :mod:`pyacl_rt._raw` (the loader lazily, in
-:func:`load`).
+Layer 2 of docs/architecture.md: imports only layer-1 modules and the private raw
+package (the loader lazily, in :func:`load`).
 """
 
 from __future__ import annotations

@@ -44,7 +44,12 @@ __all__ = [
     "prefix",
 ]
 
-#: aclmockStat values (acl_mock.h), by the names MockControl.counts() reports.
+#: aclmockStat values (acl_mock.h), by the names MockControl.stat() / counts() use.
+#: ``contexts`` and ``streams`` are what the program created (explicit contexts,
+#: ``aclrtCreateStream*`` / ``Stream()``): the mock's totals minus what the runtime keeps
+#: on its own, reported apart as ``default_contexts`` (the context ``aclrtSetDevice``
+#: keeps per device in use; pyacl_rt holds it until finalize) and ``default_streams``
+#: (every context's default stream).
 STATS: dict[str, int] = {
     "contexts": 0,
     "streams": 1,
@@ -53,16 +58,39 @@ STATS: dict[str, int] = {
     "bytes": 4,
     "host_allocations": 5,
     "host_bytes": 6,
+    "default_contexts": 7,
+    "default_streams": 8,
 }
+#: The runtime's own part of a total, subtracted by MockControl.stat().
+_RUNTIME_PART = {"contexts": "default_contexts", "streams": "default_streams"}
 ALL_DEVICES = -1
 REPORT_NOW = 0
 REPORT_LAST_FINALIZE = 1
 
 
 # -------------------------------------------------------------- build flags
+def _is_built_prefix(path: Path) -> bool:
+    return (path / "include" / "acl" / "acl.h").is_file() and (
+        path / "lib64" / "libascendcl.so"
+    ).is_file()
+
+
 def prefix() -> Path:
-    """Install prefix of the bundled mock (``include/`` and ``lib64/`` below it)."""
-    return bundled_mock_dir()
+    """Install prefix of the bundled mock (``include/`` and ``lib64/`` below it).
+
+    Normally this package's own ``_mock``. In a source checkout that was never built
+    (run from inside the checkout after ``pip install .``, which installed a built copy
+    elsewhere), the bundled mock of that installed copy: the build flags need no
+    compiled extension."""
+    own = bundled_mock_dir()
+    if _is_built_prefix(own):
+        return own
+    from ._raw._shadow import other_installations
+
+    for package_dir in other_installations():
+        if _is_built_prefix(package_dir / "_mock"):
+            return package_dir / "_mock"
+    return own
 
 
 def include_dir() -> Path:
@@ -97,7 +125,14 @@ def _check_built() -> None:
         raise SystemExit(
             "pyacl_rt.mock: the bundled mock is not built (missing "
             + ", ".join(map(str, missing))
-            + "); reinstall pyacl_rt with `pip install .` or `pip install -e .`"
+            + "); build this copy in place with `pip install -e .` in the checkout "
+            "(or install pyacl_rt with `pip install .` and run from another directory)"
+        )
+    if prefix() != bundled_mock_dir():
+        # Say which mock the flags point at: not the checkout's (never built).
+        sys.stderr.write(
+            f"pyacl_rt.mock: note: {bundled_mock_dir().parent} is an unbuilt source tree; "
+            f"using the bundled mock of the pyacl_rt installed in {prefix().parent.parent}\n"
         )
 
 
@@ -172,17 +207,30 @@ class MockControl:
         d.aclmockGetPhysicalDevice.argtypes = (ctypes.c_int32,)
 
     # ---- counts
-    def stat(self, which: str, device: int = ALL_DEVICES) -> int:
-        """Live count of ``which`` (a key of :data:`STATS`) on ``device`` (-1 = total)."""
-        if which not in STATS:
-            raise ValueError(f"unknown stat {which!r}; expected one of {', '.join(STATS)}")
+    def _raw_stat(self, which: str, device: int) -> int:
         v = int(self._dll.aclmockGetStat(device, STATS[which]))
         if v < 0:
             raise ValueError(f"invalid device id {device} for the mock")
         return v
 
+    def stat(self, which: str, device: int = ALL_DEVICES) -> int:
+        """Live count of ``which`` (a key of :data:`STATS`) on ``device`` (-1 = total).
+
+        ``"contexts"`` and ``"streams"`` count what the program created; the runtime's
+        own default contexts and streams are ``"default_contexts"`` and
+        ``"default_streams"``."""
+        if which not in STATS:
+            raise ValueError(f"unknown stat {which!r}; expected one of {', '.join(STATS)}")
+        part = _RUNTIME_PART.get(which)
+        if part is None:
+            return self._raw_stat(which, device)
+        own = self._raw_stat(part, device)  # two reads: exact while nothing changes
+        return self._raw_stat(which, device) - own
+
     def counts(self, device: int = ALL_DEVICES) -> dict[str, int]:
-        """Every live count for ``device`` (-1 = all devices plus host-side objects)."""
+        """Every live count for ``device`` (-1 = all devices plus host-side objects):
+        what the program created first, then ``default_contexts`` and
+        ``default_streams``, what the runtime keeps on its own (see :data:`STATS`)."""
         return {name: self.stat(name, device) for name in STATS}
 
     @property

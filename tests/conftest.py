@@ -184,7 +184,15 @@ def run_threads() -> Callable[[int, Callable[[int], object]], list[BaseException
 
 
 # ------------------------------------------------------------ leak checking
-_DEVICE_STATS = ("contexts", "streams", "events", "allocations", "bytes")
+_DEVICE_STATS = (
+    "contexts",
+    "streams",
+    "events",
+    "allocations",
+    "bytes",
+    "default_contexts",
+    "default_streams",
+)
 _HOST_STATS = ("host_allocations", "host_bytes")
 
 
@@ -259,8 +267,9 @@ def _settle() -> None:
 
 @pytest.fixture(autouse=True)
 def mock_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After each test, the mock's live counts (per device: contexts, streams, events,
-    allocations, bytes; host allocations/bytes) are back at their value before it.
+    """After each test, the mock's live counts (per device: contexts and streams created,
+    events, allocations, bytes, default contexts and streams; host allocations/bytes)
+    are back at their value before it.
 
     Allowed: the primary context and its default stream of a device the test used for
     the first time (pyacl_rt keeps them until finalize). A test that finalized the
@@ -305,8 +314,8 @@ def mock_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
     new = set(D._primaries) - primaries
     expected = {key: dict(counts) for key, counts in before.items()}
     for d in new:
-        expected[d]["contexts"] += 1
-        expected[d]["streams"] += 1
+        expected[d]["default_contexts"] += 1
+        expected[d]["default_streams"] += 1
     diff = {
         key: {k: f"{expected[key][k]} -> {v}" for k, v in counts.items() if v != expected[key][k]}
         for key, counts in after.items()

@@ -561,3 +561,234 @@ def test_dlpack_exports_of_cached_buffers(caching: Any) -> None:
         with pytest.raises(BufferError):
             pinned.close()
         del arr
+
+
+# ------------------------------------------------------- hostile sizes (issue 12)
+#: Sizes whose rounding (512 B, 2 MiB, next power of two) or byte counts overflow 64
+#: bits or the allocator's signed statistics, and sizes no device can hold.
+HUGE_SIZES = [2**64 - 1, 2**64 - 32, 2**64 - 64, 2**64 - 2 * MiB, 2**63 + 1, 2**63, 2**63 - 1]
+
+
+def _entry_points(s: Any) -> dict[str, Callable[[int], object]]:
+    return {
+        "DeviceBuffer": lambda n: M.DeviceBuffer(n),
+        "DeviceBuffer(stream=)": lambda n: M.DeviceBuffer(n, stream=s),
+        "caching_allocator(s).alloc": lambda n: pyacl_rt.caching_allocator(s).alloc(n),
+        "caching_allocator_alloc": lambda n: pyacl_rt.caching_allocator_alloc(n, stream=s),
+        "HostBuffer": lambda n: M.HostBuffer(n),
+    }
+
+
+@pytest.mark.parametrize("nbytes", HUGE_SIZES)
+def test_huge_sizes_raise_before_anything_is_allocated(caching: Any, nbytes: int) -> None:
+    """Issue 12: 2**64 - 1 wrapped to a 0-byte block (nbytes 2**64 - 1 over a 2 MiB
+    segment the cache owned). Every entry point raises the out-of-memory error native
+    raises, naming the size, with nothing allocated and the cache untouched."""
+    s = S.Stream(0)
+    warm = M.DeviceBuffer(4096, stream=s)  # a cached segment the request must not get
+    warm_ptr = warm.ptr
+    warm.close()
+    before = (allocations(), mock_control().stat("host_allocations"), M.memory_stats())
+    for name, fn in _entry_points(s).items():
+        with pytest.raises(errors.AclOutOfMemoryError) as ei:
+            fn(nbytes)
+        assert str(nbytes) in str(ei.value), (name, str(ei.value))
+    after = (allocations(), mock_control().stat("host_allocations"), M.memory_stats())
+    assert after == before
+    with M.DeviceBuffer(4096, stream=s) as again:  # the cached block is intact
+        assert again.ptr == warm_ptr
+    s.close()
+
+
+@pytest.mark.parametrize("nbytes", [2**64 - 1, 2**63])
+def test_huge_sizes_raise_the_same_family_as_native(native_allocator: None, nbytes: int) -> None:
+    for fn in (M.DeviceBuffer, M.HostBuffer):
+        with pytest.raises(errors.AclOutOfMemoryError):
+            fn(nbytes)
+
+
+def test_request_larger_than_the_device_keeps_the_cache(caching: Any) -> None:
+    """A request no device memory can serve fails at once: the cached segments are not
+    given back (the retry could not help)."""
+    cached = M.DeviceBuffer(4096)
+    cached.close()
+    base = allocations()
+    total = pyacl_rt.mem_get_info(0)[1]
+    with pytest.raises(errors.AclOutOfMemoryError, match=str(total + 1)):
+        M.DeviceBuffer(total + 1)
+    assert allocations() == base and M.memory_reserved() == 2 * MiB
+    assert M.memory_stats()["num_ooms"] == 1
+
+
+def test_oom_keeps_the_runtime_message(caching: Any) -> None:
+    """Issue 12: the allocator's OutOfMemoryError had an empty recent_message; it keeps
+    the code, function and text of the aclrtMalloc that failed."""
+    with pytest.raises(pyacl_rt.OutOfMemoryError) as ei:
+        M.DeviceBuffer(1 << 40)  # more than the mock device's memory
+    e = ei.value
+    assert e.code == 207001 and e.function == "aclrtMalloc"
+    assert e.recent_message and "aclrtMalloc" in e.recent_message, e.recent_message
+    assert "runtime message" in str(e) and "GiB already allocated" in str(e)
+    # an injected failure: the runtime's own text of that call is kept too
+    mock_control().inject_fault("aclrtMalloc", 207018, nth=0)
+    with pytest.raises(errors.AclOutOfMemoryError) as ei:
+        M.DeviceBuffer(64 * MiB)
+    assert ei.value.code == 207018 and ei.value.function == "aclrtMalloc"
+    assert ei.value.recent_message
+
+
+def test_pinned_oom_keeps_the_runtime_message(caching: Any) -> None:
+    with pytest.raises(errors.AclOutOfMemoryError) as ei:
+        M.HostBuffer(1 << 62)
+    e = ei.value
+    assert e.function == "aclrtMallocHost" and e.code == 207001
+    assert e.recent_message and "aclrtMallocHost" in e.recent_message, e.recent_message
+
+
+# ------------------------------------------------ guard events (issue 12, item 2)
+def _events(device: int = 0) -> int:
+    return mock_control().stat("events", device)
+
+
+def _guard_accounting() -> tuple[int, int, int]:
+    """(events created by the guard pools, idle ones, ones held by pending/marks)."""
+    pools = list(A._guards._pools.values())
+    held = 0
+    for a in A._backend.devices.values():
+        for _, guards in [*a.pending, *a.marks.values()]:
+            held += sum(1 for g in guards if g[0] == "event")
+    if A._backend.host is not None:
+        for _, guards in A._backend.host.pending:
+            held += sum(1 for g in guards if g[0] == "event")
+    return sum(len(p.out) for p in pools), sum(len(p.idle) for p in pools), held
+
+
+def test_guard_events_go_back_to_a_bounded_pool(gate: Any, caching: Any) -> None:
+    """Many cross-stream frees under a pending host callback: once their guards passed,
+    at most IDLE_MAX events stay idle (the rest are destroyed), and empty_cache()
+    destroys those too."""
+    base = _events()
+    s1, s2 = S.Stream(0), S.Stream(0)
+    gate.block(s2)
+    n = A._guards.IDLE_MAX + 60
+    for _ in range(n):
+        b = M.DeviceBuffer(4096, stream=s1)
+        M.memset(b, 1, stream=s2, non_blocking=True)
+        b.close()  # guarded by an event on s2, behind the gate
+    assert len(caching.pending) == n and _guard_accounting() == (n, 0, n)
+    gate.release.set()
+    s2.synchronize()
+    caching.process_pending()
+    out, idle, held = _guard_accounting()
+    assert held == 0 and out == idle == A._guards.IDLE_MAX
+    assert _events() - base <= A._guards.IDLE_MAX + S._MarkerPool.IDLE_MAX
+    M.empty_cache()
+    assert _guard_accounting() == (0, 0, 0)
+    s1.close()
+    s2.close()
+
+
+@pytest.mark.parametrize("pool", ["device", "pinned"])
+def test_interrupted_wait_keeps_the_guarded_block(
+    gate: Any, caching: Any, monkeypatch: pytest.MonkeyPatch, pool: str
+) -> None:
+    """A KeyboardInterrupt while empty_cache() waits for a guard event lost the pending
+    entry: the block stayed unusable and its events were never given back."""
+    s1, s2 = S.Stream(0), S.Stream(0)
+    base = _events()
+    gate.block(s2)
+    if pool == "device":
+        b = M.DeviceBuffer(4096, stream=s1)
+        M.memset(b, 1, stream=s2, non_blocking=True)
+    else:
+        b = M.HostBuffer(4096)
+        dev = M.DeviceBuffer(4096)
+        M.memcpy_async(dev, b, 4096, s2)
+    b.close()
+    real = A._guards._sync_event
+
+    def interrupted(ev: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(A._guards, "_sync_event", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        M.empty_cache()
+    monkeypatch.setattr(A._guards, "_sync_event", real)
+    out, idle, held = _guard_accounting()
+    assert held == 1 and out == idle + held  # the entry and its event are kept
+    gate.release.set()
+    M.empty_cache()
+    assert _guard_accounting() == (0, 0, 0)
+    if pool == "device":
+        assert M.memory_stats()["active_bytes.all.current"] == 0
+        assert M.memory_reserved() == 0
+    else:
+        dev.close()
+        assert pyacl_rt.host_memory_stats()["reserved_bytes.current"] == 0
+        M.empty_cache()
+    assert _events() == base
+    s1.close()
+    s2.close()
+
+
+def test_guards_of_a_failed_free_go_back(caching: Any) -> None:
+    """Bookkeeping failing after the guard events were recorded (out of host memory in
+    the core) left them neither idle nor guarding anything."""
+    s1, s2 = S.Stream(0), S.Stream(0)
+    b = M.DeviceBuffer(4096, stream=s1)
+    ptr = b.ptr
+    M.memset(b, 1, stream=s2, non_blocking=True)
+    real = caching.core
+
+    class FailingCore:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def free_pending(self, ptr: int) -> int:
+            raise MemoryError("no memory for the free set")
+
+    caching.core = FailingCore()
+    try:
+        b.close()  # the releaser logs the failure; the block stays allocated
+    finally:
+        caching.core = real
+    out, idle, held = _guard_accounting()
+    assert held == 0 and out == idle
+    s2.synchronize()
+    assert caching.core.free(ptr) == 4096  # still allocated: the cache can take it back
+    s1.close()
+    s2.close()
+
+
+def test_failed_completion_gives_each_event_back_once(caching: Any) -> None:
+    """complete() failing (out of host memory) after the guards passed: the block is
+    completed later, and its events were given back exactly once (an event twice in
+    the idle list would be handed to two guards)."""
+    s1, s2 = S.Stream(0), S.Stream(0)
+    b = M.DeviceBuffer(4096, stream=s1)
+    M.memset(b, 1, stream=s2, non_blocking=True)
+    b.close()
+    s2.synchronize()
+    real = caching.core
+
+    class FailingCore:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def complete(self, ptr: int) -> int:
+            raise MemoryError("no memory for the free set")
+
+    caching.core = FailingCore()
+    try:
+        with pytest.raises(MemoryError):
+            caching.process_pending()
+    finally:
+        caching.core = real
+    assert caching.process_pending() == 1
+    caching.process_pending()
+    pools = list(A._guards._pools.values())
+    idle = [ev for p in pools for ev in p.idle]
+    assert len(idle) == len(set(idle)) == sum(len(p.out) for p in pools) == 1
+    assert M.memory_stats()["active_bytes.all.current"] == 0
+    s1.close()
+    s2.close()

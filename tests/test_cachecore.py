@@ -139,6 +139,7 @@ def test_randomized_consistency() -> None:
             assert core.complete(pending.pop(rng.randrange(len(pending))))
         spans = sorted((p, p + s) for p, (s, _) in live.items())
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+        core.check()  # links, tiling, free sets in order, counters = what blocks add up to
     assert stat(core, "allocation") == len(live)
     assert stat(core, "requested_bytes") == sum(r for _, r in live.values())
     total = 0
@@ -245,3 +246,73 @@ def test_raw_handle_calls_back_on_miss_and_trim() -> None:
     assert calls[-1] == ("trim", 0)
     with pytest.raises(TypeError):
         C.Raw(core)  # type: ignore[call-arg]
+
+
+# ------------------------------------------------------- hostile sizes (issue 12)
+HUGE = [2**64 - 1, 2**64 - 32, 2**64 - 64, 2**64 - 2 * MiB, 2**63 + 1, 2**63, 2**63 - 2 * MiB + 1]
+
+
+def test_max_alloc_is_the_largest_segment_the_counters_hold() -> None:
+    assert 2**63 - 2 * MiB == C.MAX_ALLOC
+    assert C.round_size(C.MAX_ALLOC) == C.allocation_size(C.MAX_ALLOC) == C.MAX_ALLOC
+    for n in HUGE:
+        with pytest.raises(OverflowError, match=str(n)):
+            C.round_size(n)
+        with pytest.raises(OverflowError, match=str(n)):
+            C.allocation_size(n)
+
+
+@pytest.mark.parametrize("nbytes", HUGE)
+def test_huge_request_is_never_served_from_the_cache(nbytes: int) -> None:
+    """Issue 12: 2**64 - 1 rounded to 0 bytes and got a cached block (0-byte split)."""
+    core, f = C.Core(), Fake()
+    p = f.alloc(core, 0, 1000)
+    core.free(p)
+    f.segment(core, 0, 64 * MiB)
+    before = core.stats()
+    assert core.alloc(0, nbytes) == 0
+    assert core.stats() == before
+    calls: list[int] = []
+
+    def slow(stream: int, n: int) -> int:
+        calls.append(n)
+        raise MemoryError("refused")
+
+    h = C.Raw(core, 0, slow, lambda: None, lambda n: 0, lambda p: None)
+    with pytest.raises(MemoryError):
+        h.alloc(nbytes)
+    assert calls == [nbytes] and core.stats() == before
+
+
+def test_segments_that_overflow_are_refused() -> None:
+    core = C.Core()
+    with pytest.raises(OverflowError):
+        core.add_segment(0, 1 << 40, 2**63, False)  # reserved bytes would go negative
+    with pytest.raises(OverflowError):
+        core.add_segment(0, 2**64 - MiB, 2 * MiB, True)  # wraps the address space
+    core.add_segment(0, 1 << 40, C.MAX_ALLOC, False)
+    with pytest.raises(OverflowError):
+        core.add_segment(0, 1, C.MAX_ALLOC, False)  # reserved > INT64_MAX
+    assert stat(core, "reserved_bytes") == C.MAX_ALLOC and stat(core, "segment") == 1
+    p = core.alloc(0, C.MAX_ALLOC)
+    assert p == 1 << 40 and stat(core, "allocated_bytes") == C.MAX_ALLOC
+    assert core.free(p) == C.MAX_ALLOC and stat(core, "allocated_bytes") == 0
+
+
+def test_trim_budget_is_exact_for_huge_counters() -> None:
+    """reserved * 1000 overflowed 64 bits: 4 EiB reserved over a 2 EiB peak was not
+    reported as over the 1.25x budget."""
+    core = C.Core()
+    core.set_trim(1250)
+    core.add_segment(0, 1 << 40, 2**62, False)
+    p = core.alloc(0, 2**61)
+    assert core.free(p) == -(2**61)
+
+
+def test_accumulated_totals_saturate() -> None:
+    core = C.Core()
+    core.add_segment(0, 1 << 40, 2**62, False)
+    for _ in range(3):  # 3 * 2**62 bytes allocated in total: more than INT64_MAX
+        core.free(core.alloc(0, 2**62))
+    assert stat(core, "allocated_bytes", 0, 2) == stat(core, "allocated_bytes", 0, 3) == 2**63 - 1
+    assert stat(core, "allocated_bytes") == 0 and stat(core, "allocation", 0, 2) == 3

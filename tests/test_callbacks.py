@@ -53,21 +53,57 @@ def test_callable_and_args_kept_alive_until_run() -> None:
     s.close()
 
 
-def test_exception_is_logged_and_reraised_once(caplog: pytest.LogCaptureFixture) -> None:
+def test_exception_is_reraised_once_and_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 14 item 4: an exception the next synchronize() re-raises is the user's
+    (they catch it); it is not also logged with a traceback (DEBUG only)."""
     s = S.Stream(0)
 
     def boom(x: int) -> None:
         raise KeyError(f"bad {x}")
 
-    with caplog.at_level(logging.ERROR, logger="pyacl_rt"):
+    with caplog.at_level(logging.DEBUG, logger="pyacl_rt"):
         s.launch_host_func(boom, 1)
         s.launch_host_func(lambda: None)
         with pytest.raises(KeyError, match="bad 1") as info:
             s.synchronize()
+        s.synchronize()  # reported once, then cleared
+        s.close()
     assert any("host callback" in n for n in getattr(info.value, "__notes__", []))
-    assert any("host callback" in r.getMessage() for r in caplog.records)
-    s.synchronize()  # reported once, then cleared
-    s.close()
+    assert [r.levelno for r in caplog.records if "host callback" in r.getMessage()] == [
+        logging.DEBUG
+    ]
+
+
+@pytest.mark.parametrize("fate", ["closed", "garbage-collected", "finalized"])
+def test_exception_never_reraised_is_logged_once(run_python: Any, fate: str) -> None:
+    """... but one that no synchronize() will re-raise (the stream is closed, collected
+    or finalized first) is logged then, once, with its traceback: never lost."""
+    end = {
+        "closed": "s.close()",
+        "garbage-collected": "del s; gc.collect()",
+        "finalized": "npu.finalize()",
+    }[fate]
+    code = f"""
+        import gc
+        import pyacl_rt as npu
+
+        def check_results():
+            raise ValueError("bad batch")
+
+        s = npu.Stream()
+        s.launch_host_func(check_results)
+        npu.synchronize()  # the callback ran; its exception waits for s.synchronize()
+        {end}
+        import sys
+        print("after", file=sys.stderr, flush=True)
+    """
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr
+    assert err.count("pyacl_rt: a host callback on <Stream owned ") == 1, err
+    assert f"raised, and the stream was {fate} before a synchronize() could re-raise it" in err
+    assert err.count("Traceback") == 1 and "ValueError: bad batch" in err
+    assert err.index("ValueError") < err.index("after")  # when it happened, not at exit
 
 
 def test_several_exceptions_first_raised_others_noted() -> None:

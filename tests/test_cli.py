@@ -185,15 +185,72 @@ def test_info_auto_fallback_warning_is_reported_not_printed_raw() -> None:
     assert len(doc["warnings"]) == 1 and "mock" in doc["warnings"][0]
     assert doc["library"]["searched"]  # every place tried, in order
     assert any("PYACL_RT_LIBRARY" in a for a in doc["library"]["searched"])
+    # --json: the warning is also on stderr (stdout stays a pure JSON document)
+    assert proc.stderr.startswith("warning: pyacl_rt: no real libascendcl.so found")
+
+
+def test_info_text_lists_places_searched_and_warns_on_stderr() -> None:
+    """The fallback warning says ``pyacl-rt info`` lists the places searched: the text
+    report does, in order, one per line; the warning itself goes to stderr (so
+    ``2>/dev/null`` drops it), after the report."""
+    env = {"PYACL_RT_BACKEND": "auto", "ASCEND_MOCK_DEVICE_COUNT": "1"}
+    doc = json.loads(run_cli("info", "--json", **env).stdout)
+    if doc["backend"] != "mock":  # pragma: no cover - a machine with real CANN
+        pytest.skip("real CANN library present")
     text = run_cli("info", **env)
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
-    at = [i for i, ln in enumerate(lines) if ln.startswith("warning:")]
-    assert len(at) == 1
-    warning = " ".join(ln.strip() for ln in lines[at[0] :])  # wrapped to 80 columns
-    assert "falling back to the bundled mock" in warning
-    assert warning.endswith("(details: pyacl-rt info --json)")
-    assert all(len(ln) <= cli.TEXT_WIDTH for ln in lines[at[0] :])
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("searched:"))
+    searched = doc["library"]["searched"]
+    assert lines[at] == f"searched:     {len(searched)} places for a real libascendcl.so, in order:"
+    assert lines[at + 1 : at + 1 + len(searched)] == [f"  {place}" for place in searched]
+    assert lines[at - 1].startswith("found via:    bundled mock")
+    assert "warning" not in text.stdout
+    warning = " ".join(ln.strip() for ln in text.stderr.splitlines())
+    assert text.stderr.startswith("warning: pyacl_rt: no real libascendcl.so found")
+    assert warning.endswith("falling back to the bundled mock"), text.stderr
+    assert all(len(ln) <= cli.TEXT_WIDTH for ln in text.stderr.splitlines())
+    # the warning's advice is true: `pyacl-rt info` lists the places searched
+    assert "`pyacl-rt info` lists the places searched" in doc["warnings"][0]
+    quiet = run_cli("info", "--json", PYACL_RT_BACKEND="mock")
+    assert quiet.stderr == "" and json.loads(quiet.stdout)["library"]["searched"] == []
+    assert "searched:" not in run_cli("info", PYACL_RT_BACKEND="mock").stdout
+
+
+def test_info_backend_real_without_library_lists_every_place() -> None:
+    """``PYACL_RT_BACKEND=real`` and no library: the text mode prints the error and
+    every place tried with its reason on stderr; ``--json`` prints an error document
+    with the same list on stdout (it printed nothing before). Exit 1 both."""
+    env = {"PYACL_RT_BACKEND": "real"}
+    text = run_cli("info", **env)
+    if text.returncode == 0:  # pragma: no cover - a machine with real CANN
+        pytest.skip("real CANN library present")
+    assert text.returncode == 1 and text.stdout == ""
+    err = text.stderr.splitlines()
+    assert err[0].startswith("pyacl-rt: error: LibraryNotFoundError: PYACL_RT_BACKEND=real")
+    n = int(re.search(r"\((\d+) places tried\)", err[0]).group(1))  # type: ignore[union-attr]
+    assert n >= 2 and len(err) == 1 + n, text.stderr
+    assert err[1].startswith("  [PYACL_RT_LIBRARY] ")
+    assert all(" - rejected: " in ln for ln in err[1:]), err
+    assert "Traceback" not in text.stderr
+
+    proc = run_cli("info", "--json", **env)
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == cli.INFO_SCHEMA_VERSION and doc["pyacl_rt_version"]
+    assert doc["error"]["type"] == "LibraryNotFoundError"
+    assert doc["error"]["message"] == err[0].removeprefix("pyacl-rt: error: LibraryNotFoundError: ")
+    assert [f"  {p}" for p in doc["error"]["searched"]] == err[1:]
+    assert proc.stderr == text.stderr
+
+
+def test_info_json_error_document_for_other_failures() -> None:
+    proc = run_cli("info", "--json", PYACL_RT_BACKEND="bogus")
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["error"]["type"] == "ConfigError" and doc["error"]["searched"] == []
+    assert "PYACL_RT_BACKEND" in doc["error"]["message"]
+    assert len(proc.stderr.splitlines()) == 1
 
 
 def test_info_device_lost_exit_1_but_document_printed() -> None:
@@ -265,14 +322,27 @@ def test_info_env_json_and_invalid_value() -> None:
 
 
 @pytest.mark.parametrize(
-    "args",
-    [[], ["nosuchcommand"], ["info", "--bogus"], ["info", "extra-arg"], ["info", "--markdown"]],
+    "args,usage",
+    [
+        ([], "usage: pyacl-rt [-h]"),
+        (["nosuchcommand"], "usage: pyacl-rt [-h]"),
+        # errors in info's own arguments show info's usage (not the top-level one)
+        (["info", "--bogus"], "usage: pyacl-rt info [-h]"),
+        (["info", "extra-arg"], "usage: pyacl-rt info [-h]"),
+        (["info", "--markdown"], "usage: pyacl-rt info [-h]"),
+        (["info", "--json", "extra-arg"], "usage: pyacl-rt info [-h]"),
+    ],
 )
-def test_usage_errors_exit_2(args: list[str]) -> None:
+def test_usage_errors_exit_2(args: list[str], usage: str) -> None:
     proc = run_cli(*args)
     assert proc.returncode == 2
-    assert "usage:" in proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(usage), proc.stderr
     assert "Traceback" not in proc.stderr
+    if args[:1] == ["info"]:
+        assert "pyacl-rt info: error: " in proc.stderr
+        assert ("--markdown only applies to --env" in proc.stderr) == ("--markdown" in args)
+        assert ("unrecognized arguments: " in proc.stderr) == ("--markdown" not in args)
 
 
 def test_help_and_version() -> None:
@@ -344,7 +414,9 @@ def test_format_info_text_renders_errors() -> None:
     assert "initialised by another component" in text
     assert "  [0] S  memory 1.00 GiB total, 0.50 GiB free, util n/a" in text
     assert "  [1] error: boom" in text
-    assert "warning: w1" in text
+    assert "warning" not in text  # warnings go to stderr: format_warnings
+    assert cli.format_warnings(doc) == "warning: w1\n"
+    assert cli.format_warnings({**doc, "warnings": ["First. Second."]}) == "warning: First\n"
     # a document without the added keys (an older producer) still renders
     assert "peer access" not in text
 

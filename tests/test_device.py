@@ -261,7 +261,8 @@ def test_no_stray_contexts_when_using_only_device_3(run_python: Any) -> None:
                 S.current_stream().synchronize()
         t = threading.Thread(target=worker); t.start(); t.join()
         mc = mock_control()
-        counts = [mc.stat("contexts", d) for d in range(8)]
+        counts = [mc.stat("default_contexts", d) for d in range(8)]
+        assert [mc.stat("contexts", d) for d in range(8)] == [0] * 8  # none explicit
         print(counts)
         assert counts == [0, 0, 0, 1, 0, 0, 0, 0], counts
         print("OK")
@@ -281,7 +282,7 @@ def test_fresh_thread_queries_do_not_create_contexts(run_python: Any) -> None:
         t = threading.Thread(target=lambda: out.append(D.current_device())); t.start(); t.join()
         assert out == [5], out
         mc = mock_control()
-        assert [mc.stat("contexts", d) for d in range(8)] == [0]*5 + [1] + [0, 0]
+        assert [mc.stat("default_contexts", d) for d in range(8)] == [0]*5 + [1] + [0, 0]
         print("OK")
     """
     r = run_python(code)
@@ -390,7 +391,7 @@ def test_device_creation_failure_is_typed_and_leaves_nothing(run_python: Any) ->
             assert exc.code == 507033 and exc.function == "aclrtSetDevice"
         else:
             raise AssertionError("no error")
-        assert 2 not in D._primaries and mc.stat("contexts", 2) == 0
+        assert 2 not in D._primaries and mc.stat("default_contexts", 2) == 0
         s = S.Stream(2)      # the next attempt works
         s.close()
         print("OK")
@@ -398,6 +399,26 @@ def test_device_creation_failure_is_typed_and_leaves_nothing(run_python: Any) ->
     r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout
+
+
+def test_is_available_does_not_hide_a_configuration_error(run_python: Any, clean_env: Any) -> None:
+    """Issue 14 item 6: ``PYACL_RT_BACKEND=bogus`` made is_available() return False
+    silently while device_count() raised ConfigError: now both raise it. A missing
+    library is still just False."""
+    code = """
+        import pyacl_rt as npu
+        for f in (npu.is_available, npu.device_count):
+            try:
+                f()
+            except npu.ConfigError as exc:
+                print(f.__name__, "ConfigError", exc.variable)
+    """
+    proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="bogus"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "is_available ConfigError PYACL_RT_BACKEND",
+        "device_count ConfigError PYACL_RT_BACKEND",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -707,6 +707,28 @@ def test_finalize_refused_while_exported_and_releases_imports(run_python: Any) -
     assert "still exported" not in res.stderr
 
 
+def test_host_copy_alive_at_exit_is_silent(run_python: Any) -> None:
+    """Issue 14 item 4: a numpy array from ``np.from_dlpack(dev, device="cpu")`` (its
+    memory is a pinned block the user never saw) still alive at interpreter exit made
+    every exit print "1 pinned HostBuffer(s) were still exported ... do not use those
+    views any more". At exit that memory is left to the process end, silently."""
+    code = """
+        import numpy as np
+        import pyacl_rt as npu
+
+        dev = npu.DeviceBuffer(64, device=0)
+        dev.fill(3)
+        on_host = np.from_dlpack(dev, device="cpu")
+        pinned = npu.HostBuffer(32)
+        view = memoryview(pinned)
+        assert (on_host == 3).all()
+        print("OK")
+    """
+    res = run_python(code)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "OK\n" and res.stderr == ""
+
+
 def test_forked_child_never_calls_the_parents_deleters(run_python: Any) -> None:
     code = """
         import gc, os

@@ -236,6 +236,61 @@ def test_object_errors_exported_at_top_level() -> None:
     assert not errors.SYNC_TIMEOUT_CODES & DEVICE_LOST_CODES
 
 
+def _exception_classes_reachable_from_pyacl_rt() -> dict[str, type[BaseException]]:
+    """Every public exception / warning class of pyacl_rt: attributes of the public
+    modules and of every loaded pyacl_rt module (private ones included), whose name is
+    public (no leading underscore)."""
+    import importlib
+
+    import pyacl_rt
+
+    for public in ("pyacl_rt.errors", "pyacl_rt.lowlevel", "pyacl_rt.mock", "pyacl_rt.cli"):
+        importlib.import_module(public)
+    found: dict[str, type[BaseException]] = {}
+    modules = [m for n, m in sorted(sys.modules.items()) if n.split(".")[0] == "pyacl_rt"]
+    for module in [pyacl_rt, *modules]:
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, BaseException)
+                and obj.__module__.startswith("pyacl_rt")
+                and not obj.__name__.startswith("_")
+            ):
+                found[obj.__name__] = obj
+    return found
+
+
+def test_every_error_class_is_in_pyacl_rt_errors() -> None:
+    """Issue 14 item 6: the README says every error class is in pyacl_rt.errors; each
+    one reachable from pyacl_rt is importable from there, reports that module (as
+    tracebacks show it: ``pyacl_rt.errors.EventTimingError``, not a private module)
+    and pickles. (``from pyacl_rt.errors import EventTimingError`` failed before.)"""
+    classes = _exception_classes_reachable_from_pyacl_rt()
+    assert {"EventTimingError", "ExtensionNotBuiltError", "AclError"} <= set(classes)
+    for name, cls in classes.items():
+        assert getattr(errors, name, None) is cls, f"{name} is not in pyacl_rt.errors"
+        assert name in errors.__all__, name
+        assert cls.__module__ == "pyacl_rt.errors", (name, cls.__module__)
+        assert (cls.__doc__ or "").strip(), name
+        if issubclass(cls, AclError):
+            assert isinstance(_roundtrip(cls("m")), cls), name
+    from pyacl_rt.errors import EventTimingError  # the README's promise
+
+    assert issubclass(EventTimingError, ValueError) and issubclass(EventTimingError, AclUsageError)
+
+
+def test_traceback_names_the_public_module() -> None:
+    import traceback
+
+    import pyacl_rt as npu
+
+    try:
+        npu.Event().elapsed_time(npu.Event())
+    except npu.EventTimingError as exc:
+        last = traceback.format_exception(exc)[-1]
+    assert last.startswith("pyacl_rt.errors.EventTimingError: "), last
+
+
 def test_oom_is_catchable_as_memory_error() -> None:
     with pytest.raises(MemoryError):
         raise error_from_code(207001, function="aclrtMalloc")

@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._raw._lowlevel_build",
             "pyacl_rt._raw._lowlevel_cffi",
             "pyacl_rt._raw._fastcall",
+            "pyacl_rt._raw._shadow",
             "pyacl_rt._raw._extensions",
             "pyacl_rt._raw._loader",
             "pyacl_rt.lowlevel",

@@ -404,7 +404,9 @@ def test_mock_control(run_python: Any, clean_env: Any) -> None:
     assert r["n"] == 4 and r["soc"].startswith("Ascend") and r["ver"] == "8.0.RC3"
     assert r["before"]["allocations"] == 0 and r["before"]["streams"] == 0
     assert r["during"]["allocations"] == 1 and r["during"]["bytes"] >= 100
-    assert r["during"]["streams"] >= 2 and r["during"]["contexts"] >= 1  # + default stream
+    # the stream the program created; the runtime's own default context and stream apart
+    assert r["during"]["streams"] == 1 and r["during"]["contexts"] == 0
+    assert r["during"]["default_contexts"] == 1 and r["during"]["default_streams"] == 1
     assert r["total_allocs"] == 1
     assert r["f1"] == 0 and r["f2"] == 500004 and r["hits"] == 1 and r["f3"] == 0
     assert "1" in r["leaks_now"] and r["leaks_now"] != "no leaks"
@@ -430,8 +432,9 @@ out["force"] = [ll.aclrtResetDeviceForce(1), ll.aclrtResetDeviceForce(1), ll.acl
 out["primary"] = [ll.aclrtGetPrimaryCtxState(1, NULL, s.i32), s.i32[0]]
 s.i64[0] = -1
 out["sysparam"] = [ll.aclrtGetSysParamOpt(0, s.i64), s.i64[0]]
-set_rc = ll.aclrtDeviceSetLimit(0, 1000)
-out["limit_before_set"] = [set_rc, ll.aclrtDeviceGetLimit(0, s.size), s.size[0]]
+set_rc = ll.aclrtDeviceSetLimit(1, 1000)  # SIMT divergent-warp stack size
+out["limit_before_set"] = [set_rc, ll.aclrtDeviceGetLimit(1, s.size), s.size[0]]
+out["simt_stack"] = [ll.aclrtDeviceSetLimit(0, 1000), ll.aclrtDeviceGetLimit(0, s.size)]
 out["finalize_ref"] = [ll.aclInit(NULL), ll.aclInit(NULL), ll.aclFinalizeReference(NULL),
                        ll.aclFinalizeReference(NULL), ll.aclFinalize()]
 out["arch"] = [ll.aclrtCheckArchCompatibility(ll.aclrtGetSocName(), s.i32), s.i32[0]]
@@ -451,10 +454,56 @@ def test_mock_cann_fidelity(run_python: Any, clean_env: Any) -> None:
     assert r["primary"] == [0, 0]  # NULL flags accepted
     assert r["sysparam"] == [0, 0]  # process option never set: 0, successfully
     assert r["limit_before_set"] == [0, 0, 1008]  # no device needed; rounded up to 16 bytes
+    assert r["simt_stack"] == [207000, 207000]  # SIMT stack size: not on Atlas A2/A3 (910B1)
     assert r["finalize_ref"] == [0, 100002, 0, 0, 100037]  # NULL refCount, last one finalises
     assert r["arch"] == [0, 1]
     assert r["count"] == [0, 3]  # the list ends at the bad entry " 3"
     assert "ASCEND_RT_VISIBLE_DEVICES" in proc.stderr  # one warning names the bad entry
+
+
+def test_mock_counts_tell_created_from_runtime_own(run_python: Any, clean_env: Any) -> None:
+    """Issue 14 item 7: one Stream showed as 2 streams (the default stream counted) and,
+    after closing it, the leak report said "device 1: 1 contexts 1 streams", which read
+    like a leak. Now what the program created and what the runtime keeps are apart."""
+    code = """
+        import json
+        import pyacl_rt as npu
+        from pyacl_rt.mock import REPORT_NOW, mock_control
+
+        mc = mock_control()
+        s = npu.Stream(1)
+        ctx = npu.Context(1)
+        out = {"with_stream": mc.counts(1)}
+        ctx.close()
+        out["report_with_stream"] = mc.leak_report(REPORT_NOW)
+        s.close()
+        out["report_after_close"] = mc.leak_report(REPORT_NOW)
+        out["total"] = mc.counts()
+        print(json.dumps(out))
+    """
+    proc = run_python(code, env=clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_DEVICE_COUNT="2"))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["with_stream"] == {
+        "contexts": 1,  # the explicit Context
+        "streams": 1,  # the one Stream
+        "events": 0,
+        "allocations": 0,
+        "bytes": 0,
+        "host_allocations": 0,
+        "host_bytes": 0,
+        "default_contexts": 1,  # device 1's, held by pyacl_rt until finalize
+        "default_streams": 2,  # one per context
+    }
+    assert out["report_with_stream"] == (
+        "mock_libascendcl leak report: device 1: 1 stream (plus the runtime's own: "
+        "1 default context, 1 default stream)\n"
+    )
+    assert out["report_after_close"] == (
+        "mock_libascendcl leak report: device 1: only the runtime's own: 1 default context, "
+        "1 default stream\n"
+    )
+    assert out["total"]["streams"] == 0 and out["total"]["default_streams"] == 1
 
 
 def test_mock_control_refuses_real_library(

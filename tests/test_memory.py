@@ -1029,7 +1029,9 @@ def test_finalize_refused_while_host_buffer_exported(run_python: Any) -> None:
     """QA: finalize() with a live memoryview of a HostBuffer let aclFinalize free the
     pinned block under the view (a later write corrupted the heap). finalize() now
     raises BufferError naming the buffer and finalizes nothing, also for an export
-    that outlived its collected HostBuffer; at interpreter exit (no guard) it logs."""
+    that outlived its collected HostBuffer; at interpreter exit (no guard) the memory is
+    left to the process end, silently (issue 14 item 4: it logged a warning about
+    "views" the user never made, at every exit)."""
     code = """
         import gc
         import pyacl_rt as npu
@@ -1052,13 +1054,13 @@ def test_finalize_refused_while_host_buffer_exported(run_python: Any) -> None:
         assert not runtime.is_initialized()
         runtime.init()
         keep = npu.HostBuffer(16)
-        leaked_view = keep.memoryview()  # alive at exit: logged, exit proceeds
+        leaked_view = keep.memoryview()  # alive at exit: left to the process end
         print("OK")
     """
     res = run_python(code)
     assert res.returncode == 0, res.stderr
     assert "OK" in res.stdout
-    assert "still exported" in res.stderr and "interpreter exit" in res.stderr
+    assert res.stderr == ""
 
 
 def test_fork_child_refuses_buffers(run_python: Any) -> None:

@@ -11,8 +11,10 @@ built as ``Debug`` and ``Release`` (no tests run there) to catch build-type spec
 warnings.
 
 The source layout rules of mock_libascendcl/src (one folder per subsystem, function
-prefixes matching the declaring header, private headers used only in their folder; see
-the mock README "Source layout") are checked without a build.
+prefixes matching the declaring header, private headers used only in their folder, the
+layer order and its one allowed upward call, every lock in src/core/lock_order.h with a
+stress test per nesting pair, one unlock in functions with many exits; see the mock
+README "Source layout") are checked without a build.
 
 Selection: the sanitizer runs carry the ``asan`` / ``tsan`` marks and their ids contain
 the configuration name, e.g. ``pytest tests/test_mock_c.py -k "plain"`` or
@@ -345,7 +347,7 @@ def _functions(text: str) -> list[tuple[str, bool, bool]]:
     """(name, is_static, has_body) of every function declared or defined at file scope."""
     found = []
     for decl, body in _top_level(_strip_c(text)):
-        if re.match(r"(typedef|struct|enum|union)\b", decl) or "(" not in decl:
+        if re.match(r"(typedef|struct|enum|union|_Static_assert)\b", decl) or "(" not in decl:
             continue
         m = re.search(r"\b([A-Za-z_]\w*)\s*\(", decl)
         if m is None or re.search(r"=\s*$", decl[: m.start()]):
@@ -361,8 +363,11 @@ def test_source_tree_has_one_folder_per_subsystem() -> None:
     assert {p.name for p in SRC.iterdir() if p.is_dir()} == set(SUBSYSTEMS) | set(LIBRARY_DIRS)
     for sub in SUBSYSTEMS:
         headers = {p.name for p in (SRC / sub).glob("*.h")}
-        assert headers == {f"{sub}.h", f"{sub}_private.h"}, sub
+        extra = {"lock_order.h"} if sub == "core" else set()
+        assert headers == {f"{sub}.h", f"{sub}_private.h"} | extra, sub
         assert list((SRC / sub).glob("*.c")), sub
+        if sub != "core":  # every higher subsystem plugs in through its descriptor
+            assert "MOCK_REGISTER_SUBSYSTEM(" in (SRC / sub / "hooks.c").read_text(), sub
     for lib in LIBRARY_DIRS:
         assert not list((SRC / lib).glob("*.h")), lib
 
@@ -373,11 +378,14 @@ def test_subsystem_function_prefixes(sub: str) -> None:
     every non-static function defined in src/<sub>/ is either an exported ACL entry
     point (acl*) or carries that prefix (so it is declared in the subsystem's header)."""
     prefix = f"{sub}_"
-    for header in (f"{sub}.h", f"{sub}_private.h"):
+    headers = sorted(p.name for p in (SRC / sub).glob("*.h"))
+    declared = 0
+    for header in headers:
         names = [name for name, _, _ in _functions((SRC / sub / header).read_text())]
-        assert names, header
+        declared += len(names)
         wrong = [n for n in names if not n.startswith(prefix)]
         assert not wrong, f"{sub}/{header} declares {wrong}: rename them to {prefix}*"
+    assert declared, headers  # (misc.h alone declares nothing: misc only registers hooks)
     for src in sorted((SRC / sub).glob("*.c")):
         wrong = [
             n
@@ -390,7 +398,7 @@ def test_subsystem_function_prefixes(sub: str) -> None:
 def test_private_headers_stay_in_their_folder() -> None:
     """No file includes another subsystem's private header (nor a header by a path
     outside the subsystem folders)."""
-    allowed_public = {f"{s}/{s}.h" for s in SUBSYSTEMS}
+    allowed_public = {f"{s}/{s}.h" for s in SUBSYSTEMS} | {"core/lock_order.h"}
     for path in sorted(SRC.rglob("*.[ch]")):
         folder = path.parent.name
         for inc in INCLUDE_RE.findall(path.read_text()):
@@ -447,3 +455,266 @@ def test_readme_source_layout_matches_tree() -> None:
         if d.is_dir()
     }
     assert listed == on_disk
+
+
+# ---------------------------------------------------------------- layer order
+# core < stream < mem < misc: a file calls functions (and includes public headers) of its
+# own layer or lower ones. The calls against that order are exactly the rows of the table
+# in the README "Source layout" section; everything else goes through the subsystem hooks
+# (core/core.h "subsystem.c").
+
+# a call by name (not through a struct member such as a hook: `sub->stream_destroyed(s)`)
+CALL_RE = re.compile(r"(?<![\w.>])((?:core|stream|mem|misc)_\w+|acl\w+)\s*\(")
+
+
+def _acl_definitions() -> dict[str, str]:
+    """Exported entry point -> the subsystem folder defining it."""
+    found = {}
+    for sub in SUBSYSTEMS:
+        for src in (SRC / sub).glob("*.c"):
+            for name, _static, body in _functions(src.read_text()):
+                if body and name.startswith("acl"):
+                    found[name] = sub
+    return found
+
+
+def _upward_calls(files: dict[str, str], acl_defs: dict[str, str]) -> set[tuple[str, str]]:
+    """(file, callee) for every call from `files` (relative path -> C text) to a function
+    of a higher subsystem, by the callee's prefix (or, for acl* entry points, the folder
+    that defines it); also (file, header) for an include of a higher public header."""
+    order = {sub: i for i, sub in enumerate(SUBSYSTEMS)}
+    found: set[tuple[str, str]] = set()
+    for rel, text in files.items():
+        own = order[rel.split("/", 1)[0]]
+        for name in CALL_RE.findall(_strip_c(text)):
+            callee = acl_defs.get(name) if name.startswith("acl") else name.split("_", 1)[0]
+            if callee in order and order[callee] > own:
+                found.add((rel, name))
+        for inc in INCLUDE_RE.findall(text):
+            folder = inc.split("/", 1)[0]
+            if folder in order and order[folder] > own:
+                found.add((rel, inc))
+    return found
+
+
+def _readme_upward_table() -> set[tuple[str, str]]:
+    text = (MOCK / "README.md").read_text()
+    section = text.split("## Source layout", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (`[^|]*`) \| (`[^|]*`) \|", section, re.M)
+    allowed: set[tuple[str, str]] = set()
+    for callers, callees in rows:
+        for caller in re.findall(r"`([\w/]+\.c)`", callers):
+            allowed.update((caller, callee) for callee in re.findall(r"`(\w+)`", callees))
+    return allowed
+
+
+def _sources_by_path() -> dict[str, str]:
+    return {
+        f"{sub}/{p.name}": p.read_text()
+        for sub in SUBSYSTEMS
+        for p in sorted((SRC / sub).glob("*.c"))
+    }
+
+
+def test_cross_subsystem_calls_match_readme() -> None:
+    """The upward calls derived from the sources are exactly the README table's rows, and
+    a file includes a higher layer's public header only to make one of them."""
+    found = _upward_calls(_sources_by_path(), _acl_definitions())
+    calls = {(f, c) for f, c in found if not c.endswith(".h")}
+    allowed = _readme_upward_table()
+    assert allowed, "README 'Source layout' has no table of upward calls"
+    assert calls == allowed, (
+        f"upward calls not in the README table: {sorted(calls - allowed)}; "
+        f"table rows the sources do not make: {sorted(allowed - calls)}"
+    )
+    callers = {f for f, _ in allowed}
+    includes = {(f, h) for f, h in found if h.endswith(".h")}
+    assert all(f in callers for f, _ in includes), f"upward includes: {sorted(includes)}"
+
+
+def test_layer_check_sees_violations() -> None:
+    """The derivation finds a prefixed upward call, an upward acl* entry point and an
+    upward include, and ignores downward calls, comments and hook tables."""
+    files = {
+        "core/x.c": '#include "mem/mem.h"\n/* stream_enqueue(s) in a comment */\n'
+        "static void f(void) { core_error(a); mem_lookup(p, &i); aclrtMalloc(&d, 1, 0); }\n",
+        "misc/y.c": "static const core_subsystem k = {.release = misc_dump_finalize};\n"
+        "void g(void) { stream_enqueue(s, fn, a, NULL); core_error(b); }\n",
+        "core/z.c": "void h(const core_subsystem *sub) {\n"
+        "    sub->stream_destroyed(s); sub.mem_x(1);\n}\n",
+    }
+    found = _upward_calls(files, {"aclrtMalloc": "mem"})
+    assert found == {
+        ("core/x.c", "mem_lookup"),
+        ("core/x.c", "aclrtMalloc"),
+        ("core/x.c", "mem/mem.h"),
+    }
+
+
+# ---------------------------------------------------------------- lock order
+# src/core/lock_order.h lists every lock in lock order (MOCK_LOCK_TABLE). The run-time
+# checker of the test builds enforces it; these tests tie the table to the sources and
+# to the stress tests of tests/c/test_lock_order.c.
+
+LOCK_HEADER = SRC / "core" / "lock_order.h"
+LOCK_TEST = MOCK / "tests" / "c" / "test_lock_order.c"
+LOCK_DECL_RE = re.compile(
+    r"MOCK_(?:RECURSIVE_)?MUTEX_INIT\((MOCK_LOCK_\w+)\)|MOCK_RWLOCK_INIT\((MOCK_LOCK_\w+)\)"
+    r"|MOCK_HANDLE_SET_INIT\((MOCK_LOCK_\w+)\)|core_mutex_init\([^,]+,\s*(MOCK_LOCK_\w+)\)"
+)
+
+
+def _lock_table() -> list[tuple[str, str, str]]:
+    """(id, where, may_hold expression) of every MOCK_LOCK_TABLE entry, in order."""
+    text = LOCK_HEADER.read_text()
+    body = text.split("#define MOCK_LOCK_TABLE(X)", 1)[1].split("\n\n", 1)[0]
+    body = re.sub(r"/\*.*?\*/", " ", body.replace("\\\n", " "), flags=re.S)
+    entries = []
+    for m in re.finditer(r"\bX\((MOCK_LOCK_\w+),\s*\"([^\"]*)\",\s*((?:\"[^\"]*\"\s*)+),", body):
+        rest = body[m.end() :]
+        depth, end = 1, 0
+        while depth:  # the may-hold expression runs to the X( entry's closing parenthesis
+            depth += {"(": 1, ")": -1}.get(rest[end], 0)
+            end += 1
+        entries.append((m.group(1), m.group(2), rest[: end - 1].strip()))
+    return entries
+
+
+def _required_pairs(table: list[tuple[str, str, str]]) -> set[str]:
+    """The "OUTER > INNER" labels a stress test must name: one per MOCK_HOLDS(OUTER),
+    "MOCK_LOCK_LIFECYCLE > *" for MOCK_HOLDS_LIFECYCLE, "* > ID" for MOCK_HOLDS_EARLIER."""
+    pairs: set[str] = set()
+    for lock, _where, may_hold in table:
+        for outer in re.findall(r"MOCK_HOLDS\((MOCK_LOCK_\w+)\)", may_hold):
+            pairs.add(f"{outer} > {lock}")
+        if "MOCK_HOLDS_LIFECYCLE" in may_hold:
+            pairs.add("MOCK_LOCK_LIFECYCLE > *")
+        if re.search(r"MOCK_HOLDS_EARLIER\(", may_hold):
+            pairs.add(f"* > {lock}")
+    return pairs
+
+
+def test_every_lock_is_in_the_lock_order_table() -> None:
+    """No raw pthread mutex/rwlock outside lock_order.h; every lock declared under src/
+    uses a table id, every id is used, and each entry names the file that declares it."""
+    table = _lock_table()
+    ids = [lock for lock, _, _ in table]
+    assert len(ids) == len(set(ids)) and len(ids) > 30, ids
+    used: dict[str, set[str]] = {}
+    for path in sorted(SRC.rglob("*.[ch]")):
+        rel = str(path.relative_to(SRC))
+        text = _strip_c(path.read_text())
+        if rel != "core/lock_order.h":
+            raw = re.findall(
+                r"\bpthread_(?:mutex|rwlock|spinlock)_t\b|PTHREAD_\w*MUTEX_INITIALIZER", text
+            )
+            assert not raw, f"{rel} declares a lock without an id of core/lock_order.h: {raw}"
+        for groups in LOCK_DECL_RE.findall(path.read_text()):
+            lock = next(g for g in groups if g)
+            used.setdefault(lock, set()).add(rel)
+    assert set(used) - {"MOCK_LOCK_ERROR_PROCESS"} <= set(ids), set(used) - set(ids)
+    assert set(used) == set(ids), f"table ids never declared: {sorted(set(ids) - set(used))}"
+    for lock, where, _ in table:
+        assert where.split()[0] in used[lock], f"{lock}: '{where}' but declared in {used[lock]}"
+
+
+def test_lock_pairs_have_stress_tests() -> None:
+    """Every pair of locks the table lets nest is named by a "pairs:" comment of a stress
+    test in tests/c/test_lock_order.c, and every such test is run."""
+    text = LOCK_TEST.read_text()
+    named: set[str] = set()
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("/* pairs: "):
+            continue
+        spec = line[len("/* pairs: ") :]
+        for more in lines[i + 1 :]:  # continuation lines: " *        A > B, ..."
+            if not re.match(r" \*\s{2,}(MOCK_LOCK_|\* >)", more):
+                break
+            spec += " " + more[2:].strip()
+        named.update(p.strip() for p in spec.split(",") if p.strip())
+    required = _required_pairs(_lock_table())
+    assert required, "no nesting pairs found in lock_order.h"
+    assert required <= named, f"pairs without a stress test: {sorted(required - named)}"
+    assert named <= required, (
+        f"stress tests name pairs the table does not have: {sorted(named - required)}"
+    )
+    for fn in re.findall(r"static void (test_stress_\w+)\(void\)", text):
+        assert f"RUN_TEST({fn});" in text, fn
+
+
+LOCK_CALLS = re.compile(
+    r"\b(core_mutex_lock|core_rwlock_rdlock|core_rwlock_wrlock|core_handle_set_lock)\s*\("
+)
+UNLOCK_CALLS = re.compile(r"\b(core_mutex_unlock|core_rwlock_unlock|core_handle_set_unlock)\s*\(")
+
+
+def _function_bodies(text: str) -> list[tuple[str, str]]:
+    """(name, body) of every function defined at file scope of stripped C text."""
+    out, depth, head, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if depth == 0:
+            if ch == ";":
+                head = ""
+            elif ch == "{":
+                depth, start = 1, i
+            else:
+                head += ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                m = re.search(r"\b(\w+)\s*\([^{]*$", head)
+                if (
+                    m
+                    and not re.match(r"\s*(typedef|struct|enum|union)\b", head)
+                    and "=" not in head
+                ):
+                    out.append((m.group(1), text[start : i + 1]))
+                head = ""
+    return out
+
+
+def _early_unlocks(text: str) -> list[str]:
+    """Functions with more than two exits that release a lock at more places than they
+    take it (an unlock before each early return)."""
+    bad = []
+    for name, body in _function_bodies(_strip_c(text)):
+        takes, drops = len(LOCK_CALLS.findall(body)), len(UNLOCK_CALLS.findall(body))
+        exits = len(re.findall(r"\breturn\b", body))
+        if not re.search(r"\breturn\b[^;]*;\s*\}\s*$", body):
+            exits += 1  # falls off the end
+        if takes and exits > 2 and drops > takes:
+            bad.append(name)
+    return bad
+
+
+def test_functions_with_many_exits_unlock_once() -> None:
+    """A function that takes a lock and has more than two exits leaves it at one place."""
+    bad = {
+        str(path.relative_to(SRC)): _early_unlocks(path.read_text())
+        for path in sorted(SRC.rglob("*.c"))
+        if _early_unlocks(path.read_text())
+    }
+    assert not bad, f"unlock before each early return (use one exit): {bad}"
+
+
+def test_unlock_check_sees_violations() -> None:
+    text = """
+    static int three_exits_two_unlocks(int x) {
+        core_mutex_lock(&m);
+        if (x) { core_mutex_unlock(&m); return 1; }
+        core_mutex_unlock(&m);
+        if (x > 2) { return 2; }
+        return 0;
+    }
+    static int two_exits(int x) {
+        core_mutex_lock(&m);
+        if (x) { core_mutex_unlock(&m); return 1; }
+        core_mutex_unlock(&m);
+        return 0;
+    }
+    static void loop(void) { for (;;) { core_mutex_lock(&m); core_mutex_unlock(&m); } }
+    """
+    assert _early_unlocks(text) == ["three_exits_two_unlocks"]

@@ -276,6 +276,47 @@ def test_prefix_as_ascend_home_path_for_backend_real(
     assert r["version"] == (prefix / "share/info/runtime/version.info").read_text()[8:].strip()
 
 
+# ------------------------------------------------------------------------- metadata
+HOMEPAGE = "https://github.com/pyacl-rt/pyacl_rt"
+
+
+def test_project_metadata_for_pip_and_pypi(tmp_path: Path) -> None:
+    """Issue 14 item 9: ``pip show pyacl_rt`` showed ``License:`` and ``Home-page:``
+    empty. The metadata now has the SPDX License-Expression (what pip >= 25 shows as
+    ``License-Expression:``), Project-URLs with a ``Homepage`` (what pip shows as
+    ``Home-page:`` and PyPI as the home link), and classifiers; nothing deprecated
+    (Home-page, License next to License-Expression) that PyPI would reject or warn on."""
+    if not (REPO / "pyproject.toml").is_file():
+        pytest.skip("not running from a checkout")
+    pytest.importorskip("setuptools")
+    code = (
+        "import sys, setuptools.build_meta as b\n"
+        "print(b.prepare_metadata_for_build_wheel(sys.argv[1]))\n"
+    )
+    out = _check([sys.executable, "-c", code, str(tmp_path)], cwd=REPO).stdout.split()[-1]
+    meta = (tmp_path / out / "METADATA").read_text()
+    headers = meta.split("\n\n", 1)[0]
+    assert "Metadata-Version: 2.4" in headers
+    assert "License-Expression: Apache-2.0" in headers
+    assert not re.search(r"^(License|Home-page):", headers, re.M)
+    urls = dict(
+        line.removeprefix("Project-URL: ").split(", ", 1)
+        for line in headers.splitlines()
+        if line.startswith("Project-URL: ")
+    )
+    assert urls == {
+        "Homepage": HOMEPAGE,
+        "Documentation": f"{HOMEPAGE}#readme",
+        "Source": HOMEPAGE,
+        "Issues": f"{HOMEPAGE}/issues",
+    }
+    classifiers = [ln[12:] for ln in headers.splitlines() if ln.startswith("Classifier: ")]
+    assert "Typing :: Typed" in classifiers and "Operating System :: POSIX :: Linux" in classifiers
+    assert not [c for c in classifiers if c.startswith("License ::")]
+    known = pytest.importorskip("trove_classifiers").classifiers  # in the test extra
+    assert set(classifiers) <= set(known), set(classifiers) - set(known)
+
+
 # ------------------------------------------------------------------------ sdist / wheel
 # Distinctive marks passed in CFLAGS / LDFLAGS to the wheel build: an assembler symbol in
 # every object compiled with CFLAGS (nm) and a fixed GNU build-id from the link (readelf -n).
@@ -393,7 +434,11 @@ def test_sdist_metadata(dist: _Dist) -> None:
     assert re.search(r"^Keywords: .*ascend", meta, re.M)
     assert "Provides-Extra: numpy" in meta
     assert 'numpy>=1.26; extra == "numpy"' in meta
-    assert "Project-URL" not in meta and "Home-page" not in meta
+    # the home page is a Project-URL (PEP 753: Home-page is deprecated); the license an
+    # SPDX expression (PEP 639: no License field, no license classifier beside it)
+    assert f"Project-URL: Homepage, {HOMEPAGE}" in meta
+    assert "Home-page:" not in meta and not re.search(r"^License:", meta, re.M)
+    assert "Classifier: License ::" not in meta
     assert (dist.src / "LICENSE").read_text().startswith("Copyright")
     assert "Apache License" in (dist.src / "LICENSE").read_text()
 
@@ -522,3 +567,150 @@ def test_wheel_works_standalone(wheel: Path, tmp_path: Path, clean_env: Any) -> 
     ).stdout.split()
     assert flags[0] == f"-I{site}/pyacl_rt/_mock/include"
     assert f"-L{site}/pyacl_rt/_mock/lib64" in flags and flags[-1] == f"{site}/pyacl_rt/_mock"
+
+
+# ------------------------------------------------- the README's quick start, for real
+def _user_env(**extra: str) -> dict[str, str]:
+    """The environment of a user's shell: no PYTHONPATH (the checkout must not be put on
+    the path by the test), no pyacl_rt / mock settings."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYACL_RT_", "ASCEND_", "VIRTUAL_ENV"))
+        and k not in ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD")
+    }
+    env.update(extra)
+    return env
+
+
+def _readme_quick_start() -> str:
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Quick start") :]
+    return re.findall(r"^```sh\n(.*?)\n```", section, re.S | re.M)[0]
+
+
+@pytest.fixture(scope="session")
+def quick_start(dist: _Dist, wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's first quick-start command, in a fresh source tree (the unpacked
+    sdist: what a clone has, never built in place): a venv created as the README says,
+    then ``pip install '.[numpy]'`` - the wheel of this checkout (built once per session
+    from that tree) with the same extras, non-editable, dependencies from the configured
+    package index. Returns the venv."""
+    command = _readme_quick_start()
+    m = re.fullmatch(
+        r"python3 -m venv (?P<flags>[-\w ]*?)\.venv && \. \.venv/bin/activate && "
+        r"pip install '\.(?P<extras>\[[\w,]+\])' && pyacl-rt info",
+        command,
+    )
+    assert m, f"the quick start changed; update this fixture: {command}"
+    venv = tmp_path_factory.mktemp("quick-start") / ".venv"
+    flags = m.group("flags").split()
+    _check([sys.executable, "-m", "venv", *flags, str(venv)], env=_user_env())
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    _check([*pip, f"{wheel}{m.group('extras')}"], env=_user_env())
+    return venv
+
+
+@pytest.mark.slow
+def test_quick_start_then_the_checkout_shadows_the_install(
+    quick_start: Path, dist: _Dist, tmp_path: Path
+) -> None:
+    """Issue 14 item 1, for real: right after the quick start, inside the checkout,
+    ``pyacl-rt info`` works; ``python -m pyacl_rt info`` and ``python myscript.py``
+    import the unbuilt ``./pyacl_rt`` and say so (which copy, which one it hides, the
+    two ways out); the README's C build command works from there."""
+    assert dist.src is not None
+    checkout, bin_ = dist.src, quick_start / "bin"
+    assert not list((checkout / "pyacl_rt" / "_raw").glob("_fastcall*.so"))  # never built
+    env = _user_env(PATH=f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    info = subprocess.run(
+        ["pyacl-rt", "info"], cwd=checkout, env=env, capture_output=True, text=True
+    )
+    assert info.returncode == 0, info.stderr
+    assert "backend:      mock" in info.stdout and "devices:      8" in info.stdout
+
+    site = next((quick_start / "lib").glob("python3.*/site-packages"))
+    cli = subprocess.run(
+        ["python", "-m", "pyacl_rt", "info"], cwd=checkout, env=env, capture_output=True, text=True
+    )
+    assert cli.returncode == 1 and cli.stdout == "" and "Traceback" not in cli.stderr
+    assert cli.stderr.startswith(
+        f"pyacl-rt: error: ExtensionNotBuiltError: Python imported the source tree "
+        f"{checkout / 'pyacl_rt'} instead of the pyacl_rt installed in {site}: "
+    ), cli.stderr
+    assert f"(`cd` out of {checkout})" in cli.stderr
+    assert f"`pip install -e .` in {checkout}" in cli.stderr
+
+    (checkout / "myscript.py").write_text("import pyacl_rt\nprint(pyacl_rt.device_count())\n")
+    try:
+        script = subprocess.run(
+            ["python", "myscript.py"], cwd=checkout, env=env, capture_output=True, text=True
+        )
+    finally:
+        (checkout / "myscript.py").unlink()
+    assert script.returncode == 1
+    assert "pyacl_rt.errors.ExtensionNotBuiltError: Python imported the source" in script.stderr
+    assert "shadows the installed package" in script.stderr
+    # the same script from another directory uses the installed copy
+    (tmp_path / "myscript.py").write_text("import pyacl_rt\nprint(pyacl_rt.device_count())\n")
+    elsewhere = subprocess.run(
+        ["python", "myscript.py"],
+        cwd=tmp_path,
+        env={**env, "PYACL_RT_BACKEND": "mock"},
+        capture_output=True,
+        text=True,
+    )
+    assert elsewhere.returncode == 0 and elsewhere.stdout == "8\n", elsewhere.stderr
+
+    # the README's C build command, verbatim, from inside the checkout
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        pytest.skip("no C compiler")
+    readme = (REPO / "README.md").read_text()
+    build = next(ln for ln in readme.splitlines() if ln.startswith("cc prog.c $(python -m"))
+    assert build == "cc prog.c $(python -m pyacl_rt.mock --cflags --libs) -o prog && ./prog"
+    (checkout / "prog.c").write_text(C_PROGRAM)
+    try:
+        proc = subprocess.run(
+            ["bash", "-c", build], cwd=checkout, env=env, capture_output=True, text=True
+        )
+    finally:
+        for name in ("prog.c", "prog"):
+            (checkout / name).unlink(missing_ok=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "devices=8 soc=Ascend910B1\n"
+    assert f"using the bundled mock of the pyacl_rt installed in {site}" in proc.stderr
+
+
+@pytest.mark.slow
+def test_quick_start_runs_every_readme_example(quick_start: Path, tmp_path: Path) -> None:
+    """Issue 14 item 10: after the quick start alone, every README example runs (3 of
+    12 needed numpy, which it did not install), from a directory outside the checkout,
+    with nothing on stderr but the documented fallback warning."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M)
+    assert len(blocks) >= 10
+    python = str(quick_start / "bin" / "python")
+    for k, code in enumerate(blocks):
+        script = tmp_path / f"example{k}.py"
+        script.write_text(code)
+        proc = subprocess.run(
+            [python, script.name], cwd=tmp_path, env=_user_env(), capture_output=True, text=True
+        )
+        assert proc.returncode == 0, f"{code}\n--- stderr:\n{proc.stderr}"
+        noise = [ln for ln in proc.stderr.splitlines() if "BackendFallbackWarning" not in ln]
+        noise = [ln for ln in noise if not ln.startswith("  ")]  # the warning's source line
+        assert not noise, proc.stderr
+
+
+@pytest.mark.slow
+def test_quick_start_pip_show(quick_start: Path) -> None:
+    """Issue 14 item 9: in the quick start's venv ``pip show pyacl_rt`` shows the
+    license and the home page (they were empty), and ``-v`` the project URLs and
+    classifiers."""
+    proc = _check([str(quick_start / "bin" / "python"), "-m", "pip", "show", "-v", "pyacl_rt"])
+    fields = dict(ln.split(": ", 1) for ln in proc.stdout.splitlines() if ": " in ln)
+    assert fields["Home-page"] == HOMEPAGE, proc.stdout
+    assert fields.get("License-Expression") == "Apache-2.0", proc.stdout
+    assert f"Homepage, {HOMEPAGE}" in proc.stdout and f"Issues, {HOMEPAGE}/issues" in proc.stdout
+    assert "Typing :: Typed" in proc.stdout

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import gc
 import importlib.metadata
+import json
 import pickle
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -88,6 +90,71 @@ def test_device_is_a_class_and_stream_a_function() -> None:
             "errors",
             "lowlevel",
         }, name
+
+
+def test_public_names_report_a_public_module() -> None:
+    """Issue 14 item 6: classes and functions exported by pyacl_rt say so in
+    ``__module__`` (help(), tracebacks, reprs: ``pyacl_rt.Stream``, never
+    ``pyacl_rt._stream.Stream``), resolve through it, and pickle by reference."""
+    for name in npu.__all__:
+        obj = getattr(npu, name)
+        if not isinstance(obj, type) and not callable(obj):
+            continue
+        if isinstance(obj, type(npu)):  # the public submodules
+            continue
+        module = obj.__module__
+        assert module in ("pyacl_rt", "pyacl_rt.errors"), (name, module)
+        assert getattr(sys.modules[module], obj.__qualname__) is obj, name
+        assert pickle.loads(pickle.dumps(obj)) is obj, name
+    assert repr(npu.Stream) == "<class 'pyacl_rt.Stream'>"
+    assert repr(npu.EventTimingError) == "<class 'pyacl_rt.errors.EventTimingError'>"
+
+
+#: A reference to a private module in documentation: ``pyacl_rt._x``, ``:mod:`_x```,
+#: ``:func:`_x```, or a bare private module name of the package.
+_PRIVATE_REF = re.compile(
+    r"pyacl_rt\._\w|:(?:mod|func|class|data|meth):`[~.]*_\w|(?<![\w.])_(?:callbacks|allocator|"
+    r"memory|dlpack|stream|device|raw|runtime|state|event|context|releaser|syncdebug|"
+    r"cachecore|history|host|guards|options|loader|fastcall|shadow|extensions)\b"
+)
+
+
+def test_public_docs_do_not_point_into_private_modules() -> None:
+    """Issue 14 item 8: ``help()`` of everything the public modules export (and the
+    modules themselves) names public objects only; before, ``help(Stream)`` and
+    ``help(DeviceBuffer)`` sent readers to ``pyacl_rt._callbacks``, ``_allocator``,
+    ``_memory``. Exempt: the C base type of HostBuffer (its name is fixed in C) and
+    class annotations of private attributes."""
+    import importlib
+    import pydoc
+    import types
+
+    found: list[str] = []
+    for modname in ("pyacl_rt", "pyacl_rt.errors", "pyacl_rt.lowlevel", "pyacl_rt.mock"):
+        mod = importlib.import_module(modname)
+        texts = {modname: mod.__doc__ or ""}
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if isinstance(obj, type | types.FunctionType | types.MethodType):
+                texts[f"{modname}.{name}"] = pydoc.render_doc(obj, renderer=pydoc.plaintext)
+        for where, text in texts.items():
+            for line in text.splitlines():
+                if "BufferForwarder" in line or "__annotations__" in line:
+                    continue
+                if _PRIVATE_REF.search(line):
+                    found.append(f"{where}: {line.strip()}")
+    cli_doc = pydoc.render_doc(importlib.import_module("pyacl_rt.cli").collect_info)
+    found += [f"cli.collect_info: {ln}" for ln in cli_doc.splitlines() if _PRIVATE_REF.search(ln)]
+    assert not found, "\n".join(found)
+
+
+def test_device_properties_pickle_and_copy() -> None:
+    """A plain value (it refused pickling before: the slots were set one by one)."""
+    import copy
+
+    props = npu.get_device_properties(0)
+    assert pickle.loads(pickle.dumps(props)) == props
+    assert copy.deepcopy(props) == props and copy.copy(props) == props
 
 
 USER_CODE = """\
@@ -775,7 +842,8 @@ def test_smoke(name: str, rt: Any) -> None:
     for d in range(rt.device_count):
         after = rt.counts(d)
         extra = 1 if d in new else 0
-        assert after["contexts"] == before[d]["contexts"] + extra, (name, d, after)
+        assert after["contexts"] == before[d]["contexts"], (name, d, after)
+        assert after["default_contexts"] == before[d]["default_contexts"] + extra, (name, d)
         assert after["allocations"] == before[d]["allocations"], (name, d, after)
         assert after["events"] == before[d]["events"], (name, d, after)
 
@@ -863,6 +931,126 @@ def test_unbuilt_source_tree_says_how_to_build(missing: str) -> None:
     assert f"`pip install -e .` in {REPO}" in message
 
 
+def _unbuilt_checkout(root: Path) -> Path:
+    """A copy of this checkout as after ``git clone`` + ``pip install .``: the Python
+    sources of pyacl_rt and setup.py, no compiled extension, no bundled mock. The
+    package this test suite imports (built) plays the installed copy it shadows."""
+    pkg = Path(npu.__file__).resolve().parent
+    for src in pkg.rglob("*.py"):
+        if "_mock" in src.relative_to(pkg).parts:
+            continue
+        dst = root / "pyacl_rt" / src.relative_to(pkg)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(src.read_bytes())
+    (root / "setup.py").write_text("# the checkout's setup.py\n")
+    return root
+
+
+def test_checkout_shadowing_the_installed_package_says_so(tmp_path: Path) -> None:
+    """Issue 14 item 1: inside a fresh checkout, after ``pip install .``, Python imports
+    the unbuilt ``./pyacl_rt``. The error says exactly that (which copy, which one it
+    hides, why) and gives the two ways out; ``python -m pyacl_rt`` says it in one
+    message without a traceback. (Before: "run `pip install .`", which they just did.)"""
+    checkout = _unbuilt_checkout(tmp_path / "checkout")
+    installed = Path(npu.__file__).resolve().parent
+    (checkout / "myscript.py").write_text("import pyacl_rt\nprint(pyacl_rt.device_count())\n")
+    env = _env()
+    for cmd in (["myscript.py"], ["-c", "import pyacl_rt"]):
+        proc = subprocess.run(
+            [sys.executable, *cmd], cwd=checkout, env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 1, proc.stdout
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("pyacl_rt.errors.ExtensionNotBuiltError: Python imported the ")
+        assert f"source tree {checkout / 'pyacl_rt'} instead of the pyacl_rt installed in " in last
+        assert f"{installed.parent}: {checkout} comes first on sys.path" in last
+        assert "shadows the installed package" in last
+        assert f"run from another directory (`cd` out of {checkout})" in last
+        assert f"`pip install -e .` in {checkout}" in last
+        assert "run `pip install .`" not in last and "install the package with" not in last
+
+    cli = subprocess.run(
+        [sys.executable, "-m", "pyacl_rt", "info"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert cli.returncode == 1 and cli.stdout == ""
+    assert "Traceback" not in cli.stderr and len(cli.stderr.splitlines()) == 1
+    assert cli.stderr.startswith("pyacl-rt: error: ExtensionNotBuiltError: Python imported")
+    assert "`cd` out of" in cli.stderr and "`pip install -e .`" in cli.stderr
+
+
+def test_mock_build_flags_work_from_an_unbuilt_checkout(tmp_path: Path) -> None:
+    """The README's C build command, ``cc prog.c $(python -m pyacl_rt.mock --cflags
+    --libs)``, works from inside the checkout: the flags need no compiled extension and
+    point at the installed copy's bundled mock (a note on stderr says so)."""
+    checkout = _unbuilt_checkout(tmp_path / "checkout")
+    installed = Path(npu.__file__).resolve().parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyacl_rt.mock", "--cflags", "--libs", "--cmake-prefix"],
+        cwd=checkout,
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    prefix = installed / "_mock"
+    flags = proc.stdout.split()
+    assert flags[0] == f"-I{prefix / 'include'}" and f"-L{prefix / 'lib64'}" in flags
+    assert flags[-1] == str(prefix)
+    assert proc.stderr == (
+        f"pyacl_rt.mock: note: {checkout / 'pyacl_rt'} is an unbuilt source tree; using "
+        f"the bundled mock of the pyacl_rt installed in {installed.parent}\n"
+    )
+    usage = subprocess.run(
+        [sys.executable, "-m", "pyacl_rt.mock"], cwd=checkout, env=_env(), capture_output=True
+    )
+    assert usage.returncode == 2 and b"--cflags" in usage.stderr
+
+
+def test_unbuilt_checkout_alone_says_how_to_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No other pyacl_rt importable: build in place; ``pip install .`` alone would not
+    help from there (it is not what Python imports)."""
+    from pyacl_rt._raw import _shadow
+
+    pkg = _unbuilt_checkout(tmp_path / "checkout") / "pyacl_rt"
+    # this test suite's own (built) package is what the unbuilt copy would hide
+    assert _shadow.other_installations(pkg)[0] == Path(npu.__file__).resolve().parent
+    assert not _shadow.is_built(pkg) and _shadow.is_built(Path(npu.__file__).resolve().parent)
+    monkeypatch.setattr(_shadow, "other_installations", lambda package_dir: [])
+    text = _shadow.unbuilt_message("boom", pkg)
+    assert text.startswith(f"pyacl_rt is imported from the source tree {pkg}, whose compiled")
+    assert f"`pip install -e .` in {pkg.parent}" in text and text.endswith("(import error: boom)")
+    assert "does not import it while" in text
+    (pkg.parent / "setup.py").unlink()  # an installed copy that lost its extensions
+    assert f"the installation in {pkg} is incomplete" in _shadow.unbuilt_message("boom", pkg)
+
+
+@pytest.mark.parametrize(
+    "orig,argv,expected",
+    [
+        (["py", "-m", "pyacl_rt.mock", "--cflags"], ["-m", "--cflags"], "pyacl_rt.mock"),
+        (["py", "-X", "dev", "-m", "pyacl_rt"], ["-m"], "pyacl_rt"),
+        (["py", "-mpyacl_rt.cli", "info"], ["-m", "info"], "pyacl_rt.cli"),
+        (["py", "-Im", "pyacl_rt.mock"], ["-m"], "pyacl_rt.mock"),
+        (["py", "script.py"], ["script.py"], None),
+        (["py", "-m", "pyacl_rt.mock"], ["/x/pyacl_rt/mock.py"], None),  # already running
+    ],
+)
+def test_running_module(
+    orig: list[str], argv: list[str], expected: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyacl_rt._raw import _shadow
+
+    monkeypatch.setattr(sys, "orig_argv", orig)
+    monkeypatch.setattr(sys, "argv", argv)
+    assert _shadow.running_module() == expected
+
+
 def test_forked_child_raises() -> None:
     code = """
         import os
@@ -918,11 +1106,117 @@ def test_readme_has_python_examples() -> None:
     assert len(_readme_python_blocks()) >= 8
 
 
+#: Prepended to a README example: records what each ``print`` call prints to stdout,
+#: with the line it was called from (the example's own ``print`` stays visible).
+_PRINT_RECORDER = """\
+import builtins as _rb, io as _rio, sys as _rsys
+_readme_prints = []
+def print(*args, **kw):
+    if kw.get("file") in (None, _rsys.stdout):
+        _b = _rio.StringIO()
+        _rb.print(*args, **{**kw, "file": _b})
+        _readme_prints.append((_rsys._getframe(1).f_lineno, _b.getvalue()))
+    _rb.print(*args, **kw)
+"""
+_PRINT_DUMP = """
+import json as _rj, os as _ros
+with open(_ros.environ["PYACL_RT_README_PRINTS"], "w") as _rf:
+    _rj.dump(_readme_prints, _rf)
+"""
+#: ``print(...)  # prints: EXPECTED`` in a README example: the shown output of that line.
+_PRINTS = re.compile(r"^\s*print\(.*\)\s+# prints: (?P<expected>.*)$")
+
+
+def _shown_output_matches(expected: str, actual: str) -> bool:
+    """``actual`` (without its final newline) is ``expected``, where ``...`` stands for
+    any text (also across lines)."""
+    pattern = ".*?".join(re.escape(part) for part in expected.split("..."))
+    return re.fullmatch(pattern, actual.removesuffix("\n"), re.S) is not None
+
+
+def test_shown_output_matching() -> None:
+    assert _shown_output_matches("8 devices, Ascend910B1", "8 devices, Ascend910B1\n")
+    assert not _shown_output_matches("8 devices", "2 devices\n")
+    assert _shown_output_matches("True ...", "True 94147578789248\n")
+    assert _shown_output_matches("a ... c", "a b\nb c\n")
+    assert not _shown_output_matches("['segment_alloc', 'alloc']", "['free_completed', 'x']")
+
+
+def test_readme_print_comments_are_checked() -> None:
+    """A comment on a print line of a README example claims its output: it must use
+    ``# prints:`` (then test_readme_example_runs compares it), never a description that
+    only looks like output (``# ['segment_alloc', 'alloc']`` was wrong half the time)."""
+    shown = 0
+    for line, code in _readme_python_blocks():
+        for k, text in enumerate(code.splitlines()):
+            where = f"README.md:{line + 1 + k}"
+            if text.lstrip().startswith("print(") and "#" in text:
+                assert _PRINTS.match(text), f"{where}: use '# prints: <output>': {text}"
+                shown += 1
+            elif "# prints:" in text:  # e.g. a print call split over lines (ruff format)
+                raise AssertionError(f"{where}: '# prints:' goes on a one-line print(...)")
+    assert shown >= 15
+
+
 @pytest.mark.parametrize(
     "line,code", _readme_python_blocks(), ids=[f"README.md:{n}" for n, _ in _readme_python_blocks()]
 )
 def test_readme_example_runs(line: int, code: str, tmp_path: Path) -> None:
-    proc = _run(code, cwd=tmp_path, ASCEND_MOCK_DEVICE_COUNT="2")
+    """Every README example runs as is with the mock's defaults (what a user sees after
+    the quick start), prints nothing on stderr (no traceback, no exit noise), and each
+    ``# prints:`` line prints what it shows."""
+    record = tmp_path / "prints.json"
+    full = _PRINT_RECORDER + code + _PRINT_DUMP
+    proc = _run(full, cwd=tmp_path, PYACL_RT_README_PRINTS=str(record))
     assert proc.returncode == 0, f"README.md line {line}:\n{code}\n--- stderr:\n{proc.stderr}"
-    if "pyacl_rt: host callback" not in proc.stderr:  # the callback example logs one
-        assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr == "", f"README.md line {line} wrote to stderr:\n{proc.stderr}"
+    offset = _PRINT_RECORDER.count("\n")
+    printed: dict[int, str] = {}
+    for at, text in json.loads(record.read_text()):
+        printed[at - offset] = printed.get(at - offset, "") + text
+    for k, text in enumerate(code.splitlines(), start=1):
+        m = _PRINTS.match(text)
+        if m is None:
+            continue
+        where = f"README.md:{line + k}"
+        assert k in printed, f"{where}: the line printed nothing"
+        assert _shown_output_matches(m.group("expected"), printed[k]), (
+            f"{where} shows\n  {m.group('expected')}\nbut printed\n  {printed[k]}"
+        )
+
+
+def _readme_cli_transcripts() -> list[tuple[int, str, list[str]]]:
+    """``text`` blocks of the README that start with ``$ command``: (line, command,
+    the lines shown after it)."""
+    text = README.read_text()
+    found = []
+    for m in re.finditer(r"^```text\n\$ (.*?)\n(.*?)^```", text, re.S | re.M):
+        found.append((text.count("\n", 0, m.start()) + 2, m.group(1), m.group(2).splitlines()))
+    return found
+
+
+def test_readme_cli_transcript_is_what_the_command_prints(tmp_path: Path) -> None:
+    """The README's ``pyacl-rt info`` transcript is the command's real output: stdout,
+    then stderr (the fallback warning), line by line (``...`` for what varies)."""
+    transcripts = _readme_cli_transcripts()
+    assert [cmd for _, cmd, _ in transcripts] == ["ASCEND_MOCK_DEVICE_COUNT=2 pyacl-rt info"]
+    for line, cmd, shown in transcripts:
+        *assignments, prog, sub = cmd.split()
+        assert prog == "pyacl-rt"
+        env = _clean_env(**dict(a.split("=", 1) for a in assignments))
+        script = shutil.which(prog)  # the console script; else the same via python -m
+        proc = subprocess.run(
+            [script, sub] if script else [sys.executable, "-m", "pyacl_rt", sub],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr
+        if "backend:      real" in proc.stdout:  # pragma: no cover - a machine with CANN
+            pytest.skip("real CANN library present: the transcript shows the mock fallback")
+        actual = proc.stdout.splitlines() + proc.stderr.splitlines()
+        assert len(actual) == len(shown), (line, actual)
+        for k, (want, got) in enumerate(zip(shown, actual, strict=True)):
+            assert _shown_output_matches(want, got), f"README.md:{line + 1 + k}: {got!r}"

@@ -90,6 +90,46 @@ def test_init_finalize_idempotent() -> None:
     assert out["gen2"] == 2 and out["state2"] == "ready"
 
 
+def test_objects_after_finalize_say_init_and_recreate() -> None:
+    """Issue 14 item 6: an object of a finalized runtime says both steps (before: only
+    "create a new one", and creating one then said "call pyacl_rt.init() first");
+    after a new init() it says only to create a new one."""
+    proc = run_py(
+        """
+        import json
+        import pyacl_rt as npu
+
+        ctx = npu.Context(0)
+        s, e, b = npu.Stream(), npu.Event(), npu.DeviceBuffer(16)
+        e.record(s)
+        npu.finalize()
+        out = {}
+        uses = {"stream": s.synchronize, "event": e.synchronize, "context": ctx.synchronize,
+                "buffer": b.copy_to_host}
+        for name, use in uses.items():
+            try:
+                use()
+            except npu.RuntimeFinalizedError as exc:
+                out[name] = str(exc)
+        npu.init()
+        try:
+            s.synchronize()
+        except npu.RuntimeFinalizedError as exc:
+            out["after_init"] = str(exc)
+        print(json.dumps(out))
+        """
+    )
+    out = last_json(proc)
+    assert set(out) == {"stream", "event", "context", "buffer", "after_init"}, out
+    for name in ("stream", "event", "context", "buffer"):
+        assert "belongs to a runtime that was finalized" in out[name], out[name]
+        assert out[name].endswith(
+            "call pyacl_rt.init() to start the runtime again, then create a new one"
+        ), out[name]
+    assert "(its memory was released)" in out["buffer"]
+    assert out["after_init"].endswith("the runtime was started again since: create a new one")
+
+
 def test_finalize_before_init_is_noop() -> None:
     proc = run_py(
         """

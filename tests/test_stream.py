@@ -535,6 +535,25 @@ def test_keep_alive_polls_completed_entries() -> None:
     s.close()
 
 
+def test_idle_marker_events_are_bounded(gate: Any) -> None:
+    """Issue 12: a burst of outstanding keep-alive entries left one idle marker event
+    per entry for the life of the process (2000 short-lived threads: ~1200 events)."""
+    S._markers.drop_all()
+    base = mock_control().stat("events", 0)
+    s = S.Stream(0)
+    gate.block(s)
+    n = S._MarkerPool.IDLE_MAX + 100
+    for _ in range(n):
+        s._keep_alive(object())  # all outstanding behind the gate: n markers
+    assert mock_control().stat("events", 0) == base + n
+    gate.release.set()
+    s.synchronize()
+    assert s._watch_pending() == 0
+    assert len(S._markers._free[s._ctx]) == S._MarkerPool.IDLE_MAX
+    assert mock_control().stat("events", 0) == base + S._MarkerPool.IDLE_MAX
+    s.close()
+
+
 def test_equality_and_hash() -> None:
     a = S.Stream(0)
     b = S.Stream(0)

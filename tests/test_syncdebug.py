@@ -43,8 +43,9 @@ def _restore_mode() -> Iterator[None]:
 
 
 def _memory_module() -> ModuleType:
-    """The module that defines copy() (wherever a relayout puts it)."""
-    return sys.modules[npu.copy.__module__]
+    """The module that defines copy() (wherever a relayout puts it; found through the
+    function's globals, as its ``__module__`` names the public module)."""
+    return sys.modules[npu.copy.__globals__["__name__"]]
 
 
 # ------------------------------------------------------------------ scenarios

@@ -236,7 +236,8 @@ def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) 
     if not 0 <= fraction <= 1:
         raise ValueError(f"fraction must be within 0..1, got {fraction}")
     a = _device_allocator(device)[1]
-    a.fraction = float(fraction)
+    # 1.0 is no limit: aclrtMalloc decides (and its error text is kept)
+    a.fraction = float(fraction) if fraction < 1 else None
 
 
 def get_per_process_memory_fraction(device: DeviceLike = None) -> float:
@@ -335,7 +336,11 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
 
 
 def host_memory_stats() -> dict[str, int]:
-    """Counters of the pinned host pool (bytes and blocks; see :mod:`._host`)."""
+    """Counters of the pinned host memory pool (``HostBuffer`` memory):
+    ``allocated_bytes.current`` / ``.peak``, ``allocations.current``,
+    ``reserved_bytes.current`` / ``.peak`` (bytes held, including cached blocks) and
+    ``num_host_alloc`` / ``num_host_free`` (``aclrtMallocHost`` / ``aclrtFreeHost``
+    calls)."""
     h = _backend.host
     return _zero_host_stats() if h is None else h.stats()
 

@@ -7,7 +7,11 @@ the per-process memory fraction, and the out-of-memory path: on a failed
 ``aclrtMalloc`` (or one over the fraction) wait for the pending guards, retry the
 cache, free every cached segment (``num_alloc_retries``), retry ``aclrtMalloc``; then
 raise :class:`~pyacl_rt.errors.AclOutOfMemoryError` (``num_ooms``) whose message gives
-allocated / reserved / free memory in GiB.
+allocated / reserved / free memory in GiB and which keeps the code and runtime message
+of the ``aclrtMalloc`` that failed. A request no retry can serve - larger than the
+allocator can represent (:data:`~pyacl_rt._cachecore.MAX_ALLOC`, 2**63 - 2 MiB) or
+than the device's total memory - raises the same error at once, with nothing
+allocated and the cache left alone.
 
 Floor 7 (allocator): imports floors 1-6 only.
 """
@@ -21,10 +25,10 @@ from typing import TYPE_CHECKING
 
 from .. import _runtime as runtime
 from .. import errors, lowlevel
-from .._cachecore import SMALL_SIZE, Core, allocation_size, round_size
+from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
 from .._device import mem_get_info
 from .._log import get_logger
-from .._state import _check, _CtxRef, _lib, _local
+from .._state import _check, _CtxRef, _fast, _lib, _local
 from . import _guards, _history
 
 if TYPE_CHECKING:
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
+_wait_device = _fast._wait_device  # sliced, interruptible device synchronize
 _GiB = float(1 << 30)
 # offsets into Core.stats(): [kind][pool][field], 3 pools x 4 fields per kind
 _ALLOCATED = 4 * 12
@@ -94,6 +99,9 @@ class DeviceAllocator:
         self.core.set_trim(TRIM_PERMILLE)
         self.in_slow = False
         self.trim_tick = -1
+        #: (code, runtime message) of the last aclrtMalloc that ran out of memory, or
+        #: None (refused by the memory fraction); set under ``lock``.
+        self.last_failure: tuple[int, str | None] | None = None
         self.scalars = {
             "num_alloc_retries": 0,
             "num_ooms": 0,
@@ -156,9 +164,11 @@ class DeviceAllocator:
             if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
                 prev.make_current()
         tick, guards = mark
-        if all(_guards.done(g, wait) for g in guards):
+        left = _guards.pending(guards, wait)
+        if not left:
             del self.marks[key]
             return tick
+        self.marks[key] = (tick, left)
         return None
 
     def other_streams(self, refs: list[weakref.ref[Stream]], key: int) -> list[Stream]:
@@ -177,20 +187,22 @@ class DeviceAllocator:
         recorded on them now have passed (never raises)."""
         prev = _local.st.ctx
         guards = _guards.record(streams)
-        if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-            try:
-                prev.make_current()
-            except Exception:
-                _local.st.ctx = None
-        if _history.enabled:
-            self.trace_free(base, key, pending=True)
-        if self.core.free_pending(base):
-            self.pending.append((base, guards))
-            return
+        try:
+            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                try:
+                    prev.make_current()
+                except Exception:
+                    _local.st.ctx = None
+            if _history.enabled:
+                self.trace_free(base, key, pending=True)
+            if self.core.free_pending(base):
+                self.pending.append((base, guards))
+                return
+        except BaseException:
+            _guards.release(guards)  # the block was not queued: its events go back
+            raise
         _log.warning("pyacl_rt allocator: freeing unknown block 0x%x", base)
-        for g in guards:
-            if g[0] == "event":
-                g[1].idle.append(g[2])
+        _guards.release(guards)
 
     def process_pending(self, wait: bool = False) -> int:
         """Make blocks whose guards passed reusable; ``wait``: wait for all of them.
@@ -203,11 +215,19 @@ class DeviceAllocator:
                 base, guards = self.pending.popleft()
             except IndexError:
                 break
-            left = [g for g in guards if not _guards.done(g, wait)]
+            try:
+                left = _guards.pending(guards, wait)
+            except BaseException:  # interrupted: keep what is outstanding (trimmed)
+                self.pending.append((base, guards))
+                raise
             if left:
                 self.pending.append((base, left))
                 continue
-            size = self.core.complete(base)
+            try:
+                size = self.core.complete(base)
+            except BaseException:  # out of host memory: its guards passed, retry later
+                self.pending.append((base, []))
+                raise
             if size:
                 freed += 1
                 if _history.enabled:
@@ -224,6 +244,8 @@ class DeviceAllocator:
     # ----------------------------------------------------------- allocating
     def allocate_slow(self, key: int, nbytes: int) -> int:
         """A cache miss: pending blocks, a new segment, or the OOM path."""
+        if nbytes > MAX_ALLOC:
+            raise self._too_large(nbytes, f"the caching allocator's maximum of {MAX_ALLOC}")
         if not runtime.is_alive(self.gen) or self.ctx.device < 0:
             raise errors.RuntimeFinalizedError(
                 "this caching allocator belongs to a runtime that was finalized (or a "
@@ -274,6 +296,9 @@ class DeviceAllocator:
     def _retry(self, key: int, nbytes: int, size: int) -> int:
         """After a failed segment allocation: returns a new segment's address, or
         minus the address of a cached block; raises the OOM error."""
+        total = self._mem_info()[1]
+        if total and size > total:  # no retry can help: keep the cache
+            raise self._oom(key, nbytes, size, retried=False)
         self.scalars["num_alloc_retries"] += 1
         if self.pending and self.process_pending(wait=True):
             p: int = self.core.alloc(key, nbytes)
@@ -283,11 +308,15 @@ class DeviceAllocator:
         base = self._malloc(size)
         if base:
             return base
+        raise self._oom(key, nbytes, size, retried=True)
+
+    def _oom(self, key: int, nbytes: int, size: int, retried: bool) -> errors.AclOutOfMemoryError:
+        """Count an out-of-memory failure and build its error."""
         self.scalars["num_ooms"] += 1
         if _history.enabled:
             free = self._mem_info()[0]
             _history.event(self.index, "oom", 0, size, key, device_free=free)
-        raise self._oom_error(nbytes)
+        return self._oom_error(nbytes, retried)
 
     def _malloc(self, size: int) -> int:
         """``aclrtMalloc`` a segment of ``size`` bytes; 0 when out of memory (or over the
@@ -295,6 +324,7 @@ class DeviceAllocator:
         if self.fraction is not None:
             total = self._mem_info()[1]
             if self.core.stats()[_RESERVED] + size > int(self.fraction * total):
+                self.last_failure = None
                 return 0
         if _local.st.ctx is not self.ctx:
             self.ctx.make_current()
@@ -302,6 +332,8 @@ class DeviceAllocator:
         rc = _lib.aclrtMalloc(s.uptr, size, 0)
         if rc:
             if rc in errors.OUT_OF_MEMORY_CODES:
+                # kept for the error raised if the retries fail too
+                self.last_failure = (rc, lowlevel.recent_error_message())
                 lowlevel.clear_error()
                 return 0
             _check(rc, "aclrtMalloc")
@@ -314,7 +346,7 @@ class DeviceAllocator:
         except Exception:  # pragma: no cover - lost device: report what we can
             return 0, 0
 
-    def _oom_error(self, nbytes: int) -> errors.AclOutOfMemoryError:
+    def _oom_error(self, nbytes: int, retried: bool = True) -> errors.AclOutOfMemoryError:
         st = self.core.stats()
         free, total = self._mem_info()
         allocated, reserved = st[_ALLOCATED], st[_RESERVED]
@@ -329,10 +361,25 @@ class DeviceAllocator:
             f"{round_size(nbytes) / _GiB:.2f} GiB ({nbytes} bytes requested); "
             f"{total / _GiB:.2f} GiB total capacity; {allocated / _GiB:.2f} GiB already "
             f"allocated; {free / _GiB:.2f} GiB free; {reserved / _GiB:.2f} GiB reserved in "
-            f"total by pyacl_rt (allocated + cached){limit}. Cached blocks were freed and "
-            "the allocation retried."
+            f"total by pyacl_rt (allocated + cached){limit}. "
+            + (
+                "Cached blocks were freed and the allocation retried."
+                if retried
+                else "The request exceeds the device's total memory; the cache was kept."
+            )
         )
-        return errors.AclOutOfMemoryError(msg, code=207001, function="aclrtMalloc")
+        code, recent = self.last_failure or (207001, None)
+        return errors.AclOutOfMemoryError(
+            msg, code=code, function="aclrtMalloc", recent_message=recent
+        )
+
+    def _too_large(self, nbytes: int, limit: str) -> errors.AclOutOfMemoryError:
+        """The error for a request no retry can serve (nothing was allocated)."""
+        return errors.AclOutOfMemoryError(
+            f"NPU out of memory on device {self.index}: cannot allocate {nbytes} bytes, more "
+            f"than {limit} bytes; nothing was allocated",
+            code=207001,
+        )
 
     # ------------------------------------------------------------- releasing
     def release_cached(self) -> int:
@@ -347,10 +394,9 @@ class DeviceAllocator:
             if _local.st.ctx is not self.ctx:
                 self.ctx.make_current()
             # aclrtFree does not wait for queued work (cudaFree does): blocks given
-            # back to their stream's cache may still be in use on it.
-            rc = _lib.aclrtSynchronizeDevice()
-            if rc:
-                _check(rc, "aclrtSynchronizeDevice")
+            # back to their stream's cache may still be in use on it. In slices: Ctrl-C
+            # interrupts the wait (nothing freed yet).
+            _wait_device(-1)
             self.scalars["num_sync_all_streams"] += 1
             released = self._free_segments(self.core.release_cached())
             if prev is not None and prev is not self.ctx and prev.device >= 0:
@@ -418,8 +464,11 @@ class DeviceAllocator:
         with self.lock:
             if self.pending:
                 self.process_pending(wait=wait)
-            for key, (_tick, guards) in list(self.marks.items()):
-                if all(_guards.done(g, wait) for g in guards):  # events back to the pool
+            for key, (tick, guards) in list(self.marks.items()):
+                left = _guards.pending(guards, wait)  # passed: events back to the pool
+                if left:
+                    self.marks[key] = (tick, left)
+                else:
                     del self.marks[key]
             self.release_cached()
 

@@ -2,19 +2,24 @@
 still use it is reused only once an event recorded on each of those streams (at free
 time) has completed.
 
-Events are raw ``aclrtEvent`` handles (ints) pooled per device and created in the
-device's primary context. A stream of an explicit Context gets no event: its guard is
-the stream itself (reuse once ``aclrtStreamQuery`` says it is idle), which is safe
-but may wait for work queued later.
+Events are raw ``aclrtEvent`` handles (ints) pooled per primary context and created
+in it; a guard's event goes back to the pool (at most :data:`IDLE_MAX` idle, the rest
+destroyed) as soon as it is seen complete, whatever happened to its stream meanwhile,
+or when the guard is dropped (:func:`release`); :func:`pending` looks at every guard of
+a list and keeps what is outstanding even when interrupted. A stream of an explicit
+Context gets no event: its guard is the stream itself (reuse once ``aclrtStreamQuery``
+says it is idle), which is safe but may wait for work queued later.
 
 Floor 7 (allocator): imports floors 1-6 only.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from .. import lowlevel
 from .._log import get_logger
 from .._state import _check, _CtxRef, _fast, _lib, _local
 
@@ -29,95 +34,135 @@ _sync_event = _fast.synchronize_event
 #: ("event", pool, handle) or ("stream", weakref to the stream).
 Guard = tuple[Any, ...]
 
+#: Idle events kept per device (bytes of nothing: runtime handles); an event coming back
+#: to a full pool is destroyed. Busy events are bounded by what they guard.
+IDLE_MAX = 64
+
 
 class EventPool:
-    """Idle events of one primary context (``aclrtCreateEvent`` on demand)."""
+    """Events of one primary context (``aclrtCreateEvent`` on demand): at most
+    :data:`IDLE_MAX` idle ones, plus those guarding blocks (``out`` holds both).
+    Thread-safe: every change of ``idle`` / ``out`` happens under ``lock``."""
 
-    __slots__ = ("ctx", "idle", "out")
+    __slots__ = ("ctx", "idle", "lock", "out")
 
     def __init__(self, ctx: _CtxRef) -> None:
         self.ctx = ctx
         self.idle: list[int] = []
         #: every event created and not destroyed (idle or guarding a block)
         self.out: set[int] = set()
+        self.lock = threading.Lock()
 
     def get(self) -> int:
         """An event handle (the pool's context must be current)."""
-        try:
-            return self.idle.pop()
-        except IndexError:
-            pass
+        with self.lock:
+            if self.idle:
+                return self.idle.pop()
         s = _local.st.scratch
         rc = _lib.aclrtCreateEvent(s.uptr)
         if rc:
             _check(rc, "aclrtCreateEvent")
         ev = int(s.uptr[0])
-        self.out.add(ev)
+        with self.lock:
+            self.out.add(ev)
         return ev
 
-    def destroy(self, events: list[int] | set[int]) -> None:
-        """Destroy ``events`` (never raises)."""
-        if not events or self.ctx.device < 0:
-            return
-        try:
-            if _local.st.ctx is not self.ctx:
-                self.ctx.make_current()
-        except Exception:  # pragma: no cover - dead context: the runtime reclaims them
-            return
-        for ev in list(events):
+    def put(self, ev: int) -> None:
+        """Take ``ev`` back (its guard passed, or it is no longer needed); destroyed
+        when the idle list is full. Never raises."""
+        with self.lock:
+            if ev not in self.out or ev in self.idle:
+                return  # destroyed meanwhile (finalize), or given back twice
+            if len(self.idle) < IDLE_MAX:
+                self.idle.append(ev)
+                return
             self.out.discard(ev)
-            rc = _lib.aclrtDestroyEvent(ev)
-            if rc:
-                _log.debug("pyacl_rt allocator: aclrtDestroyEvent failed with %d", rc)
+        self._destroy([ev])
+
+    def _destroy(self, events: list[int]) -> None:
+        """Destroy ``events`` (already taken out of ``out``; never raises)."""
+        if not events or self.ctx.device < 0:
+            return  # a dead context: the runtime reclaimed them
+        prev = _local.st.ctx
+        try:
+            if prev is not self.ctx:
+                self.ctx.make_current()
+            for ev in events:
+                rc = _lib.aclrtDestroyEvent(ev)  # asynchronous: fine while pending
+                if rc:
+                    _log.debug("pyacl_rt allocator: aclrtDestroyEvent failed with %d", rc)
+                    lowlevel.clear_error()
+            if prev is not None and prev is not self.ctx and prev.device >= 0:
+                prev.make_current()
+        except Exception:  # pragma: no cover - dead context: the runtime reclaims them
+            _log.debug("pyacl_rt allocator: destroying guard events failed", exc_info=True)
 
     def destroy_idle(self) -> None:
-        idle, self.idle = self.idle, []
-        self.destroy(idle)
+        with self.lock:
+            idle, self.idle = self.idle, []
+            self.out.difference_update(idle)
+        self._destroy(idle)
 
     def destroy_all(self) -> None:
-        self.idle = []
-        self.destroy(set(self.out))
+        with self.lock:
+            self.idle = []
+            out, self.out = list(self.out), set()
+        self._destroy(out)
 
 
-#: device index -> event pool of its primary context
-_pools: dict[int, EventPool] = {}
+#: primary context -> its event pool (a device's primary context changes only across
+#: finalize / init; pools of dead contexts are dropped by destroy_idle)
+_pools: dict[_CtxRef, EventPool] = {}
 
 
 def _pool(s: Stream) -> EventPool:
-    p = _pools.get(s._device)
-    if p is None or p.ctx is not s._ctx:
-        p = _pools[s._device] = EventPool(s._ctx)
+    p = _pools.get(s._ctx)
+    if p is None:  # setdefault: two threads creating it at once share one pool
+        p = _pools.setdefault(s._ctx, EventPool(s._ctx))
     return p
 
 
 def record(streams: list[Stream]) -> list[Guard]:
-    """Guards for ``streams`` as of now. Never raises: a stream whose event cannot be
-    recorded is guarded by the stream itself."""
+    """Guards for ``streams`` as of now. Never raises an Exception: a stream whose
+    event cannot be recorded is guarded by the stream itself. Interrupted (e.g.
+    ``KeyboardInterrupt``), it gives the events recorded so far back first."""
     guards: list[Guard] = []
-    for s in streams:
-        if s._ctx.owner is None:
-            try:
-                if _local.st.ctx is not s._ctx:
-                    s._ctx.make_current()
-                pool = _pool(s)
-                ev = pool.get()
+    try:
+        for s in streams:
+            if s._ctx.owner is None:
                 try:
-                    _record_event(ev, s._handle)
-                except BaseException:
-                    pool.idle.append(ev)
-                    raise
-                guards.append(("event", pool, ev))
-                continue
-            except Exception as exc:
-                _log.debug("pyacl_rt allocator: recording a guard event failed: %s", exc)
-        guards.append(("stream", weakref.ref(s)))
+                    if _local.st.ctx is not s._ctx:
+                        s._ctx.make_current()
+                    pool = _pool(s)
+                    ev = pool.get()
+                    try:
+                        _record_event(ev, s._handle)
+                    except BaseException:
+                        pool.put(ev)
+                        raise
+                    guards.append(("event", pool, ev))
+                    continue
+                except Exception as exc:
+                    _log.debug("pyacl_rt allocator: recording a guard event failed: %s", exc)
+            guards.append(("stream", weakref.ref(s)))
+    except BaseException:
+        release(guards)
+        raise
     return guards
+
+
+def release(guards: list[Guard]) -> None:
+    """Give the events of ``guards`` back to their pools without waiting (the guards
+    are no longer needed). Never raises."""
+    for g in guards:
+        if g[0] == "event":
+            g[1].put(g[2])
 
 
 def done(g: Guard, wait: bool) -> bool:
     """True once guard ``g`` passed (then its event is back in the pool). ``wait``:
-    block until it does. Never raises (a failing event or stream counts as passed
-    only once its stream is destroyed or the wait returned)."""
+    block until it does. Never raises an Exception (a failing event or stream counts
+    as passed only once its stream is destroyed or the wait returned)."""
     if g[0] == "event":
         _, pool, ev = g
         try:
@@ -129,7 +174,7 @@ def done(g: Guard, wait: bool) -> bool:
             _log.warning("pyacl_rt allocator: waiting for a guard event failed: %s", exc)
             if pool.ctx.device >= 0 and not wait:
                 return False
-        pool.idle.append(ev)
+        pool.put(ev)
         return True
     s = g[1]()
     if s is None or s.closed:
@@ -141,6 +186,24 @@ def done(g: Guard, wait: bool) -> bool:
         return bool(s.query())
     except Exception:
         return bool(s.closed)
+
+
+def pending(guards: list[Guard], wait: bool) -> list[Guard]:
+    """The guards of ``guards`` that have not passed yet (those that passed gave their
+    events back). Every guard is looked at: none that gave its event back may stay in
+    a list that is looked at again. Interrupted (``KeyboardInterrupt`` during a wait),
+    ``guards`` is trimmed in place to what is still outstanding before the exception
+    propagates, so that the caller can keep it."""
+    left: list[Guard] = []
+    for i, g in enumerate(guards):
+        try:
+            passed = done(g, wait)
+        except BaseException:
+            guards[:] = left + guards[i:]
+            raise
+        if not passed:
+            left.append(g)
+    return left
 
 
 def forget() -> None:
@@ -156,5 +219,8 @@ def destroy_all() -> None:
 
 
 def destroy_idle() -> None:
-    for p in list(_pools.values()):
+    """``empty_cache``: destroy the idle events (those guarding blocks stay)."""
+    for ctx, p in list(_pools.items()):
         p.destroy_idle()
+        if ctx.device < 0 and not p.out:
+            _pools.pop(ctx, None)

@@ -5,7 +5,10 @@ bytes, so at most half of a block is rounding waste), reused by size. The host m
 touch a HostBuffer as soon as it exists, so a freed block is reused only once the
 work of *every* stream that used it has completed: an event is recorded on each of
 them at free time (torch's CachingHostAllocator rule). When ``aclrtMallocHost`` fails,
-idle blocks are freed and the allocation retried once.
+idle blocks are freed and the allocation retried once; the error then keeps the code and
+runtime message of the call that failed. A request above :data:`MAX_REQUEST` (2**63
+bytes: its block would not fit 64 bits) raises the same out-of-memory error at once, and
+so does a block larger than the machine's physical memory (idle blocks are kept).
 
 Floor 7 (allocator): imports floors 1-6 only.
 """
@@ -13,6 +16,7 @@ Floor 7 (allocator): imports floors 1-6 only.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -29,8 +33,24 @@ if TYPE_CHECKING:
 _log = get_logger("pyacl_rt")
 
 
+_EXPLANATION = "Pinned host memory exhausted: free HostBuffers (or empty caches), or allocate less."
+
+#: The largest request the pool serves (bytes): its block, the next power of two, must
+#: fit ``size_t``.
+MAX_REQUEST = 1 << 63
+
+
+def _physical_memory() -> int:
+    """Bytes of physical memory of the machine (0: unknown)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return 0
+
+
 def block_size(nbytes: int) -> int:
-    """Pool block size of a request: the next power of two, at least 512 bytes."""
+    """Pool block size of a request (0 < nbytes <= MAX_REQUEST): the next power of
+    two, at least 512 bytes."""
     return max(512, 1 << (nbytes - 1).bit_length())
 
 
@@ -55,6 +75,13 @@ class HostPool:
         }
 
     def allocate(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser]:
+        if nbytes > MAX_REQUEST:
+            raise errors.AclOutOfMemoryError(
+                f"pinned host pool: cannot allocate {nbytes} bytes, more than its maximum "
+                f"of {MAX_REQUEST} bytes; nothing was allocated",
+                code=207001,
+                explanation=_EXPLANATION,
+            )
         size = block_size(nbytes)
         with self.lock:
             if self.pending:
@@ -62,7 +89,7 @@ class HostPool:
             lst = self.idle.get(size)
             ptr = lst.pop() if lst else 0
             if not ptr:
-                ptr = self._malloc(size)
+                ptr = self._malloc(size, nbytes)
             c = self.counters
             c["allocations"] += 1
             c["allocated_bytes"] += size
@@ -70,14 +97,34 @@ class HostPool:
                 c["allocated_bytes_peak"] = c["allocated_bytes"]
         return ptr, self
 
-    def _malloc(self, size: int) -> int:
+    def _malloc(self, size: int, nbytes: int) -> int:
         s = _local.st.scratch
         rc = _lib.aclrtMallocHost(s.uptr, size)
         if rc in errors.OUT_OF_MEMORY_CODES:
+            recent = lowlevel.recent_error_message()
             lowlevel.clear_error()
+            physical = _physical_memory()
+            if physical and size > physical:  # no retry can help: keep the idle blocks
+                raise errors.AclOutOfMemoryError(
+                    f"pinned host pool: cannot allocate {nbytes} bytes (a block of {size} "
+                    f"bytes), more than the machine's {physical} bytes of memory",
+                    code=rc,
+                    function="aclrtMallocHost",
+                    recent_message=recent,
+                    explanation=_EXPLANATION,
+                )
             self.process_pending(wait=True)
             self.release_idle()
             rc = _lib.aclrtMallocHost(s.uptr, size)
+            if rc in errors.OUT_OF_MEMORY_CODES:
+                raise errors.AclOutOfMemoryError(
+                    f"pinned host pool: cannot allocate {nbytes} bytes (a block of {size} "
+                    "bytes); idle blocks were freed and the allocation retried",
+                    code=rc,
+                    function="aclrtMallocHost",
+                    recent_message=lowlevel.recent_error_message(),
+                    explanation=_EXPLANATION,
+                )
         if rc:
             _check(rc, "aclrtMallocHost")
         ptr = int(s.uptr[0])
@@ -103,10 +150,9 @@ class HostPool:
                 streams = [s for r in m.streams if (s := r()) is not None and not s.closed]
                 if streams:
                     prev = _local.st.ctx
-                    guards = _guards.record(streams)
+                    self.pending.append((base, _guards.record(streams)))
                     if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
                         prev.make_current()
-                    self.pending.append((base, guards))
                 else:
                     self.idle.setdefault(size, []).append(base)
         except BaseException:  # pragma: no cover - defensive (finalizer context)
@@ -118,7 +164,11 @@ class HostPool:
         with self.lock:
             for _ in range(len(self.pending)):
                 base, guards = self.pending.popleft()
-                left = [g for g in guards if not _guards.done(g, wait)]
+                try:
+                    left = _guards.pending(guards, wait)
+                except BaseException:  # interrupted: keep what is outstanding
+                    self.pending.append((base, guards))
+                    raise
                 if left:
                     self.pending.append((base, left))
                 elif base in self.blocks:

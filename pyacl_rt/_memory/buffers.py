@@ -108,7 +108,10 @@ class _Buffer:
         """DLPack export: a PyCapsule of a 1-D uint8 tensor of :attr:`nbytes` bytes
         (``"dltensor_versioned"`` when ``max_version >= (1, 0)``). While the consumer
         holds it, :meth:`close` raises ``BufferError``. ``stream``: the consumer's
-        stream (see :mod:`pyacl_rt._dlpack`)."""
+        stream, made safe to use the data on: ``None`` waits on the host for the
+        buffer's pending work, ``-1`` does nothing, a stream handle (or a
+        :class:`~pyacl_rt.Stream`) makes that stream wait on the device (host buffers
+        take only ``None`` or ``-1``)."""
         return _dlpack_hooks["export"](self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -133,15 +136,17 @@ class DeviceBuffer(_Buffer):
       (an empty batch): nothing is allocated (no ``aclrtMalloc(0)``), ``ptr`` is 0,
       copies and memsets of 0 bytes work. To put an array on the device allocate its
       size and copy: ``buf = DeviceBuffer(arr.nbytes); buf.copy_from_host(arr)``.
-    * Where it comes from: by default a block of the caching allocator
-      (:mod:`pyacl_rt._allocator`), cached for ``stream`` (the allocation stream;
+    * Where it comes from: by default a block of the caching allocator (see
+      :func:`pyacl_rt.memory_stats`, :func:`pyacl_rt.empty_cache`), cached for
+      ``stream`` (the allocation stream;
       default: the current stream of the device), like torch_npu; with
       ``PYACL_RT_ALLOCATOR=native``, in an explicit Context, or with a non-default
       ``policy``: one ``aclrtMalloc(policy)``.
     * ``close()`` frees it (idempotent); so do garbage collection and finalize. A
       cached block goes back to the cache at once and is reused in stream order (other
       streams that used it are guarded by events, see :meth:`record_stream`); a native
-      allocation waits for the streams that used it first (see :mod:`pyacl_rt._memory`).
+      allocation waits for the streams that used it first (``aclrtFree`` itself would
+      not).
       Views become unusable when their parent is closed.
     * ``buf[a:b]`` (step 1) is a view sharing the memory; it keeps its parent alive.
       Closing a view only closes the view.

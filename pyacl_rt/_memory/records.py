@@ -48,6 +48,7 @@ from .._state import (
     _local,
     _owner_of,
     context_close_hooks,
+    finalized_error,
 )
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
@@ -177,10 +178,7 @@ def _claim_close(m: _Mem, what: str) -> int:
 
 def _raise_closed(m: _Mem, what: str) -> None:
     if m.dead == "finalized":
-        raise errors.RuntimeFinalizedError(
-            f"this {what} belongs to a runtime that was finalized; its memory was released",
-            explanation="",
-        )
+        raise finalized_error(what, " (its memory was released)")
     if m.dead == "forked":
         raise errors.ForkedProcessError()
     raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
@@ -509,8 +507,11 @@ def _finalize_guard() -> None:
 def _release_memory() -> None:
     """Release hook (priority 'memory'): free every live buffer; objects become inert.
 
-    Reached with exported (or in-use) pinned memory only at interpreter exit (the
-    finalize() guard refuses otherwise): that memory is left to aclFinalize, logged."""
+    Reached with exported (or in-use) pinned memory at interpreter exit (the finalize()
+    guard refuses otherwise): that memory is left to aclFinalize and the process end,
+    silently (a numpy array over it is just one more object dying with the process).
+    Should an export appear between an explicit finalize()'s guard and this hook, that
+    is logged."""
     _process_deferred()
     mems = list(_iter_live())
     with _live_lock:
@@ -534,9 +535,9 @@ def _release_memory() -> None:
                 continue
         _free_mem(m)
     if exported:
-        _log.warning(
-            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy) or in "
-            "use at finalize (interpreter exit); aclFinalize releases that memory, do not use "
+        (_log.debug if runtime.at_exit() else _log.warning)(
+            "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy / "
+            "DLPack) or in use at finalize(); aclFinalize releases that memory: do not use "
             "those views any more",
             exported,
         )

@@ -74,8 +74,9 @@ def empty_cache() -> None:
     """Give the memory cached by the caching allocator (free device segments, idle
     pinned host blocks) back to the runtime, after waiting for the events that guard
     blocks freed under pending work (torch_npu's ``empty_cache``); memory of live
-    buffers stays. Also waits for the frees deferred from host-callback threads (see
-    :mod:`pyacl_rt._memory`) and does those still pending, after their streams are done.
+    buffers stays. Also waits for the frees deferred from host-callback threads (buffers
+    collected there are freed by pyacl_rt's releaser thread) and does those still
+    pending, after their streams are done.
     On a host-callback thread it does nothing (the releaser may be waiting for the
     callback's own stream)."""
     if _local.st.in_callback:
@@ -92,8 +93,9 @@ def memory_stats(device: DeviceLike = None) -> dict[str, int]:
     allocation / segment / active / inactive_split counts and their ``*_bytes`` (plus
     ``requested_bytes``), pools ``all`` / ``large_pool`` / ``small_pool``, fields
     ``current`` / ``peak`` / ``allocated`` / ``freed``; ``oversize_*``,
-    ``num_alloc_retries``, ``num_ooms``, ``num_device_alloc`` ... (see
-    :mod:`pyacl_rt._memory.torchstats`). Bytes and counts of this process's allocator;
+    ``num_alloc_retries``, ``num_ooms``, ``num_device_alloc`` ... (the keys of
+    ``torch.npu.memory_stats``; :func:`pyacl_rt.memory_summary` prints them as a
+    table). Bytes and counts of this process's allocator;
     plus the runtime's ``free_bytes`` / ``total_bytes`` (``aclrtGetMemInfo``).
     """
     index = _index(device)

@@ -27,7 +27,11 @@ extern "C" {
 
 /* ---------------------------------------------------------------- live counts */
 
-/* Kinds of live objects counted per device. */
+/* Kinds of live objects counted per device. CONTEXTS and STREAMS count everything;
+ * the runtime's own part of them (what the program did not create with
+ * aclrtCreateContext / aclrtCreateStream*) is DEFAULT_CONTEXTS and DEFAULT_STREAMS, so
+ * CONTEXTS - DEFAULT_CONTEXTS are the program's explicit contexts and
+ * STREAMS - DEFAULT_STREAMS the streams it created. */
 typedef enum aclmockStat {
     ACLMOCK_STAT_CONTEXTS = 0,         /* contexts (default/primary and explicit)           */
     ACLMOCK_STAT_STREAMS = 1,          /* streams, including each context's default stream  */
@@ -35,7 +39,11 @@ typedef enum aclmockStat {
     ACLMOCK_STAT_ALLOCATIONS = 3,      /* live device allocations (aclrtMalloc*)            */
     ACLMOCK_STAT_BYTES = 4,            /* bytes of those allocations (after size rounding)  */
     ACLMOCK_STAT_HOST_ALLOCATIONS = 5, /* live aclrtMallocHost* allocations                 */
-    ACLMOCK_STAT_HOST_BYTES = 6        /* bytes of those                                    */
+    ACLMOCK_STAT_HOST_BYTES = 6,       /* bytes of those                                    */
+    ACLMOCK_STAT_DEFAULT_CONTEXTS = 7, /* default contexts: one per device aclrtSetDevice
+                                          holds (released by aclrtResetDevice)             */
+    ACLMOCK_STAT_DEFAULT_STREAMS = 8   /* default streams: one per context (default or
+                                          explicit), created and destroyed with it        */
 } aclmockStat;
 
 /* Pass as `device` to sum over every device plus the host-side objects. */
@@ -54,9 +62,14 @@ ACLMOCK_API int64_t aclmockGetStat(int32_t device, aclmockStat which);
 #define ACLMOCK_REPORT_LAST_FINALIZE 1 /* objects that were alive when the last
                                           aclFinalize started (and were then released) */
 
-/* Writes a human-readable report ("no leaks" or one line per device and kind with a
- * nonzero count) into buf (NUL-terminated, truncated to len-1 characters; buf may be
- * NULL when len is 0). Returns the number of characters the full report needs
+/* Writes a human-readable report into buf: "no leaks", or one line per device (and one
+ * for host-side objects) with its nonzero counts, first what the program created
+ * (explicit contexts, created streams, events, allocations, bytes), then the runtime's
+ * own default contexts and streams, e.g.
+ *   mock_libascendcl leak report: device 1: 1 stream (plus the runtime's own: 1 default
+ *   context, 1 default stream)
+ *   mock_libascendcl leak report: device 0: only the runtime's own: 1 default context, ...
+ * (NUL-terminated, truncated to len-1 characters; buf may be NULL when len is 0). Returns the number of characters the full report needs
  * (excluding the NUL), like snprintf, or -1 for an unknown `when`.
  * With ASCEND_MOCK_LEAK_REPORT=1 the LAST_FINALIZE report is also printed on stderr
  * by aclFinalize when it is not empty. */

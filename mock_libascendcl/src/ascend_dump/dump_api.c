@@ -15,13 +15,14 @@
 #include "acl/acl.h"
 #include "acl/acl_dump.h"
 #include "acl/acl_mock.h"
+#include "core/lock_order.h"
 
 /* Defined in libascendcl.so (src/dump.c). */
 extern const char *aclmockDumpGetPath(int32_t dumpType);
 
 typedef int32_t (*dump_cb_t)(const acldumpChunk *, int32_t);
 
-static pthread_mutex_t g_cb_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_cb_mu = MOCK_MUTEX_INIT(MOCK_LOCK_DUMP_CALLBACK);
 static dump_cb_t g_cb = NULL;
 static int32_t g_cb_flag = 0;
 
@@ -48,17 +49,17 @@ aclError acldumpRegCallback(int32_t (*const messageCallback)(const acldumpChunk 
     if (messageCallback == NULL) {
         return aclmockSetError("acldumpRegCallback", ACL_ERROR_INVALID_PARAM, "argument 'messageCallback' is NULL");
     }
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     g_cb = messageCallback; /* a new registration replaces the previous one */
     g_cb_flag = flag;
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
     return ACL_SUCCESS;
 }
 
 void acldumpUnregCallback(void)
 {
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     g_cb = NULL;
     g_cb_flag = 0;
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
 }

@@ -21,6 +21,9 @@
 #define DEFAULT_MEM_PER_DEVICE (64ull << 30) /* 64 GiB */
 #define DEFAULT_SOC_NAME "Ascend910B1"
 #define DEFAULT_CANN_VERSION "8.5.0"
+/* 2^32 ns: 254 steps = 1090.9 s, the documented default of Atlas A2/A3 (device.c). */
+#define DEFAULT_OP_TIMEOUT_INTERVAL_US 4294967ull
+#define MAX_OP_TIMEOUT_INTERVAL_US (UINT64_MAX / 254u) /* 254 steps must not overflow */
 
 static mock_config g_cfg;
 static core_fault_spec g_faults[CORE_MAX_FAULTS];
@@ -119,19 +122,33 @@ static bool parse_bool(const char *s, bool *out)
     return false;
 }
 
-static bool printable_token(const char *s, size_t max_len)
+/* NULL if s is one word of 1..max_len-1 visible ASCII characters (no spaces); else why
+ * not, written into why (the rule itself, so that the warning names it). */
+static const char *token_problem(const char *s, size_t max_len, char *why, size_t why_len)
 {
     size_t n = strlen(s);
-    if (n == 0 || n >= max_len) {
-        return false;
+    if (n >= max_len) {
+        snprintf(why, why_len, "is %zu characters long (at most %zu)", n, max_len - 1);
+        return why;
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (isspace(c)) {
+            snprintf(why, why_len,
+                     "contains a space (character %zu): it must be one word of visible ASCII "
+                     "characters, without spaces",
+                     i + 1);
+            return why;
+        }
         if (!isgraph(c)) {
-            return false;
+            snprintf(why, why_len,
+                     "contains byte 0x%02x (character %zu): only visible ASCII characters "
+                     "are allowed",
+                     (unsigned)c, i + 1);
+            return why;
         }
     }
-    return true;
+    return NULL;
 }
 
 static bool func_name_ok(const char *s, size_t n)
@@ -325,22 +342,36 @@ static void load_config(void)
     snprintf(g_cfg.soc_name, sizeof g_cfg.soc_name, "%s", DEFAULT_SOC_NAME);
     v = getenv("ASCEND_MOCK_SOC_NAME");
     if (v != NULL && v[0] != '\0') {
-        if (printable_token(v, sizeof g_cfg.soc_name)) {
+        char why[160];
+        const char *problem = token_problem(v, sizeof g_cfg.soc_name, why, sizeof why);
+        if (problem == NULL) {
             snprintf(g_cfg.soc_name, sizeof g_cfg.soc_name, "%s", v);
         } else {
-            warn("ASCEND_MOCK_SOC_NAME", v, "is not a name of 1..63 printable characters",
-                 "using " DEFAULT_SOC_NAME);
+            warn("ASCEND_MOCK_SOC_NAME", v, problem, "using " DEFAULT_SOC_NAME);
         }
     }
 
     snprintf(g_cfg.cann_version, sizeof g_cfg.cann_version, "%s", DEFAULT_CANN_VERSION);
     v = getenv("ASCEND_MOCK_CANN_VERSION");
     if (v != NULL && v[0] != '\0') {
-        if (printable_token(v, sizeof g_cfg.cann_version)) {
+        char why[160];
+        const char *problem = token_problem(v, sizeof g_cfg.cann_version, why, sizeof why);
+        if (problem == NULL) {
             snprintf(g_cfg.cann_version, sizeof g_cfg.cann_version, "%s", v);
         } else {
-            warn("ASCEND_MOCK_CANN_VERSION", v,
-                 "is not a version of 1..127 printable characters", "using " DEFAULT_CANN_VERSION);
+            warn("ASCEND_MOCK_CANN_VERSION", v, problem, "using " DEFAULT_CANN_VERSION);
+        }
+    }
+
+    g_cfg.op_timeout_interval_us = DEFAULT_OP_TIMEOUT_INTERVAL_US;
+    v = getenv("ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US");
+    if (v != NULL && v[0] != '\0') {
+        uint64_t us = 0;
+        if (parse_u64(v, &us) && us > 0 && us <= MAX_OP_TIMEOUT_INTERVAL_US) {
+            g_cfg.op_timeout_interval_us = us;
+        } else {
+            warn("ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US", v,
+                 "is not an integer in 1..72624976668147841 (microseconds)", "using 4294967");
         }
     }
 

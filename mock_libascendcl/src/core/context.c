@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "stream/stream.h"
+#include "stream/stream.h" /* the one upward link: a context's default stream (README) */
 #include "core/core_private.h"
 
 #define CTX_MAGIC 0x43545843u /* "CXTC" */
@@ -36,23 +36,35 @@ struct mock_context {
     bool primary;
     atomic_int refs;          /* registry holds one; core_ctx_collect adds temporary ones */
     mock_stream *default_stream;
-    pthread_mutex_t opt_lock;
+    mock_mutex opt_lock;
     bool opt_set[SYSPARAM_COUNT];
     int64_t opt_value[SYSPARAM_COUNT];
     atomic_bool stop_on_failure; /* a stream of it was set to ACL_STOP_ON_FAILURE */
 };
 
-static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_reg_lock = MOCK_MUTEX_INIT(MOCK_LOCK_CONTEXTS);
 static mock_registry g_reg = MOCK_REGISTRY_EMPTY; /* live contexts */
 static uint64_t g_next_id = 1;
 static atomic_uint_fast64_t g_epoch;
+
+/* Registered contexts per device, and how many of them are primary (0 or 1): a device
+ * with contexts but no primary one holds the device's own stream besides its contexts'
+ * default streams (core_device_hidden_streams). */
+static atomic_int g_ctx_per_dev[MOCK_MAX_DEVICES];
+static atomic_int g_primary_per_dev[MOCK_MAX_DEVICES];
+
+/* The stream whose worker is this thread (core_worker_enter), with its context and
+ * device. */
+static __thread mock_stream *t_worker;
+static __thread const mock_context *t_worker_ctx;
+static __thread int32_t t_worker_device = -1;
 
 static __thread mock_context *t_cur;
 static __thread uint64_t t_cur_id;
 static __thread uint64_t t_cur_epoch;
 
 /* Process-wide system parameters (aclrtSetSysParamOpt). */
-static pthread_mutex_t g_opt_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_opt_lock = MOCK_MUTEX_INIT(MOCK_LOCK_SYSPARAMS);
 static bool g_opt_set[SYSPARAM_COUNT];
 static int64_t g_opt_value[SYSPARAM_COUNT];
 
@@ -65,13 +77,31 @@ static bool registered_locked(const mock_context *ctx)
 /* Validates a user handle; returns the context (not retained) or NULL. */
 static mock_context *lookup(const void *handle)
 {
-    pthread_mutex_lock(&g_reg_lock);
+    core_mutex_lock(&g_reg_lock);
     mock_context *found = core_registry_find(&g_reg, handle);
-    pthread_mutex_unlock(&g_reg_lock);
+    core_mutex_unlock(&g_reg_lock);
     return found;
 }
 
+static void count_context(const mock_context *ctx, int delta)
+{
+    if (ctx->device >= 0 && ctx->device < MOCK_MAX_DEVICES) {
+        atomic_fetch_add(&g_ctx_per_dev[ctx->device], delta);
+        if (ctx->primary) {
+            atomic_fetch_add(&g_primary_per_dev[ctx->device], delta);
+        }
+    }
+}
+
 /* ----------------------------------------------------------- internal API */
+
+uint32_t core_device_hidden_streams(int32_t device)
+{
+    if (device < 0 || device >= MOCK_MAX_DEVICES) {
+        return 0;
+    }
+    return atomic_load(&g_ctx_per_dev[device]) > 0 && atomic_load(&g_primary_per_dev[device]) == 0 ? 1u : 0u;
+}
 
 mock_context *core_ctx_create(int32_t device, bool primary)
 {
@@ -83,20 +113,24 @@ mock_context *core_ctx_create(int32_t device, bool primary)
     ctx->device = device;
     ctx->primary = primary;
     atomic_init(&ctx->refs, 1);
-    pthread_mutex_init(&ctx->opt_lock, NULL);
+    core_mutex_init(&ctx->opt_lock, MOCK_LOCK_SYSPARAMS);
     ctx->default_stream = stream_create_default(ctx);
     if (ctx->default_stream == NULL) {
-        pthread_mutex_destroy(&ctx->opt_lock);
+        core_mutex_destroy(&ctx->opt_lock);
         free(ctx);
         return NULL;
     }
-    pthread_mutex_lock(&g_reg_lock);
+    core_mutex_lock(&g_reg_lock);
     bool ok = core_registry_insert(&g_reg, ctx);
     if (ok) {
         ctx->id = g_next_id++;
+        count_context(ctx, 1);
     }
-    pthread_mutex_unlock(&g_reg_lock);
+    core_mutex_unlock(&g_reg_lock);
     core_stat_add(device, MOCK_STAT_CONTEXTS, 1);
+    if (primary) {
+        core_stat_add(device, MOCK_STAT_DEFAULT_CONTEXTS, 1);
+    }
     if (!ok) { /* out of host memory for the registry */
         core_ctx_release(ctx);
         return NULL;
@@ -106,13 +140,17 @@ mock_context *core_ctx_create(int32_t device, bool primary)
 
 static void teardown(mock_context *ctx)
 {
-    /* Explicit streams first (drained), then the default stream. */
-    stream_destroy_context(ctx);
+    /* What the subsystems keep for the context first (the stream subsystem drains and
+     * destroys its explicit streams), then the default stream. */
+    core_subsystems_ctx_teardown(ctx);
     stream_destroy_default(ctx->default_stream);
     ctx->default_stream = NULL;
     core_stat_add(ctx->device, MOCK_STAT_CONTEXTS, -1);
+    if (ctx->primary) {
+        core_stat_add(ctx->device, MOCK_STAT_DEFAULT_CONTEXTS, -1);
+    }
     ctx->magic = 0;
-    pthread_mutex_destroy(&ctx->opt_lock);
+    core_mutex_destroy(&ctx->opt_lock);
     free(ctx);
 }
 
@@ -125,12 +163,13 @@ void core_ctx_release(mock_context *ctx)
 
 void core_ctx_destroy(mock_context *ctx)
 {
-    pthread_mutex_lock(&g_reg_lock);
+    core_mutex_lock(&g_reg_lock);
     bool was_registered = core_registry_erase(&g_reg, ctx);
     if (was_registered) {
         atomic_fetch_add(&g_epoch, 1);
+        count_context(ctx, -1);
     }
-    pthread_mutex_unlock(&g_reg_lock);
+    core_mutex_unlock(&g_reg_lock);
     if (!was_registered) {
         return;
     }
@@ -143,12 +182,12 @@ void core_ctx_destroy(mock_context *ctx)
 void core_ctx_destroy_all(void)
 {
     for (;;) {
-        pthread_mutex_lock(&g_reg_lock);
+        core_mutex_lock(&g_reg_lock);
         mock_context *ctx = NULL;
         for (size_t i = 0; ctx == NULL && i < g_reg.cap; i++) {
             ctx = core_registry_slot(&g_reg, i);
         }
-        pthread_mutex_unlock(&g_reg_lock);
+        core_mutex_unlock(&g_reg_lock);
         if (ctx == NULL) {
             break;
         }
@@ -160,7 +199,7 @@ void core_ctx_destroy_all(void)
 mock_context **core_ctx_collect(int32_t device, size_t *n)
 {
     *n = 0;
-    pthread_mutex_lock(&g_reg_lock);
+    core_mutex_lock(&g_reg_lock);
     size_t count = 0;
     for (size_t i = 0; i < g_reg.cap; i++) {
         mock_context *c = core_registry_slot(&g_reg, i);
@@ -176,7 +215,7 @@ mock_context **core_ctx_collect(int32_t device, size_t *n)
             }
         }
     }
-    pthread_mutex_unlock(&g_reg_lock);
+    core_mutex_unlock(&g_reg_lock);
     return out;
 }
 
@@ -187,9 +226,9 @@ void core_ctx_set_current(mock_context *ctx)
         /* Read the epoch before publishing: if a destruction races with us the next
          * core_ctx_current re-validates. */
         t_cur_epoch = atomic_load(&g_epoch);
-        pthread_mutex_lock(&g_reg_lock);
+        core_mutex_lock(&g_reg_lock);
         t_cur_id = registered_locked(ctx) ? ctx->id : 0;
-        pthread_mutex_unlock(&g_reg_lock);
+        core_mutex_unlock(&g_reg_lock);
         if (t_cur_id == 0) {
             t_cur = NULL;
         }
@@ -197,6 +236,35 @@ void core_ctx_set_current(mock_context *ctx)
 }
 
 /* ---------------------------------------------------------- core/core.h API */
+
+void core_worker_enter(mock_stream *s, mock_context *ctx, int32_t device)
+{
+    t_worker = s;
+    t_worker_ctx = ctx;
+    t_worker_device = device;
+}
+
+void core_worker_leave(void)
+{
+    t_worker = NULL;
+    t_worker_ctx = NULL;
+    t_worker_device = -1;
+}
+
+mock_stream *core_worker_stream(void)
+{
+    return t_worker;
+}
+
+bool core_worker_in_context(const mock_context *ctx)
+{
+    return t_worker != NULL && ctx != NULL && t_worker_ctx == ctx;
+}
+
+bool core_worker_on_device(int32_t device)
+{
+    return t_worker != NULL && t_worker_device == device;
+}
 
 mock_context *core_ctx_current(void)
 {
@@ -209,9 +277,9 @@ mock_context *core_ctx_current(void)
         return ctx;
     }
     /* Some context was destroyed since we last looked: is ours still alive? */
-    pthread_mutex_lock(&g_reg_lock);
+    core_mutex_lock(&g_reg_lock);
     bool alive = registered_locked(ctx) && ctx->id == t_cur_id;
-    pthread_mutex_unlock(&g_reg_lock);
+    core_mutex_unlock(&g_reg_lock);
     if (!alive) {
         t_cur = NULL;
         return NULL;
@@ -308,7 +376,7 @@ aclError aclrtDestroyContext(aclrtContext context)
                           "by aclrtResetDevice", context, ctx->device);
     }
     MOCK_ENTER(fn);
-    if (stream_self_in_context(ctx)) {
+    if (core_worker_in_context(ctx)) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of this context: destroying it would wait for "
                           "that task (deadlock)");
@@ -383,7 +451,7 @@ static bool opt_value_valid(int64_t value)
 
 /* The option table of the current context (per_ctx) or the process-wide one. */
 typedef struct {
-    pthread_mutex_t *lock;
+    mock_mutex *lock;
     bool *set;
     int64_t *value;
 } opt_table;
@@ -420,10 +488,10 @@ static aclError sysparam_set(const char *fn, bool per_ctx, aclSysParamOpt opt, i
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(t.lock);
+    core_mutex_lock(t.lock);
     t.set[opt] = true;
     t.value[opt] = value;
-    pthread_mutex_unlock(t.lock);
+    core_mutex_unlock(t.lock);
     return ACL_SUCCESS;
 }
 
@@ -441,10 +509,10 @@ static aclError sysparam_get(const char *fn, bool per_ctx, aclSysParamOpt opt, i
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(t.lock);
+    core_mutex_lock(t.lock);
     bool set = t.set[opt];
     int64_t v = t.value[opt];
-    pthread_mutex_unlock(t.lock);
+    core_mutex_unlock(t.lock);
     if (!set && per_ctx) {
         return core_error(fn, ACL_ERROR_RT_SYSPARAMOPT_NOT_SET,
                           "option %d was never set on the current context", (int)opt);

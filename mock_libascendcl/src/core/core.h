@@ -15,8 +15,11 @@
  *   validate arguments -> MOCK_ENTER (fault injection, device lost) -> act ->
  *   on failure return core_error(...) which sets the thread's last error and
  *   recent message.
- * Shared state is guarded by the narrowest lock that works; no lock is held
- * while a stream worker runs a task.
+ * Shared state is guarded by the narrowest lock that works; every lock is a
+ * mock_mutex / mock_rwlock declared with its id from core/lock_order.h, which
+ * gives the one lock order (checked at run time in the test builds); no lock
+ * is held while user code or a stream task runs. A lower layer reaches a
+ * higher one only through the subsystem hooks below ("subsystem.c").
  */
 #ifndef MOCK_CORE_H
 #define MOCK_CORE_H
@@ -31,6 +34,7 @@
 
 #include "acl/acl.h"
 #include "acl/acl_mock.h"
+#include "core/lock_order.h"
 
 #define MOCK_HIDDEN __attribute__((visibility("hidden")))
 #define MOCK_MAX_DEVICES 64
@@ -87,18 +91,6 @@ static inline void core_cond_init(pthread_cond_t *cv)
     pthread_condattr_destroy(&a);
 }
 
-/* One wait on cv (mu held) until signalled or `deadline` (NULL = none) passes.
- * Returns 0 (recheck your predicate) or ETIMEDOUT. Use in a loop:
- *     while (!ready) if (core_cond_wait_until(cv, mu, dl) == ETIMEDOUT && !ready) -> timeout */
-static inline int core_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline)
-{
-    if (deadline == NULL) {
-        pthread_cond_wait(cv, mu);
-        return 0;
-    }
-    return pthread_cond_timedwait(cv, mu, deadline) == ETIMEDOUT ? ETIMEDOUT : 0;
-}
-
 /* ------------------------------------------------------------------ config.c */
 
 /* Parsed once (pthread_once) from ASCEND_MOCK_* and ASCEND_RT_VISIBLE_DEVICES.
@@ -113,6 +105,7 @@ typedef struct mock_config {
     char cann_version[128];              /* ASCEND_MOCK_CANN_VERSION, default below */
     bool isolation;                      /* ASCEND_MOCK_ISOLATION=1 */
     bool leak_report;                    /* ASCEND_MOCK_LEAK_REPORT=1: print at aclFinalize */
+    uint64_t op_timeout_interval_us;     /* ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US (aclrtGetOpTimeOutInterval) */
 } mock_config;
 
 MOCK_HIDDEN const mock_config *core_config_get(void);
@@ -161,6 +154,21 @@ static inline aclError core_check_timeout(const char *func, int32_t timeout, int
     }
     *ms = timeout <= 0 ? -1 : timeout;
     return ACL_SUCCESS;
+}
+
+/* Shared front of aclrtSynchronize{Device,Stream,Event}[WithTimeout]: checks `timeout`
+ * with core_check_timeout (the variants without a timeout pass -1), runs the fault hook
+ * of `fn`, then returns sync(fn, handle, ms) (ms -1 = forever). */
+typedef aclError (*mock_sync_fn)(const char *fn, void *handle, int64_t timeout_ms);
+static inline aclError core_sync_with_timeout(const char *fn, void *handle, int32_t timeout, mock_sync_fn sync)
+{
+    int32_t ms = -1;
+    aclError rc = core_check_timeout(fn, timeout, &ms);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    return sync(fn, handle, ms);
 }
 
 /* ------------------------------------------------------------ handle registry */
@@ -321,14 +329,15 @@ static inline void core_registry_release(mock_registry *r)
 /* set with its lock */
 
 typedef struct mock_handle_set {
-    pthread_mutex_t mu;
+    mock_mutex mu;
     mock_registry reg;
 } mock_handle_set;
 
-#define MOCK_HANDLE_SET_INIT { PTHREAD_MUTEX_INITIALIZER, MOCK_REGISTRY_EMPTY }
+/* `lock_id`: the set's entry in core/lock_order.h. */
+#define MOCK_HANDLE_SET_INIT(lock_id) { MOCK_MUTEX_INIT(lock_id), MOCK_REGISTRY_EMPTY }
 
-static inline void core_handle_set_lock(mock_handle_set *s) { pthread_mutex_lock(&s->mu); }
-static inline void core_handle_set_unlock(mock_handle_set *s) { pthread_mutex_unlock(&s->mu); }
+static inline void core_handle_set_lock(mock_handle_set *s) { core_mutex_lock(&s->mu); }
+static inline void core_handle_set_unlock(mock_handle_set *s) { core_mutex_unlock(&s->mu); }
 
 /* Caller holds the lock. */
 static inline bool core_handle_set_contains_locked(const mock_handle_set *s, const void *ptr)
@@ -371,8 +380,117 @@ static inline bool core_handle_set_contains(mock_handle_set *s, const void *ptr)
 
 MOCK_HIDDEN bool core_is_initialized(void);
 
+/* -------------------------------------------------------------- subsystem.c */
+/* Subsystems and their hooks: the one way a lower layer reaches a higher one.
+ *
+ * The layers of libascendcl.so are core < stream < mem < misc (README "Source
+ * layout"); a file calls only functions of its own or a lower layer. Where core
+ * must act on what a higher subsystem owns - aclInit/aclFinalize, the work of a
+ * context being synchronized, aborted or torn down - and where the stream
+ * subsystem must tell higher ones about a stream going away or a task failing,
+ * the higher subsystem registers a descriptor with the hooks it implements
+ * (NULL = not interested), and the lower layer runs "every registered hook" for
+ * that point through the core_subsystems_* calls below. The only upward calls
+ * left are core/context.c -> stream_create_default / stream_destroy_default.
+ *
+ * Each subsystem defines its descriptor in src/<sub>/hooks.c and registers it
+ * from a constructor (MOCK_REGISTER_SUBSYSTEM), so the registry is complete
+ * before the first ACL call. Hooks run in ascending `level` (then name) for
+ * set-up and work (init, ctx_sync, ctx_abort, task_failed) and in descending
+ * order for teardown (init_undo, quiesce, release, ctx_teardown,
+ * stream_destroyed): a subsystem is torn down before the ones it builds on.
+ * No lock of the registry is held while a hook runs. A new subsystem picks a
+ * level above the ones it calls (CORE_LEVEL_*), adds hooks.c, and needs no
+ * change in the lower layers unless it needs a new hook point (add the member
+ * here, its core_subsystems_* runner in subsystem.c, and call it from the owner
+ * of that event). */
+
+/* Layer levels (ascending = lower layer first). */
+#define CORE_LEVEL_STREAM 100
+#define CORE_LEVEL_MEM 200
+#define CORE_LEVEL_MISC 300
+
+/* What aclInit passes to the init hooks: the function name for error messages and
+ * the configuration file (path NULL and text NULL when aclInit got none). */
+typedef struct core_init_info {
+    const char *fn;
+    const char *config_path;
+    const char *config_text; /* NUL-terminated content of the file */
+    size_t config_len;
+} core_init_info;
+
+/* A task that failed on a stream worker (for exception-info callbacks). */
+typedef struct core_task_failure {
+    int32_t device;
+    uint32_t stream_id;
+    uint32_t task_id;
+    aclError code;
+} core_task_failure;
+
+typedef struct core_subsystem {
+    const char *name; /* "stream", "mem", "misc", ... */
+    int level;        /* CORE_LEVEL_* */
+    /* aclInit, after core accepted the configuration, under the init lock: apply this
+     * subsystem's part of it. An error fails aclInit (recorded under info->fn); the
+     * subsystems initialized before get init_undo. Must leave nothing behind on error. */
+    aclError (*init)(const core_init_info *info);
+    /* A later step of the same aclInit failed: forget what init applied. */
+    void (*init_undo)(void);
+    /* aclFinalize, before the contexts (with their streams) are torn down: stop
+     * delivering work to user code (e.g. report subscriptions). */
+    void (*quiesce)(void);
+    /* aclFinalize, after the contexts are gone: release everything still alive. */
+    void (*release)(void);
+    /* Device synchronize / task abort / context teardown: act on everything of `ctx`
+     * this subsystem owns. ctx_sync waits at most timeout_ms (-1 = forever) and returns
+     * the first error; ctx_teardown runs before the context's default stream goes. */
+    aclError (*ctx_sync)(mock_context *ctx, int64_t timeout_ms);
+    void (*ctx_abort)(mock_context *ctx);
+    void (*ctx_teardown)(mock_context *ctx);
+    /* Raised by the stream subsystem: a stream is being destroyed (after its worker
+     * stopped), and a task failed (on the worker, no lock held). */
+    void (*stream_destroyed)(mock_stream *s);
+    void (*task_failed)(const core_task_failure *failure);
+} core_subsystem;
+
+/* Adds a descriptor (static storage; at most 16). Called from constructors only. */
+MOCK_HIDDEN void core_subsystem_register(const core_subsystem *sub);
+/* Defines the constructor that registers `desc` (a static const core_subsystem). */
+#define MOCK_REGISTER_SUBSYSTEM(desc)                                           \
+    __attribute__((constructor)) static void desc##_register_(void)           \
+    {                                                                          \
+        core_subsystem_register(&(desc));                                      \
+    }
+
+/* Runners: each calls that hook of every registered subsystem, in the order above. */
+MOCK_HIDDEN aclError core_subsystems_init(const core_init_info *info);
+MOCK_HIDDEN void core_subsystems_init_undo(void);
+MOCK_HIDDEN void core_subsystems_quiesce(void);
+MOCK_HIDDEN void core_subsystems_release(void);
+MOCK_HIDDEN aclError core_subsystems_ctx_sync(mock_context *ctx, int64_t timeout_ms);
+MOCK_HIDDEN void core_subsystems_ctx_abort(mock_context *ctx);
+MOCK_HIDDEN void core_subsystems_ctx_teardown(mock_context *ctx);
+MOCK_HIDDEN void core_subsystems_stream_destroyed(mock_stream *s);
+MOCK_HIDDEN void core_subsystems_task_failed(const core_task_failure *failure);
+
+/* ------------------------------------------------------------- stream workers */
+/* Which stream's tasks the calling thread runs, if any. The stream subsystem sets it
+ * for the life of each worker thread (core_worker_enter at start, core_worker_leave at
+ * exit); entry points that would wait for the caller's own stream (destroying or
+ * synchronizing its context or device, aclFinalize) refuse with 107000 instead of
+ * deadlocking. Implemented in context.c. */
+MOCK_HIDDEN void core_worker_enter(mock_stream *s, mock_context *ctx, int32_t device);
+MOCK_HIDDEN void core_worker_leave(void);
+/* The stream whose worker is the calling thread, or NULL. */
+MOCK_HIDDEN mock_stream *core_worker_stream(void);
+/* True when the calling thread is the worker of a stream of `ctx` / on `device`. */
+MOCK_HIDDEN bool core_worker_in_context(const mock_context *ctx);
+MOCK_HIDDEN bool core_worker_on_device(int32_t device);
+
 /* ------------------------------------------------------- device.c context.c */
 
+/* Number of visible devices (0 when none / invalid list). */
+MOCK_HIDDEN uint32_t core_visible_count(void);
 /* Validates a user (logical) device id against the visible count and the
  * device-lost state. Records and returns the error (107001 bad id, sticky
  * 507xxx for a lost device). */
@@ -387,6 +505,12 @@ MOCK_HIDDEN mock_context *core_ctx_current(void);
 MOCK_HIDDEN aclError core_ctx_require(const char *func, mock_context **out);
 MOCK_HIDDEN int32_t core_ctx_device(const mock_context *ctx);
 MOCK_HIDDEN mock_stream *core_ctx_default_stream(mock_context *ctx);
+/* Streams `device` occupies besides the streams of the stream subsystem: 1 while the
+ * device has contexts but no primary (default) context - the device's own stream, which
+ * a primary context uses as its default stream - else 0. Doc 06_stream_management.md,
+ * aclrtGetStreamAvailableNum: the first aclrtCreateContext without aclrtSetDevice
+ * occupies 2 streams (its default stream and the device's). */
+MOCK_HIDDEN uint32_t core_device_hidden_streams(int32_t device);
 /* (core, additive) ACL_STOP_ON_FAILURE "applies to all streams of that
  * context" (acl_abi.md §5.4): set by aclrtSetStreamFailureMode on any stream
  * of ctx, read by every stream of ctx. */
@@ -404,6 +528,8 @@ typedef enum mock_stat {
     MOCK_STAT_BYTES,
     MOCK_STAT_HOST_ALLOCATIONS,
     MOCK_STAT_HOST_BYTES,
+    MOCK_STAT_DEFAULT_CONTEXTS, /* subset of CONTEXTS: the default (primary) contexts */
+    MOCK_STAT_DEFAULT_STREAMS,  /* subset of STREAMS: every context's default stream */
     MOCK_STAT_COUNT
 } mock_stat;
 MOCK_HIDDEN void core_stat_add(int32_t device, mock_stat which, int64_t delta);

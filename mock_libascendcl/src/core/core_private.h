@@ -40,8 +40,6 @@ MOCK_HIDDEN aclError core_error_v(const char *func, aclError code, const char *f
 
 /* ------------------------------------------------------------------ device.c */
 
-/* Number of visible devices (0 when none / invalid list). */
-MOCK_HIDDEN uint32_t core_visible_count(void);
 /* The default device of the aclInit config ({"defaultDevice": {"default_device": N}}),
  * -1 for none. Set by aclInit (after validating N against the visible devices), reset
  * to -1 by aclFinalize (core_devices_finalize). */

@@ -20,8 +20,6 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "stream/stream.h"
-#include "mem/mem.h"
 #include "core/core_private.h"
 
 /* ------------------------------------------------------------ SoC profiles */
@@ -60,17 +58,20 @@ static const soc_profile *profile(void)
 /* ------------------------------------------------------------ device table */
 
 #define DEV_LIMIT_COUNT 5 /* aclrtDeviceLimit: SIMT_STACK_SIZE .. SIMT_PRINTF_FIFO_SIZE */
-#define DEV_LIMIT_STACK_ALIGN 16 /* the three stack sizes are rounded up to this (bytes) */
+#define DEV_LIMIT_SIMT_ALIGN 16             /* SIMT stack sizes: rounded up to 16 bytes (mock choice) */
+#define DEV_LIMIT_SIMD_STACK_ALIGN (16 * 1024) /* doc 25-02 aclrtDeviceLimit: 16 KiB multiples */
+#define DEV_LIMIT_SIMD_STACK_MIN (32 * 1024)   /* doc 25-02: values <= 32 KiB are taken as 32768 */
+#define DEV_LIMIT_SIMD_FIFO_ALIGN 8            /* doc 25-02: SIMD printf FIFO, multiple of 8 bytes */
 static const size_t k_limit_default[DEV_LIMIT_COUNT] = {
-    1024,        /* ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE */
+    1024,        /* ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE (not on Atlas A2/A3) */
     1024,        /* ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE */
     32 * 1024,   /* ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE */
-    1024 * 1024, /* ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE */
+    32 * 1024,   /* ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE (doc 25-02: 32768) */
     1024 * 1024, /* ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE */
 };
 
 typedef struct mock_device {
-    pthread_mutex_t lock;
+    mock_mutex lock;
     uint32_t set_count;       /* aclrtSetDevice references */
     mock_context *primary;    /* default context while set_count > 0 */
     uint32_t res_limit[2];    /* ACL_RT_DEV_RES_CUBE_CORE, ACL_RT_DEV_RES_VECTOR_CORE */
@@ -95,7 +96,7 @@ static void reset_limits_locked(mock_device *d)
 static void dev_init(void)
 {
     for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
-        pthread_mutex_init(&g_dev[i].lock, NULL);
+        core_mutex_init(&g_dev[i].lock, MOCK_LOCK_DEVICE);
         reset_limits_locked(&g_dev[i]);
         atomic_init(&g_lost[i], core_config_lost_code(i));
     }
@@ -242,17 +243,17 @@ typedef struct cb_list {
     size_t count;
 } cb_list;
 
-static pthread_mutex_t g_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_cb_lock = MOCK_MUTEX_INIT(MOCK_LOCK_DEVICE_CALLBACKS);
 static cb_list g_state_cbs;
 static cb_list g_abort_cbs;
 
 /* Copies the list under the lock so that the callbacks run without it; returns the count. */
 static size_t cb_snapshot(const cb_list *l, named_cb *snap)
 {
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t n = l->count;
     memcpy(snap, l->cbs, n * sizeof snap[0]);
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     return n;
 }
 
@@ -260,6 +261,7 @@ static void fire_state(int32_t device, aclrtDeviceState state)
 {
     named_cb snap[MAX_CALLBACKS];
     size_t n = cb_snapshot(&g_state_cbs, snap);
+    core_lock_check_none("calling a device state callback");
     for (size_t i = 0; i < n; i++) {
         snap[i].fn.state((uint32_t)device, state, snap[i].args);
     }
@@ -269,6 +271,7 @@ static void fire_abort(int32_t device, aclrtDeviceTaskAbortStage stage, uint32_t
 {
     named_cb snap[MAX_CALLBACKS];
     size_t n = cb_snapshot(&g_abort_cbs, snap);
+    core_lock_check_none("calling a task-abort callback");
     for (size_t i = 0; i < n; i++) {
         (void)snap[i].fn.abort(device, stage, timeout, snap[i].args);
     }
@@ -292,7 +295,7 @@ static aclError cb_register(const char *fn, cb_list *l, const char *regName, boo
     }
     MOCK_ENTER(fn);
     aclError rc = ACL_SUCCESS;
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t i = 0;
     while (i < l->count && strcmp(l->cbs[i].name, regName) != 0) {
         i++;
@@ -310,7 +313,7 @@ static aclError cb_register(const char *fn, cb_list *l, const char *regName, boo
     } else {
         rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
     }
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "too many %s callbacks (max %d)", what, MAX_CALLBACKS);
     }
@@ -353,6 +356,46 @@ aclError aclrtGetDeviceCount(uint32_t *count)
     return ACL_SUCCESS;
 }
 
+/* Makes the primary (default) context of `device` the calling thread's current context,
+ * creating it when the device has none, and gives it one more aclrtSetDevice reference
+ * when `take_ref` or when this call created it. Creating starts the default stream's
+ * worker thread, so it runs without the device lock: of threads racing to create one,
+ * the first to publish it wins and the others destroy theirs. NULL when it cannot be
+ * created. */
+static mock_context *primary_bind(int32_t device, bool take_ref)
+{
+    mock_device *d = &g_dev[device];
+    mock_context *spare = NULL;
+    mock_context *ctx = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        core_mutex_lock(&d->lock);
+        bool created = d->primary == NULL && spare != NULL;
+        if (created) {
+            d->primary = spare;
+            spare = NULL;
+        }
+        ctx = d->primary;
+        if (ctx != NULL) {
+            if (take_ref || created) {
+                d->set_count++;
+            }
+            core_ctx_set_current(ctx);
+        }
+        core_mutex_unlock(&d->lock);
+        if (ctx != NULL) {
+            break;
+        }
+        spare = core_ctx_create(device, true);
+        if (spare == NULL) {
+            break;
+        }
+    }
+    if (spare != NULL) {
+        core_ctx_destroy(spare); /* another thread published its context first */
+    }
+    return ctx;
+}
+
 aclError aclrtSetDevice(int32_t deviceId)
 {
     static const char fn[] = "aclrtSetDevice";
@@ -363,19 +406,10 @@ aclError aclrtSetDevice(int32_t deviceId)
     MOCK_ENTER(fn);
     ensure_init();
     fire_state(deviceId, ACL_RT_DEVICE_STATE_SET_PRE);
-    mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
-    if (d->primary == NULL) {
-        d->primary = core_ctx_create(deviceId, true);
-        if (d->primary == NULL) {
-            pthread_mutex_unlock(&d->lock);
-            return core_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
-                              "could not create the default context of device %d", deviceId);
-        }
+    if (primary_bind(deviceId, true) == NULL) {
+        return core_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
+                          "could not create the default context of device %d", deviceId);
     }
-    d->set_count++;
-    core_ctx_set_current(d->primary);
-    pthread_mutex_unlock(&d->lock);
     fire_state(deviceId, ACL_RT_DEVICE_STATE_SET_POST);
     return ACL_SUCCESS;
 }
@@ -395,30 +429,32 @@ static aclError reset_device(const char *fn, int32_t deviceId, bool force)
     ensure_init();
     mock_device *d = &g_dev[deviceId];
     mock_context *victim = NULL;
-    pthread_mutex_lock(&d->lock);
-    if (d->set_count == 0) {
-        pthread_mutex_unlock(&d->lock);
-        return core_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
-                          "device %d is not set (no aclrtSetDevice reference left to release)",
-                          deviceId);
-    }
+    core_mutex_lock(&d->lock);
     bool tears_down = force || d->set_count == 1;
-    if (tears_down && stream_self_in_context(d->primary)) {
-        pthread_mutex_unlock(&d->lock);
-        /* the default context's streams are drained: the calling task's stream
-         * would wait for itself */
-        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "called from a task of a stream of device %d's default context: releasing the "
-                          "device would wait for that task (deadlock)", deviceId);
-    }
-    if (tears_down) {
+    /* the default context's streams are drained: a calling task's stream would wait
+     * for itself */
+    bool not_set = d->set_count == 0;
+    bool self = !not_set && tears_down && core_worker_in_context(d->primary);
+    if (not_set || self) {
+        /* refused: nothing changes */
+    } else if (tears_down) {
         d->set_count = 0;
         victim = d->primary;
         d->primary = NULL;
     } else {
         d->set_count--;
     }
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
+    if (not_set) {
+        return core_error(fn, ACL_ERROR_RT_CONTEXT_NULL,
+                          "device %d is not set (no aclrtSetDevice reference left to release)",
+                          deviceId);
+    }
+    if (self) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "called from a task of a stream of device %d's default context: releasing the "
+                          "device would wait for that task (deadlock)", deviceId);
+    }
     fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_PRE);
     if (victim != NULL) {
         /* Outside the device lock: draining streams may run user callbacks. */
@@ -465,20 +501,7 @@ mock_context *core_default_device_bind(void)
         return NULL;
     }
     ensure_init();
-    mock_device *d = &g_dev[dev];
-    pthread_mutex_lock(&d->lock);
-    if (d->primary == NULL) {
-        d->primary = core_ctx_create(dev, true);
-        if (d->primary != NULL) {
-            d->set_count++;
-        }
-    }
-    mock_context *ctx = d->primary;
-    if (ctx != NULL) {
-        core_ctx_set_current(ctx);
-    }
-    pthread_mutex_unlock(&d->lock);
-    return ctx;
+    return primary_bind(dev, false);
 }
 
 aclError aclrtGetDevice(int32_t *deviceId)
@@ -512,9 +535,9 @@ aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t *flags, int32_t *act
     MOCK_ENTER(fn);
     ensure_init();
     mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     *active = d->primary != NULL ? 1 : 0;
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     if (flags != NULL) {
         *flags = 0;
     }
@@ -526,11 +549,11 @@ void core_devices_finalize(void)
     ensure_init();
     for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
         mock_device *d = &g_dev[i];
-        pthread_mutex_lock(&d->lock);
+        core_mutex_lock(&d->lock);
         d->set_count = 0;
         d->primary = NULL; /* destroyed below with every other context */
         reset_limits_locked(d);
-        pthread_mutex_unlock(&d->lock);
+        core_mutex_unlock(&d->lock);
     }
     for (int i = 0; i < DEV_LIMIT_COUNT; i++) {
         atomic_store(&g_limits[i], 0);
@@ -541,8 +564,9 @@ void core_devices_finalize(void)
 
 /* ------------------------------------------------------------ synchronize */
 
-/* Waits for every stream of the current context (fault hook and timeout check done by
- * stream_sync_with_timeout). */
+/* Waits for the work of the current context: every subsystem's ctx_sync hook (the
+ * stream subsystem waits for its streams). Fault hook and timeout check done by
+ * core_sync_with_timeout. */
 static aclError sync_current_context(const char *fn, void *unused, int64_t timeout_ms)
 {
     (void)unused;
@@ -551,11 +575,11 @@ static aclError sync_current_context(const char *fn, void *unused, int64_t timeo
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (stream_self_in_context(ctx)) {
+    if (core_worker_in_context(ctx)) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of the current context: it would wait for itself");
     }
-    rc = stream_sync_context(ctx, timeout_ms);
+    rc = core_subsystems_ctx_sync(ctx, timeout_ms);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
         return core_error(fn, rc, "the streams of the current context did not finish within %lld ms",
                           (long long)timeout_ms);
@@ -568,12 +592,12 @@ static aclError sync_current_context(const char *fn, void *unused, int64_t timeo
 
 aclError aclrtSynchronizeDevice(void)
 {
-    return stream_sync_with_timeout("aclrtSynchronizeDevice", NULL, -1, sync_current_context);
+    return core_sync_with_timeout("aclrtSynchronizeDevice", NULL, -1, sync_current_context);
 }
 
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
 {
-    return stream_sync_with_timeout("aclrtSynchronizeDeviceWithTimeout", NULL, timeout, sync_current_context);
+    return core_sync_with_timeout("aclrtSynchronizeDeviceWithTimeout", NULL, timeout, sync_current_context);
 }
 
 #define TASK_ABORT_MAX_MS (36u * 60u * 1000u)
@@ -590,22 +614,22 @@ aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout)
                           "argument 'timeout' (%u ms) exceeds 36 minutes", timeout);
     }
     MOCK_ENTER(fn);
-    if (stream_self_on_device(deviceId)) {
+    if (core_worker_on_device(deviceId)) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "called from a task of a stream of device %d: the abort would wait for that task",
                           deviceId);
     }
     fire_abort(deviceId, ACL_RT_DEVICE_TASK_ABORT_PRE, timeout);
     /* Every stream of every context of the device drops its pending tasks and has
-     * its blocked tasks interrupted (stream.c); then the running tasks get `timeout`
-     * to return. */
+     * its blocked tasks interrupted (the ctx_abort hooks: stream.c); then the running
+     * tasks get `timeout` to return. */
     size_t n = 0;
     mock_context **ctxs = core_ctx_collect(deviceId, &n);
     aclError result = ACL_SUCCESS;
     int32_t wait_ms = timeout == 0 ? -1 : (int32_t)timeout;
     for (size_t i = 0; i < n; i++) {
-        stream_abort_context(ctxs[i]);
-        aclError r = stream_sync_context(ctxs[i], wait_ms);
+        core_subsystems_ctx_abort(ctxs[i]);
+        aclError r = core_subsystems_ctx_sync(ctxs[i], wait_ms);
         if (result == ACL_SUCCESS && r != ACL_SUCCESS) {
             result = r;
         }
@@ -738,37 +762,6 @@ aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatu
                           "argument 'devFeatureType' (%d) is not an aclrtDevFeatureType",
                           (int)devFeatureType);
     }
-}
-
-aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities,
-                                              const aclrtAtomicOperation *operations,
-                                              const uint32_t count, int32_t deviceId)
-{
-    static const char fn[] = "aclrtDeviceGetHostAtomicCapabilities";
-    if (capabilities == NULL || operations == NULL) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
-                          capabilities == NULL ? "capabilities" : "operations");
-    }
-    if (count == 0) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
-    }
-    aclError rc = core_device_check(fn, deviceId);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    for (uint32_t i = 0; i < count; i++) {
-        int op = (int)operations[i];
-        if (!mem_atomic_op_valid(op)) {
-            return core_error(fn, ACL_ERROR_INVALID_PARAM,
-                              "operations[%u] (%d) is not an aclrtAtomicOperation", i, op);
-        }
-    }
-    /* The simulated device and the host share no coherent atomics. */
-    for (uint32_t i = 0; i < count; i++) {
-        capabilities[i] = 0;
-    }
-    return ACL_SUCCESS;
 }
 
 aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *utilizationInfo)
@@ -1010,9 +1003,9 @@ aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
     MOCK_ENTER(fn);
     ensure_init();
     mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     *value = d->res_limit[type];
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     return ACL_SUCCESS;
 }
 
@@ -1036,9 +1029,9 @@ aclError aclrtSetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
     MOCK_ENTER(fn);
     ensure_init();
     mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     d->res_limit[type] = value;
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     return ACL_SUCCESS;
 }
 
@@ -1053,10 +1046,10 @@ aclError aclrtResetDeviceResLimit(int32_t deviceId)
     ensure_init();
     const soc_profile *p = profile();
     mock_device *d = &g_dev[deviceId];
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     d->res_limit[0] = (uint32_t)p->aicore;
     d->res_limit[1] = (uint32_t)p->vector;
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     return ACL_SUCCESS;
 }
 
@@ -1076,12 +1069,63 @@ aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPriority, int32_t *grea
 
 /* aclrtDeviceGetLimit / aclrtDeviceSetLimit: process-wide values that need no device or
  * context (they may be set before the first aclrtSetDevice and apply to every device);
- * never set = the default of k_limit_default. Mock choice (README): the three stack
- * sizes are rounded up to a multiple of 16 bytes, the printf FIFO sizes are kept as
- * given; aclFinalize restores the defaults. */
+ * never set = the default of k_limit_default; aclFinalize restores the defaults.
+ * Doc 25-02_Enumerations.md, aclrtDeviceLimit:
+ *  - SIMD printf FIFO per core: default 32768, rounded up to a multiple of 8 (1025 -> 1032);
+ *  - SIMD stack size: rounded up to a multiple of 16 KiB, values <= 32 KiB give 32768;
+ *  - ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE is not supported on Atlas A2/A3
+ *    (ACL_ERROR_RT_FEATURE_NOT_SUPPORT), for Get and Set alike.
+ * Mock choices (README, the reference is silent): the two SIMT stack sizes are rounded up
+ * to 16 bytes, the SIMT printf FIFO is kept as given, 0 is ACL_ERROR_INVALID_PARAM. */
 static bool limit_valid(aclrtDeviceLimit limit)
 {
     return (int)limit >= 0 && (int)limit < DEV_LIMIT_COUNT;
+}
+
+/* Atlas A2/A3 training/inference parts (Ascend910B*, Ascend910_93*). */
+static bool soc_is_a2_a3(void)
+{
+    const char *soc = core_config_get()->soc_name;
+    return strncmp(soc, "Ascend910B", 10) == 0 || strncmp(soc, "Ascend910_93", 12) == 0;
+}
+
+/* ACL_ERROR_RT_FEATURE_NOT_SUPPORT (recorded) for a limit this SoC does not have, else 0. */
+static aclError limit_supported(const char *fn, aclrtDeviceLimit limit)
+{
+    if ((int)limit == ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE && soc_is_a2_a3()) {
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE is not supported on %s (Atlas A2/A3)",
+                          core_config_get()->soc_name);
+    }
+    return ACL_SUCCESS;
+}
+
+/* The value a set stores: `value` rounded as the limit requires, or 0 when rounding
+ * would overflow. */
+static size_t limit_round(aclrtDeviceLimit limit, size_t value)
+{
+    size_t align = 1;
+    switch ((int)limit) {
+    case ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE:
+    case ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE:
+        align = DEV_LIMIT_SIMT_ALIGN;
+        break;
+    case ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE:
+        if (value <= DEV_LIMIT_SIMD_STACK_MIN) {
+            return DEV_LIMIT_SIMD_STACK_MIN;
+        }
+        align = DEV_LIMIT_SIMD_STACK_ALIGN;
+        break;
+    case ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE:
+        align = DEV_LIMIT_SIMD_FIFO_ALIGN;
+        break;
+    default: /* ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE: as given */
+        return value;
+    }
+    if (value > SIZE_MAX - (align - 1)) {
+        return 0;
+    }
+    return (value + align - 1) / align * align;
 }
 
 aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value)
@@ -1093,6 +1137,10 @@ aclError aclrtDeviceGetLimit(aclrtDeviceLimit limit, size_t *value)
                           (int)limit);
     }
     MOCK_ENTER(fn);
+    aclError rc = limit_supported(fn, limit);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
     size_t v = atomic_load(&g_limits[limit]);
     *value = v != 0 ? v : k_limit_default[limit];
     return ACL_SUCCESS;
@@ -1105,47 +1153,72 @@ aclError aclrtDeviceSetLimit(aclrtDeviceLimit limit, size_t value)
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'limit' (%d) is not an aclrtDeviceLimit",
                           (int)limit);
     }
-    bool stack = (int)limit <= ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE;
-    if (value == 0 || (stack && value > SIZE_MAX - (DEV_LIMIT_STACK_ALIGN - 1))) {
+    size_t rounded = value == 0 ? 0 : limit_round(limit, value);
+    if (rounded == 0) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'value' (%zu) is %s", value,
                           value == 0 ? "0" : "too large");
     }
     MOCK_ENTER(fn);
-    if (stack) {
-        value = (value + DEV_LIMIT_STACK_ALIGN - 1) / DEV_LIMIT_STACK_ALIGN * DEV_LIMIT_STACK_ALIGN;
+    aclError rc = limit_supported(fn, limit);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
-    atomic_store(&g_limits[limit], value);
+    atomic_store(&g_limits[limit], rounded);
     return ACL_SUCCESS;
 }
 
 /* ------------------------------------------------------------ op timeouts */
-/* Process-wide. The simulated hardware counts in 1 ms steps up to 547 s (the maximum
- * torch_npu assumes, acl_abi.md §1.2); 0 means "the maximum". */
+/* Process-wide. Doc 12_execution_control.md, the API reference of each function (where it
+ * and the other documents disagree the mock follows it):
+ *  - aclrtGetOpExecuteTimeout before any set: the default, 1091 s (returned in ms);
+ *  - the hardware counts in steps of aclrtGetOpTimeOutInterval microseconds, at most 254
+ *    of them: a set rounds up to the interval and clamps to 254 x interval;
+ *  - aclrtSetOpExecuteTimeOutV2(0) means the maximum, and "never" (UINT64_MAX) when the
+ *    interval is below 100000 us.
+ * acl_abi.md §1.2 records that torch_npu sets 547 s (kMaxOpExecuteTimeOut): a value it
+ * chooses, below the A2/A3 maximum, not the runtime's maximum (the mock used to cap at
+ * 547 s). The interval is ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US (default 4294967 us, 2^32 ns:
+ * 254 steps = 1090.9 s, the documented 1091 s of Atlas A2/A3). V1 (seconds) and WithMs
+ * follow the same rules after converting to microseconds. */
 
-#define OP_TIMEOUT_INTERVAL_US 1000ull
-#define OP_TIMEOUT_MAX_US (547ull * 1000ull * 1000ull)
+#define OP_TIMEOUT_DEFAULT_MS 1091000u
+#define OP_TIMEOUT_MAX_STEPS 254u
+#define OP_TIMEOUT_NEVER_BELOW_US 100000u
+#define OP_TIMEOUT_NEVER UINT64_MAX
 
-static atomic_ullong g_op_timeout_us = OP_TIMEOUT_MAX_US;
+/* 0 = never set (aclrtGetOpExecuteTimeout answers the default); else microseconds. */
+static atomic_ullong g_op_timeout_us;
 
-static uint64_t round_timeout_us(uint64_t us)
+static uint64_t op_interval_us(void)
 {
-    if (us == 0 || us > OP_TIMEOUT_MAX_US) {
-        return OP_TIMEOUT_MAX_US;
+    return core_config_get()->op_timeout_interval_us;
+}
+
+/* The timeout (us) the hardware applies for a request of `us` microseconds. */
+static uint64_t op_timeout_actual_us(uint64_t us)
+{
+    uint64_t step = op_interval_us();
+    uint64_t max = OP_TIMEOUT_MAX_STEPS * step; /* config keeps step <= UINT64_MAX / 254 */
+    if (us == 0) {
+        return step < OP_TIMEOUT_NEVER_BELOW_US ? OP_TIMEOUT_NEVER : max;
     }
-    return (us + OP_TIMEOUT_INTERVAL_US - 1) / OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_INTERVAL_US;
+    if (us >= max) {
+        return max;
+    }
+    return (us + step - 1) / step * step;
 }
 
 aclError aclrtSetOpExecuteTimeOut(uint32_t timeout)
 {
     MOCK_ENTER("aclrtSetOpExecuteTimeOut");
-    atomic_store(&g_op_timeout_us, round_timeout_us((uint64_t)timeout * 1000000ull));
+    atomic_store(&g_op_timeout_us, op_timeout_actual_us((uint64_t)timeout * 1000000ull));
     return ACL_SUCCESS;
 }
 
 aclError aclrtSetOpExecuteTimeOutWithMs(uint32_t timeout)
 {
     MOCK_ENTER("aclrtSetOpExecuteTimeOutWithMs");
-    atomic_store(&g_op_timeout_us, round_timeout_us((uint64_t)timeout * 1000ull));
+    atomic_store(&g_op_timeout_us, op_timeout_actual_us((uint64_t)timeout * 1000ull));
     return ACL_SUCCESS;
 }
 
@@ -1154,7 +1227,7 @@ aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout, uint64_t *actualTimeout)
     static const char fn[] = "aclrtSetOpExecuteTimeOutV2";
     MOCK_REQUIRE_NONNULL(fn, actualTimeout);
     MOCK_ENTER(fn);
-    uint64_t actual = round_timeout_us(timeout);
+    uint64_t actual = op_timeout_actual_us(timeout);
     atomic_store(&g_op_timeout_us, actual);
     *actualTimeout = actual;
     return ACL_SUCCESS;
@@ -1165,7 +1238,9 @@ aclError aclrtGetOpExecuteTimeout(uint32_t *const timeoutMs)
     static const char fn[] = "aclrtGetOpExecuteTimeout";
     MOCK_REQUIRE_NONNULL(fn, timeoutMs);
     MOCK_ENTER(fn);
-    *timeoutMs = (uint32_t)(atomic_load(&g_op_timeout_us) / 1000ull);
+    uint64_t us = atomic_load(&g_op_timeout_us);
+    uint64_t ms = us == 0 ? OP_TIMEOUT_DEFAULT_MS : us / 1000ull;
+    *timeoutMs = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms; /* "never" reads as UINT32_MAX */
     return ACL_SUCCESS;
 }
 
@@ -1174,6 +1249,6 @@ aclError aclrtGetOpTimeOutInterval(uint64_t *interval)
     static const char fn[] = "aclrtGetOpTimeOutInterval";
     MOCK_REQUIRE_NONNULL(fn, interval);
     MOCK_ENTER(fn);
-    *interval = OP_TIMEOUT_INTERVAL_US;
+    *interval = op_interval_us();
     return ACL_SUCCESS;
 }

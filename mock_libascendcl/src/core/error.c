@@ -26,7 +26,7 @@ static __thread char t_ret[MSG_MAX];
 
 /* Process-level message mode (err_msg_mode = 1). */
 static atomic_bool g_process_mode;
-static pthread_mutex_t g_proc_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_proc_lock = MOCK_MUTEX_INIT(MOCK_LOCK_ERROR_PROCESS);
 static bool g_proc_has_msg;
 static char g_proc_msg[MSG_MAX];
 
@@ -46,10 +46,10 @@ aclError core_error_v(const char *func, aclError code, const char *fmt, va_list 
     }
     t_last_error = code;
     if (atomic_load_explicit(&g_process_mode, memory_order_relaxed)) {
-        pthread_mutex_lock(&g_proc_lock);
+        core_mutex_lock(&g_proc_lock);
         memcpy(g_proc_msg, text, sizeof text);
         g_proc_has_msg = true;
-        pthread_mutex_unlock(&g_proc_lock);
+        core_mutex_unlock(&g_proc_lock);
     } else {
         memcpy(t_msg, text, sizeof text);
         t_has_msg = true;
@@ -79,13 +79,13 @@ const char *aclGetRecentErrMsg(void)
 {
     if (atomic_load_explicit(&g_process_mode, memory_order_relaxed)) {
         bool have;
-        pthread_mutex_lock(&g_proc_lock);
+        core_mutex_lock(&g_proc_lock);
         have = g_proc_has_msg;
         if (have) {
             memcpy(t_ret, g_proc_msg, sizeof t_ret);
             g_proc_has_msg = false;
         }
-        pthread_mutex_unlock(&g_proc_lock);
+        core_mutex_unlock(&g_proc_lock);
         if (have) {
             return t_ret;
         }
@@ -129,7 +129,7 @@ typedef struct fault_slot {
     aclError code;
 } fault_slot;
 
-static pthread_mutex_t g_fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_fault_lock = MOCK_MUTEX_INIT(MOCK_LOCK_FAULTS);
 static fault_slot g_slots[CORE_MAX_FAULTS];
 /* Number of armed (not yet spent) faults, plus FAULTS_ENV_PENDING until
  * ASCEND_MOCK_FAULTS has been read: the fast path reads only this, so the first
@@ -173,12 +173,12 @@ static void load_env_faults(void)
 {
     size_t n = 0;
     const core_fault_spec *specs = core_config_faults(&n);
-    pthread_mutex_lock(&g_fault_lock);
+    core_mutex_lock(&g_fault_lock);
     for (size_t i = 0; i < n; i++) {
         (void)arm_locked(specs[i].func, specs[i].nth, specs[i].code);
     }
     atomic_fetch_sub(&g_armed, FAULTS_ENV_PENDING);
-    pthread_mutex_unlock(&g_fault_lock);
+    core_mutex_unlock(&g_fault_lock);
 }
 
 aclError core_fault_check(const char *func)
@@ -190,7 +190,7 @@ aclError core_fault_check(const char *func)
     pthread_once(&g_fault_once, load_env_faults);
     aclError code = ACL_SUCCESS;
     uint32_t call_no = 0;
-    pthread_mutex_lock(&g_fault_lock);
+    core_mutex_lock(&g_fault_lock);
     for (size_t i = 0; i < CORE_MAX_FAULTS; i++) {
         fault_slot *s = &g_slots[i];
         if (!s->armed || strcmp(s->func, func) != 0) {
@@ -209,7 +209,7 @@ aclError core_fault_check(const char *func)
         }
         break;
     }
-    pthread_mutex_unlock(&g_fault_lock);
+    core_mutex_unlock(&g_fault_lock);
     if (code != ACL_SUCCESS) {
         return core_error(func, code, "injected fault (call %u) via aclmock/ASCEND_MOCK_FAULTS",
                           call_no);
@@ -223,19 +223,19 @@ aclError aclmockInjectFault(const char *func, uint32_t nth, aclError code)
     if (func == NULL || func[0] == '\0' || strlen(func) >= CORE_FUNC_NAME_MAX || code == 0) {
         return ACL_ERROR_INVALID_PARAM;
     }
-    pthread_mutex_lock(&g_fault_lock);
+    core_mutex_lock(&g_fault_lock);
     aclError rc = arm_locked(func, nth, code);
-    pthread_mutex_unlock(&g_fault_lock);
+    core_mutex_unlock(&g_fault_lock);
     return rc;
 }
 
 void aclmockClearFaults(void)
 {
     pthread_once(&g_fault_once, load_env_faults);
-    pthread_mutex_lock(&g_fault_lock);
+    core_mutex_lock(&g_fault_lock);
     memset(g_slots, 0, sizeof g_slots);
     atomic_store(&g_armed, 0);
-    pthread_mutex_unlock(&g_fault_lock);
+    core_mutex_unlock(&g_fault_lock);
 }
 
 uint32_t aclmockGetFaultHits(const char *func)
@@ -245,13 +245,13 @@ uint32_t aclmockGetFaultHits(const char *func)
     }
     pthread_once(&g_fault_once, load_env_faults);
     uint32_t hits = 0;
-    pthread_mutex_lock(&g_fault_lock);
+    core_mutex_lock(&g_fault_lock);
     for (size_t i = 0; i < CORE_MAX_FAULTS; i++) {
         if (g_slots[i].used && strcmp(g_slots[i].func, func) == 0) {
             hits = g_slots[i].hits;
             break;
         }
     }
-    pthread_mutex_unlock(&g_fault_lock);
+    core_mutex_unlock(&g_fault_lock);
     return hits;
 }

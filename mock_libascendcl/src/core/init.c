@@ -35,9 +35,6 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "stream/stream.h"
-#include "mem/mem.h"
-#include "misc/misc.h"
 #include "core/core_private.h"
 
 #define CONFIG_MAX_BYTES (10u * 1024u * 1024u)
@@ -125,23 +122,24 @@ typedef struct init_cb {
     void *user;
 } init_cb;
 
-static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Serialises aclInit / aclFinalize / aclFinalizeReference as a whole (including the
- * callbacks and the teardown), so an aclInit racing with a finalisation waits for it.
- * Recursive: init/finalize callbacks may call these functions again. */
-static pthread_mutex_t g_lifecycle = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+ * callbacks and the teardown), so an aclInit racing with a finalisation waits for it;
+ * guards g_refcount, g_config and the transitions of g_initialized (which other
+ * threads read without it). Recursive: init/finalize callbacks may call these
+ * functions again. */
+static mock_mutex g_lifecycle = MOCK_RECURSIVE_MUTEX_INIT(MOCK_LOCK_LIFECYCLE);
 static atomic_bool g_initialized;
 static uint64_t g_refcount;
 static char *g_config; /* content of the first config, NULL for none */
 
-static pthread_mutex_t g_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_cb_lock = MOCK_MUTEX_INIT(MOCK_LOCK_INIT_CALLBACKS);
 static init_cb g_init_cbs[MAX_INIT_CALLBACKS];
 static size_t g_init_cb_count;
 static init_cb g_fini_cbs[MAX_INIT_CALLBACKS];
 static size_t g_fini_cb_count;
 
 /* Leak snapshot taken when the last aclFinalize started. */
-static pthread_mutex_t g_leak_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_leak_lock = MOCK_MUTEX_INIT(MOCK_LOCK_LEAK_SNAPSHOT);
 static int64_t g_leak_snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
 
 bool core_is_initialized(void)
@@ -170,55 +168,47 @@ static aclError init_impl(const char *configPath)
             return rc;
         }
     }
-    pthread_mutex_lock(&g_init_lock);
     if (atomic_load(&g_initialized)) {
         bool same = same_config(g_config, content);
-        if (same) {
-            g_refcount++;
-        }
-        pthread_mutex_unlock(&g_init_lock);
         free(content);
         if (!same) {
             return core_error(fn, ACL_ERROR_INVALID_PARAM,
                               "already initialized with a different configuration");
         }
+        g_refcount++;
         return core_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
                           "already initialized (this call only takes a reference)");
     }
-    if (content != NULL) {
-        /* acl.json may configure dumping at init (dump.c validates that section) */
-        aclError rc = misc_dump_configure_from_init(fn, configPath, content, strlen(content));
-        if (rc != ACL_SUCCESS) {
-            pthread_mutex_unlock(&g_init_lock);
-            free(content);
-            return rc;
-        }
+    /* The subsystems apply their parts of the config (e.g. a "dump" section); a failing
+     * one leaves nothing behind. */
+    core_init_info info = {fn, content != NULL ? configPath : NULL, content, content != NULL ? strlen(content) : 0};
+    aclError sub_rc = core_subsystems_init(&info);
+    if (sub_rc != ACL_SUCCESS) {
+        free(content);
+        return sub_rc;
     }
     g_config = content;
     g_refcount = 1;
     atomic_store(&g_initialized, true);
-    pthread_mutex_unlock(&g_init_lock);
     core_error_set_process_mode(err_mode == 1);
     core_default_device_set(default_device);
 
     /* Init callbacks get the configuration text. */
     init_cb snap[MAX_INIT_CALLBACKS];
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t n = g_init_cb_count;
     memcpy(snap, g_init_cbs, n * sizeof snap[0]);
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     const char *text = content != NULL ? content : "";
     for (size_t i = 0; i < n; i++) {
         aclError rc = snap[i].init_fn(text, strlen(text), snap[i].user);
         if (rc != ACL_SUCCESS) {
-            pthread_mutex_lock(&g_init_lock);
             atomic_store(&g_initialized, false);
             g_refcount = 0;
             free(g_config);
             g_config = NULL;
-            pthread_mutex_unlock(&g_init_lock);
             /* undo what this aclInit applied, so a later aclInit starts clean */
-            misc_dump_finalize();
+            core_subsystems_init_undo();
             core_error_set_process_mode(false);
             core_default_device_set(-1);
             return core_error(fn, rc, "init callback %zu (type %d) failed with %d", i,
@@ -244,11 +234,29 @@ static void take_snapshot(int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT])
     }
 }
 
+/* One part of a report line: singular and plural names of a count. */
+typedef struct report_item {
+    const char *one;
+    const char *many;
+} report_item;
+
+/* What the program created (contexts and streams without the runtime's default ones)
+ * and, apart, what the runtime keeps on its own (default contexts of aclrtSetDevice,
+ * default streams of every context), with singular/plural names. */
 static int format_report(char *buf, size_t len, int64_t snap[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT])
 {
-    static const char *const names[MOCK_STAT_COUNT] = {
-        "contexts", "streams", "events", "device allocations", "device bytes",
-        "host allocations", "host bytes",
+    static const report_item created_items[] = {
+        {"context", "contexts"},
+        {"stream", "streams"},
+        {"event", "events"},
+        {"device allocation", "device allocations"},
+        {"device byte", "device bytes"},
+        {"host allocation", "host allocations"},
+        {"host byte", "host bytes"},
+    };
+    static const report_item own_items[] = {
+        {"default context", "default contexts"},
+        {"default stream", "default streams"},
     };
     size_t used = 0;
     int total = 0;
@@ -263,25 +271,60 @@ static int format_report(char *buf, size_t len, int64_t snap[MOCK_MAX_DEVICES + 
     } while (0)
     bool any = false;
     for (int slot = 0; slot <= MOCK_MAX_DEVICES; slot++) {
-        bool line = false;
-        for (int k = 0; k < MOCK_STAT_COUNT; k++) {
-            if (snap[slot][k] == 0) {
-                continue;
+        const int64_t *v = snap[slot];
+        const int64_t created[] = {
+            v[MOCK_STAT_CONTEXTS] - v[MOCK_STAT_DEFAULT_CONTEXTS],
+            v[MOCK_STAT_STREAMS] - v[MOCK_STAT_DEFAULT_STREAMS],
+            v[MOCK_STAT_EVENTS],
+            v[MOCK_STAT_ALLOCATIONS],
+            v[MOCK_STAT_BYTES],
+            v[MOCK_STAT_HOST_ALLOCATIONS],
+            v[MOCK_STAT_HOST_BYTES],
+        };
+        const int64_t own[] = {v[MOCK_STAT_DEFAULT_CONTEXTS], v[MOCK_STAT_DEFAULT_STREAMS]};
+        const size_t n_created = sizeof created / sizeof created[0];
+        const size_t n_own = sizeof own / sizeof own[0];
+        _Static_assert(sizeof created_items / sizeof created_items[0] == 7, "one name per count");
+        _Static_assert(sizeof own_items / sizeof own_items[0] == 2, "one name per count");
+        bool has_created = false;
+        bool has_own = false;
+        for (size_t k = 0; k < n_created; k++) {
+            has_created = has_created || created[k] != 0;
+        }
+        for (size_t k = 0; k < n_own; k++) {
+            has_own = has_own || own[k] != 0;
+        }
+        if (!has_created && !has_own) {
+            continue;
+        }
+        if (slot == 0) {
+            EMIT("mock_libascendcl leak report: host:");
+        } else {
+            EMIT("mock_libascendcl leak report: device %d:", slot - 1);
+        }
+        const char *sep = " ";
+        for (size_t k = 0; k < n_created; k++) {
+            if (created[k] != 0) {
+                EMIT("%s%lld %s", sep, (long long)created[k],
+                     created[k] == 1 ? created_items[k].one : created_items[k].many);
+                sep = ", ";
             }
-            if (!line) {
-                if (slot == 0) {
-                    EMIT("mock_libascendcl leak report: host:");
-                } else {
-                    EMIT("mock_libascendcl leak report: device %d:", slot - 1);
+        }
+        if (has_own) {
+            EMIT(has_created ? " (plus the runtime's own:" : " only the runtime's own:");
+            sep = " ";
+            for (size_t k = 0; k < n_own; k++) {
+                if (own[k] != 0) {
+                    EMIT("%s%lld %s", sep, (long long)own[k], own[k] == 1 ? own_items[k].one : own_items[k].many);
+                    sep = ", ";
                 }
-                line = true;
             }
-            EMIT(" %lld %s", (long long)snap[slot][k], names[k]);
+            if (has_created) {
+                EMIT(")");
+            }
         }
-        if (line) {
-            EMIT("\n");
-            any = true;
-        }
+        EMIT("\n");
+        any = true;
     }
     if (!any) {
         EMIT("mock_libascendcl leak report: no leaks\n");
@@ -297,25 +340,23 @@ static void finalize_now(void)
 {
     /* Finalize callbacks first (the runtime is still usable inside them). */
     init_cb snap[MAX_INIT_CALLBACKS];
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t n = g_fini_cb_count;
     memcpy(snap, g_fini_cbs, n * sizeof snap[0]);
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     for (size_t i = 0; i < n; i++) {
         (void)snap[i].fini_fn(snap[i].user);
     }
 
     int64_t leaks[MOCK_MAX_DEVICES + 1][MOCK_STAT_COUNT];
     take_snapshot(leaks);
-    pthread_mutex_lock(&g_leak_lock);
+    core_mutex_lock(&g_leak_lock);
     memcpy(g_leak_snap, leaks, sizeof leaks);
-    pthread_mutex_unlock(&g_leak_lock);
+    core_mutex_unlock(&g_leak_lock);
 
-    stream_callbacks_finalize();
-    core_devices_finalize();
-    stream_events_finalize();
-    mem_finalize();
-    misc_dump_finalize();
+    core_subsystems_quiesce();  /* e.g. report subscriptions end */
+    core_devices_finalize();    /* every context with its streams */
+    core_subsystems_release();  /* what outlives contexts: events, memory, dump state */
     core_error_set_process_mode(false);
 
     if (core_config_get()->leak_report) {
@@ -332,14 +373,11 @@ static aclError finalize_impl(void)
 {
     static const char fn[] = "aclFinalize";
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_init_lock);
     if (!atomic_load(&g_initialized)) {
-        pthread_mutex_unlock(&g_init_lock);
         return core_error(fn, ACL_ERROR_REPEAT_FINALIZE, "not initialized (aclInit not called, "
                           "or already finalized)");
     }
-    if (stream_self() != NULL) {
-        pthread_mutex_unlock(&g_init_lock);
+    if (core_worker_stream() != NULL) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: finalizing would wait "
                           "for that task (deadlock)");
     }
@@ -347,7 +385,6 @@ static aclError finalize_impl(void)
     g_refcount = 0;
     free(g_config);
     g_config = NULL;
-    pthread_mutex_unlock(&g_init_lock);
     finalize_now();
     return ACL_SUCCESS;
 }
@@ -358,13 +395,10 @@ static aclError finalize_reference_impl(uint64_t *refCount)
     /* refCount is an optional output: NULL still drops the reference (and finalises
      * on the last one). */
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_init_lock);
     if (!atomic_load(&g_initialized) || g_refcount < 1) {
-        pthread_mutex_unlock(&g_init_lock);
         return core_error(fn, ACL_ERROR_REPEAT_FINALIZE, "no aclInit reference is left");
     }
-    if (g_refcount == 1 && stream_self() != NULL) {
-        pthread_mutex_unlock(&g_init_lock);
+    if (g_refcount == 1 && core_worker_stream() != NULL) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "called from a stream task: the last reference "
                           "would finalize and wait for that task (deadlock)");
     }
@@ -376,7 +410,6 @@ static aclError finalize_reference_impl(uint64_t *refCount)
         free(g_config);
         g_config = NULL;
     }
-    pthread_mutex_unlock(&g_init_lock);
     if (refCount != NULL) {
         *refCount = left;
     }
@@ -388,25 +421,25 @@ static aclError finalize_reference_impl(uint64_t *refCount)
 
 aclError aclInit(const char *configPath)
 {
-    pthread_mutex_lock(&g_lifecycle);
+    core_mutex_lock(&g_lifecycle);
     aclError rc = init_impl(configPath);
-    pthread_mutex_unlock(&g_lifecycle);
+    core_mutex_unlock(&g_lifecycle);
     return rc;
 }
 
 aclError aclFinalize(void)
 {
-    pthread_mutex_lock(&g_lifecycle);
+    core_mutex_lock(&g_lifecycle);
     aclError rc = finalize_impl();
-    pthread_mutex_unlock(&g_lifecycle);
+    core_mutex_unlock(&g_lifecycle);
     return rc;
 }
 
 aclError aclFinalizeReference(uint64_t *refCount)
 {
-    pthread_mutex_lock(&g_lifecycle);
+    core_mutex_lock(&g_lifecycle);
     aclError rc = finalize_reference_impl(refCount);
-    pthread_mutex_unlock(&g_lifecycle);
+    core_mutex_unlock(&g_lifecycle);
     return rc;
 }
 
@@ -450,7 +483,7 @@ static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_
         return rc;
     }
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t i = cb_find_locked(table, *count, &entry);
     if (i < *count) {
         table[i].user = entry.user; /* re-registration updates userData */
@@ -459,7 +492,7 @@ static aclError cb_register(const char *fn, init_cb *table, size_t *count, init_
     } else {
         rc = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
     }
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "too many callbacks (max %d)", MAX_INIT_CALLBACKS);
     }
@@ -474,13 +507,13 @@ static aclError cb_unregister(const char *fn, init_cb *table, size_t *count, ini
         return rc;
     }
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_cb_lock);
+    core_mutex_lock(&g_cb_lock);
     size_t i = cb_find_locked(table, *count, &entry);
     if (i < *count) {
         memmove(&table[i], &table[i + 1], (*count - i - 1) * sizeof table[0]);
         (*count)--;
     }
-    pthread_mutex_unlock(&g_cb_lock);
+    core_mutex_unlock(&g_cb_lock);
     return ACL_SUCCESS; /* unregistering an unknown callback is a no-op */
 }
 
@@ -522,9 +555,9 @@ int aclmockGetLeakReport(char *buf, size_t len, int when)
     if (when == ACLMOCK_REPORT_NOW) {
         take_snapshot(snap);
     } else if (when == ACLMOCK_REPORT_LAST_FINALIZE) {
-        pthread_mutex_lock(&g_leak_lock);
+        core_mutex_lock(&g_leak_lock);
         memcpy(snap, g_leak_snap, sizeof snap);
-        pthread_mutex_unlock(&g_leak_lock);
+        core_mutex_unlock(&g_leak_lock);
     } else {
         return -1;
     }

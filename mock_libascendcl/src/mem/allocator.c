@@ -15,6 +15,7 @@
 #include "core/core.h"
 #include "stream/stream.h"
 #include "mem/mem.h"
+#include "mem/mem_private.h"
 
 #define ALLOC_DESC_MAGIC 0x616c6c6f63446573ULL
 
@@ -34,7 +35,7 @@ typedef struct alloc_reg {
     struct alloc_reg *next;
 } alloc_reg;
 
-static mock_handle_set g_descs = MOCK_HANDLE_SET_INIT; /* its lock also guards g_regs */
+static mock_handle_set g_descs = MOCK_HANDLE_SET_INIT(MOCK_LOCK_ALLOCATOR_DESCS); /* its lock also guards g_regs */
 static alloc_reg *g_regs = NULL;
 
 aclrtAllocatorDesc aclrtAllocatorCreateDesc(void)
@@ -85,20 +86,22 @@ static aclError desc_set(const char *fn, aclrtAllocatorDesc desc, const void *va
     }
     MOCK_ENTER(fn);
     core_handle_set_lock(&g_descs);
-    if (!core_handle_set_contains_locked(&g_descs, desc)) {
-        core_handle_set_unlock(&g_descs);
+    bool live = core_handle_set_contains_locked(&g_descs, desc);
+    if (live) {
+        alloc_desc *d = (alloc_desc *)desc;
+        switch (which) {
+        case 0: d->obj = (aclrtAllocator)(uintptr_t)value; break;
+        case 1: d->alloc_fn = (aclrtAllocatorAllocFunc)fnptr; break;
+        case 2: d->free_fn = (aclrtAllocatorFreeFunc)fnptr; break;
+        case 3: d->advise_fn = (aclrtAllocatorAllocAdviseFunc)fnptr; break;
+        default: d->addr_fn = (aclrtAllocatorGetAddrFromBlockFunc)fnptr; break;
+        }
+    }
+    core_handle_set_unlock(&g_descs);
+    if (!live) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
                           desc);
     }
-    alloc_desc *d = (alloc_desc *)desc;
-    switch (which) {
-    case 0: d->obj = (aclrtAllocator)(uintptr_t)value; break;
-    case 1: d->alloc_fn = (aclrtAllocatorAllocFunc)fnptr; break;
-    case 2: d->free_fn = (aclrtAllocatorFreeFunc)fnptr; break;
-    case 3: d->advise_fn = (aclrtAllocatorAllocAdviseFunc)fnptr; break;
-    default: d->addr_fn = (aclrtAllocatorGetAddrFromBlockFunc)fnptr; break;
-    }
-    core_handle_set_unlock(&g_descs);
     return ACL_SUCCESS;
 }
 
@@ -143,38 +146,40 @@ aclError aclrtAllocatorRegister(aclrtStream stream, aclrtAllocatorDesc allocator
         return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
     core_handle_set_lock(&g_descs);
-    if (!core_handle_set_contains_locked(&g_descs, allocatorDesc)) {
-        core_handle_set_unlock(&g_descs);
-        free(fresh);
+    const char *missing = NULL;
+    bool live = core_handle_set_contains_locked(&g_descs, allocatorDesc);
+    if (live) {
+        const alloc_desc *d = (const alloc_desc *)allocatorDesc;
+        missing = d->obj == NULL             ? "allocator object (aclrtAllocatorSetObjToDesc)"
+                  : d->alloc_fn == NULL      ? "alloc function (aclrtAllocatorSetAllocFuncToDesc)"
+                  : d->free_fn == NULL       ? "free function (aclrtAllocatorSetFreeFuncToDesc)"
+                  : d->addr_fn == NULL       ? "get-address function (aclrtAllocatorSetGetAddrFromBlockFuncToDesc)"
+                                             : NULL;
+    }
+    if (live && missing == NULL) {
+        alloc_reg *r = g_regs;
+        while (r != NULL && r->stream != s) {
+            r = r->next;
+        }
+        if (r == NULL) { /* a second registration on a stream replaces the first */
+            r = fresh;
+            fresh = NULL;
+            r->stream = s;
+            r->next = g_regs;
+            g_regs = r;
+        }
+        r->handle = allocatorDesc;
+        r->copy = *(const alloc_desc *)allocatorDesc;
+    }
+    core_handle_set_unlock(&g_descs);
+    free(fresh);
+    if (!live) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' (%p) is not a live allocator descriptor",
                           allocatorDesc);
     }
-    const alloc_desc *d = (const alloc_desc *)allocatorDesc;
-    const char *missing = d->obj == NULL             ? "allocator object (aclrtAllocatorSetObjToDesc)"
-                          : d->alloc_fn == NULL      ? "alloc function (aclrtAllocatorSetAllocFuncToDesc)"
-                          : d->free_fn == NULL       ? "free function (aclrtAllocatorSetFreeFuncToDesc)"
-                          : d->addr_fn == NULL       ? "get-address function (aclrtAllocatorSetGetAddrFromBlockFuncToDesc)"
-                                                     : NULL;
     if (missing != NULL) {
-        core_handle_set_unlock(&g_descs);
-        free(fresh);
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'allocatorDesc' has no %s", missing);
     }
-    alloc_reg *r = g_regs;
-    while (r != NULL && r->stream != s) {
-        r = r->next;
-    }
-    if (r == NULL) { /* a second registration on a stream replaces the first */
-        r = fresh;
-        fresh = NULL;
-        r->stream = s;
-        r->next = g_regs;
-        g_regs = r;
-    }
-    r->handle = allocatorDesc;
-    r->copy = *d;
-    core_handle_set_unlock(&g_descs);
-    free(fresh);
     return ACL_SUCCESS;
 }
 

@@ -28,8 +28,8 @@
 
 /* ------------------------------------------------------- write gate/notify */
 
-static pthread_rwlock_t g_gate = PTHREAD_RWLOCK_INITIALIZER;
-static pthread_mutex_t g_notify_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_rwlock g_gate = MOCK_RWLOCK_INIT(MOCK_LOCK_COPY_GATE);
+static mock_mutex g_notify_mu = MOCK_MUTEX_INIT(MOCK_LOCK_VALUE_NOTIFY);
 static pthread_cond_t g_notify_cv;
 static pthread_once_t g_notify_once = PTHREAD_ONCE_INIT;
 static uint64_t g_write_gen;     /* under g_notify_mu */
@@ -42,18 +42,18 @@ static void notify_init(void)
 
 MOCK_HIDDEN void mem_write_begin(void)
 {
-    pthread_rwlock_rdlock(&g_gate);
+    core_rwlock_rdlock(&g_gate);
 }
 
 MOCK_HIDDEN void mem_write_end(void)
 {
-    pthread_rwlock_unlock(&g_gate);
+    core_rwlock_unlock(&g_gate);
     if (atomic_load(&g_waiters) > 0) {
         pthread_once(&g_notify_once, notify_init);
-        pthread_mutex_lock(&g_notify_mu);
+        core_mutex_lock(&g_notify_mu);
         g_write_gen++;
         pthread_cond_broadcast(&g_notify_cv);
-        pthread_mutex_unlock(&g_notify_mu);
+        core_mutex_unlock(&g_notify_mu);
     }
 }
 
@@ -223,7 +223,7 @@ typedef struct copy_op {
     bool sync;
     bool done;
     aclError rc;
-    pthread_mutex_t mu;
+    mock_mutex mu;
     pthread_cond_t cv;
 } copy_op;
 
@@ -265,9 +265,9 @@ static uint64_t read_watched(copy_op *o)
 {
     uint64_t v;
     mem_rec_access_begin(o->d.rec);
-    pthread_rwlock_wrlock(&g_gate);
+    core_rwlock_wrlock(&g_gate);
     memcpy(&v, o->dst, sizeof(v));
-    pthread_rwlock_unlock(&g_gate);
+    core_rwlock_unlock(&g_gate);
     mem_rec_access_end(o->d.rec);
     return v;
 }
@@ -278,9 +278,9 @@ static aclError value_wait(copy_op *o)
     atomic_fetch_add(&g_waiters, 1);
     aclError rc = ACL_SUCCESS;
     for (;;) {
-        pthread_mutex_lock(&g_notify_mu);
+        core_mutex_lock(&g_notify_mu);
         uint64_t gen = g_write_gen;
-        pthread_mutex_unlock(&g_notify_mu);
+        core_mutex_unlock(&g_notify_mu);
         if (wait_cond(read_watched(o), o->value, o->flag)) {
             break;
         }
@@ -294,7 +294,7 @@ static aclError value_wait(copy_op *o)
             rc = lost;
             break;
         }
-        pthread_mutex_lock(&g_notify_mu);
+        core_mutex_lock(&g_notify_mu);
         int w = 0;
         if (g_write_gen == gen) {
             /* Wake at least every 10 ms: stream_task_wait also notices a stream
@@ -302,7 +302,7 @@ static aclError value_wait(copy_op *o)
             struct timespec dl = core_deadline_ms(10);
             w = stream_task_wait(&g_notify_cv, &g_notify_mu, &dl);
         }
-        pthread_mutex_unlock(&g_notify_mu);
+        core_mutex_unlock(&g_notify_mu);
         if (w == ECANCELED) {
             rc = ACL_ERROR_RT_STREAM_ABORT;
             break;
@@ -398,7 +398,7 @@ static void op_destroy(copy_op *o)
     free(o->srcs);
     free(o->sizes);
     if (o->sync) {
-        pthread_mutex_destroy(&o->mu);
+        core_mutex_destroy(&o->mu);
         pthread_cond_destroy(&o->cv);
     }
     free(o);
@@ -416,10 +416,10 @@ static void op_task_free(void *arg)
 {
     copy_op *o = arg;
     if (o->sync) {
-        pthread_mutex_lock(&o->mu);
+        core_mutex_lock(&o->mu);
         o->done = true;
         pthread_cond_signal(&o->cv);
-        pthread_mutex_unlock(&o->mu);
+        core_mutex_unlock(&o->mu);
         return; /* the caller waiting in op_submit frees it */
     }
     op_destroy(o);
@@ -441,7 +441,7 @@ static copy_op *op_new(int op)
  * of pageable memory completes before returning). Takes ownership of o. */
 static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_done)
 {
-    if (wait_done && (stream_self() == s || stream_is_persistent(s))) {
+    if (wait_done && (core_worker_stream() == s || stream_is_persistent(s))) {
         /* Called from a task of this very stream (a host function): waiting
          * would deadlock, so the copy stays asynchronous (still in order).
          * A persistent stream captures the copy instead of running it. */
@@ -449,7 +449,7 @@ static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_
     }
     if (wait_done) {
         o->sync = true;
-        pthread_mutex_init(&o->mu, NULL);
+        core_mutex_init(&o->mu, MOCK_LOCK_COPY_OP);
         pthread_cond_init(&o->cv, NULL);
     }
     aclError rc = stream_enqueue(s, op_task, o, op_task_free);
@@ -462,11 +462,11 @@ static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_
     if (!wait_done) {
         return ACL_SUCCESS;
     }
-    pthread_mutex_lock(&o->mu);
+    core_mutex_lock(&o->mu);
     while (!o->done) {
-        pthread_cond_wait(&o->cv, &o->mu);
+        core_cond_wait(&o->cv, &o->mu);
     }
-    pthread_mutex_unlock(&o->mu);
+    core_mutex_unlock(&o->mu);
     rc = o->rc;
     op_destroy(o);
     if (rc != ACL_SUCCESS) {
@@ -607,9 +607,11 @@ aclError aclrtMemcpyAsyncWithCondition(void *dst, size_t destMax, const void *sr
 
 /* Limits of aclrtMemcpy2d / aclrtMemcpy2dAsync, the same for the sync and the
  * async call: the width may not exceed either pitch (ACL layer, 100000,
- * acl_abi.md §5.6) and the height is at most 5*1024*1024 = 5242880 rows (CANN
- * doc 11-03: "otherwise the call fails"; the reference tables are silent on
- * the code - the runtime checks it, so ACL_ERROR_RT_PARAM_INVALID 107000). */
+ * acl_abi.md §5.6), the width is at most 5000000 bytes and the height at most
+ * 5*1024*1024 = 5242880 rows (CANN doc 11-03_memory_copy_and_set.md:
+ * "otherwise the call fails"; the reference tables are silent on the code - the
+ * runtime checks it, so ACL_ERROR_RT_PARAM_INVALID 107000). */
+#define MEMCPY2D_MAX_WIDTH ((size_t)5000000)
 #define MEMCPY2D_MAX_HEIGHT ((size_t)5 * 1024 * 1024)
 
 static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const void *src, size_t spitch,
@@ -634,6 +636,10 @@ static aclError memcpy2d_check(const char *fn, void *dst, size_t dpitch, const v
                           "argument 'kind' %d is not supported for 2D copies (H2D, D2H, D2D or DEFAULT)", kind);
     }
     MOCK_ENTER(fn);
+    if (width > MEMCPY2D_MAX_WIDTH) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'width' (%zu) exceeds the maximum %zu", width,
+                          MEMCPY2D_MAX_WIDTH);
+    }
     if (height > MEMCPY2D_MAX_HEIGHT) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'height' (%zu) exceeds the maximum %zu", height,
                           MEMCPY2D_MAX_HEIGHT);

@@ -20,7 +20,7 @@
 #define LOC_HOST (-1)
 #define LOC_NONE (-2)
 
-static pthread_mutex_t g_managed_mu = PTHREAD_MUTEX_INITIALIZER; /* advice fields of records */
+static mock_mutex g_managed_mu = MOCK_MUTEX_INIT(MOCK_LOCK_MANAGED); /* advice fields of records */
 
 static void managed_dtor(mem_rec *r)
 {
@@ -148,7 +148,7 @@ aclError aclrtMemManagedAdvise(const void *const ptr, uint64_t size, aclrtMemMan
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&g_managed_mu);
+    core_mutex_lock(&g_managed_mu);
     switch ((int)advise) {
     case ACL_MEM_ADVISE_SET_READ_MOSTLY:
         r->m_read_mostly = 1;
@@ -177,7 +177,7 @@ aclError aclrtMemManagedAdvise(const void *const ptr, uint64_t size, aclrtMemMan
         break;
     }
     }
-    pthread_mutex_unlock(&g_managed_mu);
+    core_mutex_unlock(&g_managed_mu);
     mem_release(r);
     return ACL_SUCCESS;
 }
@@ -252,9 +252,9 @@ aclError aclrtMemManagedGetAttr(aclrtMemManagedRangeAttribute attribute, const v
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&g_managed_mu);
+    core_mutex_lock(&g_managed_mu);
     rc = get_attr(fn, attribute, r, data, dataSize);
-    pthread_mutex_unlock(&g_managed_mu);
+    core_mutex_unlock(&g_managed_mu);
     mem_release(r);
     return rc;
 }
@@ -281,11 +281,11 @@ aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute *attributes, size
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&g_managed_mu);
+    core_mutex_lock(&g_managed_mu);
     for (size_t i = 0; i < numAttributes && rc == ACL_SUCCESS; i++) {
         rc = get_attr(fn, attributes[i], r, data[i], dataSizes[i]);
     }
-    pthread_mutex_unlock(&g_managed_mu);
+    core_mutex_unlock(&g_managed_mu);
     mem_release(r);
     return rc;
 }
@@ -302,12 +302,12 @@ typedef struct prefetch_task {
 static aclError prefetch_run(void *arg)
 {
     prefetch_task *t = arg;
-    pthread_mutex_lock(&g_managed_mu);
+    core_mutex_lock(&g_managed_mu);
     for (size_t i = 0; i < t->n; i++) {
         t->recs[i]->m_last_type = t->types[i];
         t->recs[i]->m_last_id = t->ids[i];
     }
-    pthread_mutex_unlock(&g_managed_mu);
+    core_mutex_unlock(&g_managed_mu);
     return ACL_SUCCESS;
 }
 

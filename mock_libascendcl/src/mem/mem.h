@@ -2,8 +2,8 @@
  * mem/mem.h - what the memory subsystem (src/mem/: memory, copy, vmm, managed,
  * peer, allocator) offers to the other subsystems: looking up the allocation
  * behind a pointer, the isolation bracket around host-side touches of device
- * memory, finalize and stream-teardown hooks. Every function declared here
- * starts with mem_. Helpers used only inside src/mem/ are in mem/mem_private.h.
+ * memory. Its hooks (aclFinalize, stream teardown) are registered in
+ * mem/hooks.c. Every function declared here starts with mem_. Helpers used only inside src/mem/ are in mem/mem_private.h.
  */
 #ifndef MOCK_MEM_H
 #define MOCK_MEM_H
@@ -36,15 +36,5 @@ MOCK_HIDDEN bool mem_lookup(const void *ptr, mock_mem_info *out);
 MOCK_HIDDEN void mem_access_begin(const void *ptr, size_t len);
 MOCK_HIDDEN void mem_access_end(const void *ptr, size_t len);
 
-/* peer.c: true when `op` is an aclrtAtomicOperation value (also checked by
- * aclrtDeviceGetHostAtomicCapabilities in core/device.c). */
-MOCK_HIDDEN bool mem_atomic_op_valid(int op);
-
-/* Called by aclFinalize (core/init.c) after the contexts are gone: frees every
- * allocation, VMM reservation and peer-access state still alive. */
-MOCK_HIDDEN void mem_finalize(void);
-/* allocator.c: forgets the allocator registered (aclrtAllocatorRegister) on a
- * stream that is being destroyed. stream.c calls it from stream teardown. */
-MOCK_HIDDEN void mem_allocator_stream_destroyed(mock_stream *s);
 
 #endif /* MOCK_MEM_H */

@@ -110,6 +110,14 @@ static inline bool mem_rec_is_host(const mem_rec *r)
            r->kind == MEM_REC_HOST_REG;
 }
 
+/* --- hooks (registered in mem/hooks.c, run by core) --- */
+/* release hook of aclFinalize, after the contexts are gone (memory.c): frees
+ * every allocation, VMM reservation and peer-access state still alive. */
+MOCK_HIDDEN void mem_finalize(void);
+/* stream_destroyed hook (allocator.c): forgets the allocator registered
+ * (aclrtAllocatorRegister) on a stream that is being destroyed. */
+MOCK_HIDDEN void mem_allocator_stream_destroyed(mock_stream *s);
+
 /* --- VMM (vmm.c) --- */
 /* True when ptr lies in a reserved VMM range (mapped or not). */
 MOCK_HIDDEN bool mem_vmm_in_reservation(const void *ptr, size_t len);

@@ -78,7 +78,7 @@ typedef struct extent {
 } extent;
 
 typedef struct dev_region {
-    pthread_mutex_t lock;
+    mock_mutex lock;
     _Atomic(uintptr_t) base; /* 0 until reserved; read without the lock */
     _Atomic(size_t) vsize;
     bool tried;              /* reservation attempted (and failed if base == 0) */
@@ -96,7 +96,7 @@ static pthread_once_t g_dev_once = PTHREAD_ONCE_INIT;
 static void dev_init_once(void)
 {
     for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
-        pthread_mutex_init(&g_dev[i].lock, NULL);
+        core_mutex_init(&g_dev[i].lock, MOCK_LOCK_MEM_REGION);
     }
 }
 
@@ -263,7 +263,7 @@ MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes)
     if (d == NULL) {
         return false;
     }
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     if (d->capacity == 0) {
         d->capacity = core_config_get()->mem_per_device;
     }
@@ -271,7 +271,7 @@ MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes)
     if (ok) {
         capacity_add_locked(d, bytes);
     }
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
     return ok;
 }
 
@@ -281,31 +281,31 @@ MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes)
     if (d == NULL) {
         return;
     }
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     capacity_sub_locked(d, bytes);
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
 }
 
 static void dev_used(int32_t device, uint64_t *used, uint64_t *peak, uint64_t *capacity)
 {
     dev_region *d = dev_get(device);
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     if (d->capacity == 0) {
         d->capacity = core_config_get()->mem_per_device;
     }
     *used = d->used;
     *peak = d->peak;
     *capacity = d->capacity;
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
 }
 
 /* -------------------------------------------------------------- registry */
 
-static pthread_rwlock_t g_reg_lock = PTHREAD_RWLOCK_INITIALIZER;
+static mock_rwlock g_reg_lock = MOCK_RWLOCK_INIT(MOCK_LOCK_MEM_REGISTRY);
 static mem_rec **g_reg;
 static size_t g_nreg, g_capreg;
 /* Guards the isolation access counts of records and their mprotect calls. */
-static pthread_mutex_t g_iso_lock = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_iso_lock = MOCK_MUTEX_INIT(MOCK_LOCK_MEM_ISOLATION);
 
 MOCK_HIDDEN mem_rec *mem_rec_new(mem_rec_kind kind, uintptr_t base, size_t size, int32_t device)
 {
@@ -385,7 +385,7 @@ aclError mem_check_batch_indexes(const char *fn, const size_t *idx, size_t n, si
 
 MOCK_HIDDEN bool mem_registry_insert(mem_rec *rec)
 {
-    pthread_rwlock_wrlock(&g_reg_lock);
+    core_rwlock_wrlock(&g_reg_lock);
     long i = reg_find_le(rec->base);
     size_t ext = rec_extent(rec);
     bool overlap = false;
@@ -395,26 +395,25 @@ MOCK_HIDDEN bool mem_registry_insert(mem_rec *rec)
     if ((size_t)(i + 1) < g_nreg && g_reg[i + 1]->base < rec->base + ext) {
         overlap = true;
     }
-    if (overlap) {
-        pthread_rwlock_unlock(&g_reg_lock);
-        return false;
-    }
-    if (g_nreg == g_capreg) {
+    bool ok = !overlap;
+    if (ok && g_nreg == g_capreg) {
         size_t ncap = g_capreg ? g_capreg * 2 : 256;
         mem_rec **n = realloc(g_reg, ncap * sizeof(*n));
         if (n == NULL) {
-            pthread_rwlock_unlock(&g_reg_lock);
-            return false;
+            ok = false;
+        } else {
+            g_reg = n;
+            g_capreg = ncap;
         }
-        g_reg = n;
-        g_capreg = ncap;
     }
-    size_t at = (size_t)(i + 1);
-    memmove(&g_reg[at + 1], &g_reg[at], (g_nreg - at) * sizeof(*g_reg));
-    g_reg[at] = rec;
-    g_nreg++;
-    pthread_rwlock_unlock(&g_reg_lock);
-    return true;
+    if (ok) {
+        size_t at = (size_t)(i + 1);
+        memmove(&g_reg[at + 1], &g_reg[at], (g_nreg - at) * sizeof(*g_reg));
+        g_reg[at] = rec;
+        g_nreg++;
+    }
+    core_rwlock_unlock(&g_reg_lock);
+    return ok;
 }
 
 MOCK_HIDDEN mem_rec *mem_registry_remove(const void *ptr, unsigned kinds_mask, int *found_kind,
@@ -424,7 +423,7 @@ MOCK_HIDDEN mem_rec *mem_registry_remove(const void *ptr, unsigned kinds_mask, i
     mem_rec *out = NULL;
     *found_kind = 0;
     *interior = false;
-    pthread_rwlock_wrlock(&g_reg_lock);
+    core_rwlock_wrlock(&g_reg_lock);
     long i = reg_find_le(p);
     if (i >= 0 && p < g_reg[i]->base + rec_extent(g_reg[i])) {
         mem_rec *r = g_reg[i];
@@ -438,7 +437,7 @@ MOCK_HIDDEN mem_rec *mem_registry_remove(const void *ptr, unsigned kinds_mask, i
             *interior = true;
         }
     }
-    pthread_rwlock_unlock(&g_reg_lock);
+    core_rwlock_unlock(&g_reg_lock);
     return out;
 }
 
@@ -446,13 +445,13 @@ MOCK_HIDDEN mem_rec *mem_acquire(const void *ptr)
 {
     uintptr_t p = (uintptr_t)ptr;
     mem_rec *out = NULL;
-    pthread_rwlock_rdlock(&g_reg_lock);
+    core_rwlock_rdlock(&g_reg_lock);
     long i = reg_find_le(p);
     if (i >= 0 && p < g_reg[i]->base + g_reg[i]->size) {
         out = g_reg[i];
         atomic_fetch_add(&out->refs, 1);
     }
-    pthread_rwlock_unlock(&g_reg_lock);
+    core_rwlock_unlock(&g_reg_lock);
     return out;
 }
 
@@ -516,11 +515,11 @@ MOCK_HIDDEN void mem_rec_access_begin(mem_rec *rec)
     if (rec == NULL || !rec->protect) {
         return;
     }
-    pthread_mutex_lock(&g_iso_lock);
+    core_mutex_lock(&g_iso_lock);
     if (rec->access++ == 0) {
         mprotect((void *)rec->base, rec->span, rec_prot(rec));
     }
-    pthread_mutex_unlock(&g_iso_lock);
+    core_mutex_unlock(&g_iso_lock);
 }
 
 MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec)
@@ -528,11 +527,11 @@ MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec)
     if (rec == NULL || !rec->protect) {
         return;
     }
-    pthread_mutex_lock(&g_iso_lock);
+    core_mutex_lock(&g_iso_lock);
     if (rec->access > 0 && --rec->access == 0) {
         mprotect((void *)rec->base, rec->span, PROT_NONE);
     }
-    pthread_mutex_unlock(&g_iso_lock);
+    core_mutex_unlock(&g_iso_lock);
 }
 
 /* The contract brackets (mem/mem.h). begin and end are called by the
@@ -627,7 +626,7 @@ static void device_rec_dtor(mem_rec *r)
     void *p = (void *)r->base;
     madvise(p, r->span, MADV_DONTNEED);
     mprotect(p, r->span, PROT_NONE);
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     uintptr_t base = atomic_load(&d->base);
     if (base != 0 && r->base >= base) {
         extent_give(d, r->base - base, r->span);
@@ -635,7 +634,7 @@ static void device_rec_dtor(mem_rec *r)
     if (!r->cap_returned) {
         capacity_sub_locked(d, r->charged);
     }
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
 }
 
 /* Real rounding (§5.6): alignedSize = (size + 32 + padding - 1) / 32 * 32,
@@ -689,10 +688,10 @@ static bool policy_falls_back(uint32_t policy)
 /* Gives back the range and capacity device_alloc took, when it fails afterwards. */
 static void device_alloc_undo(dev_region *d, size_t off, size_t span, uint64_t charge)
 {
-    pthread_mutex_lock(&d->lock);
+    core_mutex_lock(&d->lock);
     extent_give(d, off, span);
     capacity_sub_locked(d, charge);
-    pthread_mutex_unlock(&d->lock);
+    core_mutex_unlock(&d->lock);
 }
 
 /* Allocates `size` bytes (already validated nonzero) on `device`.
@@ -723,38 +722,51 @@ static aclError device_alloc(const char *fn, int32_t device, size_t size, uint32
     if (d == NULL) {
         return core_error(fn, ACL_ERROR_RT_INVALID_DEVICEID, "device %d out of range", device);
     }
-    pthread_mutex_lock(&d->lock);
+    /* One critical section decides; the errors are reported after it. */
+    enum { TAKEN, NO_ADDRESS_SPACE, NO_CAPACITY, FRAGMENTED } got = TAKEN;
+    uint64_t used = 0, cap = 0;
+    size_t off = 0;
+    uintptr_t base = 0;
+    core_mutex_lock(&d->lock);
     if (!region_reserve(d, device)) {
-        pthread_mutex_unlock(&d->lock);
+        got = NO_ADDRESS_SPACE;
+    } else {
+        if (!capacity_fits_locked(d, charge) && psize > page && policy_falls_back(policy)) {
+            psize = (uint32_t)page; /* HUGE_FIRST: not enough huge pages, take normal ones */
+            charge = span;
+        }
+        /* Huge-page allocations start on a 2 MiB boundary like the real
+         * allocator's granules (and can be backed by host huge pages). */
+        size_t align = psize >= 2 * MIB && span >= 2 * MIB ? 2 * MIB : page;
+        if (!capacity_fits_locked(d, charge)) {
+            got = NO_CAPACITY;
+            used = d->used;
+            cap = d->capacity;
+        } else if (!extent_take(d, span, align, &off)) {
+            got = FRAGMENTED;
+        } else {
+            capacity_add_locked(d, charge);
+            base = atomic_load(&d->base) + off;
+        }
+    }
+    core_mutex_unlock(&d->lock);
+    switch (got) {
+    case NO_ADDRESS_SPACE:
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "device %d: no address space could be reserved for device memory", device);
-    }
-    if (!capacity_fits_locked(d, charge) && psize > page && policy_falls_back(policy)) {
-        psize = (uint32_t)page; /* HUGE_FIRST: not enough huge pages, take normal ones */
-        charge = span;
-    }
-    if (!capacity_fits_locked(d, charge)) {
-        uint64_t used = d->used, cap = d->capacity;
-        pthread_mutex_unlock(&d->lock);
+    case NO_CAPACITY:
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "out of device memory on device %d: requested %zu bytes (%zu after rounding, "
                           "%llu in %u-byte pages), %llu of %llu bytes in use",
                           device, size, asize, (unsigned long long)charge, psize, (unsigned long long)used,
                           (unsigned long long)cap);
-    }
-    size_t off;
-    /* Huge-page allocations start on a 2 MiB boundary like the real
-     * allocator's granules (and can be backed by host huge pages). */
-    size_t align = psize >= 2 * MIB && span >= 2 * MIB ? 2 * MIB : page;
-    if (!extent_take(d, span, align, &off)) {
-        pthread_mutex_unlock(&d->lock);
+    case FRAGMENTED:
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION,
                           "out of device memory on device %d: no free range of %zu bytes (fragmentation)",
                           device, span);
+    case TAKEN:
+        break;
     }
-    capacity_add_locked(d, charge);
-    uintptr_t base = atomic_load(&d->base) + off;
-    pthread_mutex_unlock(&d->lock);
 
     if (!mem_isolation() && mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0) {
         device_alloc_undo(d, off, span, charge);
@@ -960,7 +972,7 @@ static aclError sync_current_device(const char *fn)
     if (ctx == NULL) {
         return core_error(fn, ACL_ERROR_RT_CONTEXT_NULL, "no current context on this thread");
     }
-    return stream_sync_context(ctx, -1);
+    return core_subsystems_ctx_sync(ctx, -1); /* aclrtSynchronizeDevice: every subsystem's work */
 }
 
 aclError aclrtFreeWithDevSync(void *devPtr)
@@ -1395,29 +1407,29 @@ MOCK_HIDDEN void mem_finalize(void)
     mem_copy_finalize();
     /* Drop every live record (the leak report has already been printed). */
     for (;;) {
-        pthread_rwlock_wrlock(&g_reg_lock);
+        core_rwlock_wrlock(&g_reg_lock);
         if (g_nreg == 0) {
-            pthread_rwlock_unlock(&g_reg_lock);
+            core_rwlock_unlock(&g_reg_lock);
             break;
         }
         mem_rec *r = g_reg[g_nreg - 1];
         g_nreg--;
         atomic_store(&r->freed, true);
-        pthread_rwlock_unlock(&g_reg_lock);
+        core_rwlock_unlock(&g_reg_lock);
         stats_on_free(r);
         mem_release(r);
     }
     mem_vmm_finalize();
     mem_peer_finalize();
-    pthread_rwlock_wrlock(&g_reg_lock);
+    core_rwlock_wrlock(&g_reg_lock);
     free(g_reg);
     g_reg = NULL;
     g_capreg = 0;
-    pthread_rwlock_unlock(&g_reg_lock);
+    core_rwlock_unlock(&g_reg_lock);
     pthread_once(&g_dev_once, dev_init_once);
     for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
         dev_region *d = &g_dev[i];
-        pthread_mutex_lock(&d->lock);
+        core_mutex_lock(&d->lock);
         uintptr_t b = atomic_load(&d->base);
         if (b != 0) {
             munmap((void *)b, atomic_load(&d->vsize));
@@ -1431,6 +1443,6 @@ MOCK_HIDDEN void mem_finalize(void)
         d->used = 0;
         d->peak = 0;
         d->capacity = 0;
-        pthread_mutex_unlock(&d->lock);
+        core_mutex_unlock(&d->lock);
     }
 }

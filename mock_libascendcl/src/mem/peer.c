@@ -2,8 +2,9 @@
  * peer.c - peer access between devices (acl_abi.md §1.6, §5.2 "Peer access"):
  * aclrtDeviceCanAccessPeer, aclrtDeviceEnablePeerAccess/DisablePeerAccess
  * (relative to the calling thread's current device, one-directional),
- * aclrtDevicePeerAccessStatus, aclrtGetDevicesTopo and
- * aclrtDeviceGetP2PAtomicCapabilities. The simulated server is 8 Ascend910B
+ * aclrtDevicePeerAccessStatus, aclrtGetDevicesTopo,
+ * aclrtDeviceGetP2PAtomicCapabilities and aclrtDeviceGetHostAtomicCapabilities
+ * (one table of atomic operations). The simulated server is 8 Ascend910B
  * cards on one HCCS mesh: every pair of distinct visible devices can reach
  * each other. Enabled pairs gate copies between devices (copy.c).
  */
@@ -13,7 +14,7 @@
 
 #include <string.h>
 
-static pthread_mutex_t g_peer_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_peer_mu = MOCK_MUTEX_INIT(MOCK_LOCK_PEER);
 static bool g_peer[MOCK_MAX_DEVICES][MOCK_MAX_DEVICES]; /* [from][to], under g_peer_mu */
 
 MOCK_HIDDEN bool mem_peer_enabled(int32_t dev, int32_t peer)
@@ -21,17 +22,17 @@ MOCK_HIDDEN bool mem_peer_enabled(int32_t dev, int32_t peer)
     if (dev < 0 || peer < 0 || dev >= MOCK_MAX_DEVICES || peer >= MOCK_MAX_DEVICES) {
         return false;
     }
-    pthread_mutex_lock(&g_peer_mu);
+    core_mutex_lock(&g_peer_mu);
     bool on = g_peer[dev][peer];
-    pthread_mutex_unlock(&g_peer_mu);
+    core_mutex_unlock(&g_peer_mu);
     return on;
 }
 
 MOCK_HIDDEN void mem_peer_finalize(void)
 {
-    pthread_mutex_lock(&g_peer_mu);
+    core_mutex_lock(&g_peer_mu);
     memset(g_peer, 0, sizeof(g_peer));
-    pthread_mutex_unlock(&g_peer_mu);
+    core_mutex_unlock(&g_peer_mu);
 }
 
 /* Device-id check of the pair APIs: int32_t and uint32_t ids alike (a uint32_t
@@ -111,9 +112,9 @@ aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags)
     /* Enabling an already enabled pair is accepted (the pair stays enabled):
      * the reference does not pin an error for it, and torch_npu enables
      * pairs from several threads. */
-    pthread_mutex_lock(&g_peer_mu);
+    core_mutex_lock(&g_peer_mu);
     g_peer[cur][peerDeviceId] = true;
-    pthread_mutex_unlock(&g_peer_mu);
+    core_mutex_unlock(&g_peer_mu);
     return ACL_SUCCESS;
 }
 
@@ -125,10 +126,10 @@ aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&g_peer_mu);
+    core_mutex_lock(&g_peer_mu);
     bool was = g_peer[cur][peerDeviceId];
     g_peer[cur][peerDeviceId] = false;
-    pthread_mutex_unlock(&g_peer_mu);
+    core_mutex_unlock(&g_peer_mu);
     if (!was) {
         /* Not pinned down by the reference; a disable without a matching
          * enable is a parameter error of the runtime. */
@@ -143,6 +144,13 @@ aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int
     const char *fn = "aclrtDevicePeerAccessStatus";
     MOCK_REQUIRE_NONNULL(fn, status);
     MOCK_ENTER(fn);
+    /* Doc 04_device_management.md, aclrtDevicePeerAccessStatus: a peer id that is not a
+     * device is ACL_ERROR_RT_PARAM_INVALID (107000), not 107001 like `deviceId`. */
+    uint32_t visible = core_visible_count();
+    if (deviceId >= 0 && (uint32_t)deviceId < visible && (peerDeviceId < 0 || (uint32_t)peerDeviceId >= visible)) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'peerDeviceId' (%d) is out of range [0, %u)",
+                          (int)peerDeviceId, visible);
+    }
     aclError rc = check_device_pair(fn, deviceId, peerDeviceId, "deviceId", "peerDeviceId");
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -202,7 +210,7 @@ static uint32_t atomic_caps(int op)
     }
 }
 
-MOCK_HIDDEN bool mem_atomic_op_valid(int op)
+static bool atomic_op_valid(int op)
 {
     return atomic_caps(op) != 0xFFFFFFFFu;
 }
@@ -217,7 +225,7 @@ aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrt
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
     }
     for (uint32_t i = 0; i < count; i++) {
-        if (!mem_atomic_op_valid((int)operations[i])) {
+        if (!atomic_op_valid((int)operations[i])) {
             return core_error(fn, ACL_ERROR_INVALID_PARAM, "operations[%u] = %d is not an aclrtAtomicOperation", i,
                               (int)operations[i]);
         }
@@ -229,6 +237,39 @@ aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t *capabilities, const aclrt
     }
     for (uint32_t i = 0; i < count; i++) {
         capabilities[i] = atomic_caps((int)operations[i]);
+    }
+    return ACL_SUCCESS;
+}
+
+/* Lives beside aclrtDeviceGetP2PAtomicCapabilities: both answer from the same
+ * operation table. */
+aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t *capabilities,
+                                              const aclrtAtomicOperation *operations,
+                                              const uint32_t count, int32_t deviceId)
+{
+    static const char fn[] = "aclrtDeviceGetHostAtomicCapabilities";
+    if (capabilities == NULL || operations == NULL) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL",
+                          capabilities == NULL ? "capabilities" : "operations");
+    }
+    if (count == 0) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'count' is 0");
+    }
+    aclError rc = core_device_check(fn, deviceId);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    MOCK_ENTER(fn);
+    for (uint32_t i = 0; i < count; i++) {
+        int op = (int)operations[i];
+        if (!atomic_op_valid(op)) {
+            return core_error(fn, ACL_ERROR_INVALID_PARAM,
+                              "operations[%u] (%d) is not an aclrtAtomicOperation", i, op);
+        }
+    }
+    /* The simulated device and the host share no coherent atomics. */
+    for (uint32_t i = 0; i < count; i++) {
+        capabilities[i] = 0;
     }
     return ACL_SUCCESS;
 }

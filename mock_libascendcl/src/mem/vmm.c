@@ -50,8 +50,8 @@ typedef struct vmm_map {
     uint8_t access[MOCK_MAX_DEVICES + 1];
 } vmm_map;
 
-static pthread_rwlock_t g_vmm_rw = PTHREAD_RWLOCK_INITIALIZER; /* reservations */
-static pthread_mutex_t g_vmm_mu = PTHREAD_MUTEX_INITIALIZER;   /* handles, refs */
+static mock_rwlock g_vmm_rw = MOCK_RWLOCK_INIT(MOCK_LOCK_VMM_RESERVATIONS); /* reservations */
+static mock_mutex g_vmm_mu = MOCK_MUTEX_INIT(MOCK_LOCK_VMM_HANDLES); /* handles, refs */
 static resv **g_resv;
 static size_t g_nresv, g_capresv;
 static mock_registry g_phys = MOCK_REGISTRY_EMPTY; /* live physical handles */
@@ -88,13 +88,13 @@ MOCK_HIDDEN bool mem_vmm_in_reservation(const void *ptr, size_t len)
 {
     uintptr_t p = (uintptr_t)ptr, e = p + (len ? len : 1);
     bool hit = false;
-    pthread_rwlock_rdlock(&g_vmm_rw);
+    core_rwlock_rdlock(&g_vmm_rw);
     for (size_t i = 0; i < g_nresv && !hit; i++) {
         if (p < g_resv[i]->base + g_resv[i]->size && e > g_resv[i]->base) {
             hit = true;
         }
     }
-    pthread_rwlock_unlock(&g_vmm_rw);
+    core_rwlock_unlock(&g_vmm_rw);
     return hit;
 }
 
@@ -136,19 +136,22 @@ static aclError reserve_common(const char *fn, void **virPtr, size_t size, size_
         base = ((uintptr_t)m + align - 1) / align * align;
     }
     resv *r = calloc(1, sizeof(*r));
-    pthread_rwlock_wrlock(&g_vmm_rw);
-    if (r == NULL || !grow((void ***)&g_resv, &g_capresv, g_nresv)) {
-        pthread_rwlock_unlock(&g_vmm_rw);
+    bool ok = false;
+    core_rwlock_wrlock(&g_vmm_rw);
+    if (r != NULL && grow((void ***)&g_resv, &g_capresv, g_nresv)) {
+        r->base = base;
+        r->size = rsize;
+        r->map_base = m;
+        r->map_size = msize;
+        g_resv[g_nresv++] = r;
+        ok = true;
+    }
+    core_rwlock_unlock(&g_vmm_rw);
+    if (!ok) {
         free(r);
         munmap(m, msize);
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
-    r->base = base;
-    r->size = rsize;
-    r->map_base = m;
-    r->map_size = msize;
-    g_resv[g_nresv++] = r;
-    pthread_rwlock_unlock(&g_vmm_rw);
     *virPtr = (void *)base;
     return ACL_SUCCESS;
 }
@@ -169,29 +172,33 @@ aclError aclrtReleaseMemAddress(void *virPtr)
     const char *fn = "aclrtReleaseMemAddress";
     MOCK_REQUIRE_NONNULL(fn, virPtr);
     MOCK_ENTER(fn);
-    pthread_rwlock_wrlock(&g_vmm_rw);
+    core_rwlock_wrlock(&g_vmm_rw);
     size_t i;
     for (i = 0; i < g_nresv; i++) {
         if (g_resv[i]->base == (uintptr_t)virPtr) {
             break;
         }
     }
-    if (i == g_nresv) {
-        pthread_rwlock_unlock(&g_vmm_rw);
-        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not the start of a reserved address range",
-                          virPtr);
+    resv *r = NULL; /* removed from the list when it has no mapping */
+    size_t nmaps = 0;
+    if (i < g_nresv) {
+        core_mutex_lock(&g_vmm_mu);
+        nmaps = g_resv[i]->nmaps;
+        core_mutex_unlock(&g_vmm_mu);
+        if (nmaps == 0) {
+            r = g_resv[i];
+            g_resv[i] = g_resv[--g_nresv];
+        }
     }
-    resv *r = g_resv[i];
-    pthread_mutex_lock(&g_vmm_mu);
-    size_t nmaps = r->nmaps;
-    pthread_mutex_unlock(&g_vmm_mu);
+    core_rwlock_unlock(&g_vmm_rw);
     if (nmaps != 0) {
-        pthread_rwlock_unlock(&g_vmm_rw);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "the range at %p still has %zu mapping(s): call aclrtUnmapMem first", virPtr, nmaps);
     }
-    g_resv[i] = g_resv[--g_nresv];
-    pthread_rwlock_unlock(&g_vmm_rw);
+    if (r == NULL) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not the start of a reserved address range",
+                          virPtr);
+    }
     munmap(r->map_base, r->map_size);
     free(r);
     return ACL_SUCCESS;
@@ -292,22 +299,25 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot create physical memory: %s", strerror(e));
     }
     phys *p = calloc(1, sizeof(*p));
-    pthread_mutex_lock(&g_vmm_mu);
-    if (p == NULL || !core_registry_insert(&g_phys, p)) {
-        pthread_mutex_unlock(&g_vmm_mu);
+    bool ok = false;
+    core_mutex_lock(&g_vmm_mu);
+    if (p != NULL && core_registry_insert(&g_phys, p)) {
+        p->magic = PHYS_MAGIC;
+        p->fd = fd;
+        p->size = size;
+        p->device = dev;
+        p->prop = *prop;
+        p->refs = 1;
+        p->user = 1;
+        ok = true;
+    }
+    core_mutex_unlock(&g_vmm_mu);
+    if (!ok) {
         free(p);
         close(fd);
         mem_capacity_give(dev, size);
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
-    p->magic = PHYS_MAGIC;
-    p->fd = fd;
-    p->size = size;
-    p->device = dev;
-    p->prop = *prop;
-    p->refs = 1;
-    p->user = 1;
-    pthread_mutex_unlock(&g_vmm_mu);
     core_stat_add(dev, MOCK_STAT_ALLOCATIONS, 1);
     core_stat_add(dev, MOCK_STAT_BYTES, (int64_t)size);
     *handle = p;
@@ -319,17 +329,17 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
     const char *fn = "aclrtFreePhysical";
     MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_vmm_mu);
+    core_mutex_lock(&g_vmm_mu);
     phys *p = phys_find_locked(handle);
     if (p == NULL || p->user == 0) {
-        pthread_mutex_unlock(&g_vmm_mu);
+        core_mutex_unlock(&g_vmm_mu);
         return core_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
                           handle);
     }
     /* Memory still mapped stays alive until its last aclrtUnmapMem. */
     p->user--;
     phys_unref_locked(p);
-    pthread_mutex_unlock(&g_vmm_mu);
+    core_mutex_unlock(&g_vmm_mu);
     return ACL_SUCCESS;
 }
 
@@ -357,12 +367,12 @@ aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, acl
     MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_REQUIRE_NONNULL(fn, prop);
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_vmm_mu);
+    core_mutex_lock(&g_vmm_mu);
     phys *p = phys_find_locked(handle);
     if (p != NULL) {
         *prop = p->prop;
     }
-    pthread_mutex_unlock(&g_vmm_mu);
+    core_mutex_unlock(&g_vmm_mu);
     if (p == NULL) {
         return core_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
                           handle);
@@ -391,10 +401,10 @@ static void map_dtor(mem_rec *r)
     vmm_map *m = r->owner;
     /* Put the reservation's PROT_NONE placeholder back over the range. */
     mmap((void *)r->base, r->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    pthread_mutex_lock(&g_vmm_mu);
+    core_mutex_lock(&g_vmm_mu);
     m->rv->nmaps--;
     phys_unref_locked(m->ph);
-    pthread_mutex_unlock(&g_vmm_mu);
+    core_mutex_unlock(&g_vmm_mu);
     free(m);
 }
 
@@ -402,10 +412,10 @@ static void map_dtor(mem_rec *r)
  * the handle reference, the bookkeeping. */
 static void map_undo(vmm_map *m)
 {
-    pthread_mutex_lock(&g_vmm_mu);
+    core_mutex_lock(&g_vmm_mu);
     m->rv->nmaps--;
     phys_unref_locked(m->ph);
-    pthread_mutex_unlock(&g_vmm_mu);
+    core_mutex_unlock(&g_vmm_mu);
     free(m);
 }
 
@@ -427,9 +437,9 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
     if (m == NULL) {
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
-    pthread_rwlock_rdlock(&g_vmm_rw);
+    core_rwlock_rdlock(&g_vmm_rw);
     resv *rv = resv_find_locked((uintptr_t)virPtr, size);
-    pthread_mutex_lock(&g_vmm_mu);
+    core_mutex_lock(&g_vmm_mu);
     phys *p = phys_find_locked(handle);
     aclError rc = ACL_SUCCESS;
     if (rv == NULL) {
@@ -445,8 +455,8 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
         p->refs++;
         rv->nmaps++;
     }
-    pthread_mutex_unlock(&g_vmm_mu);
-    pthread_rwlock_unlock(&g_vmm_rw);
+    core_mutex_unlock(&g_vmm_mu);
+    core_rwlock_unlock(&g_vmm_rw);
     if (rc != ACL_SUCCESS) {
         free(m);
         return rc;
@@ -563,12 +573,12 @@ aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, 
             return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "address %p in the range is not mapped", (void *)p);
         }
         vmm_map *m = r->owner;
-        pthread_mutex_lock(&g_vmm_mu);
+        core_mutex_lock(&g_vmm_mu);
         for (size_t i = 0; i < count; i++) {
             m->access[loc_index(&desc[i].location)] = (uint8_t)desc[i].flags;
         }
         apply_prot(r);
-        pthread_mutex_unlock(&g_vmm_mu);
+        core_mutex_unlock(&g_vmm_mu);
         p = r->base + r->size;
         mem_release(r);
     }
@@ -592,9 +602,9 @@ aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *f
         mem_release(r);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not mapped", virPtr);
     }
-    pthread_mutex_lock(&g_vmm_mu);
+    core_mutex_lock(&g_vmm_mu);
     *flag = ((vmm_map *)r->owner)->access[idx];
-    pthread_mutex_unlock(&g_vmm_mu);
+    core_mutex_unlock(&g_vmm_mu);
     mem_release(r);
     return ACL_SUCCESS;
 }
@@ -610,11 +620,11 @@ aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle)
         mem_release(r);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "pointer %p is not mapped", virPtr);
     }
-    pthread_mutex_lock(&g_vmm_mu);
+    core_mutex_lock(&g_vmm_mu);
     phys *p = ((vmm_map *)r->owner)->ph;
     p->refs++;
     p->user++; /* released with aclrtFreePhysical */
-    pthread_mutex_unlock(&g_vmm_mu);
+    core_mutex_unlock(&g_vmm_mu);
     mem_release(r);
     *handle = p;
     return ACL_SUCCESS;
@@ -623,7 +633,7 @@ aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle)
 /* Called after every mapping record was dropped by mem_finalize. */
 MOCK_HIDDEN void mem_vmm_finalize(void)
 {
-    pthread_mutex_lock(&g_vmm_mu);
+    core_mutex_lock(&g_vmm_mu);
     while (g_phys.count > 0) {
         phys *p = NULL;
         for (size_t i = 0; p == NULL && i < g_phys.cap; i++) {
@@ -633,8 +643,8 @@ MOCK_HIDDEN void mem_vmm_finalize(void)
         phys_unref_locked(p);
     }
     core_registry_release(&g_phys);
-    pthread_mutex_unlock(&g_vmm_mu);
-    pthread_rwlock_wrlock(&g_vmm_rw);
+    core_mutex_unlock(&g_vmm_mu);
+    core_rwlock_wrlock(&g_vmm_rw);
     for (size_t i = 0; i < g_nresv; i++) {
         munmap(g_resv[i]->map_base, g_resv[i]->map_size);
         free(g_resv[i]);
@@ -642,5 +652,5 @@ MOCK_HIDDEN void mem_vmm_finalize(void)
     free(g_resv);
     g_resv = NULL;
     g_nresv = g_capresv = 0;
-    pthread_rwlock_unlock(&g_vmm_rw);
+    core_rwlock_unlock(&g_vmm_rw);
 }

@@ -30,6 +30,7 @@
 
 #include "core/core.h"
 #include "misc/misc.h"
+#include "misc/misc_private.h"
 
 #define DUMP_MAX_FILE_SIZE (10u * 1024u * 1024u)
 #define DUMP_PATH_MAX 4096
@@ -44,7 +45,7 @@ typedef struct dump_cfg {
 } dump_cfg;
 
 typedef struct dump_state {
-    pthread_mutex_t mu;
+    mock_mutex mu;
     bool inited;     /* between aclmdlInitDump and aclmdlFinalizeDump */
     bool configured; /* aclmdlSetDump succeeded in this session */
     dump_cfg cfg;
@@ -52,7 +53,7 @@ typedef struct dump_state {
     dump_cfg init_cfg;
 } dump_state;
 
-static dump_state g_dump = { PTHREAD_MUTEX_INITIALIZER, false, false, { false, false, 0, { 0 } }, false,
+static dump_state g_dump = { MOCK_MUTEX_INIT(MOCK_LOCK_DUMP), false, false, { false, false, 0, { 0 } }, false,
                              { false, false, 0, { 0 } } };
 
 /* Ends the aclmdlInitDump session (g_dump.mu held). */
@@ -86,9 +87,9 @@ static void dump_sync_with_init_locked(void)
 
 MOCK_HIDDEN void misc_dump_finalize(void)
 {
-    pthread_mutex_lock(&g_dump.mu);
+    core_mutex_lock(&g_dump.mu);
     dump_reset_locked();
-    pthread_mutex_unlock(&g_dump.mu);
+    core_mutex_unlock(&g_dump.mu);
 }
 
 aclError aclmdlInitDump(void)
@@ -98,16 +99,18 @@ aclError aclmdlInitDump(void)
     if (!core_is_initialized()) {
         return core_error(fn, ACL_ERROR_UNINITIALIZE, "aclInit has not been called");
     }
-    pthread_mutex_lock(&g_dump.mu);
+    core_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
-    if (g_dump.inited) {
-        pthread_mutex_unlock(&g_dump.mu);
+    bool again = g_dump.inited;
+    if (!again) {
+        g_dump.inited = true;
+        g_dump.configured = false;
+    }
+    core_mutex_unlock(&g_dump.mu);
+    if (again) {
         return core_error(fn, ACL_ERROR_REPEAT_INITIALIZE,
                           "dump is already initialized (call aclmdlFinalizeDump first)");
     }
-    g_dump.inited = true;
-    g_dump.configured = false;
-    pthread_mutex_unlock(&g_dump.mu);
     return ACL_SUCCESS;
 }
 
@@ -115,14 +118,14 @@ aclError aclmdlFinalizeDump(void)
 {
     static const char fn[] = "aclmdlFinalizeDump";
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_dump.mu);
+    core_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
     if (!g_dump.inited) {
-        pthread_mutex_unlock(&g_dump.mu);
+        core_mutex_unlock(&g_dump.mu);
         return core_error(fn, ACL_ERROR_DUMP_NOT_RUN, "aclmdlInitDump has not been called");
     }
     end_session_locked();
-    pthread_mutex_unlock(&g_dump.mu);
+    core_mutex_unlock(&g_dump.mu);
     return ACL_SUCCESS;
 }
 
@@ -352,10 +355,10 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
     static const char fn[] = "aclmdlSetDump";
     MOCK_REQUIRE_NONNULL(fn, dumpCfgPath);
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_dump.mu);
+    core_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
     bool inited = g_dump.inited;
-    pthread_mutex_unlock(&g_dump.mu);
+    core_mutex_unlock(&g_dump.mu);
     if (!inited) {
         return core_error(fn, ACL_ERROR_DUMP_NOT_RUN, "aclmdlInitDump has not been called");
     }
@@ -365,14 +368,14 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
     }
     aclError rc = load_dump_config(fn, dumpCfgPath, cfg);
     if (rc == ACL_SUCCESS) {
-        pthread_mutex_lock(&g_dump.mu);
+        core_mutex_lock(&g_dump.mu);
         if (!g_dump.inited) {
             rc = core_error(fn, ACL_ERROR_DUMP_NOT_RUN, "dump was finalized while the config was being read");
         } else {
             g_dump.configured = true;
             g_dump.cfg = *cfg;
         }
-        pthread_mutex_unlock(&g_dump.mu);
+        core_mutex_unlock(&g_dump.mu);
     }
     free(cfg);
     return rc;
@@ -395,7 +398,7 @@ static char g_path_out[DUMP_PATH_MAX];
 const char *aclmockDumpGetPath(int32_t dumpType)
 {
     const char *res = NULL;
-    pthread_mutex_lock(&g_dump.mu);
+    core_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
     /* an aclmdlSetDump session takes precedence over the aclInit config */
     const dump_cfg *c = (g_dump.inited && g_dump.configured)     ? &g_dump.cfg
@@ -421,7 +424,7 @@ const char *aclmockDumpGetPath(int32_t dumpType)
             res = g_path_out;
         }
     }
-    pthread_mutex_unlock(&g_dump.mu);
+    core_mutex_unlock(&g_dump.mu);
     return res;
 }
 
@@ -435,10 +438,10 @@ MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *p
         return core_error(fn, ACL_ERROR_PARSE_FILE, "config file '%s' is not valid JSON: %s", path, err);
     }
     aclError rc = ACL_SUCCESS;
-    pthread_mutex_lock(&g_dump.mu);
+    core_mutex_lock(&g_dump.mu);
     g_dump.init_on = false; /* a new aclInit config replaces the previous one */
     memset(&g_dump.init_cfg, 0, sizeof g_dump.init_cfg);
-    pthread_mutex_unlock(&g_dump.mu);
+    core_mutex_unlock(&g_dump.mu);
     if (root->t == MOCK_JSON_OBJECT && core_json_get(root, "dump") != NULL) {
         dump_cfg *cfg = (dump_cfg *)malloc(sizeof *cfg);
         if (cfg == NULL) {
@@ -446,10 +449,10 @@ MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *p
         } else {
             rc = validate_dump_object(fn, path, root, cfg);
             if (rc == ACL_SUCCESS) {
-                pthread_mutex_lock(&g_dump.mu);
+                core_mutex_lock(&g_dump.mu);
                 g_dump.init_on = true;
                 g_dump.init_cfg = *cfg;
-                pthread_mutex_unlock(&g_dump.mu);
+                core_mutex_unlock(&g_dump.mu);
             }
             free(cfg);
         }

@@ -1,10 +1,11 @@
 /*
- * exception.c - exception_info group: exception callbacks, the info accessors
- * and aclrtGetThreadLastTaskId.
+ * exception.c - exception_info group: exception callbacks and the info accessors
+ * (aclrtGetThreadLastTaskId, which reads what the stream subsystem knows, is in
+ * stream/stream.c).
  *
  * Callbacks are stored: the deprecated aclrtSetExceptionInfoCallback slot
  * (NULL clears it) plus the list of aclrtExceptionInfoCallbackRegister.
- * misc_exception_report (called by the stream subsystem when a task fails)
+ * misc_exception_report (the task_failed hook, misc/hooks.c: a task failed)
  * invokes all of them with an aclrtExceptionInfo that is valid only during
  * the call. The accessors return 0xFFFFFFFF for a NULL info (acl_abi.md §1.7)
  * and for anything that is not a live info object.
@@ -19,6 +20,7 @@
 
 #include "core/core.h"
 #include "misc/misc.h"
+#include "misc/misc_private.h"
 
 #define EXC_INFO_MAGIC 0x657863496e666f21ULL
 #define EXC_MAX_CALLBACKS 64
@@ -33,19 +35,19 @@ struct rtExceptionInfo {
     uint32_t error_code;
 };
 
-static pthread_mutex_t g_exc_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_exc_mu = MOCK_MUTEX_INIT(MOCK_LOCK_EXCEPTION_CALLBACKS);
 static aclrtExceptionInfoCallback g_set_cb = NULL;
 static aclrtExceptionInfoCallback g_cbs[EXC_MAX_CALLBACKS];
 static size_t g_ncbs = 0;
-static mock_handle_set g_infos = MOCK_HANDLE_SET_INIT;
+static mock_handle_set g_infos = MOCK_HANDLE_SET_INIT(MOCK_LOCK_EXCEPTION_INFOS);
 
 aclError aclrtSetExceptionInfoCallback(aclrtExceptionInfoCallback callback)
 {
     static const char fn[] = "aclrtSetExceptionInfoCallback";
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_exc_mu);
+    core_mutex_lock(&g_exc_mu);
     g_set_cb = callback; /* NULL unsets */
-    pthread_mutex_unlock(&g_exc_mu);
+    core_mutex_unlock(&g_exc_mu);
     return ACL_SUCCESS;
 }
 
@@ -54,20 +56,23 @@ aclError aclrtExceptionInfoCallbackRegister(aclrtExceptionInfoCallback callback)
     static const char fn[] = "aclrtExceptionInfoCallbackRegister";
     MOCK_REQUIRE_NONNULL(fn, callback);
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_exc_mu);
-    for (size_t i = 0; i < g_ncbs; i++) {
-        if (g_cbs[i] == callback) {
-            pthread_mutex_unlock(&g_exc_mu);
-            return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is already registered");
-        }
+    core_mutex_lock(&g_exc_mu);
+    bool known = false;
+    for (size_t i = 0; i < g_ncbs && !known; i++) {
+        known = g_cbs[i] == callback;
     }
-    if (g_ncbs == EXC_MAX_CALLBACKS) {
-        pthread_mutex_unlock(&g_exc_mu);
+    bool full = !known && g_ncbs == EXC_MAX_CALLBACKS;
+    if (!known && !full) {
+        g_cbs[g_ncbs++] = callback;
+    }
+    core_mutex_unlock(&g_exc_mu);
+    if (known) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is already registered");
+    }
+    if (full) {
         return core_error(fn, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many exception callbacks registered (limit %d)",
                           EXC_MAX_CALLBACKS);
     }
-    g_cbs[g_ncbs++] = callback;
-    pthread_mutex_unlock(&g_exc_mu);
     return ACL_SUCCESS;
 }
 
@@ -76,16 +81,16 @@ aclError aclrtExceptionInfoCallbackUnregister(aclrtExceptionInfoCallback callbac
     static const char fn[] = "aclrtExceptionInfoCallbackUnregister";
     MOCK_REQUIRE_NONNULL(fn, callback);
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_exc_mu);
+    core_mutex_lock(&g_exc_mu);
     for (size_t i = 0; i < g_ncbs; i++) {
         if (g_cbs[i] == callback) {
             memmove(&g_cbs[i], &g_cbs[i + 1], (g_ncbs - i - 1) * sizeof g_cbs[0]);
             g_ncbs--;
-            pthread_mutex_unlock(&g_exc_mu);
+            core_mutex_unlock(&g_exc_mu);
             return ACL_SUCCESS;
         }
     }
-    pthread_mutex_unlock(&g_exc_mu);
+    core_mutex_unlock(&g_exc_mu);
     return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is not registered");
 }
 
@@ -93,14 +98,14 @@ void misc_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id,
 {
     aclrtExceptionInfoCallback cbs[EXC_MAX_CALLBACKS + 1];
     size_t n = 0;
-    pthread_mutex_lock(&g_exc_mu);
+    core_mutex_lock(&g_exc_mu);
     if (g_set_cb != NULL) {
         cbs[n++] = g_set_cb;
     }
     for (size_t i = 0; i < g_ncbs; i++) {
         cbs[n++] = g_cbs[i];
     }
-    pthread_mutex_unlock(&g_exc_mu);
+    core_mutex_unlock(&g_exc_mu);
     if (n == 0) {
         return;
     }
@@ -114,6 +119,7 @@ void misc_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id,
     if (!core_handle_set_add(&g_infos, &info)) {
         return; /* out of memory: cannot publish the info safely */
     }
+    core_lock_check_none("calling an exception-info callback");
     for (size_t i = 0; i < n; i++) {
         cbs[i](&info);
     }
@@ -166,25 +172,4 @@ uint32_t aclrtGetDeviceIdFromExceptionInfo(const aclrtExceptionInfo *info)
 uint32_t aclrtGetErrorCodeFromExceptionInfo(const aclrtExceptionInfo *info)
 {
     return info_field("aclrtGetErrorCodeFromExceptionInfo", info, offsetof(struct rtExceptionInfo, error_code));
-}
-
-/* ------------------------------------------------------ last task id */
-
-static _Thread_local uint32_t tls_last_task_id = 0;
-static _Thread_local bool tls_has_task = false;
-
-void misc_note_task_submitted(uint32_t task_id)
-{
-    tls_last_task_id = task_id;
-    tls_has_task = true;
-}
-
-aclError aclrtGetThreadLastTaskId(uint32_t *taskId)
-{
-    static const char fn[] = "aclrtGetThreadLastTaskId";
-    MOCK_REQUIRE_NONNULL(fn, taskId);
-    MOCK_ENTER(fn);
-    /* A thread that has not submitted any task yet gets 0. */
-    *taskId = tls_has_task ? tls_last_task_id : 0;
-    return ACL_SUCCESS;
 }

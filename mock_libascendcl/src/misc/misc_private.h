@@ -7,10 +7,27 @@
 #ifndef MOCK_MISC_PRIVATE_H
 #define MOCK_MISC_PRIVATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/core.h"
 #include "misc/misc.h"
+
+/* Hooks (registered in misc/hooks.c, run by core): */
+/* dump.c, init hook: applies the "dump" section of an aclInit config file
+ * (CANN lets acl.json configure dumping at init). `text` is the file content.
+ * No "dump" key -> ACL_SUCCESS and nothing changes; an invalid section -> the
+ * error (ACL_ERROR_INVALID_DUMP_CONFIG ..., recorded under `fn`, message naming
+ * the key) and nothing changes. */
+MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len);
+/* dump.c, init_undo and release hooks: ends an aclmdlInitDump session and
+ * forgets the aclInit dump config (CANN stops dumping at finalize, so a later
+ * aclInit + aclmdlInitDump succeeds). */
+MOCK_HIDDEN void misc_dump_finalize(void);
+/* exception.c, task_failed hook: runs the exception-info callbacks registered
+ * with aclrtSetExceptionInfoCallback / aclrtExceptionInfoCallbackRegister for
+ * a failed task (called without locks, on the stream worker). */
+MOCK_HIDDEN void misc_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id, aclError code);
 
 /* util.c: exact IEEE binary16 <-> binary32 (RNE, subnormals, inf/nan). */
 MOCK_HIDDEN float misc_half_to_float(uint16_t h);

@@ -21,7 +21,7 @@
 
 /* ------------------------------------------------------ saturation mode */
 
-static pthread_mutex_t g_ovf_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_ovf_mu = MOCK_MUTEX_INIT(MOCK_LOCK_OVERFLOW);
 static int8_t g_sat_mode[MOCK_MAX_DEVICES]; /* 0 = default, else mode + 1 */
 
 static bool soc_supports_infnan(void)
@@ -40,9 +40,9 @@ MOCK_HIDDEN aclrtFloatOverflowMode misc_device_sat_mode(int32_t device)
 {
     int8_t v = 0;
     if (device >= 0 && device < MOCK_MAX_DEVICES) {
-        pthread_mutex_lock(&g_ovf_mu);
+        core_mutex_lock(&g_ovf_mu);
         v = g_sat_mode[device];
-        pthread_mutex_unlock(&g_ovf_mu);
+        core_mutex_unlock(&g_ovf_mu);
     }
     if (v != 0) {
         return (aclrtFloatOverflowMode)(v - 1);
@@ -71,9 +71,9 @@ aclError aclrtSetDeviceSatMode(aclrtFloatOverflowMode mode)
     }
     int32_t dev = core_ctx_device(ctx);
     if (dev >= 0 && dev < MOCK_MAX_DEVICES) {
-        pthread_mutex_lock(&g_ovf_mu);
+        core_mutex_lock(&g_ovf_mu);
         g_sat_mode[dev] = (int8_t)((int)mode + 1);
-        pthread_mutex_unlock(&g_ovf_mu);
+        core_mutex_unlock(&g_ovf_mu);
     }
     return ACL_SUCCESS;
 }

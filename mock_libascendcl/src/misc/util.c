@@ -179,7 +179,7 @@ struct aclDataBuffer {
     size_t size;
 };
 
-static mock_handle_set g_buffers = MOCK_HANDLE_SET_INIT;
+static mock_handle_set g_buffers = MOCK_HANDLE_SET_INIT(MOCK_LOCK_DATA_BUFFERS);
 
 aclDataBuffer *aclCreateDataBuffer(void *data, size_t size)
 {

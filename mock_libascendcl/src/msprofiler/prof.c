@@ -86,7 +86,7 @@ typedef struct prof_range {
     struct prof_range *next;
 } prof_range;
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_mu = MOCK_MUTEX_INIT(MOCK_LOCK_PROF);
 static bool g_inited = false;
 static char g_path[PROF_PATH_MAX + 1];
 static prof_session *g_sessions = NULL;
@@ -94,9 +94,9 @@ static prof_range *g_ranges = NULL;
 static uint32_t g_next_range = 1;
 static char *g_settings[ACL_PROF_ARGS_MAX]; /* aclprofSetConfig values */
 
-static mock_handle_set g_configs = MOCK_HANDLE_SET_INIT;
-static mock_handle_set g_steps = MOCK_HANDLE_SET_INIT;
-static mock_handle_set g_stamps = MOCK_HANDLE_SET_INIT;
+static mock_handle_set g_configs = MOCK_HANDLE_SET_INIT(MOCK_LOCK_PROF_CONFIGS);
+static mock_handle_set g_steps = MOCK_HANDLE_SET_INIT(MOCK_LOCK_PROF_STEPS);
+static mock_handle_set g_stamps = MOCK_HANDLE_SET_INIT(MOCK_LOCK_PROF_STAMPS);
 
 /* msproftx push/pop and range push/pop stacks are per thread */
 static _Thread_local uint32_t tls_push_depth = 0;
@@ -175,29 +175,30 @@ aclError aclprofInit(const char *profilerResultPath, size_t length)
     char path[PROF_PATH_MAX + 1];
     memcpy(path, profilerResultPath, n);
     path[n] = '\0';
-    pthread_mutex_lock(&g_mu);
-    if (g_inited) {
-        pthread_mutex_unlock(&g_mu);
+    core_mutex_lock(&g_mu);
+    bool again = g_inited;
+    int err = again ? 0 : make_dirs(path);
+    if (!again && err == 0) {
+        memcpy(g_path, path, n + 1);
+        g_inited = true;
+    }
+    core_mutex_unlock(&g_mu);
+    if (again) {
         return aclmockSetError(fn, ACL_ERROR_REPEAT_INITIALIZE, "profiling is already initialized");
     }
-    int err = make_dirs(path);
     if (err != 0) {
-        pthread_mutex_unlock(&g_mu);
         return aclmockSetError(fn, ACL_ERROR_INVALID_PARAM,
                                "argument 'profilerResultPath' \"%s\" is not a usable directory: %s", path, strerror(err));
     }
-    memcpy(g_path, path, n + 1);
-    g_inited = true;
-    pthread_mutex_unlock(&g_mu);
     return ACL_SUCCESS;
 }
 
 aclError aclprofFinalize(void)
 {
     static const char fn[] = "aclprofFinalize";
-    pthread_mutex_lock(&g_mu);
+    core_mutex_lock(&g_mu);
     if (!g_inited) {
-        pthread_mutex_unlock(&g_mu);
+        core_mutex_unlock(&g_mu);
         return aclmockSetError(fn, ACL_ERROR_PROF_NOT_RUN, "aclprofInit has not been called");
     }
     free_sessions_locked(); /* running collections are stopped */
@@ -212,7 +213,7 @@ aclError aclprofFinalize(void)
     }
     g_path[0] = '\0';
     g_inited = false;
-    pthread_mutex_unlock(&g_mu);
+    core_mutex_unlock(&g_mu);
     return ACL_SUCCESS;
 }
 
@@ -241,10 +242,10 @@ aclError aclprofSetConfig(aclprofConfigType configType, const char *config, size
     }
     memcpy(copy, config, n);
     copy[n] = '\0';
-    pthread_mutex_lock(&g_mu);
+    core_mutex_lock(&g_mu);
     free(g_settings[t]);
     g_settings[t] = copy;
-    pthread_mutex_unlock(&g_mu);
+    core_mutex_unlock(&g_mu);
     return ACL_SUCCESS;
 }
 
@@ -369,30 +370,34 @@ aclError aclprofStart(const aclprofConfig *profilerConfig)
     if (s == NULL) {
         return aclmockSetError(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
-    pthread_mutex_lock(&g_mu);
-    if (!g_inited) {
-        pthread_mutex_unlock(&g_mu);
-        free(s);
+    core_mutex_lock(&g_mu);
+    bool inited = g_inited;
+    uint64_t clash = 0;
+    bool host_clash = false;
+    for (const prof_session *o = inited ? g_sessions : NULL; o != NULL && clash == 0 && !host_clash; o = o->next) {
+        clash = o->devices & c.devices;
+        host_clash = o->host_only && c.host_only;
+    }
+    bool started = inited && clash == 0 && !host_clash;
+    if (started) {
+        s->devices = c.devices;
+        s->host_only = c.host_only;
+        s->next = g_sessions;
+        g_sessions = s;
+    }
+    core_mutex_unlock(&g_mu);
+    if (started) {
+        return ACL_SUCCESS;
+    }
+    free(s);
+    if (!inited) {
         return aclmockSetError(fn, ACL_ERROR_PROF_NOT_RUN, "aclprofInit has not been called");
     }
-    for (const prof_session *o = g_sessions; o != NULL; o = o->next) {
-        uint64_t clash = o->devices & c.devices;
-        if (clash != 0 || (o->host_only && c.host_only)) {
-            pthread_mutex_unlock(&g_mu);
-            free(s);
-            if (clash != 0) {
-                return aclmockSetError(fn, ACL_ERROR_PROF_ALREADY_RUN, "device %d is already being profiled",
-                                       __builtin_ctzll(clash));
-            }
-            return aclmockSetError(fn, ACL_ERROR_PROF_ALREADY_RUN, "host profiling is already running");
-        }
+    if (clash != 0) {
+        return aclmockSetError(fn, ACL_ERROR_PROF_ALREADY_RUN, "device %d is already being profiled",
+                               __builtin_ctzll(clash));
     }
-    s->devices = c.devices;
-    s->host_only = c.host_only;
-    s->next = g_sessions;
-    g_sessions = s;
-    pthread_mutex_unlock(&g_mu);
-    return ACL_SUCCESS;
+    return aclmockSetError(fn, ACL_ERROR_PROF_ALREADY_RUN, "host profiling is already running");
 }
 
 aclError aclprofStop(const aclprofConfig *profilerConfig)
@@ -402,20 +407,23 @@ aclError aclprofStop(const aclprofConfig *profilerConfig)
     if (!read_config(fn, profilerConfig, &c)) {
         return ACL_ERROR_INVALID_PARAM;
     }
-    pthread_mutex_lock(&g_mu);
-    if (!g_inited) {
-        pthread_mutex_unlock(&g_mu);
+    core_mutex_lock(&g_mu);
+    bool inited = g_inited;
+    prof_session *s = NULL;
+    if (inited) {
+        prof_session **pp = &g_sessions;
+        while (*pp != NULL && !((*pp)->devices == c.devices && (*pp)->host_only == c.host_only)) {
+            pp = &(*pp)->next;
+        }
+        s = *pp;
+        if (s != NULL) {
+            *pp = s->next;
+        }
+    }
+    core_mutex_unlock(&g_mu);
+    if (!inited) {
         return aclmockSetError(fn, ACL_ERROR_PROF_NOT_RUN, "aclprofInit has not been called");
     }
-    prof_session **pp = &g_sessions;
-    while (*pp != NULL && !((*pp)->devices == c.devices && (*pp)->host_only == c.host_only)) {
-        pp = &(*pp)->next;
-    }
-    prof_session *s = *pp;
-    if (s != NULL) {
-        *pp = s->next;
-    }
-    pthread_mutex_unlock(&g_mu);
     if (s == NULL) {
         return aclmockSetError(fn, ACL_ERROR_PROF_NOT_RUN,
                                "no profiling was started with these devices (call aclprofStart first)");
@@ -625,7 +633,7 @@ aclError aclprofRangeStart(void *stamp, uint32_t *rangeId)
     if (r == NULL) {
         return aclmockSetError(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
-    pthread_mutex_lock(&g_mu);
+    core_mutex_lock(&g_mu);
     r->id = g_next_range++;
     if (g_next_range == 0) {
         g_next_range = 1;
@@ -633,13 +641,13 @@ aclError aclprofRangeStart(void *stamp, uint32_t *rangeId)
     r->next = g_ranges;
     g_ranges = r;
     *rangeId = r->id;
-    pthread_mutex_unlock(&g_mu);
+    core_mutex_unlock(&g_mu);
     return ACL_SUCCESS;
 }
 
 aclError aclprofRangeStop(uint32_t rangeId)
 {
-    pthread_mutex_lock(&g_mu);
+    core_mutex_lock(&g_mu);
     prof_range **pp = &g_ranges;
     while (*pp != NULL && (*pp)->id != rangeId) {
         pp = &(*pp)->next;
@@ -648,7 +656,7 @@ aclError aclprofRangeStop(uint32_t rangeId)
     if (r != NULL) {
         *pp = r->next;
     }
-    pthread_mutex_unlock(&g_mu);
+    core_mutex_unlock(&g_mu);
     if (r == NULL) {
         return aclmockSetError("aclprofRangeStop", ACL_ERROR_INVALID_PARAM,
                                "argument 'rangeId' (%u) is not an open range (aclprofRangeStart)", rangeId);

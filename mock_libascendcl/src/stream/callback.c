@@ -68,7 +68,7 @@ typedef struct binding {
     subscriber *sub;
 } binding;
 
-static pthread_mutex_t g_cb_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_cb_mu = MOCK_MUTEX_INIT(MOCK_LOCK_CALLBACKS);
 static subscriber *g_subs;
 static binding *g_binds;
 static int g_nsubs[KIND_COUNT];
@@ -167,7 +167,7 @@ static void unbind_locked(binding *b)
 void stream_callbacks_stream_gone(mock_stream *s)
 {
     uint64_t self = (uint64_t)pthread_self();
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     for (int k = 0; k < KIND_COUNT; k++) {
         binding *b = find_bind(k, s);
         if (b == NULL) {
@@ -184,29 +184,29 @@ void stream_callbacks_stream_gone(mock_stream *s)
         }
         unbind_locked(b);
     }
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
 }
 
 bool stream_callbacks_served_by_caller(const mock_stream *s)
 {
     uint64_t self = (uint64_t)pthread_self();
     bool served = false;
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     for (int k = 0; k < KIND_COUNT && !served; k++) {
         binding *b = find_bind(k, s);
         served = b != NULL && b->sub->tid == self;
     }
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
     return served;
 }
 
 void stream_callbacks_finalize(void)
 {
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     while (g_binds != NULL) {
         unbind_locked(g_binds);
     }
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
 }
 
 /* -------------------------------------------------- stream-side delivery */
@@ -216,10 +216,10 @@ void stream_callbacks_finalize(void)
  * the stream has no subscriber (any more) for `kind`. */
 static bool deliver(int kind, report *r, mock_stream *s)
 {
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     binding *b = find_bind(kind, s);
     if (b == NULL) {
-        pthread_mutex_unlock(&g_cb_mu);
+        core_mutex_unlock(&g_cb_mu);
         return false;
     }
     subscriber *u = b->sub;
@@ -240,7 +240,7 @@ static bool deliver(int kind, report *r, mock_stream *s)
             }
         }
     }
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
     return true;
 }
 
@@ -253,16 +253,16 @@ static aclError callback_task(void *p)
 {
     cb_task_arg *a = p;
     /* no subscriber any more (it unsubscribed after the launch): dropped */
-    (void)deliver(a->kind, a->r, stream_self());
+    (void)deliver(a->kind, a->r, core_worker_stream());
     return ACL_SUCCESS;
 }
 
 static void callback_free(void *p)
 {
     cb_task_arg *a = p;
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     report_put_locked(a->r);
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
     free(a);
 }
 
@@ -301,45 +301,48 @@ static aclError process_common(int kind, int32_t timeout)
     }
     MOCK_ENTER(fn);
     uint64_t self = (uint64_t)pthread_self();
-    pthread_mutex_lock(&g_cb_mu);
+    struct timespec dl_buf;
+    const struct timespec *dl = core_deadline_opt(timeout, &dl_buf);
+    core_mutex_lock(&g_cb_mu);
     subscriber *u = find_sub(kind, self);
-    if (u == NULL) {
-        pthread_mutex_unlock(&g_cb_mu);
+    bool subscribed = u != NULL;
+    aclError rc = ACL_SUCCESS;
+    if (subscribed) {
+        u->refs++;
+        while (u->head == NULL && u->nstreams > 0) {
+            if (core_cond_wait_until(&u->cv, &g_cb_mu, dl) == ETIMEDOUT && u->head == NULL) {
+                rc = ACL_ERROR_RT_REPORT_TIMEOUT;
+                break;
+            }
+        }
+        if (rc == ACL_SUCCESS && u->head == NULL) {
+            rc = ACL_ERROR_RT_THREAD_SUBSCRIBE; /* unsubscribed while waiting */
+        }
+        /* Run everything queued for this thread, in arrival order, without the lock. */
+        while (rc == ACL_SUCCESS && u->head != NULL) {
+            report *r = u->head;
+            u->head = r->next;
+            if (u->head == NULL) {
+                u->tail = NULL;
+            }
+            r->state = REP_RUNNING;
+            u->running = r;
+            core_mutex_unlock(&g_cb_mu);
+            core_lock_check_none("running a report callback");
+            r->fn(r->user);
+            core_mutex_lock(&g_cb_mu);
+            u->running = NULL;
+            r->state = REP_DONE;
+            pthread_cond_broadcast(&r->done_cv);
+            report_put_locked(r);
+        }
+        sub_put_locked(u);
+    }
+    core_mutex_unlock(&g_cb_mu);
+    if (!subscribed) {
         return core_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE, "the calling thread (0x%llx) is not subscribed to any stream",
                           (unsigned long long)self);
     }
-    u->refs++;
-    struct timespec dl_buf;
-    const struct timespec *dl = core_deadline_opt(timeout, &dl_buf);
-    aclError rc = ACL_SUCCESS;
-    while (u->head == NULL && u->nstreams > 0) {
-        if (core_cond_wait_until(&u->cv, &g_cb_mu, dl) == ETIMEDOUT && u->head == NULL) {
-            rc = ACL_ERROR_RT_REPORT_TIMEOUT;
-            break;
-        }
-    }
-    if (rc == ACL_SUCCESS && u->head == NULL) {
-        rc = ACL_ERROR_RT_THREAD_SUBSCRIBE; /* unsubscribed while waiting */
-    }
-    /* Run everything queued for this thread, in arrival order. */
-    while (rc == ACL_SUCCESS && u->head != NULL) {
-        report *r = u->head;
-        u->head = r->next;
-        if (u->head == NULL) {
-            u->tail = NULL;
-        }
-        r->state = REP_RUNNING;
-        u->running = r;
-        pthread_mutex_unlock(&g_cb_mu);
-        r->fn(r->user);
-        pthread_mutex_lock(&g_cb_mu);
-        u->running = NULL;
-        r->state = REP_DONE;
-        pthread_cond_broadcast(&r->done_cv);
-        report_put_locked(r);
-    }
-    sub_put_locked(u);
-    pthread_mutex_unlock(&g_cb_mu);
     if (rc == ACL_ERROR_RT_REPORT_TIMEOUT) {
         return core_error(fn, rc, "no callback arrived within %d ms", timeout);
     }
@@ -360,50 +363,58 @@ static aclError subscribe_common(const char *fn, int kind, uint64_t tid, aclrtSt
         return rc;
     }
     int32_t dev = stream_device(s);
-    pthread_mutex_lock(&g_cb_mu);
-    if (find_bind(kind, s) != NULL) {
-        pthread_mutex_unlock(&g_cb_mu);
-        stream_put(s);
-        return core_error(fn, ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is already subscribed to a thread");
-    }
+    /* One critical section decides (and on success subscribes); errors after it. */
+    enum { SUBSCRIBED, STREAM_TAKEN, OTHER_DEVICE, TOO_MANY, NO_MEMORY } got = SUBSCRIBED;
+    int32_t other_device = -1;
+    core_mutex_lock(&g_cb_mu);
     subscriber *u = find_sub(kind, tid);
-    if (u != NULL && u->device != dev) {
-        pthread_mutex_unlock(&g_cb_mu);
-        stream_put(s);
+    if (find_bind(kind, s) != NULL) {
+        got = STREAM_TAKEN;
+    } else if (u != NULL && u->device != dev) {
+        got = OTHER_DEVICE;
+        other_device = u->device;
+    } else if (u == NULL && g_nsubs[kind] >= MAX_SUB_THREADS) {
+        got = TOO_MANY;
+    } else {
+        binding *b = calloc(1, sizeof(*b));
+        if (b == NULL || (u == NULL && (u = calloc(1, sizeof(*u))) == NULL)) {
+            free(b);
+            got = NO_MEMORY;
+        } else {
+            if (u->refs == 0) { /* new subscriber */
+                u->kind = kind;
+                u->tid = tid;
+                u->device = dev;
+                u->refs = 1;
+                core_cond_init(&u->cv);
+                u->next = g_subs;
+                g_subs = u;
+                g_nsubs[kind]++;
+            }
+            u->nstreams++;
+            b->kind = kind;
+            b->stream = s;
+            b->sub = u;
+            b->next = g_binds;
+            g_binds = b;
+        }
+    }
+    core_mutex_unlock(&g_cb_mu);
+    stream_put(s);
+    switch (got) {
+    case STREAM_TAKEN:
+        return core_error(fn, ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is already subscribed to a thread");
+    case OTHER_DEVICE:
         return core_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE,
                           "thread 0x%llx already serves device %d; one thread cannot serve two devices",
-                          (unsigned long long)tid, u->device);
-    }
-    if (u == NULL && g_nsubs[kind] >= MAX_SUB_THREADS) {
-        pthread_mutex_unlock(&g_cb_mu);
-        stream_put(s);
+                          (unsigned long long)tid, other_device);
+    case TOO_MANY:
         return core_error(fn, ACL_ERROR_RT_THREAD_SUBSCRIBE, "too many subscribed threads (max %d)", MAX_SUB_THREADS);
-    }
-    binding *b = calloc(1, sizeof(*b));
-    if (b == NULL || (u == NULL && (u = calloc(1, sizeof(*u))) == NULL)) {
-        free(b);
-        pthread_mutex_unlock(&g_cb_mu);
-        stream_put(s);
+    case NO_MEMORY:
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
+    case SUBSCRIBED:
+        break;
     }
-    if (u->refs == 0) { /* new subscriber */
-        u->kind = kind;
-        u->tid = tid;
-        u->device = dev;
-        u->refs = 1;
-        core_cond_init(&u->cv);
-        u->next = g_subs;
-        g_subs = u;
-        g_nsubs[kind]++;
-    }
-    u->nstreams++;
-    b->kind = kind;
-    b->stream = s;
-    b->sub = u;
-    b->next = g_binds;
-    g_binds = b;
-    pthread_mutex_unlock(&g_cb_mu);
-    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -415,17 +426,18 @@ static aclError unsubscribe_common(const char *fn, int kind, uint64_t tid, aclrt
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     binding *b = find_bind(kind, s);
-    if (b == NULL || b->sub->tid != tid) {
-        pthread_mutex_unlock(&g_cb_mu);
-        stream_put(s);
+    bool bound = b != NULL && b->sub->tid == tid;
+    if (bound) {
+        unbind_locked(b);
+    }
+    core_mutex_unlock(&g_cb_mu);
+    stream_put(s);
+    if (!bound) {
         return core_error(fn, ACL_ERROR_RT_STREAM_SUBSCRIBE, "the stream is not subscribed to thread 0x%llx",
                           (unsigned long long)tid);
     }
-    unbind_locked(b);
-    pthread_mutex_unlock(&g_cb_mu);
-    stream_put(s);
     return ACL_SUCCESS;
 }
 
@@ -459,9 +471,9 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&g_cb_mu);
+    core_mutex_lock(&g_cb_mu);
     bool subscribed = find_bind(KIND_REPORT, s) != NULL;
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
     if (!subscribed) {
         /* RT rt api_impl.cc ApiImpl::CallbackLaunch -> RT_ERROR_STREAM_NO_CB_REG */
         stream_put(s);
@@ -498,10 +510,10 @@ typedef struct hostfunc_arg {
 static aclError hostfunc_task(void *p)
 {
     hostfunc_arg *a = p;
-    mock_stream *s = stream_self();
-    pthread_mutex_lock(&g_cb_mu);
+    mock_stream *s = core_worker_stream();
+    core_mutex_lock(&g_cb_mu);
     bool subscribed = find_bind(KIND_HOSTFUNC, s) != NULL;
-    pthread_mutex_unlock(&g_cb_mu);
+    core_mutex_unlock(&g_cb_mu);
     if (subscribed) {
         /* Hand it to the subscribed thread (aclrtProcessHostFunc). The report
          * is allocated only here, so launches on unsubscribed streams (the
@@ -515,15 +527,16 @@ static aclError hostfunc_task(void *p)
             r->stream = s;
             core_cond_init(&r->done_cv);
             bool delivered = deliver(KIND_HOSTFUNC, r, s);
-            pthread_mutex_lock(&g_cb_mu);
+            core_mutex_lock(&g_cb_mu);
             report_put_locked(r);
-            pthread_mutex_unlock(&g_cb_mu);
+            core_mutex_unlock(&g_cb_mu);
             if (delivered) {
                 return ACL_SUCCESS;
             }
             /* unsubscribed since the check above: run it here after all */
         }
     }
+    core_lock_check_none("running a host function");
     a->fn(a->args); /* on the runtime-owned worker; blocks the stream */
     return ACL_SUCCESS;
 }

@@ -39,7 +39,7 @@ typedef struct mock_event_s {
     uint32_t flags;
     bool ex; /* created by aclrtCreateEventExWithFlag */
 
-    pthread_mutex_t mu;
+    mock_mutex mu;
     pthread_cond_t cv;
     int waiters;
     uint64_t rec_seq;  /* records submitted */
@@ -49,7 +49,7 @@ typedef struct mock_event_s {
     uint64_t ts_ns;    /* time the latest completed record was reached */
 } ev_t;
 
-static pthread_mutex_t g_ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_ev_mu = MOCK_MUTEX_INIT(MOCK_LOCK_EVENT_REGISTRY);
 static mock_registry g_ev_reg = MOCK_REGISTRY_EMPTY;
 static uint32_t g_ev_live[MOCK_MAX_DEVICES];
 static atomic_uint g_ev_next_id;
@@ -66,7 +66,7 @@ static void ev_ref(ev_t *e)
 static void ev_put(ev_t *e)
 {
     if (atomic_fetch_sub(&e->refs, 1) == 1) {
-        pthread_mutex_destroy(&e->mu);
+        core_mutex_destroy(&e->mu);
         pthread_cond_destroy(&e->cv);
         e->magic = 0;
         free(e);
@@ -79,15 +79,18 @@ static aclError ev_get(const char *func, aclrtEvent handle, const char *argname,
     if (handle == NULL) {
         return core_error(func, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", argname);
     }
-    pthread_mutex_lock(&g_ev_mu);
+    core_mutex_lock(&g_ev_mu);
     ev_t *e = core_registry_find(&g_ev_reg, handle);
-    if (e == NULL || e->magic != EVENT_MAGIC) {
-        pthread_mutex_unlock(&g_ev_mu);
+    if (e != NULL && e->magic == EVENT_MAGIC) {
+        ev_ref(e);
+    } else {
+        e = NULL;
+    }
+    core_mutex_unlock(&g_ev_mu);
+    if (e == NULL) {
         return core_error(func, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not a live event handle", argname,
                           handle);
     }
-    ev_ref(e);
-    pthread_mutex_unlock(&g_ev_mu);
     aclError lost = core_device_lost_code(e->device);
     if (lost != ACL_SUCCESS) {
         ev_put(e);
@@ -132,22 +135,24 @@ static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, b
     e->device = dev;
     e->flags = flags;
     e->ex = ex;
-    pthread_mutex_init(&e->mu, NULL);
+    core_mutex_init(&e->mu, MOCK_LOCK_EVENT);
     core_cond_init(&e->cv);
-    pthread_mutex_lock(&g_ev_mu);
-    if (g_ev_live[dev] >= EVENT_MAX_PER_DEVICE) {
-        pthread_mutex_unlock(&g_ev_mu);
+    core_mutex_lock(&g_ev_mu);
+    bool full = g_ev_live[dev] >= EVENT_MAX_PER_DEVICE;
+    bool registered = !full && core_registry_insert(&g_ev_reg, e);
+    if (registered) {
+        g_ev_live[dev]++;
+    }
+    core_mutex_unlock(&g_ev_mu);
+    if (full) {
         ev_put(e);
         return core_error(func, ACL_ERROR_RT_NO_EVENT_RESOURCE, "device %d already has the maximum of %u events",
                           dev, EVENT_MAX_PER_DEVICE);
     }
-    if (!core_registry_insert(&g_ev_reg, e)) {
-        pthread_mutex_unlock(&g_ev_mu);
+    if (!registered) {
         ev_put(e);
         return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the event registry");
     }
-    g_ev_live[dev]++;
-    pthread_mutex_unlock(&g_ev_mu);
     e->id = atomic_fetch_add(&g_ev_next_id, 1);
     core_stat_add(dev, MOCK_STAT_EVENTS, 1);
     *event = e;
@@ -208,15 +213,15 @@ aclError aclrtDestroyEvent(aclrtEvent event)
     static const char fn[] = "aclrtDestroyEvent";
     MOCK_REQUIRE_NONNULL(fn, event);
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_ev_mu);
+    core_mutex_lock(&g_ev_mu);
     ev_t *e = core_registry_find(&g_ev_reg, event);
     if (e == NULL) {
-        pthread_mutex_unlock(&g_ev_mu);
+        core_mutex_unlock(&g_ev_mu);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'event' (%p) is not a live event handle", event);
     }
     core_registry_erase(&g_ev_reg, e);
     g_ev_live[e->device]--;
-    pthread_mutex_unlock(&g_ev_mu);
+    core_mutex_unlock(&g_ev_mu);
     core_stat_add(e->device, MOCK_STAT_EVENTS, -1);
     /* Asynchronous (doc): pending record/wait tasks keep their references;
      * the memory goes when the last of them has run. */
@@ -230,11 +235,11 @@ aclError aclrtDestroyEvent(aclrtEvent event)
  * can no longer hold references, but ev_put keeps any stray one safe. */
 void stream_events_finalize(void)
 {
-    pthread_mutex_lock(&g_ev_mu);
+    core_mutex_lock(&g_ev_mu);
     mock_registry reg = g_ev_reg;
     memset(&g_ev_reg, 0, sizeof g_ev_reg);
     memset(g_ev_live, 0, sizeof g_ev_live);
-    pthread_mutex_unlock(&g_ev_mu);
+    core_mutex_unlock(&g_ev_mu);
     for (size_t i = 0; i < reg.cap; i++) {
         ev_t *e = core_registry_slot(&reg, i);
         if (e != NULL) {
@@ -258,14 +263,14 @@ static aclError record_task(void *p)
     rec_arg *a = p;
     ev_t *e = a->e;
     uint64_t now = core_now_ns();
-    pthread_mutex_lock(&e->mu);
+    core_mutex_lock(&e->mu);
     if (a->seq >= e->done_seq) {
         e->done_seq = a->seq;
         e->ts_ns = now;
         e->ts_valid = (e->flags & ACL_EVENT_TIME_LINE) != 0;
     }
     ev_wake_locked(e);
-    pthread_mutex_unlock(&e->mu);
+    core_mutex_unlock(&e->mu);
     a->ran = true;
     return ACL_SUCCESS;
 }
@@ -278,13 +283,13 @@ static void record_free(void *p)
         /* Discarded (destroy-force, abort, STOP_ON_FAILURE): release anyone
          * waiting for this record instead of leaving them blocked forever;
          * no timestamp was taken. */
-        pthread_mutex_lock(&e->mu);
+        core_mutex_lock(&e->mu);
         if (a->seq >= e->done_seq) {
             e->done_seq = a->seq;
             e->ts_valid = false;
         }
         ev_wake_locked(e);
-        pthread_mutex_unlock(&e->mu);
+        core_mutex_unlock(&e->mu);
     }
     ev_put(e);
     free(a);
@@ -326,12 +331,12 @@ static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stre
         ev_put(e);
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory");
     }
-    pthread_mutex_lock(&e->mu);
+    core_mutex_lock(&e->mu);
     a->e = e; /* the reference taken by ev_get moves to the task */
     a->seq = ++e->rec_seq;
     a->ran = false;
     e->recorded = true;
-    pthread_mutex_unlock(&e->mu);
+    core_mutex_unlock(&e->mu);
     rc = stream_enqueue(s, record_task, a, record_free);
     stream_put(s);
     if (rc != ACL_SUCCESS) {
@@ -355,12 +360,12 @@ aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t
 static aclError reset_task(void *p)
 {
     ev_t *e = p;
-    pthread_mutex_lock(&e->mu);
+    core_mutex_lock(&e->mu);
     if (ev_complete_locked(e)) { /* a newer record still pending wins */
         e->recorded = false;
         e->ts_valid = false;
     }
-    pthread_mutex_unlock(&e->mu);
+    core_mutex_unlock(&e->mu);
     return ACL_SUCCESS;
 }
 
@@ -421,9 +426,9 @@ static aclError ev_query_done(const char *fn, aclrtEvent event, const char *ex_r
         return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                           "not supported for events created by aclrtCreateEventExWithFlag%s", ex_refusal);
     }
-    pthread_mutex_lock(&e->mu);
+    core_mutex_lock(&e->mu);
     *done = e->recorded ? ev_complete_locked(e) : e->ex;
-    pthread_mutex_unlock(&e->mu);
+    core_mutex_unlock(&e->mu);
     ev_put(e);
     return ACL_SUCCESS;
 }
@@ -475,7 +480,7 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
     }
     struct timespec dl_buf;
     const struct timespec *dl = core_deadline_opt(timeout_ms, &dl_buf);
-    pthread_mutex_lock(&e->mu);
+    core_mutex_lock(&e->mu);
     uint64_t target = e->rec_seq; /* the latest record at the time of the call */
     e->waiters++;
     while (e->done_seq < target) {
@@ -485,7 +490,7 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
         }
     }
     e->waiters--;
-    pthread_mutex_unlock(&e->mu);
+    core_mutex_unlock(&e->mu);
     ev_put(e);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "event not complete after %lld ms", (long long)timeout_ms);
@@ -495,12 +500,12 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
 
 aclError aclrtSynchronizeEvent(aclrtEvent event)
 {
-    return stream_sync_with_timeout("aclrtSynchronizeEvent", event, -1, ev_sync);
+    return core_sync_with_timeout("aclrtSynchronizeEvent", event, -1, ev_sync);
 }
 
 aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
 {
-    return stream_sync_with_timeout("aclrtSynchronizeEventWithTimeout", event, timeout, ev_sync);
+    return core_sync_with_timeout("aclrtSynchronizeEventWithTimeout", event, timeout, ev_sync);
 }
 
 /* ------------------------------------------------------------------- time */
@@ -548,15 +553,15 @@ aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endE
         return rc;
     }
     uint64_t ta = 0, tb = 0;
-    pthread_mutex_lock(&a->mu);
+    core_mutex_lock(&a->mu);
     rc = ev_ts_check(fn, a, "startEvent");
     ta = a->ts_ns;
-    pthread_mutex_unlock(&a->mu);
+    core_mutex_unlock(&a->mu);
     if (rc == ACL_SUCCESS) {
-        pthread_mutex_lock(&b->mu);
+        core_mutex_lock(&b->mu);
         rc = ev_ts_check(fn, b, "endEvent");
         tb = b->ts_ns;
-        pthread_mutex_unlock(&b->mu);
+        core_mutex_unlock(&b->mu);
     }
     ev_put(a);
     ev_put(b);
@@ -581,10 +586,10 @@ aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&e->mu);
+    core_mutex_lock(&e->mu);
     rc = ev_ts_check(fn, e, "event");
     uint64_t t = e->ts_ns;
-    pthread_mutex_unlock(&e->mu);
+    core_mutex_unlock(&e->mu);
     ev_put(e);
     if (rc != ACL_SUCCESS) {
         return rc;
@@ -623,9 +628,9 @@ aclError aclrtGetEventAvailNum(uint32_t *eventCount)
         return rc;
     }
     int32_t dev = core_ctx_device(ctx);
-    pthread_mutex_lock(&g_ev_mu);
+    core_mutex_lock(&g_ev_mu);
     uint32_t used = (dev >= 0 && dev < MOCK_MAX_DEVICES) ? g_ev_live[dev] : 0;
-    pthread_mutex_unlock(&g_ev_mu);
+    core_mutex_unlock(&g_ev_mu);
     *eventCount = used >= EVENT_MAX_PER_DEVICE ? 0 : EVENT_MAX_PER_DEVICE - used;
     return ACL_SUCCESS;
 }
@@ -654,7 +659,7 @@ static aclError wait_task(void *p)
     struct timespec dl_buf;
     const struct timespec *dl = core_deadline_opt(a->timeout_ms, &dl_buf);
     aclError rc = ACL_SUCCESS;
-    pthread_mutex_lock(&e->mu);
+    core_mutex_lock(&e->mu);
     e->waiters++;
     while (e->done_seq < a->target) {
         int w = stream_task_wait(&e->cv, &e->mu, dl);
@@ -670,7 +675,7 @@ static aclError wait_task(void *p)
         }
     }
     e->waiters--;
-    pthread_mutex_unlock(&e->mu);
+    core_mutex_unlock(&e->mu);
     return rc;
 }
 
@@ -699,10 +704,10 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
         ev_put(e);
         return rc;
     }
-    pthread_mutex_lock(&e->mu);
+    core_mutex_lock(&e->mu);
     uint64_t target = e->recorded ? e->rec_seq : 0;
     bool done = e->done_seq >= target;
-    pthread_mutex_unlock(&e->mu);
+    core_mutex_unlock(&e->mu);
     if (done) {
         /* Never recorded or already complete: nothing to wait for. A
          * barrier task keeps nothing, so skip the enqueue entirely. */

@@ -41,8 +41,6 @@
 
 #include "core/core.h"
 #include "stream/stream.h"
-#include "mem/mem.h"
-#include "misc/misc.h"
 #include "stream/stream_private.h"
 
 #define STREAM_MAGIC 0x5354524d5354524dull /* "STRMSTRM" */
@@ -90,7 +88,7 @@ struct mock_stream {
     atomic_uint cache_op_info;
     atomic_uint res_limit[RES_TYPES]; /* 0 = not set: the device limit applies */
 
-    pthread_mutex_t mu;
+    mock_mutex mu;
     pthread_cond_t work_cv; /* worker sleeps here */
     pthread_cond_t done_cv; /* synchronizers sleep here */
     mock_task *ring;
@@ -114,7 +112,7 @@ struct mock_stream {
 
 /* -------------------------------------------------------------- registry */
 
-static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_reg_mu = MOCK_MUTEX_INIT(MOCK_LOCK_STREAM_REGISTRY);
 static mock_registry g_reg = MOCK_REGISTRY_EMPTY;
 static uint32_t g_live_per_dev[MOCK_MAX_DEVICES];
 static atomic_int g_next_id[MOCK_MAX_DEVICES];
@@ -142,7 +140,7 @@ typedef struct state_cb {
     aclrtStreamStateCallback fn;
     void *args;
 } state_cb;
-static pthread_mutex_t g_state_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_state_mu = MOCK_MUTEX_INIT(MOCK_LOCK_STREAM_STATE_CALLBACKS);
 static state_cb g_state_cbs[STATE_CB_MAX];
 static size_t g_state_n;
 
@@ -150,10 +148,11 @@ static void notify_state(mock_stream *s, aclrtStreamState state)
 {
     state_cb snap[STATE_CB_MAX];
     size_t n;
-    pthread_mutex_lock(&g_state_mu);
+    core_mutex_lock(&g_state_mu);
     n = g_state_n;
     memcpy(snap, g_state_cbs, n * sizeof(snap[0]));
-    pthread_mutex_unlock(&g_state_mu);
+    core_mutex_unlock(&g_state_mu);
+    core_lock_check_none("calling a stream state callback");
     for (size_t i = 0; i < n; i++) {
         snap[i].fn((aclrtStream)s, state, snap[i].args);
     }
@@ -161,7 +160,9 @@ static void notify_state(mock_stream *s, aclrtStreamState state)
 
 /* ------------------------------------------------------------ primitives */
 
-static _Thread_local mock_stream *tls_worker;
+/* The id of the last task the calling thread submitted (aclrtGetThreadLastTaskId). */
+static _Thread_local uint32_t tls_last_task_id;
+static _Thread_local bool tls_has_task;
 
 /* The effective failure mode: the stream's own, or STOP when any stream of its
  * context was set to STOP (acl_abi.md §5.4: "STOP applies to all streams of
@@ -192,9 +193,9 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-int stream_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *deadline)
+int stream_task_wait(pthread_cond_t *cv, mock_mutex *mu, const struct timespec *deadline)
 {
-    mock_stream *self = tls_worker;
+    mock_stream *self = core_worker_stream();
     if (self == NULL) {
         return core_cond_wait_until(cv, mu, deadline);
     }
@@ -209,7 +210,7 @@ int stream_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct times
         until = deadline;
         last = true;
     }
-    int rc = pthread_cond_timedwait(cv, mu, until);
+    int rc = core_cond_wait_until(cv, mu, until);
     if (atomic_load(&self->abort_req)) {
         return ECANCELED;
     }
@@ -218,28 +219,13 @@ int stream_task_wait(pthread_cond_t *cv, pthread_mutex_t *mu, const struct times
 
 bool stream_task_cancelled(void)
 {
-    mock_stream *self = tls_worker;
+    mock_stream *self = core_worker_stream();
     return self != NULL && atomic_load(&self->abort_req);
-}
-
-mock_stream *stream_self(void)
-{
-    return tls_worker;
 }
 
 bool stream_is_persistent(const mock_stream *s)
 {
     return (s->flags & ACL_STREAM_PERSISTENT) != 0; /* set at creation, never changed */
-}
-
-bool stream_self_in_context(const mock_context *ctx)
-{
-    return tls_worker != NULL && ctx != NULL && tls_worker->ctx == ctx;
-}
-
-bool stream_self_on_device(int32_t device)
-{
-    return tls_worker != NULL && tls_worker->device == device;
 }
 
 void stream_ref(mock_stream *s)
@@ -250,7 +236,7 @@ void stream_ref(mock_stream *s)
 static void stream_free(mock_stream *s)
 {
     free(s->captured); /* empty by now: released at teardown */
-    pthread_mutex_destroy(&s->mu);
+    core_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
     free(s->ring);
@@ -290,12 +276,12 @@ void stream_set_overflow_switch(mock_stream *s, uint32_t on)
 static void *worker_main(void *arg)
 {
     mock_stream *s = arg;
-    tls_worker = s;
-    pthread_mutex_lock(&s->mu);
+    core_worker_enter(s, s->ctx, s->device);
+    core_mutex_lock(&s->mu);
     for (;;) {
         while (s->count == 0 && !s->stopping) {
             s->worker_sleeping = true;
-            pthread_cond_wait(&s->work_cv, &s->mu);
+            core_cond_wait(&s->work_cv, &s->mu);
             s->worker_sleeping = false;
         }
         if (s->count == 0) {
@@ -307,21 +293,23 @@ static void *worker_main(void *arg)
         uint64_t seq = ++s->started;
         bool skip = seq <= s->discard_until ||
                     (s->err != ACL_SUCCESS && stops_on_failure(s));
-        pthread_mutex_unlock(&s->mu);
+        core_mutex_unlock(&s->mu);
 
         aclError rc = ACL_SUCCESS;
         if (!skip) {
+            core_lock_check_none("running a stream task");
             rc = t.fn(t.arg);
         }
         if (t.free_arg != NULL) {
             t.free_arg(t.arg);
         }
         if (rc != ACL_SUCCESS && !atomic_load(&s->abort_req)) {
-            /* exception-info callbacks (exception.c), no lock held */
-            misc_exception_report(s->device, (uint32_t)s->id, (uint32_t)seq, rc);
+            /* the task_failed hooks (exception-info callbacks), no lock held */
+            core_task_failure failure = {s->device, (uint32_t)s->id, (uint32_t)seq, rc};
+            core_subsystems_task_failed(&failure);
         }
 
-        pthread_mutex_lock(&s->mu);
+        core_mutex_lock(&s->mu);
         if (rc != ACL_SUCCESS && s->err == ACL_SUCCESS && seq > s->discard_until) {
             s->err = rc;
         }
@@ -331,13 +319,13 @@ static void *worker_main(void *arg)
         }
     }
     bool orphan = s->orphaned;
-    pthread_mutex_unlock(&s->mu);
-    tls_worker = NULL;
+    core_mutex_unlock(&s->mu);
+    core_worker_leave();
     if (orphan) {
         /* Destroyed by force: leave the orphan list and drop the reference
          * the registry had (the destroying call detached this thread). */
         pthread_once(&g_orphan_once, orphan_cv_init);
-        pthread_mutex_lock(&g_reg_mu);
+        core_mutex_lock(&g_reg_mu);
         mock_stream **pp = &g_orphans;
         while (*pp != NULL && *pp != s) {
             pp = &(*pp)->orphan_next;
@@ -346,7 +334,7 @@ static void *worker_main(void *arg)
             *pp = s->orphan_next;
         }
         pthread_cond_broadcast(&g_orphan_cv);
-        pthread_mutex_unlock(&g_reg_mu);
+        core_mutex_unlock(&g_reg_mu);
         stream_put(s);
     }
     return NULL;
@@ -380,12 +368,12 @@ static bool capture_locked(mock_stream *s, mock_task t)
 /* Releases the captured tasks of a persistent stream that is going away. */
 static void release_captured(mock_stream *s)
 {
-    pthread_mutex_lock(&s->mu);
+    core_mutex_lock(&s->mu);
     mock_task *v = s->captured;
     size_t n = s->ncaptured;
     s->captured = NULL;
     s->ncaptured = s->capcaptured = 0;
-    pthread_mutex_unlock(&s->mu);
+    core_mutex_unlock(&s->mu);
     for (size_t i = 0; i < n; i++) {
         if (v[i].free_arg != NULL) {
             v[i].free_arg(v[i].arg);
@@ -394,55 +382,63 @@ static void release_captured(mock_stream *s)
     free(v);
 }
 
+/* Doubles the task ring (s->mu held); false when out of memory. */
+static bool ring_grow_locked(mock_stream *s)
+{
+    size_t ncap = s->cap ? s->cap * 2 : 64;
+    mock_task *nr = malloc(ncap * sizeof(*nr));
+    if (nr == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < s->count; i++) {
+        nr[i] = s->ring[(s->head + i) & (s->cap - 1)];
+    }
+    free(s->ring);
+    s->ring = nr;
+    s->cap = ncap;
+    s->head = 0;
+    return true;
+}
+
 aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg))
 {
-    pthread_mutex_lock(&s->mu);
     aclError refuse = ACL_SUCCESS;
+    bool queued = false; /* false with no refusal: captured by a persistent stream */
+    bool wake = false;
+    uint64_t seq = 0;
+    core_mutex_lock(&s->mu);
     if (s->stopping) {
         refuse = ACL_ERROR_RT_STREAM_ABORT;
     } else if (s->err != ACL_SUCCESS && stops_on_failure(s)) {
         refuse = s->err;
     } else if ((s->flags & ACL_STREAM_PERSISTENT) != 0) {
-        bool ok = capture_locked(s, (mock_task){fn, arg, free_arg});
-        pthread_mutex_unlock(&s->mu);
-        if (!ok) {
-            if (free_arg != NULL) {
-                free_arg(arg);
-            }
-            return ACL_ERROR_RT_MEMORY_ALLOCATION;
-        }
-        return ACL_SUCCESS;
-    } else if (s->count == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 64;
-        mock_task *nr = malloc(ncap * sizeof(*nr));
-        if (nr == NULL) {
+        if (!capture_locked(s, (mock_task){fn, arg, free_arg})) {
             refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
-        } else {
-            for (size_t i = 0; i < s->count; i++) {
-                nr[i] = s->ring[(s->head + i) & (s->cap - 1)];
-            }
-            free(s->ring);
-            s->ring = nr;
-            s->cap = ncap;
-            s->head = 0;
         }
+    } else if (s->count == s->cap && !ring_grow_locked(s)) {
+        refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
+    } else {
+        s->ring[(s->head + s->count) & (s->cap - 1)] = (mock_task){fn, arg, free_arg};
+        s->count++;
+        seq = ++s->submitted;
+        wake = s->worker_sleeping;
+        queued = true;
     }
+    core_mutex_unlock(&s->mu);
     if (refuse != ACL_SUCCESS) {
-        pthread_mutex_unlock(&s->mu);
         if (free_arg != NULL) {
             free_arg(arg);
         }
         return refuse;
     }
-    s->ring[(s->head + s->count) & (s->cap - 1)] = (mock_task){fn, arg, free_arg};
-    s->count++;
-    uint64_t seq = ++s->submitted;
-    bool wake = s->worker_sleeping;
-    pthread_mutex_unlock(&s->mu);
+    if (!queued) {
+        return ACL_SUCCESS;
+    }
     if (wake) {
         pthread_cond_signal(&s->work_cv);
     }
-    misc_note_task_submitted((uint32_t)seq); /* aclrtGetThreadLastTaskId */
+    tls_last_task_id = (uint32_t)seq; /* aclrtGetThreadLastTaskId */
+    tls_has_task = true;
     return ACL_SUCCESS;
 }
 
@@ -453,7 +449,7 @@ aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_
  * error (cleared unless the stream is in STOP mode), else 0. */
 static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err)
 {
-    pthread_mutex_lock(&s->mu);
+    core_mutex_lock(&s->mu);
     uint64_t target = s->submitted;
     sync_waiter me = {NULL, target, false};
     bool listed = atomic_load(&s->completed) < target;
@@ -463,7 +459,7 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
         me.next = s->sync_waiters;
         s->sync_waiters = &me;
     }
-    pthread_mutex_unlock(&s->mu);
+    core_mutex_unlock(&s->mu);
 
     /* Short spin: most tasks are tiny, and a futex sleep/wake round trip
      * costs more than the task itself. Bounded so idle CPUs are not burnt. */
@@ -477,7 +473,7 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
     }
 
     aclError rc = ACL_SUCCESS;
-    pthread_mutex_lock(&s->mu);
+    core_mutex_lock(&s->mu);
     if (s->completed < target) {
         struct timespec dl_buf;
         const struct timespec *dl = core_deadline_opt(timeout_ms, &dl_buf);
@@ -506,7 +502,7 @@ static aclError stream_wait(mock_stream *s, int64_t timeout_ms, bool consume_err
             s->err = ACL_SUCCESS;
         }
     }
-    pthread_mutex_unlock(&s->mu);
+    core_mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -526,7 +522,7 @@ static void abort_waiters_locked(mock_stream *s)
  * blocking task to give up, and waits until the worker has passed them. */
 static void stream_abort(mock_stream *s)
 {
-    pthread_mutex_lock(&s->mu);
+    core_mutex_lock(&s->mu);
     uint64_t target = s->submitted;
     if (target > s->discard_until) {
         s->discard_until = target;
@@ -535,15 +531,46 @@ static void stream_abort(mock_stream *s)
     abort_waiters_locked(s);
     s->waiters++;
     while (atomic_load(&s->completed) < target) {
-        pthread_cond_wait(&s->done_cv, &s->mu);
+        core_cond_wait(&s->done_cv, &s->mu);
     }
     s->waiters--;
     atomic_store(&s->abort_req, false);
     s->err = ACL_SUCCESS;
-    pthread_mutex_unlock(&s->mu);
+    core_mutex_unlock(&s->mu);
 }
 
 /* --------------------------------------------------------- create/destroy */
+
+/* Counts a new stream against its device's limit (the device's own stream included);
+ * false when the device has no stream left. */
+static bool slot_take(int32_t dev)
+{
+    uint32_t hidden = core_device_hidden_streams(dev);
+    core_mutex_lock(&g_reg_mu);
+    bool ok = g_live_per_dev[dev] + hidden < STREAM_MAX_PER_DEVICE;
+    if (ok) {
+        g_live_per_dev[dev]++;
+    }
+    core_mutex_unlock(&g_reg_mu);
+    return ok;
+}
+
+static void slot_give(int32_t dev)
+{
+    core_mutex_lock(&g_reg_mu);
+    g_live_per_dev[dev]--;
+    core_mutex_unlock(&g_reg_mu);
+}
+
+/* Stops and joins the worker of a stream that was never published. */
+static void worker_stop_join(mock_stream *s)
+{
+    core_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->work_cv);
+    core_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+}
 
 static aclError stream_new(const char *func, mock_context *ctx, uint32_t priority, uint32_t flags,
                            bool is_default, mock_stream **out)
@@ -565,26 +592,19 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
     s->is_default = is_default;
     atomic_init(&s->failure_mode, ACL_CONTINUE_ON_FAILURE);
     atomic_init(&s->failure_mode_set, false);
-    pthread_mutex_init(&s->mu, NULL);
+    core_mutex_init(&s->mu, MOCK_LOCK_STREAM);
     core_cond_init(&s->work_cv);
     core_cond_init(&s->done_cv);
 
-    pthread_mutex_lock(&g_reg_mu);
-    if (g_live_per_dev[dev] >= STREAM_MAX_PER_DEVICE) {
-        pthread_mutex_unlock(&g_reg_mu);
+    if (!slot_take(dev)) {
         stream_free(s);
         return core_error(func, ACL_ERROR_RT_NO_STREAM_RESOURCE,
                           "device %d already has the maximum of %u streams", dev, STREAM_MAX_PER_DEVICE);
     }
-    g_live_per_dev[dev]++;
-    pthread_mutex_unlock(&g_reg_mu);
-
     s->id = atomic_fetch_add(&g_next_id[dev], 1);
     int prc = pthread_create(&s->thread, NULL, worker_main, s);
     if (prc != 0) {
-        pthread_mutex_lock(&g_reg_mu);
-        g_live_per_dev[dev]--;
-        pthread_mutex_unlock(&g_reg_mu);
+        slot_give(dev);
         stream_free(s);
         return core_error(func, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "cannot start the stream worker thread: %s",
                           strerror(prc));
@@ -593,24 +613,21 @@ static aclError stream_new(const char *func, mock_context *ctx, uint32_t priorit
     snprintf(name, sizeof(name), "aclstrm%d.%d", dev, s->id);
     pthread_setname_np(s->thread, name);
 
-    pthread_mutex_lock(&g_reg_mu);
+    core_mutex_lock(&g_reg_mu);
     bool ok = core_registry_insert(&g_reg, s);
-    pthread_mutex_unlock(&g_reg_mu);
+    core_mutex_unlock(&g_reg_mu);
     if (!ok) {
-        pthread_mutex_lock(&s->mu);
-        s->stopping = true;
-        pthread_cond_signal(&s->work_cv);
-        pthread_mutex_unlock(&s->mu);
-        pthread_join(s->thread, NULL);
-        pthread_mutex_lock(&g_reg_mu);
-        g_live_per_dev[dev]--;
-        pthread_mutex_unlock(&g_reg_mu);
+        worker_stop_join(s);
+        slot_give(dev);
         stream_free(s);
         return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the stream registry");
     }
     core_stat_add(dev, MOCK_STAT_STREAMS, 1);
-    /* Not for default streams: those are created inside aclrtSetDevice /
-     * aclrtCreateContext, possibly under the device layer's locks. */
+    if (is_default) {
+        core_stat_add(dev, MOCK_STAT_DEFAULT_STREAMS, 1);
+    }
+    /* Not for default streams: those come with aclrtSetDevice /
+     * aclrtCreateContext, not with a stream creation of the program. */
     if (!is_default) {
         notify_state(s, ACL_RT_STREAM_STATE_CREATE_POST);
     }
@@ -640,12 +657,12 @@ static void stream_teardown(mock_stream *s, bool force)
     }
     if (force) {
         pthread_once(&g_orphan_once, orphan_cv_init);
-        pthread_mutex_lock(&g_reg_mu);
+        core_mutex_lock(&g_reg_mu);
         s->orphan_next = g_orphans;
         g_orphans = s;
-        pthread_mutex_unlock(&g_reg_mu);
+        core_mutex_unlock(&g_reg_mu);
     }
-    pthread_mutex_lock(&s->mu);
+    core_mutex_lock(&s->mu);
     if (force) {
         s->discard_until = UINT64_MAX;
         atomic_store(&s->abort_req, true);
@@ -655,7 +672,7 @@ static void stream_teardown(mock_stream *s, bool force)
     s->stopping = true;
     pthread_t worker = s->thread;
     pthread_cond_signal(&s->work_cv);
-    pthread_mutex_unlock(&s->mu);
+    core_mutex_unlock(&s->mu);
     if (force) {
         pthread_detach(worker);
     } else {
@@ -665,8 +682,11 @@ static void stream_teardown(mock_stream *s, bool force)
     if (!cancel_first) {
         stream_callbacks_stream_gone(s);
     }
-    mem_allocator_stream_destroyed(s); /* allocator registered on the stream */
+    core_subsystems_stream_destroyed(s); /* e.g. the allocator registered on it */
     core_stat_add(s->device, MOCK_STAT_STREAMS, -1);
+    if (s->is_default) {
+        core_stat_add(s->device, MOCK_STAT_DEFAULT_STREAMS, -1);
+    }
     if (!force) {
         stream_put(s);
     }
@@ -680,7 +700,7 @@ static bool wait_orphans(const mock_context *ctx, int64_t timeout_ms)
     struct timespec dl_buf;
     const struct timespec *dl = core_deadline_opt(timeout_ms, &dl_buf);
     bool ok = true;
-    pthread_mutex_lock(&g_reg_mu);
+    core_mutex_lock(&g_reg_mu);
     for (;;) {
         bool any = false;
         for (mock_stream *o = g_orphans; o != NULL && !any; o = o->orphan_next) {
@@ -697,20 +717,20 @@ static bool wait_orphans(const mock_context *ctx, int64_t timeout_ms)
             break;
         }
     }
-    pthread_mutex_unlock(&g_reg_mu);
+    core_mutex_unlock(&g_reg_mu);
     return ok;
 }
 
 /* Removes s from the registry; false if it was not there (already gone). */
 static bool stream_unregister(mock_stream *s)
 {
-    pthread_mutex_lock(&g_reg_mu);
+    core_mutex_lock(&g_reg_mu);
     bool found = reg_find(s) == s;
     if (found) {
         core_registry_erase(&g_reg, s);
         g_live_per_dev[s->device]--;
     }
-    pthread_mutex_unlock(&g_reg_mu);
+    core_mutex_unlock(&g_reg_mu);
     return found;
 }
 
@@ -734,7 +754,7 @@ void stream_destroy_default(mock_stream *s)
 /* Collects referenced streams of ctx (default one included if asked). */
 static mock_stream **collect_ctx(mock_context *ctx, bool with_default, bool unregister, size_t *n)
 {
-    pthread_mutex_lock(&g_reg_mu);
+    core_mutex_lock(&g_reg_mu);
     mock_stream **v = malloc((g_reg.count + 1) * sizeof(*v));
     size_t k = 0;
     if (v != NULL) {
@@ -754,12 +774,12 @@ static mock_stream **collect_ctx(mock_context *ctx, bool with_default, bool unre
             g_live_per_dev[v[i]->device]--;
         }
     }
-    pthread_mutex_unlock(&g_reg_mu);
+    core_mutex_unlock(&g_reg_mu);
     *n = k;
     return v;
 }
 
-aclError stream_sync_context(mock_context *ctx, int32_t timeout_ms)
+aclError stream_sync_context(mock_context *ctx, int64_t timeout_ms)
 {
     size_t n;
     mock_stream **v = collect_ctx(ctx, true, false, &n);
@@ -804,7 +824,7 @@ void stream_abort_context(mock_context *ctx)
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        if (tls_worker != v[i]) {
+        if (core_worker_stream() != v[i]) {
             stream_abort(v[i]);
         }
         stream_put(v[i]);
@@ -828,6 +848,20 @@ void stream_destroy_context(mock_context *ctx)
 
 /* ---------------------------------------------------------------- resolve */
 
+/* `p` as a live stream with a reference taken, or NULL. */
+static mock_stream *lookup_ref(const void *p)
+{
+    core_mutex_lock(&g_reg_mu);
+    mock_stream *s = p != NULL ? reg_find(p) : NULL;
+    if (s != NULL && s->magic == STREAM_MAGIC) {
+        stream_ref(s);
+    } else {
+        s = NULL;
+    }
+    core_mutex_unlock(&g_reg_mu);
+    return s;
+}
+
 aclError stream_get(const char *func, aclrtStream handle, bool submit, mock_stream **out)
 {
     mock_stream *s;
@@ -837,24 +871,16 @@ aclError stream_get(const char *func, aclrtStream handle, bool submit, mock_stre
         if (rc != ACL_SUCCESS) {
             return rc;
         }
-        s = core_ctx_default_stream(ctx);
-        pthread_mutex_lock(&g_reg_mu);
-        if (s == NULL || reg_find(s) != s) {
-            pthread_mutex_unlock(&g_reg_mu);
+        s = lookup_ref(core_ctx_default_stream(ctx));
+        if (s == NULL) {
             return core_error(func, ACL_ERROR_RT_CONTEXT_NULL, "current context has no default stream");
         }
-        stream_ref(s);
-        pthread_mutex_unlock(&g_reg_mu);
     } else {
-        pthread_mutex_lock(&g_reg_mu);
-        s = reg_find(handle);
-        if (s == NULL || s->magic != STREAM_MAGIC) {
-            pthread_mutex_unlock(&g_reg_mu);
+        s = lookup_ref(handle);
+        if (s == NULL) {
             return core_error(func, ACL_ERROR_RT_PARAM_INVALID,
                               "argument 'stream' (%p) is not a live stream handle", handle);
         }
-        stream_ref(s);
-        pthread_mutex_unlock(&g_reg_mu);
         if (submit) {
             /* Submitting work needs the stream's device to be current: the
              * runtime checks the stream's context against the thread's
@@ -943,7 +969,7 @@ aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uin
 
 /* Stream config handles (lite runtime API). We remember the handles we
  * allocated so that destroying a foreign pointer is refused, not freed. */
-static pthread_mutex_t g_cfg_mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_mutex g_cfg_mu = MOCK_MUTEX_INIT(MOCK_LOCK_STREAM_CONFIGS);
 static aclrtStreamConfigHandle **g_cfgs;
 static size_t g_ncfg, g_capcfg;
 
@@ -958,21 +984,26 @@ aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void)
         core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
         return NULL;
     }
-    pthread_mutex_lock(&g_cfg_mu);
-    if (g_ncfg == g_capcfg) {
+    core_mutex_lock(&g_cfg_mu);
+    bool room = g_ncfg < g_capcfg;
+    if (!room) {
         size_t nc = g_capcfg ? g_capcfg * 2 : 16;
         aclrtStreamConfigHandle **nv = realloc(g_cfgs, nc * sizeof(*nv));
-        if (nv == NULL) {
-            pthread_mutex_unlock(&g_cfg_mu);
-            free(h);
-            core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
-            return NULL;
+        if (nv != NULL) {
+            g_cfgs = nv;
+            g_capcfg = nc;
+            room = true;
         }
-        g_cfgs = nv;
-        g_capcfg = nc;
     }
-    g_cfgs[g_ncfg++] = h;
-    pthread_mutex_unlock(&g_cfg_mu);
+    if (room) {
+        g_cfgs[g_ncfg++] = h;
+    }
+    core_mutex_unlock(&g_cfg_mu);
+    if (!room) {
+        free(h);
+        core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+        return NULL;
+    }
     return h;
 }
 
@@ -981,16 +1012,16 @@ aclError aclrtDestroyStreamConfigHandle(aclrtStreamConfigHandle *handle)
     static const char fn[] = "aclrtDestroyStreamConfigHandle";
     MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_cfg_mu);
+    core_mutex_lock(&g_cfg_mu);
     for (size_t i = 0; i < g_ncfg; i++) {
         if (g_cfgs[i] == handle) {
             g_cfgs[i] = g_cfgs[--g_ncfg];
-            pthread_mutex_unlock(&g_cfg_mu);
+            core_mutex_unlock(&g_cfg_mu);
             free(handle);
             return ACL_SUCCESS;
         }
     }
-    pthread_mutex_unlock(&g_cfg_mu);
+    core_mutex_unlock(&g_cfg_mu);
     return core_error(fn, ACL_ERROR_INVALID_PARAM,
                       "argument 'handle' (%p) was not created by aclrtCreateStreamConfigHandle", (void *)handle);
 }
@@ -1073,7 +1104,7 @@ static aclError destroy_common(const char *fn, aclrtStream stream, bool force)
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'stream' is a default stream; it is released by aclrtResetDevice");
     }
-    if (tls_worker == s) {
+    if (core_worker_stream() == s) {
         stream_put(s);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "a stream cannot be destroyed from its own task");
     }
@@ -1105,7 +1136,7 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (tls_worker == s) {
+    if (core_worker_stream() == s) {
         stream_put(s);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "synchronizing a stream from one of its own tasks would deadlock");
@@ -1124,25 +1155,14 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
     return ACL_SUCCESS;
 }
 
-aclError stream_sync_with_timeout(const char *fn, void *handle, int32_t timeout, mock_sync_fn sync)
-{
-    int32_t ms = -1;
-    aclError rc = core_check_timeout(fn, timeout, &ms);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    MOCK_ENTER(fn);
-    return sync(fn, handle, ms);
-}
-
 aclError aclrtSynchronizeStream(aclrtStream stream)
 {
-    return stream_sync_with_timeout("aclrtSynchronizeStream", stream, -1, sync_common);
+    return core_sync_with_timeout("aclrtSynchronizeStream", stream, -1, sync_common);
 }
 
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
 {
-    return stream_sync_with_timeout("aclrtSynchronizeStreamWithTimeout", stream, timeout, sync_common);
+    return core_sync_with_timeout("aclrtSynchronizeStreamWithTimeout", stream, timeout, sync_common);
 }
 
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
@@ -1155,10 +1175,10 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&s->mu);
+    core_mutex_lock(&s->mu);
     bool done = atomic_load(&s->completed) >= s->submitted;
     aclError err = s->err;
-    pthread_mutex_unlock(&s->mu);
+    core_mutex_unlock(&s->mu);
     stream_put(s);
     if (err != ACL_SUCCESS) {
         return core_error(fn, err, "a task on the stream failed with error %d", err);
@@ -1199,7 +1219,7 @@ static aclError read_stream_field(const char *fn, aclrtStream stream, stream_fie
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    pthread_mutex_lock(&s->mu);
+    core_mutex_lock(&s->mu);
     switch (which) {
     case STREAM_FIELD_ID:
         *(int32_t *)out = s->id;
@@ -1211,7 +1231,7 @@ static aclError read_stream_field(const char *fn, aclrtStream stream, stream_fie
         *(uint32_t *)out = s->flags;
         break;
     }
-    pthread_mutex_unlock(&s->mu);
+    core_mutex_unlock(&s->mu);
     stream_put(s);
     return ACL_SUCCESS;
 }
@@ -1287,14 +1307,14 @@ static aclError attr_common(const char *fn, aclrtStream stream, aclrtStreamAttr 
         attr_atomic_u32(set, &s->cache_op_info, value, &value->cacheOpInfoSwitch);
         break;
     default: /* ACL_STREAM_ATTR_PRIORITY */
-        pthread_mutex_lock(&s->mu);
+        core_mutex_lock(&s->mu);
         if (set) {
             s->priority = value->streamPriority > STREAM_PRIORITY_LEAST ? STREAM_PRIORITY_LEAST : value->streamPriority;
         } else {
             memset(value, 0, sizeof(*value));
             value->streamPriority = s->priority;
         }
-        pthread_mutex_unlock(&s->mu);
+        core_mutex_unlock(&s->mu);
         break;
     }
     stream_put(s);
@@ -1321,7 +1341,7 @@ static aclError abort_common(const char *fn, aclrtStream stream)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (tls_worker == s) {
+    if (core_worker_stream() == s) {
         stream_put(s);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "a stream cannot be aborted from its own task");
     }
@@ -1349,6 +1369,16 @@ aclError aclrtStreamStop(aclrtStream stream)
 
 /* ============================================ public: counts and callbacks */
 
+aclError aclrtGetThreadLastTaskId(uint32_t *taskId)
+{
+    static const char fn[] = "aclrtGetThreadLastTaskId";
+    MOCK_REQUIRE_NONNULL(fn, taskId);
+    MOCK_ENTER(fn);
+    /* A thread that has not submitted any task yet gets 0. */
+    *taskId = tls_has_task ? tls_last_task_id : 0;
+    return ACL_SUCCESS;
+}
+
 aclError aclrtGetStreamAvailableNum(uint32_t *streamCount)
 {
     static const char fn[] = "aclrtGetStreamAvailableNum";
@@ -1360,9 +1390,10 @@ aclError aclrtGetStreamAvailableNum(uint32_t *streamCount)
         return rc;
     }
     int32_t dev = core_ctx_device(ctx);
-    pthread_mutex_lock(&g_reg_mu);
+    core_mutex_lock(&g_reg_mu);
     uint32_t used = (dev >= 0 && dev < MOCK_MAX_DEVICES) ? g_live_per_dev[dev] : 0;
-    pthread_mutex_unlock(&g_reg_mu);
+    core_mutex_unlock(&g_reg_mu);
+    used += core_device_hidden_streams(dev);
     *streamCount = used >= STREAM_MAX_PER_DEVICE ? 0 : STREAM_MAX_PER_DEVICE - used;
     return ACL_SUCCESS;
 }
@@ -1376,31 +1407,32 @@ aclError aclrtRegStreamStateCallback(const char *regName, aclrtStreamStateCallba
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'regName' must be 1..63 characters");
     }
     MOCK_ENTER(fn);
-    pthread_mutex_lock(&g_state_mu);
+    core_mutex_lock(&g_state_mu);
     size_t i;
     for (i = 0; i < g_state_n; i++) {
         if (strcmp(g_state_cbs[i].name, regName) == 0) {
             break;
         }
     }
+    bool full = false;
     if (callback == NULL) { /* NULL callback unregisters the name */
         if (i < g_state_n) {
             g_state_cbs[i] = g_state_cbs[--g_state_n];
         }
-        pthread_mutex_unlock(&g_state_mu);
-        return ACL_SUCCESS;
-    }
-    if (i == g_state_n) {
-        if (g_state_n == STATE_CB_MAX) {
-            pthread_mutex_unlock(&g_state_mu);
-            return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "too many stream state callbacks (max %d)", STATE_CB_MAX);
+    } else if (i == g_state_n && g_state_n == STATE_CB_MAX) {
+        full = true;
+    } else {
+        if (i == g_state_n) {
+            g_state_n++;
         }
-        g_state_n++;
+        memcpy(g_state_cbs[i].name, regName, len + 1);
+        g_state_cbs[i].fn = callback;
+        g_state_cbs[i].args = args;
     }
-    memcpy(g_state_cbs[i].name, regName, len + 1);
-    g_state_cbs[i].fn = callback;
-    g_state_cbs[i].args = args;
-    pthread_mutex_unlock(&g_state_mu);
+    core_mutex_unlock(&g_state_mu);
+    if (full) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "too many stream state callbacks (max %d)", STATE_CB_MAX);
+    }
     return ACL_SUCCESS;
 }
 
@@ -1533,14 +1565,14 @@ aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value)
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
     if (tls_res_stream != NULL) {
-        pthread_mutex_lock(&g_reg_mu);
+        core_mutex_lock(&g_reg_mu);
         s = reg_find(tls_res_stream);
         if (s != NULL) {
             stream_ref(s);
         } else {
             tls_res_stream = NULL;
         }
-        pthread_mutex_unlock(&g_reg_mu);
+        core_mutex_unlock(&g_reg_mu);
     }
     if (s != NULL) {
         uint32_t v = atomic_load(&s->res_limit[type]);

@@ -26,6 +26,19 @@ MOCK_HIDDEN int32_t stream_get_id(const mock_stream *s);
  * long time (aclrtValueWait) should poll this every few ms and return. */
 MOCK_HIDDEN bool stream_task_cancelled(void);
 
+/* Hooks (registered in stream/hooks.c, run by core): */
+/* ctx_sync: waits for every stream of `ctx` (device synchronize), the streams
+ * destroyed by force included. timeout_ms -1 = forever. */
+MOCK_HIDDEN aclError stream_sync_context(mock_context *ctx, int64_t timeout_ms);
+/* ctx_abort: aclrtStreamAbort on every stream of `ctx` (default one included):
+ * discards the tasks not started yet, interrupts waiting tasks (event waits,
+ * value waits), clears stream errors; streams stay usable. For
+ * aclrtDeviceTaskAbort. Must not be called from a stream worker. */
+MOCK_HIDDEN void stream_abort_context(mock_context *ctx);
+/* ctx_teardown: destroys (after draining) every explicit stream still alive on
+ * `ctx` (the default stream goes with the context: stream_destroy_default). */
+MOCK_HIDDEN void stream_destroy_context(mock_context *ctx);
+
 /* ----------------------------------------------------------- callback.c */
 
 /* Drops every report/host-func subscription of a stream being destroyed and
@@ -33,5 +46,14 @@ MOCK_HIDDEN bool stream_task_cancelled(void);
 MOCK_HIDDEN void stream_callbacks_stream_gone(mock_stream *s);
 /* True if the calling thread processes reports or host funcs of stream s. */
 MOCK_HIDDEN bool stream_callbacks_served_by_caller(const mock_stream *s);
+/* quiesce hook of aclFinalize: drops every report subscription, before the
+ * contexts with their streams are torn down. */
+MOCK_HIDDEN void stream_callbacks_finalize(void);
+
+/* -------------------------------------------------------------- event.c */
+
+/* release hook of aclFinalize (after the contexts are gone): destroys every
+ * event still alive (events are not owned by a context). */
+MOCK_HIDDEN void stream_events_finalize(void);
 
 #endif /* MOCK_STREAM_PRIVATE_H */

@@ -121,6 +121,7 @@ static inline void mt_mock_env(const char *name, ...)
         "ASCEND_MOCK_DEVICE_COUNT", "ASCEND_MOCK_MEM_PER_DEVICE", "ASCEND_MOCK_SOC_NAME",
         "ASCEND_MOCK_CANN_VERSION", "ASCEND_MOCK_ISOLATION",      "ASCEND_MOCK_FAULTS",
         "ASCEND_MOCK_DEVICE_LOST",  "ASCEND_MOCK_LEAK_REPORT",    "ASCEND_RT_VISIBLE_DEVICES",
+        "ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US",
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         unsetenv(vars[i]);

@@ -183,6 +183,26 @@ static void sc_soc_bad(void)
     CHECK_STR_EQ(aclrtGetSocName(), "Ascend910B1");
 }
 
+/* ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US: what aclrtGetOpTimeOutInterval reports. */
+static void sc_op_interval(void)
+{
+    uint64_t interval = 0;
+    CHECK_OK(aclrtGetOpTimeOutInterval(&interval));
+    CHECK_EQ(interval, 50000);
+}
+
+static void sc_op_interval_bad(void)
+{
+    uint64_t interval = 0;
+    CHECK_OK(aclrtGetOpTimeOutInterval(&interval));
+    CHECK_EQ(interval, 4294967);
+}
+
+static void sc_cann_bad(void)
+{
+    CHECK_STR_EQ(aclmockGetCannVersion(), "8.5.0"); /* the default */
+}
+
 static void sc_cann(void)
 {
     aclCANNPackageVersion v;
@@ -272,13 +292,30 @@ static const scenario k_scenarios[] = {
     {"mem_overflow", sc_mem_bad, {"ASCEND_MOCK_MEM_PER_DEVICE=99999999999999T"}, "using 64GiB", 0},
     {"soc", sc_soc, {"ASCEND_MOCK_SOC_NAME=Ascend910B4"}, NULL, 1},
     {"soc_bad", sc_soc_bad, {"ASCEND_MOCK_SOC_NAME=bad name"}, "ASCEND_MOCK_SOC_NAME", 0},
+    /* the warning names the rule that was broken */
+    {"soc_space", sc_soc_bad, {"ASCEND_MOCK_SOC_NAME=Ascend 910"},
+     "ASCEND_MOCK_SOC_NAME='Ascend 910' contains a space (character 7): it must be one word "
+     "of visible ASCII characters, without spaces; using Ascend910B1", 0},
+    {"soc_long", sc_soc_bad,
+     {"ASCEND_MOCK_SOC_NAME=Ascend910B1Ascend910B1Ascend910B1Ascend910B1Ascend910B1Ascend910"},
+     "is 64 characters long (at most 63); using Ascend910B1", 0},
+    {"soc_control", sc_soc_bad, {"ASCEND_MOCK_SOC_NAME=Ascend\x7f" "910"},
+     "contains byte 0x7f (character 7): only visible ASCII characters are allowed", 0},
+    {"cann_space", sc_cann_bad, {"ASCEND_MOCK_CANN_VERSION=8.5 RC1"},
+     "ASCEND_MOCK_CANN_VERSION='8.5 RC1' contains a space (character 4)", 0},
+    {"op_interval", sc_op_interval, {"ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US=50000"}, NULL, 1},
+    {"op_interval_zero", sc_op_interval_bad, {"ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US=0"}, "using 4294967", 0},
+    {"op_interval_big", sc_op_interval_bad, {"ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US=72624976668147842"},
+     "ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US='72624976668147842'", 0},
     {"cann", sc_cann, {"ASCEND_MOCK_CANN_VERSION=9.1.0-beta.3"}, NULL, 1},
     {"faults", sc_faults,
      {"ASCEND_MOCK_FAULTS=aclrtSetDevice:2:507033,bogus,aclrtGetDeviceCount:0:100000"},
      "ASCEND_MOCK_FAULTS='bogus'", 0},
     {"lost", sc_lost, {"ASCEND_MOCK_DEVICE_LOST=1:507053,2,99:1"}, "ASCEND_MOCK_DEVICE_LOST='99:1'", 0},
     {"leak_report", sc_leak_report, {"ASCEND_MOCK_LEAK_REPORT=1"},
-     "leak report: device 0: 1 contexts", 0},
+     "leak report: device 0: only the runtime's own: 1 default context, 1 default stream\n"
+     "mock_libascendcl leak report: device 1: 1 context (plus the runtime's own: 1 default "
+     "stream)\n", 0},
     {"bools", sc_bools, {"ASCEND_MOCK_ISOLATION=maybe", "ASCEND_MOCK_LEAK_REPORT=yes"},
      "ASCEND_MOCK_ISOLATION='maybe'", 0},
     {"err_msg_mode", sc_err_msg_mode, {NULL}, NULL, 1},
@@ -323,7 +360,7 @@ static const char *const k_vars[] = {
     "ASCEND_MOCK_DEVICE_COUNT", "ASCEND_MOCK_MEM_PER_DEVICE", "ASCEND_MOCK_SOC_NAME",
     "ASCEND_MOCK_CANN_VERSION", "ASCEND_MOCK_ISOLATION", "ASCEND_MOCK_LEAK_REPORT",
     "ASCEND_MOCK_FAULTS", "ASCEND_MOCK_DEVICE_LOST", "ASCEND_RT_VISIBLE_DEVICES",
-    "ASCEND_HOME_PATH",
+    "ASCEND_HOME_PATH", "ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US",
 };
 
 static void run_scenario(const char *self, const scenario *sc)

@@ -344,6 +344,33 @@ static void test_2d_limits(void)
     free(host);
 }
 
+/* Doc 11-03_memory_copy_and_set.md: a width above 5000000 bytes fails, for
+ * aclrtMemcpy2dAsync exactly like for aclrtMemcpy2d (ACL_ERROR_RT_PARAM_INVALID,
+ * the mock's code for the runtime limits), even when the buffers are large enough. */
+static void test_2d_width_limit(void)
+{
+    const size_t max_w = 5000000;
+    unsigned char *host = calloc(2 * (max_w + 1), 1);
+    void *d = NULL;
+    CHECK_OK(aclrtMalloc(&d, 2 * (max_w + 1), ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_EQ(aclrtMemcpy2d(d, max_w + 1, host, max_w + 1, max_w + 1, 2, ACL_MEMCPY_HOST_TO_DEVICE),
+             ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "width");
+    CHECK_EQ(aclrtMemcpy2dAsync(d, max_w + 1, host, max_w + 1, max_w + 1, 2, ACL_MEMCPY_HOST_TO_DEVICE, NULL),
+             ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "width");
+    /* the maximum itself is fine */
+    host[max_w - 1] = 0x3a;
+    CHECK_OK(aclrtMemcpy2dAsync(d, max_w + 1, host, max_w + 1, max_w, 2, ACL_MEMCPY_HOST_TO_DEVICE, NULL));
+    CHECK_OK(aclrtMemcpy2d(d, max_w, host, max_w, max_w, 2, ACL_MEMCPY_HOST_TO_DEVICE));
+    CHECK_OK(aclrtSynchronizeStream(NULL));
+    unsigned char last = 0;
+    CHECK_OK(aclrtMemcpy(&last, 1, (char *)d + max_w - 1, 1, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK_EQ(last, 0x3a);
+    CHECK_OK(aclrtFree(d));
+    free(host);
+}
+
 /* aclrtMemsetAsync / aclrtMemsetD32Async on host memory behave like the sync
  * calls: the bytes are set when the call returns, even while the stream is
  * still busy; device memory stays stream-ordered. */
@@ -696,6 +723,7 @@ int main(void)
     RUN_TEST(test_free_during_async);
     RUN_TEST(test_2d);
     RUN_TEST(test_2d_limits);
+    RUN_TEST(test_2d_width_limit);
     RUN_TEST(test_memset);
     RUN_TEST(test_memset_async_host);
     RUN_TEST(test_batch);

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "acl/acl.h"
@@ -352,6 +354,29 @@ static void test_id_mapping(void)
     CHECK_EQ(aclmockGetPhysicalDevice(8), -1);
 }
 
+/* Runs this program again in a child process with `var`=`value` in its environment
+ * (the mock reads its configuration once, at the first call), executing the child
+ * scenario `name` (see main); checks that every check of the child passed. */
+static void run_child(const char *name, const char *var, const char *value)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv(var, value, 1);
+        setenv("TEST_DEVICE_CHILD", name, 1);
+        execl("/proc/self/exe", "test_device", (char *)NULL);
+        _exit(127);
+    }
+    CHECK_GT(pid, 0);
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "child scenario '%s' (%s=%s) failed\n", name, var, value);
+    }
+}
+
 static void test_limits_and_timeouts(void)
 {
     uint32_t v = 0;
@@ -381,85 +406,157 @@ static void test_limits_and_timeouts(void)
     CHECK_EQ(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, 32 * 1024)); /* back to the default */
     CHECK_OK(aclrtResetDevice(0));
+}
 
+/* Doc 12_execution_control.md, the API reference of each function (the mock follows it
+ * where other documents disagree: acl_abi.md §1.2 records torch_npu's 547 s, a value
+ * torch_npu sets, which the mock used to take for the maximum):
+ * aclrtGetOpExecuteTimeout before any set answers the default 1091 s (in ms); a set
+ * rounds up to aclrtGetOpTimeOutInterval and clamps to 254 intervals; V2 with 0 means
+ * that maximum (the default interval, 4294967 us, is >= 100000 us). */
+static void test_op_timeouts(void)
+{
     uint64_t interval = 0, actual = 0;
     uint32_t ms = 0;
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms)); /* before any set in this process */
+    CHECK_EQ(ms, 1091000);
     CHECK_OK(aclrtGetOpTimeOutInterval(&interval));
-    CHECK_GT(interval, 0);
-    /* Documented default before any set: the maximum, 547 s (torch_npu's kMaxOpExecuteTimeOut). */
+    CHECK_EQ(interval, 4294967);
+    const uint64_t max = 254 * interval;
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(0, &actual)); /* 0 = the maximum */
+    CHECK_EQ(actual, max);
     CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
-    CHECK_EQ(ms, 547000);
-    /* Values above the cap are capped, in every unit. */
-    CHECK_OK(aclrtSetOpExecuteTimeOut(600));
-    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
-    CHECK_EQ(ms, 547000);
-    CHECK_OK(aclrtSetOpExecuteTimeOutV2(1000000000000ull, &actual));
-    CHECK_EQ(actual, 547000000ull);
-    CHECK_OK(aclrtSetOpExecuteTimeOutV2(547000000ull, &actual));
-    CHECK_EQ(actual, 547000000ull);
+    CHECK_EQ(ms, max / 1000);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(1000000000000ull, &actual)); /* above: clamped */
+    CHECK_EQ(actual, max);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(max, &actual));
+    CHECK_EQ(actual, max);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(547000000ull, &actual)); /* torch_npu's value: kept, rounded up */
+    CHECK_EQ(actual, 128 * interval);
     CHECK_OK(aclrtSetOpExecuteTimeOutV2(1500, &actual)); /* rounded up to the interval */
-    CHECK_EQ(actual % interval, 0);
-    CHECK_GE(actual, 1500);
+    CHECK_EQ(actual, interval);
     CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
     CHECK_EQ(ms, actual / 1000);
-    CHECK_OK(aclrtSetOpExecuteTimeOut(10));
+    CHECK_OK(aclrtSetOpExecuteTimeOut(10)); /* seconds, same rules */
     CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
-    CHECK_EQ(ms, 10000);
+    CHECK_EQ(ms, 3 * interval / 1000);
+    CHECK_OK(aclrtSetOpExecuteTimeOut(5000)); /* above the maximum */
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, max / 1000);
     CHECK_OK(aclrtSetOpExecuteTimeOutWithMs(250));
     CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
-    CHECK_EQ(ms, 250);
+    CHECK_EQ(ms, interval / 1000);
     CHECK_OK(aclrtSetOpExecuteTimeOut(0)); /* 0 = maximum */
     CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
-    CHECK_EQ(ms, 547000);
+    CHECK_EQ(ms, max / 1000);
     CHECK_EQ(aclrtSetOpExecuteTimeOutV2(1, NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtGetOpExecuteTimeout(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclrtGetOpTimeOutInterval(NULL), ACL_ERROR_INVALID_PARAM);
+    run_child("small_interval", "ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US", "1000");
+}
+
+/* Child: an interval below 100000 us (ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US=1000): V2 with 0
+ * means "never" (UINT64_MAX; aclrtGetOpExecuteTimeout saturates at UINT32_MAX ms), and the
+ * maximum is 254 ms. */
+static void child_small_interval(void)
+{
+    uint64_t interval = 0, actual = 0;
+    uint32_t ms = 0;
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, 1091000); /* the default is not tied to the interval */
+    CHECK_OK(aclrtGetOpTimeOutInterval(&interval));
+    CHECK_EQ(interval, 1000);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(0, &actual));
+    CHECK(actual == UINT64_MAX);
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, UINT32_MAX);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(1000000, &actual));
+    CHECK_EQ(actual, 254000);
+    CHECK_OK(aclrtSetOpExecuteTimeOutV2(1500, &actual));
+    CHECK_EQ(actual, 2000);
+    CHECK_OK(aclrtSetOpExecuteTimeOut(0));
+    CHECK_OK(aclrtGetOpExecuteTimeout(&ms));
+    CHECK_EQ(ms, UINT32_MAX);
 }
 
 /* aclrtDeviceSetLimit / aclrtDeviceGetLimit: process-wide, usable before any
- * aclrtSetDevice, default values until set, stack sizes rounded up to 16 bytes. */
+ * aclrtSetDevice, default values until set. Doc 25-02_Enumerations.md,
+ * aclrtDeviceLimit: SIMD printf FIFO default 32768, rounded up to a multiple of 8;
+ * SIMD stack rounded up to 16 KiB, values <= 32 KiB give 32768; the SIMT stack size is
+ * not supported on Atlas A2/A3 (the default SoC, Ascend910B1). Mock choices: the SIMT
+ * divergent-warp stack is rounded up to 16 bytes, the SIMT printf FIFO kept as given. */
 static void test_device_limits_per_process(void)
 {
-    static const size_t defaults[5] = {1024, 1024, 32 * 1024, 1024 * 1024, 1024 * 1024};
+    static const size_t defaults[5] = {0 /* not on A2/A3 */, 1024, 32 * 1024, 32 * 1024, 1024 * 1024};
     size_t lim = 0;
     int32_t dev = -1;
     CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL); /* no device on this thread */
-    for (int i = 0; i < 5; i++) {
+    for (int i = 1; i < 5; i++) {
         lim = 0;
         CHECK_OK(aclrtDeviceGetLimit((aclrtDeviceLimit)i, &lim));
         CHECK_EQ(lim, defaults[i]);
     }
-    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, 2000)); /* before aclrtSetDevice */
-    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
-    CHECK_EQ(lim, 2000); /* already a multiple of 16 */
-    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, 1000));
-    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
-    CHECK_EQ(lim, 1008); /* rounded up to 16 bytes */
-    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, 1));
+    CHECK_EQ(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_STR_CONTAINS(aclGetRecentErrMsg(), "SIMT_STACK_SIZE");
+    CHECK_EQ(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, 2048), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, 2000)); /* before aclrtSetDevice */
     CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, &lim));
-    CHECK_EQ(lim, 16);
-    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE, 4097));
+    CHECK_EQ(lim, 2000); /* already a multiple of 16 */
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, 1000));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 1008); /* rounded up to 16 bytes */
+    /* SIMD stack: 16 KiB multiples, at least 32 KiB */
+    static const size_t simd_stack[][2] = {
+        {1, 32768}, {32768, 32768}, {32769, 49152}, {49152, 49152}, {65537, 81920},
+    };
+    for (size_t i = 0; i < sizeof simd_stack / sizeof simd_stack[0]; i++) {
+        CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, simd_stack[i][0]));
+        CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, &lim));
+        CHECK_EQ(lim, simd_stack[i][1]);
+    }
+    /* SIMD printf FIFO: multiples of 8 */
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE, 1025));
     CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE, &lim));
-    CHECK_EQ(lim, 4097); /* FIFO sizes are taken as given */
+    CHECK_EQ(lim, 1032);
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE, 4096));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE, &lim));
+    CHECK_EQ(lim, 4096);
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE, 4097));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE, &lim));
+    CHECK_EQ(lim, 4097); /* the SIMT FIFO is taken as given */
+    CHECK_EQ(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, SIZE_MAX), ACL_ERROR_INVALID_PARAM);
     /* per process: every device and thread sees the same values */
     CHECK_OK(aclrtSetDevice(3));
-    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, &lim));
     CHECK_EQ(lim, 1008);
     CHECK_OK(aclrtSetDevice(4));
-    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, &lim));
     CHECK_EQ(lim, 1008);
     CHECK_OK(aclrtResetDevice(4));
     CHECK_OK(aclrtResetDevice(3));
-    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim)); /* outlives the devices */
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE, &lim)); /* outlives the devices */
     CHECK_EQ(lim, 1008);
     /* aclFinalize restores the defaults */
     CHECK_OK(aclInit(NULL));
     CHECK_OK(aclFinalize());
-    for (int i = 0; i < 5; i++) {
+    for (int i = 1; i < 5; i++) {
         CHECK_OK(aclrtDeviceGetLimit((aclrtDeviceLimit)i, &lim));
         CHECK_EQ(lim, defaults[i]);
     }
     CHECK_EQ(aclrtDeviceSetLimit((aclrtDeviceLimit)5, 16), ACL_ERROR_INVALID_PARAM);
+    run_child("simt_stack", "ASCEND_MOCK_SOC_NAME", "Ascend950");
+}
+
+/* Child on a SoC that is not A2/A3 (ASCEND_MOCK_SOC_NAME=Ascend950): the SIMT stack
+ * size exists (default 1 KiB, rounded up to 16 bytes). */
+static void child_simt_stack(void)
+{
+    size_t lim = 0;
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 1024);
+    CHECK_OK(aclrtDeviceSetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, 1000));
+    CHECK_OK(aclrtDeviceGetLimit(ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, &lim));
+    CHECK_EQ(lim, 1008);
 }
 
 /* aclrtCheckArchCompatibility: the SoC of this machine (and only it) is compatible. */
@@ -703,6 +800,18 @@ static void test_stats(void)
 
 int main(void)
 {
+    const char *child = getenv("TEST_DEVICE_CHILD");
+    if (child != NULL) { /* a scenario run by run_child: exit code only */
+        if (strcmp(child, "small_interval") == 0) {
+            child_small_interval();
+        } else if (strcmp(child, "simt_stack") == 0) {
+            child_simt_stack();
+        } else {
+            return 2;
+        }
+        return TEST_FAILED_COUNT() == 0 ? 0 : 1;
+    }
+    RUN_TEST(test_op_timeouts);
     RUN_TEST(test_count_and_set);
     RUN_TEST(test_refcount);
     RUN_TEST(test_primary_ctx_state_null_flags);

@@ -415,8 +415,8 @@ static void test_finalize_releases_and_reports(void)
     int need = aclmockGetLeakReport(NULL, 0, ACLMOCK_REPORT_NOW);
     CHECK_GT(need, 0);
     CHECK_EQ(aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW), need);
-    CHECK_STR_CONTAINS(buf, "device 0: 1 contexts");
-    CHECK_STR_CONTAINS(buf, "device 1: 1 contexts");
+    CHECK_STR_CONTAINS(buf, "device 0: only the runtime's own: 1 default context, 1 default stream\n");
+    CHECK_STR_CONTAINS(buf, "device 1: only the runtime's own: 1 default context, 1 default stream\n");
     CHECK_OK(aclFinalize());
     /* aclFinalize released the devices and their contexts */
     CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_CONTEXTS), 0);
@@ -424,7 +424,7 @@ static void test_finalize_releases_and_reports(void)
     int32_t dev = -1;
     CHECK_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
     aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_LAST_FINALIZE);
-    CHECK_STR_CONTAINS(buf, "device 1: 1 contexts");
+    CHECK_STR_CONTAINS(buf, "device 1: only the runtime's own: 1 default context");
     aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW);
     CHECK_STR_CONTAINS(buf, "no leaks");
     /* truncation follows snprintf rules */
@@ -435,6 +435,57 @@ static void test_finalize_releases_and_reports(void)
     /* runtime APIs work without aclInit (acl_abi.md §5.1) */
     CHECK_OK(aclrtSetDevice(0));
     CHECK_OK(aclrtResetDevice(0));
+}
+
+/* The report and the stats tell what the program created from what the runtime keeps
+ * (default contexts of aclrtSetDevice, every context's default stream), with singular
+ * and plural names ("1 contexts 1 streams" read like a leak of two objects). */
+static void test_report_separates_created_from_runtime_own(void)
+{
+    char buf[1024];
+    aclrtStream s1 = NULL;
+    aclrtStream s2 = NULL;
+    aclrtEvent e = NULL;
+    aclrtContext c = NULL;
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclrtSetDevice(1));
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_CONTEXTS), 1);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_DEFAULT_CONTEXTS), 1);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_STREAMS), 1);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_DEFAULT_STREAMS), 1);
+    CHECK_EQ(aclmockGetStat(ACLMOCK_ALL_DEVICES, ACLMOCK_STAT_DEFAULT_STREAMS), 1);
+    CHECK_EQ(aclmockGetStat(1, (aclmockStat)9), -1); /* past the last kind */
+    CHECK_OK(aclrtCreateStream(&s1));
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_STREAMS), 2);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_DEFAULT_STREAMS), 1);
+    aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW);
+    CHECK_STR_EQ(buf, "mock_libascendcl leak report: device 1: 1 stream (plus the runtime's own: "
+                      "1 default context, 1 default stream)\n");
+    CHECK_OK(aclrtCreateStream(&s2));
+    CHECK_OK(aclrtCreateEvent(&e));
+    aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW);
+    CHECK_STR_EQ(buf, "mock_libascendcl leak report: device 1: 2 streams, 1 event (plus the "
+                      "runtime's own: 1 default context, 1 default stream)\n");
+    CHECK_OK(aclrtDestroyEvent(e));
+    CHECK_OK(aclrtDestroyStream(s2));
+    CHECK_OK(aclrtDestroyStream(s1));
+    CHECK_OK(aclrtCreateContext(&c, 1));
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_CONTEXTS), 2);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_DEFAULT_CONTEXTS), 1);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_DEFAULT_STREAMS), 2);
+    aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW);
+    CHECK_STR_EQ(buf, "mock_libascendcl leak report: device 1: 1 context (plus the runtime's own: "
+                      "1 default context, 2 default streams)\n");
+    CHECK_OK(aclrtDestroyContext(c));
+    aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW);
+    CHECK_STR_EQ(buf, "mock_libascendcl leak report: device 1: only the runtime's own: "
+                      "1 default context, 1 default stream\n");
+    CHECK_OK(aclrtResetDevice(1));
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_DEFAULT_CONTEXTS), 0);
+    CHECK_EQ(aclmockGetStat(1, ACLMOCK_STAT_DEFAULT_STREAMS), 0);
+    aclmockGetLeakReport(buf, sizeof buf, ACLMOCK_REPORT_NOW);
+    CHECK_STR_EQ(buf, "mock_libascendcl leak report: no leaks\n");
+    CHECK_OK(aclFinalize());
 }
 
 #define LIFE_THREADS 8
@@ -490,6 +541,7 @@ int main(void)
     RUN_TEST(test_versions);
     RUN_TEST(test_cann_attributes);
     RUN_TEST(test_finalize_releases_and_reports);
+    RUN_TEST(test_report_separates_created_from_runtime_own);
     RUN_TEST(test_concurrent_init_finalize);
     mt_remove_tree(g_dir);
     return TEST_REPORT();

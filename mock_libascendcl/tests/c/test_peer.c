@@ -54,6 +54,11 @@ static void test_enable_disable(void)
     CHECK_OK(aclrtDevicePeerAccessStatus(1, 0, &st));
     CHECK_EQ(st, 0);
     CHECK_EQ(aclrtDevicePeerAccessStatus(1, 1, &st), ACL_ERROR_INVALID_PARAM);
+    /* doc 04_device_management.md, aclrtDevicePeerAccessStatus: a peer id out of range is
+     * ACL_ERROR_RT_PARAM_INVALID (107000); a bad deviceId stays 107001 */
+    CHECK_EQ(aclrtDevicePeerAccessStatus(0, 4, &st), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_EQ(aclrtDevicePeerAccessStatus(0, -1, &st), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_EQ(aclrtDevicePeerAccessStatus(4, 0, &st), ACL_ERROR_RT_INVALID_DEVICEID);
     CHECK_EQ(aclrtDevicePeerAccessStatus(0, 1, NULL), ACL_ERROR_INVALID_PARAM);
     CHECK_OK(aclrtDeviceDisablePeerAccess(1));
     CHECK_EQ(aclrtDeviceDisablePeerAccess(1), ACL_ERROR_RT_PARAM_INVALID); /* not enabled */

@@ -652,6 +652,37 @@ static void test_available_num(void)
     CHECK_OK(aclrtDestroyStream(s));
 }
 
+/* Doc 06_stream_management.md, aclrtGetStreamAvailableNum: the first aclrtCreateContext
+ * on a device without aclrtSetDevice occupies 2 streams - its default stream and the
+ * device's own one, which the device's primary context uses as its default stream. */
+static void test_available_num_first_context(void)
+{
+    enum { MAX = 1984, DEV = 6 }; /* device 6 is not used by any other test here */
+    uint32_t n = 0;
+    aclrtContext ctx = NULL;
+    CHECK_OK(aclrtCreateContext(&ctx, DEV));
+    CHECK_OK(aclrtGetStreamAvailableNum(&n));
+    CHECK_EQ(n, MAX - 2);
+    CHECK_OK(aclrtSetDevice(DEV)); /* the primary context takes the device's stream */
+    CHECK_OK(aclrtGetStreamAvailableNum(&n));
+    CHECK_EQ(n, MAX - 2);
+    CHECK_OK(aclrtResetDevice(DEV)); /* the device stays open for ctx */
+    CHECK_OK(aclrtSetCurrentContext(ctx));
+    CHECK_OK(aclrtGetStreamAvailableNum(&n));
+    CHECK_EQ(n, MAX - 2);
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtGetStreamAvailableNum(&n));
+    CHECK_EQ(n, MAX - 3);
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtDestroyContext(ctx));
+    CHECK_OK(aclrtSetDevice(DEV)); /* a primary context alone: one stream */
+    CHECK_OK(aclrtGetStreamAvailableNum(&n));
+    CHECK_EQ(n, MAX - 1);
+    CHECK_OK(aclrtResetDevice(DEV));
+    CHECK_OK(aclrtSetDevice(0));
+}
+
 static atomic_int g_created, g_destroyed;
 static void state_cb(aclrtStream stm, aclrtStreamState state, void *args)
 {
@@ -826,6 +857,7 @@ int main(void)
     RUN_TEST(test_config_handle);
     RUN_TEST(test_res_limits);
     RUN_TEST(test_available_num);
+    RUN_TEST(test_available_num_first_context);
     RUN_TEST(test_state_callback);
     RUN_TEST(test_cross_device);
     RUN_TEST(test_sync_device_covers_streams);

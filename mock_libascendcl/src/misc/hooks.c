@@ -1,0 +1,32 @@
+/*
+ * hooks.c - the misc subsystem's descriptor (core/core.h "subsystem.c"): the "dump"
+ * section of the aclInit config, the end of dumping at aclFinalize, and the
+ * exception-info callbacks of failed stream tasks.
+ */
+#include "core/core.h"
+#include "misc/misc.h"
+#include "misc/misc_private.h"
+
+/* aclInit: a config file may configure dumping (dump.c validates the section). */
+static aclError misc_init(const core_init_info *info)
+{
+    if (info->config_text == NULL) {
+        return ACL_SUCCESS;
+    }
+    return misc_dump_configure_from_init(info->fn, info->config_path, info->config_text, info->config_len);
+}
+
+static void misc_task_failed(const core_task_failure *f)
+{
+    misc_exception_report(f->device, f->stream_id, f->task_id, f->code);
+}
+
+static const core_subsystem k_misc_subsystem = {
+    .name = "misc",
+    .level = CORE_LEVEL_MISC,
+    .init = misc_init,
+    .init_undo = misc_dump_finalize,
+    .release = misc_dump_finalize,
+    .task_failed = misc_task_failed,
+};
+MOCK_REGISTER_SUBSYSTEM(k_misc_subsystem)
