@@ -8,7 +8,9 @@ then builds the cffi module ``<RAW_PACKAGE>._lowlevel_cffi`` (declared by
 ``_lowlevel_build.py``) and the hand-written fast-call module ``<RAW_PACKAGE>._fastcall``
 (``_fastcall.c``), which calls through the cffi module's dispatch table (neither links
 libascendcl), pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL calls) and
-pyacl_rt._cachecore (pyacl_rt/_cachecore.c: the caching allocator's bookkeeping). CC,
+pyacl_rt._cachecore (pyacl_rt/_cachecore.c: the caching allocator's bookkeeping) and
+pyacl_rt._memcore (pyacl_rt/_memcore.c: allocation records and the buffer base types; both
+share pyacl_rt/_cacheapi.h). CC,
 CFLAGS and LDFLAGS from the environment reach every build; no shared object gets a run
 path other than ``$ORIGIN`` (the wheel stays relocatable).
 """
@@ -89,6 +91,13 @@ setup(
         Extension(
             "pyacl_rt._cachecore",
             sources=["pyacl_rt/_cachecore.c"],
+            depends=["pyacl_rt/_cacheapi.h"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
+        ),
+        Extension(
+            "pyacl_rt._memcore",
+            sources=["pyacl_rt/_memcore.c"],
+            depends=["pyacl_rt/_cacheapi.h"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
         ),
         Extension(

@@ -30,6 +30,10 @@
  * wrap the address space or the reserved-bytes counter. Accumulated totals
  * (allocated / freed) saturate at INT64_MAX instead of wrapping.
  *
+ * HostCore does the same for the pinned host pool (pyacl_rt/_allocator/_host.py), and the
+ * capsule _C_API (pyacl_rt/_cacheapi.h) exports the hit paths of both to pyacl_rt._memcore,
+ * whose buffer types call them directly: a cached DeviceBuffer / HostBuffer life is C only.
+ *
  * Thread safety: every method runs with the GIL held and never releases it or calls
  * back into Python; Python objects are created only after all mutation is done (a
  * garbage-collection finalizer that frees a buffer may run whenever an object is
@@ -43,6 +47,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "_cacheapi.h"
 
 #define MIN_BLOCK ((uint64_t)512)
 #define SMALL_SIZE ((uint64_t)1 << 20)
@@ -1458,6 +1464,543 @@ static PyTypeObject RawType = {
     .tp_getset = raw_getset,
 };
 
+/* ------------------------------------------------------------ pinned host blocks */
+/* HostCore(): bookkeeping of the pinned host pool (pyacl_rt/_allocator/_host.py talks to
+ * the runtime). Blocks are power-of-two sizes >= HOST_MIN_BLOCK (host_block_size()), each
+ * in one state: IDLE (reusable, on the LIFO stack of its size), ALLOC (a live HostBuffer)
+ * or HELD (freed while streams may still use it: waits for guard events, then
+ * make_idle()). Counters are those of host_memory_stats(). `pending` is how many HELD
+ * blocks the Python side still has to check; take() through the C API serves nothing
+ * while it is nonzero (the slow path checks them first, so guard events go back).
+ *
+ * Each block is an entry of a dense array; a hash table maps addresses to entries and
+ * the idle stacks hold entry indices, so that the C API's take/give (which pass the
+ * entry index along) never hash. */
+#define HOST_MIN_BLOCK ((uint64_t)512)
+enum { HB_IDLE = 1, HB_ALLOC = 2, HB_HELD = 3 };
+
+typedef struct {
+    uint64_t ptr, size;
+    int state; /* 0: a free entry */
+} HEntry;
+
+typedef struct {
+    size_t *v;
+    size_t n, cap;
+} IdxStack;
+
+typedef struct {
+    PyObject_HEAD
+    HEntry *ent;
+    size_t nent, entcap;
+    IdxStack spare;   /* free entry indices */
+    uint64_t *keys;   /* block address (0 = empty slot) */
+    size_t *vals;     /* its entry index */
+    size_t cap, count;
+    IdxStack idle[64]; /* by log2(size) */
+    int64_t allocated, allocated_peak, reserved, reserved_peak;
+    int64_t num_alloc, num_free, allocations;
+    Py_ssize_t pending;
+} HostCore;
+
+/* The pool block size of a request of nbytes: the next power of two, at least 512 bytes;
+ * 0 when that does not fit 64 bits. */
+static uint64_t host_block_size(uint64_t nbytes)
+{
+    if (nbytes <= HOST_MIN_BLOCK) {
+        return HOST_MIN_BLOCK;
+    }
+    if (nbytes > ((uint64_t)1 << 63)) {
+        return 0;
+    }
+    return (uint64_t)1 << (64 - __builtin_clzll(nbytes - 1));
+}
+
+static int idx_push(IdxStack *s, size_t i)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        size_t *v = realloc(s->v, cap * sizeof(*v));
+        if (v == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = i;
+    return 0;
+}
+
+static size_t hb_slot(const HostCore *h, uint64_t key)
+{
+    return (size_t)(((key >> 9) * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (h->cap - 1);
+}
+
+/* The entry index of block `key`, or (size_t)-1. */
+static size_t hb_find(const HostCore *h, uint64_t key)
+{
+    if (h->cap == 0 || key == 0) {
+        return (size_t)-1;
+    }
+    for (size_t i = hb_slot(h, key);; i = (i + 1) & (h->cap - 1)) {
+        if (h->keys[i] == key) {
+            return h->vals[i];
+        }
+        if (h->keys[i] == 0) {
+            return (size_t)-1;
+        }
+    }
+}
+
+static void hb_put_nogrow(HostCore *h, uint64_t key, size_t val)
+{
+    size_t i = hb_slot(h, key);
+    while (h->keys[i] != 0 && h->keys[i] != key) {
+        i = (i + 1) & (h->cap - 1);
+    }
+    if (h->keys[i] == 0) {
+        h->count++;
+    }
+    h->keys[i] = key;
+    h->vals[i] = val;
+}
+
+static int hb_reserve(HostCore *h)
+{
+    if ((h->count + 1) * 2 <= h->cap) {
+        return 0;
+    }
+    size_t ncap = h->cap ? h->cap * 2 : 64;
+    uint64_t *nk = calloc(ncap, sizeof(*nk));
+    size_t *nv = calloc(ncap, sizeof(*nv));
+    if (nk == NULL || nv == NULL) {
+        free(nk);
+        free(nv);
+        PyErr_NoMemory();
+        return -1;
+    }
+    uint64_t *ok = h->keys;
+    size_t *ov = h->vals;
+    size_t ocap = h->cap;
+    h->keys = nk;
+    h->vals = nv;
+    h->cap = ncap;
+    h->count = 0;
+    for (size_t i = 0; i < ocap; i++) {
+        if (ok[i] != 0) {
+            hb_put_nogrow(h, ok[i], ov[i]);
+        }
+    }
+    free(ok);
+    free(ov);
+    return 0;
+}
+
+static void hb_del(HostCore *h, uint64_t key)
+{
+    if (h->cap == 0) {
+        return;
+    }
+    size_t mask = h->cap - 1;
+    size_t i = hb_slot(h, key);
+    while (h->keys[i] != key) {
+        if (h->keys[i] == 0) {
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (h->keys[j] == 0) {
+            break;
+        }
+        size_t home = hb_slot(h, h->keys[j]);
+        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
+            h->keys[i] = h->keys[j];
+            h->vals[i] = h->vals[j];
+            i = j;
+        }
+    }
+    h->keys[i] = 0;
+    h->vals[i] = 0;
+    h->count--;
+}
+
+/* Forget entry i (its block leaves the pool). */
+static void hb_drop(HostCore *h, size_t i)
+{
+    hb_del(h, h->ent[i].ptr);
+    h->ent[i].state = 0;
+    h->ent[i].ptr = 0;
+    if (idx_push(&h->spare, i) < 0) {
+        PyErr_Clear(); /* the entry is just not reused */
+    }
+}
+
+static void hb_count_alloc(HostCore *h, uint64_t size, int sign)
+{
+    h->allocations += sign;
+    h->allocated += sign * (int64_t)size;
+    if (h->allocated > h->allocated_peak) {
+        h->allocated_peak = h->allocated;
+    }
+}
+
+/* An idle block for nbytes (now ALLOC) and its entry index, or 0. */
+static uint64_t host_take_impl(HostCore *h, uint64_t nbytes, size_t *slot)
+{
+    uint64_t size = host_block_size(nbytes);
+    if (size == 0) {
+        return 0;
+    }
+    IdxStack *s = &h->idle[__builtin_ctzll(size)];
+    if (s->n == 0) {
+        return 0;
+    }
+    size_t i = s->v[--s->n];
+    HEntry *e = &h->ent[i];
+    e->state = HB_ALLOC;
+    hb_count_alloc(h, size, 1);
+    *slot = i;
+    return e->ptr;
+}
+
+/* Entry i (of block ptr) in state `from` -> `to` (IDLE: pushed on its stack); its size,
+ * or 0 (exception set only when out of host memory). */
+static uint64_t host_move_at(HostCore *h, size_t i, uint64_t ptr, int from, int to)
+{
+    if (i >= h->nent || h->ent[i].ptr != ptr || ptr == 0 || h->ent[i].state != from) {
+        return 0;
+    }
+    uint64_t size = h->ent[i].size;
+    if (to == HB_IDLE && idx_push(&h->idle[__builtin_ctzll(size)], i) < 0) {
+        return 0;
+    }
+    h->ent[i].state = to;
+    if (from == HB_ALLOC) {
+        hb_count_alloc(h, size, -1);
+    }
+    return size;
+}
+
+static uint64_t host_move(HostCore *h, uint64_t ptr, int from, int to)
+{
+    return host_move_at(h, hb_find(h, ptr), ptr, from, to);
+}
+
+static PyObject *size_or_error(uint64_t size)
+{
+    if (size == 0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(size);
+}
+
+static PyObject *hc_take(HostCore *h, PyObject *arg)
+{
+    uint64_t nbytes;
+    size_t slot;
+    if (u64_arg(arg, &nbytes, "nbytes")) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(host_take_impl(h, nbytes, &slot));
+}
+
+static PyObject *hc_add(HostCore *h, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t ptr, size;
+    if (!nargs_ok(nargs, 2, "add") || u64_arg(args[0], &ptr, "ptr") ||
+        u64_arg(args[1], &size, "size")) {
+        return NULL;
+    }
+    if (ptr == 0 || size < HOST_MIN_BLOCK || (size & (size - 1)) != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "HostCore.add: ptr must be nonzero and size a power of two >= %llu "
+                     "(got 0x%llx, %llu)",
+                     (unsigned long long)HOST_MIN_BLOCK, (unsigned long long)ptr,
+                     (unsigned long long)size);
+        return NULL;
+    }
+    if (hb_find(h, ptr) != (size_t)-1) {
+        PyErr_Format(PyExc_ValueError, "HostCore.add: block 0x%llx is already known",
+                     (unsigned long long)ptr);
+        return NULL;
+    }
+    if (hb_reserve(h) < 0) {
+        return NULL;
+    }
+    size_t i;
+    if (h->spare.n) {
+        i = h->spare.v[--h->spare.n];
+    } else {
+        if (h->nent == h->entcap) {
+            size_t cap = h->entcap ? h->entcap * 2 : 64;
+            HEntry *v = realloc(h->ent, cap * sizeof(*v));
+            if (v == NULL) {
+                return PyErr_NoMemory();
+            }
+            h->ent = v;
+            h->entcap = cap;
+        }
+        i = h->nent++;
+    }
+    h->ent[i].ptr = ptr;
+    h->ent[i].size = size;
+    h->ent[i].state = HB_ALLOC;
+    hb_put_nogrow(h, ptr, i);
+    h->num_alloc++;
+    h->reserved += (int64_t)size;
+    if (h->reserved > h->reserved_peak) {
+        h->reserved_peak = h->reserved;
+    }
+    hb_count_alloc(h, size, 1);
+    Py_RETURN_NONE;
+}
+
+static PyObject *hc_give(HostCore *h, PyObject *arg)
+{
+    uint64_t ptr;
+    if (u64_arg(arg, &ptr, "ptr")) {
+        return NULL;
+    }
+    return size_or_error(host_move(h, ptr, HB_ALLOC, HB_IDLE));
+}
+
+static PyObject *hc_hold(HostCore *h, PyObject *arg)
+{
+    uint64_t ptr;
+    if (u64_arg(arg, &ptr, "ptr")) {
+        return NULL;
+    }
+    return size_or_error(host_move(h, ptr, HB_ALLOC, HB_HELD));
+}
+
+static PyObject *hc_make_idle(HostCore *h, PyObject *arg)
+{
+    uint64_t ptr;
+    if (u64_arg(arg, &ptr, "ptr")) {
+        return NULL;
+    }
+    return size_or_error(host_move(h, ptr, HB_HELD, HB_IDLE));
+}
+
+static PyObject *hc_size(HostCore *h, PyObject *arg)
+{
+    uint64_t ptr;
+    if (u64_arg(arg, &ptr, "ptr")) {
+        return NULL;
+    }
+    size_t i = hb_find(h, ptr);
+    return PyLong_FromUnsignedLongLong(i == (size_t)-1 ? 0 : h->ent[i].size);
+}
+
+/* Forget blocks (all, or the idle ones) and return [(ptr, size)]: counted as freed; the
+ * caller gives them back with aclrtFreeHost (or not, after fork). */
+static PyObject *hc_forget(HostCore *h, int idle_only)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->nent; i++) {
+        n += h->ent[i].state != 0 && (!idle_only || h->ent[i].state == HB_IDLE);
+    }
+    uint64_t *pairs = malloc((n ? n : 1) * 2 * sizeof(uint64_t));
+    if (pairs == NULL) {
+        return PyErr_NoMemory();
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < h->nent; i++) {
+        HEntry *e = &h->ent[i];
+        if (e->state == 0 || (idle_only && e->state != HB_IDLE)) {
+            continue;
+        }
+        if (e->state == HB_ALLOC) {
+            hb_count_alloc(h, e->size, -1);
+        }
+        pairs[2 * k] = e->ptr;
+        pairs[2 * k + 1] = e->size;
+        k++;
+        h->reserved -= (int64_t)e->size;
+        h->num_free++;
+        hb_drop(h, i);
+    }
+    for (int c = 0; c < 64; c++) {
+        h->idle[c].n = 0;
+    }
+    if (!idle_only) {
+        h->pending = 0;
+    }
+    PyObject *out = pairs_list(pairs, k);
+    free(pairs);
+    return out;
+}
+
+static PyObject *hc_blocks(HostCore *h, PyObject *Py_UNUSED(ignored))
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->nent; i++) {
+        n += h->ent[i].state != 0;
+    }
+    uint64_t *pairs = malloc((n ? n : 1) * 2 * sizeof(uint64_t));
+    if (pairs == NULL) {
+        return PyErr_NoMemory();
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < h->nent; i++) {
+        if (h->ent[i].state != 0) {
+            pairs[2 * k] = h->ent[i].ptr;
+            pairs[2 * k + 1] = h->ent[i].size;
+            k++;
+        }
+    }
+    /* Objects only from here on (a collection may free blocks into this pool). */
+    PyObject *out = PyDict_New();
+    for (size_t j = 0; out != NULL && j < k; j++) {
+        PyObject *key = PyLong_FromUnsignedLongLong(pairs[2 * j]);
+        PyObject *val = PyLong_FromUnsignedLongLong(pairs[2 * j + 1]);
+        if (key == NULL || val == NULL || PyDict_SetItem(out, key, val) < 0) {
+            Py_CLEAR(out);
+        }
+        Py_XDECREF(key);
+        Py_XDECREF(val);
+    }
+    free(pairs);
+    return out;
+}
+
+static PyObject *hc_drain_idle(HostCore *h, PyObject *Py_UNUSED(ignored))
+{
+    return hc_forget(h, 1);
+}
+
+static PyObject *hc_clear(HostCore *h, PyObject *Py_UNUSED(ignored))
+{
+    return hc_forget(h, 0);
+}
+
+static PyObject *hc_set_pending(HostCore *h, PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    h->pending = n < 0 ? 0 : n;
+    Py_RETURN_NONE;
+}
+
+static PyObject *hc_stats(HostCore *h, PyObject *Py_UNUSED(ignored))
+{
+    return Py_BuildValue("{sLsLsLsLsLsLsL}", "allocated_bytes.current", (long long)h->allocated,
+                         "allocated_bytes.peak", (long long)h->allocated_peak,
+                         "allocations.current", (long long)h->allocations, "num_host_alloc",
+                         (long long)h->num_alloc, "num_host_free", (long long)h->num_free,
+                         "reserved_bytes.current", (long long)h->reserved,
+                         "reserved_bytes.peak", (long long)h->reserved_peak);
+}
+
+static PyObject *hc_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if ((kwds != NULL && PyDict_GET_SIZE(kwds) != 0) || PyTuple_GET_SIZE(args) != 0) {
+        PyErr_SetString(PyExc_TypeError, "HostCore() takes no arguments");
+        return NULL;
+    }
+    return type->tp_alloc(type, 0);
+}
+
+static void hc_dealloc(HostCore *h)
+{
+    free(h->ent);
+    free(h->spare.v);
+    free(h->keys);
+    free(h->vals);
+    for (int c = 0; c < 64; c++) {
+        free(h->idle[c].v);
+    }
+    Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+static PyMethodDef hc_methods[] = {
+    {"take", (PyCFunction)hc_take, METH_O,
+     "take(nbytes) -> address of an idle block of block_size(nbytes) (now allocated), or 0."},
+    {"add", (PyCFunction)(void (*)(void))hc_add, METH_FASTCALL,
+     "add(ptr, size): a new block from aclrtMallocHost, allocated."},
+    {"give", (PyCFunction)hc_give, METH_O,
+     "give(ptr) -> size: an allocated block becomes idle (0: not an allocated block)."},
+    {"hold", (PyCFunction)hc_hold, METH_O,
+     "hold(ptr) -> size: an allocated block is freed but not reusable until make_idle()."},
+    {"make_idle", (PyCFunction)hc_make_idle, METH_O,
+     "make_idle(ptr) -> size: a held block becomes idle (0: not a held block)."},
+    {"size", (PyCFunction)hc_size, METH_O, "size(ptr) -> block size, 0 if unknown."},
+    {"blocks", (PyCFunction)hc_blocks, METH_NOARGS,
+     "blocks() -> {ptr: size} of every block of the pool (any state)."},
+    {"drain_idle", (PyCFunction)hc_drain_idle, METH_NOARGS,
+     "drain_idle() -> [(ptr, size)] of the idle blocks, now forgotten (to aclrtFreeHost)."},
+    {"clear", (PyCFunction)hc_clear, METH_NOARGS,
+     "clear() -> [(ptr, size)] of every block, now forgotten."},
+    {"set_pending", (PyCFunction)hc_set_pending, METH_O,
+     "set_pending(n): held blocks the Python side still checks (C take() waits for 0)."},
+    {"stats", (PyCFunction)hc_stats, METH_NOARGS, "stats() -> host_memory_stats() dict."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject HostCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pyacl_rt._cachecore.HostCore",
+    .tp_basicsize = sizeof(HostCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Block bookkeeping of the pinned host pool (see the module source).",
+    .tp_new = hc_new,
+    .tp_dealloc = (destructor)hc_dealloc,
+    .tp_methods = hc_methods,
+};
+
+static PyObject *mod_host_block_size(PyObject *Py_UNUSED(m), PyObject *arg)
+{
+    uint64_t n;
+    if (u64_arg(arg, &n, "nbytes")) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(host_block_size(n));
+}
+
+/* --------------------------------------------------------------- the C API */
+static int api_is_core(PyObject *o)
+{
+    return Py_IS_TYPE(o, &CoreType);
+}
+
+static int api_is_host_core(PyObject *o)
+{
+    return Py_IS_TYPE(o, &HostCoreType);
+}
+
+static uint64_t api_dev_alloc(PyObject *core, uint64_t stream, uint64_t nbytes)
+{
+    return alloc_impl((Core *)core, stream, nbytes);
+}
+
+static int64_t api_dev_free(PyObject *core, uint64_t ptr)
+{
+    return free_impl((Core *)core, ptr);
+}
+
+static uint64_t api_host_take(PyObject *core, uint64_t nbytes, size_t *slot)
+{
+    HostCore *h = (HostCore *)core;
+    return h->pending ? 0 : host_take_impl(h, nbytes, slot);
+}
+
+static uint64_t api_host_give(PyObject *core, uint64_t ptr, size_t slot)
+{
+    HostCore *h = (HostCore *)core;
+    uint64_t size = host_move_at(h, slot, ptr, HB_ALLOC, HB_IDLE);
+    return (size || PyErr_Occurred()) ? size : host_move(h, ptr, HB_ALLOC, HB_IDLE);
+}
+
+static PyaclCacheAPI g_cache_api = {
+    PYACL_CACHE_API_VERSION, sizeof(PyaclCacheAPI), api_is_core, api_is_host_core,
+    api_dev_alloc, api_dev_free, api_host_take, api_host_give,
+};
+
 static PyObject *mod_set_tracing(PyObject *Py_UNUSED(m), PyObject *arg)
 {
     int on = PyObject_IsTrue(arg);
@@ -1508,6 +2051,8 @@ static PyMethodDef module_methods[] = {
     {"round_size", mod_round_size, METH_O, "Block size of a request (512-byte multiple)."},
     {"allocation_size", mod_allocation_size, METH_O,
      "Segment size to allocate when a request of nbytes misses the cache."},
+    {"host_block_size", mod_host_block_size, METH_O,
+     "Pinned pool block size of a request: the next power of two, at least 512 (0: too big)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1521,7 +2066,8 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__cachecore(void)
 {
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&RawType) < 0) {
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&RawType) < 0 ||
+        PyType_Ready(&HostCoreType) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module_def);
@@ -1543,7 +2089,10 @@ PyMODINIT_FUNC PyInit__cachecore(void)
     PyObject *max_alloc = PyLong_FromUnsignedLongLong(MAX_ALLOC);
     int rc = max_alloc == NULL ? -1 : PyModule_AddObjectRef(m, "MAX_ALLOC", max_alloc);
     Py_XDECREF(max_alloc);
-    if (rc < 0) {
+    PyObject *api = rc < 0 ? NULL : PyCapsule_New(&g_cache_api, PYACL_CACHE_API_CAPSULE, NULL);
+    rc = api == NULL ? -1 : PyModule_AddObjectRef(m, "_C_API", api);
+    Py_XDECREF(api);
+    if (rc < 0 || PyModule_AddObjectRef(m, "HostCore", (PyObject *)&HostCoreType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

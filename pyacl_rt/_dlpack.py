@@ -316,11 +316,9 @@ def _capsule(
     kind, dev = _device_of(buf)
     owner = buf._parent if isinstance(buf, DeviceBuffer) and buf._parent is not None else buf
     token = _Export(owner, m)
-    with _rec._live_lock:
-        p = m.ptr
-        if not p:
-            _raise_closed(m, type(buf).__name__)
-        m.exports.append(token)
+    p = m.add_export(token)  # atomic with close()
+    if not p:
+        _raise_closed(m, type(buf).__name__)
     try:
         return _dlpack_c.make_capsule(
             p + buf._off if m.nbytes else 0,  # DeviceBuffer(0) has no address (NULL)
@@ -492,7 +490,7 @@ def _wrap_device(ptr: int, n: int, index: int, release: Any) -> DeviceBuffer:
 def _wrap_host(ptr: int, n: int, release: Any) -> HostBuffer:
     m = _Mem(ptr, n, -1, None)
     m.release = release
-    view = object.__new__(HostBuffer)  # its tp_new (BufferForwarder.__new__ refuses)
+    view = HostBuffer.__new__(HostBuffer)
     view._own(m)  # released (the producer's deleter) when the last reference is gone
     return view
 

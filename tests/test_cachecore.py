@@ -11,6 +11,7 @@ import random
 import pytest
 
 from pyacl_rt import _cachecore as C
+from pyacl_rt._allocator import _host
 from pyacl_rt._memory.torchstats import KINDS
 
 MiB = 1 << 20
@@ -316,3 +317,71 @@ def test_accumulated_totals_saturate() -> None:
         core.free(core.alloc(0, 2**62))
     assert stat(core, "allocated_bytes", 0, 2) == stat(core, "allocated_bytes", 0, 3) == 2**63 - 1
     assert stat(core, "allocated_bytes") == 0 and stat(core, "allocation", 0, 2) == 3
+
+
+# ------------------------------------------------------------- pinned HostCore
+def test_pinned_block_sizes_match_the_python_rule() -> None:
+    for n in [*range(0, 4100), *(2**k + d for k in range(10, 63) for d in (-1, 0, 1)), 2**63]:
+        assert C.host_block_size(n) == _host.block_size(n), n
+    assert C.host_block_size(2**63 + 1) == 0
+
+
+def test_host_core_block_states_and_counters() -> None:
+    h = C.HostCore()
+    assert h.take(100) == 0  # nothing idle
+    h.add(0x10000, 512)
+    h.add(0x20000, 1024)
+    with pytest.raises(ValueError, match="already known"):
+        h.add(0x10000, 512)
+    with pytest.raises(ValueError, match="power of two"):
+        h.add(0x30000, 1000)
+    st = h.stats()
+    assert st["allocations.current"] == 2 and st["allocated_bytes.current"] == 1536
+    assert st["reserved_bytes.current"] == 1536 and st["num_host_alloc"] == 2
+    assert h.give(0x10000) == 512 and h.give(0x10000) == 0  # not allocated any more
+    assert h.take(600) == 0  # a 1024-byte block is wanted
+    assert h.take(300) == 0x10000  # the idle 512-byte block
+    assert h.hold(0x20000) == 1024  # freed under pending work: not reusable
+    assert h.take(1024) == 0 and h.make_idle(0x20000) == 1024 and h.make_idle(0x20000) == 0
+    assert h.take(1000) == 0x20000 and h.size(0x20000) == 1024 and h.size(0x1) == 0
+    assert h.blocks() == {0x10000: 512, 0x20000: 1024}
+    st = h.stats()
+    assert st["allocated_bytes.peak"] == 1536 and st["allocations.current"] == 2
+    h.give(0x10000)
+    h.give(0x20000)
+    assert sorted(h.drain_idle()) == [(0x10000, 512), (0x20000, 1024)]
+    st = h.stats()
+    assert st["reserved_bytes.current"] == 0 and st["num_host_free"] == 2
+    assert st["reserved_bytes.peak"] == 1536 and h.drain_idle() == []
+    h.add(0x40000, 4096)
+    assert h.clear() == [(0x40000, 4096)] and h.size(0x40000) == 0
+    assert h.stats()["allocations.current"] == 0
+
+
+def test_host_core_many_blocks() -> None:
+    h = C.HostCore()
+    rng = random.Random(3)
+    live: dict[int, int] = {}
+    idle: dict[int, int] = {}
+    nxt = 1 << 30
+    for _ in range(3000):
+        if live and rng.random() < 0.5:
+            ptr = rng.choice(list(live))
+            assert h.give(ptr) == live[ptr]
+            idle[ptr] = live.pop(ptr)
+            continue
+        n = rng.randint(1, 1 << 16)
+        size = C.host_block_size(n)
+        ptr = h.take(n)
+        if ptr:
+            assert idle.pop(ptr) == size
+        else:
+            ptr = nxt
+            nxt += 1 << 20
+            h.add(ptr, size)
+        live[ptr] = size
+    st = h.stats()
+    assert st["allocations.current"] == len(live)
+    assert st["allocated_bytes.current"] == sum(live.values())
+    assert st["reserved_bytes.current"] == sum(live.values()) + sum(idle.values())
+    assert sorted(h.drain_idle()) == sorted(idle.items())

@@ -71,6 +71,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "memory",
         (
+            "pyacl_rt._memcore",
             "pyacl_rt._memory",
             "pyacl_rt._memory.records",
             "pyacl_rt._memory.torchstats",
@@ -104,6 +105,7 @@ COMPILED = {
     "pyacl_rt._raw._fastcall",
     "pyacl_rt._dlpack_c",
     "pyacl_rt._cachecore",
+    "pyacl_rt._memcore",
 }
 PACKAGES = {
     "pyacl_rt": PKG,

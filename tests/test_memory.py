@@ -350,7 +350,8 @@ def test_host_buffer_zero_copy_numpy_and_memoryview() -> None:
 
 def test_memoryview_of_host_buffer() -> None:
     """``memoryview(h)`` is zero-copy on every version (was a TypeError on 3.11): the C
-    buffer protocol of _fastcall.BufferForwarder, which counts exports explicitly.
+    buffer protocol of HostBuffer's C base (_memcore.HostBase), which counts exports
+    explicitly.
     The view's ``obj`` is the HostBuffer."""
     h = M.HostBuffer(8)
     mv = memoryview(h)  # type: ignore[arg-type]

@@ -167,7 +167,7 @@ int main(void) {
 }
 """
 CANN_LIBRARIES = ("libascendcl.so", "libmsprofiler.so", "libascend_dump.so")
-EXTENSIONS = ("_lowlevel_cffi", "_fastcall", "_dlpack_c", "_cachecore")  # compiled modules
+EXTENSIONS = ("_lowlevel_cffi", "_fastcall", "_dlpack_c", "_cachecore", "_memcore")  # compiled
 
 
 def _check(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -281,6 +281,59 @@ def _check_none_visible_is_zero() -> None:
     assert proc.stdout == "0 False\n", proc.stderr
 
 
+def _check_buffer_life_runs_no_python() -> None:
+    """A buffer the cache serves: creating, closing and collecting it calls no Python
+    function (a profile hook sees no Python frame)."""
+    npu.set_device(0)
+    s = npu.Stream(0)
+    npu.DeviceBuffer(4096, stream=s).close()  # the first ones fill the caches
+    npu.HostBuffer(4096).close()
+    calls: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            calls.append(frame.f_code.co_qualname)
+
+    sys.setprofile(profile)
+    try:
+        npu.DeviceBuffer(4096, stream=s).close()
+        with npu.DeviceBuffer(4096, stream=s):
+            pass
+        npu.DeviceBuffer(4096, stream=s)  # collected unclosed: freed by its reference count
+        npu.HostBuffer(4096).close()
+        npu.HostBuffer(4096)
+    finally:
+        sys.setprofile(None)
+    s.close()
+    assert not calls, calls
+
+
+def _check_bench_allocator_reports_the_life() -> None:
+    """scripts/bench_allocator.py times the four lives against the raw pairs of the same
+    run and its exit status is the verdict (ratios are not asserted: no timing here)."""
+    script = README.parent / "scripts" / "bench_allocator.py"
+    args = ["--number", "50", "--repeat", "1", "--threads", "2", "--rounds", "3"]
+    proc = subprocess.run(
+        [sys.executable, str(script), *args],
+        env=_clean_env(PYACL_RT_BACKEND="mock"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    lines = proc.stdout.rstrip().splitlines()
+    for size in ("4 KiB", "4 MiB"):
+        for raw, life in (
+            ("aclrtMalloc + aclrtFree", "DeviceBuffer(n, stream=s).close()"),
+            ("aclrtMallocHost + aclrtFreeHost", "HostBuffer(n).close()"),
+        ):
+            assert any(size in x and raw in x for x in lines), (size, raw)
+            row = next(x for x in lines if size in x and life in x)
+            assert "(target >= 3x: PASS)" in row or "(target >= 3x: FAIL)" in row, row
+    assert lines[-1] in ("PASS", "FAIL: a target was missed")
+    assert (proc.returncode == 0) == (lines[-1] == "PASS")
+
+
 #: A sentence of the README (a regex over its whitespace-normalised text) and the
 #: check that makes it true.
 CLAIMS: list[tuple[str, Callable[[], None]]] = [
@@ -300,6 +353,16 @@ CLAIMS: list[tuple[str, Callable[[], None]]] = [
     (
         r"With no visible device .* `device_count\(\)` is 0 and `is_available\(\)` False",
         _check_none_visible_is_zero,
+    ),
+    (
+        r"whose memory comes from the cache is created, closed and garbage-collected "
+        r"without running Python code",
+        _check_buffer_life_runs_no_python,
+    ),
+    (
+        r"`python scripts/bench_allocator.py` measures them in one run and exits non-zero "
+        r"below 3x",
+        _check_bench_allocator_reports_the_life,
     ),
 ]
 

@@ -37,9 +37,10 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .. import _memcore
 from .. import _runtime as runtime
 from .._args import index_arg, size_arg
-from .._cachecore import Core, Raw
+from .._cachecore import _C_API, Core, Raw
 from .._device import DeviceLike, _context_for, _index, device_count
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
@@ -112,6 +113,8 @@ class CachingBackend:
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
         sp = self.stream_pool(index, ctx, stream)
         a = sp.alloc
+        # Next time, DeviceBuffer's C hit path serves this stream's cache by itself.
+        _memcore.remember_device(a.core, sp.key, stream._state, ctx, sp, a.trim, a.gen)
         p = a.core.alloc(sp.key, nbytes)
         if not p:
             p = a.allocate_slow(sp.key, nbytes)
@@ -146,6 +149,7 @@ class CachingBackend:
                 h = self.host
                 if h is None:
                     h = self.host = HostPool()
+        _memcore.remember_host(h.core, h, h.gen)  # HostBuffer's C hit path uses the pool
         return h.allocate(ctx, nbytes)
 
     # ------------------------------------------------------------ caches
@@ -187,6 +191,7 @@ def _release() -> None:
     global _hot
     _hot = [None, None]
     _raw_owner.clear()
+    _memcore.forget_pools()
     _backend.teardown(free=True)
 
 
@@ -199,10 +204,12 @@ def _after_fork_in_child() -> None:
     global _hot
     _hot = [None, None]
     _raw_owner.clear()
+    _memcore.forget_pools()
     _guards.forget()
     _history.forget()
 
 
+_memcore.set_cache_api(_C_API)  # the C hit paths of DeviceBuffer / HostBuffer
 _membackend.register(_backend)
 runtime.register_release_hook(_release, runtime.PRIORITY_MEMORY + 50)
 os.register_at_fork(after_in_child=_after_fork_in_child)

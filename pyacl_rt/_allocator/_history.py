@@ -28,6 +28,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from .. import _memcore
 from .._cachecore import set_tracing
 
 __all__ = ["dump_snapshot", "record_memory_history", "snapshot"]
@@ -94,6 +95,7 @@ def _set_enabled(on: bool) -> None:
     global enabled
     enabled = on
     set_tracing(on)  # raw handles take the traced Python path
+    _memcore.set_tracing(on)  # so do DeviceBuffers
 
 
 def frames(skip: int = 2) -> list[dict[str, Any]]:

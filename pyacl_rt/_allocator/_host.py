@@ -10,6 +10,10 @@ runtime message of the call that failed. A request above :data:`MAX_REQUEST` (2*
 bytes: its block would not fit 64 bits) raises the same out-of-memory error at once, and
 so does a block larger than the machine's physical memory (idle blocks are kept).
 
+The block bookkeeping (states, idle stacks, counters) is C (``_cachecore.HostCore``), so
+that a HostBuffer served from the pool is created and closed without Python code
+(:mod:`pyacl_rt._memcore`); this class does what talks to the runtime and the guards.
+
 Floor 7 (allocator): imports floors 1-6 only.
 """
 
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from .. import _runtime as runtime
 from .. import errors, lowlevel
+from .._cachecore import HostCore
 from .._log import get_logger
 from .._state import _check, _CtxRef, _lib, _local
 from . import _guards
@@ -60,19 +65,15 @@ class HostPool:
     def __init__(self) -> None:
         self.gen = runtime.generation()
         self.lock = threading.RLock()
-        self.idle: dict[int, list[int]] = {}
-        #: every block the pool owns: address -> size
-        self.blocks: dict[int, int] = {}
+        #: the blocks: states, idle stacks by size, counters (host_memory_stats)
+        self.core = HostCore()
+        #: (block, guards) of blocks freed while streams may still use them
         self.pending: collections.deque[tuple[int, list[_guards.Guard]]] = collections.deque()
-        self.counters = {
-            "allocated_bytes": 0,
-            "allocated_bytes_peak": 0,
-            "reserved_bytes": 0,
-            "reserved_bytes_peak": 0,
-            "num_host_alloc": 0,
-            "num_host_free": 0,
-            "allocations": 0,
-        }
+
+    @property
+    def blocks(self) -> dict[int, int]:
+        """Every block the pool owns (address -> size), a snapshot."""
+        return self.core.blocks()
 
     def allocate(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser]:
         if nbytes > MAX_REQUEST:
@@ -86,15 +87,10 @@ class HostPool:
         with self.lock:
             if self.pending:
                 self.process_pending()
-            lst = self.idle.get(size)
-            ptr = lst.pop() if lst else 0
+            ptr: int = self.core.take(nbytes)
             if not ptr:
                 ptr = self._malloc(size, nbytes)
-            c = self.counters
-            c["allocations"] += 1
-            c["allocated_bytes"] += size
-            if c["allocated_bytes"] > c["allocated_bytes_peak"]:
-                c["allocated_bytes_peak"] = c["allocated_bytes"]
+                self.core.add(ptr, size)
         return ptr, self
 
     def _malloc(self, size: int, nbytes: int) -> int:
@@ -127,34 +123,26 @@ class HostPool:
                 )
         if rc:
             _check(rc, "aclrtMallocHost")
-        ptr = int(s.uptr[0])
-        c = self.counters
-        self.blocks[ptr] = size
-        c["num_host_alloc"] += 1
-        c["reserved_bytes"] += size
-        if c["reserved_bytes"] > c["reserved_bytes_peak"]:
-            c["reserved_bytes_peak"] = c["reserved_bytes"]
-        return ptr
+        return int(s.uptr[0])
 
     def release(self, m: _Mem, base: int) -> None:
         """A HostBuffer was freed: idle now, or once every stream that used it passed
         an event recorded now. Never raises."""
         try:
             with self.lock:
-                size = self.blocks.get(base)
-                if size is None:
-                    return  # finalized meanwhile
-                c = self.counters
-                c["allocations"] -= 1
-                c["allocated_bytes"] -= size
                 streams = [s for r in m.streams if (s := r()) is not None and not s.closed]
-                if streams:
-                    prev = _local.st.ctx
+                if not streams:
+                    self.core.give(base)  # 0: finalized meanwhile
+                    return
+                if not self.core.hold(base):
+                    return  # finalized meanwhile
+                prev = _local.st.ctx
+                try:
                     self.pending.append((base, _guards.record(streams)))
-                    if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                        prev.make_current()
-                else:
-                    self.idle.setdefault(size, []).append(base)
+                finally:
+                    self.core.set_pending(len(self.pending))
+                if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
+                    prev.make_current()
         except BaseException:  # pragma: no cover - defensive (finalizer context)
             _log.debug("pyacl_rt host pool: release failed", exc_info=True)
 
@@ -162,37 +150,35 @@ class HostPool:
         if wait and _local.st.in_callback:
             wait = False
         with self.lock:
-            for _ in range(len(self.pending)):
-                base, guards = self.pending.popleft()
-                try:
-                    left = _guards.pending(guards, wait)
-                except BaseException:  # interrupted: keep what is outstanding
-                    self.pending.append((base, guards))
-                    raise
-                if left:
-                    self.pending.append((base, left))
-                elif base in self.blocks:
-                    self.idle.setdefault(self.blocks[base], []).append(base)
+            try:
+                for _ in range(len(self.pending)):
+                    base, guards = self.pending.popleft()
+                    try:
+                        left = _guards.pending(guards, wait)
+                    except BaseException:  # interrupted: keep what is outstanding
+                        self.pending.append((base, guards))
+                        raise
+                    if left:
+                        self.pending.append((base, left))
+                    else:
+                        self.core.make_idle(base)
+            finally:
+                self.core.set_pending(len(self.pending))
 
     def release_idle(self) -> int:
         """``aclrtFreeHost`` every idle block; returns bytes released."""
         released = 0
         with self.lock:
-            idle, self.idle = self.idle, {}
-            for size, ptrs in idle.items():
-                for ptr in ptrs:
-                    self._free(ptr)
-                    released += size
+            for ptr, size in self.core.drain_idle():
+                self._free(ptr)
+                released += size
         return released
 
     def _free(self, ptr: int) -> None:
-        size = self.blocks.pop(ptr, 0)
         rc = _lib.aclrtFreeHost(ptr)
         if rc:
             _log.warning("pyacl_rt host pool: aclrtFreeHost(0x%x) failed with %d", ptr, rc)
             lowlevel.clear_error()
-        self.counters["reserved_bytes"] -= size
-        self.counters["num_host_free"] += 1
 
     def empty_cache(self) -> None:
         """Wait for pending guards, then free every idle block."""
@@ -203,25 +189,14 @@ class HostPool:
 
     def stats(self) -> dict[str, int]:
         """``host_memory_stats()``: bytes of live HostBuffer blocks and of the pool."""
-        with self.lock:
-            c = dict(self.counters)
-        return {
-            "allocated_bytes.current": c["allocated_bytes"],
-            "allocated_bytes.peak": c["allocated_bytes_peak"],
-            "allocations.current": c["allocations"],
-            "num_host_alloc": c["num_host_alloc"],
-            "num_host_free": c["num_host_free"],
-            "reserved_bytes.current": c["reserved_bytes"],
-            "reserved_bytes.peak": c["reserved_bytes_peak"],
-        }
+        out: dict[str, int] = self.core.stats()
+        return out
 
     def teardown(self, free: bool) -> None:
         """Forget every block; ``free``: ``aclrtFreeHost`` them (finalize)."""
         with self.lock:
-            ptrs = list(self.blocks)
             self.pending.clear()
-            self.idle = {}
+            blocks = self.core.clear()
             if free and runtime.is_alive(self.gen):
-                for ptr in ptrs:
+                for ptr, _size in blocks:
                     self._free(ptr)
-            self.blocks.clear()

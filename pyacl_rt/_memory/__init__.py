@@ -84,11 +84,10 @@ callback.
 Buffer protocol (HostBuffer)
 ----------------------------
 * ``memoryview(h)``, ``h.memoryview()`` and ``numpy.asarray(h)`` are zero-copy on
-  every supported version: HostBuffer derives from
-  ``pyacl_rt._raw._fastcall.BufferForwarder``, a C base type whose buffer protocol
-  (``getbuffer`` / ``releasebuffer``; on 3.12+ also ``__buffer__`` /
-  ``__release_buffer__``) forwards to the HostBuffer's byte buffer and counts the
-  exports explicitly (the view's ``obj`` is the HostBuffer, which it keeps alive).
+  every supported version: HostBuffer derives from ``pyacl_rt._memcore.HostBase``, a C
+  base type whose buffer protocol (``getbuffer`` / ``releasebuffer``; on 3.12+ also
+  ``__buffer__`` / ``__release_buffer__``) exports the pinned memory itself and counts
+  the exports explicitly (the view's ``obj`` is the HostBuffer, which it keeps alive).
   Reference-count arithmetic is not used: CPython 3.14 no longer counts borrowed
   stack references. ``numpy.asarray(h)`` also has ``__array__``. ``bytes(h)`` /
   ``h.tobytes()`` copy.
@@ -100,6 +99,22 @@ Buffer protocol (HostBuffer)
   the exported buffers and finalizes nothing (release the views, then finalize
   again). At interpreter exit, where the views can no longer be used, it logs a
   warning and proceeds.
+
+Cost of a buffer
+----------------
+The allocation record, the registry and counters, ``close()`` and the freeing of a
+collected buffer are C (:mod:`pyacl_rt._memcore`, base types of DeviceBuffer and
+HostBuffer). When the caching allocator can serve a buffer from its cache (a block of the
+allocation stream's cache, or an idle pinned block), creating, closing and collecting it
+run no Python code and take no lock (the C steps are atomic under the GIL): the thread's
+device, current stream and context are compared by identity, the runtime's current
+context is checked with one ``aclrtGetCurrentContext`` (a foreign switch is noticed),
+and the block comes from the cache's C bookkeeping. Everything else - a miss, the
+native backend, an explicit Context, a non-default policy, arguments of other types,
+pending frees from callback threads, memory used on other streams, exports, operations
+in flight, history recording, a finalized runtime - goes through the Python code of
+this package, with all its rules. ``scripts/bench_allocator.py`` measures the life
+against the runtime's own allocate + free pair.
 
 Finalize
 --------

@@ -4,7 +4,7 @@
   ints (``__index__`` accepted, e.g. ``numpy.int64``; ``bool`` refused), ``>= 0`` and
   ``<= 2**64 - 1``; messages name the argument.
 * :func:`_resolve`: an owned buffer gives its int address (refused once closed) and
-  is marked in use (``_Mem.inuse``) until :meth:`_Side.release` / :meth:`_Side.unhold`:
+  is marked in use (``_Mem.hold()``) until :meth:`_Side.release` / :meth:`_Side.unhold`:
   meanwhile ``close()`` on another thread raises ``BufferError`` instead of freeing
   memory a host-side ``memmove``/``memset`` (GIL released) is still touching; any
   other object must support the buffer protocol and be C-contiguous, and writable
@@ -53,7 +53,7 @@ class _Side:
             self.held = False
             m = self.m
             assert m is not None
-            m.inuse.pop()
+            m.unhold()
 
     def release(self) -> None:
         """Drop the in-use mark of an owned buffer and release the buffer export of a

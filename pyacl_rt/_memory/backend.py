@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import _memcore
 from .._options import get_options
 from .._state import _check, _lib, _local
 from . import records as _memrecord
@@ -125,6 +126,7 @@ def _choose() -> Backend:
     global current
     want = get_options().allocator
     current = _registered.get(want, NATIVE)
+    _memcore.forget_pools()  # the buffers' C hit path serves the caching backend only
     return current
 
 
@@ -145,6 +147,7 @@ def select(name: str) -> Backend:
         raise ValueError(f"unknown allocator backend {name!r}; available: {', '.join(_registered)}")
     prev = current if not isinstance(current, _Unselected) else _choose()
     current = _registered[name]
+    _memcore.forget_pools()  # caches are remembered again by the backend serving them
     return prev
 
 

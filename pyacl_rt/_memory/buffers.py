@@ -6,6 +6,13 @@ Each wraps an allocation record (:mod:`pyacl_rt._memory.records`) and a window o
 (:mod:`pyacl_rt._memory.engine`). See :mod:`pyacl_rt._memory` for lifetime, threads,
 exports and finalize.
 
+The record, the window, ``close()``, the deallocation (an unclosed buffer's memory is
+freed when it is collected) and HostBuffer's buffer protocol live in C base types
+(:mod:`pyacl_rt._memcore`): a buffer the caching allocator serves from its cache is
+created, closed and collected without running Python code. The functions
+``_init_device`` / ``_DevicePaths.close`` / ``_init_host`` / ``_HostPaths.close`` below are
+the complete Python paths; the C types call them whenever the hit path does not apply.
+
 Floor 6 (part of :mod:`pyacl_rt._memory`, above ``engine``): imports floors 1-5 and the
 modules of the package below it.
 """
@@ -13,32 +20,24 @@ modules of the package below it.
 from __future__ import annotations
 
 import builtins
-import weakref
 from collections.abc import Callable
-from typing import Any, NoReturn, Self
+from typing import TYPE_CHECKING, Any, NoReturn, Self
 
+from .. import _memcore
 from .. import _runtime as runtime
+from .. import _stream as _streams
 from .._args import index_arg
 from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
-from .._raw._fastcall import BufferForwarder
-from .._state import _local, _run_finalizer, _validated_ctx
+from .._memcore import DeviceBase, HostBase
+from .._state import _local, _validated_ctx
 from .._stream import Stream
 from .._syncdebug import _check_sync, _sync_debug
-from ..lowlevel import ffi
 from . import backend as _mb
 from . import engine, records
 from .args import ReleaseOnExit, _int_arg, _offsets, _resolve_pair
 from .engine import ACL_MEM_MALLOC_HUGE_FIRST, BufferLike, copy, memset
 from .keepalive import _note
-from .records import (
-    _DEAD,
-    _claim_close,
-    _free_mem,
-    _Mem,
-    _process_deferred,
-    _raise_closed,
-    _register,
-)
+from .records import _free_mem, _Mem, _process_deferred, _raise_closed
 
 __all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
 
@@ -49,14 +48,22 @@ _dlpack_hooks: dict[str, Callable[..., Any]] = {}
 
 # ============================================================== DeviceBuffer
 class _Buffer:
-    """What DeviceBuffer and HostBuffer share: the allocation record ``_m`` and the
-    window ``[_off, _off + _n)`` of it this object covers."""
+    """What DeviceBuffer and HostBuffer share (a mixin over their C base, which holds the
+    allocation record ``_m`` and the window ``[_off, _off + _n)`` of it this object
+    covers)."""
 
-    __slots__ = ("__weakref__", "_m", "_n", "_off")
+    __slots__ = ()
 
-    _m: _Mem
-    _n: int
-    _off: int
+    if TYPE_CHECKING:  # read-only slots of the C base
+
+        @property
+        def _m(self) -> _Mem: ...
+
+        @property
+        def _n(self) -> int: ...
+
+        @property
+        def _off(self) -> int: ...
 
     @property
     def nbytes(self) -> int:
@@ -83,14 +90,13 @@ class _Buffer:
         finalize."""
         return not self._m.ptr
 
-    def close(self) -> None:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # implemented by the C base types
 
-    def __enter__(self) -> Self:
-        return self
+        def close(self) -> None: ...
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        def __enter__(self) -> Self: ...
+
+        def __exit__(self, *exc: object) -> None: ...
 
     def fill(self, value: int) -> None:
         """Set every byte to ``value`` (0..255) and wait for it."""
@@ -127,7 +133,7 @@ class _Buffer:
         return _dlpack_hooks["typed"](self, dtype, shape)
 
 
-class DeviceBuffer(_Buffer):
+class DeviceBuffer(DeviceBase, _Buffer):
     """``nbytes`` bytes of device memory on ``device`` (default: the current device),
     in the context the calling thread uses for that device (the active explicit
     Context, else the device's primary context).
@@ -155,51 +161,28 @@ class DeviceBuffer(_Buffer):
     * Usable from any thread: operations make the right context current.
     """
 
-    __slots__ = ("_fin", "_parent")
+    __slots__ = ()
 
-    _parent: DeviceBuffer | None
-    _fin: weakref.finalize[..., Any] | None
+    if TYPE_CHECKING:  # the C base's slots; its __init__ (the hit path) calls _init_device
 
-    def __init__(
-        self,
-        nbytes: int,
-        device: DeviceLike = None,
-        policy: int = ACL_MEM_MALLOC_HUGE_FIRST,
-        *,
-        stream: Stream | None = None,
-    ) -> None:
-        if nbytes.__class__ is not int:
-            _refuse_data(nbytes, "DeviceBuffer")
-        n = _int_arg(nbytes, "nbytes")
-        policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
-        if policy < 0:
-            raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
-        index = _index(device)
-        _process_deferred()
-        ctx = _context_for(index)
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
-        if stream is not None:
-            engine._check_stream(stream, (index,))
-        if n:
-            base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
-        else:
-            base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
-        m = _Mem(base, n, index, ctx)
-        m.rel = rel
-        # ctx keeps an explicit Context alive through the buffer
-        self._own(m)
+        @property
+        def _parent(self) -> DeviceBuffer | None: ...
 
-    def _own(self, m: _Mem) -> None:
-        """Take the record ``m`` (a new allocation, or a DLPack import): freed by
-        ``close()``, garbage collection or finalize."""
-        self._m = m
-        self._n = m.nbytes
-        self._off = 0
-        self._parent = None
-        self._fin = weakref.finalize(self, _free_mem, m)
-        self._fin.atexit = False
-        _register(m)
+        def __init__(
+            self,
+            nbytes: int,
+            device: DeviceLike = None,
+            policy: int = ACL_MEM_MALLOC_HUGE_FIRST,
+            *,
+            stream: Stream | None = None,
+        ) -> None: ...
+
+        def _own(self, m: _Mem) -> None:
+            """Take the record ``m`` (a new allocation, or a DLPack import): freed by
+            ``close()``, garbage collection or finalize."""
+
+        def _view(self, start: int, nbytes: int) -> DeviceBuffer:
+            """A view of bytes ``[start, start + nbytes)`` (bounds checked by the caller)."""
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -236,13 +219,7 @@ class DeviceBuffer(_Buffer):
         m = self._m
         if not m.ptr:
             _raise_closed(m, "DeviceBuffer")
-        view = DeviceBuffer.__new__(DeviceBuffer)
-        view._m = m
-        view._off = self._off + start
-        view._n = stop - start
-        view._parent = self._parent if self._parent is not None else self
-        view._fin = None
-        return view
+        return self._view(start, stop - start)  # keeps the parent alive
 
     def record_stream(self, stream: Stream) -> None:
         """Declare that ``stream`` uses this memory (torch's ``record_stream``): freeing
@@ -290,26 +267,18 @@ class DeviceBuffer(_Buffer):
         return f"<{kind} {self._n} bytes at 0x{self.ptr:x} on device {self._m.device}>"
 
     # ------------------------------------------------------------- lifetime
-    def close(self) -> None:
-        """Free the memory (allocation) or drop the view. Idempotent.
+    if TYPE_CHECKING:  # the C base's close(): _DevicePaths.close unless the hit path frees it
 
-        For an allocation: waits for the streams that used it, then ``aclrtFree``;
-        every view of it becomes closed. No-op after finalize. Raises
-        ``BufferError`` (and stays open) while a synchronous copy or memset on another
-        thread is still using the memory (of this buffer or one of its views).
-        """
-        if self._parent is not None:
-            if self._m.ptr:  # else keep the reason (parent closed, finalized)
-                self._m = _DEAD
-            self._parent = None
-            return
-        if self._m.rel is None and self._m.streams and _sync_debug():  # rel: no wait
-            _check_sync("DeviceBuffer.close()")
-        with records._live_lock:
-            _claim_close(self._m, "DeviceBuffer")
-        # detach() + call, not f(): at interpreter exit f() is a no-op once
-        # weakref.finalize's own atexit hook ran (see device._run_finalizer).
-        _run_finalizer(self._fin)
+        def close(self) -> None:
+            """Free the memory (allocation) or drop the view. Idempotent.
+
+            For an allocation from the cache: the block goes back to it (reused in
+            stream order; see the class docstring); otherwise waits for the streams
+            that used it, then ``aclrtFree``. Every view of it becomes closed. No-op
+            after finalize. Raises ``BufferError`` (and stays open) while a DLPack
+            export or a synchronous copy or memset on another thread still uses the
+            memory (of this buffer or one of its views).
+            """
 
     # ---------------------------------------------------------------- copies
     def copy_from_host(self, src: BufferLike, *, offset: int = 0) -> None:
@@ -359,6 +328,46 @@ class DeviceBuffer(_Buffer):
         memset(self, value, nbytes, offset, stream, non_blocking=non_blocking)
 
 
+def _init_device(
+    buf: DeviceBuffer, nbytes: Any, device: DeviceLike, policy: Any, stream: Any
+) -> None:
+    """``DeviceBuffer.__init__`` (the complete path; the C base serves cache hits)."""
+    if nbytes.__class__ is not int:
+        _refuse_data(nbytes, "DeviceBuffer")
+    n = _int_arg(nbytes, "nbytes")
+    policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
+    if policy < 0:
+        raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
+    index = _index(device)
+    _process_deferred()
+    ctx = _context_for(index)
+    if _local.st.ctx is not ctx:
+        ctx.make_current()
+    if stream is not None:
+        engine._check_stream(stream, (index,))
+    if n:
+        base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
+    else:
+        base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
+    m = _Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
+    m.rel = rel
+    buf._own(m)
+
+
+class _DevicePaths:
+    """Python paths of DeviceBuffer methods implemented by its C base, named like them
+    (sync debug reports name the method the user called: ``DeviceBuffer.close()``)."""
+
+    @staticmethod
+    def close(self: DeviceBuffer) -> None:
+        """``close()`` of an allocation the C hit path does not free."""
+        m = self._m
+        if m.rel is None and m.streams and _sync_debug():  # rel: no wait
+            _check_sync("DeviceBuffer.close()")
+        m.claim_close("DeviceBuffer")  # raises while exported / in use
+        _free_mem(m)
+
+
 def _refuse_data(obj: object, cls: str) -> None:
     """``DeviceBuffer(arr)`` / ``HostBuffer(arr)``: the argument is a size, not data.
     A clear TypeError for arrays and bytes-like objects (0-d integer arrays and numpy
@@ -397,14 +406,7 @@ def _bad_index(buf: DeviceBuffer, key: object) -> NoReturn:
 
 
 # ================================================================ HostBuffer
-def _host_dtor(m: _Mem) -> Any:
-    def dtor(_cd: object) -> None:
-        _free_mem(m)
-
-    return dtor
-
-
-class HostBuffer(_Buffer, BufferForwarder):
+class HostBuffer(HostBase, _Buffer):
     """``nbytes`` bytes of page-locked (pinned) host memory from ``aclrtMallocHost``.
 
     Zero-copy views: ``memoryview(h)``, ``h.memoryview()``, ``numpy.asarray(h)``
@@ -413,44 +415,19 @@ class HostBuffer(_Buffer, BufferForwarder):
     exports exist; garbage collection frees it once the last export is gone.
     """
 
-    __slots__ = ("_buf", "_cd", "_nexports")
+    __slots__ = ()
 
-    _cd: Any
-    _buf: Any
-    _nexports: int
+    if TYPE_CHECKING:  # the C base's __init__ (the hit path) calls _init_host otherwise
 
-    def __init__(self, nbytes: int) -> None:
-        if nbytes.__class__ is not int:
-            _refuse_data(nbytes, "HostBuffer")
-        n = _int_arg(nbytes, "nbytes")
-        if n == 0:
-            raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
-        runtime.ensure_initialized()
-        _process_deferred()
-        # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
-        # the allocation go through a context pyacl_rt does not think is current.
-        ctx = _validated_ctx(_local.st)
-        if ctx is None or ctx.device < 0:
-            # Pinned memory is allocated through a device's runtime: use the thread's
-            # current device (its context is created if this is its first use).
-            ctx = _ensure_current(current_device())
-        base, rel = _mb.current.allocate_host(ctx, n)
-        m = _Mem(base, n, -1, ctx)
-        m.rel = rel
-        self._own(m)
+        def __init__(self, nbytes: int) -> None: ...
 
-    def _own(self, m: _Mem) -> None:
-        """Take the record ``m`` (a new allocation, or a DLPack import)."""
-        m.owner = weakref.ref(self)
-        self._m = m
-        self._n = n = m.nbytes
-        self._off = 0
-        self._nexports = 0
-        # The owning cdata: freed (after waiting for its streams) when the last
-        # reference - this object, the byte buffer below, any export - is gone.
-        self._cd = ffi.gc(ffi.cast("char *", m.base), _host_dtor(m), n)
-        self._buf = ffi.buffer(self._cd, n)
-        _register(m)
+        def _own(self, m: _Mem) -> None:
+            """Take the record ``m`` (a new allocation, or a DLPack import)."""
+
+        def _exports(self) -> int:
+            """Number of live exports (memoryviews / numpy arrays) of the memory, counted
+            explicitly by the buffer protocol of the C base (not from reference counts,
+            which CPython 3.14 no longer reports exactly)."""
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -459,25 +436,6 @@ class HostBuffer(_Buffer, BufferForwarder):
         )
 
     # ----------------------------------------------------------- properties
-    def _exports(self) -> int:
-        """Number of live exports (memoryviews / numpy arrays) of the memory, counted
-        explicitly by the buffer protocol (not from reference counts, which CPython
-        3.14 no longer reports exactly)."""
-        return self._nexports
-
-    def _export_acquire(self) -> Any:
-        """Buffer protocol (``BufferForwarder``): one more export; the byte buffer to
-        export. Atomic with :meth:`close` (both hold ``_live_lock``)."""
-        with records._live_lock:
-            buf = self._live_buf()
-            self._nexports += 1
-        return buf
-
-    def _export_release(self) -> None:
-        """Buffer protocol: an export was released."""
-        with records._live_lock:
-            self._nexports -= 1
-
     def __repr__(self) -> str:
         if not self._m.ptr:
             return "<HostBuffer closed>"
@@ -485,12 +443,6 @@ class HostBuffer(_Buffer, BufferForwarder):
         return f"<HostBuffer {self._n} bytes {how} at 0x{self._m.ptr:x}>"
 
     # --------------------------------------------------------------- exports
-    def _live_buf(self) -> Any:
-        m = self._m
-        if not m.ptr or self._buf is None:
-            _raise_closed(m, "HostBuffer")
-        return self._buf
-
     def memoryview(self) -> builtins.memoryview:
         """A writable, zero-copy ``memoryview`` (format ``'B'``) of the memory. While
         it is alive, :meth:`close` raises ``BufferError``."""
@@ -525,37 +477,73 @@ class HostBuffer(_Buffer, BufferForwarder):
 
     def tobytes(self) -> bytes:
         """A copy of the contents as ``bytes``."""
-        return bytes(self._live_buf())
+        with memoryview(self) as mv:
+            return mv.tobytes()
 
     def __bytes__(self) -> bytes:
         return self.tobytes()
 
     # ------------------------------------------------------------- lifetime
-    def close(self) -> None:
-        """Free the memory (after waiting for the streams that used it). Idempotent.
+    if TYPE_CHECKING:  # the C base's close(): _HostPaths.close unless the hit path frees it
 
-        Raises ``BufferError`` (and stays open) while memoryviews / numpy arrays of it
-        are alive, or while a synchronous copy or memset on another thread is still
-        using it.
-        """
-        if self._buf is None:
-            return
+        def close(self) -> None:
+            """Free the memory (a pooled block goes back to the pool, reused once the
+            streams that used it passed an event; otherwise after waiting for them).
+            Idempotent.
+
+            Raises ``BufferError`` (and stays open) while memoryviews / numpy arrays of
+            it are alive, or while a DLPack export or a synchronous copy or memset on
+            another thread is still using it.
+            """
+
+
+def _init_host(buf: HostBuffer, nbytes: Any) -> None:
+    """``HostBuffer.__init__`` (the complete path; the C base serves pool hits)."""
+    if nbytes.__class__ is not int:
+        _refuse_data(nbytes, "HostBuffer")
+    n = _int_arg(nbytes, "nbytes")
+    if n == 0:
+        raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
+    runtime.ensure_initialized()
+    _process_deferred()
+    # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
+    # the allocation go through a context pyacl_rt does not think is current.
+    ctx = _validated_ctx(_local.st)
+    if ctx is None or ctx.device < 0:
+        # Pinned memory is allocated through a device's runtime: use the thread's
+        # current device (its context is created if this is its first use).
+        ctx = _ensure_current(current_device())
+    base, rel = _mb.current.allocate_host(ctx, n)
+    m = _Mem(base, n, -1, ctx)
+    m.rel = rel
+    buf._own(m)
+
+
+class _HostPaths:
+    """Python paths of HostBuffer methods implemented by its C base (see _DevicePaths)."""
+
+    @staticmethod
+    def close(self: HostBuffer) -> None:
+        """``close()`` of a HostBuffer the C hit path does not free."""
         m = self._m
+        if not m.ptr and not m.base:
+            return
         if m.rel is None and m.streams and _sync_debug():  # rel: no wait
             _check_sync("HostBuffer.close()")
-        with records._live_lock:
-            p = _claim_close(m, "HostBuffer")
-            n = self._exports() if p else 0
-            if n:
-                m.ptr = p
-                raise BufferError(
-                    f"cannot close HostBuffer: {n} exported view(s) (memoryview / numpy "
-                    "array) still use its memory; release them first"
-                )
-        self._buf = None
-        self._cd = None  # normally the last reference: the destructor frees now
+        m.claim_close("HostBuffer", self._exports())  # raises while exported / in use
         if m.base:
             _free_mem(m)
 
 
 engine._set_staging_buffer(HostBuffer)
+_memcore.bind_buffers(
+    stream=Stream,
+    primary_defaults=_streams._primary_defaults,
+    device_init=_init_device,
+    device_close=_DevicePaths.close,
+    host_init=_init_host,
+    host_close=_HostPaths.close,
+    default_policy=ACL_MEM_MALLOC_HUGE_FIRST,
+)
+_memcore.install_fast_call(DeviceBuffer)
+_memcore.install_fast_call(HostBuffer)

@@ -42,6 +42,8 @@ def _note(m: _Mem, stream: Stream) -> None:
     weak references, which :func:`~pyacl_rt._memory.records._wait_streams` uses)."""
     m.last = stream._state
     r = _wref(stream)
+    # Reading m.streams also has the garbage collector track the record (m.last may close
+    # a reference cycle through the stream's keep-alive list; see pyacl_rt/_memcore.c).
     if r not in m.streams:
         m.streams.append(r)
 

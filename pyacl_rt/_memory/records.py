@@ -13,7 +13,11 @@ references its owner, so the owner's finalizer can hold it.
   (report) thread, where a synchronize could deadlock, the free is deferred to the
   releaser thread (:mod:`pyacl_rt._releaser`; also done by the next allocation,
   ``empty_cache()``, finalize).
-* **Registry and counters** of live allocations per device (-1 = pinned host).
+* **Registry and counters** of live allocations per device (-1 = pinned host), kept
+  in C (:mod:`pyacl_rt._memcore`, which also implements :class:`_Mem` and the buffer
+  base types); the state changes that must be atomic (``hold`` for an operation,
+  ``claim_close``, ``take_base``, ``add_export``) are single C calls, atomic under the
+  GIL. ``_live_lock`` only orders Python-side lists (deferred frees, DLPack tokens).
 * **DLPack** (:mod:`pyacl_rt._dlpack`): ``exports`` lists the live DLPack exports of
   the memory (``close()`` refuses while any, like for buffer-protocol exports; so does
   finalize, unless the consumer is a pyacl_rt import, which the release hook frees
@@ -32,11 +36,10 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import weakref
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Final, Protocol
+from collections.abc import Iterator
+from typing import Final
 
-from .. import _releaser, errors
+from .. import _memcore, _releaser, _state, errors
 from .. import _runtime as runtime
 from .._log import get_logger
 from .._state import (
@@ -46,23 +49,11 @@ from .._state import (
     _gate_try_enter,
     _lib,
     _local,
-    _owner_of,
     context_close_hooks,
     finalized_error,
 )
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
-
-if TYPE_CHECKING:
-    from .._stream import Stream
-    from .backend import Releaser
-
-
-class _Exported(Protocol):
-    """What a record needs of its owning HostBuffer (``buffers.HostBuffer``, above)."""
-
-    def _exports(self) -> int: ...
-
 
 _log = get_logger("pyacl_rt")
 
@@ -72,108 +63,51 @@ _wait_stream = _fast._wait_stream
 
 
 # =============================================================== allocations
-class _Mem:
-    """One allocation (device or pinned host). Shared by a buffer and its views.
-
-    ``ptr`` is what Python may use (0 once closed / freed / made inert); ``base``
-    is what is passed to ``aclrtFree`` (0 once freed). ``streams`` are weak
-    references to the streams the memory was used on (``last`` is the most recent,
-    for a cheap identity test on the hot path). Never references its owner, so that
-    the owner's finalizer can hold it.
-    """
-
-    __slots__ = (
-        "base",
-        "ctx",
-        "dead",
-        "device",
-        "exports",
-        "gen",
-        "inuse",
-        "keep",
-        "last",
-        "nbytes",
-        "owner",
-        "ptr",
-        "rel",
-        "release",
-        "streams",
-    )
-
-    def __init__(self, base: int, nbytes: int, device: int, ctx: _CtxRef | None) -> None:
-        self.base = base
-        self.ptr = base
-        self.nbytes = nbytes
-        self.device = device  # -1: pinned host memory
-        self.ctx = ctx
-        self.gen = runtime.generation()
-        self.last: object = None
-        self.streams: list[weakref.ref[Stream]] = []
-        self.dead = "buffer is closed"
-        #: one entry per synchronous operation using the memory right now (list
-        #: append/pop are atomic under the GIL); close() refuses while non-empty.
-        self.inuse: list[None] = []
-        #: weakref to the owning HostBuffer (host memory only), for finalize.
-        self.owner: weakref.ref[_Exported] | None = None
-        #: the explicit Context the memory was allocated in (kept alive), or None.
-        self.keep: object = _owner_of(ctx) if ctx is not None else None
-        #: the allocation backend's releaser (pyacl_rt._memory.backend), or None: freed
-        #: here, after waiting for its streams (one aclrtFree per buffer).
-        self.rel: Releaser | None = None
-        #: live DLPack exports (pyacl_rt._dlpack tokens); close() refuses while any.
-        self.exports: list[object] = []
-        #: memory imported through DLPack: called instead of aclrtFree/aclrtFreeHost
-        #: (the producer's deleter); such records are not counted in the statistics.
-        self.release: Callable[[], None] | None = None
-
+#: One allocation (device or pinned host), shared by a buffer and its views
+#: (:class:`pyacl_rt._memcore.Mem`): ``Mem(base, nbytes, device, ctx)``.
+#:
+#: ``ptr`` is what Python may use (0 once closed / freed / made inert); ``base`` is what
+#: is passed to ``aclrtFree`` or the cache (0 once freed). ``streams`` are weak
+#: references to the streams the memory was used on (``last`` is the private state token
+#: of the most recent, for a cheap identity test on the hot path). ``inuse`` counts the
+#: synchronous operations using the memory now (``hold()`` / ``unhold()``; close()
+#: refuses while nonzero); ``exports`` the live DLPack exports; ``owner`` is the owning
+#: HostBuffer (host memory only, for finalize); ``keep`` the explicit Context the memory
+#: was allocated in (kept alive); ``rel`` the allocation backend's releaser, or None (freed
+#: here, after waiting for its streams: one aclrtFree per buffer); ``release`` the
+#: producer's deleter of memory imported through DLPack (called instead of a free; not
+#: counted in the statistics). Never references its owner strongly, so that freeing it
+#: never depends on the owner.
+_Mem = _memcore.Mem
 
 #: A permanently dead allocation: closed views point at it.
-_DEAD: Final = _Mem(0, 0, -1, None)
+_DEAD: Final = _memcore.DEAD
 
 #: ``base`` / ``ptr`` of a zero-byte allocation (``DeviceBuffer(0)``): nonzero, so the
 #: buffer counts as open, but never passed to the runtime - no operation touches
 #: memory for 0 bytes, nothing is allocated or freed, and the public ``ptr`` is 0.
-ZERO_SIZE_BASE: Final = 1 << 63
+ZERO_SIZE_BASE: Final = _memcore.ZERO_SIZE_BASE  # 1 << 63
 
 # Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
 _live_lock = threading.RLock()
-_live: dict[int, _Mem] = {}
 _deferred: list[_Mem] = []
 
 
 def _hold(m: _Mem) -> int:
     """Mark ``m`` in use by an operation of the calling thread and return its address,
-    or 0 (nothing marked) when it is closed. Release with ``m.inuse.pop()``.
+    or 0 (nothing marked) when it is closed. Release with ``m.unhold()``.
 
-    Atomic with :func:`_claim_close` (both under ``_live_lock``): once this returned
-    an address, close() refuses until the mark is dropped."""
-    with _live_lock:
-        p = m.ptr
-        if p:
-            m.inuse.append(None)
-        return p
+    Atomic with :func:`_claim_close` (each one C call): once this returned an address,
+    close() refuses until the mark is dropped."""
+    return m.hold()
 
 
 def _claim_close(m: _Mem, what: str) -> int:
     """Start closing ``m``: returns its former address (0 when already closed) after
     setting ``m.ptr`` to 0, so that no new operation can start. Raises
-    ``BufferError`` (nothing changed) while an operation on another thread still uses
-    the memory. Caller holds ``_live_lock``."""
-    p = m.ptr
-    if p and m.exports:
-        raise BufferError(
-            f"cannot close {what}: {len(m.exports)} DLPack export(s) still use its memory "
-            "(e.g. an array made by numpy.from_dlpack / pyacl_rt.from_dlpack); release "
-            "them first"
-        )
-    if p and m.inuse:
-        raise BufferError(
-            f"cannot close {what}: a synchronous operation (copy / memset) on another "
-            f"thread is still using its memory ({len(m.inuse)} in flight); wait for it "
-            "to finish (e.g. join that thread), then close"
-        )
-    m.ptr = 0
-    return p
+    ``BufferError`` (nothing changed) while DLPack exports or an operation on another
+    thread still use the memory."""
+    return m.claim_close(what)
 
 
 def _raise_closed(m: _Mem, what: str) -> None:
@@ -246,28 +180,21 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
 def _take_base(m: _Mem) -> int:
     """Claim ``m``'s allocation once: return its base address (0 if another thread
     already took it) and forget the record. The caller frees the address."""
-    with _live_lock:
-        base = m.base
-        if base:
-            m.base = 0
-            _unregister(m)
-        return base
+    return m.take_base()
 
 
 def _free_mem(m: _Mem) -> None:
-    """Release ``m`` once (finalizer body). Never raises; never touches a runtime of
-    another generation. Waits for the streams that used ``m`` first. One gated section
-    (see ``_stream._destroy_stream``): finalize on another thread waits for it."""
+    """Release ``m`` once (what ``close()`` and the collection of an unclosed buffer
+    run when the C hit path does not). Never raises; never touches a runtime of another
+    generation. Waits for the streams that used ``m`` first. One gated section (see
+    ``_stream._destroy_stream``): finalize on another thread waits for it."""
     try:
-        with _live_lock:
-            base = m.base
-            if not base:
-                return
-            m.ptr = 0
-            alive = runtime.is_alive(m.gen)
-            if not alive:
-                _take_base(m)
-                return
+        if not m.base:
+            return
+        m.invalidate()  # ptr = 0
+        if not runtime.is_alive(m.gen):
+            m.take_base()
+            return
         if _local.st.in_callback:
             # A host-callback (report) thread: waiting for the streams may deadlock and
             # ACL forbids freeing there. The releaser thread frees it.
@@ -365,72 +292,34 @@ def _process_deferred() -> None:
         _free_mem(m)
 
 
-def _unregister(m: _Mem) -> None:
-    """Forget a freed allocation (caller holds ``_live_lock``)."""
-    if _live.pop(id(m), None) is not None and m.release is None:
-        st = _stats[m.device]
-        st["allocated"] -= m.nbytes
-        st["frees"] += 1
-        st["bytes_freed"] += m.nbytes
-
-
-def _register(m: _Mem) -> None:
-    with _live_lock:
-        _live[id(m)] = m
-        if m.release is not None:
-            return  # imported (DLPack): not an allocation of this process
-        st = _stats.get(m.device)
-        if st is None:
-            st = _stats[m.device] = dict(_ZERO)
-        st["allocated"] += m.nbytes
-        st["allocs"] += 1
-        st["bytes_allocated"] += m.nbytes
-        if st["allocated"] > st["peak"]:
-            st["peak"] = st["allocated"]
-
-
-#: device index (-1: pinned host memory) -> counters of this process.
-_stats: dict[int, dict[str, int]] = {}
-_ZERO: Final = {
-    "allocated": 0,
-    "peak": 0,
-    "allocs": 0,
-    "frees": 0,
-    "bytes_allocated": 0,
-    "bytes_freed": 0,
-}
+def _unknown_block(base: int) -> None:
+    """The cache did not know a block given back (logged, as StreamPool.release does)."""
+    _log.warning("pyacl_rt allocator: freeing unknown block 0x%x", base)
 
 
 def stat(index: int, key: str) -> int:
     """Counter ``key`` (allocated, peak, allocs, frees) of device ``index``."""
-    with _live_lock:
-        return _stats.get(index, {}).get(key, 0)
+    return counters(index)[key]
 
 
 def counters(index: int) -> dict[str, int]:
-    with _live_lock:
-        return dict(_stats.get(index, _ZERO))
+    """``allocated`` (bytes now), ``peak``, ``allocs``, ``frees``, ``bytes_allocated``,
+    ``bytes_freed`` of the live records of device ``index`` (-1: pinned host memory)."""
+    return _memcore.counters(index)
 
 
 def reset_totals(index: int) -> None:
     """Zero the bytes allocated / freed totals of ``index``."""
-    with _live_lock:
-        st = _stats.get(index)
-        if st is not None:
-            st["bytes_allocated"] = st["bytes_freed"] = 0
+    _memcore.reset_totals(index)
 
 
 def reset_peak(index: int) -> None:
-    with _live_lock:
-        st = _stats.get(index)
-        if st is not None:
-            st["peak"] = st["allocated"]
+    _memcore.reset_peak(index)
 
 
 # ================================================================= lifecycle
 def _iter_live() -> Iterator[_Mem]:
-    with _live_lock:
-        return iter(list(_live.values()))
+    return iter(_memcore.live())
 
 
 def _sync_devices(mems: list[_Mem]) -> None:
@@ -473,7 +362,7 @@ def _finalize_blockers() -> list[str]:
             continue
         if m.device >= 0:
             continue
-        owner = m.owner() if m.owner is not None else None
+        owner = m.owner
         if owner is None:
             # Collected, but an export still holds the memory (its destructor has not run).
             out.append(f"a garbage-collected HostBuffer of {m.nbytes} bytes at {where}: exported")
@@ -512,6 +401,7 @@ def _release_memory() -> None:
     silently (a numpy array over it is just one more object dying with the process).
     Should an export appear between an explicit finalize()'s guard and this hook, that
     is logged."""
+    _memcore.end_generation(runtime.generation())  # every free takes the Python path
     _process_deferred()
     mems = list(_iter_live())
     with _live_lock:
@@ -526,11 +416,11 @@ def _release_memory() -> None:
         m.streams.clear()
         m.last = None
         if m.device < 0:
-            owner = m.owner() if m.owner is not None else None
+            owner = m.owner
             if owner is None or m.inuse or m.exports or owner._exports():
                 # Exports still reference the memory: leave it to aclFinalize.
                 exported += 1
-                m.ptr = 0
+                m.invalidate()
                 _take_base(m)
                 continue
         _free_mem(m)
@@ -566,13 +456,21 @@ def _on_context_close(ctx: _CtxRef) -> None:
 def _after_fork_in_child() -> None:
     global _live_lock
     _live_lock = threading.RLock()
-    for m in list(_live.values()):
-        m.ptr = 0
-        m.base = 0
-        m.dead = "forked"
-    _live.clear()
-    _stats.clear()
+    _memcore.after_fork()  # records (deferred ones too) forget the parent's memory
     _deferred.clear()
+
+
+_memcore.bind(
+    runtime_globals=vars(runtime),
+    state_globals=vars(_state),
+    thread_state=_state._ThreadState,
+    ctx_ref=_CtxRef,
+    deferred=_deferred,
+    free_mem=_free_mem,
+    raise_closed=_raise_closed,
+    unknown_block=_unknown_block,
+    lowlevel_api=_lib.pyacl_lowlevel_api(),
+)
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "acl/acl.h"
+#include "acl/acl_mock_kernel.h"
 
 #ifndef ACLMOCK_API
 #define ACLMOCK_API __attribute__((visibility("default")))
@@ -148,6 +149,37 @@ ACLMOCK_API int32_t aclmockGetPhysicalDevice(int32_t device);
  * Used by the mock libascend_dump.so (acldumpGetPath); the string stays valid until
  * the next aclmdlSetDump/aclmdlFinalizeDump. Implemented in src/dump.c. */
 ACLMOCK_API const char *aclmockDumpGetPath(int32_t dumpType);
+
+/* ------------------------------------------------------------ kernel twins */
+
+/* Registers a host twin for the kernel `name` (see acl/acl_mock_kernel.h): from now on a
+ * kernel of that name in a device binary (an ELF for another machine, such as an Ascend
+ * C `.o`, loaded with aclrtBinaryLoadFromFile/FromData or aclrtBinaryLoad) runs `fn`, once
+ * per block, with `userData`. `flags` are ACLMOCK_KERNEL_* (block independence, kernel
+ * type); the parameters are not described (ACLMOCK_PARAMS_UNKNOWN). The signature takes
+ * plain pointers and integers so that a foreign-function callback (Python cffi/ctypes)
+ * can be registered. The name is copied. Returns ACL_SUCCESS,
+ * ACL_ERROR_INVALID_PARAM (100000) for a NULL/empty/too long (> 255 bytes) name, a NULL
+ * fn or undefined flag bits, or ACL_ERROR_RT_KERNEL_DUPLICATE (507028) when a twin of
+ * that name is registered already (unregister it first). Errors are recorded like those
+ * of the ACL entry points (aclGetRecentErrMsg). Usable before aclInit. */
+ACLMOCK_API aclError aclmockRegisterKernel(const char *name, aclmockKernelFn fn, void *userData, uint32_t flags);
+
+/* The same with a full descriptor (parameters with their sizes and access modes, cost;
+ * acl/acl_mock_kernel.h). The descriptor, its name and its parameter array are copied.
+ * Also ACL_ERROR_INVALID_PARAM for a wrong version, numParams > 128 (other than
+ * ACLMOCK_PARAMS_UNKNOWN), a NULL params with numParams > 0, a parameter of size 0 or
+ * with an access mode outside ACLMOCK_ACCESS_*, a pointer parameter whose size is not 8,
+ * or reserved fields that are not 0. */
+ACLMOCK_API aclError aclmockRegisterKernelDesc(const aclmockKernelDesc *desc);
+
+/* Removes the twin registered under `name`. Launches already queued keep the twin they
+ * resolved; later launches of that name fail (no twin). ACL_ERROR_INVALID_PARAM when no
+ * twin of that name is registered. */
+ACLMOCK_API aclError aclmockUnregisterKernel(const char *name);
+
+/* 1 when a twin is registered under `name`, else 0. */
+ACLMOCK_API int32_t aclmockKernelIsRegistered(const char *name);
 
 #ifdef __cplusplus
 }

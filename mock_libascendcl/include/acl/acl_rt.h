@@ -1288,6 +1288,8 @@ ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(
 ACL_FUNC_VISIBILITY aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp);
 ACL_FUNC_VISIBILITY aclError aclrtGetEventAvailNum(uint32_t *eventCount);
 ACL_FUNC_VISIBILITY aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId);
+ACL_FUNC_VISIBILITY aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event);
 ACLMOCK_DEPRECATED("aclrtQueryEvent is deprecated")
 ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(
     aclrtEvent event,
@@ -1318,17 +1320,20 @@ ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithTimeout(
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);
 
-/* event: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle);
-ACL_FUNC_VISIBILITY aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event);
-
 /* exception_info */
 ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackRegister(
     aclrtExceptionInfoCallback callback);
 ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackUnregister(
     aclrtExceptionInfoCallback callback);
+ACL_FUNC_VISIBILITY aclError aclrtGetArgsFromExceptionInfo(
+    const aclrtExceptionInfo *info,
+    void **devArgsPtr,
+    uint32_t *devArgsLen);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetDeviceIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetErrorCodeFromExceptionInfo(const aclrtExceptionInfo *info);
+ACL_FUNC_VISIBILITY aclError aclrtGetFuncHandleFromExceptionInfo(
+    const aclrtExceptionInfo *info,
+    aclrtFuncHandle *func);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetStreamIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetTaskIdFromExceptionInfo(const aclrtExceptionInfo *info);
 ACL_FUNC_VISIBILITY uint32_t aclrtGetThreadIdFromExceptionInfo(const aclrtExceptionInfo *info);
@@ -1336,15 +1341,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetThreadLastTaskId(uint32_t *taskId);
 ACLMOCK_DEPRECATED("aclrtSetExceptionInfoCallback is deprecated")
 ACL_FUNC_VISIBILITY aclError aclrtSetExceptionInfoCallback(
     aclrtExceptionInfoCallback callback);
-
-/* exception_info: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtGetArgsFromExceptionInfo(
-    const aclrtExceptionInfo *info,
-    void **devArgsPtr,
-    uint32_t *devArgsLen);
-ACL_FUNC_VISIBILITY aclError aclrtGetFuncHandleFromExceptionInfo(
-    const aclrtExceptionInfo *info,
-    aclrtFuncHandle *func);
 
 /* hostfunc */
 ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
@@ -1375,7 +1371,7 @@ ACL_FUNC_VISIBILITY aclError aclInitCallbackUnRegister(
     aclRegisterCallbackType type,
     aclInitCallbackFunc cbFunc);
 
-/* kernel: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+/* kernel */
 ACL_FUNC_VISIBILITY aclError aclrtBinaryGetDevAddress(
     const aclrtBinHandle binHandle,
     void **binAddr,
@@ -1383,10 +1379,6 @@ ACL_FUNC_VISIBILITY aclError aclrtBinaryGetDevAddress(
 ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunction(
     const aclrtBinHandle binHandle,
     const char *kernelName,
-    aclrtFuncHandle *funcHandle);
-ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunctionByEntry(
-    aclrtBinHandle binHandle,
-    uint64_t funcEntry,
     aclrtFuncHandle *funcHandle);
 ACL_FUNC_VISIBILITY aclError aclrtBinaryGetGlobal(
     aclrtBinHandle binHandle,
@@ -1440,9 +1432,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetFunctionSize(
     aclrtFuncHandle funcHandle,
     size_t *aicSize,
     size_t *aivSize);
-ACL_FUNC_VISIBILITY aclError aclrtGetHardwareSyncAddr(void **addr);
-ACL_FUNC_VISIBILITY aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr);
-ACL_FUNC_VISIBILITY aclError aclrtGetSymbolSize(const void *symbol, size_t *size);
 ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppend(
     aclrtArgsHandle argsHandle,
     void *param,
@@ -1531,6 +1520,20 @@ ACL_FUNC_VISIBILITY aclError aclrtLaunchSIMTKernelWithHostArgs(
     size_t argsSize,
     aclrtPlaceHolderInfo *placeHolderArray,
     size_t placeHolderNum);
+ACL_FUNC_VISIBILITY aclError aclrtRegisterCpuFunc(
+    const aclrtBinHandle handle,
+    const char *funcName,
+    const char *kernelName,
+    aclrtFuncHandle *funcHandle);
+
+/* kernel: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunctionByEntry(
+    aclrtBinHandle binHandle,
+    uint64_t funcEntry,
+    aclrtFuncHandle *funcHandle);
+ACL_FUNC_VISIBILITY aclError aclrtGetHardwareSyncAddr(void **addr);
+ACL_FUNC_VISIBILITY aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtGetSymbolSize(const void *symbol, size_t *size);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyFromSymbol(
     void *dst,
     size_t dstMax,
@@ -1559,11 +1562,6 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyToSymbolAsync(
     size_t offset,
     aclrtMemcpyKind kind,
     aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtRegisterCpuFunc(
-    const aclrtBinHandle handle,
-    const char *funcName,
-    const char *kernelName,
-    aclrtFuncHandle *funcHandle);
 
 /* label: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtCreateLabel(aclrtLabel *label);
@@ -1610,6 +1608,23 @@ ACL_FUNC_VISIBILITY aclError aclrtHostRegister(
     void **devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void *ptr);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemClose(const char *key);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemGetExportKey(
+    void *devPtr,
+    size_t size,
+    char *key,
+    size_t len,
+    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportPidInterServer(
+    const char *key,
+    aclrtServerPid *serverPids,
+    size_t num);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetAttr(
+    const char *key,
+    aclrtIpcMemAttrType type,
+    uint64_t attr);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtMallocAlign32(
     void **devPtr,
@@ -1641,6 +1656,16 @@ ACL_FUNC_VISIBILITY aclError aclrtMapMem(
     aclrtDrvMemHandle handle,
     uint64_t flags);
 ACL_FUNC_VISIBILITY aclError aclrtMemAllocManaged(void **ptr, uint64_t size, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandle(
+    aclrtDrvMemHandle handle,
+    aclrtMemHandleType handleType,
+    uint64_t flags,
+    uint64_t *shareableHandle);
+ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandleV2(
+    aclrtDrvMemHandle handle,
+    uint64_t flags,
+    aclrtMemSharedHandleType shareType,
+    void *shareableHandle);
 ACL_FUNC_VISIBILITY aclError aclrtMemFlush(void *devPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtMemGetAccess(
     void *virPtr,
@@ -1654,6 +1679,15 @@ ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationGranularity(
 ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationPropertiesFromHandle(
     aclrtDrvMemHandle handle,
     aclrtPhysicalMemProp *prop);
+ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandle(
+    uint64_t shareableHandle,
+    int32_t deviceId,
+    aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandleV2(
+    void *shareableHandle,
+    aclrtMemSharedHandleType shareType,
+    uint64_t flags,
+    aclrtDrvMemHandle *handle);
 ACL_FUNC_VISIBILITY aclError aclrtMemInvalidate(void *devPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtMemManagedAdvise(
     const void * const ptr,
@@ -1702,6 +1736,15 @@ ACL_FUNC_VISIBILITY aclError aclrtMemSetAccess(
     size_t size,
     aclrtMemAccessDesc *desc,
     size_t count);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandle(
+    uint64_t shareableHandle,
+    int32_t *pid,
+    size_t pidNum);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandleV2(
+    void *shareableHandle,
+    aclrtMemSharedHandleType shareType,
+    int32_t *pid,
+    size_t pidNum);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(
     void *dst,
     size_t destMax,
@@ -1851,47 +1894,11 @@ ACL_FUNC_VISIBILITY aclError aclrtCmoWaitBarrier(
     uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceL2CacheFlush(void *rsv);
 ACL_FUNC_VISIBILITY aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemClose(const char *key);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemGetExportKey(
-    void *devPtr,
-    size_t size,
-    char *key,
-    size_t len,
-    uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportPidInterServer(
-    const char *key,
-    aclrtServerPid *serverPids,
-    size_t num);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetAttr(
-    const char *key,
-    aclrtIpcMemAttrType type,
-    uint64_t attr);
-ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);
 ACL_FUNC_VISIBILITY aclError aclrtMallocForTaskScheduler(
     void **devPtr,
     size_t size,
     aclrtMemMallocPolicy policy,
     aclrtMallocConfig *cfg);
-ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandle(
-    aclrtDrvMemHandle handle,
-    aclrtMemHandleType handleType,
-    uint64_t flags,
-    uint64_t *shareableHandle);
-ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandleV2(
-    aclrtDrvMemHandle handle,
-    uint64_t flags,
-    aclrtMemSharedHandleType shareType,
-    void *shareableHandle);
-ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandle(
-    uint64_t shareableHandle,
-    int32_t deviceId,
-    aclrtDrvMemHandle *handle);
-ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandleV2(
-    void *shareableHandle,
-    aclrtMemSharedHandleType shareType,
-    uint64_t flags,
-    aclrtDrvMemHandle *handle);
 ACL_FUNC_VISIBILITY aclError aclrtMemMapSelectedLink(
     void *virPtrDst,
     size_t size,
@@ -1905,15 +1912,6 @@ ACL_FUNC_VISIBILITY aclError aclrtMemP2PMap(
     size_t size,
     int32_t dstDevId,
     uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandle(
-    uint64_t shareableHandle,
-    int32_t *pid,
-    size_t pidNum);
-ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandleV2(
-    void *shareableHandle,
-    aclrtMemSharedHandleType shareType,
-    int32_t *pid,
-    size_t pidNum);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithDesc(
     void *desc,
     aclrtMemcpyKind kind,
@@ -2023,7 +2021,7 @@ ACL_FUNC_VISIBILITY aclError aclrtTaskUpdateAsync(
     aclrtTaskUpdateInfo *info,
     aclrtStream execStream);
 
-/* notify: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+/* notify */
 ACL_FUNC_VISIBILITY aclError aclrtCntNotifyCreate(aclrtCntNotify *cntNotify, uint64_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtCntNotifyDestroy(aclrtCntNotify cntNotify);
 ACL_FUNC_VISIBILITY aclError aclrtCntNotifyGetId(aclrtCntNotify cntNotify, uint32_t *notifyId);
@@ -2067,6 +2065,10 @@ ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskExtendInfo(
 ACL_FUNC_VISIBILITY aclError aclrtCacheLastTaskOpInfo(
     const void * const infoPtr,
     const size_t infoSize);
+ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(
+    const aclrtRandomNumTaskInfo *taskInfo,
+    const aclrtStream stream,
+    void *reserve);
 ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(
     void *dst,
     const void *src,
@@ -2077,10 +2079,6 @@ ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(
     void *reserve);
 
 /* other: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(
-    const aclrtRandomNumTaskInfo *taskInfo,
-    const aclrtStream stream,
-    void *reserve);
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotCallbackRegister(
     aclrtSnapShotStage stage,
     aclrtSnapShotCallBack callback,

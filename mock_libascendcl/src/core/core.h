@@ -409,6 +409,7 @@ MOCK_HIDDEN bool core_is_initialized(void);
 #define CORE_LEVEL_STREAM 100
 #define CORE_LEVEL_MEM 200
 #define CORE_LEVEL_MISC 300
+#define CORE_LEVEL_KERNEL 600 /* above notify (400) and ipc (500), which it does not call */
 
 /* What aclInit passes to the init hooks: the function name for error messages and
  * the configuration file (path NULL and text NULL when aclInit got none). */
@@ -419,12 +420,29 @@ typedef struct core_init_info {
     size_t config_len;
 } core_init_info;
 
+/* (kernel, additive) What a failing task can tell the task_failed hooks and the
+ * stream besides its code: a kernel launch names its function, the argument block the
+ * kernel got, the exception callback of its binary and what went wrong. A task sets it
+ * on the worker thread (core_task_set_detail) before returning its error; the object
+ * must stay valid until the task's free_arg runs (the stream worker runs the
+ * task_failed hooks first). */
+typedef struct core_task_detail {
+    void *func;            /* aclrtFuncHandle of a kernel launch, or NULL */
+    void *args;            /* the argument block the kernel got, or NULL */
+    uint32_t args_size;    /* its bytes */
+    /* aclrtBinarySetExceptionCallback: called before the process-wide callbacks */
+    void (*callback)(aclrtExceptionInfo *info, void *user_data);
+    void *callback_data;
+    const char *message;   /* what went wrong, for the synchronize error message; or NULL */
+} core_task_detail;
+
 /* A task that failed on a stream worker (for exception-info callbacks). */
 typedef struct core_task_failure {
     int32_t device;
     uint32_t stream_id;
     uint32_t task_id;
     aclError code;
+    const core_task_detail *detail; /* (kernel, additive) NULL unless the task set one */
 } core_task_failure;
 
 typedef struct core_subsystem {
@@ -452,6 +470,11 @@ typedef struct core_subsystem {
     void (*stream_destroyed)(mock_stream *s);
     void (*task_failed)(const core_task_failure *failure);
 } core_subsystem;
+
+/* (kernel, additive) The detail of the task running on the calling stream worker: set
+ * by the task (NULL clears), taken (and cleared) by the worker after the task returns. */
+MOCK_HIDDEN void core_task_set_detail(const core_task_detail *detail);
+MOCK_HIDDEN const core_task_detail *core_task_take_detail(void);
 
 /* Adds a descriptor (static storage; at most 16). Called from constructors only. */
 MOCK_HIDDEN void core_subsystem_register(const core_subsystem *sub);
@@ -576,5 +599,48 @@ MOCK_HIDDEN const char *core_json_type_name(mock_json_type t);
  * (empty, or not JSON: the message has line and column), ACL_ERROR_BAD_ALLOC. */
 MOCK_HIDDEN aclError core_json_load_file(const char *fn, const char *what, const char *path, size_t max_bytes,
                                          char **text, size_t *len, mock_json **root);
+
+/* -------------------------------------------------------------------- soc.c */
+/* The product family of ASCEND_MOCK_SOC_NAME, for the per-product support matrices of
+ * the API reference (950 = 950PR/950DT, A3, A2, 310P, 310B, 910 = training series). A
+ * name the mock does not know is an A2 part. */
+typedef enum core_soc_family {
+    CORE_SOC_A2 = 0,
+    CORE_SOC_A3,
+    CORE_SOC_950PR,
+    CORE_SOC_950DT,
+    CORE_SOC_310P,
+    CORE_SOC_310B,
+    CORE_SOC_910
+} core_soc_family;
+#define CORE_SOC_BIT(f) (1u << (unsigned)(f))
+#define CORE_SOC_950 (CORE_SOC_BIT(CORE_SOC_950PR) | CORE_SOC_BIT(CORE_SOC_950DT))
+MOCK_HIDDEN core_soc_family core_soc_family_get(void);
+MOCK_HIDDEN const char *core_soc_family_name(core_soc_family f);
+/* ACL_SUCCESS when the family of this SoC is in `supported` (CORE_SOC_BIT ors), else
+ * records and returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT under `fn`, naming the SoC. */
+MOCK_HIDDEN aclError core_soc_require(const char *fn, unsigned supported);
+
+/* -------------------------------------------------------------------- shm.c */
+/* Process-shared words: 64-byte zeroed slots of memfd-backed arenas mapped MAP_SHARED
+ * (the state of IPC events and notifies), and shared futex wait/wake on a 32-bit word
+ * (works on any memory, across processes for shared mappings). */
+#define CORE_SHM_SLOT_BYTES 64u
+typedef struct core_shm_slot {
+    void *addr;      /* the slot in this process */
+    int fd;          /* the arena's memfd (-1: cannot be shared with another process) */
+    uint64_t offset; /* of the slot in that file */
+    uint32_t number; /* internal */
+} core_shm_slot;
+/* false when no arena memory could be mapped. */
+MOCK_HIDDEN bool core_shm_slot_alloc(core_shm_slot *out);
+/* Returns the slot to the arena (no-op for an empty slot). The caller makes sure no
+ * process maps it any more (src/ipc/ keeps the object alive while an importer does). */
+MOCK_HIDDEN void core_shm_slot_free(const core_shm_slot *slot);
+/* Sleeps while *word == expected, until woken or `deadline` (absolute CLOCK_MONOTONIC;
+ * NULL = none). Returns ETIMEDOUT, or 0 (recheck: woken, value changed, interrupted). */
+MOCK_HIDDEN int core_futex_wait(_Atomic uint32_t *word, uint32_t expected, const struct timespec *deadline);
+/* Wakes every waiter on `word`, in any process. */
+MOCK_HIDDEN void core_futex_wake(_Atomic uint32_t *word);
 
 #endif /* MOCK_CORE_H */

@@ -139,7 +139,35 @@
       "the exception infos live during a callback", MOCK_HOLDS_LIFECYCLE)                               \
     X(MOCK_LOCK_DUMP, "misc/dump.c dump_state.mu", "the dump session and the aclInit dump config",     \
       MOCK_HOLDS_LIFECYCLE)                                                                             \
+    /* -------------------------------------------------------------- notify */                        \
+    X(MOCK_LOCK_NOTIFY_REGISTRY, "notify/notify.c g_nt_mu",                                             \
+      "the registry of live notifies and the per-device notify counts",         \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_CNT_NOTIFY_REGISTRY, "notify/cnt_notify.c g_cnt_mu",                                    \
+      "the registry of live count notifies and their per-device counts", MOCK_HOLDS_LIFECYCLE)          \
+    /* ----------------------------------------------------------------- ipc */                        \
+    X(MOCK_LOCK_IPC_TABLE, "ipc/broker.c g_table_mu",                                                   \
+      "what this process exports (keys, ids, whitelists) and the broker thread's state (its "         \
+      "connections are the thread's own while it runs)", MOCK_HOLDS_LIFECYCLE)                                   \
+    X(MOCK_LOCK_IPC_IMPORTS, "ipc/share_mem.c g_imports_mu", "the memory this process imported, by key",\
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_IPC_CLIENTS, "ipc/client.c g_clients_mu",                                               \
+      "the connections to other processes' brokers and their user counts", MOCK_HOLDS_LIFECYCLE)       \
+    X(MOCK_LOCK_IPC_CONNECTION, "ipc/client.c ipc_conn.mu",                                             \
+      "one connection to another process's broker: a request and its reply (held across that "        \
+      "exchange; a broker never waits for another process, so this cannot deadlock)",                 \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
+    /* -------------------------------------------------------------- kernel */                        \
+    X(MOCK_LOCK_KERNEL, "kernel/binary.c kernel_mu",                                                    \
+      "the registries of binaries, functions, argument lists and host twins, and the mutable state "  \
+      "of those objects (device copy, exception callback, list contents); also the fault-signal "     \
+      "handlers being (re)installed", MOCK_HOLDS_LIFECYCLE)                                              \
+    X(MOCK_LOCK_KERNEL_POOL, "kernel/run.c g_pool_mu",                                                  \
+      "the block worker pool: its threads and the queue of launches whose blocks it runs",            \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
     /* ------------------------------------------- core: leaves taken anywhere */                     \
+    X(MOCK_LOCK_SHM_SLOTS, "core/shm.c g_shm_mu", "the arenas of process-shared words and their free slots",\
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
     X(MOCK_LOCK_SUBSYSTEMS, "core/subsystem.c g_subsys_lock",                                           \
       "the registered subsystem descriptors (copied out; hooks run without it)", MOCK_HOLDS_LIFECYCLE)                                              \
     X(MOCK_LOCK_FAULTS, "core/error.c g_fault_lock", "the injected faults and their call counters",     \

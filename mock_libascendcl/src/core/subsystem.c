@@ -167,3 +167,19 @@ void core_subsystems_task_failed(const core_task_failure *failure)
         }
     }
 }
+
+/* ------------------------------------------------------------ task detail */
+
+static _Thread_local const core_task_detail *t_task_detail;
+
+void core_task_set_detail(const core_task_detail *detail)
+{
+    t_task_detail = detail;
+}
+
+const core_task_detail *core_task_take_detail(void)
+{
+    const core_task_detail *d = t_task_detail;
+    t_task_detail = NULL;
+    return d;
+}

@@ -125,6 +125,7 @@ static aclError classify(const char *fn, const char *what, const void *p, size_t
     switch (r->kind) {
     case MEM_REC_DEVICE:
     case MEM_REC_VMM_MAP:
+    case MEM_REC_IPC:
         out->dev = true;
         out->device = r->device;
         break;

@@ -19,7 +19,8 @@ typedef enum mem_rec_kind {
     MEM_REC_HOST_PINNED = 2, /* aclrtMallocHost* */
     MEM_REC_MANAGED = 3,     /* aclrtMemAllocManaged: host and device accessible */
     MEM_REC_HOST_REG = 4,    /* aclrtHostRegister*: user host memory, device mapped */
-    MEM_REC_VMM_MAP = 5      /* aclrtMapMem: physical handle mapped into a reserved VA */
+    MEM_REC_VMM_MAP = 5,     /* aclrtMapMem: physical handle mapped into a reserved VA */
+    MEM_REC_IPC = 6          /* aclrtIpcMemImportByKey: another process's device memory (mem/ipc.c) */
 } mem_rec_kind;
 
 typedef struct mem_rec mem_rec;
@@ -44,6 +45,7 @@ struct mem_rec {
     _Atomic bool readonly;  /* device view is read-only (host register READONLY, VMM READ access) */
     _Atomic bool no_access; /* VMM mapping without access for its device */
     bool cap_returned;      /* device capacity already given back (at aclrtFree) */
+    atomic_bool ipc_keep_pages; /* exported and still mapped by another process at aclFinalize: do not punch */
     atomic_long refs;
     atomic_bool freed;      /* removed from the registry */
     int access;             /* isolation access count, under the isolation lock */
@@ -95,6 +97,14 @@ MOCK_HIDDEN void mem_rec_access_end(mem_rec *rec);
 MOCK_HIDDEN bool mem_isolation(void);
 MOCK_HIDDEN size_t mem_page_size(void);
 
+/* (kernel, additive) Allocates device memory on `device` like aclrtMalloc (policy
+ * NORMAL_ONLY), registers and counts it; memory.c. */
+MOCK_HIDDEN aclError mem_device_alloc(const char *fn, int32_t device, size_t size, void **out);
+/* Removes the record of the allocation at exactly `ptr` (kinds mask as for
+ * mem_registry_remove), gives its capacity back and drops the registry's reference,
+ * without touching the statistics; false when it is not a live allocation. */
+MOCK_HIDDEN bool mem_device_free_quiet(void *ptr);
+
 /* Device capacity accounting (memory.c): true when `bytes` fit. */
 MOCK_HIDDEN bool mem_capacity_take(int32_t device, uint64_t bytes);
 MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes);
@@ -102,7 +112,7 @@ MOCK_HIDDEN void mem_capacity_give(int32_t device, uint64_t bytes);
 static inline bool mem_rec_is_device(const mem_rec *r)
 {
     return r != NULL && (r->kind == MEM_REC_DEVICE || r->kind == MEM_REC_VMM_MAP ||
-                         r->kind == MEM_REC_MANAGED || r->kind == MEM_REC_HOST_REG);
+                         r->kind == MEM_REC_MANAGED || r->kind == MEM_REC_HOST_REG || r->kind == MEM_REC_IPC);
 }
 static inline bool mem_rec_is_host(const mem_rec *r)
 {
@@ -117,6 +127,16 @@ MOCK_HIDDEN void mem_finalize(void);
 /* stream_destroyed hook (allocator.c): forgets the allocator registered
  * (aclrtAllocatorRegister) on a stream that is being destroyed. */
 MOCK_HIDDEN void mem_allocator_stream_destroyed(mock_stream *s);
+
+/* --- the device heap, for mem/ipc.c (memory.c) --- */
+/* The memfd backing `device`'s region (-1: not reserved yet, or not shareable) and the
+ * region's base address (offset in the file = address - base). */
+MOCK_HIDDEN int mem_region_fd(int32_t device, uintptr_t *base);
+/* Address space of `device`'s region without capacity (imported memory): `len` bytes
+ * aligned to `align` (a power of two >= the page size). false when none is free. */
+MOCK_HIDDEN bool mem_region_take(int32_t device, size_t len, size_t align, uintptr_t *addr);
+/* Gives a range from mem_region_take back, with the heap's own PROT_NONE pages under it. */
+MOCK_HIDDEN void mem_region_give(int32_t device, uintptr_t addr, size_t len);
 
 /* --- VMM (vmm.c) --- */
 /* True when ptr lies in a reserved VMM range (mapped or not). */

@@ -4,10 +4,15 @@
  * free / query entry points (acl_abi.md §1.6, §5.6).
  *
  * Device memory lives apart from the host heap. Each device owns one region of
- * address space reserved with mmap(PROT_NONE, MAP_NORESERVE) on first use; an
- * allocation carves page-granular extents out of it (first fit, coalescing free
- * list) and commits them with mprotect(RW); a free gives the pages back with
- * MADV_DONTNEED + mprotect(PROT_NONE). The capacity of a device is
+ * address space reserved with mmap(PROT_NONE, MAP_NORESERVE) on first use, backed by
+ * one sparse memfd mapped MAP_SHARED (the "device heap"), so that another process
+ * that receives the memfd maps the very same pages (IPC memory, src/ipc/ and
+ * mem/ipc.c: zero-copy); an allocation carves page-granular extents out of it (first
+ * fit, coalescing free list) and commits them with mprotect(RW); a free gives the
+ * pages back by punching a hole in the memfd + mprotect(PROT_NONE), so they read as
+ * zeros when reused. (Where memfd_create is unavailable the region is private
+ * anonymous memory and MADV_DONTNEED frees; nothing can then be exported.) The
+ * capacity of a device is
  * core_config_get()->mem_per_device and is accounted like the real driver:
  * the rounded size (round up to 32, +32 padding) in whole pages of the
  * allocation's policy (see device_alloc), so aclrtGetMemInfo tracks
@@ -28,6 +33,7 @@
 #include "mem/mem_private.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +88,7 @@ typedef struct dev_region {
     _Atomic(uintptr_t) base; /* 0 until reserved; read without the lock */
     _Atomic(size_t) vsize;
     bool tried;              /* reservation attempted (and failed if base == 0) */
+    int fd;                  /* the memfd backing the region (offset = address - base), -1: anonymous */
     uint64_t capacity;
     uint64_t used;           /* rounded bytes of live allocations + physical handles */
     uint64_t peak;
@@ -97,6 +104,7 @@ static void dev_init_once(void)
 {
     for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
         core_mutex_init(&g_dev[i].lock, MOCK_LOCK_MEM_REGION);
+        g_dev[i].fd = -1;
     }
 }
 
@@ -135,8 +143,21 @@ static bool region_reserve(dev_region *d, int32_t device)
     if (floor == 0) {
         floor = g_page;
     }
+    /* The device heap: a sparse memfd the size of the region (pages exist only where
+     * allocations touched them), so that IPC can hand the same pages to another process. */
+    int fd = memfd_create("acl_mock_device_heap", MFD_CLOEXEC);
     for (size_t sz = want; sz >= floor; sz /= 2) {
-        void *p = mmap(NULL, sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *p = MAP_FAILED;
+        if (fd >= 0 && ftruncate(fd, (off_t)sz) == 0) {
+            p = mmap(NULL, sz, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+        }
+        if (p == MAP_FAILED && fd >= 0 && sz == floor) {
+            close(fd); /* last try: a private region (not shareable) */
+            fd = -1;
+        }
+        if (p == MAP_FAILED && fd < 0) {
+            p = mmap(NULL, sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        }
         if (p != MAP_FAILED) {
             if (sz != want) {
                 fprintf(stderr,
@@ -147,8 +168,12 @@ static bool region_reserve(dev_region *d, int32_t device)
             d->free = malloc(sizeof(extent) * 16);
             if (d->free == NULL) {
                 munmap(p, sz);
+                if (fd >= 0) {
+                    close(fd);
+                }
                 return false;
             }
+            d->fd = fd;
             d->capfree = 16;
             d->nfree = 1;
             d->free[0].off = 0;
@@ -163,6 +188,9 @@ static bool region_reserve(dev_region *d, int32_t device)
     }
     fprintf(stderr, "mock_libascendcl: could not reserve address space for device %d: %s\n", device,
             strerror(errno));
+    if (fd >= 0) {
+        close(fd);
+    }
     return false;
 }
 
@@ -618,16 +646,71 @@ MOCK_HIDDEN bool mem_lookup(const void *ptr, mock_mem_info *out)
     return true;
 }
 
+/* ------------------------------------------- the device heap for mem/ipc.c */
+
+int mem_region_fd(int32_t device, uintptr_t *base)
+{
+    dev_region *d = dev_get(device);
+    if (d == NULL) {
+        return -1;
+    }
+    core_mutex_lock(&d->lock);
+    int fd = atomic_load(&d->base) != 0 ? d->fd : -1;
+    *base = atomic_load(&d->base);
+    core_mutex_unlock(&d->lock);
+    return fd;
+}
+
+bool mem_region_take(int32_t device, size_t len, size_t align, uintptr_t *addr)
+{
+    dev_region *d = dev_get(device);
+    if (d == NULL) {
+        return false;
+    }
+    size_t off = 0;
+    core_mutex_lock(&d->lock);
+    bool ok = region_reserve(d, device) && extent_take(d, len, align, &off);
+    if (ok) {
+        *addr = atomic_load(&d->base) + off;
+    }
+    core_mutex_unlock(&d->lock);
+    return ok;
+}
+
+void mem_region_give(int32_t device, uintptr_t addr, size_t len)
+{
+    dev_region *d = dev_get(device);
+    core_mutex_lock(&d->lock);
+    uintptr_t base = atomic_load(&d->base);
+    if (base != 0 && addr >= base && addr - base < atomic_load(&d->vsize)) {
+        /* put the heap's own (untouched, PROT_NONE) pages back under the range */
+        if (d->fd >= 0) {
+            mmap((void *)addr, len, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, d->fd, (off_t)(addr - base));
+        } else {
+            mmap((void *)addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+        }
+        extent_give(d, addr - base, len);
+    }
+    core_mutex_unlock(&d->lock);
+}
+
 /* ------------------------------------------------------ device allocation */
 
 static void device_rec_dtor(mem_rec *r)
 {
     dev_region *d = dev_get(r->device);
     void *p = (void *)r->base;
-    madvise(p, r->span, MADV_DONTNEED);
+    uintptr_t base = atomic_load(&d->base);
+    if (d->fd < 0) {
+        madvise(p, r->span, MADV_DONTNEED);
+    } else if (!atomic_load(&r->ipc_keep_pages) && base != 0 && r->base >= base) {
+        /* free the heap's pages (they read as zeros when the range is reused); not at
+         * aclFinalize while another process still maps them (mem/ipc.c) */
+        fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(r->base - base), (off_t)r->span);
+    }
     mprotect(p, r->span, PROT_NONE);
     core_mutex_lock(&d->lock);
-    uintptr_t base = atomic_load(&d->base);
+    base = atomic_load(&d->base);
     if (base != 0 && r->base >= base) {
         extent_give(d, r->base - base, r->span);
     }
@@ -809,6 +892,25 @@ static aclError malloc_common(const char *fn, void **devPtr, size_t size, aclrtM
     return device_alloc(fn, core_ctx_device(ctx), size, (uint32_t)policy, pad, devPtr);
 }
 
+aclError mem_device_alloc(const char *fn, int32_t device, size_t size, void **out)
+{
+    return device_alloc(fn, device, size, ACL_MEM_MALLOC_NORMAL_ONLY, true, out);
+}
+
+bool mem_device_free_quiet(void *ptr)
+{
+    int found;
+    bool interior;
+    mem_rec *r = mem_registry_remove(ptr, 1u << MEM_REC_DEVICE, &found, &interior);
+    if (r == NULL) {
+        return false;
+    }
+    mem_capacity_give(r->device, r->charged);
+    r->cap_returned = true;
+    mem_release(r); /* the registry's reference */
+    return true;
+}
+
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
     return malloc_common("aclrtMalloc", devPtr, size, policy, true);
@@ -914,6 +1016,8 @@ static const char *kind_name(int kind)
         return "registered host memory (use aclrtHostUnregister)";
     case MEM_REC_VMM_MAP:
         return "a VMM mapping (use aclrtUnmapMem)";
+    case MEM_REC_IPC:
+        return "memory imported with aclrtIpcMemImportByKey (use aclrtIpcMemClose)";
     default:
         return "unknown memory";
     }
@@ -1144,6 +1248,7 @@ aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attribut
     switch (r->kind) {
     case MEM_REC_DEVICE:
     case MEM_REC_VMM_MAP:
+    case MEM_REC_IPC:
         attributes->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
         attributes->location.id = (uint32_t)r->device;
         break;
@@ -1182,7 +1287,7 @@ aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType, uin
         bool match = false;
         mem_rec *r = mem_acquire(addrList[i]);
         if (r != NULL) {
-            if ((memType & ACL_RT_MEM_TYPE_DEV) && r->kind == MEM_REC_DEVICE) {
+            if ((memType & ACL_RT_MEM_TYPE_DEV) && (r->kind == MEM_REC_DEVICE || r->kind == MEM_REC_IPC)) {
                 match = true;
             }
             if ((memType & ACL_RT_MEM_TYPE_RSVD) && r->kind == MEM_REC_VMM_MAP) {
@@ -1433,6 +1538,10 @@ MOCK_HIDDEN void mem_finalize(void)
         uintptr_t b = atomic_load(&d->base);
         if (b != 0) {
             munmap((void *)b, atomic_load(&d->vsize));
+        }
+        if (d->fd >= 0) {
+            close(d->fd); /* pages another process still maps stay alive in its mapping */
+            d->fd = -1;
         }
         atomic_store(&d->base, 0);
         atomic_store(&d->vsize, 0);

@@ -28,6 +28,16 @@ MOCK_HIDDEN bool mem_peer_enabled(int32_t dev, int32_t peer)
     return on;
 }
 
+void mem_peer_enable(int32_t dev, int32_t peer)
+{
+    if (dev < 0 || peer < 0 || dev >= MOCK_MAX_DEVICES || peer >= MOCK_MAX_DEVICES || dev == peer) {
+        return;
+    }
+    core_mutex_lock(&g_peer_mu);
+    g_peer[dev][peer] = true;
+    core_mutex_unlock(&g_peer_mu);
+}
+
 MOCK_HIDDEN void mem_peer_finalize(void)
 {
     core_mutex_lock(&g_peer_mu);

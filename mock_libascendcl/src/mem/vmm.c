@@ -10,6 +10,12 @@
  * queries complete the set. Mapped ranges are registry records
  * (MEM_REC_VMM_MAP), so copies, bounds checks and isolation treat them like
  * any other device memory.
+ *
+ * Shareable handles (for src/ipc/, acl_next_semantics.md §3.2): a handle from
+ * aclrtMallocPhysical can be exported once (1:1); another process that imports it
+ * gets a handle of its own on the same memfd (zero-copy). The exporter's handle stays
+ * alive (memory and capacity) while an importer holds it, whatever order the processes
+ * free in; the importer's handle tells src/ipc/ when it is gone.
  */
 #include "core/core.h"
 #include "mem/mem_private.h"
@@ -31,9 +37,29 @@ typedef struct phys {
     size_t size;
     int32_t device;
     aclrtPhysicalMemProp prop;
-    long refs;   /* user references (malloc + retains) + mappings, under g_vmm_mu */
+    long refs;   /* user references (malloc + retains) + mappings + importers, under g_vmm_mu */
     long user;   /* user references only */
+    uint32_t gen;      /* unique per handle of this process: what an import names */
+    bool exported;     /* aclrtMemExportToShareableHandle(V2) made it shareable (1:1) */
+    bool imported;     /* aclrtMemImportFromShareableHandle(V2): another process's memory */
+    void (*release)(void *arg); /* imported: called (no lock held) when it is freed */
+    void *release_arg;
 } phys;
+
+/* A release callback that must run after g_vmm_mu is dropped (it talks to another
+ * process through src/ipc/). */
+typedef struct phys_pending {
+    void (*fn)(void *arg);
+    void *arg;
+} phys_pending;
+
+static void pending_run(phys_pending *pend)
+{
+    if (pend->fn != NULL) {
+        pend->fn(pend->arg);
+        pend->fn = NULL;
+    }
+}
 
 typedef struct resv {
     uintptr_t base;
@@ -41,6 +67,8 @@ typedef struct resv {
     void *map_base; /* what mmap returned (for munmap) */
     size_t map_size;
     size_t nmaps;   /* live mappings inside */
+    int32_t map_device;   /* while nmaps > 0: the device of the handles mapped */
+    bool map_imported;    /* while nmaps > 0: whether they are imported handles */
 } resv;
 
 typedef struct vmm_map {
@@ -55,6 +83,7 @@ static mock_mutex g_vmm_mu = MOCK_MUTEX_INIT(MOCK_LOCK_VMM_HANDLES); /* handles,
 static resv **g_resv;
 static size_t g_nresv, g_capresv;
 static mock_registry g_phys = MOCK_REGISTRY_EMPTY; /* live physical handles */
+static uint32_t g_phys_gen;                        /* under g_vmm_mu */
 
 static bool grow(void ***arr, size_t *cap, size_t n)
 {
@@ -212,17 +241,23 @@ static phys *phys_find_locked(const void *h)
     return core_registry_find(&g_phys, h);
 }
 
-/* Drops one reference; destroys at zero. g_vmm_mu held. */
-static void phys_unref_locked(phys *p)
+/* Drops one reference; destroys at zero. g_vmm_mu held. An imported handle's release
+ * callback is left in *pend, for the caller to run after unlocking (pending_run). */
+static void phys_unref_locked(phys *p, phys_pending *pend)
 {
     if (--p->refs > 0) {
         return;
     }
     core_registry_erase(&g_phys, p);
     close(p->fd);
-    mem_capacity_give(p->device, p->size);
-    core_stat_add(p->device, MOCK_STAT_ALLOCATIONS, -1);
-    core_stat_add(p->device, MOCK_STAT_BYTES, -(int64_t)p->size);
+    if (p->imported) {
+        pend->fn = p->release; /* the exporter's device keeps the capacity and the stats */
+        pend->arg = p->release_arg;
+    } else {
+        mem_capacity_give(p->device, p->size);
+        core_stat_add(p->device, MOCK_STAT_ALLOCATIONS, -1);
+        core_stat_add(p->device, MOCK_STAT_BYTES, -(int64_t)p->size);
+    }
     p->magic = 0;
     free(p);
 }
@@ -303,6 +338,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     core_mutex_lock(&g_vmm_mu);
     if (p != NULL && core_registry_insert(&g_phys, p)) {
         p->magic = PHYS_MAGIC;
+        p->gen = ++g_phys_gen;
         p->fd = fd;
         p->size = size;
         p->device = dev;
@@ -329,17 +365,22 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
     const char *fn = "aclrtFreePhysical";
     MOCK_REQUIRE_NONNULL(fn, handle);
     MOCK_ENTER(fn);
+    phys_pending pend = {NULL, NULL};
     core_mutex_lock(&g_vmm_mu);
     phys *p = phys_find_locked(handle);
-    if (p == NULL || p->user == 0) {
-        core_mutex_unlock(&g_vmm_mu);
+    bool live = p != NULL && p->user > 0;
+    if (live) {
+        /* Memory still mapped (or imported by another process) stays alive until its
+         * last aclrtUnmapMem (or that process's aclrtFreePhysical, §3.2). */
+        p->user--;
+        phys_unref_locked(p, &pend);
+    }
+    core_mutex_unlock(&g_vmm_mu);
+    pending_run(&pend);
+    if (!live) {
         return core_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
                           handle);
     }
-    /* Memory still mapped stays alive until its last aclrtUnmapMem. */
-    p->user--;
-    phys_unref_locked(p);
-    core_mutex_unlock(&g_vmm_mu);
     return ACL_SUCCESS;
 }
 
@@ -401,10 +442,12 @@ static void map_dtor(mem_rec *r)
     vmm_map *m = r->owner;
     /* Put the reservation's PROT_NONE placeholder back over the range. */
     mmap((void *)r->base, r->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    phys_pending pend = {NULL, NULL};
     core_mutex_lock(&g_vmm_mu);
     m->rv->nmaps--;
-    phys_unref_locked(m->ph);
+    phys_unref_locked(m->ph, &pend);
     core_mutex_unlock(&g_vmm_mu);
+    pending_run(&pend);
     free(m);
 }
 
@@ -412,10 +455,12 @@ static void map_dtor(mem_rec *r)
  * the handle reference, the bookkeeping. */
 static void map_undo(vmm_map *m)
 {
+    phys_pending pend = {NULL, NULL};
     core_mutex_lock(&g_vmm_mu);
     m->rv->nmaps--;
-    phys_unref_locked(m->ph);
+    phys_unref_locked(m->ph, &pend);
     core_mutex_unlock(&g_vmm_mu);
+    pending_run(&pend);
     free(m);
 }
 
@@ -451,8 +496,21 @@ static aclError map_common(const char *fn, void *virPtr, size_t size, size_t off
     } else if (offset > p->size || size > p->size - offset) {
         rc = core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "offset %zu + size %zu exceed the %zu-byte physical allocation",
                         offset, size, p->size);
+    } else if (rv->nmaps > 0 && rv->map_device != p->device) {
+        /* VMM#aclrtMapMem: one reserved range does not map handles of two devices */
+        rc = core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                        "the reserved range already maps memory of device %d; this handle is on device %d",
+                        rv->map_device, p->device);
+    } else if (rv->nmaps > 0 && rv->map_imported != p->imported) {
+        /* ... nor mixes aclrtMallocPhysical handles with imported ones */
+        rc = core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                        "the reserved range already maps %s handles; this one is %s (do not mix them in one range)",
+                        rv->map_imported ? "imported" : "aclrtMallocPhysical",
+                        p->imported ? "imported" : "from aclrtMallocPhysical");
     } else {
         p->refs++;
+        rv->map_device = p->device;
+        rv->map_imported = p->imported;
         rv->nmaps++;
     }
     core_mutex_unlock(&g_vmm_mu);
@@ -633,17 +691,26 @@ aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle)
 /* Called after every mapping record was dropped by mem_finalize. */
 MOCK_HIDDEN void mem_vmm_finalize(void)
 {
-    core_mutex_lock(&g_vmm_mu);
-    while (g_phys.count > 0) {
+    for (;;) {
+        /* one handle per round: an imported handle's release runs without the lock */
+        phys_pending pend = {NULL, NULL};
+        core_mutex_lock(&g_vmm_mu);
         phys *p = NULL;
         for (size_t i = 0; p == NULL && i < g_phys.cap; i++) {
             p = core_registry_slot(&g_phys, i);
         }
-        p->refs = 1;
-        phys_unref_locked(p);
+        if (p != NULL) {
+            p->refs = 1;
+            phys_unref_locked(p, &pend);
+        } else {
+            core_registry_release(&g_phys);
+        }
+        core_mutex_unlock(&g_vmm_mu);
+        pending_run(&pend);
+        if (p == NULL) {
+            break;
+        }
     }
-    core_registry_release(&g_phys);
-    core_mutex_unlock(&g_vmm_mu);
     core_rwlock_wrlock(&g_vmm_rw);
     for (size_t i = 0; i < g_nresv; i++) {
         munmap(g_resv[i]->map_base, g_resv[i]->map_size);
@@ -653,4 +720,104 @@ MOCK_HIDDEN void mem_vmm_finalize(void)
     g_resv = NULL;
     g_nresv = g_capresv = 0;
     core_rwlock_unlock(&g_vmm_rw);
+}
+
+/* ------------------------------------------------ shareable handles (src/ipc/) */
+
+aclError mem_vmm_share_export(const char *fn, aclrtDrvMemHandle handle, mem_vmm_share_info *out)
+{
+    enum { OK, DEAD, IMPORTED, AGAIN } st = OK;
+    core_mutex_lock(&g_vmm_mu);
+    phys *p = phys_find_locked(handle);
+    if (p == NULL || p->user == 0) {
+        st = DEAD;
+    } else if (p->imported) {
+        st = IMPORTED;
+    } else if (p->exported) {
+        st = AGAIN;
+    } else {
+        p->exported = true;
+        out->size = p->size;
+        out->prop = p->prop;
+        out->device = p->device;
+        out->gen = p->gen;
+    }
+    core_mutex_unlock(&g_vmm_mu);
+    switch (st) {
+    case DEAD:
+        return core_error(fn, ACL_ERROR_RT_INVALID_HANDLE, "argument 'handle' (%p) is not a live physical memory handle",
+                          handle);
+    case IMPORTED:
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'handle' (%p) was imported from another process: only a handle from "
+                          "aclrtMallocPhysical in this process can be exported",
+                          handle);
+    case AGAIN:
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'handle' (%p) was already exported: a handle and its shareable handle are 1:1",
+                          handle);
+    case OK:
+        break;
+    }
+    return ACL_SUCCESS;
+}
+
+aclError mem_vmm_share_acquire(void *handle, uint32_t gen, void **obj, int *fd, mem_vmm_share_info *out)
+{
+    core_mutex_lock(&g_vmm_mu);
+    phys *p = phys_find_locked(handle);
+    bool ok = p != NULL && p->gen == gen && p->exported && p->user > 0;
+    if (ok) {
+        p->refs++; /* the importer's: the memory lives until it frees its handle */
+        *obj = p;
+        *fd = p->fd;
+        out->size = p->size;
+        out->prop = p->prop;
+        out->device = p->device;
+        out->gen = p->gen;
+    }
+    core_mutex_unlock(&g_vmm_mu);
+    /* freed by the exporter before the import: the import fails (§3.2) */
+    return ok ? ACL_SUCCESS : ACL_ERROR_RT_IPC_ERROR;
+}
+
+void mem_vmm_share_put(void *obj)
+{
+    phys_pending pend = {NULL, NULL};
+    core_mutex_lock(&g_vmm_mu);
+    if (phys_find_locked(obj) != NULL) {
+        phys_unref_locked(obj, &pend);
+    }
+    core_mutex_unlock(&g_vmm_mu);
+    pending_run(&pend);
+}
+
+aclError mem_vmm_share_import(const char *fn, int fd, const mem_vmm_share_info *info, int32_t device,
+                              void (*release)(void *arg), void *arg, aclrtDrvMemHandle *out)
+{
+    phys *p = calloc(1, sizeof(*p));
+    bool ok = false;
+    core_mutex_lock(&g_vmm_mu);
+    if (p != NULL && core_registry_insert(&g_phys, p)) {
+        p->magic = PHYS_MAGIC;
+        p->gen = ++g_phys_gen;
+        p->fd = fd;
+        p->size = (size_t)info->size;
+        p->device = device;
+        p->prop = info->prop;
+        p->prop.location.id = (uint32_t)device;
+        p->refs = 1;
+        p->user = 1;
+        p->imported = true;
+        p->release = release;
+        p->release_arg = arg;
+        ok = true;
+    }
+    core_mutex_unlock(&g_vmm_mu);
+    if (!ok) {
+        free(p);
+        return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
+    }
+    *out = p;
+    return ACL_SUCCESS;
 }

@@ -7,7 +7,9 @@
  * (NULL clears it) plus the list of aclrtExceptionInfoCallbackRegister.
  * misc_exception_report (the task_failed hook, misc/hooks.c: a task failed)
  * invokes all of them with an aclrtExceptionInfo that is valid only during
- * the call. The accessors return 0xFFFFFFFF for a NULL info (acl_abi.md §1.7)
+ * the call (for a kernel fault, the callback of the kernel's binary first: the
+ * task's core_task_detail). aclrtGetArgsFromExceptionInfo /
+ * aclrtGetFuncHandleFromExceptionInfo read the kernel part of such an info. The accessors return 0xFFFFFFFF for a NULL info (acl_abi.md §1.7)
  * and for anything that is not a live info object.
  */
 #ifndef _GNU_SOURCE
@@ -33,6 +35,9 @@ struct rtExceptionInfo {
     uint32_t thread_id;
     uint32_t device_id;
     uint32_t error_code;
+    uint32_t args_size; /* a kernel fault: the argument block the kernel got */
+    void *args;
+    void *func;         /* a kernel fault: its aclrtFuncHandle, else NULL */
 };
 
 static mock_mutex g_exc_mu = MOCK_MUTEX_INIT(MOCK_LOCK_EXCEPTION_CALLBACKS);
@@ -94,8 +99,10 @@ aclError aclrtExceptionInfoCallbackUnregister(aclrtExceptionInfoCallback callbac
     return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'callback' is not registered");
 }
 
-void misc_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id, aclError code)
+void misc_exception_report(const core_task_failure *f)
 {
+    const core_task_detail *d = f->detail;
+    bool binary_cb = d != NULL && d->callback != NULL;
     aclrtExceptionInfoCallback cbs[EXC_MAX_CALLBACKS + 1];
     size_t n = 0;
     core_mutex_lock(&g_exc_mu);
@@ -106,20 +113,31 @@ void misc_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id,
         cbs[n++] = g_cbs[i];
     }
     core_mutex_unlock(&g_exc_mu);
-    if (n == 0) {
+    if (n == 0 && !binary_cb) {
         return;
     }
     struct rtExceptionInfo info;
+    memset(&info, 0, sizeof info);
     info.magic = EXC_INFO_MAGIC;
-    info.task_id = task_id;
-    info.stream_id = stream_id;
+    info.task_id = f->task_id;
+    info.stream_id = f->stream_id;
     info.thread_id = (uint32_t)syscall(SYS_gettid);
-    info.device_id = (uint32_t)device;
-    info.error_code = (uint32_t)code;
+    info.device_id = (uint32_t)f->device;
+    info.error_code = (uint32_t)f->code;
+    if (d != NULL) {
+        info.func = d->func;
+        info.args = d->args;
+        info.args_size = d->args_size;
+    }
     if (!core_handle_set_add(&g_infos, &info)) {
         return; /* out of memory: cannot publish the info safely */
     }
     core_lock_check_none("calling an exception-info callback");
+    /* the binary's own callback (aclrtBinarySetExceptionCallback) first, then the
+     * process-wide ones */
+    if (binary_cb) {
+        d->callback(&info, d->callback_data);
+    }
     for (size_t i = 0; i < n; i++) {
         cbs[i](&info);
     }
@@ -172,4 +190,69 @@ uint32_t aclrtGetDeviceIdFromExceptionInfo(const aclrtExceptionInfo *info)
 uint32_t aclrtGetErrorCodeFromExceptionInfo(const aclrtExceptionInfo *info)
 {
     return info_field("aclrtGetErrorCodeFromExceptionInfo", info, offsetof(struct rtExceptionInfo, error_code));
+}
+
+/* The kernel part of a live info (aclrtGetArgsFromExceptionInfo,
+ * aclrtGetFuncHandleFromExceptionInfo): ACL_ERROR_INVALID_PARAM for a NULL or dead
+ * info, ACL_ERROR_RT_PARAM_INVALID (mock choice) for an exception that is not a kernel
+ * fault (an event wait timeout, ...), which has no arguments and no function. */
+static aclError info_kernel(const char *fn, const aclrtExceptionInfo *info, void **args, uint32_t *args_size,
+                            void **func)
+{
+    if (info == NULL) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'info' is NULL");
+    }
+    uint32_t code = 0;
+    core_handle_set_lock(&g_infos);
+    bool live = core_handle_set_contains_locked(&g_infos, info);
+    if (live) {
+        *args = info->args;
+        *args_size = info->args_size;
+        *func = info->func;
+        code = info->error_code;
+    }
+    core_handle_set_unlock(&g_infos);
+    if (!live) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "argument 'info' (%p) is not an exception info passed to a running callback",
+                          (const void *)info);
+    }
+    if (*func == NULL) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "the exception (error %u) is not a kernel fault: it has no kernel arguments or function",
+                          code);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetArgsFromExceptionInfo(const aclrtExceptionInfo *info, void **devArgsPtr, uint32_t *devArgsLen)
+{
+    static const char fn[] = "aclrtGetArgsFromExceptionInfo";
+    MOCK_REQUIRE_NONNULL(fn, devArgsPtr);
+    MOCK_REQUIRE_NONNULL(fn, devArgsLen);
+    MOCK_ENTER(fn);
+    void *args = NULL;
+    void *func = NULL;
+    uint32_t size = 0;
+    aclError rc = info_kernel(fn, info, &args, &size, &func);
+    if (rc == ACL_SUCCESS) {
+        *devArgsPtr = args;
+        *devArgsLen = size;
+    }
+    return rc;
+}
+
+aclError aclrtGetFuncHandleFromExceptionInfo(const aclrtExceptionInfo *info, aclrtFuncHandle *func)
+{
+    static const char fn[] = "aclrtGetFuncHandleFromExceptionInfo";
+    MOCK_REQUIRE_NONNULL(fn, func);
+    MOCK_ENTER(fn);
+    void *args = NULL;
+    void *f = NULL;
+    uint32_t size = 0;
+    aclError rc = info_kernel(fn, info, &args, &size, &f);
+    if (rc == ACL_SUCCESS) {
+        *func = f;
+    }
+    return rc;
 }

@@ -18,7 +18,7 @@ static aclError misc_init(const core_init_info *info)
 
 static void misc_task_failed(const core_task_failure *f)
 {
-    misc_exception_report(f->device, f->stream_id, f->task_id, f->code);
+    misc_exception_report(f);
 }
 
 static const core_subsystem k_misc_subsystem = {

@@ -26,8 +26,9 @@ MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *p
 MOCK_HIDDEN void misc_dump_finalize(void);
 /* exception.c, task_failed hook: runs the exception-info callbacks registered
  * with aclrtSetExceptionInfoCallback / aclrtExceptionInfoCallbackRegister for
- * a failed task (called without locks, on the stream worker). */
-MOCK_HIDDEN void misc_exception_report(int32_t device, uint32_t stream_id, uint32_t task_id, aclError code);
+ * a failed task (called without locks, on the stream worker); for a kernel fault
+ * (f->detail) the callback of its binary first. */
+MOCK_HIDDEN void misc_exception_report(const core_task_failure *f);
 
 /* util.c: exact IEEE binary16 <-> binary32 (RNE, subnormals, inf/nan). */
 MOCK_HIDDEN float misc_half_to_float(uint16_t h);

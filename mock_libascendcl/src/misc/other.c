@@ -1,7 +1,8 @@
 /*
- * other.c - the "other" group (aclAppLog, aclrtReduceAsync,
- * aclrtCacheLastTaskOpInfo/ExtendInfo) and aclrtProfTrace (profiling group,
- * but exported by libascendcl.so per the TSV `lib` column).
+ * other.c - the "other" group (aclAppLog, the aclrtReduceAsync built-in task,
+ * aclrtCacheLastTaskOpInfo/ExtendInfo; the other built-in task, aclrtRandomNumAsync,
+ * is in random.c) and aclrtProfTrace (profiling group, but exported by
+ * libascendcl.so per the TSV `lib` column).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -122,7 +123,13 @@ static aclError run_reduce(void *arg)
     reduce_task *t = (reduce_task *)arg;
     mem_access_begin(t->src, t->count);
     mem_access_begin(t->dst, t->count);
-    switch (t->type) {
+    int type = t->type;
+    if (t->kind == ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL) {
+        /* mock choice (the reference does not define EQUAL): dst becomes equal to src */
+        memmove(t->dst, t->src, t->count);
+        type = -1; /* nothing more to do */
+    }
+    switch (type) {
     case ACL_FLOAT: {
         float *d = (float *)t->dst;
         const float *s = (const float *)t->src;
@@ -153,19 +160,53 @@ static aclError run_reduce(void *arg)
     case ACL_INT8: REDUCE_INT(int8_t, uint8_t); break;
     case ACL_INT16: REDUCE_INT(int16_t, uint16_t); break;
     case ACL_INT32: REDUCE_INT(int32_t, uint32_t); break;
-    default: break; /* validated at enqueue */
+    case ACL_UINT32: REDUCE_INT(uint32_t, uint32_t); break;
+    default: break; /* validated at enqueue (or EQUAL, done above) */
     }
     mem_access_end(t->dst, t->count);
     mem_access_end(t->src, t->count);
     return ACL_SUCCESS;
 }
 
-/* Checks that [ptr, ptr+len) lies in one device allocation. */
-static aclError check_device_range(const char *fn, const char *name, const void *ptr, size_t len)
+/* The kinds and data types each product supports (ENUM#aclrtReduceKind,
+ * EXE#aclrtReduceAsync): 310P and 910 only SUM; 950 int8/16/32, uint32, fp16, fp32,
+ * bf16; A3/A2 the same without uint32; 310B int8/16/32, fp16, fp32; 310P fp32, fp16,
+ * int16; 910 fp32. Another product's kind or type is ACL_ERROR_RT_FEATURE_NOT_SUPPORT. */
+static aclError reduce_supported(const char *fn, int kind, int type)
+{
+    core_soc_family soc = core_soc_family_get();
+    const char *name = core_config_get()->soc_name;
+    if ((soc == CORE_SOC_310P || soc == CORE_SOC_910) && kind != ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM) {
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "%s supports only the SUM reduce (kind %d)", name,
+                          kind);
+    }
+    bool ok;
+    switch (soc) {
+    case CORE_SOC_950PR:
+    case CORE_SOC_950DT: ok = true; break;
+    case CORE_SOC_310B: ok = type != ACL_UINT32 && type != ACL_BF16; break;
+    case CORE_SOC_310P: ok = type == ACL_FLOAT || type == ACL_FLOAT16 || type == ACL_INT16; break;
+    case CORE_SOC_910: ok = type == ACL_FLOAT; break;
+    default: ok = type != ACL_UINT32; break; /* A2, A3 */
+    }
+    if (!ok) {
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "%s does not reduce data type %d", name, type);
+    }
+    return ACL_SUCCESS;
+}
+
+/* Checks that [ptr, ptr+len) lies in one device allocation of `device` (EXE#aclrtReduceAsync:
+ * dst, src and the stream are on the same device). */
+static aclError check_device_range(const char *fn, const char *name, const void *ptr, size_t len, int32_t device)
 {
     mock_mem_info mi;
     if (!mem_lookup(ptr, &mi) || mi.kind != MOCK_MEM_DEVICE) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not device memory", name, ptr);
+    }
+    if (mi.device >= 0 && mi.device != device) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument '%s' (%p) is memory of device %d, but the stream is on device %d", name, ptr,
+                          mi.device, device);
     }
     size_t off = (size_t)((uintptr_t)ptr - mi.base);
     if (len > mi.size - off) {
@@ -199,11 +240,17 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     case ACL_FLOAT16:
     case ACL_BF16: esize = 2; break;
     case ACL_INT32:
+    case ACL_UINT32:
     case ACL_FLOAT: esize = 4; break;
     default:
         return core_error(fn, ACL_ERROR_INVALID_PARAM,
-                          "argument 'type' (%d) is not supported by reduce (int8, int16, int32, float16, bf16, float)",
+                          "argument 'type' (%d) is not supported by reduce (int8, int16, int32, uint32, float16, "
+                          "bf16, float)",
                           ty);
+    }
+    aclError rc = reduce_supported(fn, k, ty);
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     if (count % esize != 0) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM,
@@ -212,15 +259,9 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     }
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
-    aclError rc = stream_resolve(fn, stream, &s);
+    rc = stream_resolve(fn, stream, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
-    }
-    if (k == ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL) {
-        /* The element semantics of the EQUAL reduce are not documented in
-         * the reference; refuse rather than guess. */
-        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                          "kind ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL is not simulated by the mock");
     }
     if (count == 0) {
         return ACL_SUCCESS;
@@ -228,8 +269,8 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     if (count > SIZE_MAX) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'count' is too large");
     }
-    if ((rc = check_device_range(fn, "dst", dst, (size_t)count)) != ACL_SUCCESS ||
-        (rc = check_device_range(fn, "src", src, (size_t)count)) != ACL_SUCCESS) {
+    if ((rc = check_device_range(fn, "dst", dst, (size_t)count, stream_device(s))) != ACL_SUCCESS ||
+        (rc = check_device_range(fn, "src", src, (size_t)count, stream_device(s))) != ACL_SUCCESS) {
         return rc;
     }
     reduce_task *t = (reduce_task *)malloc(sizeof *t);

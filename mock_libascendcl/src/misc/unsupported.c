@@ -378,29 +378,6 @@ aclError aclrtAppendBufChain(aclrtMbuf headBuf, aclrtMbuf buf)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtBinaryGetDevAddress(const aclrtBinHandle binHandle, void **binAddr, size_t *binSize)
-{
-    (void)binHandle;
-    (void)binAddr;
-    (void)binSize;
-    return aclmockSetError("aclrtBinaryGetDevAddress", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtBinaryGetDevAddress is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtBinaryGetFunction(
-    const aclrtBinHandle binHandle,
-    const char *kernelName,
-    aclrtFuncHandle *funcHandle)
-{
-    (void)binHandle;
-    (void)kernelName;
-    (void)funcHandle;
-    return aclmockSetError("aclrtBinaryGetFunction", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtBinaryGetFunction is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtBinaryGetFunctionByEntry(
     aclrtBinHandle binHandle,
     uint64_t funcEntry,
@@ -411,75 +388,6 @@ aclError aclrtBinaryGetFunctionByEntry(
     (void)funcHandle;
     return aclmockSetError("aclrtBinaryGetFunctionByEntry", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtBinaryGetFunctionByEntry is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtBinaryGetGlobal(aclrtBinHandle binHandle, const char *name, void **dptr, size_t *size)
-{
-    (void)binHandle;
-    (void)name;
-    (void)dptr;
-    (void)size;
-    return aclmockSetError("aclrtBinaryGetGlobal", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtBinaryGetGlobal is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtBinaryLoad(const aclrtBinary binary, aclrtBinHandle *binHandle)
-{
-    (void)binary;
-    (void)binHandle;
-    return aclmockSetError("aclrtBinaryLoad", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtBinaryLoad is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtBinaryLoadFromData(
-    const void *data,
-    size_t length,
-    const aclrtBinaryLoadOptions *options,
-    aclrtBinHandle *binHandle)
-{
-    (void)data;
-    (void)length;
-    (void)options;
-    (void)binHandle;
-    return aclmockSetError("aclrtBinaryLoadFromData", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtBinaryLoadFromData is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtBinaryLoadFromFile(
-    const char *binPath,
-    aclrtBinaryLoadOptions *options,
-    aclrtBinHandle *binHandle)
-{
-    (void)binPath;
-    (void)options;
-    (void)binHandle;
-    return aclmockSetError("aclrtBinaryLoadFromFile", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtBinaryLoadFromFile is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtBinarySetExceptionCallback(
-    aclrtBinHandle binHandle,
-    aclrtOpExceptionCallback callback,
-    void *userData)
-{
-    (void)binHandle;
-    (void)callback;
-    (void)userData;
-    return aclmockSetError("aclrtBinarySetExceptionCallback", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtBinarySetExceptionCallback is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle)
-{
-    (void)binHandle;
-    return aclmockSetError("aclrtBinaryUnLoad", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtBinaryUnLoad is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -554,67 +462,6 @@ aclError aclrtCmoWaitBarrier(aclrtBarrierTaskInfo *taskInfo, aclrtStream stream,
         "(needs Ascend hardware)");
 }
 
-aclError aclrtCntNotifyCreate(aclrtCntNotify *cntNotify, uint64_t flag)
-{
-    (void)cntNotify;
-    (void)flag;
-    return aclmockSetError("aclrtCntNotifyCreate", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyCreate is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyDestroy(aclrtCntNotify cntNotify)
-{
-    (void)cntNotify;
-    return aclmockSetError("aclrtCntNotifyDestroy", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyDestroy is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyGetId(aclrtCntNotify cntNotify, uint32_t *notifyId)
-{
-    (void)cntNotify;
-    (void)notifyId;
-    return aclmockSetError("aclrtCntNotifyGetId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyGetId is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyRecord(
-    aclrtCntNotify cntNotify,
-    aclrtStream stream,
-    aclrtCntNotifyRecordInfo *info)
-{
-    (void)cntNotify;
-    (void)stream;
-    (void)info;
-    return aclmockSetError("aclrtCntNotifyRecord", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyRecord is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyReset(aclrtCntNotify cntNotify, aclrtStream stream)
-{
-    (void)cntNotify;
-    (void)stream;
-    return aclmockSetError("aclrtCntNotifyReset", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyReset is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCntNotifyWaitWithTimeout(
-    aclrtCntNotify cntNotify,
-    aclrtStream stream,
-    aclrtCntNotifyWaitInfo *info)
-{
-    (void)cntNotify;
-    (void)stream;
-    (void)info;
-    return aclmockSetError("aclrtCntNotifyWaitWithTimeout", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCntNotifyWaitWithTimeout is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf)
 {
     (void)buf;
@@ -622,16 +469,6 @@ aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf)
     return aclmockSetError("aclrtCopyBufRef", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtCopyBufRef is not supported by the mock runtime "
         "(needs Ascend hardware)");
-}
-
-aclrtBinary aclrtCreateBinary(const void *data, size_t dataLen)
-{
-    (void)data;
-    (void)dataLen;
-    (void)aclmockSetError("aclrtCreateBinary", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCreateBinary is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-    return NULL;
 }
 
 aclrtGroupInfo *aclrtCreateGroupInfo(void)
@@ -660,28 +497,11 @@ aclError aclrtCreateLabelList(aclrtLabel *labels, size_t num, aclrtLabelList *la
         "(needs Ascend hardware)");
 }
 
-aclError aclrtCreateNotify(aclrtNotify *notify, uint64_t flag)
-{
-    (void)notify;
-    (void)flag;
-    return aclmockSetError("aclrtCreateNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCreateNotify is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtCtxGetFloatOverflowAddr(void **overflowAddr)
 {
     (void)overflowAddr;
     return aclmockSetError("aclrtCtxGetFloatOverflowAddr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtCtxGetFloatOverflowAddr is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtDestroyBinary(aclrtBinary binary)
-{
-    (void)binary;
-    return aclmockSetError("aclrtDestroyBinary", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtDestroyBinary is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -709,14 +529,6 @@ aclError aclrtDestroyLabelList(aclrtLabelList labelList)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtDestroyNotify(aclrtNotify notify)
-{
-    (void)notify;
-    return aclmockSetError("aclrtDestroyNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtDestroyNotify is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtDeviceL2CacheFlush(void *rsv)
 {
     (void)rsv;
@@ -733,67 +545,11 @@ aclError aclrtFreeBuf(aclrtMbuf buf)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtFunctionGetAvailDynUbufPerBlock(void *func, uint32_t flags, size_t *dynamicUbufSize)
-{
-    (void)func;
-    (void)flags;
-    (void)dynamicUbufSize;
-    return aclmockSetError("aclrtFunctionGetAvailDynUbufPerBlock", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtFunctionGetAvailDynUbufPerBlock is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtFunctionGetBinary(const aclrtFuncHandle funcHandle, aclrtBinHandle *binHandle)
-{
-    (void)funcHandle;
-    (void)binHandle;
-    return aclmockSetError("aclrtFunctionGetBinary", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtFunctionGetBinary is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtFunctionGetParamCount(const void *func, size_t *paramCount)
-{
-    (void)func;
-    (void)paramCount;
-    return aclmockSetError("aclrtFunctionGetParamCount", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtFunctionGetParamCount is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtFunctionGetParamInfo(
-    const void *func,
-    size_t paramIndex,
-    size_t *paramOffset,
-    size_t *paramSize)
-{
-    (void)func;
-    (void)paramIndex;
-    (void)paramOffset;
-    (void)paramSize;
-    return aclmockSetError("aclrtFunctionGetParamInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtFunctionGetParamInfo is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo)
 {
     (void)groupInfo;
     return aclmockSetError("aclrtGetAllGroupInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtGetAllGroupInfo is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetArgsFromExceptionInfo(
-    const aclrtExceptionInfo *info,
-    void **devArgsPtr,
-    uint32_t *devArgsLen)
-{
-    (void)info;
-    (void)devArgsPtr;
-    (void)devArgsLen;
-    return aclmockSetError("aclrtGetArgsFromExceptionInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetArgsFromExceptionInfo is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -852,67 +608,6 @@ aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo)
     (void)errorInfo;
     return aclmockSetError("aclrtGetErrorVerbose", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtGetErrorVerbose is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetFuncBySymbol(const void *symbol, aclrtFuncHandle *funcHandle)
-{
-    (void)symbol;
-    (void)funcHandle;
-    return aclmockSetError("aclrtGetFuncBySymbol", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetFuncBySymbol is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetFuncHandleFromExceptionInfo(const aclrtExceptionInfo *info, aclrtFuncHandle *func)
-{
-    (void)info;
-    (void)func;
-    return aclmockSetError("aclrtGetFuncHandleFromExceptionInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetFuncHandleFromExceptionInfo is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetFunctionAddr(aclrtFuncHandle funcHandle, void **aicAddr, void **aivAddr)
-{
-    (void)funcHandle;
-    (void)aicAddr;
-    (void)aivAddr;
-    return aclmockSetError("aclrtGetFunctionAddr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetFunctionAddr is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetFunctionAttribute(
-    aclrtFuncHandle funcHandle,
-    aclrtFuncAttribute attrType,
-    int64_t *attrValue)
-{
-    (void)funcHandle;
-    (void)attrType;
-    (void)attrValue;
-    return aclmockSetError("aclrtGetFunctionAttribute", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetFunctionAttribute is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetFunctionName(aclrtFuncHandle funcHandle, uint32_t maxLen, char *name)
-{
-    (void)funcHandle;
-    (void)maxLen;
-    (void)name;
-    return aclmockSetError("aclrtGetFunctionName", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetFunctionName is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetFunctionSize(aclrtFuncHandle funcHandle, size_t *aicSize, size_t *aivSize)
-{
-    (void)funcHandle;
-    (void)aicSize;
-    (void)aivSize;
-    return aclmockSetError("aclrtGetFunctionSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetFunctionSize is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -975,15 +670,6 @@ aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtGetNotifyId(aclrtNotify notify, uint32_t *notifyId)
-{
-    (void)notify;
-    (void)notifyId;
-    return aclmockSetError("aclrtGetNotifyId", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetNotifyId is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtGetSymbolAddress(const void *symbol, void **devPtr)
 {
     (void)symbol;
@@ -1002,335 +688,6 @@ aclError aclrtGetSymbolSize(const void *symbol, size_t *size)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle)
-{
-    (void)event;
-    (void)handle;
-    return aclmockSetError("aclrtIpcGetEventHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcGetEventHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemClose(const char *key)
-{
-    (void)key;
-    return aclmockSetError("aclrtIpcMemClose", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemClose is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags)
-{
-    (void)devPtr;
-    (void)size;
-    (void)key;
-    (void)len;
-    (void)flags;
-    return aclmockSetError("aclrtIpcMemGetExportKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemGetExportKey is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags)
-{
-    (void)devPtr;
-    (void)key;
-    (void)flags;
-    return aclmockSetError("aclrtIpcMemImportByKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemImportByKey is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemImportPidInterServer(const char *key, aclrtServerPid *serverPids, size_t num)
-{
-    (void)key;
-    (void)serverPids;
-    (void)num;
-    return aclmockSetError("aclrtIpcMemImportPidInterServer", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemImportPidInterServer is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr)
-{
-    (void)key;
-    (void)type;
-    (void)attr;
-    return aclmockSetError("aclrtIpcMemSetAttr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemSetAttr is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num)
-{
-    (void)key;
-    (void)pid;
-    (void)num;
-    return aclmockSetError("aclrtIpcMemSetImportPid", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcMemSetImportPid is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event)
-{
-    (void)handle;
-    (void)event;
-    return aclmockSetError("aclrtIpcOpenEventHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtIpcOpenEventHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsAppend(
-    aclrtArgsHandle argsHandle,
-    void *param,
-    size_t paramSize,
-    aclrtParamHandle *paramHandle)
-{
-    (void)argsHandle;
-    (void)param;
-    (void)paramSize;
-    (void)paramHandle;
-    return aclmockSetError("aclrtKernelArgsAppend", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsAppend is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsAppendPlaceHolder(aclrtArgsHandle argsHandle, aclrtParamHandle *paramHandle)
-{
-    (void)argsHandle;
-    (void)paramHandle;
-    return aclmockSetError("aclrtKernelArgsAppendPlaceHolder", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsAppendPlaceHolder is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsFinalize(aclrtArgsHandle argsHandle)
-{
-    (void)argsHandle;
-    return aclmockSetError("aclrtKernelArgsFinalize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsFinalize is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsGetHandleMemSize(aclrtFuncHandle funcHandle, size_t *memSize)
-{
-    (void)funcHandle;
-    (void)memSize;
-    return aclmockSetError("aclrtKernelArgsGetHandleMemSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsGetHandleMemSize is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsGetMemSize(
-    aclrtFuncHandle funcHandle,
-    size_t userArgsSize,
-    size_t *actualArgsSize)
-{
-    (void)funcHandle;
-    (void)userArgsSize;
-    (void)actualArgsSize;
-    return aclmockSetError("aclrtKernelArgsGetMemSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsGetMemSize is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsGetPlaceHolderBuffer(
-    aclrtArgsHandle argsHandle,
-    aclrtParamHandle paramHandle,
-    size_t dataSize,
-    void **bufferAddr)
-{
-    (void)argsHandle;
-    (void)paramHandle;
-    (void)dataSize;
-    (void)bufferAddr;
-    return aclmockSetError("aclrtKernelArgsGetPlaceHolderBuffer", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsGetPlaceHolderBuffer is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsInit(aclrtFuncHandle funcHandle, aclrtArgsHandle *argsHandle)
-{
-    (void)funcHandle;
-    (void)argsHandle;
-    return aclmockSetError("aclrtKernelArgsInit", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsInit is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsInitByUserMem(
-    aclrtFuncHandle funcHandle,
-    aclrtArgsHandle argsHandle,
-    void *userHostMem,
-    size_t actualArgsSize)
-{
-    (void)funcHandle;
-    (void)argsHandle;
-    (void)userHostMem;
-    (void)actualArgsSize;
-    return aclmockSetError("aclrtKernelArgsInitByUserMem", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsInitByUserMem is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtKernelArgsParaUpdate(
-    aclrtArgsHandle argsHandle,
-    aclrtParamHandle paramHandle,
-    void *param,
-    size_t paramSize)
-{
-    (void)argsHandle;
-    (void)paramHandle;
-    (void)param;
-    (void)paramSize;
-    return aclmockSetError("aclrtKernelArgsParaUpdate", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtKernelArgsParaUpdate is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtLaunchKernel(
-    aclrtFuncHandle funcHandle,
-    uint32_t numBlocks,
-    const void *argsData,
-    size_t argsSize,
-    aclrtStream stream)
-{
-    (void)funcHandle;
-    (void)numBlocks;
-    (void)argsData;
-    (void)argsSize;
-    (void)stream;
-    return aclmockSetError("aclrtLaunchKernel", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtLaunchKernel is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtLaunchKernelV2(
-    aclrtFuncHandle funcHandle,
-    uint32_t numBlocks,
-    const void *argsData,
-    size_t argsSize,
-    aclrtLaunchKernelCfg *cfg,
-    aclrtStream stream)
-{
-    (void)funcHandle;
-    (void)numBlocks;
-    (void)argsData;
-    (void)argsSize;
-    (void)cfg;
-    (void)stream;
-    return aclmockSetError("aclrtLaunchKernelV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtLaunchKernelV2 is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtLaunchKernelWithArgsArray(
-    void *func,
-    uint32_t numBlocks,
-    aclrtStream stream,
-    aclrtLaunchKernelCfg *cfg,
-    void **args)
-{
-    (void)func;
-    (void)numBlocks;
-    (void)stream;
-    (void)cfg;
-    (void)args;
-    return aclmockSetError("aclrtLaunchKernelWithArgsArray", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtLaunchKernelWithArgsArray is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtLaunchKernelWithConfig(
-    aclrtFuncHandle funcHandle,
-    uint32_t numBlocks,
-    aclrtStream stream,
-    aclrtLaunchKernelCfg *cfg,
-    aclrtArgsHandle argsHandle,
-    void *reserve)
-{
-    (void)funcHandle;
-    (void)numBlocks;
-    (void)stream;
-    (void)cfg;
-    (void)argsHandle;
-    (void)reserve;
-    return aclmockSetError("aclrtLaunchKernelWithConfig", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtLaunchKernelWithConfig is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtLaunchKernelWithHostArgs(
-    aclrtFuncHandle funcHandle,
-    uint32_t numBlocks,
-    aclrtStream stream,
-    aclrtLaunchKernelCfg *cfg,
-    void *hostArgs,
-    size_t argsSize,
-    aclrtPlaceHolderInfo *placeHolderArray,
-    size_t placeHolderNum)
-{
-    (void)funcHandle;
-    (void)numBlocks;
-    (void)stream;
-    (void)cfg;
-    (void)hostArgs;
-    (void)argsSize;
-    (void)placeHolderArray;
-    (void)placeHolderNum;
-    return aclmockSetError("aclrtLaunchKernelWithHostArgs", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtLaunchKernelWithHostArgs is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtLaunchSIMTKernelWithArgsArray(
-    void *func,
-    dim3 gridDim,
-    dim3 blockDim,
-    size_t dynUbufSize,
-    aclrtStream stream,
-    aclrtLaunchKernelCfg *cfg,
-    void **args)
-{
-    (void)func;
-    (void)gridDim;
-    (void)blockDim;
-    (void)dynUbufSize;
-    (void)stream;
-    (void)cfg;
-    (void)args;
-    return aclmockSetError("aclrtLaunchSIMTKernelWithArgsArray", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtLaunchSIMTKernelWithArgsArray is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtLaunchSIMTKernelWithHostArgs(
-    void *func,
-    dim3 gridDim,
-    dim3 blockDim,
-    size_t dynUbufSize,
-    aclrtStream stream,
-    aclrtLaunchKernelCfg *cfg,
-    void *hostArgs,
-    size_t argsSize,
-    aclrtPlaceHolderInfo *placeHolderArray,
-    size_t placeHolderNum)
-{
-    (void)func;
-    (void)gridDim;
-    (void)blockDim;
-    (void)dynUbufSize;
-    (void)stream;
-    (void)cfg;
-    (void)hostArgs;
-    (void)argsSize;
-    (void)placeHolderArray;
-    (void)placeHolderNum;
-    return aclmockSetError("aclrtLaunchSIMTKernelWithHostArgs", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtLaunchSIMTKernelWithHostArgs is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtMallocForTaskScheduler(
     void **devPtr,
     size_t size,
@@ -1343,64 +700,6 @@ aclError aclrtMallocForTaskScheduler(
     (void)cfg;
     return aclmockSetError("aclrtMallocForTaskScheduler", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtMallocForTaskScheduler is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemExportToShareableHandle(
-    aclrtDrvMemHandle handle,
-    aclrtMemHandleType handleType,
-    uint64_t flags,
-    uint64_t *shareableHandle)
-{
-    (void)handle;
-    (void)handleType;
-    (void)flags;
-    (void)shareableHandle;
-    return aclmockSetError("aclrtMemExportToShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemExportToShareableHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemExportToShareableHandleV2(
-    aclrtDrvMemHandle handle,
-    uint64_t flags,
-    aclrtMemSharedHandleType shareType,
-    void *shareableHandle)
-{
-    (void)handle;
-    (void)flags;
-    (void)shareType;
-    (void)shareableHandle;
-    return aclmockSetError("aclrtMemExportToShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemExportToShareableHandleV2 is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemImportFromShareableHandle(
-    uint64_t shareableHandle,
-    int32_t deviceId,
-    aclrtDrvMemHandle *handle)
-{
-    (void)shareableHandle;
-    (void)deviceId;
-    (void)handle;
-    return aclmockSetError("aclrtMemImportFromShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemImportFromShareableHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemImportFromShareableHandleV2(
-    void *shareableHandle,
-    aclrtMemSharedHandleType shareType,
-    uint64_t flags,
-    aclrtDrvMemHandle *handle)
-{
-    (void)shareableHandle;
-    (void)shareType;
-    (void)flags;
-    (void)handle;
-    return aclmockSetError("aclrtMemImportFromShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemImportFromShareableHandleV2 is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -1432,31 +731,6 @@ aclError aclrtMemP2PMap(void *devPtr, size_t size, int32_t dstDevId, uint64_t fl
     (void)flags;
     return aclmockSetError("aclrtMemP2PMap", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtMemP2PMap is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid, size_t pidNum)
-{
-    (void)shareableHandle;
-    (void)pid;
-    (void)pidNum;
-    return aclmockSetError("aclrtMemSetPidToShareableHandle", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemSetPidToShareableHandle is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemSetPidToShareableHandleV2(
-    void *shareableHandle,
-    aclrtMemSharedHandleType shareType,
-    int32_t *pid,
-    size_t pidNum)
-{
-    (void)shareableHandle;
-    (void)shareType;
-    (void)pid;
-    (void)pidNum;
-    return aclmockSetError("aclrtMemSetPidToShareableHandleV2", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemSetPidToShareableHandleV2 is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -1579,101 +853,11 @@ aclError aclrtMemcpyToSymbolAsync(
         "(needs Ascend hardware)");
 }
 
-aclError aclrtNotifyBatchReset(aclrtNotify *notifies, size_t num)
-{
-    (void)notifies;
-    (void)num;
-    return aclmockSetError("aclrtNotifyBatchReset", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifyBatchReset is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtNotifyGetExportKey(aclrtNotify notify, char *key, size_t len, uint64_t flags)
-{
-    (void)notify;
-    (void)key;
-    (void)len;
-    (void)flags;
-    return aclmockSetError("aclrtNotifyGetExportKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifyGetExportKey is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtNotifyImportByKey(aclrtNotify *notify, const char *key, uint64_t flags)
-{
-    (void)notify;
-    (void)key;
-    (void)flags;
-    return aclmockSetError("aclrtNotifyImportByKey", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifyImportByKey is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtNotifySetImportPid(aclrtNotify notify, int32_t *pid, size_t num)
-{
-    (void)notify;
-    (void)pid;
-    (void)num;
-    return aclmockSetError("aclrtNotifySetImportPid", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifySetImportPid is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtNotifySetImportPidInterServer(
-    aclrtNotify notify,
-    aclrtServerPid *serverPids,
-    size_t num)
-{
-    (void)notify;
-    (void)serverPids;
-    (void)num;
-    return aclmockSetError("aclrtNotifySetImportPidInterServer", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtNotifySetImportPidInterServer is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtPersistentTaskClean(aclrtStream stream)
 {
     (void)stream;
     return aclmockSetError("aclrtPersistentTaskClean", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtPersistentTaskClean is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtRandomNumAsync(
-    const aclrtRandomNumTaskInfo *taskInfo,
-    const aclrtStream stream,
-    void *reserve)
-{
-    (void)taskInfo;
-    (void)stream;
-    (void)reserve;
-    return aclmockSetError("aclrtRandomNumAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtRandomNumAsync is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream)
-{
-    (void)notify;
-    (void)stream;
-    return aclmockSetError("aclrtRecordNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtRecordNotify is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtRegisterCpuFunc(
-    const aclrtBinHandle handle,
-    const char *funcName,
-    const char *kernelName,
-    aclrtFuncHandle *funcHandle)
-{
-    (void)handle;
-    (void)funcName;
-    (void)kernelName;
-    (void)funcHandle;
-    return aclmockSetError("aclrtRegisterCpuFunc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtRegisterCpuFunc is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -1856,15 +1040,5 @@ aclError aclrtTaskUpdateAsync(
     (void)execStream;
     return aclmockSetError("aclrtTaskUpdateAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtTaskUpdateAsync is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtWaitAndResetNotify(aclrtNotify notify, aclrtStream stream, uint32_t timeout)
-{
-    (void)notify;
-    (void)stream;
-    (void)timeout;
-    return aclmockSetError("aclrtWaitAndResetNotify", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtWaitAndResetNotify is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }

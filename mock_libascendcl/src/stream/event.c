@@ -9,6 +9,14 @@
  * complete when done_seq >= rec_seq. aclrtStreamWaitEvent captures rec_seq at
  * the time of the call and the waiting stream's worker blocks until that
  * record has completed (later re-records do not extend the wait).
+ *
+ * IPC events (ACL_EVENT_IPC, acl_next_semantics.md §3.3) keep the two sequences in a
+ * process-shared slot (core/shm.c) instead, so that a process that opened the event
+ * with aclrtIpcOpenEventHandle (src/ipc/) records and waits on the same state: a record
+ * bumps the shared rec_seq at submission and raises done_seq when it runs; a wait takes
+ * rec_seq at the time of the call as its target and sleeps on done_seq (shared futex).
+ * So a wait on an IPC event never recorded, or whose latest record already ran, ends at
+ * once (D-EVT 4.4). Such events refuse reset, the plain queries, timestamps and ids.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -31,6 +39,14 @@
  * default 0xE carries the runtime's DDSYNC bit, which also synchronises). */
 #define EVENT_SYNC_CAPABLE (ACL_EVENT_SYNC | EVENT_DDSYNC)
 
+/* The shared state of an IPC event (a slot of core/shm.c; the same layout in every
+ * process that maps it). Sequences compare modulo 2^32. */
+typedef struct ev_ipc_state {
+    _Atomic uint32_t rec_seq;  /* records submitted, by any process */
+    _Atomic uint32_t done_seq; /* highest record sequence completed (futex word) */
+} ev_ipc_state;
+_Static_assert(sizeof(ev_ipc_state) <= CORE_SHM_SLOT_BYTES, "IPC event state exceeds a shared slot");
+
 typedef struct mock_event_s {
     uint64_t magic;
     atomic_int refs;
@@ -47,6 +63,14 @@ typedef struct mock_event_s {
     bool recorded;     /* a record was submitted and not reset since */
     bool ts_valid;
     uint64_t ts_ns;    /* time the latest completed record was reached */
+
+    /* IPC events: the shared state; NULL for other events. Created here: `slot` holds
+     * it (freed with the event). Opened from another process (aclrtIpcOpenEventHandle):
+     * `ipc_release` unmaps it and tells the creator (src/ipc/). */
+    ev_ipc_state *ipc;
+    core_shm_slot slot;
+    void (*ipc_release)(void *arg);
+    void *ipc_release_arg;
 } ev_t;
 
 static mock_mutex g_ev_mu = MOCK_MUTEX_INIT(MOCK_LOCK_EVENT_REGISTRY);
@@ -69,6 +93,10 @@ static void ev_put(ev_t *e)
         core_mutex_destroy(&e->mu);
         pthread_cond_destroy(&e->cv);
         e->magic = 0;
+        core_shm_slot_free(&e->slot);
+        if (e->ipc_release != NULL) {
+            e->ipc_release(e->ipc_release_arg);
+        }
         free(e);
     }
 }
@@ -113,9 +141,52 @@ static void ev_wake_locked(ev_t *e)
     }
 }
 
+/* IPC events: sequence `a` is at or after `b` (modulo 2^32). */
+static bool ipcev_reached(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) >= 0;
+}
+
+static bool ipcev_complete(ev_ipc_state *st)
+{
+    return ipcev_reached(atomic_load(&st->done_seq), atomic_load(&st->rec_seq));
+}
+
+/* A record of an IPC event ran (or was discarded): done_seq rises to `seq`, every
+ * waiter in every process is woken. */
+static void ipcev_record_done(ev_ipc_state *st, uint32_t seq)
+{
+    uint32_t cur = atomic_load(&st->done_seq);
+    while (!ipcev_reached(cur, seq) && !atomic_compare_exchange_weak(&st->done_seq, &cur, seq)) {
+    }
+    core_futex_wake(&st->done_seq);
+}
+
+/* Waits (any thread; on a stream worker also ends on an abort) until the IPC event's
+ * done_seq reaches `target`. Returns 0, ETIMEDOUT or ECANCELED. */
+static int ipcev_wait(ev_ipc_state *st, uint32_t target, const struct timespec *dl)
+{
+    for (;;) {
+        uint32_t seen = atomic_load(&st->done_seq);
+        if (ipcev_reached(seen, target)) {
+            return 0;
+        }
+        int w = stream_task_wait_word(&st->done_seq, seen, dl);
+        if (w == ECANCELED) {
+            return ECANCELED;
+        }
+        if (w == ETIMEDOUT && !ipcev_reached(atomic_load(&st->done_seq), target)) {
+            return ETIMEDOUT;
+        }
+    }
+}
+
 /* ----------------------------------------------------------------- create */
 
-static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, bool ex)
+/* `opened`: the shared state of an IPC event opened from another process (NULL: an
+ * ACL_EVENT_IPC event gets a new slot here). */
+static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, bool ex, ev_ipc_state *opened,
+                          void (*release)(void *arg), void *release_arg)
 {
     mock_context *ctx = NULL;
     aclError rc = core_ctx_require(func, &ctx);
@@ -135,8 +206,21 @@ static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, b
     e->device = dev;
     e->flags = flags;
     e->ex = ex;
+    e->slot.fd = -1;
+    if (opened != NULL) {
+        e->ipc = opened;
+        e->ipc_release = release;
+        e->ipc_release_arg = release_arg;
+    } else if (flags == ACL_EVENT_IPC) {
+        if (!core_shm_slot_alloc(&e->slot)) {
+            free(e);
+            return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "no shared memory for an IPC event");
+        }
+        e->ipc = e->slot.addr;
+    }
     core_mutex_init(&e->mu, MOCK_LOCK_EVENT);
     core_cond_init(&e->cv);
+    e->id = atomic_fetch_add(&g_ev_next_id, 1); /* before the event is visible (IPC acquire reads it) */
     core_mutex_lock(&g_ev_mu);
     bool full = g_ev_live[dev] >= EVENT_MAX_PER_DEVICE;
     bool registered = !full && core_registry_insert(&g_ev_reg, e);
@@ -144,6 +228,9 @@ static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, b
         g_ev_live[dev]++;
     }
     core_mutex_unlock(&g_ev_mu);
+    if (!registered) {
+        e->ipc_release = NULL; /* the caller still owns an opened event's state */
+    }
     if (full) {
         ev_put(e);
         return core_error(func, ACL_ERROR_RT_NO_EVENT_RESOURCE, "device %d already has the maximum of %u events",
@@ -153,7 +240,6 @@ static aclError ev_create(const char *func, aclrtEvent *event, uint32_t flags, b
         ev_put(e);
         return core_error(func, ACL_ERROR_RT_MEMORY_ALLOCATION, "out of host memory for the event registry");
     }
-    e->id = atomic_fetch_add(&g_ev_next_id, 1);
     core_stat_add(dev, MOCK_STAT_EVENTS, 1);
     *event = e;
     return ACL_SUCCESS;
@@ -164,7 +250,7 @@ aclError aclrtCreateEvent(aclrtEvent *event)
     static const char fn[] = "aclrtCreateEvent";
     MOCK_REQUIRE_NONNULL(fn, event);
     MOCK_ENTER(fn);
-    return ev_create(fn, event, EVENT_DEFAULT_FLAGS, false);
+    return ev_create(fn, event, EVENT_DEFAULT_FLAGS, false, NULL, NULL, NULL);
 }
 
 aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
@@ -184,7 +270,7 @@ aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
                           flag);
     }
     MOCK_ENTER(fn);
-    return ev_create(fn, event, flag, false);
+    return ev_create(fn, event, flag, false, NULL, NULL, NULL);
 }
 
 aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag)
@@ -198,14 +284,17 @@ aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag)
                           "argument 'flag' is 0x%x (allowed: SYNC|CAPTURE_STREAM_PROGRESS|0x4|TIME_LINE, or IPC alone)",
                           flag);
     }
-    if (flag == ACL_EVENT_IPC) {
-        /* IPC events need inter-process hardware events; the mock exports the
-         * IPC handle functions as unsupported, so creation fails as on a chip
-         * without IPC events. */
-        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "ACL_EVENT_IPC events are not supported by the mock");
-    }
     MOCK_ENTER(fn);
-    return ev_create(fn, event, flag, true);
+    if (flag == ACL_EVENT_IPC) {
+        /* IPC events: 950PR, A3, A2 (EVT#aclrtIpcGetEventHandle; not on 950DT, §3.3);
+         * elsewhere creation fails as on a chip without them (acl_abi.md §3.2). */
+        aclError rc = core_soc_require(fn, CORE_SOC_BIT(CORE_SOC_950PR) | CORE_SOC_BIT(CORE_SOC_A3) |
+                                               CORE_SOC_BIT(CORE_SOC_A2));
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+    }
+    return ev_create(fn, event, flag, true, NULL, NULL, NULL);
 }
 
 aclError aclrtDestroyEvent(aclrtEvent event)
@@ -262,6 +351,11 @@ static aclError record_task(void *p)
 {
     rec_arg *a = p;
     ev_t *e = a->e;
+    if (e->ipc != NULL) {
+        ipcev_record_done(e->ipc, (uint32_t)a->seq);
+        a->ran = true;
+        return ACL_SUCCESS;
+    }
     uint64_t now = core_now_ns();
     core_mutex_lock(&e->mu);
     if (a->seq >= e->done_seq) {
@@ -279,7 +373,9 @@ static void record_free(void *p)
 {
     rec_arg *a = p;
     ev_t *e = a->e;
-    if (!a->ran) {
+    if (!a->ran && e->ipc != NULL) {
+        ipcev_record_done(e->ipc, (uint32_t)a->seq); /* discarded: release the waiters */
+    } else if (!a->ran) {
         /* Discarded (destroy-force, abort, STOP_ON_FAILURE): release anyone
          * waiting for this record instead of leaving them blocked forever;
          * no timestamp was taken. */
@@ -333,7 +429,7 @@ static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stre
     }
     core_mutex_lock(&e->mu);
     a->e = e; /* the reference taken by ev_get moves to the task */
-    a->seq = ++e->rec_seq;
+    a->seq = e->ipc != NULL ? (uint64_t)atomic_fetch_add(&e->ipc->rec_seq, 1) + 1u : ++e->rec_seq;
     a->ran = false;
     e->recorded = true;
     core_mutex_unlock(&e->mu);
@@ -426,9 +522,13 @@ static aclError ev_query_done(const char *fn, aclrtEvent event, const char *ex_r
         return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                           "not supported for events created by aclrtCreateEventExWithFlag%s", ex_refusal);
     }
-    core_mutex_lock(&e->mu);
-    *done = e->recorded ? ev_complete_locked(e) : e->ex;
-    core_mutex_unlock(&e->mu);
+    if (e->ipc != NULL) {
+        *done = ipcev_complete(e->ipc); /* never recorded: complete (D-EVT 4.4) */
+    } else {
+        core_mutex_lock(&e->mu);
+        *done = e->recorded ? ev_complete_locked(e) : e->ex;
+        core_mutex_unlock(&e->mu);
+    }
     ev_put(e);
     return ACL_SUCCESS;
 }
@@ -480,6 +580,16 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
     }
     struct timespec dl_buf;
     const struct timespec *dl = core_deadline_opt(timeout_ms, &dl_buf);
+    if (e->ipc != NULL) {
+        if (ipcev_wait(e->ipc, atomic_load(&e->ipc->rec_seq), dl) == ETIMEDOUT) {
+            rc = ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+        }
+        ev_put(e);
+        if (rc != ACL_SUCCESS) {
+            return core_error(fn, rc, "IPC event not complete after %lld ms", (long long)timeout_ms);
+        }
+        return ACL_SUCCESS;
+    }
     core_mutex_lock(&e->mu);
     uint64_t target = e->rec_seq; /* the latest record at the time of the call */
     e->waiters++;
@@ -612,8 +722,13 @@ aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    *eventId = e->id;
+    bool ipc = e->ipc != NULL;
+    uint32_t id = e->id;
     ev_put(e);
+    if (ipc) {
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "not supported for ACL_EVENT_IPC events");
+    }
+    *eventId = id;
     return ACL_SUCCESS;
 }
 
@@ -659,6 +774,11 @@ static aclError wait_task(void *p)
     struct timespec dl_buf;
     const struct timespec *dl = core_deadline_opt(a->timeout_ms, &dl_buf);
     aclError rc = ACL_SUCCESS;
+    if (e->ipc != NULL) {
+        /* ECANCELED (stream aborted): discarded; a timeout fails the stream as below */
+        return ipcev_wait(e->ipc, (uint32_t)a->target, dl) == ETIMEDOUT ? ACL_ERROR_RT_EVENT_SYNC_TIMEOUT
+                                                                       : ACL_SUCCESS;
+    }
     core_mutex_lock(&e->mu);
     e->waiters++;
     while (e->done_seq < a->target) {
@@ -693,7 +813,7 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (!(e->flags & EVENT_SYNC_CAPABLE)) {
+    if (!(e->flags & (EVENT_SYNC_CAPABLE | ACL_EVENT_IPC))) {
         ev_put(e);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "event flags 0x%x lack ACL_EVENT_SYNC: it cannot be waited for", e->flags);
@@ -704,10 +824,17 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
         ev_put(e);
         return rc;
     }
-    core_mutex_lock(&e->mu);
-    uint64_t target = e->recorded ? e->rec_seq : 0;
-    bool done = e->done_seq >= target;
-    core_mutex_unlock(&e->mu);
+    uint64_t target;
+    bool done;
+    if (e->ipc != NULL) {
+        target = atomic_load(&e->ipc->rec_seq); /* the latest record in any process */
+        done = ipcev_reached(atomic_load(&e->ipc->done_seq), (uint32_t)target);
+    } else {
+        core_mutex_lock(&e->mu);
+        target = e->recorded ? e->rec_seq : 0;
+        done = e->done_seq >= target;
+        core_mutex_unlock(&e->mu);
+    }
     if (done) {
         /* Never recorded or already complete: nothing to wait for. A
          * barrier task keeps nothing, so skip the enqueue entirely. */
@@ -769,4 +896,59 @@ aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, i
     }
     MOCK_ENTER(fn);
     return wait_common(fn, stream, event, ms);
+}
+
+/* ------------------------------------------------- IPC events (for src/ipc/) */
+
+aclError stream_event_ipc_export(const char *fn, aclrtEvent event, uint32_t *id)
+{
+    ev_t *e = NULL;
+    aclError rc = ev_get(fn, event, "event", &e);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    bool ipc = e->ipc != NULL, opened = e->ipc_release != NULL, shareable = e->slot.fd >= 0;
+    *id = e->id;
+    ev_put(e);
+    if (!ipc) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'event' was not created with aclrtCreateEventExWithFlag(ACL_EVENT_IPC)");
+    }
+    if (opened) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'event' was opened from another process (only its creator exports it)");
+    }
+    if (!shareable) {
+        return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                          "this system cannot share memory between processes (memfd_create failed)");
+    }
+    return ACL_SUCCESS;
+}
+
+aclError stream_event_ipc_acquire(aclrtEvent event, uint32_t id, void **obj, int *fd, uint64_t *offset)
+{
+    core_mutex_lock(&g_ev_mu);
+    ev_t *e = core_registry_find(&g_ev_reg, event);
+    bool ok = e != NULL && e->magic == EVENT_MAGIC && e->id == id && e->slot.addr != NULL;
+    if (ok) {
+        ev_ref(e);
+    }
+    core_mutex_unlock(&g_ev_mu);
+    if (!ok) {
+        return ACL_ERROR_RT_IPC_ERROR; /* destroyed (or never this event): the open fails (§3.3) */
+    }
+    *obj = e;
+    *fd = e->slot.fd;
+    *offset = e->slot.offset;
+    return ACL_SUCCESS;
+}
+
+void stream_event_ipc_put(void *obj)
+{
+    ev_put(obj);
+}
+
+aclError stream_event_ipc_open(const char *fn, void *state, void (*release)(void *), void *arg, aclrtEvent *out)
+{
+    return ev_create(fn, out, ACL_EVENT_IPC, true, state, release, arg);
 }

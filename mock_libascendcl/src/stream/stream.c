@@ -54,6 +54,8 @@
     (ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC | ACL_STREAM_PERSISTENT |   \
      ACL_STREAM_HUGE | ACL_STREAM_CPU_SCHEDULE | ACL_STREAM_DEVICE_USE_ONLY)
 #define RES_TYPES 2
+/* bytes kept of what a failed task said (core_task_detail.message) */
+#define STREAM_ERR_MSG 256
 
 typedef struct mock_task {
     mock_task_fn fn;
@@ -101,6 +103,7 @@ struct mock_stream {
     bool worker_sleeping;
     bool stopping;
     aclError err;           /* pending task error */
+    char err_msg[STREAM_ERR_MSG]; /* what the failed task said (core_task_detail.message), or "" */
     atomic_bool abort_req;  /* running blocking task should give up */
     sync_waiter *sync_waiters;
     mock_task *captured;    /* ACL_STREAM_PERSISTENT: tasks kept, never run */
@@ -217,6 +220,30 @@ int stream_task_wait(pthread_cond_t *cv, mock_mutex *mu, const struct timespec *
     return (rc == ETIMEDOUT && last) ? ETIMEDOUT : 0;
 }
 
+int stream_task_wait_word(_Atomic uint32_t *word, uint32_t seen, const struct timespec *deadline)
+{
+    mock_stream *self = core_worker_stream();
+    if (self == NULL) {
+        return core_futex_wait(word, seen, deadline);
+    }
+    if (atomic_load(&self->abort_req)) {
+        return ECANCELED;
+    }
+    /* On a worker: wait in slices so that an abort is noticed (as stream_task_wait). */
+    struct timespec slice = core_deadline_ms(10);
+    const struct timespec *until = &slice;
+    bool last = false;
+    if (deadline != NULL && ts_before(deadline, &slice)) {
+        until = deadline;
+        last = true;
+    }
+    int rc = core_futex_wait(word, seen, until);
+    if (atomic_load(&self->abort_req)) {
+        return ECANCELED;
+    }
+    return (rc == ETIMEDOUT && last) ? ETIMEDOUT : 0;
+}
+
 bool stream_task_cancelled(void)
 {
     mock_stream *self = core_worker_stream();
@@ -300,18 +327,26 @@ static void *worker_main(void *arg)
             core_lock_check_none("running a stream task");
             rc = t.fn(t.arg);
         }
-        if (t.free_arg != NULL) {
-            t.free_arg(t.arg);
-        }
+        /* a detail the task left (a kernel fault), valid until free_arg */
+        const core_task_detail *detail = core_task_take_detail();
         if (rc != ACL_SUCCESS && !atomic_load(&s->abort_req)) {
             /* the task_failed hooks (exception-info callbacks), no lock held */
-            core_task_failure failure = {s->device, (uint32_t)s->id, (uint32_t)seq, rc};
+            core_task_failure failure = {s->device, (uint32_t)s->id, (uint32_t)seq, rc, detail};
             core_subsystems_task_failed(&failure);
+        }
+        char msg[STREAM_ERR_MSG];
+        msg[0] = '\0';
+        if (rc != ACL_SUCCESS && detail != NULL && detail->message != NULL) {
+            snprintf(msg, sizeof msg, "%s", detail->message);
+        }
+        if (t.free_arg != NULL) {
+            t.free_arg(t.arg);
         }
 
         core_mutex_lock(&s->mu);
         if (rc != ACL_SUCCESS && s->err == ACL_SUCCESS && seq > s->discard_until) {
             s->err = rc;
+            memcpy(s->err_msg, msg, sizeof msg);
         }
         atomic_store_explicit(&s->completed, seq, memory_order_release);
         if (s->waiters > 0) {
@@ -443,6 +478,23 @@ aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_
 }
 
 /* ------------------------------------------------------------ sync/query */
+
+/* ": <what the failed task said>" for the message of an error `rc` of the stream
+ * (a task error), or "". */
+static void err_msg_copy(mock_stream *s, aclError rc, char out[STREAM_ERR_MSG])
+{
+    out[0] = '\0';
+    if (rc == ACL_SUCCESS || rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT || rc == ACL_ERROR_RT_STREAM_ABORT) {
+        return;
+    }
+    char msg[STREAM_ERR_MSG];
+    core_mutex_lock(&s->mu);
+    memcpy(msg, s->err_msg, sizeof msg);
+    core_mutex_unlock(&s->mu);
+    if (msg[0] != '\0') {
+        snprintf(out, STREAM_ERR_MSG, ": %.*s", STREAM_ERR_MSG - 3, msg);
+    }
+}
 
 /* Waits until every task submitted before the call has finished.
  * timeout_ms < 0: forever. Returns 507046 on timeout, else the pending task
@@ -1142,6 +1194,8 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
                           "synchronizing a stream from one of its own tasks would deadlock");
     }
     rc = stream_wait(s, timeout_ms, true);
+    char why[STREAM_ERR_MSG];
+    err_msg_copy(s, rc, why);
     stream_put(s);
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
         return core_error(fn, rc, "stream not complete after %lld ms", (long long)timeout_ms);
@@ -1150,7 +1204,7 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
         return core_error(fn, rc, "the stream was aborted while this call waited for it");
     }
     if (rc != ACL_SUCCESS) {
-        return core_error(fn, rc, "a task on the stream failed with error %d", rc);
+        return core_error(fn, rc, "a task on the stream failed with error %d%s", rc, why);
     }
     return ACL_SUCCESS;
 }
@@ -1179,9 +1233,11 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
     bool done = atomic_load(&s->completed) >= s->submitted;
     aclError err = s->err;
     core_mutex_unlock(&s->mu);
+    char why[STREAM_ERR_MSG];
+    err_msg_copy(s, err, why);
     stream_put(s);
     if (err != ACL_SUCCESS) {
-        return core_error(fn, err, "a task on the stream failed with error %d", err);
+        return core_error(fn, err, "a task on the stream failed with error %d%s", err, why);
     }
     *status = done ? ACL_STREAM_STATUS_COMPLETE : ACL_STREAM_STATUS_NOT_READY;
     return ACL_SUCCESS;

@@ -46,9 +46,31 @@ MOCK_HIDDEN void stream_set_overflow_switch(mock_stream *s, uint32_t on);
  * but when called on a stream worker thread it also returns ECANCELED as soon
  * as the worker's stream is aborted (destroy-force / aclrtStreamAbort). */
 MOCK_HIDDEN int stream_task_wait(pthread_cond_t *cv, mock_mutex *mu, const struct timespec *deadline);
+/* (ipc, additive) The same for a 32-bit word another process may change (shared
+ * futex, core_futex_wait): sleeps while *word == seen; ETIMEDOUT at `deadline`,
+ * ECANCELED when the worker's stream is aborted, else 0 (recheck). */
+MOCK_HIDDEN int stream_task_wait_word(_Atomic uint32_t *word, uint32_t seen, const struct timespec *deadline);
 /* (streams, additive) True for an ACL_STREAM_PERSISTENT stream: what is
  * enqueued on it is captured, never run (its free_arg runs when the stream is
  * destroyed), so a caller must not wait for such a task to complete. */
 MOCK_HIDDEN bool stream_is_persistent(const mock_stream *s);
+
+/* (ipc, additive) IPC events, for src/ipc/ (aclrtIpcGetEventHandle / OpenEventHandle,
+ * acl_next_semantics.md §3.3). Export: `event` is a live ACL_EVENT_IPC event created in
+ * this process; *id = its id, the generation an acquire checks. Records and returns
+ * 107000 (not live, not IPC, opened from another process) or 207000 (no shareable
+ * memory). */
+MOCK_HIDDEN aclError stream_event_ipc_export(const char *fn, aclrtEvent event, uint32_t *id);
+/* Broker side: the event `event` with id `id` is still alive (not destroyed): takes a
+ * reference (*obj, dropped by stream_event_ipc_put) and gives where its shared state is
+ * (*fd, *offset). Returns ACL_SUCCESS or ACL_ERROR_RT_IPC_ERROR; records no error. */
+MOCK_HIDDEN aclError stream_event_ipc_acquire(aclrtEvent event, uint32_t id, void **obj, int *fd,
+                                              uint64_t *offset);
+MOCK_HIDDEN void stream_event_ipc_put(void *obj);
+/* Importer: a new event of the current context on the shared state `state` (mapped by
+ * the caller); release(arg) runs when the event is freed (unmap, tell the creator). On
+ * failure nothing is kept: the caller releases `state` itself. */
+MOCK_HIDDEN aclError stream_event_ipc_open(const char *fn, void *state, void (*release)(void *arg), void *arg,
+                                           aclrtEvent *out);
 
 #endif /* MOCK_STREAM_H */
