@@ -91,6 +91,8 @@ _fast_get_current_context: Callable[[], int] = lowlevel.fast.get_current_context
 _gate_try_enter: Callable[[], bool] = lowlevel.fast._gate_try_enter
 _gate_enter: Callable[[str], None] = lowlevel.fast._gate_enter
 _gate_exit: Callable[[], None] = lowlevel.fast._gate_exit
+#: Address of the gate's state for the C extensions (pyacl_rt._memcore's hit paths).
+_gate_api: Callable[[], int] = lowlevel.fast._gate_api
 _scratch: Callable[[], Any] = lowlevel.scratch
 _get_ident = threading.get_ident
 _sleep = time.sleep

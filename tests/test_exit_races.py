@@ -14,7 +14,10 @@ assertions are about stderr only (no timing):
 * a daemon thread loops ``memset(..., non_blocking=True)`` on its own stream while the
   interpreter exits: no call reaches the runtime with a handle finalize destroyed, and
   the thread ends without a traceback (``RuntimeFinalizedError`` ends a daemon thread
-  quietly at exit).
+  quietly at exit);
+* daemon threads create, use, close and drop cached DeviceBuffers / HostBuffers (the
+  C hit paths of the buffer life) while the interpreter exits: nothing comes out of or
+  goes back into a cache finalize releases, nothing is logged.
 """
 
 from __future__ import annotations
@@ -143,6 +146,39 @@ DAEMON = """
     print("exiting")
 """
 
+# Daemon threads living buffers from the caches (C hit paths) while the main thread exits.
+BUFFER_DAEMON = """
+    import threading, time
+    import pyacl_rt as npu
+
+    ready = threading.Barrier(3)
+
+    def device_lives():
+        st = npu.Stream()
+        keep = npu.DeviceBuffer(4096, stream=st)  # keeps the stream's segment cached
+        ready.wait()
+        while True:
+            b = npu.DeviceBuffer(4096, stream=st)
+            npu.memset(b, 1, stream=st, non_blocking=True)
+            b.close()
+            npu.DeviceBuffer(512, stream=st)  # dropped: freed by its collection
+
+    def host_lives():
+        npu.HostBuffer(4096).close()
+        ready.wait()
+        while True:
+            h = npu.HostBuffer(4096)
+            h.numpy()[:8] = 1
+            h.close()
+            npu.HostBuffer(64)  # dropped
+
+    for fn in (device_lives, host_lives):
+        threading.Thread(target=fn, daemon=True).start()
+    ready.wait()
+    time.sleep(0.02)
+    print("exiting")
+"""
+
 
 @pytest.fixture
 def cpu_load() -> Iterator[None]:
@@ -210,3 +246,14 @@ def test_daemon_thread_using_a_stream_while_the_interpreter_exits(
         if proc.returncode != 0 or proc.stderr.strip() or "exiting" not in proc.stdout:
             failures.append(f"run {run}: rc={proc.returncode}\n{proc.stderr[-3000:]}")
     assert not failures, f"{len(failures)} of 60 runs failed:\n" + "\n".join(failures[:3])
+
+
+def test_daemon_threads_living_cached_buffers_while_the_interpreter_exits(
+    clean_env: Any, cpu_load: None
+) -> None:
+    failures = []
+    for run in range(40):
+        proc = _run(BUFFER_DAEMON, clean_env)
+        if proc.returncode != 0 or proc.stderr.strip() or "exiting" not in proc.stdout:
+            failures.append(f"run {run}: rc={proc.returncode}\n{proc.stderr[-3000:]}")
+    assert not failures, f"{len(failures)} of 40 runs failed:\n" + "\n".join(failures[:3])

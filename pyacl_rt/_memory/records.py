@@ -45,6 +45,7 @@ from .._log import get_logger
 from .._state import (
     _CtxRef,
     _fast,
+    _gate_api,
     _gate_exit,
     _gate_try_enter,
     _lib,
@@ -470,6 +471,7 @@ _memcore.bind(
     raise_closed=_raise_closed,
     unknown_block=_unknown_block,
     lowlevel_api=_lib.pyacl_lowlevel_api(),
+    gate_api=_gate_api(),
 )
 
 

@@ -627,6 +627,29 @@ static PyObject *f_gate_after_fork(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* The gate's state for pyacl_rt's other C extensions (pyacl_rt._memcore: the C hit
+ * paths of the buffer life never call the runtime through a Gated object, so they read
+ * `closed` and leave everything to their gated Python path while it is set). Read-only;
+ * its address is handed over as an int by _gate_api(). */
+struct pyacl_gate_api {
+    uint32_t magic; /* PYACL_GATE_API_MAGIC */
+    uint32_t version;
+    uint32_t size;
+    const int *closed; /* nonzero from the start of finalize until the next init() */
+};
+#define PYACL_GATE_API_MAGIC 0x50474154u /* "PGAT" */
+static const struct pyacl_gate_api g_gate_api = {PYACL_GATE_API_MAGIC, 1u,
+                                                 (uint32_t)sizeof(struct pyacl_gate_api),
+                                                 &g_gate_closed};
+
+/* _gate_api() -> the address of g_gate_api. */
+static PyObject *f_gate_api(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromVoidPtr((void *)&g_gate_api);
+}
+
 /* Gated: a callable running another one inside the gate (vectorcall, no tuple built). */
 typedef struct {
     PyObject_HEAD
@@ -1095,6 +1118,8 @@ static PyMethodDef methods[] = {
     {"_gate_exit", f_gate_exit, METH_NOARGS, "Leave a gated section."},
     {"_gate_state", f_gate_state, METH_NOARGS,
      "(closed, calls in flight, this thread's depth, this thread exempt)."},
+    {"_gate_api", f_gate_api, METH_NOARGS,
+     "_gate_api() -> address of the gate's state for pyacl_rt's C extensions (_memcore)."},
     {"_gate_after_fork", f_gate_after_fork, METH_NOARGS,
      "Reset the in-flight counters in a forked child."},
     {"_wait_stream", FASTCALL(f_wait_stream), METH_FASTCALL,
