@@ -3,7 +3,8 @@
 All metadata lives in pyproject.toml.  ``pip install .`` / ``pip install -e .`` /
 ``python -m build`` run build_ext, which first configures, builds and installs
 mock_libascendcl with its own CMakeLists.txt (build_support/mockbuild.py) into
-pyacl_rt/_mock/ (in the source tree for editable installs; CANN layout: lib64/, include/),
+pyacl_rt/_mock/ (in the source tree for editable installs; CANN layout: set_env.sh, lib64/,
+include/, ...),
 then builds the cffi module ``<RAW_PACKAGE>._lowlevel_cffi`` (declared by
 ``_lowlevel_build.py``) and the hand-written fast-call module ``<RAW_PACKAGE>._fastcall``
 (``_fastcall.c``), which calls through the cffi module's dispatch table (neither links
@@ -46,7 +47,8 @@ class BuildExtWithMock(build_ext):
         # In-place (editable) builds keep the mock's CMake tree, so a rebuild after a C
         # change recompiles only what changed; wheel builds use the throwaway build_temp.
         cmake_build = ROOT / "build" / "mock" if self.inplace else Path(self.build_temp) / "mock"
-        build_mock(MOCK_SOURCE, self._root() / MOCK_PREFIX, cmake_build)
+        # a wheel cannot hold the prefix's <arch>-linux links (build_support/mockbuild.py)
+        build_mock(MOCK_SOURCE, self._root() / MOCK_PREFIX, cmake_build, symlinks=self.inplace)
         self._remove_stale_extensions()
         super().run()
 

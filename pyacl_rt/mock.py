@@ -10,8 +10,9 @@ Command line, in the spirit of ``pkg-config``::
 
 so that ``cc prog.c $(python -m pyacl_rt.mock --cflags --libs)`` builds a CANN program
 against the mock and runs it without any environment setup. The prefix has the layout of a
-CANN install (``lib64/``, ``include/acl/``, ``share/info/runtime/version.info``), so it
-also works as ``ASCEND_HOME_PATH``.
+CANN install (``set_env.sh``, ``lib64/`` with ``libacl_rt.so`` and the companion libraries,
+``include/acl/``, version files; mock README "The install prefix"), so it also works as
+``ASCEND_HOME_PATH`` / ``ASCEND_CANN_PACKAGE_PATH``.
 
 :class:`MockControl` drives the mock's own ``aclmock*`` introspection API (see
 ``include/acl/acl_mock.h``) through ctypes on the library pyacl_rt has loaded: live object
@@ -99,7 +100,8 @@ def include_dir() -> Path:
 
 
 def lib_dir() -> Path:
-    """Directory of ``libascendcl.so``, ``libmsprofiler.so`` and ``libascend_dump.so``."""
+    """Directory of ``libascendcl.so`` and the other mock libraries (``libacl_rt.so``,
+    ``libmsprofiler.so``, ``libascend_dump.so``, the TDT libraries, ``libc_sec.so``)."""
     return prefix() / "lib64"
 
 

@@ -410,9 +410,11 @@ def test_mock_device_lost() -> None:
 
 
 def test_mock_feature_not_supported() -> None:
-    exc = _probe('ll.check(ll.aclrtSetGroup(0), "aclrtSetGroup")')
+    # a feature the simulated SoC does not have (the default Ascend910B1, an Atlas A2
+    # part, has no SIMT stack limit; mock README "What is simulated", devices)
+    exc = _probe('ll.check(ll.aclrtDeviceSetLimit(0, 1024), "aclrtDeviceSetLimit")')
     assert type(exc) is FeatureNotSupportedError
-    assert exc.code == 207000 and exc.function == "aclrtSetGroup"
+    assert exc.code == 207000 and exc.function == "aclrtDeviceSetLimit"
     assert exc.recent_message and "not supported" in exc.recent_message
 
 

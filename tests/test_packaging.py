@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_mock_prefix import LIBRARIES, assert_cann_layout
 
 import pyacl_rt
 
@@ -166,7 +167,7 @@ int main(void) {
     return aclFinalize() == ACL_SUCCESS ? 0 : 5;
 }
 """
-CANN_LIBRARIES = ("libascendcl.so", "libmsprofiler.so", "libascend_dump.so")
+CANN_LIBRARIES = LIBRARIES  # the eight libraries of the prefix (test_mock_prefix.py)
 EXTENSIONS = ("_lowlevel_cffi", "_fastcall", "_dlpack_c", "_cachecore", "_memcore")  # compiled
 
 
@@ -177,23 +178,20 @@ def _check(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
 
 
 def _cmake_libraries(source: Path, build: Path, prefix: Path, *options: str) -> None:
-    """Configure ``source`` (a mock_libascendcl tree), build its three libraries only and
+    """Configure ``source`` (a mock_libascendcl tree), build its libraries only and
     ``cmake --install`` them into ``prefix`` with the project's default layout."""
     cmake = shutil.which("cmake")
     if cmake is None:
         pytest.skip("cmake not available")
     env = {k: v for k, v in os.environ.items() if k not in ("CFLAGS", "LDFLAGS")}
     _check([cmake, "-S", str(source), "-B", str(build), *options], env=env)
-    targets = ["--target", "ascendcl", "msprofiler", "ascend_dump"]
+    targets = ["--target", *(lib[3:-3] for lib in LIBRARIES)]  # libfoo.so -> foo
     _check([cmake, "--build", str(build), "--parallel", "2", *targets], env=env)
     _check([cmake, "--install", str(build), "--prefix", str(prefix)], env=env)
 
 
-def _assert_cann_layout(prefix: Path) -> None:
-    for lib in CANN_LIBRARIES:
-        assert (prefix / "lib64" / lib).is_file(), lib
-    assert (prefix / "include" / "acl" / "acl.h").is_file()
-    assert (prefix / "include" / "acl" / "error_codes" / "rt_error_codes.h").is_file()
+def _assert_cann_layout(prefix: Path, symlinks: bool = True) -> None:
+    assert_cann_layout(prefix, symlinks)
     config = prefix / "share" / "cmake" / "mock_libascendcl"
     assert (config / "mock_libascendclConfig.cmake").is_file()  # from cmake/*.cmake.in
     assert (config / "mock_libascendclConfigVersion.cmake").is_file()
@@ -216,7 +214,7 @@ def test_cmake_install_has_cann_layout_without_build_paths(mock_prefix: Path) ->
     for lib in CANN_LIBRARIES:
         runpath = _runpaths(mock_prefix / "lib64" / lib)
         assert all(p.startswith("$ORIGIN") for p in runpath), (lib, runpath)
-        if lib != "libascendcl.so":  # finds libascendcl.so beside it
+        if lib not in ("libascendcl.so", "libc_sec.so"):  # find libascendcl.so beside them
             assert "$ORIGIN" in runpath, (lib, runpath)
 
 
@@ -469,7 +467,12 @@ def test_mock_cmake_project_builds_from_sdist(dist: _Dist) -> None:
 def test_wheel_contents(wheel: Path, wheel_tree: Path) -> None:
     pkg = wheel_tree / "pyacl_rt"
     assert (pkg / "py.typed").is_file()
-    _assert_cann_layout(pkg / "_mock")
+    # a wheel holds no symbolic links: the <arch>-linux links are left out (README)
+    _assert_cann_layout(pkg / "_mock", symlinks=False)
+    arch_dir = next((pkg / "_mock").glob("*-linux"))
+    assert sorted(p.name for p in arch_dir.iterdir()) == ["ascend_toolkit_install.info"]
+    with zipfile.ZipFile(wheel) as zf:  # no directory expanded in place of a link
+        assert not [n for n in zf.namelist() if re.search(r"-linux/(lib64|include)/", n)]
     assert (pkg / "_mock" / "include" / "acl" / "acl_mock.h").is_file()
     for ext in EXTENSIONS:
         assert list(wheel_tree.rglob(f"{ext}.*.so")), ext

@@ -1160,6 +1160,8 @@ ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context);
 ACL_FUNC_VISIBILITY aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value);
 
 /* device */
+ACL_FUNC_VISIBILITY aclrtGroupInfo *aclrtCreateGroupInfo(void);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyGroupInfo(aclrtGroupInfo *groupInfo);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetBareTgid(int32_t *pid);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetHostAtomicCapabilities(
@@ -1175,6 +1177,7 @@ ACL_FUNC_VISIBILITY aclError aclrtDeviceGetStreamPriorityRange(
 ACL_FUNC_VISIBILITY aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid *uuid);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceSetLimit(aclrtDeviceLimit limit, size_t value);
 ACL_FUNC_VISIBILITY aclError aclrtDeviceTaskAbort(int32_t deviceId, uint32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo);
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCapability(
     int32_t deviceId,
@@ -1192,6 +1195,14 @@ ACL_FUNC_VISIBILITY aclError aclrtGetDeviceResLimit(
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceUtilizationRate(
     int32_t deviceId,
     aclrtUtilizationInfo *utilizationInfo);
+ACL_FUNC_VISIBILITY aclError aclrtGetGroupCount(uint32_t *count);
+ACL_FUNC_VISIBILITY aclError aclrtGetGroupInfoDetail(
+    const aclrtGroupInfo *groupInfo,
+    int32_t groupIndex,
+    aclrtGroupAttr attr,
+    void *attrValue,
+    size_t valueLen,
+    size_t *paramRetSize);
 ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByPhyDevId(
     const int32_t phyDevId,
     int32_t * const logicDevId);
@@ -1232,26 +1243,13 @@ ACL_FUNC_VISIBILITY aclError aclrtSetDeviceTaskAbortCallback(
     const char *regName,
     aclrtDeviceTaskAbortCallback callback,
     void *args);
+ACL_FUNC_VISIBILITY aclError aclrtSetGroup(int32_t groupId);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOut(uint32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout, uint64_t *actualTimeout);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOutWithMs(uint32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtSetTsDevice(aclrtTsId tsId);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);
-
-/* device: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclrtGroupInfo *aclrtCreateGroupInfo(void);
-ACL_FUNC_VISIBILITY aclError aclrtDestroyGroupInfo(aclrtGroupInfo *groupInfo);
-ACL_FUNC_VISIBILITY aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo);
-ACL_FUNC_VISIBILITY aclError aclrtGetGroupCount(uint32_t *count);
-ACL_FUNC_VISIBILITY aclError aclrtGetGroupInfoDetail(
-    const aclrtGroupInfo *groupInfo,
-    int32_t groupIndex,
-    aclrtGroupAttr attr,
-    void *attrValue,
-    size_t valueLen,
-    size_t *paramRetSize);
-ACL_FUNC_VISIBILITY aclError aclrtSetGroup(int32_t groupId);
-ACL_FUNC_VISIBILITY aclError aclrtSetTsDevice(aclrtTsId tsId);
 
 /* dump */
 ACL_FUNC_VISIBILITY aclError aclmdlFinalizeDump(void);
@@ -1260,11 +1258,8 @@ ACL_FUNC_VISIBILITY aclError aclmdlSetDump(const char *dumpCfgPath);
 
 /* error */
 ACL_FUNC_VISIBILITY const char *aclGetRecentErrMsg(void);
-ACL_FUNC_VISIBILITY aclError aclrtGetLastError(aclrtLastErrLevel level);
-ACL_FUNC_VISIBILITY aclError aclrtPeekAtLastError(aclrtLastErrLevel level);
-
-/* error: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo);
+ACL_FUNC_VISIBILITY aclError aclrtGetLastError(aclrtLastErrLevel level);
 ACL_FUNC_VISIBILITY aclError aclrtGetMemUceInfo(
     int32_t deviceId,
     aclrtMemUceInfo *memUceInfoArray,
@@ -1274,6 +1269,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMemUceRepair(
     int32_t deviceId,
     aclrtMemUceInfo *memUceInfoArray,
     size_t arraySize);
+ACL_FUNC_VISIBILITY aclError aclrtPeekAtLastError(aclrtLastErrLevel level);
 ACL_FUNC_VISIBILITY aclError aclrtRepairError(int32_t deviceId, const aclrtErrorInfo *errorInfo);
 
 /* event */
@@ -1585,6 +1581,29 @@ ACL_FUNC_VISIBILITY aclError aclrtCheckMemType(
     uint32_t memType,
     uint32_t *checkResult,
     uint32_t reserve);
+ACL_FUNC_VISIBILITY aclError aclrtCmoAsync(
+    void *src,
+    size_t size,
+    aclrtCmoType cmoType,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtCmoAsyncWithBarrier(
+    void *src,
+    size_t size,
+    aclrtCmoType cmoType,
+    uint32_t barrierId,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtCmoAsyncWithDesc(
+    void *cmoDesc,
+    aclrtCmoType cmoType,
+    aclrtStream stream,
+    const void *reserve);
+ACL_FUNC_VISIBILITY aclError aclrtCmoGetDescSize(size_t *size);
+ACL_FUNC_VISIBILITY aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size);
+ACL_FUNC_VISIBILITY aclError aclrtCmoWaitBarrier(
+    aclrtBarrierTaskInfo *taskInfo,
+    aclrtStream stream,
+    uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceL2CacheFlush(void *rsv);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHostWithDevSync(void *hostPtr);
@@ -1596,6 +1615,7 @@ ACL_FUNC_VISIBILITY aclError aclrtGetMemUsageInfo(
     aclrtMemUsageInfo *memUsageInfo,
     size_t inputNum,
     size_t *outputNum);
+ACL_FUNC_VISIBILITY aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize);
 ACL_FUNC_VISIBILITY aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtHostMemMapCapabilities(
     uint32_t deviceId,
@@ -1634,6 +1654,11 @@ ACL_FUNC_VISIBILITY aclError aclrtMallocCached(
     void **devPtr,
     size_t size,
     aclrtMemMallocPolicy policy);
+ACL_FUNC_VISIBILITY aclError aclrtMallocForTaskScheduler(
+    void **devPtr,
+    size_t size,
+    aclrtMemMallocPolicy policy,
+    aclrtMallocConfig *cfg);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHostWithCfg(
     void **ptr,
@@ -1728,6 +1753,19 @@ ACL_FUNC_VISIBILITY aclError aclrtMemMapNoAccess(
     size_t offset,
     aclrtDrvMemHandle handle,
     uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtMemMapSelectedLink(
+    void *virPtrDst,
+    size_t size,
+    void *virPtrSrc,
+    uint32_t linkIdx);
+ACL_FUNC_VISIBILITY aclError aclrtMemMapSetLink(
+    aclrtDrvMemHandle handle,
+    aclrtMemLinkType adviceLink);
+ACL_FUNC_VISIBILITY aclError aclrtMemP2PMap(
+    void *devPtr,
+    size_t size,
+    int32_t dstDevId,
+    uint64_t flags);
 ACL_FUNC_VISIBILITY aclError aclrtMemRetainAllocationHandle(
     void *virPtr,
     aclrtDrvMemHandle *handle);
@@ -1781,6 +1819,19 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithCondition(
     size_t destMax,
     const void *src,
     size_t count,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithDesc(
+    void *desc,
+    aclrtMemcpyKind kind,
+    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithOffset(
+    void **dst,
+    size_t destMax,
+    size_t dstDataOffset,
+    const void **src,
+    size_t count,
+    size_t srcDataOffset,
     aclrtMemcpyKind kind,
     aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatch(
@@ -1857,6 +1908,13 @@ ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddressNoUCMemory(
     size_t alignment,
     void *expectPtr,
     uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtSetMemcpyDesc(
+    void *desc,
+    aclrtMemcpyKind kind,
+    void *srcAddr,
+    void *dstAddr,
+    size_t count,
+    void *config);
 ACL_FUNC_VISIBILITY aclError aclrtUnmapMem(void *virPtr);
 ACL_FUNC_VISIBILITY aclError aclrtValueWait(
     void *devAddr,
@@ -1868,70 +1926,6 @@ ACL_FUNC_VISIBILITY aclError aclrtValueWrite(
     uint64_t value,
     uint32_t flag,
     aclrtStream stream);
-
-/* memory: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtCmoAsync(
-    void *src,
-    size_t size,
-    aclrtCmoType cmoType,
-    aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtCmoAsyncWithBarrier(
-    void *src,
-    size_t size,
-    aclrtCmoType cmoType,
-    uint32_t barrierId,
-    aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtCmoAsyncWithDesc(
-    void *cmoDesc,
-    aclrtCmoType cmoType,
-    aclrtStream stream,
-    const void *reserve);
-ACL_FUNC_VISIBILITY aclError aclrtCmoGetDescSize(size_t *size);
-ACL_FUNC_VISIBILITY aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size);
-ACL_FUNC_VISIBILITY aclError aclrtCmoWaitBarrier(
-    aclrtBarrierTaskInfo *taskInfo,
-    aclrtStream stream,
-    uint32_t flag);
-ACL_FUNC_VISIBILITY aclError aclrtDeviceL2CacheFlush(void *rsv);
-ACL_FUNC_VISIBILITY aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize);
-ACL_FUNC_VISIBILITY aclError aclrtMallocForTaskScheduler(
-    void **devPtr,
-    size_t size,
-    aclrtMemMallocPolicy policy,
-    aclrtMallocConfig *cfg);
-ACL_FUNC_VISIBILITY aclError aclrtMemMapSelectedLink(
-    void *virPtrDst,
-    size_t size,
-    void *virPtrSrc,
-    uint32_t linkIdx);
-ACL_FUNC_VISIBILITY aclError aclrtMemMapSetLink(
-    aclrtDrvMemHandle handle,
-    aclrtMemLinkType adviceLink);
-ACL_FUNC_VISIBILITY aclError aclrtMemP2PMap(
-    void *devPtr,
-    size_t size,
-    int32_t dstDevId,
-    uint64_t flags);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithDesc(
-    void *desc,
-    aclrtMemcpyKind kind,
-    aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithOffset(
-    void **dst,
-    size_t destMax,
-    size_t dstDataOffset,
-    const void **src,
-    size_t count,
-    size_t srcDataOffset,
-    aclrtMemcpyKind kind,
-    aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtSetMemcpyDesc(
-    void *desc,
-    aclrtMemcpyKind kind,
-    void *srcAddr,
-    void *dstAddr,
-    size_t count,
-    void *config);
 
 /* model_ri */
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(
@@ -2077,8 +2071,6 @@ ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(
     aclDataType type,
     aclrtStream stream,
     void *reserve);
-
-/* other: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotCallbackRegister(
     aclrtSnapShotStage stage,
     aclrtSnapShotCallBack callback,
@@ -2092,6 +2084,7 @@ ACL_FUNC_VISIBILITY aclError aclrtSnapShotProcessRestore(int pid, aclrtSnapShotR
 ACL_FUNC_VISIBILITY aclError aclrtSnapShotProcessUnlock(int pid, void *reserve);
 
 /* overflow */
+ACL_FUNC_VISIBILITY aclError aclrtCtxGetFloatOverflowAddr(void **overflowAddr);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode);
 ACL_FUNC_VISIBILITY aclError aclrtGetFloatOverflowStatus(
     void *outputAddr,
@@ -2114,9 +2107,6 @@ ACL_FUNC_VISIBILITY aclError aclrtResetFloatOverflowStatus(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtResetOverflowStatus(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSetDeviceSatMode(aclrtFloatOverflowMode mode);
 ACL_FUNC_VISIBILITY aclError aclrtSetStreamOverflowSwitch(aclrtStream stream, uint32_t flag);
-
-/* overflow: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtCtxGetFloatOverflowAddr(void **overflowAddr);
 
 /* peer */
 ACL_FUNC_VISIBILITY aclError aclrtDeviceCanAccessPeer(
@@ -2143,7 +2133,7 @@ ACL_FUNC_VISIBILITY aclError aclrtGetDevicesTopo(
 /* profiling */
 ACL_FUNC_VISIBILITY aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream);
 
-/* queue_tdt: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+/* queue_tdt */
 ACL_FUNC_VISIBILITY aclError aclrtAllocBuf(aclrtMbuf *buf, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtAppendBufChain(aclrtMbuf headBuf, aclrtMbuf buf);
 ACL_FUNC_VISIBILITY aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf);
@@ -2190,6 +2180,7 @@ ACL_FUNC_VISIBILITY aclError aclrtGetStreamResLimit(
     aclrtStream stream,
     aclrtDevResLimitType type,
     uint32_t *value);
+ACL_FUNC_VISIBILITY aclError aclrtPersistentTaskClean(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtRegStreamStateCallback(
     const char *regName,
     aclrtStreamStateCallback callback,
@@ -2222,7 +2213,6 @@ ACL_FUNC_VISIBILITY aclError aclrtUseStreamResInCurrentThread(aclrtStream stream
 
 /* stream: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtPersistentTaskClean(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSwitchStream(
     void *leftValue,
     aclrtCondition cond,

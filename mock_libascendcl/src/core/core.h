@@ -376,6 +376,26 @@ static inline bool core_handle_set_contains(mock_handle_set *s, const void *ptr)
     return ok;
 }
 
+/* ------------------------------------------------------------------- gate.c */
+/* The resource gate (acl_next_semantics.md section 5.4, D-SNAP 5.2): while it is closed
+ * (aclrtSnapShotProcessLock until aclrtSnapShotProcessUnlock), every entry point that
+ * changes device resources - set/reset device, malloc/free, copies and memsets,
+ * creating/destroying contexts, streams, events, notifies, kernel launches - blocks its
+ * calling thread at MOCK_ENTER until the gate opens; queries and synchronizations pass.
+ * Checked by core_fault_check (one relaxed atomic load while open). Closing waits for
+ * nothing: calls already past their MOCK_ENTER finish. */
+MOCK_HIDDEN void core_gate_close(void);
+MOCK_HIDDEN void core_gate_open(void);
+/* True for an entry point the closed gate holds (the list is in gate.c). */
+MOCK_HIDDEN bool core_gate_holds(const char *func);
+/* Called by core_fault_check: waits while the gate is closed and holds `func`. */
+MOCK_HIDDEN void core_gate_pass(const char *func);
+/* Synchronizes every context of every device (the ctx_sync hooks, waiting at most
+ * timeout_ms each, -1 = forever); returns the first error. */
+MOCK_HIDDEN aclError core_synchronize_all(int64_t timeout_ms);
+/* Bit d set when user device d has a live context (primary or explicit). */
+MOCK_HIDDEN uint64_t core_devices_in_use(void);
+
 /* ------------------------------------------------------------------- init.c */
 
 MOCK_HIDDEN bool core_is_initialized(void);

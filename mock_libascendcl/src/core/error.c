@@ -183,6 +183,7 @@ static void load_env_faults(void)
 
 aclError core_fault_check(const char *func)
 {
+    core_gate_pass(func); /* a closed snapshot gate holds resource-changing calls (gate.c) */
     if (atomic_load_explicit(&g_armed, memory_order_relaxed) == 0) {
         return ACL_SUCCESS;
     }

@@ -30,9 +30,10 @@
  *   Add an entry at the place in the table that its nesting requires, with the
  *   locks that may be held when it is taken, declare it with MOCK_MUTEX_INIT(id) /
  *   core_mutex_init(&m, id) (or the rwlock forms), and for each new "may hold" pair
- *   add a stress test to tests/c/test_lock_order.c. The ids of libmsprofiler.so and
- *   libascend_dump.so are listed too; those libraries are leaves (they never call
- *   libascendcl.so while holding their locks) and are not checked at run time.
+ *   add a stress test to tests/c/test_lock_order.c. The ids of libmsprofiler.so,
+ *   libascend_dump.so, libacl_tdt_channel.so and libacl_tdt_queue.so are listed too;
+ *   those libraries are leaves (they never call libascendcl.so while holding their
+ *   locks) and are not checked at run time.
  *
  * Not locks: pthread_once (configuration, device table and condition-variable set-up;
  * their init routines take no lock) and the atomics that counters and flags use.
@@ -85,6 +86,9 @@
       MOCK_HOLDS_LIFECYCLE | MOCK_HOLDS(MOCK_LOCK_DEVICE))                                              \
     X(MOCK_LOCK_SYSPARAMS, "core/context.c g_opt_lock, mock_context.opt_lock",                          \
       "the process-wide and the per-context system parameter tables", MOCK_HOLDS_LIFECYCLE)             \
+    X(MOCK_LOCK_GATE, "core/gate.c g_gate_mu",                                                          \
+      "the resource gate of the snapshot state machine (closed: resource calls wait at their entry)", \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
     /* -------------------------------------------------------------- stream */                        \
     X(MOCK_LOCK_STREAM_REGISTRY, "stream/stream.c g_reg_mu",                                            \
       "the registry of live streams, the per-device stream counts and the orphan list",               \
@@ -139,6 +143,16 @@
       "the exception infos live during a callback", MOCK_HOLDS_LIFECYCLE)                               \
     X(MOCK_LOCK_DUMP, "misc/dump.c dump_state.mu", "the dump session and the aclInit dump config",     \
       MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_MBUFS, "misc/mbuf.c g_mbufs (handle set)",                                              \
+      "the live shared buffers (aclrtAllocBuf) and their chains", MOCK_HOLDS_LIFECYCLE)                \
+    X(MOCK_LOCK_SNAPSHOT, "misc/snapshot.c g_snap_mu",                                                  \
+      "the process snapshot state, its memory image and the stage callbacks (copied out; called "    \
+      "without it)", MOCK_HOLDS_LIFECYCLE)                                                             \
+    X(MOCK_LOCK_GROUP_INFOS, "misc/groups.c g_infos (handle set)", "the live aclrtGroupInfo handles",  \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_OVERFLOW_AREAS, "misc/overflow_addr.c g_area_mu",                                       \
+      "the overflow status area of each context (allocated and freed without it)",                    \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
     /* -------------------------------------------------------------- notify */                        \
     X(MOCK_LOCK_NOTIFY_REGISTRY, "notify/notify.c g_nt_mu",                                             \
       "the registry of live notifies and the per-device notify counts",         \
@@ -186,6 +200,15 @@
     X(MOCK_LOCK_PROF_STAMPS, "msprofiler/prof.c g_stamps (handle set)", "the live msproftx stamps",    \
       MOCK_HOLDS_NONE)                                                                                  \
     X(MOCK_LOCK_DUMP_CALLBACK, "ascend_dump/dump_api.c g_cb_mu", "the acldumpRegCallback callback",    \
+      MOCK_HOLDS_NONE)                                                                                  \
+    /* ------------------------------------ libacl_tdt_channel.so, libacl_tdt_queue.so */              \
+    X(MOCK_LOCK_TDT_HANDLES, "acl_tdt_channel/channel.c g_handles_mu",                                  \
+      "the live TDT data items, datasets and channels (a channel is pinned, then used without it)",   \
+      MOCK_HOLDS_NONE)                                                                                  \
+    X(MOCK_LOCK_TDT_CHANNEL, "acl_tdt_channel/channel.c acltdtChannelHandle.mu",                        \
+      "one channel: its queued datasets, stop flag and the calls in progress", MOCK_HOLDS_NONE)       \
+    X(MOCK_LOCK_TDT_QUEUES, "acl_tdt_queue/queue.c g_mu",                                               \
+      "every queue (elements, waiters), the bound routes and the attribute/route/list/query handles", \
       MOCK_HOLDS_NONE)
 
 

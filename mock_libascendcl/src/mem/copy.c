@@ -592,6 +592,12 @@ static aclError memcpy_async(const char *fn, void *dst, size_t destMax, const vo
     return op_submit(fn, o, st, pageable);
 }
 
+aclError mem_memcpy_async(const char *fn, void *dst, size_t destMax, const void *src, size_t count,
+                          aclrtMemcpyKind kind, aclrtStream stream)
+{
+    return memcpy_async(fn, dst, destMax, src, count, kind, stream);
+}
+
 aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
                           aclrtStream stream)
 {

@@ -36,6 +36,22 @@ MOCK_HIDDEN bool mem_lookup(const void *ptr, mock_mem_info *out);
 MOCK_HIDDEN void mem_access_begin(const void *ptr, size_t len);
 MOCK_HIDDEN void mem_access_end(const void *ptr, size_t len);
 
+/* (m18, additive) Device memory for the higher subsystems (shared buffers, the overflow
+ * status area): aclrtMalloc (HUGE_FIRST) / aclrtFree of device memory on the current
+ * context's device, with errors, fault injection and the snapshot gate under `fn`. */
+MOCK_HIDDEN aclError mem_malloc(const char *fn, void **devPtr, size_t size);
+MOCK_HIDDEN aclError mem_free(const char *fn, void *devPtr);
+/* Host-side read / write of n bytes at a device (or any runtime-known) address, inside
+ * the isolation bracket; false when [p, p+n) is not within one live allocation. */
+MOCK_HIDDEN bool mem_read(const void *p, void *out, size_t n);
+MOCK_HIDDEN bool mem_write(void *p, const void *in, size_t n);
+/* Process snapshot (snapshot.c): save the content of every device allocation (and VMM
+ * mapping) into a new image, write an image back into the allocations still live with
+ * the same base and size, free an image. */
+typedef struct mem_image mem_image;
+MOCK_HIDDEN mem_image *mem_image_save(void);
+MOCK_HIDDEN void mem_image_restore(const mem_image *img);
+MOCK_HIDDEN void mem_image_free(mem_image *img);
 /* (kernel, additive; hold.c) The buffers a kernel may touch while its twin runs.
  * mem_hold_open finds the live allocation containing `ptr`, checks that a kernel on
  * `device` may reach it (device, VMM-mapped and managed memory of that device or of a

@@ -82,6 +82,9 @@ MOCK_HIDDEN aclError mem_register_allocation(const char *fn, mem_rec *rec, int32
  * messages (ACL_ERROR_INVALID_PARAM). */
 MOCK_HIDDEN aclError mem_check_batch_indexes(const char *fn, const size_t *idx, size_t n, size_t count,
                                              const char *idx_name, const char *n_name, const char *count_name);
+/* (m18) Every live record whose kind is in kinds_mask, each with a new reference
+ * (mem_release each), in a malloc'd array (free it); NULL with *n = 0 when none. */
+MOCK_HIDDEN mem_rec **mem_registry_collect(unsigned kinds_mask, size_t *n);
 /* Record containing ptr with a new reference, or NULL. */
 MOCK_HIDDEN mem_rec *mem_acquire(const void *ptr);
 MOCK_HIDDEN void mem_release(mem_rec *rec);
@@ -141,6 +144,8 @@ MOCK_HIDDEN void mem_region_give(int32_t device, uintptr_t addr, size_t len);
 /* --- VMM (vmm.c) --- */
 /* True when ptr lies in a reserved VMM range (mapped or not). */
 MOCK_HIDDEN bool mem_vmm_in_reservation(const void *ptr, size_t len);
+/* (m18) True when h is a live physical memory handle (aclrtMallocPhysical). */
+MOCK_HIDDEN bool mem_vmm_handle_live(const void *h);
 MOCK_HIDDEN void mem_vmm_finalize(void);
 
 /* --- peer access (peer.c) --- */
@@ -154,5 +159,8 @@ MOCK_HIDDEN void mem_peer_finalize(void);
 MOCK_HIDDEN void mem_write_begin(void);
 MOCK_HIDDEN void mem_write_end(void);
 MOCK_HIDDEN void mem_copy_finalize(void);
+/* (m18) aclrtMemcpyAsync under the name `fn` (memory descriptors, offsets: memdesc.c). */
+MOCK_HIDDEN aclError mem_memcpy_async(const char *fn, void *dst, size_t destMax, const void *src, size_t count,
+                                      aclrtMemcpyKind kind, aclrtStream stream);
 
 #endif /* MOCK_MEM_PRIVATE_H */

@@ -973,9 +973,9 @@ static aclError cfg_alloc_front(const char *fn, void **out, const char *out_name
     return *device >= 0 ? core_device_check(fn, *device) : ACL_SUCCESS;
 }
 
-aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+static aclError malloc_with_cfg(const char *fn, void **devPtr, size_t size, aclrtMemMallocPolicy policy,
+                                aclrtMallocConfig *cfg)
 {
-    const char *fn = "aclrtMallocWithCfg";
     int32_t device = -1;
     aclError rc = cfg_alloc_front(fn, devPtr, "devPtr", size, cfg, &device);
     if (rc != ACL_SUCCESS) {
@@ -990,6 +990,39 @@ aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy pol
         device = core_ctx_device(ctx);
     }
     return device_alloc(fn, device, size, (uint32_t)policy, true, devPtr);
+}
+
+aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+{
+    return malloc_with_cfg("aclrtMallocWithCfg", devPtr, size, policy, cfg);
+}
+
+/* Memory the task scheduler reaches: the mock's device memory is reachable by every
+ * engine, so this is aclrtMallocWithCfg under its own name (mock choice). */
+aclError aclrtMallocForTaskScheduler(void **devPtr, size_t size, aclrtMemMallocPolicy policy,
+                                     aclrtMallocConfig *cfg)
+{
+    return malloc_with_cfg("aclrtMallocForTaskScheduler", devPtr, size, policy, cfg);
+}
+
+aclError mem_malloc(const char *fn, void **devPtr, size_t size)
+{
+    return malloc_common(fn, devPtr, size, ACL_MEM_MALLOC_HUGE_FIRST, true);
+}
+
+mem_rec **mem_registry_collect(unsigned kinds_mask, size_t *n)
+{
+    *n = 0;
+    core_rwlock_rdlock(&g_reg_lock);
+    mem_rec **v = g_nreg > 0 ? malloc(g_nreg * sizeof(*v)) : NULL;
+    for (size_t i = 0; v != NULL && i < g_nreg; i++) {
+        if ((kinds_mask & (1u << g_reg[i]->kind)) != 0) {
+            atomic_fetch_add(&g_reg[i]->refs, 1);
+            v[(*n)++] = g_reg[i];
+        }
+    }
+    core_rwlock_unlock(&g_reg_lock);
+    return v;
 }
 
 static void stats_on_free(mem_rec *r)
@@ -1060,6 +1093,11 @@ static aclError free_common(const char *fn, void *ptr, unsigned kinds)
         return core_error(fn, lost, "device %d of the memory at %p is lost (the memory was released)", dev, ptr);
     }
     return ACL_SUCCESS;
+}
+
+aclError mem_free(const char *fn, void *devPtr)
+{
+    return free_common(fn, devPtr, 1u << MEM_REC_DEVICE);
 }
 
 aclError aclrtFree(void *devPtr)

@@ -241,6 +241,14 @@ static phys *phys_find_locked(const void *h)
     return core_registry_find(&g_phys, h);
 }
 
+bool mem_vmm_handle_live(const void *h)
+{
+    core_mutex_lock(&g_vmm_mu);
+    bool live = h != NULL && phys_find_locked(h) != NULL;
+    core_mutex_unlock(&g_vmm_mu);
+    return live;
+}
+
 /* Drops one reference; destroys at zero. g_vmm_mu held. An imported handle's release
  * callback is left in *pend, for the caller to run after unlocking (pending_run). */
 static void phys_unref_locked(phys *p, phys_pending *pend)

@@ -44,4 +44,12 @@ MOCK_HIDDEN aclrtFloatOverflowMode misc_device_sat_mode(int32_t device);
  * that does nothing (stream-ordered no-ops: overflow resets, aclrtProfTrace). */
 MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream);
 
+/* (m18) Teardown of what misc keeps per context or process (hooks.c):
+ * overflow_addr.c: the context's overflow status area (ctx_teardown hook);
+ * mbuf.c: every shared buffer still alive (release hook, aclFinalize);
+ * snapshot.c: forced unlock, the backup and the callbacks (release hook). */
+MOCK_HIDDEN void misc_overflow_area_teardown(mock_context *ctx);
+MOCK_HIDDEN void misc_mbuf_release_all(void);
+MOCK_HIDDEN void misc_snapshot_release(void);
+
 #endif /* MOCK_MISC_PRIVATE_H */

@@ -360,24 +360,6 @@ aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtAllocBuf(aclrtMbuf *buf, size_t size)
-{
-    (void)buf;
-    (void)size;
-    return aclmockSetError("aclrtAllocBuf", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtAllocBuf is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtAppendBufChain(aclrtMbuf headBuf, aclrtMbuf buf)
-{
-    (void)headBuf;
-    (void)buf;
-    return aclmockSetError("aclrtAppendBufChain", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtAppendBufChain is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtBinaryGetFunctionByEntry(
     aclrtBinHandle binHandle,
     uint64_t funcEntry,
@@ -389,94 +371,6 @@ aclError aclrtBinaryGetFunctionByEntry(
     return aclmockSetError("aclrtBinaryGetFunctionByEntry", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtBinaryGetFunctionByEntry is not supported by the mock runtime "
         "(needs Ascend hardware)");
-}
-
-aclError aclrtCmoAsync(void *src, size_t size, aclrtCmoType cmoType, aclrtStream stream)
-{
-    (void)src;
-    (void)size;
-    (void)cmoType;
-    (void)stream;
-    return aclmockSetError("aclrtCmoAsync", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCmoAsync is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCmoAsyncWithBarrier(
-    void *src,
-    size_t size,
-    aclrtCmoType cmoType,
-    uint32_t barrierId,
-    aclrtStream stream)
-{
-    (void)src;
-    (void)size;
-    (void)cmoType;
-    (void)barrierId;
-    (void)stream;
-    return aclmockSetError("aclrtCmoAsyncWithBarrier", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCmoAsyncWithBarrier is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCmoAsyncWithDesc(
-    void *cmoDesc,
-    aclrtCmoType cmoType,
-    aclrtStream stream,
-    const void *reserve)
-{
-    (void)cmoDesc;
-    (void)cmoType;
-    (void)stream;
-    (void)reserve;
-    return aclmockSetError("aclrtCmoAsyncWithDesc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCmoAsyncWithDesc is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCmoGetDescSize(size_t *size)
-{
-    (void)size;
-    return aclmockSetError("aclrtCmoGetDescSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCmoGetDescSize is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size)
-{
-    (void)cmoDesc;
-    (void)src;
-    (void)size;
-    return aclmockSetError("aclrtCmoSetDesc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCmoSetDesc is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCmoWaitBarrier(aclrtBarrierTaskInfo *taskInfo, aclrtStream stream, uint32_t flag)
-{
-    (void)taskInfo;
-    (void)stream;
-    (void)flag;
-    return aclmockSetError("aclrtCmoWaitBarrier", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCmoWaitBarrier is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtCopyBufRef(const aclrtMbuf buf, aclrtMbuf *newBuf)
-{
-    (void)buf;
-    (void)newBuf;
-    return aclmockSetError("aclrtCopyBufRef", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCopyBufRef is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclrtGroupInfo *aclrtCreateGroupInfo(void)
-{
-    (void)aclmockSetError("aclrtCreateGroupInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCreateGroupInfo is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-    return NULL;
 }
 
 aclError aclrtCreateLabel(aclrtLabel *label)
@@ -497,22 +391,6 @@ aclError aclrtCreateLabelList(aclrtLabel *labels, size_t num, aclrtLabelList *la
         "(needs Ascend hardware)");
 }
 
-aclError aclrtCtxGetFloatOverflowAddr(void **overflowAddr)
-{
-    (void)overflowAddr;
-    return aclmockSetError("aclrtCtxGetFloatOverflowAddr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtCtxGetFloatOverflowAddr is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtDestroyGroupInfo(aclrtGroupInfo *groupInfo)
-{
-    (void)groupInfo;
-    return aclmockSetError("aclrtDestroyGroupInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtDestroyGroupInfo is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtDestroyLabel(aclrtLabel label)
 {
     (void)label;
@@ -529,144 +407,11 @@ aclError aclrtDestroyLabelList(aclrtLabelList labelList)
         "(needs Ascend hardware)");
 }
 
-aclError aclrtDeviceL2CacheFlush(void *rsv)
-{
-    (void)rsv;
-    return aclmockSetError("aclrtDeviceL2CacheFlush", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtDeviceL2CacheFlush is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtFreeBuf(aclrtMbuf buf)
-{
-    (void)buf;
-    return aclmockSetError("aclrtFreeBuf", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtFreeBuf is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetAllGroupInfo(aclrtGroupInfo *groupInfo)
-{
-    (void)groupInfo;
-    return aclmockSetError("aclrtGetAllGroupInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetAllGroupInfo is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetBufChainNum(aclrtMbuf headBuf, uint32_t *num)
-{
-    (void)headBuf;
-    (void)num;
-    return aclmockSetError("aclrtGetBufChainNum", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetBufChainNum is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetBufData(const aclrtMbuf buf, void **dataPtr, size_t *size)
-{
-    (void)buf;
-    (void)dataPtr;
-    (void)size;
-    return aclmockSetError("aclrtGetBufData", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetBufData is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetBufDataLen(aclrtMbuf buf, size_t *len)
-{
-    (void)buf;
-    (void)len;
-    return aclmockSetError("aclrtGetBufDataLen", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetBufDataLen is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetBufFromChain(aclrtMbuf headBuf, uint32_t index, aclrtMbuf *buf)
-{
-    (void)headBuf;
-    (void)index;
-    (void)buf;
-    return aclmockSetError("aclrtGetBufFromChain", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetBufFromChain is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetBufUserData(const aclrtMbuf buf, void *dataPtr, size_t size, size_t offset)
-{
-    (void)buf;
-    (void)dataPtr;
-    (void)size;
-    (void)offset;
-    return aclmockSetError("aclrtGetBufUserData", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetBufUserData is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo)
-{
-    (void)deviceId;
-    (void)errorInfo;
-    return aclmockSetError("aclrtGetErrorVerbose", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetErrorVerbose is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetGroupCount(uint32_t *count)
-{
-    (void)count;
-    return aclmockSetError("aclrtGetGroupCount", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetGroupCount is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetGroupInfoDetail(
-    const aclrtGroupInfo *groupInfo,
-    int32_t groupIndex,
-    aclrtGroupAttr attr,
-    void *attrValue,
-    size_t valueLen,
-    size_t *paramRetSize)
-{
-    (void)groupInfo;
-    (void)groupIndex;
-    (void)attr;
-    (void)attrValue;
-    (void)valueLen;
-    (void)paramRetSize;
-    return aclmockSetError("aclrtGetGroupInfoDetail", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetGroupInfoDetail is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtGetHardwareSyncAddr(void **addr)
 {
     (void)addr;
     return aclmockSetError("aclrtGetHardwareSyncAddr", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtGetHardwareSyncAddr is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetMemUceInfo(
-    int32_t deviceId,
-    aclrtMemUceInfo *memUceInfoArray,
-    size_t arraySize,
-    size_t *retSize)
-{
-    (void)deviceId;
-    (void)memUceInfoArray;
-    (void)arraySize;
-    (void)retSize;
-    return aclmockSetError("aclrtGetMemUceInfo", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetMemUceInfo is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize)
-{
-    (void)kind;
-    (void)descSize;
-    return aclmockSetError("aclrtGetMemcpyDescSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtGetMemcpyDescSize is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -685,95 +430,6 @@ aclError aclrtGetSymbolSize(const void *symbol, size_t *size)
     (void)size;
     return aclmockSetError("aclrtGetSymbolSize", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtGetSymbolSize is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMallocForTaskScheduler(
-    void **devPtr,
-    size_t size,
-    aclrtMemMallocPolicy policy,
-    aclrtMallocConfig *cfg)
-{
-    (void)devPtr;
-    (void)size;
-    (void)policy;
-    (void)cfg;
-    return aclmockSetError("aclrtMallocForTaskScheduler", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMallocForTaskScheduler is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemMapSelectedLink(void *virPtrDst, size_t size, void *virPtrSrc, uint32_t linkIdx)
-{
-    (void)virPtrDst;
-    (void)size;
-    (void)virPtrSrc;
-    (void)linkIdx;
-    return aclmockSetError("aclrtMemMapSelectedLink", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemMapSelectedLink is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLink)
-{
-    (void)handle;
-    (void)adviceLink;
-    return aclmockSetError("aclrtMemMapSetLink", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemMapSetLink is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemP2PMap(void *devPtr, size_t size, int32_t dstDevId, uint64_t flags)
-{
-    (void)devPtr;
-    (void)size;
-    (void)dstDevId;
-    (void)flags;
-    return aclmockSetError("aclrtMemP2PMap", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemP2PMap is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemUceRepair(int32_t deviceId, aclrtMemUceInfo *memUceInfoArray, size_t arraySize)
-{
-    (void)deviceId;
-    (void)memUceInfoArray;
-    (void)arraySize;
-    return aclmockSetError("aclrtMemUceRepair", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemUceRepair is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemcpyAsyncWithDesc(void *desc, aclrtMemcpyKind kind, aclrtStream stream)
-{
-    (void)desc;
-    (void)kind;
-    (void)stream;
-    return aclmockSetError("aclrtMemcpyAsyncWithDesc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemcpyAsyncWithDesc is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtMemcpyAsyncWithOffset(
-    void **dst,
-    size_t destMax,
-    size_t dstDataOffset,
-    const void **src,
-    size_t count,
-    size_t srcDataOffset,
-    aclrtMemcpyKind kind,
-    aclrtStream stream)
-{
-    (void)dst;
-    (void)destMax;
-    (void)dstDataOffset;
-    (void)src;
-    (void)count;
-    (void)srcDataOffset;
-    (void)kind;
-    (void)stream;
-    return aclmockSetError("aclrtMemcpyAsyncWithOffset", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtMemcpyAsyncWithOffset is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 
@@ -853,142 +509,12 @@ aclError aclrtMemcpyToSymbolAsync(
         "(needs Ascend hardware)");
 }
 
-aclError aclrtPersistentTaskClean(aclrtStream stream)
-{
-    (void)stream;
-    return aclmockSetError("aclrtPersistentTaskClean", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtPersistentTaskClean is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtRepairError(int32_t deviceId, const aclrtErrorInfo *errorInfo)
-{
-    (void)deviceId;
-    (void)errorInfo;
-    return aclmockSetError("aclrtRepairError", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtRepairError is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSetBufDataLen(aclrtMbuf buf, size_t len)
-{
-    (void)buf;
-    (void)len;
-    return aclmockSetError("aclrtSetBufDataLen", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSetBufDataLen is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSetBufUserData(aclrtMbuf buf, const void *dataPtr, size_t size, size_t offset)
-{
-    (void)buf;
-    (void)dataPtr;
-    (void)size;
-    (void)offset;
-    return aclmockSetError("aclrtSetBufUserData", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSetBufUserData is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSetGroup(int32_t groupId)
-{
-    (void)groupId;
-    return aclmockSetError("aclrtSetGroup", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSetGroup is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
 aclError aclrtSetLabel(aclrtLabel label, aclrtStream stream)
 {
     (void)label;
     (void)stream;
     return aclmockSetError("aclrtSetLabel", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         "aclrtSetLabel is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSetMemcpyDesc(
-    void *desc,
-    aclrtMemcpyKind kind,
-    void *srcAddr,
-    void *dstAddr,
-    size_t count,
-    void *config)
-{
-    (void)desc;
-    (void)kind;
-    (void)srcAddr;
-    (void)dstAddr;
-    (void)count;
-    (void)config;
-    return aclmockSetError("aclrtSetMemcpyDesc", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSetMemcpyDesc is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSetTsDevice(aclrtTsId tsId)
-{
-    (void)tsId;
-    return aclmockSetError("aclrtSetTsDevice", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSetTsDevice is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSnapShotCallbackRegister(
-    aclrtSnapShotStage stage,
-    aclrtSnapShotCallBack callback,
-    void *args)
-{
-    (void)stage;
-    (void)callback;
-    (void)args;
-    return aclmockSetError("aclrtSnapShotCallbackRegister", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSnapShotCallbackRegister is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSnapShotCallbackUnregister(aclrtSnapShotStage stage, aclrtSnapShotCallBack callback)
-{
-    (void)stage;
-    (void)callback;
-    return aclmockSetError("aclrtSnapShotCallbackUnregister", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSnapShotCallbackUnregister is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSnapShotProcessBackup(int pid, aclrtSnapShotBackupArgs *args)
-{
-    (void)pid;
-    (void)args;
-    return aclmockSetError("aclrtSnapShotProcessBackup", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSnapShotProcessBackup is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSnapShotProcessLock(int pid, void *reserve)
-{
-    (void)pid;
-    (void)reserve;
-    return aclmockSetError("aclrtSnapShotProcessLock", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSnapShotProcessLock is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSnapShotProcessRestore(int pid, aclrtSnapShotRestoreArgs *args)
-{
-    (void)pid;
-    (void)args;
-    return aclmockSetError("aclrtSnapShotProcessRestore", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSnapShotProcessRestore is not supported by the mock runtime "
-        "(needs Ascend hardware)");
-}
-
-aclError aclrtSnapShotProcessUnlock(int pid, void *reserve)
-{
-    (void)pid;
-    (void)reserve;
-    return aclmockSetError("aclrtSnapShotProcessUnlock", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        "aclrtSnapShotProcessUnlock is not supported by the mock runtime "
         "(needs Ascend hardware)");
 }
 

@@ -1423,6 +1423,29 @@ aclError aclrtStreamStop(aclrtStream stream)
     return abort_common("aclrtStreamStop", stream);
 }
 
+/* aclrtPersistentTaskClean: drops the tasks a persistent stream keeps, without running
+ * them (what its destruction does), so the stream can be filled anew. Mock choice: a
+ * stream not created with ACL_STREAM_PERSISTENT is 107000 (it keeps no tasks). */
+aclError aclrtPersistentTaskClean(aclrtStream stream)
+{
+    static const char fn[] = "aclrtPersistentTaskClean";
+    MOCK_REQUIRE_NONNULL(fn, stream);
+    MOCK_ENTER(fn);
+    mock_stream *s = NULL;
+    aclError rc = stream_get(fn, stream, false, &s);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if ((s->flags & ACL_STREAM_PERSISTENT) == 0) {
+        stream_put(s);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "the stream was not created with ACL_STREAM_PERSISTENT: it keeps no tasks");
+    }
+    release_captured(s);
+    stream_put(s);
+    return ACL_SUCCESS;
+}
+
 /* ============================================ public: counts and callbacks */
 
 aclError aclrtGetThreadLastTaskId(uint32_t *taskId)

@@ -433,81 +433,11 @@ static void test_aclrtActiveStream(void)
     check_recorded("aclrtActiveStream");
 }
 
-static void test_aclrtAllocBuf(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtAllocBuf(NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtAllocBuf");
-}
-
-static void test_aclrtAppendBufChain(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtAppendBufChain(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtAppendBufChain");
-}
-
 static void test_aclrtBinaryGetFunctionByEntry(void)
 {
     clear_errors();
     CHECK_EQ(aclrtBinaryGetFunctionByEntry(NULL, (uint64_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtBinaryGetFunctionByEntry");
-}
-
-static void test_aclrtCmoAsync(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCmoAsync(NULL, (size_t)0, (aclrtCmoType)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCmoAsync");
-}
-
-static void test_aclrtCmoAsyncWithBarrier(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCmoAsyncWithBarrier(NULL, (size_t)0, (aclrtCmoType)0, (uint32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCmoAsyncWithBarrier");
-}
-
-static void test_aclrtCmoAsyncWithDesc(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCmoAsyncWithDesc(NULL, (aclrtCmoType)0, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCmoAsyncWithDesc");
-}
-
-static void test_aclrtCmoGetDescSize(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCmoGetDescSize(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCmoGetDescSize");
-}
-
-static void test_aclrtCmoSetDesc(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCmoSetDesc(NULL, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCmoSetDesc");
-}
-
-static void test_aclrtCmoWaitBarrier(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCmoWaitBarrier(NULL, NULL, (uint32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCmoWaitBarrier");
-}
-
-static void test_aclrtCopyBufRef(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCopyBufRef(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCopyBufRef");
-}
-
-static void test_aclrtCreateGroupInfo(void)
-{
-    clear_errors();
-    CHECK(aclrtCreateGroupInfo() == NULL);
-    check_recorded("aclrtCreateGroupInfo");
 }
 
 static void test_aclrtCreateLabel(void)
@@ -524,20 +454,6 @@ static void test_aclrtCreateLabelList(void)
     check_recorded("aclrtCreateLabelList");
 }
 
-static void test_aclrtCtxGetFloatOverflowAddr(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCtxGetFloatOverflowAddr(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCtxGetFloatOverflowAddr");
-}
-
-static void test_aclrtDestroyGroupInfo(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtDestroyGroupInfo(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtDestroyGroupInfo");
-}
-
 static void test_aclrtDestroyLabel(void)
 {
     clear_errors();
@@ -552,102 +468,11 @@ static void test_aclrtDestroyLabelList(void)
     check_recorded("aclrtDestroyLabelList");
 }
 
-static void test_aclrtDeviceL2CacheFlush(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtDeviceL2CacheFlush(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtDeviceL2CacheFlush");
-}
-
-static void test_aclrtFreeBuf(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtFreeBuf(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtFreeBuf");
-}
-
-static void test_aclrtGetAllGroupInfo(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetAllGroupInfo(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetAllGroupInfo");
-}
-
-static void test_aclrtGetBufChainNum(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetBufChainNum(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetBufChainNum");
-}
-
-static void test_aclrtGetBufData(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetBufData(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetBufData");
-}
-
-static void test_aclrtGetBufDataLen(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetBufDataLen(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetBufDataLen");
-}
-
-static void test_aclrtGetBufFromChain(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetBufFromChain(NULL, (uint32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetBufFromChain");
-}
-
-static void test_aclrtGetBufUserData(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetBufUserData(NULL, NULL, (size_t)0, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetBufUserData");
-}
-
-static void test_aclrtGetErrorVerbose(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetErrorVerbose((int32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetErrorVerbose");
-}
-
-static void test_aclrtGetGroupCount(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetGroupCount(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetGroupCount");
-}
-
-static void test_aclrtGetGroupInfoDetail(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetGroupInfoDetail(NULL, (int32_t)0, (aclrtGroupAttr)0, NULL, (size_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetGroupInfoDetail");
-}
-
 static void test_aclrtGetHardwareSyncAddr(void)
 {
     clear_errors();
     CHECK_EQ(aclrtGetHardwareSyncAddr(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtGetHardwareSyncAddr");
-}
-
-static void test_aclrtGetMemUceInfo(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetMemUceInfo((int32_t)0, NULL, (size_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetMemUceInfo");
-}
-
-static void test_aclrtGetMemcpyDescSize(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtGetMemcpyDescSize((aclrtMemcpyKind)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtGetMemcpyDescSize");
 }
 
 static void test_aclrtGetSymbolAddress(void)
@@ -662,55 +487,6 @@ static void test_aclrtGetSymbolSize(void)
     clear_errors();
     CHECK_EQ(aclrtGetSymbolSize(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtGetSymbolSize");
-}
-
-static void test_aclrtMallocForTaskScheduler(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMallocForTaskScheduler(NULL, (size_t)0, (aclrtMemMallocPolicy)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMallocForTaskScheduler");
-}
-
-static void test_aclrtMemMapSelectedLink(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemMapSelectedLink(NULL, (size_t)0, NULL, (uint32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemMapSelectedLink");
-}
-
-static void test_aclrtMemMapSetLink(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemMapSetLink(NULL, (aclrtMemLinkType)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemMapSetLink");
-}
-
-static void test_aclrtMemP2PMap(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemP2PMap(NULL, (size_t)0, (int32_t)0, (uint64_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemP2PMap");
-}
-
-static void test_aclrtMemUceRepair(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemUceRepair((int32_t)0, NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemUceRepair");
-}
-
-static void test_aclrtMemcpyAsyncWithDesc(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemcpyAsyncWithDesc(NULL, (aclrtMemcpyKind)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemcpyAsyncWithDesc");
-}
-
-static void test_aclrtMemcpyAsyncWithOffset(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtMemcpyAsyncWithOffset(NULL, (size_t)0, (size_t)0, NULL, (size_t)0, (size_t)0, (aclrtMemcpyKind)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtMemcpyAsyncWithOffset");
 }
 
 static void test_aclrtMemcpyFromSymbol(void)
@@ -741,102 +517,11 @@ static void test_aclrtMemcpyToSymbolAsync(void)
     check_recorded("aclrtMemcpyToSymbolAsync");
 }
 
-static void test_aclrtPersistentTaskClean(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtPersistentTaskClean(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtPersistentTaskClean");
-}
-
-static void test_aclrtRepairError(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtRepairError((int32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtRepairError");
-}
-
-static void test_aclrtSetBufDataLen(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSetBufDataLen(NULL, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSetBufDataLen");
-}
-
-static void test_aclrtSetBufUserData(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSetBufUserData(NULL, NULL, (size_t)0, (size_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSetBufUserData");
-}
-
-static void test_aclrtSetGroup(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSetGroup((int32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSetGroup");
-}
-
 static void test_aclrtSetLabel(void)
 {
     clear_errors();
     CHECK_EQ(aclrtSetLabel(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtSetLabel");
-}
-
-static void test_aclrtSetMemcpyDesc(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSetMemcpyDesc(NULL, (aclrtMemcpyKind)0, NULL, NULL, (size_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSetMemcpyDesc");
-}
-
-static void test_aclrtSetTsDevice(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSetTsDevice((aclrtTsId)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSetTsDevice");
-}
-
-static void test_aclrtSnapShotCallbackRegister(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSnapShotCallbackRegister((aclrtSnapShotStage)0, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSnapShotCallbackRegister");
-}
-
-static void test_aclrtSnapShotCallbackUnregister(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSnapShotCallbackUnregister((aclrtSnapShotStage)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSnapShotCallbackUnregister");
-}
-
-static void test_aclrtSnapShotProcessBackup(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSnapShotProcessBackup((int)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSnapShotProcessBackup");
-}
-
-static void test_aclrtSnapShotProcessLock(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSnapShotProcessLock((int)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSnapShotProcessLock");
-}
-
-static void test_aclrtSnapShotProcessRestore(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSnapShotProcessRestore((int)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSnapShotProcessRestore");
-}
-
-static void test_aclrtSnapShotProcessUnlock(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSnapShotProcessUnlock((int)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSnapShotProcessUnlock");
 }
 
 static void test_aclrtSwitchLabelByIndex(void)
@@ -919,64 +604,19 @@ int main(void)
     RUN_TEST(test_aclprofModelSubscribe);
     RUN_TEST(test_aclprofModelUnSubscribe);
     RUN_TEST(test_aclrtActiveStream);
-    RUN_TEST(test_aclrtAllocBuf);
-    RUN_TEST(test_aclrtAppendBufChain);
     RUN_TEST(test_aclrtBinaryGetFunctionByEntry);
-    RUN_TEST(test_aclrtCmoAsync);
-    RUN_TEST(test_aclrtCmoAsyncWithBarrier);
-    RUN_TEST(test_aclrtCmoAsyncWithDesc);
-    RUN_TEST(test_aclrtCmoGetDescSize);
-    RUN_TEST(test_aclrtCmoSetDesc);
-    RUN_TEST(test_aclrtCmoWaitBarrier);
-    RUN_TEST(test_aclrtCopyBufRef);
-    RUN_TEST(test_aclrtCreateGroupInfo);
     RUN_TEST(test_aclrtCreateLabel);
     RUN_TEST(test_aclrtCreateLabelList);
-    RUN_TEST(test_aclrtCtxGetFloatOverflowAddr);
-    RUN_TEST(test_aclrtDestroyGroupInfo);
     RUN_TEST(test_aclrtDestroyLabel);
     RUN_TEST(test_aclrtDestroyLabelList);
-    RUN_TEST(test_aclrtDeviceL2CacheFlush);
-    RUN_TEST(test_aclrtFreeBuf);
-    RUN_TEST(test_aclrtGetAllGroupInfo);
-    RUN_TEST(test_aclrtGetBufChainNum);
-    RUN_TEST(test_aclrtGetBufData);
-    RUN_TEST(test_aclrtGetBufDataLen);
-    RUN_TEST(test_aclrtGetBufFromChain);
-    RUN_TEST(test_aclrtGetBufUserData);
-    RUN_TEST(test_aclrtGetErrorVerbose);
-    RUN_TEST(test_aclrtGetGroupCount);
-    RUN_TEST(test_aclrtGetGroupInfoDetail);
     RUN_TEST(test_aclrtGetHardwareSyncAddr);
-    RUN_TEST(test_aclrtGetMemUceInfo);
-    RUN_TEST(test_aclrtGetMemcpyDescSize);
     RUN_TEST(test_aclrtGetSymbolAddress);
     RUN_TEST(test_aclrtGetSymbolSize);
-    RUN_TEST(test_aclrtMallocForTaskScheduler);
-    RUN_TEST(test_aclrtMemMapSelectedLink);
-    RUN_TEST(test_aclrtMemMapSetLink);
-    RUN_TEST(test_aclrtMemP2PMap);
-    RUN_TEST(test_aclrtMemUceRepair);
-    RUN_TEST(test_aclrtMemcpyAsyncWithDesc);
-    RUN_TEST(test_aclrtMemcpyAsyncWithOffset);
     RUN_TEST(test_aclrtMemcpyFromSymbol);
     RUN_TEST(test_aclrtMemcpyFromSymbolAsync);
     RUN_TEST(test_aclrtMemcpyToSymbol);
     RUN_TEST(test_aclrtMemcpyToSymbolAsync);
-    RUN_TEST(test_aclrtPersistentTaskClean);
-    RUN_TEST(test_aclrtRepairError);
-    RUN_TEST(test_aclrtSetBufDataLen);
-    RUN_TEST(test_aclrtSetBufUserData);
-    RUN_TEST(test_aclrtSetGroup);
     RUN_TEST(test_aclrtSetLabel);
-    RUN_TEST(test_aclrtSetMemcpyDesc);
-    RUN_TEST(test_aclrtSetTsDevice);
-    RUN_TEST(test_aclrtSnapShotCallbackRegister);
-    RUN_TEST(test_aclrtSnapShotCallbackUnregister);
-    RUN_TEST(test_aclrtSnapShotProcessBackup);
-    RUN_TEST(test_aclrtSnapShotProcessLock);
-    RUN_TEST(test_aclrtSnapShotProcessRestore);
-    RUN_TEST(test_aclrtSnapShotProcessUnlock);
     RUN_TEST(test_aclrtSwitchLabelByIndex);
     RUN_TEST(test_aclrtSwitchStream);
     RUN_TEST(test_aclrtTaskUpdateAsync);

@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int mt_passed_ __attribute__((unused)) = 0;
 static int mt_failed_ __attribute__((unused)) = 0;
@@ -135,6 +138,45 @@ static inline void mt_mock_env(const char *name, ...)
         }
     }
     va_end(ap);
+}
+
+/* ------------------------------------------------------------ child runs */
+
+/* Runs this test program again in a child process (fork + exec of /proc/self/exe),
+ * with MT_CHILD=`scenario` and the NAME, VALUE pairs given added to its environment
+ * (NULL-terminated), e.g. for another ASCEND_MOCK_SOC_NAME: the mock reads its
+ * configuration once per process. The child's main() dispatches on mt_child_scenario().
+ * Returns 1 when the child exited with status 0. */
+#define mt_run_child(scenario, ...) mt_run_child_((scenario), __VA_ARGS__, (const char *)NULL)
+static inline int mt_run_child_(const char *scenario, ...)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        va_list ap;
+        va_start(ap, scenario);
+        for (const char *n = va_arg(ap, const char *); n != NULL; n = va_arg(ap, const char *)) {
+            const char *v = va_arg(ap, const char *);
+            setenv(n, v, 1);
+        }
+        va_end(ap);
+        setenv("MT_CHILD", scenario, 1);
+        execl("/proc/self/exe", "mock_test_child", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "child scenario '%s' failed\n", scenario);
+        return 0;
+    }
+    return 1;
+}
+
+/* The scenario this process runs as a child of mt_run_child, or NULL in the parent. */
+static inline const char *mt_child_scenario(void)
+{
+    return getenv("MT_CHILD");
 }
 
 /* ------------------------------------------------------------ scratch dirs */
