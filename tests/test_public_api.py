@@ -829,6 +829,8 @@ def _smoke_ipc_collect(mc: Any) -> None:
 
 def _smoke_ipc_pid(mc: Any) -> None:
     assert npu.ipc_pid() == os.getpid()  # outside a container the bare tgid is the pid
+
+
 # kernels ---------------------------------------------------------------------
 def _kernel_binary() -> Any:
     """An ObjectCode of a device ELF whose kernel 'smoke_add' has a Python twin."""
