@@ -96,7 +96,20 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._allocator",
         ),
     ),
-    ("public face and tools", ("pyacl_rt", "pyacl_rt.cli", "pyacl_rt.mock", "pyacl_rt.__main__")),
+    (
+        "public face and tools",
+        (
+            "pyacl_rt",
+            "pyacl_rt.cli",
+            "pyacl_rt.mock",
+            "pyacl_rt.__main__",
+            "pyacl_rt.testing._faults",
+            "pyacl_rt.testing._leaks",
+            "pyacl_rt.testing._isolate",
+            "pyacl_rt.testing._plugin",
+            "pyacl_rt.testing",
+        ),
+    ),
 )
 
 LAYER_OF: dict[str, int] = {m: i for i, (_name, mods) in enumerate(LAYERS) for m in mods}
@@ -112,6 +125,7 @@ PACKAGES = {
     "pyacl_rt._raw": PKG / "_raw",
     "pyacl_rt._memory": PKG / "_memory",
     "pyacl_rt._allocator": PKG / "_allocator",
+    "pyacl_rt.testing": PKG / "testing",
 }
 
 
