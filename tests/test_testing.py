@@ -233,9 +233,10 @@ def test_npu_mock_marker_runs_a_child_per_configuration(run) -> None:  # type: i
     assert len(pids) == 1, result.outlines  # both parametrized cases ran in one child
 
 
-def test_npu_mock_marker_exitfirst_and_junit(run, pytester: pytest.Pytester) -> None:  # type: ignore[no-untyped-def]
-    result = run(MARKED, "-x", "-k", "other or default", "--junitxml", "out.xml")
-    result.assert_outcomes(passed=1, failed=1)
+def test_npu_mock_marker_deselection_exitfirst_and_junit(run, pytester: pytest.Pytester) -> None:  # type: ignore[no-untyped-def]
+    result = run(MARKED, "-x", "-k", "default or other or this", "--junitxml", "out.xml")
+    result.assert_outcomes(passed=1, failed=1)  # -x stopped before test_this_process...
+    assert "this_process_config" not in result.stdout.str()
     xml = (pytester.path / "out.xml").read_text()
     assert "three devices" in xml
 

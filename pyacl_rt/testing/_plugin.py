@@ -141,6 +141,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         config.stash[_STATE]["started_tracing"] = True
 
 
+@pytest.hookimpl(trylast=True)  # after -k / -m deselection: a child runs only what is selected
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
