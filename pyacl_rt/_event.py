@@ -25,9 +25,10 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Any, Final, NoReturn
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from . import _runtime, _stream, errors
+from . import _completion, _runtime, _stream, errors
 from ._args import bool_arg
 from ._device import Device
 from ._log import get_logger
@@ -50,9 +51,12 @@ from ._state import (
     _validated_ctx,
     context_close_hooks,
 )
-from ._stream import Stream, _timeout_ms, current_stream
+from ._stream import Stream, _StreamState, _timeout_ms, current_stream
 from ._syncdebug import _check_sync, _sync_debug
 from .errors import ObjectClosedError
+
+if TYPE_CHECKING:
+    import concurrent.futures  # imports logging: loaded on the first wait only
 
 __all__ = ["Event", "EventTimingError"]
 
@@ -96,6 +100,7 @@ class Event:
 
     __slots__ = (
         "__weakref__",
+        "_at",
         "_blocking",
         "_ctx",
         "_device",
@@ -123,6 +128,10 @@ class Event:
         self._blocking = bool(blocking)
         self._recorded = False
         self._finalizer: weakref.finalize[..., Any] | None = None
+        #: The state of the Stream of the last record (not the Stream: an event must
+        #: not keep it alive), then the device future of that record once something
+        #: awaits it (shared by every waiter); None before the first record.
+        self._at: _stream._StreamState | concurrent.futures.Future[None] | None = None
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
@@ -249,6 +258,7 @@ class Event:
             stream._activate()
         _fast_record_event(self._handle, stream._handle)
         self._recorded = True
+        self._at = stream._state
 
     def query(self) -> bool:
         """True if the work captured by the last record completed (True if never recorded)."""
@@ -344,6 +354,52 @@ class Event:
             _check(rc, "aclrtEventElapsedTime")
         return float(f[0])
 
+    # ------------------------------------------------------------ completion
+    def as_future(self) -> concurrent.futures.Future[None]:
+        """A :class:`concurrent.futures.Future` (result None) that completes when the
+        device passes the last :meth:`record` of this event (already done if it has, or
+        if the event was never recorded).
+
+        Completion comes from the runtime (a host callback on a companion stream that
+        waits for this event), never from polling; every caller of the same record
+        shares one future and one callback. Its done callbacks run on pyacl_rt's report
+        thread: they must not block or wait for the device. Cancelling the future
+        cancels nothing on the device. Raises the mapped error if the event's status
+        cannot be queried (e.g. a lost device), ``ObjectClosedError`` once closed.
+        """
+        at = self._at
+        if at is None or self._ctx is None:
+            if self.closed:
+                self._raise_closed()
+            return _completion.done_future()
+        if not isinstance(at, _StreamState):
+            return at  # this record's shared future
+        # Passed already (or failed: query raises the mapped error) - else a callback.
+        fut = _completion.done_future() if self.query() else _wait_future(self, at)
+        if self._at is at:
+            self._at = fut
+        return fut
+
+    def add_done_callback(self, fn: Callable[[Event], object]) -> None:
+        """Call ``fn(self)`` once the device passed the last record of this event.
+
+        The framework-neutral hook (what ``await event`` is built on): ``fn`` runs on
+        pyacl_rt's report thread (at once on the calling thread if the event already
+        completed or was never recorded) and must not block or wait for the device;
+        hand the news to your loop, e.g. ``loop.call_soon_threadsafe`` or trio's
+        ``TrioToken.run_sync_soon``. An exception ``fn`` raises is logged.
+        """
+        if not callable(fn):
+            raise TypeError(
+                f"Event.add_done_callback(): fn must be callable, not {type(fn).__name__}"
+            )
+        self.as_future().add_done_callback(lambda _fut: fn(self))
+
+    def __await__(self) -> Generator[Any, None, None]:
+        """``await event``: wait in the running asyncio loop (never blocking it) until
+        the device passed the last record. Cancelling the await cancels no device work."""
+        return _completion.wait(self.as_future()).__await__()
+
     # -------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Destroy the ACL event (asynchronous; safe while it is pending). Idempotent."""
@@ -351,18 +407,44 @@ class Event:
         if self._ctx is None or self._ctx.device >= 0:
             self._ctx = _CLOSED
         self._handle = 0
+        self._at = None
         _live.discard(self)
 
     def _make_inert(self, reason: _CtxRef) -> None:
         _run_finalizer(self._finalizer)
         self._ctx = reason
         self._handle = 0
+        self._at = None
 
     def __enter__(self) -> Event:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# ------------------------------------------------------ companion streams
+# Each recording stream gets a companion (_stream._side_stream) that waits for its
+# awaited events and then runs their completion callbacks. Events of one stream
+# complete in record order, so one companion per stream never delays a completion
+# behind another stream's work, and the recording stream is never held up by a callback.
+
+
+def _wait_future(event: Event, src: _StreamState) -> concurrent.futures.Future[None]:
+    """A device future of ``event``'s last record, on the stream whose state is ``src``:
+    its companion waits for the event, then a blocking host callback on the companion
+    fires the future."""
+    ctx = event._ctx
+    assert ctx is not None
+    comp = _stream._side_stream(src, ctx)
+    fut = _completion.new_future(comp._ctx)
+    try:
+        event._wait_on(comp)
+        comp.launch_host_func(_completion.fire, fut)
+    except BaseException:
+        _completion.forget(fut)
+        raise
+    return fut
 
 
 def _release_events() -> None:

@@ -45,10 +45,10 @@ import functools
 import os
 import threading
 import weakref
-from collections.abc import Callable
-from typing import Any, Final, NoReturn
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from . import _callbacks, _device, _releaser, _runtime, _state, errors, lowlevel
+from . import _callbacks, _completion, _device, _releaser, _runtime, _state, errors, lowlevel
 from ._args import bool_arg, index_arg, timeout_ms_arg
 from ._device import (
     Device,
@@ -78,6 +78,9 @@ from ._state import (
     device_sync_hooks,
 )
 from ._syncdebug import _check_sync, _sync_debug
+
+if TYPE_CHECKING:
+    import concurrent.futures  # imports logging: loaded on the first wait only
 
 __all__ = [
     "STREAMS_PER_POOL",
@@ -185,13 +188,16 @@ class _StreamState:
     (``_Mem.last is stream._state``: one identity compare, no reference to the Stream).
     """
 
-    __slots__ = ("sub", "watch")
+    __slots__ = ("side", "sub", "watch")
 
     def __init__(self) -> None:
         #: Keep-alive entries ``(marker event, objects)``, oldest first.
         self.watch: collections.deque[tuple[int, object]] = collections.deque()
         #: The report thread this stream is subscribed to for host callbacks, or None.
         self.sub: _callbacks._ReportThread | None = None
+        #: The companion stream that waits for this stream's awaited events
+        #: (:func:`_side_stream`), closed with this stream; None until the first await.
+        self.side: Stream | None = None
 
 
 # -------------------------------------------------------------- destruction
@@ -217,6 +223,11 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
         if rc:
             _log_release_failure("aclrtDestroyStream", handle, rc)
         _release_watch(ctx, state.watch)
+        side = state.side
+        if side is not None:  # its waits are satisfied now: this stream's work is done
+            state.side = None
+            side._make_inert(_CLOSED)
+            _live.discard(side)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -574,6 +585,29 @@ class Stream:
             )
         self.launch_host_func(callback, self, 0, arg)
 
+    # ------------------------------------------------------------ completion
+    def as_future(self) -> concurrent.futures.Future[None]:
+        """A :class:`concurrent.futures.Future` (result None) that completes when all
+        work submitted to this stream so far is done (see :meth:`Event.as_future`: a
+        host callback tells, no polling; this stream is never held up by it).
+
+        Already done if the stream is idle. Raises the mapped error of a failed stream.
+        """
+        if self.query():  # also raises the error of a failed stream
+            return _completion.done_future()
+        return self.record_event().as_future()  # type: ignore[no-any-return]
+
+    def __await__(self) -> Generator[Any, None, None]:
+        """``await stream``: wait in the running asyncio loop (never blocking it) until
+        all work submitted so far is done; then raise the stream's error if a task on
+        it failed. Cancelling the await cancels no device work."""
+        return self._await().__await__()
+
+    async def _await(self) -> None:
+        await _completion.wait(self.as_future())
+        if self._ctx.device >= 0:
+            self.query()  # the mapped error of a task that failed meanwhile
+
     # ------------------------------------------------------------- keep-alive
     def _keep_alive(self, objs: object) -> None:
         """Keep ``objs`` alive until the work enqueued so far on this stream completed.
@@ -733,6 +767,31 @@ def _event_type() -> type[Any]:
 
 def _new_event() -> Any:
     return _event_type()()
+
+
+_side_lock = threading.Lock()
+
+
+def _side_stream(state: _StreamState, ctx: _CtxRef) -> Stream:
+    """The companion of the stream whose state is ``state`` (of context ``ctx``): an
+    owned stream in ``ctx`` that :mod:`_event` uses to wait for that stream's events
+    without holding it up (created on first use, closed with the stream)."""
+    side = state.side
+    if side is not None and side._ctx.device >= 0:
+        return side
+    with _side_lock:
+        side = state.side
+        if side is not None and side._ctx.device >= 0:
+            return side
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
+        s = _local.st.scratch
+        rc = _lib.aclrtCreateStream(s.uptr)
+        if rc:
+            _check(rc, "aclrtCreateStream")
+        side = Stream._wrap(int(s.uptr[0]), ctx, _OWNED)
+        state.side = side
+        return side
 
 
 _timeout_ms = timeout_ms_arg  # (also imported by _event.py)
@@ -954,6 +1013,8 @@ def _on_device_sync(index: int) -> None:
 
 
 def _after_fork_in_child() -> None:
+    global _side_lock
+    _side_lock = threading.Lock()
     # A parent thread may have held these at fork time; the child only needs them
     # not to deadlock while refusing to use the runtime.
     global _pools_lock

@@ -217,6 +217,7 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("Stream.launch_host_func", lambda o: o.s.launch_host_func(5), "fn"),  # type: ignore[arg-type]
     ("Stream.launch_host_func block", lambda o: o.s.launch_host_func(print, block="no"), "block"),  # type: ignore[arg-type]
     ("Stream.add_callback", lambda o: o.s.add_callback(5), "callback"),  # type: ignore[arg-type]
+    ("Stream.as_future", lambda o: o.s.as_future(1), "positional"),  # type: ignore[call-arg]
     ("Stream.close", lambda o: o.s.close(1), "positional"),  # type: ignore[call-arg]
     ("current_stream", lambda o: npu.current_stream(F), "device"),  # type: ignore[arg-type]
     ("default_stream", lambda o: npu.default_stream(F), "device"),  # type: ignore[arg-type]
@@ -235,6 +236,8 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("Event.synchronize", lambda o: o.ev.synchronize(timeout=NOT_INT), "timeout"),  # type: ignore[arg-type]
     ("Event.elapsed_time", lambda o: o.ev.elapsed_time(1.0), "end_event"),  # type: ignore[arg-type]
     ("Event.close", lambda o: o.ev.close(1), "positional"),  # type: ignore[call-arg]
+    ("Event.as_future", lambda o: o.ev.as_future(1), "positional"),  # type: ignore[call-arg]
+    ("Event.add_done_callback", lambda o: o.ev.add_done_callback(5), "fn"),  # type: ignore[arg-type]
     # ---- memory
     ("DeviceBuffer nbytes", lambda o: npu.DeviceBuffer("64"), "nbytes"),  # type: ignore[arg-type]
     ("DeviceBuffer device", lambda o: npu.DeviceBuffer(64, F), "device"),  # type: ignore[arg-type]

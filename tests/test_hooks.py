@@ -44,12 +44,14 @@ def test_context_close_hooks_run_events_streams_memory_in_that_order() -> None:
     assert [h.__module__ for h in hooks] == [
         "pyacl_rt._event",  # events
         "pyacl_rt._stream",  # streams, their callback subscriptions, marker events
+        "pyacl_rt._completion",  # device futures that can no longer complete fail
         "pyacl_rt._memory.records",  # buffers allocated in the context
         "pyacl_rt._memory.engine",  # the copy engine's peer-access cache
     ]
     assert [p for p, _n in order] == [
         _runtime.PRIORITY_EVENTS,
         _runtime.PRIORITY_STREAMS,
+        _runtime.PRIORITY_STREAMS + 1,
         _runtime.PRIORITY_MEMORY,
         _runtime.PRIORITY_MEMORY + 10,
     ]

@@ -67,7 +67,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("runtime lifecycle", ("pyacl_rt._runtime", "pyacl_rt._releaser")),
     ("devices and contexts", ("pyacl_rt._state", "pyacl_rt._device", "pyacl_rt._context")),
-    ("streams, callbacks, events", ("pyacl_rt._callbacks", "pyacl_rt._stream", "pyacl_rt._event")),
+    (
+        "streams, callbacks, events",
+        ("pyacl_rt._callbacks", "pyacl_rt._completion", "pyacl_rt._stream", "pyacl_rt._event"),
+    ),
     (
         "memory",
         (
@@ -100,6 +103,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "public face and tools",
         (
             "pyacl_rt",
+            "pyacl_rt.aio",
             "pyacl_rt.cli",
             "pyacl_rt.mock",
             "pyacl_rt.__main__",

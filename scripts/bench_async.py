@@ -1,0 +1,255 @@
+"""Measure asyncio waits on the device (issue 16): loop lag, per-await cost, idle CPU.
+
+Targets (PASS/FAIL each; exit status 1 on a miss):
+
+1. 10,000 concurrent ``await event`` on events completing at random times (random
+   device-side delays on 16 streams, spread over ``--span`` seconds, default 5) keep the
+   loop's p99 lag < 1 ms. The lag is measured
+   by a 1 ms ticker task (how late each tick wakes up); the same ticker on an idle loop
+   in the same run is the baseline.
+2. One ``await event`` of an already-queued event costs <= 20 us more than
+   ``event.synchronize()`` (medians over many rounds, same stream, same work).
+3. While ``await stream`` waits for a stream held for 2 s, the process uses < 2 % of
+   one core (process CPU time / wall time); an idle 2 s in the same run is the baseline.
+
+Random device-side delays: ``aclrtLaunchHostFunc`` of libc ``usleep`` runs on the
+stream's own worker (no Python, no GIL). A held stream waits on a notify
+(``aclrtWaitAndResetNotify``) recorded later from another stream: it occupies no host
+thread.
+
+Run: ``python scripts/bench_async.py`` (mock backend; ``--quick`` for fewer events).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import time
+
+os.environ.setdefault("PYACL_RT_BACKEND", "mock")
+
+import cffi
+
+import pyacl_rt as npu
+from pyacl_rt import lowlevel as ll
+
+_libc_ffi = cffi.FFI()
+_libc_ffi.cdef("int usleep(unsigned int usec);")
+_libc = _libc_ffi.dlopen(None)
+_USLEEP = ll.ffi.cast(
+    "aclrtHostFunc", int(_libc_ffi.cast("uintptr_t", _libc_ffi.addressof(_libc, "usleep")))
+)
+
+
+def device_sleep(stream: npu.Stream, us: int) -> None:
+    """Enqueue ``us`` microseconds of device-side delay (usleep on the stream worker)."""
+    ll.check(
+        ll.lib.aclrtLaunchHostFunc(stream.handle, _USLEEP, us),
+        "aclrtLaunchHostFunc",
+    )
+
+
+class Gate:
+    """Holds ``stream`` (a notify wait) until :meth:`open`; no host thread involved."""
+
+    def __init__(self, stream: npu.Stream) -> None:
+        self.opener = npu.Stream(stream.device_index)
+        out = ll.ffi.new("uintptr_t *")
+        ll.check(ll.lib.aclrtCreateNotify(out, 0), "aclrtCreateNotify")
+        self.notify = int(out[0])
+        ll.check(ll.lib.aclrtWaitAndResetNotify(self.notify, stream.handle, 0), "wait notify")
+
+        self.opened = False
+
+    def open(self) -> None:
+        if not self.opened:
+            self.opened = True
+            ll.check(ll.lib.aclrtRecordNotify(self.notify, self.opener.handle), "record notify")
+
+    def close(self) -> None:
+        self.open()
+        self.opener.synchronize()
+        self.opener.close()
+        ll.check(ll.lib.aclrtDestroyNotify(self.notify), "destroy notify")
+
+
+async def ticker(stop: asyncio.Event, lags: list[float], period: float = 0.001) -> None:
+    loop = asyncio.get_running_loop()
+    while not stop.is_set():
+        t0 = loop.time()
+        await asyncio.sleep(period)
+        lags.append(loop.time() - t0 - period)
+
+
+def p99(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
+
+
+async def bench_lag(n_events: int, n_streams: int, span: float) -> tuple[float, float, float]:
+    """(baseline p99 lag, p99 lag under n_events awaits, seconds until all completed)."""
+    stop = asyncio.Event()
+    base: list[float] = []
+    t = asyncio.ensure_future(ticker(stop, base))
+    await asyncio.sleep(span)  # the idle baseline over as long as the measurement
+    stop.set()
+    await t
+
+    streams = [npu.Stream() for _ in range(n_streams)]
+    gates = [Gate(s) for s in streams]
+    try:
+        return await _lag_under_load(n_events, streams, gates, base, span)
+    finally:
+        for g in gates:
+            g.close()  # never leave a stream held (finalize would wait for it)
+        for s in streams:
+            s.close()
+
+
+async def _lag_under_load(
+    n_events: int, streams: list[npu.Stream], gates: list[Gate], base: list[float], span: float
+) -> tuple[float, float, float]:
+    n_streams = len(streams)
+    rng = random.Random(16)
+    # each stream: n_events / n_streams uniform random delays averaging so that the
+    # completions spread over about `span` seconds
+    max_us = max(1, int(2 * span * 1e6 * n_streams / n_events))
+    events = []
+    for i in range(n_events):
+        s = streams[i % n_streams]
+        device_sleep(s, rng.randrange(0, max_us))
+        events.append(s.record_event())
+
+    async def wait(ev: npu.Event) -> None:
+        await ev
+
+    waits = [asyncio.ensure_future(wait(ev)) for ev in events]
+    await asyncio.sleep(0.05)  # every await is registered and pending
+    assert not any(w.done() for w in waits)
+    stop = asyncio.Event()
+    lags: list[float] = []
+    t = asyncio.ensure_future(ticker(stop, lags))
+    await asyncio.sleep(0.01)
+    t0 = time.perf_counter()
+    for g in gates:
+        g.open()
+    await asyncio.gather(*waits)
+    took = time.perf_counter() - t0
+    stop.set()
+    await t
+    return p99(base), p99(lags), took
+
+
+async def bench_await_cost(rounds: int, device_us: int = 0) -> tuple[float, float]:
+    """Median seconds of (record + synchronize) and (record + await) on one stream,
+    after a small memset (and ``device_us`` of device-side delay, if not 0)."""
+    s = npu.Stream()
+    buf = npu.DeviceBuffer(4096)
+    ev = npu.Event()
+    sync_t: list[float] = []
+    await_t: list[float] = []
+    for i in range(2 * rounds):
+        buf.memset(0, non_blocking=True, stream=s)  # a little queued work
+        if device_us:
+            device_sleep(s, device_us)
+        ev.record(s)
+        t0 = time.perf_counter()
+        if i % 2:
+            ev.synchronize()
+            sync_t.append(time.perf_counter() - t0)
+        else:
+            await ev
+            await_t.append(time.perf_counter() - t0)
+    s.synchronize()
+    buf.close()
+    s.close()
+    return statistics.median(sync_t), statistics.median(await_t)
+
+
+async def bench_idle_cpu(hold_s: float) -> tuple[float, float]:
+    """(baseline CPU share of an idle hold_s, CPU share while awaiting a held stream)."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    await asyncio.sleep(hold_s)
+    base = (time.process_time() - c0) / (time.perf_counter() - w0)
+
+    s = npu.Stream()
+    gate = Gate(s)
+
+    async def wait() -> None:
+        await s
+
+    task = asyncio.ensure_future(wait())
+    await asyncio.sleep(0.05)
+    c0, w0 = time.process_time(), time.perf_counter()
+    await asyncio.sleep(hold_s)
+    share = (time.process_time() - c0) / (time.perf_counter() - w0)
+    assert not task.done()
+    gate.open()
+    await task
+    gate.close()
+    s.close()
+    return base, share
+
+
+async def main(args: argparse.Namespace) -> int:
+    npu.set_device(0)
+    ok = True
+
+    def verdict(name: str, passed: bool, text: str) -> None:
+        nonlocal ok
+        ok &= passed
+        print(f"{'PASS' if passed else 'FAIL'}  {name}: {text}")
+
+    # warm up: report thread, companion streams, pools
+    s = npu.Stream()
+    await s.record_event()
+    s.close()
+
+    base, lag, took = await bench_lag(args.events, 16, args.span)
+    verdict(
+        f"loop p99 lag with {args.events} concurrent awaits",
+        lag < 1e-3,
+        f"{lag * 1e3:.3f} ms (idle loop in this run {base * 1e3:.3f} ms, ratio "
+        f"{lag / max(base, 1e-9):.2f}x, added {(lag - base) * 1e3:+.3f} ms; "
+        f"completions spread over {took:.2f} s; target < 1 ms)",
+    )
+    sync_s, await_s = await bench_await_cost(args.rounds)
+    extra = await_s - sync_s
+    verdict(
+        "await of an already-queued event vs synchronize()",
+        extra <= 20e-6,
+        f"await {await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
+        f"+{extra * 1e6:.1f} us (ratio {await_s / sync_s:.2f}x; target <= +20 us)",
+    )
+    sync_s, await_s = await bench_await_cost(args.rounds // 4, 200)
+    print(
+        f"info  await of an event still pending (200 us of device work): await "
+        f"{await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
+        f"+{(await_s - sync_s) * 1e6:.1f} us (the host callback and loop wake-up)"
+    )
+    base_cpu, cpu = await bench_idle_cpu(args.hold)
+    verdict(
+        f"CPU while awaiting a stream held for {args.hold:g} s",
+        cpu < 0.02,
+        f"{cpu * 100:.2f} % of one core (idle loop {base_cpu * 100:.2f} %; target < 2 %)",
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=10_000)
+    ap.add_argument("--rounds", type=int, default=2000)
+    ap.add_argument(
+        "--span", type=float, default=5.0, help="seconds the random completions spread over"
+    )
+    ap.add_argument("--hold", type=float, default=2.0)
+    ap.add_argument("--quick", action="store_true", help="1,000 events, 200 rounds, 0.5 s hold")
+    a = ap.parse_args()
+    if a.quick:
+        a.events, a.rounds, a.hold, a.span = 1000, 200, 0.5, 1.0
+    sys.exit(asyncio.run(main(a)))

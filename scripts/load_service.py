@@ -1,0 +1,246 @@
+"""Load generator for examples/service: N concurrent clients for a bounded time.
+
+Each client (``--client raw``, the default: one keep-alive HTTP/1.1 connection on asyncio
+streams; ``--client httpx``: an ``httpx.AsyncClient`` pool, whose own cost dominates on a
+small machine) POSTs random bodies to ``/infer`` in a loop and checks the answer (the
+stand-in model is the identity). Prints p50 / p99 latency, throughput and errors, then
+PASS/FAIL for: zero errors, and p99 latency within 5x of p50 (the service keeps its
+loop unblocked, so a request never waits behind another's device work). Exit status 1
+on a miss.
+
+``--spawn`` starts the service itself (``examples/service/app.py``, with
+``PYACL_RT_SYNC_DEBUG=error`` unless ``--no-sync-debug``) on a free port and stops it
+after; otherwise ``--url`` names a running one.
+
+Run: ``python scripts/load_service.py --spawn --clients 64 --duration 5``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+async def client(
+    http: object, url: str, size: int, stop_at: float, seed: int, lat: list[float], errs: list[str]
+) -> None:
+    rng = random.Random(seed)
+    while time.perf_counter() < stop_at:
+        body = rng.randbytes(size)
+        t0 = time.perf_counter()
+        try:
+            r = await http.post(url + "/infer", content=body)  # type: ignore[attr-defined]
+            if r.status_code != 200:
+                errs.append(f"HTTP {r.status_code}: {r.text[:200]}")
+            elif r.content != body:
+                errs.append("wrong answer")
+            else:
+                lat.append(time.perf_counter() - t0)
+        except Exception as exc:
+            errs.append(f"{type(exc).__name__}: {exc}")
+
+
+class RawClient:
+    """A minimal HTTP/1.1 keep-alive client over asyncio streams: one connection per
+    client, no pool (so no pool scheduling in the measured latency)."""
+
+    def __init__(self, url: str) -> None:
+        from urllib.parse import urlsplit
+
+        u = urlsplit(url)
+        self.host, self.port = u.hostname or "127.0.0.1", u.port or 80
+        self.conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.conn is None:
+            self.conn = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.conn
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(body)}\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        status = int((await reader.readline()).split()[1])
+        length = 0
+        while True:
+            line = await reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return status, await reader.readexactly(length)
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            self.conn[1].close()
+            await self.conn[1].wait_closed()
+
+
+async def raw_client(
+    c: RawClient, size: int, stop_at: float, seed: int, lat: list[float], errs: list[str]
+) -> None:
+    rng = random.Random(seed)
+    while time.perf_counter() < stop_at:
+        body = rng.randbytes(size)
+        t0 = time.perf_counter()
+        try:
+            status, content = await c.post("/infer", body)
+            if status != 200:
+                errs.append(f"HTTP {status}: {content[:200]!r}")
+            elif content != body:
+                errs.append("wrong answer")
+            else:
+                lat.append(time.perf_counter() - t0)
+        except Exception as exc:
+            errs.append(f"{type(exc).__name__}: {exc}")
+            await c.close()
+            c.conn = None
+
+
+async def drive_raw(
+    url: str, clients: int, duration: float, size: int
+) -> tuple[list[float], list[str], float]:
+    lat: list[float] = []
+    errs: list[str] = []
+    conns = [RawClient(url) for _ in range(clients)]
+    try:
+        # warm-up: connect every client, run for 0.5 s (not measured)
+        warm_stop = time.perf_counter() + 0.5
+        await asyncio.gather(
+            *(raw_client(c, size, warm_stop, -i, [], errs) for i, c in enumerate(conns))
+        )
+        t0 = time.perf_counter()
+        await asyncio.gather(
+            *(raw_client(c, size, t0 + duration, i, lat, errs) for i, c in enumerate(conns))
+        )
+        took = time.perf_counter() - t0
+    finally:
+        for c in conns:
+            await c.close()
+    return lat, errs, took
+
+
+async def drive(
+    url: str, clients: int, duration: float, size: int
+) -> tuple[list[float], list[str], float]:
+    import httpx
+
+    lat: list[float] = []
+    errs: list[str] = []
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(limits=limits, timeout=30.0) as http:
+        # warm-up: one request per client (connections, caches)
+        warm_stop = time.perf_counter() + 0.5
+        await asyncio.gather(
+            *(client(http, url, size, warm_stop, -i, [], errs) for i in range(clients))
+        )
+        t0 = time.perf_counter()
+        stop_at = t0 + duration
+        await asyncio.gather(
+            *(client(http, url, size, stop_at, i, lat, errs) for i in range(clients))
+        )
+        took = time.perf_counter() - t0
+    return lat, errs, took
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def spawn(port: int, slots: int, sync_debug: bool) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env.setdefault("PYACL_RT_BACKEND", "mock")
+    if sync_debug:
+        env["PYACL_RT_SYNC_DEBUG"] = "error"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "examples" / "service" / "app.py"),
+            "--port",
+            str(port),
+            "--slots",
+            str(slots),
+        ],
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the service exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.terminate()
+    raise SystemExit("the service did not start within 60 s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--url", default="http://127.0.0.1:8000")
+    ap.add_argument("--spawn", action="store_true", help="start examples/service/app.py")
+    ap.add_argument("--slots", type=int, default=8, help="with --spawn: request slots")
+    ap.add_argument("--no-sync-debug", action="store_true")
+    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--duration", type=float, default=5.0, help="seconds")
+    ap.add_argument("--size", type=int, default=64 * 1024, help="request bytes")
+    ap.add_argument(
+        "--client",
+        choices=("httpx", "raw"),
+        default="raw",
+        help="httpx.AsyncClient, or a minimal keep-alive HTTP/1.1 client on asyncio streams",
+    )
+    args = ap.parse_args()
+    proc = None
+    url = args.url
+    if args.spawn:
+        port = free_port()
+        proc = spawn(port, args.slots, not args.no_sync_debug)
+        url = f"http://127.0.0.1:{port}"
+    try:
+        run = drive if args.client == "httpx" else drive_raw
+        lat, errs, took = asyncio.run(run(url, args.clients, args.duration, args.size))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    ok = True
+    n = len(lat)
+    if n:
+        qs = statistics.quantiles(lat, n=100) if n > 1 else [lat[0]] * 99
+        p50, p99 = statistics.median(lat), qs[98]
+        print(
+            f"{args.clients} clients, {took:.1f} s, {args.size} B requests: {n} ok, "
+            f"{n / took:.0f} req/s, p50 {p50 * 1e3:.2f} ms, p99 {p99 * 1e3:.2f} ms "
+            f"(p99/p50 {p99 / p50:.2f}x), errors {len(errs)}"
+        )
+        ratio_ok = p99 <= 5 * p50
+        print(f"{'PASS' if ratio_ok else 'FAIL'}  p99 latency within 5x of p50: {p99 / p50:.2f}x")
+        ok &= ratio_ok
+    else:
+        print("no request succeeded")
+        ok = False
+    print(f"{'PASS' if not errs else 'FAIL'}  zero errors: {len(errs)}")
+    for e in sorted(set(errs))[:5]:
+        print("   ", e)
+    ok &= not errs
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,495 @@
+"""asyncio and framework-neutral waits: ``await event`` / ``await stream``,
+``Event.as_future`` / ``add_done_callback``, :mod:`pyacl_rt.aio` (pyacl_rt._completion,
+the Event/Stream completion methods, pyacl_rt.aio)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import gc
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import pyacl_rt as npu
+from pyacl_rt import _callbacks, _completion, aio, errors
+from pyacl_rt.mock import mock_control
+
+
+class Gate:
+    """Holds a stream on the device (a notify wait) until :meth:`open` (a record of
+    that notify on another stream); occupies no host thread. ``timeout_s`` > 0 fails
+    the held stream when it expires."""
+
+    def __init__(self, stream: npu.Stream, timeout_s: int = 60) -> None:
+        ll = npu.lowlevel
+        self._opener = npu.Stream(stream.device_index)
+        out = ll.ffi.new("uintptr_t *")
+        ll.check(ll.lib.aclrtCreateNotify(out, 0), "aclrtCreateNotify")
+        self._notify = int(out[0])
+        rc = ll.lib.aclrtWaitAndResetNotify(self._notify, stream.handle, timeout_s)
+        ll.check(rc, "aclrtWaitAndResetNotify")
+
+    def open(self) -> None:
+        ll = npu.lowlevel
+        ll.check(ll.lib.aclrtRecordNotify(self._notify, self._opener.handle), "aclrtRecordNotify")
+        with npu.sync_debug_mode("default"):  # the test's own plumbing
+            self._opener.synchronize()
+            self._opener.close()
+
+
+@pytest.fixture
+def s() -> Iterator[npu.Stream]:
+    npu.set_device(0)
+    st = npu.Stream()
+    yield st
+    st.close()
+
+
+def _settled() -> None:
+    """Wait (bounded) until no completion is pending anywhere."""
+    deadline = time.monotonic() + 10
+    while (_completion.pending_futures() or _callbacks.pending_count()) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.005)
+    assert _completion.pending_futures() == 0
+    assert _callbacks.pending_count() == 0
+
+
+# --------------------------------------------------------------- awaiting
+def test_await_event_completes_when_the_device_passes_it(s: npu.Stream) -> None:
+    async def main() -> list[str]:
+        out: list[str] = []
+        gate = Gate(s)
+        ev = npu.Event()
+        ev.record(s)
+        task = asyncio.ensure_future(ev)
+        await asyncio.sleep(0.05)
+        out.append(f"done before open: {task.done()}")
+        gate.open()
+        await task
+        out.append(f"query after: {ev.query()}")
+        return out
+
+    assert asyncio.run(main()) == ["done before open: False", "query after: True"]
+    _settled()
+
+
+def test_await_stream_waits_for_all_work_submitted_so_far(s: npu.Stream) -> None:
+    async def main() -> None:
+        gate = Gate(s)
+        task = asyncio.ensure_future(_await(s))
+        await asyncio.sleep(0.05)
+        assert not task.done()
+        gate.open()
+        await task
+        assert s.query()
+
+    async def _await(x: Any) -> None:
+        await x
+
+    asyncio.run(main())
+    _settled()
+
+
+def test_await_idle_stream_and_unrecorded_event_return_at_once(s: npu.Stream) -> None:
+    async def main() -> None:
+        await s
+        await npu.Event()
+        s.synchronize()
+        ev = s.record_event()
+        s.synchronize()
+        await ev  # already passed: no callback launched
+        assert _callbacks.pending_count() == 0
+
+    asyncio.run(main())
+
+
+def test_an_event_on_a_held_stream_does_not_wait_for_other_streams(s: npu.Stream) -> None:
+    other = npu.Stream()
+    try:
+
+        async def main() -> None:
+            gate = Gate(s)
+            ev_held = s.record_event()
+            ev_free = other.record_event()
+            await asyncio.wait_for(asyncio.ensure_future(_aw(ev_free)), 10)
+            assert not ev_held.query()
+            gate.open()
+            await ev_held
+
+        async def _aw(x: Any) -> None:
+            await x
+
+        asyncio.run(main())
+    finally:
+        other.close()
+    _settled()
+
+
+def test_waiters_of_one_record_share_one_future_and_one_callback(s: npu.Stream) -> None:
+    gate = Gate(s)
+    ev = s.record_event()
+    before = _callbacks.pending_count()
+    f1 = ev.as_future()
+    f2 = ev.as_future()
+    assert f1 is f2
+    assert _callbacks.pending_count() == before + 1
+
+    async def main() -> None:
+        waits = [asyncio.ensure_future(_aw(ev)) for _ in range(100)]
+        await asyncio.sleep(0.01)
+        gate.open()
+        await asyncio.gather(*waits)
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    asyncio.run(main())
+    assert f1.done() and f1.result() is None
+    ev.record(s)  # a new record: a new position, a new future
+    assert ev.as_future() is not f1
+    s.synchronize()
+    _settled()
+
+
+def test_many_events_in_order_complete(s: npu.Stream) -> None:
+    async def main() -> int:
+        gate = Gate(s)
+        evs = [s.record_event() for _ in range(500)]
+        gate.open()
+        await asyncio.gather(*(_aw(e) for e in evs))
+        return sum(e.query() for e in evs)
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    assert asyncio.run(main()) == 500
+    _settled()
+
+
+# --------------------------------------------------- framework-neutral primitive
+def test_as_future_is_a_concurrent_future(s: npu.Stream) -> None:
+    gate = Gate(s)
+    fut = s.as_future()
+    assert isinstance(fut, concurrent.futures.Future)
+    assert not fut.done()
+    gate.open()
+    assert fut.result(timeout=10) is None
+    assert s.as_future().done()  # idle stream: done at once
+    _settled()
+
+
+def test_add_done_callback_runs_once_on_the_report_thread(s: npu.Stream) -> None:
+    gate = Gate(s)
+    ev = s.record_event()
+    seen: list[tuple[Any, str]] = []
+    done = threading.Event()
+
+    def cb(e: npu.Event) -> None:
+        seen.append((e, threading.current_thread().name))
+        done.set()
+
+    ev.add_done_callback(cb)
+    gate.open()
+    assert done.wait(10)
+    assert seen == [(ev, "pyacl_rt-callbacks-npu0")]
+    # already complete: runs at once on the calling thread
+    ev.add_done_callback(cb)
+    assert seen[-1] == (ev, threading.current_thread().name)
+    _settled()
+
+
+def test_trio_style_adaptation_through_add_done_callback(s: npu.Stream) -> None:
+    """How another framework adapts it: hand the news to its loop thread-safely."""
+    trio = pytest.importorskip("trio")
+
+    async def wait_event(ev: npu.Event) -> None:
+        done = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+        ev.add_done_callback(lambda _e: token.run_sync_soon(done.set))
+        await done.wait()
+
+    async def main() -> bool:
+        gate = Gate(s)
+        ev = s.record_event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_event, ev)
+            await trio.sleep(0.02)
+            gate.open()
+        return ev.query()
+
+    assert trio.run(main) is True
+    _settled()
+
+
+# ------------------------------------------------------------- cancellation
+def test_cancelled_await_leaves_device_work_alone_and_leaks_nothing(s: npu.Stream) -> None:
+    host = bytearray(b"x" * 4096)
+    buf = npu.DeviceBuffer(4096)
+    buf.copy_from_host(bytes(4096))
+    refs: list[weakref.ref[Any]] = []
+
+    async def main() -> None:
+        gate = Gate(s)
+        task = asyncio.ensure_future(aio.copy_to_host(buf, host, stream=s))
+        refs.append(weakref.ref(task))
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gate.open()
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    asyncio.run(main())
+    s.synchronize()
+    assert host == b"x" * 4096  # the wait was cancelled before the staged result landed
+    _settled()
+    gc.collect()
+    assert refs[0]() is None  # the relay kept no reference to the task
+    buf.close()
+
+
+def test_wait_for_timeout_cancels_only_the_wait(s: npu.Stream) -> None:
+    async def main() -> None:
+        gate = Gate(s)
+        ev = s.record_event()
+        with pytest.raises(errors.SyncTimeoutError, match="device work goes on"):
+            await aio.synchronize(ev, timeout=20)
+        assert not ev.query()
+        gate.open()
+        await aio.synchronize(ev, timeout=10_000)
+
+    asyncio.run(main())
+    _settled()
+
+
+def test_loop_closed_while_waits_are_pending_gets_no_callbacks(
+    s: npu.Stream, caplog: pytest.LogCaptureFixture
+) -> None:
+    errors_seen: list[object] = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: errors_seen.append(args)
+    try:
+        gate = Gate(s)
+        ev = s.record_event()
+        loop = asyncio.new_event_loop()
+        loop.set_exception_handler(lambda _l, ctx: errors_seen.append(ctx))
+
+        tasks: list[asyncio.Future[None]] = []
+
+        async def waiters() -> None:
+            tasks.extend(asyncio.ensure_future(_aw(ev)) for _ in range(10))
+            tasks.append(asyncio.ensure_future(_aw(s)))
+            await asyncio.sleep(0.02)
+
+        async def _aw(x: Any) -> None:
+            await x
+
+        with caplog.at_level(logging.DEBUG):
+            loop.run_until_complete(waiters())
+            loop.close()  # waits still pending (their tasks die with the loop)
+            gate.open()
+            ev.synchronize()
+            s.synchronize()
+            _settled()
+        assert errors_seen == []
+        assert "closed" not in caplog.text
+    finally:
+        threading.excepthook = old_hook
+
+
+# --------------------------------------------------------------- sync debug
+def test_code_that_only_awaits_passes_sync_debug_error(s: npu.Stream) -> None:
+    buf = npu.DeviceBuffer(64)
+
+    async def main() -> bytes:
+        with npu.sync_debug_mode("error"):
+            gate = Gate(s)
+            ev = s.record_event()
+            waiting = asyncio.ensure_future(_aw(ev))
+            await asyncio.sleep(0.01)
+            gate.open()
+            await waiting
+            await aio.copy_from_host(buf, bytes(range(64)), stream=s)
+            await s
+            await aio.synchronize(s, timeout=10_000)
+            out = await aio.copy_to_host(buf, stream=s)
+            dst = npu.DeviceBuffer(64)
+            await aio.copy(dst, buf, stream=s)
+            back = await aio.copy_to_host(dst, bytearray(64), stream=s)
+            assert back == out
+            dst.close()
+            return bytes(out)
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    assert asyncio.run(main()) == bytes(range(64))
+    buf.close()
+    _settled()
+
+
+def test_aio_on_the_current_stream_by_default() -> None:
+    npu.set_device(0)
+    buf = npu.DeviceBuffer(16)
+
+    async def main() -> bytes:
+        with npu.sync_debug_mode("error"):
+            await aio.copy_from_host(buf, b"0123456789abcdef")
+            await aio.synchronize()
+            return bytes(await aio.copy_to_host(buf, offset=10))
+
+    assert asyncio.run(main()) == b"abcdef"
+    buf.close()
+
+
+# ------------------------------------------------------------------- errors
+def test_await_on_a_lost_device_raises_the_mapped_error() -> None:
+    mc = mock_control()
+    npu.set_device(5)
+    st = npu.Stream(5)
+    ev = st.record_event()
+    st.synchronize()
+    ev.record(st)
+
+    async def main() -> None:
+        with pytest.raises(errors.AclDeviceLostError):
+            await st
+        with pytest.raises(errors.AclDeviceLostError):
+            await ev
+
+    mc.set_device_lost(5, 507010)
+    try:
+        asyncio.run(main())
+    finally:
+        mc.set_device_lost(5, 0)
+    st.synchronize()
+    st.close()
+    npu.set_device(0)
+
+
+@pytest.mark.parametrize("mode", ["continue", "stop"])
+def test_await_on_a_failed_stream_raises_its_mapped_error(s: npu.Stream, mode: str) -> None:
+    if mode == "stop":  # ACL_STOP_ON_FAILURE: later tasks are discarded, none may hang
+        rc = npu.lowlevel.lib.aclrtSetStreamFailureMode(s.handle, 1)
+        npu.lowlevel.check(rc, "aclrtSetStreamFailureMode")
+    Gate(s, timeout_s=1)  # never opened: the notify wait fails the stream after 1 s
+    ev = s.record_event()
+
+    async def main() -> None:
+        await asyncio.wait_for(_aw(ev), 30)  # as ev.synchronize(): the event is passed
+        with pytest.raises(errors.AclError, match="107019"):
+            await asyncio.wait_for(_aw(s), 30)
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    asyncio.run(main())
+    assert ev.query()
+
+
+def test_closed_event_and_bad_arguments() -> None:
+    ev = npu.Event()
+    ev.close()
+    with pytest.raises(errors.ObjectClosedError):
+        ev.as_future()
+
+    async def main() -> None:
+        with pytest.raises(TypeError, match="target"):
+            await aio.synchronize(5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="timeout"):
+            await aio.synchronize(None, timeout="1")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="src"):
+            await aio.copy_to_host(b"x")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="dst"):
+            await aio.copy_from_host(b"x", b"y")  # type: ignore[arg-type]
+        buf = npu.DeviceBuffer(8)
+        with pytest.raises(ValueError, match="offset"):
+            await aio.copy_to_host(buf, offset=9)
+        with pytest.raises(TypeError, match="src"):
+            await aio.copy(buf, b"12345678")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="stream"):
+            await aio.copy(buf, npu.HostBuffer(8), stream=3)  # type: ignore[arg-type]
+        buf.close()
+
+    asyncio.run(main())
+    with pytest.raises(TypeError, match="fn"):
+        npu.Event().add_done_callback(5)  # type: ignore[arg-type]
+
+
+def test_context_close_ends_pending_waits() -> None:
+    ctx = npu.Context(0)
+    with ctx:
+        st = npu.Stream()
+    hold = threading.Event()
+    st.launch_host_func(hold.wait, 30.0)
+    fut = st.record_event().as_future()
+    timer = threading.Timer(0.2, hold.set)
+    timer.start()
+    ctx.close()  # waits for the held stream, then tears the context down
+    with contextlib.suppress(errors.ObjectClosedError):
+        fut.result(timeout=10)
+    timer.join()
+    npu.set_device(0)
+    _settled()
+
+
+def test_finalize_with_pending_waits_ends_them(run_python: Any) -> None:
+    code = """
+        import asyncio, threading, time
+        import pyacl_rt as npu
+        s = npu.Stream()
+        gate = threading.Event()
+        s.launch_host_func(gate.wait, 30.0)
+        ev = s.record_event()
+        fut = ev.as_future()
+        threading.Timer(0.2, gate.set).start()
+        npu.finalize()
+        try:
+            fut.result(timeout=10)
+            print("completed")
+        except npu.errors.RuntimeFinalizedError:
+            print("failed: finalized")
+    """
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() in ("completed", "failed: finalized")
+
+
+def test_an_event_does_not_keep_its_stream_alive() -> None:
+    npu.set_device(0)
+    st = npu.Stream()
+    ev = st.record_event()
+    ref = weakref.ref(st)
+    st.synchronize()
+    del st
+    gc.collect()
+    assert ref() is None  # destroyed (with its companion, if any)
+
+    async def main() -> None:
+        await ev  # passed: returns at once
+
+    asyncio.run(main())
+
+
+def test_the_companion_stream_is_closed_with_its_stream() -> None:
+    npu.set_device(0)
+    st = npu.Stream()
+    gate = Gate(st)
+    fut = st.record_event().as_future()
+    gate.open()
+    fut.result(timeout=10)
+    before = mock_control().stat("streams", 0)
+    st.close()
+    assert mock_control().stat("streams", 0) == before - 2  # the stream and its companion
+    _settled()

@@ -1,0 +1,109 @@
+"""examples/service (the asyncio HTTP inference service) and scripts/load_service.py."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import pyacl_rt as npu
+
+REPO = Path(__file__).resolve().parent.parent
+APP = REPO / "examples" / "service" / "app.py"
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("httpx")
+
+
+def _load_app() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("service_app", APP)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_requests_never_block_the_loop_under_sync_debug_error() -> None:
+    app = _load_app()
+
+    async def main() -> None:
+        with npu.sync_debug_mode("error"):
+            slots = app.Slots(4)
+            try:
+                bodies = [os.urandom(1000 + i) for i in range(64)]
+                out = await asyncio.gather(*(app.infer(slots, b) for b in bodies))
+                assert out == bodies
+                assert await app.infer(slots, b"") == b""
+            finally:
+                await asyncio.to_thread(slots.close)
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_request_leaves_the_slot_usable() -> None:
+    app = _load_app()
+
+    async def main() -> None:
+        with npu.sync_debug_mode("error"):
+            slots = app.Slots(1)
+            try:
+                task = asyncio.ensure_future(app.infer(slots, os.urandom(1 << 20)))
+                await asyncio.sleep(0)
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                data = os.urandom(4096)
+                assert await app.infer(slots, data) == data
+            finally:
+                await asyncio.to_thread(slots.close)
+
+    asyncio.run(main())
+
+
+def test_the_http_app_answers_through_asgi() -> None:
+    import httpx
+
+    app = _load_app()
+    api = app.create_app(slots=2)
+
+    async def main() -> None:
+        async with api.router.lifespan_context(api):
+            transport = httpx.ASGITransport(app=api)
+            async with httpx.AsyncClient(transport=transport, base_url="http://svc") as c:
+                with npu.sync_debug_mode("error"):
+                    r = await c.post("/infer", content=b"hello npu")
+                assert r.status_code == 200 and r.content == b"hello npu"
+                health = (await c.get("/health")).json()
+                assert health["ok"] and health["slots"] == 2
+
+    asyncio.run(main())
+
+
+def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
+    """The load generator spawns the service (sync-debug "error") and drives it."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "load_service.py"),
+            "--spawn",
+            "--clients",
+            "64",
+            "--duration",
+            "3",
+            "--size",
+            "4096",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYACL_RT_BACKEND": "mock"},
+    )
+    assert "PASS  zero errors: 0" in proc.stdout, proc.stdout + proc.stderr
+    assert "PASS  p99 latency within 5x of p50" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
