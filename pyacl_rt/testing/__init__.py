@@ -25,7 +25,7 @@ Fixtures:
 Marker ``@pytest.mark.npu_mock(devices=2, memory="1GiB", soc="Ascend310P3")``: the test
 runs with that mock configuration. The mock reads its configuration once per process,
 so tests whose configuration differs from this process's run in one child pytest
-process per distinct configuration, their reports replayed here (about a second per
+process per distinct configuration, their reports replayed here (one pytest start per
 configuration, not per test; see :mod:`pyacl_rt.testing._isolate`).
 
 Options: ``--npu-sanitize`` runs the mock with its race sanitizer

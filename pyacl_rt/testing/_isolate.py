@@ -13,9 +13,11 @@ JSON line (pytest's own ``pytest_report_to_serializable``, what pytest-xdist use
 the parent replays them through its reporting hooks, so ``-x``, ``-v``, JUnit XML and
 the summary see them as usual.
 
-Cost: one Python interpreter, pytest start-up, collection of the group's modules and
-one mock initialisation per distinct configuration (about a second on a quiet
-machine), not per test.
+Cost: one Python interpreter, pytest start-up, collection of the group's node ids and
+one mock initialisation per distinct configuration, not per test: what ``pytest
+<those tests>`` costs on its own (a few seconds on a loaded 2-core machine). The child
+has no timeout of its own; a hanging child test hangs the parent as it would in
+process. ``-n`` (pytest-xdist) in ``addopts`` would apply to the child too.
 """
 
 from __future__ import annotations

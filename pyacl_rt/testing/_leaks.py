@@ -9,8 +9,9 @@ selection and current streams, pooled streams, keep-alive lists, deferred releas
 pooled marker events, the allocator caches).
 
 Creation sites are the allocation tracebacks of :mod:`tracemalloc`, which the plugin
-starts with ``--npu-leak-frames N`` (off by default: tracing every allocation made
-tests/test_stream.py + tests/test_memory.py about 7 times slower); nothing is recorded
+starts with ``--npu-leak-frames N`` (off by default: tracemalloc records every Python
+allocation, which slows allocation-heavy tests), from the end of collection to the end
+of the session (imports and other plugins' summaries are not traced); nothing is recorded
 by pyacl_rt itself, so a program outside pytest pays nothing. Without it the report
 names the live objects and says how to see where they were created.
 """
