@@ -97,6 +97,7 @@ from ._device import (
 )
 from ._dlpack import from_dlpack
 from ._event import Event, EventTimingError
+from ._ipc import IpcEventHandle, IpcMemHandle, ipc_collect, ipc_pid
 from ._memory import (
     DeviceBuffer,
     HostBuffer,
@@ -142,6 +143,8 @@ from .errors import (
     ForkedProcessError,
     FunctionNotFoundError,
     InvalidDeviceError,
+    IpcError,
+    IpcPermissionError,
     LibraryNotFoundError,
     NotInitializedError,
     ObjectClosedError,
@@ -190,6 +193,10 @@ __all__ = [
     "FunctionNotFoundError",
     "HostBuffer",
     "InvalidDeviceError",
+    "IpcError",
+    "IpcEventHandle",
+    "IpcMemHandle",
+    "IpcPermissionError",
     "LibraryNotFoundError",
     "NotInitializedError",
     "ObjectClosedError",
@@ -231,6 +238,8 @@ __all__ = [
     "host_memory_allocated",
     "host_memory_stats",
     "init",
+    "ipc_collect",
+    "ipc_pid",
     "is_available",
     "is_bf16_supported",
     "is_initialized",

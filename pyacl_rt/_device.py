@@ -684,6 +684,18 @@ class Device:
 
     soc_name = name
 
+    @property
+    def physical_id(self) -> int:
+        """The physical card behind this index (``aclrtGetPhyDevIdByUserDevId``).
+
+        With ``ASCEND_RT_VISIBLE_DEVICES=3,5`` (as Ray or a launcher sets it per worker)
+        ``Device(0).physical_id`` is 3 and ``Device(1).physical_id`` 5; without it the
+        two are equal."""
+        _runtime.ensure_initialized()
+        s = _local.st.scratch
+        _check(_lib.aclrtGetPhyDevIdByUserDevId(self._index, s.i32), "aclrtGetPhyDevIdByUserDevId")
+        return int(s.i32[0])
+
     # --- raw attribute queries
     def info(self, attr: int) -> int:
         """``aclrtGetDeviceInfo(index, attr)``: an ``ACL_DEV_ATTR_*`` value (int64)."""

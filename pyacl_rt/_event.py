@@ -12,8 +12,11 @@
 * ``blocking`` is accepted and ignored, as in torch_npu: ACL has no spin/blocking
   choice for events; :meth:`synchronize` always blocks the calling thread with the
   GIL released.
-* ``interprocess=True`` raises :class:`~pyacl_rt.errors.FeatureNotSupportedError`
-  (event IPC is not implemented by pyacl_rt).
+* ``interprocess=True`` creates an IPC event (``ACL_EVENT_IPC``, alone: no timing)
+  that another process opens from :meth:`Event.ipc_handle` with
+  :meth:`Event.from_ipc_handle`, or receives through a ``multiprocessing`` queue or
+  pipe (:mod:`pyacl_rt._ipc` implements both; ``Event.ipc_handle`` creates the ACL
+  event on the current stream's device when it was never recorded).
 
 ``with Event() as e:`` destroys the event at the end of the block.
 
@@ -64,6 +67,11 @@ _log = get_logger("pyacl_rt")
 
 ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
 ACL_EVENT_TIME_LINE: Final = _C["ACL_EVENT_TIME_LINE"]
+ACL_EVENT_IPC: Final = _C["ACL_EVENT_IPC"]
+
+#: Interprocess events, registered by :mod:`pyacl_rt._ipc` (a higher floor):
+#: ``handle(event)`` -> an IpcEventHandle, ``open(handle)`` -> an Event.
+_ipc_hooks: dict[str, Callable[..., Any]] = {}
 
 # Checked C fast paths (lowlevel.fast): value returned, typed error raised.
 _fast_record_event = _fast.record_event
@@ -106,6 +114,7 @@ class Event:
         "_device",
         "_finalizer",
         "_handle",
+        "_ipc",
         "_owner",
         "_recorded",
         "_timing",
@@ -116,9 +125,12 @@ class Event:
     ) -> None:
         enable_timing = bool_arg(enable_timing, "Event(): enable_timing")
         blocking = bool_arg(blocking, "Event(): blocking")
-        if bool_arg(interprocess, "Event(): interprocess"):
-            raise errors.FeatureNotSupportedError(
-                "interprocess events are not supported by pyacl_rt", function="Event"
+        self._ipc = bool_arg(interprocess, "Event(): interprocess")
+        if self._ipc and enable_timing:
+            raise EventTimingError(
+                "an interprocess event cannot measure time (ACL_EVENT_IPC is not combined "
+                "with other flags): create it with enable_timing=False",
+                explanation="",
             )
         self._handle = 0
         self._ctx: _CtxRef | None = None
@@ -164,6 +176,11 @@ class Event:
         return self._blocking
 
     @property
+    def interprocess(self) -> bool:
+        """True for an IPC event (``Event(interprocess=True)`` or opened from a handle)."""
+        return self._ipc
+
+    @property
     def is_recorded(self) -> bool:
         """True once :meth:`record` succeeded."""
         return self._recorded
@@ -205,7 +222,10 @@ class Event:
         # context switch would create the event in a foreign context).
         if _validated_ctx(_local.st) is not sctx:
             stream._activate()
-        flags = ACL_EVENT_SYNC | (ACL_EVENT_TIME_LINE if self._timing else 0)
+        if self._ipc:
+            flags = ACL_EVENT_IPC  # alone: the runtime refuses it ORed with other flags
+        else:
+            flags = ACL_EVENT_SYNC | (ACL_EVENT_TIME_LINE if self._timing else 0)
         s = _local.st.scratch
         rc = _lib.aclrtCreateEventExWithFlag(s.uptr, flags)
         if rc == -1:
@@ -354,6 +374,23 @@ class Event:
             _check(rc, "aclrtEventElapsedTime")
         return float(f[0])
 
+    # ------------------------------------------------------- interprocess
+    def ipc_handle(self) -> Any:
+        """A picklable :class:`~pyacl_rt.IpcEventHandle` another process opens with
+        :meth:`Event.from_ipc_handle` (only for ``Event(interprocess=True)``; never
+        recorded: the event is created on the current stream's device now). This
+        Event is kept alive until every handle given out was opened or dropped."""
+        return _ipc_hooks["handle"](self)
+
+    @classmethod
+    def from_ipc_handle(cls, handle: Any) -> Event:
+        """Open an :class:`~pyacl_rt.IpcEventHandle` of another process: an Event of
+        the current device whose :meth:`wait` / :meth:`synchronize` / :meth:`query`
+        follow the other process's records (and whose :meth:`record` its waits see).
+        Raises :class:`~pyacl_rt.errors.IpcError` in the exporting process itself or
+        once the exporter destroyed the event."""
+        return _ipc_hooks["open"](handle)  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------ completion
     def as_future(self) -> concurrent.futures.Future[None]:
         """A :class:`concurrent.futures.Future` (result None) that completes when the
@@ -372,6 +409,10 @@ class Event:
             if self.closed:
                 self._raise_closed()
             return _completion.done_future()
+        if self._ipc and self._ctx.device >= 0:
+            # another process may record it again: never reuse a completed future
+            src = at if isinstance(at, _StreamState) else current_stream(self._device)._state
+            return _completion.done_future() if self.query() else _wait_future(self, src)
         if not isinstance(at, _StreamState):
             return at  # this record's shared future
         # Passed already (or failed: query raises the mapped error) - else a callback.
@@ -421,6 +462,31 @@ class Event:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _create_now(ev: Event) -> None:
+    """Create ``ev``'s ACL event on the current stream's context if it has none yet
+    (an interprocess event needs one before its handle exists), and make its context
+    current."""
+    if ev._ctx is None:
+        ev._bind(current_stream())
+    if _local.st.ctx is not ev._ctx:
+        ev._activate()  # raises when closed
+
+
+def _adopt(ev: Event, handle: int) -> None:
+    """Make ``ev`` (fresh, interprocess) own ``handle``, an event just opened in the
+    context current on this thread (destroyed by close(), GC, or finalize)."""
+    ctx = _validated_ctx(_local.st)
+    assert ctx is not None
+    ev._handle = handle
+    ev._ctx = ctx
+    ev._device = ctx.device
+    ev._owner = _owner_of(ctx)
+    ev._finalizer = weakref.finalize(ev, _destroy_event, ctx, handle)
+    ev._finalizer.atexit = False
+    ev._at = current_stream(ctx.device)._state  # its records come from another process
+    _live.add(ev)
 
 
 # ------------------------------------------------------ companion streams

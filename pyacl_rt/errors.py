@@ -78,6 +78,8 @@ __all__ = [
     "ForkedProcessError",
     "FunctionNotFoundError",
     "InvalidDeviceError",
+    "IpcError",
+    "IpcPermissionError",
     "LibraryNotFoundError",
     "NotInitializedError",
     "ObjectClosedError",
@@ -477,6 +479,17 @@ class SyncDebugError(AclUsageError, RuntimeError):
 class EventTimingError(AclUsageError, ValueError):
     """``Event.elapsed_time`` on events created without ``enable_timing=True`` or never
     recorded (also a ``ValueError``)."""
+
+
+class IpcError(AclError):
+    """Sharing a buffer or an event between processes failed: a handle opened in the
+    process that exported it, an exporter that closed it or exited, a handle of the
+    wrong kind, or a runtime IPC failure (``code`` 507022 and similar)."""
+
+
+class IpcPermissionError(IpcError, PermissionError):
+    """The exporter did not allow this process to import (``code`` 207006): the pid
+    is not on the export's whitelist (see ``DeviceBuffer.ipc_handle(pids=...)``)."""
 
 
 class AclServiceError(AclError):

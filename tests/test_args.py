@@ -231,6 +231,8 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("Event blocking", lambda o: npu.Event(blocking=[]), "blocking"),  # type: ignore[arg-type]
     ("Event interprocess", lambda o: npu.Event(interprocess=None), "interprocess"),  # type: ignore[arg-type]
     ("Event.record", lambda o: o.ev.record(o.ev), "stream"),  # type: ignore[arg-type]
+    ("Event.ipc_handle", lambda o: o.ev.ipc_handle(1), "positional"),  # type: ignore[call-arg]
+    ("Event.from_ipc_handle", lambda o: npu.Event.from_ipc_handle(b"x"), "handle"),
     ("Event.wait", lambda o: o.ev.wait(0), "stream"),  # type: ignore[arg-type]
     ("Event.query", lambda o: o.ev.query(1), "positional"),  # type: ignore[call-arg]
     ("Event.synchronize", lambda o: o.ev.synchronize(timeout=NOT_INT), "timeout"),  # type: ignore[arg-type]
@@ -339,6 +341,8 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("memory_summary", lambda o: npu.memory_summary(F), "device"),  # type: ignore[arg-type]
     ("DeviceBuffer stream", lambda o: npu.DeviceBuffer(8, stream=1), "stream"),  # type: ignore[arg-type]
     ("DeviceBuffer.record_stream", lambda o: o.dev.record_stream(1), "stream"),  # type: ignore[arg-type]
+    ("DeviceBuffer.ipc_handle", lambda o: o.dev.ipc_handle(pids=3), "pids"),
+    ("DeviceBuffer.from_ipc_handle", lambda o: npu.DeviceBuffer.from_ipc_handle(1), "handle"),
     ("caching_allocator_alloc", lambda o: npu.caching_allocator_alloc(F), "nbytes"),  # type: ignore[arg-type]
     (
         "caching_allocator_alloc stream",
@@ -389,11 +393,21 @@ NO_ARGS = {
     "is_bf16_supported",
     "is_initialized",
     "is_support_inf_nan",
+    "ipc_collect",
+    "ipc_pid",
 }
 #: Not entry points that take typed user data: exception classes (any message is
-#: fine), the DeviceProperties record (returned, never passed), modules, __version__,
+#: fine), the DeviceProperties record and the IPC handles (returned, never built by
+#: hand), modules, __version__,
 #: device_of (any object: one without a ``device`` attribute gives a no-op guard).
-NOT_ENTRY_POINTS = {"DeviceProperties", "OutOfMemoryError", "__version__", "device_of"}
+NOT_ENTRY_POINTS = {
+    "DeviceProperties",
+    "OutOfMemoryError",
+    "__version__",
+    "device_of",
+    "IpcMemHandle",  # made by DeviceBuffer.ipc_handle / unpickling, never by hand
+    "IpcEventHandle",  # made by Event.ipc_handle / unpickling
+}
 
 
 @pytest.mark.parametrize("case", WRONG_TYPES, ids=[c[0] for c in WRONG_TYPES])

@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import pytest
+from conftest import _clean_env
 
 from pyacl_rt import _context as C
 from pyacl_rt import _device as D
@@ -128,11 +129,26 @@ def test_elapsed_time_errors() -> None:
         x.close()
 
 
-def test_flags_and_unsupported() -> None:
+def test_flags_and_unsupported(run_python: Any) -> None:
     e = Event(blocking=True)
     assert e.blocking is True
-    with pytest.raises(errors.FeatureNotSupportedError):
-        Event(interprocess=True)
+    assert Event(interprocess=True).interprocess  # supported: tests/test_ipc.py
+    # A SoC without IPC events refuses to create one (at its creation: the first
+    # record, or ipc_handle()).
+    r = run_python(
+        """
+        import pyacl_rt as npu
+        from pyacl_rt import errors
+        ev = npu.Event(interprocess=True)
+        try:
+            ev.ipc_handle()
+        except errors.FeatureNotSupportedError as exc:
+            print("refused", exc.code)
+        """,
+        env=_clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_SOC_NAME="Ascend310B1"),
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "refused 207000"
 
 
 def test_event_bound_to_one_device() -> None:

@@ -97,6 +97,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._allocator._device",
             "pyacl_rt._allocator._host",
             "pyacl_rt._allocator",
+            "pyacl_rt._ipc.refs",
+            "pyacl_rt._ipc.memory",
+            "pyacl_rt._ipc.event",
+            "pyacl_rt._ipc.mp",
+            "pyacl_rt._ipc",
         ),
     ),
     (
@@ -118,6 +123,7 @@ PACKAGES = {
     "pyacl_rt._raw": PKG / "_raw",
     "pyacl_rt._memory": PKG / "_memory",
     "pyacl_rt._allocator": PKG / "_allocator",
+    "pyacl_rt._ipc": PKG / "_ipc",
 }
 
 

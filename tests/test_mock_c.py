@@ -465,7 +465,7 @@ def test_readme_twin_example(mock_builds: _Builds, tmp_path: Path) -> None:
 # folder only). Every function either header declares starts with "<subsystem>_".
 
 SRC = MOCK / "src"
-SUBSYSTEMS = ("core", "stream", "mem", "misc", "notify", "ipc", "kernel")
+SUBSYSTEMS = ("core", "stream", "mem", "misc", "notify", "ipc", "kernel", "graph")
 # the other libraries with sources of their own (no headers); the two filters
 # (libacl_rt.so, libprofapi.so) are generated at build time
 LIBRARY_DIRS = ("msprofiler", "ascend_dump", "acl_tdt_channel", "acl_tdt_queue", "c_sec")
@@ -622,7 +622,7 @@ def test_readme_source_layout_matches_tree() -> None:
 
 
 # ---------------------------------------------------------------- layer order
-# core < stream < mem < misc < notify < ipc: a file calls functions (and includes public
+# core < stream < mem < misc < notify < ipc < graph: a file calls functions (and includes public
 # headers) of its own layer or lower ones. The calls against that order are exactly the
 # rows of the table in the README "Source layout" section; everything else goes through
 # the subsystem hooks (core/core.h "subsystem.c").

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import importlib.metadata
 import json
+import os
 import pickle
 import re
 import shutil
@@ -698,7 +699,6 @@ def _smoke_AclResourceError(mc: Any) -> None:
 def _smoke_FeatureNotSupportedError(mc: Any) -> None:
     mc.inject_fault("aclrtGetDeviceUtilizationRate", 207000)
     _raises(npu.FeatureNotSupportedError, lambda: npu.utilization(0))
-    _raises(npu.FeatureNotSupportedError, lambda: npu.Event(interprocess=True))
 
 
 def _smoke_AclOutOfMemoryError(mc: Any) -> None:
@@ -790,6 +790,45 @@ def _smoke_forget_thread_context(mc: Any) -> None:
     assert s.query() is True  # re-installs device 1's context first
     npu.lowlevel.aclrtResetDevice(0)
     s.close()
+
+
+# IPC (the cross-process behaviour is tests/test_ipc.py) --------------------------
+def _smoke_IpcMemHandle(mc: Any) -> None:
+    buf = npu.DeviceBuffer(4096)
+    h = buf.ipc_handle()
+    assert isinstance(h, npu.IpcMemHandle) and h.nbytes == 4096 and h.offset + 4096 <= h.size
+    del h
+    buf.close()
+
+
+def _smoke_IpcEventHandle(mc: Any) -> None:
+    ev = npu.Event(interprocess=True)
+    h = ev.ipc_handle()
+    assert isinstance(h, npu.IpcEventHandle) and len(h.data) == 64
+    del h
+    ev.close()
+
+
+def _smoke_IpcError(mc: Any) -> None:
+    buf = npu.DeviceBuffer(4096)
+    h = buf.ipc_handle()
+    with pytest.raises(npu.IpcError, match="exported by this process"):
+        npu.DeviceBuffer.from_ipc_handle(h)
+    del h
+    buf.close()
+
+
+def _smoke_IpcPermissionError(mc: Any) -> None:
+    assert issubclass(npu.IpcPermissionError, npu.IpcError)
+    assert issubclass(npu.IpcPermissionError, PermissionError)
+
+
+def _smoke_ipc_collect(mc: Any) -> None:
+    assert npu.ipc_collect() >= 0
+
+
+def _smoke_ipc_pid(mc: Any) -> None:
+    assert npu.ipc_pid() == os.getpid()  # outside a container the bare tgid is the pid
 
 
 # submodules -----------------------------------------------------------------
@@ -1167,7 +1206,18 @@ def test_readme_example_runs(line: int, code: str, tmp_path: Path) -> None:
     ``# prints:`` line prints what it shows."""
     record = tmp_path / "prints.json"
     full = _PRINT_RECORDER + code + _PRINT_DUMP
-    proc = _run(full, cwd=tmp_path, PYACL_RT_README_PRINTS=str(record))
+    # Run from a file, as users run scripts: multiprocessing's spawn re-imports the main
+    # module in its children (the IPC example), which `python -c` cannot offer.
+    script = tmp_path / "readme_example.py"
+    script.write_text(full)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        env=_env(PYACL_RT_README_PRINTS=str(record)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, f"README.md line {line}:\n{code}\n--- stderr:\n{proc.stderr}"
     assert proc.stderr == "", f"README.md line {line} wrote to stderr:\n{proc.stderr}"
     offset = _PRINT_RECORDER.count("\n")

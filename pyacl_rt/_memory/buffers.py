@@ -45,6 +45,11 @@ __all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
 #: max_version, dl_device, copy)``, ``device(buf)``, ``typed(buf, dtype, shape)``.
 _dlpack_hooks: dict[str, Callable[..., Any]] = {}
 
+#: IPC, registered by :mod:`pyacl_rt._ipc` (a higher floor): ``handle(buf, pids)``,
+#: ``open(handle)``, ``before_close(m)`` (refresh which IPC exports of ``m`` importers
+#: still use, so that close() sees only live ones).
+_ipc_hooks: dict[str, Callable[..., Any]] = {}
+
 
 # ============================================================== DeviceBuffer
 class _Buffer:
@@ -237,6 +242,26 @@ class DeviceBuffer(DeviceBase, _Buffer):
         if m.last is not stream._state:
             _note(m, stream)
 
+    # ----------------------------------------------------------------- IPC
+    def ipc_handle(self, pids: Any = None) -> Any:
+        """A picklable :class:`~pyacl_rt.IpcMemHandle` of this buffer that another
+        process opens with :meth:`DeviceBuffer.from_ipc_handle` (zero-copy: both see
+        the same memory). ``pids``: None lets any process of this user import; an
+        iterable of pids (``pyacl_rt.ipc_pid()`` of each importer) only those.
+        The memory stays allocated (``close()`` raises ``BufferError``) until every
+        importer closed what it opened and every handle given out was dropped."""
+        return _ipc_hooks["handle"](self, pids)
+
+    @classmethod
+    def from_ipc_handle(cls, handle: Any) -> DeviceBuffer:
+        """Open an :class:`~pyacl_rt.IpcMemHandle` of another process: a DeviceBuffer
+        of ``handle.nbytes`` bytes over the exporter's memory (no copy). ``close()``
+        (or GC) closes the import; the exporter learns it. Raises
+        :class:`~pyacl_rt.errors.IpcError` in the exporting process itself or when
+        the exporter closed the handle or exited, and
+        :class:`~pyacl_rt.errors.IpcPermissionError` when this pid is not allowed."""
+        return _ipc_hooks["open"](handle)  # type: ignore[no-any-return]
+
     # ----------------------------------------------------------- properties
     @property
     def device(self) -> Device:
@@ -362,6 +387,8 @@ class _DevicePaths:
     def close(self: DeviceBuffer) -> None:
         """``close()`` of an allocation the C hit path does not free."""
         m = self._m
+        if m.exports and _ipc_hooks:
+            _ipc_hooks["before_close"](m)  # drops the exports importers are done with
         if m.rel is None and m.streams and _sync_debug():  # rel: no wait
             _check_sync("DeviceBuffer.close()")
         m.claim_close("DeviceBuffer")  # raises while exported / in use

@@ -1559,7 +1559,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyToSymbolAsync(
     aclrtMemcpyKind kind,
     aclrtStream stream);
 
-/* label: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
+/* label */
 ACL_FUNC_VISIBILITY aclError aclrtCreateLabel(aclrtLabel *label);
 ACL_FUNC_VISIBILITY aclError aclrtCreateLabelList(
     aclrtLabel *labels,
@@ -1928,15 +1928,6 @@ ACL_FUNC_VISIBILITY aclError aclrtValueWrite(
     aclrtStream stream);
 
 /* model_ri */
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(
-    aclrtStream stream,
-    aclmdlRICaptureStatus *status,
-    aclmdlRI *modelRI);
-ACL_FUNC_VISIBILITY aclError aclrtCheckArchCompatibility(
-    const char *socVersion,
-    int32_t *canCompatible);
-
-/* model_ri: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclmdlRIAbort(aclmdlRI modelRI);
 ACL_FUNC_VISIBILITY aclError aclmdlRIAddCondTask(
     aclmdlRICondTaskParams params,
@@ -1950,6 +1941,10 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag
 ACL_FUNC_VISIBILITY aclError aclmdlRIBuildEnd(aclmdlRI modelRI, void *reserve);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(
+    aclrtStream stream,
+    aclmdlRICaptureStatus *status,
+    aclmdlRI *modelRI);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(
@@ -2009,6 +2004,11 @@ ACL_FUNC_VISIBILITY aclError aclmdlRITaskGetType(aclmdlRITask task, aclmdlRITask
 ACL_FUNC_VISIBILITY aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params);
 ACL_FUNC_VISIBILITY aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRIUpdate(aclmdlRI modelRI);
+ACL_FUNC_VISIBILITY aclError aclrtCheckArchCompatibility(
+    const char *socVersion,
+    int32_t *canCompatible);
+
+/* model_ri: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 ACL_FUNC_VISIBILITY aclError aclrtTaskUpdateAsync(
     aclrtStream taskStream,
     uint32_t taskId,
@@ -2158,6 +2158,7 @@ ACL_FUNC_VISIBILITY aclError aclrtSetBufUserData(
     size_t offset);
 
 /* stream */
+ACL_FUNC_VISIBILITY aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream);
 ACL_FUNC_VISIBILITY aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void);
 ACL_FUNC_VISIBILITY aclError aclrtCreateStreamV2(
@@ -2206,13 +2207,6 @@ ACL_FUNC_VISIBILITY aclError aclrtStreamGetId(aclrtStream stream, int32_t *strea
 ACL_FUNC_VISIBILITY aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority);
 ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);
 ACL_FUNC_VISIBILITY aclError aclrtStreamStop(aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
-ACL_FUNC_VISIBILITY aclError aclrtUnuseStreamResInCurrentThread(aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclrtUseStreamResInCurrentThread(aclrtStream stream);
-
-/* stream: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
-ACL_FUNC_VISIBILITY aclError aclrtActiveStream(aclrtStream activeStream, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSwitchStream(
     void *leftValue,
     aclrtCondition cond,
@@ -2221,6 +2215,10 @@ ACL_FUNC_VISIBILITY aclError aclrtSwitchStream(
     aclrtStream trueStream,
     aclrtStream falseStream,
     aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtUnuseStreamResInCurrentThread(aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtUseStreamResInCurrentThread(aclrtStream stream);
 
 /* version */
 ACLMOCK_DEPRECATED("aclrtGetVersion is deprecated")

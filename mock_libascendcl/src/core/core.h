@@ -430,6 +430,7 @@ MOCK_HIDDEN bool core_is_initialized(void);
 #define CORE_LEVEL_MEM 200
 #define CORE_LEVEL_MISC 300
 #define CORE_LEVEL_KERNEL 600 /* above notify (400) and ipc (500), which it does not call */
+#define CORE_LEVEL_GRAPH 700 /* above kernel (600): a kernel launch is one of the tasks it records */
 
 /* What aclInit passes to the init hooks: the function name for error messages and
  * the configuration file (path NULL and text NULL when aclInit got none). */

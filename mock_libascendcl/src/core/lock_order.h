@@ -179,6 +179,13 @@
     X(MOCK_LOCK_KERNEL_POOL, "kernel/run.c g_pool_mu",                                                  \
       "the block worker pool: its threads and the queue of launches whose blocks it runs",            \
       MOCK_HOLDS_LIFECYCLE)                                                                             \
+    /* --------------------------------------------------------------- graph */                        \
+    X(MOCK_LOCK_GRAPH, "graph/model.c g_graph_mu",                                                       \
+      "models, their streams and tasks, captures, stream bindings, event marks, task groups, labels",  \
+      MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_GRAPH_EXEC, "graph/model.c graph_model.xmu",                                             \
+      "one model's runs: activations, record generations, task arguments swapped by an update",       \
+      MOCK_HOLDS_LIFECYCLE | MOCK_HOLDS(MOCK_LOCK_GRAPH))                                               \
     /* ------------------------------------------- core: leaves taken anywhere */                     \
     X(MOCK_LOCK_SHM_SLOTS, "core/shm.c g_shm_mu", "the arenas of process-shared words and their free slots",\
       MOCK_HOLDS_LIFECYCLE)                                                                             \

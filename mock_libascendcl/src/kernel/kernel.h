@@ -3,8 +3,9 @@
  * argument lists, launches) offers to higher subsystems: a kernel launch as one
  * self-contained stream task.
  *
- * Every launch API builds one task object and enqueues it with
- * stream_enqueue(s, kernel_task_run, task, kernel_task_free). The object owns
+ * Every launch API builds one task object and enqueues it with stream_enqueue_task
+ * (kernel_task_run, task, kernel_task_free, and its KERNEL task description for
+ * captures: launch.c). The object owns
  * everything the launch needs: a copy of its argument block (or, for aclrtLaunchKernel
  * and V2, the device address of the user's block), the device copy of its placeholder
  * data, the resolved twin and a reference on the binary (so an unload cannot pull the
@@ -46,5 +47,12 @@ MOCK_HIDDEN void kernel_task_get_params(const void *task, aclmdlRIKernelTaskPara
  * isHostArgs is 1; placeholders are not updated) and/or block count (numBlocks 0 keeps
  * it); the function cannot change. Errors are recorded under fn. */
 MOCK_HIDDEN aclError kernel_task_set_params(const char *fn, void *task, const aclmdlRIKernelTaskParams *p);
+
+/* aclmdlRIKernelTaskGetAttribute of a kernel task: the value of a launch attribute
+ * (its default, 0, when the launch did not give it; TIMEOUT in whole seconds rounded
+ * up, TIMEOUT_US in microseconds, whichever of the two was given). ENGINE_TYPE,
+ * BLOCKDIM_OFFSET and BLOCK_TASK_PREFETCH cannot be queried (107000); an unknown id is
+ * 100000. Errors are recorded under fn. Must not overlap set_params. */
+MOCK_HIDDEN aclError kernel_task_get_attr(const char *fn, const void *task, int id, aclrtLaunchKernelAttrValue *out);
 
 #endif /* MOCK_KERNEL_H */

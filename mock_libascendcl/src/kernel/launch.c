@@ -282,9 +282,102 @@ fail:
     return rc;
 }
 
+/* What a launch is for a capture (aclmdlRITaskGetParams / SetParams, task groups):
+ * a KERNEL task (kernel_task_get_params / kernel_task_set_params in run.c). The
+ * arguments read back are the user's device block (aclrtLaunchKernel/V2) or the mock's
+ * host copy of the block, with isHostArgs 0 as the reference reads (mock choice: the
+ * real runtime gives its device copy; the graph subsystem treats the host copy given
+ * back to SetParams as host arguments). */
+static aclError launch_get_params(void *arg, aclmdlRITaskParams *p)
+{
+    kernel_task_get_params(arg, &p->kernelTaskParams);
+    p->kernelTaskParams.isHostArgs = 0;
+    return ACL_SUCCESS;
+}
+
+/* aclmdlRITaskSetParams + aclmdlRIUpdate (the model is not running): new arguments
+ * and block count (kernel_task_set_params), and, when cfg is not NULL, new launch
+ * attributes: cfg replaces the launch's attribute set, checked like a launch's (the
+ * dynamic UB size of a SIMT launch keeps its launch argument unless DYN_UBUF_SIZE is
+ * given: mock choice). Nothing changes when a check fails. */
+static aclError launch_set_params(const char *fn, void *arg, const aclmdlRITaskParams *p)
+{
+    kernel_launch *l = arg;
+    const aclmdlRIKernelTaskParams *k = &p->kernelTaskParams;
+    launch_cfg c;
+    if (k->cfg != NULL) {
+        aclError rc = parse_cfg(fn, k->cfg, &c);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+        bool simt_kernel = (l->twin->desc.flags & ACLMOCK_KERNEL_SIMT) != 0;
+        if (c.dyn_ubuf != 0 && !simt_kernel) {
+            return core_error(fn, ACL_ERROR_INVALID_PARAM,
+                              "a dynamic UB size of %u bytes for kernel '%s', which is not a SIMT kernel (must be 0)",
+                              c.dyn_ubuf, l->func->name);
+        }
+    }
+    aclError rc = kernel_task_set_params(fn, l, k);
+    if (rc != ACL_SUCCESS || k->cfg == NULL) {
+        return rc;
+    }
+    if (c.mask & (1u << ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE)) {
+        l->dyn_ubuf = c.dyn_ubuf;
+    }
+    l->block_offset = c.offset;
+    l->timeout_us = c.timeout_us;
+    l->attr_mask = c.mask;
+    l->sched_mode = c.sched;
+    l->prefetch = c.prefetch;
+    l->dump = c.dump;
+    l->profiling = c.profiling;
+    return ACL_SUCCESS;
+}
+
+aclError kernel_task_get_attr(const char *fn, const void *task, int id, aclrtLaunchKernelAttrValue *out)
+{
+    const kernel_launch *l = task;
+    memset(out, 0, sizeof *out);
+    switch (id) {
+    case ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE:
+        out->schemMode = l->sched_mode;
+        return ACL_SUCCESS;
+    case ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE:
+        out->dynUBufSize = (uint32_t)l->dyn_ubuf;
+        return ACL_SUCCESS;
+    case ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP:
+        out->isDataDump = l->dump;
+        return ACL_SUCCESS;
+    case ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT: {
+        uint64_t s = (l->timeout_us + 999999u) / 1000000u; /* whole seconds, rounded up */
+        out->timeout = (uint16_t)(s > UINT16_MAX ? UINT16_MAX : s);
+        return ACL_SUCCESS;
+    }
+    case ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US:
+        out->timeoutUs.timeoutLow = (uint32_t)l->timeout_us;
+        out->timeoutUs.timeoutHigh = (uint32_t)(l->timeout_us >> 32);
+        return ACL_SUCCESS;
+    case ACL_RT_LAUNCH_KERNEL_ATTR_ENABLE_PROFILING:
+        out->enableProfiling = l->profiling;
+        return ACL_SUCCESS;
+    case ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE:
+    case ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
+    case ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH:
+        /* MRI#aclmdlRIKernelTaskGetAttribute: these three cannot be queried */
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "launch attribute %s of a kernel task cannot be queried",
+                          attr_name(id));
+    default:
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'attrId' (%d) is not an aclrtLaunchKernelAttrId", id);
+    }
+}
+
+static const stream_task_ops k_launch_ops = {"kernel", ACL_MODEL_RI_TASK_KERNEL, true, launch_get_params,
+                                             launch_set_params};
+
 static aclError enqueue(const char *fn, kernel_launch *l, mock_stream *s)
 {
-    aclError rc = stream_enqueue(s, kernel_task_run, l, kernel_task_free); /* frees l when refused */
+    stream_task task = {kernel_task_run, l, kernel_task_free, &k_launch_ops};
+    aclError rc = stream_enqueue_task(s, &task); /* frees l when refused */
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the launch (stream failed or being destroyed)");
     }

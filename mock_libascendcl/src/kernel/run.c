@@ -211,8 +211,8 @@ aclError kernel_task_set_params(const char *fn, void *task, const aclmdlRIKernel
         l->ph_slots = NULL;
         l->nph = 0;
     }
-    if (p->numBlocks != 0) {
-        l->num_blocks = p->numBlocks;
+    if (p->numBlocks != 0 && p->numBlocks != l->num_blocks) {
+        l->num_blocks = p->numBlocks; /* a SIMT grid becomes (numBlocks, 1, 1) */
         l->grid[0] = p->numBlocks;
         l->grid[1] = l->grid[2] = 1;
     }

@@ -405,6 +405,63 @@ static void op_destroy(copy_op *o)
     free(o);
 }
 
+/* ----------------------------------------------- what a task is (capture) */
+
+static aclError value_get_params(void *arg, aclmdlRITaskParams *p)
+{
+    copy_op *o = arg;
+    if (o->op == OP_VALUE_WRITE) {
+        p->valueWriteTaskParams.devAddr = o->dst;
+        p->valueWriteTaskParams.value = o->value;
+    } else {
+        p->valueWaitTaskParams.devAddr = o->dst;
+        p->valueWaitTaskParams.value = o->value;
+        p->valueWaitTaskParams.flag = o->flag;
+    }
+    return ACL_SUCCESS;
+}
+
+/* aclmdlRITaskSetParams + aclmdlRIUpdate of a captured value write / wait (the
+ * model is not running): the new address is checked like the original one. */
+static aclError value_set_params(const char *fn, void *arg, const aclmdlRITaskParams *p)
+{
+    copy_op *o = arg;
+    bool write = o->op == OP_VALUE_WRITE;
+    void *addr = write ? p->valueWriteTaskParams.devAddr : p->valueWaitTaskParams.devAddr;
+    uint32_t flag = write ? o->flag : p->valueWaitTaskParams.flag;
+    if (!write && flag > ACL_STREAM_WAIT_VALUE_NOR) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "value wait flag %u is not GEQ/EQ/AND/NOR", flag);
+    }
+    if (addr == NULL || ((uintptr_t)addr & 7u) != 0) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "devAddr %p is NULL or not 8-byte aligned", addr);
+    }
+    side d;
+    aclError rc = classify(fn, "devAddr", addr, sizeof(uint64_t), write, &d);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    if (!d.dev) {
+        side_drop(&d);
+        return core_error(fn, ACL_ERROR_RT_INVALID_MEMORY_TYPE, "devAddr %p is not device memory", addr);
+    }
+    side_drop(&o->d);
+    o->d = d;
+    o->dst = addr;
+    o->value = write ? p->valueWriteTaskParams.value : p->valueWaitTaskParams.value;
+    o->flag = flag;
+    return ACL_SUCCESS;
+}
+
+static const stream_task_ops k_ops[] = {
+    [OP_COPY] = {"memcpy", ACL_MODEL_RI_TASK_DEFAULT, true, NULL, NULL},
+    [OP_COPY2D] = {"memcpy2d", ACL_MODEL_RI_TASK_DEFAULT, true, NULL, NULL},
+    [OP_MEMSET] = {"memset", ACL_MODEL_RI_TASK_DEFAULT, true, NULL, NULL},
+    [OP_MEMSET32] = {"memset_d32", ACL_MODEL_RI_TASK_DEFAULT, true, NULL, NULL},
+    [OP_VALUE_WRITE] = {"value_write", ACL_MODEL_RI_TASK_VALUE_WRITE, true, value_get_params, value_set_params},
+    [OP_VALUE_WAIT] = {"value_wait", ACL_MODEL_RI_TASK_VALUE_WAIT, true, value_get_params, value_set_params},
+    [OP_BATCH] = {"memcpy_batch", ACL_MODEL_RI_TASK_DEFAULT, true, NULL, NULL},
+};
+
 static aclError op_task(void *arg)
 {
     copy_op *o = arg;
@@ -442,10 +499,20 @@ static copy_op *op_new(int op)
  * of pageable memory completes before returning). Takes ownership of o. */
 static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_done)
 {
-    if (wait_done && (core_worker_stream() == s || stream_is_persistent(s))) {
+    if (wait_done) {
+        /* Pageable host memory: refused on a capturing stream, and by the
+         * capture modes elsewhere (G-CAP1 item 5, MRI#aclmdlRICaptureBegin). */
+        aclError rc = stream_capture_check(fn, STREAM_CALL_PAGEABLE_COPY, s, NULL);
+        if (rc != ACL_SUCCESS) {
+            op_destroy(o);
+            return rc;
+        }
+    }
+    if (wait_done && (core_worker_stream() == s || stream_is_persistent(s) || stream_binding(s) != NULL)) {
         /* Called from a task of this very stream (a host function): waiting
          * would deadlock, so the copy stays asynchronous (still in order).
-         * A persistent stream captures the copy instead of running it. */
+         * A persistent, capturing or bound stream keeps the copy instead of
+         * running it. */
         wait_done = false;
     }
     if (wait_done) {
@@ -453,7 +520,8 @@ static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_
         core_mutex_init(&o->mu, MOCK_LOCK_COPY_OP);
         pthread_cond_init(&o->cv, NULL);
     }
-    aclError rc = stream_enqueue(s, op_task, o, op_task_free);
+    stream_task t = {op_task, o, op_task_free, &k_ops[o->op]};
+    aclError rc = stream_enqueue_task(s, &t);
     if (rc != ACL_SUCCESS) {
         if (wait_done) {
             op_destroy(o); /* free_arg only signalled */
@@ -560,7 +628,11 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, a
     const char *fn = "aclrtMemcpy";
     side d, s;
     bool nothing;
-    aclError rc = memcpy_check(fn, dst, destMax, src, count, (int)kind, false, &d, &s, &nothing);
+    aclError rc = stream_capture_check(fn, STREAM_CALL_BLOCKING_COPY, NULL, NULL); /* 107041 */
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = memcpy_check(fn, dst, destMax, src, count, (int)kind, false, &d, &s, &nothing);
     if (rc != ACL_SUCCESS || nothing) {
         return rc;
     }
@@ -673,7 +745,11 @@ static aclError memcpy2d_common(const char *fn, void *dst, size_t dpitch, const 
 {
     side d, s;
     bool nothing;
-    aclError rc = memcpy2d_check(fn, dst, dpitch, src, spitch, width, height, (int)kind, &d, &s, &nothing);
+    aclError rc = async ? ACL_SUCCESS : stream_capture_check(fn, STREAM_CALL_BLOCKING_COPY, NULL, NULL);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = memcpy2d_check(fn, dst, dpitch, src, spitch, width, height, (int)kind, &d, &s, &nothing);
     if (rc != ACL_SUCCESS || nothing) {
         return rc;
     }
@@ -752,8 +828,12 @@ static aclError memset_common(const char *fn, void *devPtr, size_t maxCount, uin
     if (d32 && ((uintptr_t)devPtr & 3u) != 0) {
         return core_error(fn, ACL_ERROR_RT_ADDR_UNALIGNED, "argument 'ptr' %p is not 4-byte aligned", devPtr);
     }
+    aclError rc = async ? ACL_SUCCESS : stream_capture_check(fn, STREAM_CALL_BLOCKING_COPY, NULL, NULL);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
     side d;
-    aclError rc = memset_check(fn, devPtr, bytes, &d);
+    rc = memset_check(fn, devPtr, bytes, &d);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -772,7 +852,7 @@ static aclError memset_common(const char *fn, void *devPtr, size_t maxCount, uin
      * when the call returns, whatever the stream still has queued (the stream
      * is only validated). Device and managed memory are set in stream order. */
     bool host = d.rec->kind == MEM_REC_HOST_PINNED || d.rec->kind == MEM_REC_HOST_REG;
-    if (!async || host) {
+    if (!async || (host && stream_binding(st) == NULL)) { /* a capture records it */
         op_run(o);
         op_destroy(o);
         return ACL_SUCCESS;
@@ -925,7 +1005,11 @@ static aclError batch_common(const char *fn, void **dsts, size_t *destMaxs, void
                              size_t *failIndex, bool need_fail, bool async, aclrtStream stream)
 {
     copy_op *o = NULL;
-    aclError rc = batch_build(fn, dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex,
+    aclError rc = async ? ACL_SUCCESS : stream_capture_check(fn, STREAM_CALL_BLOCKING_COPY, NULL, NULL);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = batch_build(fn, dsts, destMaxs, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, failIndex,
                               need_fail, &o);
     if (rc != ACL_SUCCESS) {
         return rc;

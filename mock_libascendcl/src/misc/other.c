@@ -290,91 +290,6 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     return ACL_SUCCESS;
 }
 
-/* =================================================== aclrtCacheLastTask* */
-
-/* The op info / extend info a thread attached to its last task. CANN keeps
- * it for profiling and exception reports; the mock keeps a private copy per
- * thread (freed at thread exit) that nothing reads back. */
-#define CACHE_INFO_MAX (1u << 20)
-
-typedef struct task_info_cache {
-    void *op_info;
-    size_t op_len;
-    void *ext_info;
-    size_t ext_len;
-} task_info_cache;
-
-static pthread_key_t g_cache_key;
-static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
-static bool g_cache_key_ok = false;
-
-static void cache_free(void *p)
-{
-    task_info_cache *c = (task_info_cache *)p;
-    if (c != NULL) {
-        free(c->op_info);
-        free(c->ext_info);
-        free(c);
-    }
-}
-
-static void cache_key_init(void)
-{
-    g_cache_key_ok = pthread_key_create(&g_cache_key, cache_free) == 0;
-}
-
-static aclError cache_store(const char *fn, const char *argname, const void *ptr, size_t size, bool ext)
-{
-    if (ptr == NULL) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", argname);
-    }
-    if (size == 0) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'infoSize' is 0");
-    }
-    if (size > CACHE_INFO_MAX) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'infoSize' (%zu) exceeds the limit of %u bytes",
-                          size, CACHE_INFO_MAX);
-    }
-    MOCK_ENTER(fn);
-    pthread_once(&g_cache_once, cache_key_init);
-    if (!g_cache_key_ok) {
-        return core_error(fn, ACL_ERROR_RT_INTERNAL_ERROR, "cannot create thread-local storage");
-    }
-    task_info_cache *c = (task_info_cache *)pthread_getspecific(g_cache_key);
-    if (c == NULL) {
-        c = (task_info_cache *)calloc(1, sizeof *c);
-        if (c == NULL || pthread_setspecific(g_cache_key, c) != 0) {
-            free(c);
-            return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
-        }
-    }
-    void *copy = malloc(size);
-    if (copy == NULL) {
-        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory copying %zu bytes", size);
-    }
-    memcpy(copy, ptr, size);
-    if (ext) {
-        free(c->ext_info);
-        c->ext_info = copy;
-        c->ext_len = size;
-    } else {
-        free(c->op_info);
-        c->op_info = copy;
-        c->op_len = size;
-    }
-    return ACL_SUCCESS;
-}
-
-aclError aclrtCacheLastTaskOpInfo(const void *const infoPtr, const size_t infoSize)
-{
-    return cache_store("aclrtCacheLastTaskOpInfo", "infoPtr", infoPtr, infoSize, false);
-}
-
-aclError aclrtCacheLastTaskExtendInfo(const char *const extendInfoPtr, const size_t infoSize)
-{
-    return cache_store("aclrtCacheLastTaskExtendInfo", "extendInfoPtr", extendInfoPtr, infoSize, true);
-}
-
 /* ============================================================ aclrtProfTrace */
 
 aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
@@ -386,26 +301,4 @@ aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
     }
     /* no profiler collects the trace point: a stream-ordered no-op */
     return misc_enqueue_noop(fn, stream);
-}
-
-/* ============================================================ capture status */
-
-/* aclmdlRICaptureGetInfo: the mock never captures a stream into a model runtime instance
- * (aclmdlRICaptureBegin is unsupported), so every valid stream reports
- * ACL_MODEL_RI_CAPTURE_STATUS_NONE and no instance. The stream is resolved like any
- * other (NULL = the current context's default stream; 107002 without a context). */
-aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status, aclmdlRI *modelRI)
-{
-    static const char fn[] = "aclmdlRICaptureGetInfo";
-    MOCK_REQUIRE_NONNULL(fn, status);
-    MOCK_REQUIRE_NONNULL(fn, modelRI);
-    MOCK_ENTER(fn);
-    mock_stream *s = NULL;
-    aclError rc = stream_resolve(fn, stream, &s);
-    if (rc != ACL_SUCCESS) {
-        return rc;
-    }
-    *status = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
-    *modelRI = NULL;
-    return ACL_SUCCESS;
 }

@@ -247,11 +247,31 @@ static bool deliver(int kind, report *r, mock_stream *s)
 typedef struct cb_task_arg {
     int kind;
     report *r;
+    bool replay; /* captured into a model: r is a template, each run delivers a copy */
 } cb_task_arg;
 
 static aclError callback_task(void *p)
 {
     cb_task_arg *a = p;
+    if (a->replay) {
+        /* A run of a model (aclmdlRIExecute*): a fresh report per run, for
+         * the threads subscribed to the stream the callback was captured on. */
+        report *r = calloc(1, sizeof(*r));
+        if (r == NULL) {
+            return ACL_ERROR_RT_MEMORY_ALLOCATION;
+        }
+        r->fn = a->r->fn;
+        r->user = a->r->user;
+        r->block = a->r->block;
+        r->refs = 1;
+        r->stream = a->r->stream;
+        core_cond_init(&r->done_cv);
+        (void)deliver(a->kind, r, r->stream);
+        core_mutex_lock(&g_cb_mu);
+        report_put_locked(r);
+        core_mutex_unlock(&g_cb_mu);
+        return ACL_SUCCESS;
+    }
     /* no subscriber any more (it unsubscribed after the launch): dropped */
     (void)deliver(a->kind, a->r, core_worker_stream());
     return ACL_SUCCESS;
@@ -283,6 +303,7 @@ static aclError launch_common(const char *fn, int kind, aclrtCallback cb, void *
     core_cond_init(&r->done_cv);
     a->kind = kind;
     a->r = r;
+    a->replay = stream_binding(s) != NULL;
     aclError rc = stream_enqueue(s, callback_task, a, callback_free);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the callback task (error %d)", rc);

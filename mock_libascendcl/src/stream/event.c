@@ -312,6 +312,7 @@ aclError aclrtDestroyEvent(aclrtEvent event)
     g_ev_live[e->device]--;
     core_mutex_unlock(&g_ev_mu);
     core_stat_add(e->device, MOCK_STAT_EVENTS, -1);
+    stream_capture_event_gone(event); /* a capture forgets it */
     /* Asynchronous (doc): pending record/wait tasks keep their references;
      * the memory goes when the last of them has run. */
     ev_put(e);
@@ -391,6 +392,74 @@ static void record_free(void *p)
     free(a);
 }
 
+/* The replayable record of a captured external record (ACL_EVENT_RECORD_EXTERNAL,
+ * G-CAP2): every run of the model records the event anew, as an ordinary record
+ * submitted and reached at that moment. */
+static aclError replay_record_task(void *p)
+{
+    ev_t *e = p;
+    uint64_t now = core_now_ns();
+    core_mutex_lock(&e->mu);
+    e->done_seq = ++e->rec_seq;
+    e->recorded = true;
+    e->ts_ns = now;
+    e->ts_valid = (e->flags & ACL_EVENT_TIME_LINE) != 0;
+    ev_wake_locked(e);
+    core_mutex_unlock(&e->mu);
+    return ACL_SUCCESS;
+}
+
+/* The replayable wait of a captured external wait (ACL_EVENT_WAIT_EXTERNAL):
+ * each run waits for the latest record submitted when the wait is reached. */
+static aclError replay_wait_task(void *p)
+{
+    ev_t *e = p;
+    aclError rc = ACL_SUCCESS;
+    core_mutex_lock(&e->mu);
+    uint64_t target = e->recorded ? e->rec_seq : 0;
+    e->waiters++;
+    while (e->done_seq < target) {
+        if (stream_task_wait(&e->cv, &e->mu, NULL) == ECANCELED) {
+            rc = ACL_ERROR_RT_STREAM_ABORT;
+            break;
+        }
+    }
+    e->waiters--;
+    core_mutex_unlock(&e->mu);
+    return rc;
+}
+
+static void ev_put_task(void *p)
+{
+    ev_put(p);
+}
+
+/* Offers a record / wait / reset to the capture port (only while a capture,
+ * a model build or an update is in progress anywhere). `run` is the replayable
+ * form of the operation, which the port keeps when it records the operation as
+ * a task of its own (external flags, resets); *handled tells the caller not to
+ * run the operation itself. */
+static aclError offer_capture(const char *fn, stream_capture_event_op op, mock_stream *s, ev_t *e, uint32_t flag,
+                              mock_task_fn run, bool *handled)
+{
+    *handled = false;
+    if (!stream_capture_any()) {
+        return ACL_SUCCESS;
+    }
+    ev_ref(e);
+    stream_task t = {run, e, ev_put_task, NULL};
+    uint32_t flags = e->flags | (e->ipc != NULL ? (uint32_t)ACL_EVENT_IPC : 0u); /* refused in captures */
+    return stream_capture_event(fn, op, s, (aclrtEvent)e, flags, flag, &t, handled);
+}
+
+/* ACL_EVENT_RECORD/WAIT_EXTERNAL (G-CAP2, EVT#aclrtRecordEventWithFlag): an
+ * event from aclrtCreateEventExWithFlag with ACL_EVENT_SYNC, or (the update
+ * recipe of G-UPD) one created with ACL_EVENT_EXTERNAL. */
+static bool external_capable(const ev_t *e)
+{
+    return (e->ex && (e->flags & ACL_EVENT_SYNC)) || (e->flags & ACL_EVENT_EXTERNAL);
+}
+
 static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stream, uint32_t flag)
 {
     MOCK_REQUIRE_NONNULL(fn, event);
@@ -403,10 +472,11 @@ static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stre
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (flag == ACL_EVENT_RECORD_EXTERNAL && !(e->flags & ACL_EVENT_EXTERNAL)) {
+    if (flag == ACL_EVENT_RECORD_EXTERNAL && !external_capable(e)) {
         ev_put(e);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "ACL_EVENT_RECORD_EXTERNAL needs an event created with ACL_EVENT_EXTERNAL");
+                          "ACL_EVENT_RECORD_EXTERNAL needs an event created by aclrtCreateEventExWithFlag with "
+                          "ACL_EVENT_SYNC (or with ACL_EVENT_EXTERNAL)");
     }
     mock_stream *s = NULL;
     rc = stream_get(fn, stream, true, &s);
@@ -420,6 +490,18 @@ static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stre
         ev_put(e);
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "event belongs to device %d but argument 'stream' to device %d", e->device, sd);
+    }
+    bool handled = false;
+    rc = offer_capture(fn, STREAM_EVENT_RECORD, s, e, flag, replay_record_task, &handled);
+    if (rc == ACL_SUCCESS && !handled && flag == ACL_EVENT_RECORD_EXTERNAL) {
+        /* G-CAP2: outside capture the external record flag is an error */
+        rc = core_error(fn, ACL_ERROR_RT_STREAM_NOT_CAPTURED,
+                        "ACL_EVENT_RECORD_EXTERNAL is only valid on a capturing stream");
+    }
+    if (rc != ACL_SUCCESS || handled) {
+        stream_put(s);
+        ev_put(e);
+        return rc;
     }
     rec_arg *a = malloc(sizeof(*a));
     if (a == NULL) {
@@ -494,6 +576,13 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
         ev_put(e);
         return rc;
     }
+    bool handled = false;
+    rc = offer_capture(fn, STREAM_EVENT_RESET, s, e, 0, reset_task, &handled);
+    if (rc != ACL_SUCCESS || handled) {
+        stream_put(s);
+        ev_put(e);
+        return rc;
+    }
     rc = stream_enqueue(s, reset_task, e, ev_put_void);
     stream_put(s);
     if (rc != ACL_SUCCESS) {
@@ -521,6 +610,11 @@ static aclError ev_query_done(const char *fn, aclrtEvent event, const char *ex_r
         ev_put(e);
         return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                           "not supported for events created by aclrtCreateEventExWithFlag%s", ex_refusal);
+    }
+    rc = stream_capture_check(fn, STREAM_CALL_SYNC_EVENT, NULL, event); /* 107028: recorded in a capture */
+    if (rc != ACL_SUCCESS) {
+        ev_put(e);
+        return rc;
     }
     if (e->ipc != NULL) {
         *done = ipcev_complete(e->ipc); /* never recorded: complete (D-EVT 4.4) */
@@ -576,6 +670,11 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
     ev_t *e = NULL;
     aclError rc = ev_get(fn, event, "event", &e);
     if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = stream_capture_check(fn, STREAM_CALL_SYNC_EVENT, NULL, event); /* 107028: recorded in a capture */
+    if (rc != ACL_SUCCESS) {
+        ev_put(e);
         return rc;
     }
     struct timespec dl_buf;
@@ -806,7 +905,7 @@ static void wait_free(void *p)
     free(a);
 }
 
-static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event, int64_t timeout_ms)
+static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event, int64_t timeout_ms, uint32_t flag)
 {
     ev_t *e = NULL;
     aclError rc = ev_get(fn, event, "event", &e);
@@ -818,9 +917,26 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "event flags 0x%x lack ACL_EVENT_SYNC: it cannot be waited for", e->flags);
     }
+    if (flag == ACL_EVENT_WAIT_EXTERNAL && !external_capable(e)) {
+        ev_put(e);
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "ACL_EVENT_WAIT_EXTERNAL needs an event created by aclrtCreateEventExWithFlag with "
+                          "ACL_EVENT_SYNC (or with ACL_EVENT_EXTERNAL)");
+    }
     mock_stream *s = NULL;
     rc = stream_get(fn, stream, true, &s);
     if (rc != ACL_SUCCESS) {
+        ev_put(e);
+        return rc;
+    }
+    bool handled = false;
+    rc = offer_capture(fn, STREAM_EVENT_WAIT, s, e, flag, replay_wait_task, &handled);
+    if (rc == ACL_SUCCESS && !handled && flag == ACL_EVENT_WAIT_EXTERNAL) {
+        rc = core_error(fn, ACL_ERROR_RT_STREAM_NOT_CAPTURED,
+                        "ACL_EVENT_WAIT_EXTERNAL is only valid on a capturing stream");
+    }
+    if (rc != ACL_SUCCESS || handled) {
+        stream_put(s);
         ev_put(e);
         return rc;
     }
@@ -870,7 +986,7 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
     static const char fn[] = "aclrtStreamWaitEvent";
     MOCK_REQUIRE_NONNULL(fn, event);
     MOCK_ENTER(fn);
-    return wait_common(fn, stream, event, -1);
+    return wait_common(fn, stream, event, -1, ACL_EVENT_WAIT_DEFAULT);
 }
 
 aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout, uint32_t flag)
@@ -881,8 +997,12 @@ aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'flag' is %u (expected 0 or 1)", flag);
     }
     MOCK_ENTER(fn);
+    if (flag == ACL_EVENT_WAIT_EXTERNAL && timeout != 0) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
+                          "argument 'timeout' is %u: an ACL_EVENT_WAIT_EXTERNAL wait takes 0 (G-CAP2)", timeout);
+    }
     /* timeout in ms; 0 = no explicit timeout (aclrtSetOpWaitTimeout applies) */
-    return wait_common(fn, stream, event, timeout == 0 ? -1 : (int64_t)timeout);
+    return wait_common(fn, stream, event, timeout == 0 ? -1 : (int64_t)timeout, flag);
 }
 
 aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, int32_t timeout)
@@ -895,7 +1015,7 @@ aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, i
         return rc;
     }
     MOCK_ENTER(fn);
-    return wait_common(fn, stream, event, ms);
+    return wait_common(fn, stream, event, ms, ACL_EVENT_WAIT_DEFAULT);
 }
 
 /* ------------------------------------------------- IPC events (for src/ipc/) */

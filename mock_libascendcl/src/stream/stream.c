@@ -107,6 +107,7 @@ struct mock_stream {
     atomic_bool abort_req;  /* running blocking task should give up */
     sync_waiter *sync_waiters;
     mock_task *captured;    /* ACL_STREAM_PERSISTENT: tasks kept, never run */
+    _Atomic(void *) binding; /* capture port: tasks go to the graph subsystem (capture.c) */
     size_t ncaptured, capcaptured;
     bool orphaned;          /* destroyed by force: the worker frees the stream */
     mock_stream *orphan_next; /* list of orphans, under g_reg_mu */
@@ -437,6 +438,66 @@ static bool ring_grow_locked(mock_stream *s)
 
 aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg))
 {
+    stream_task t = {fn, arg, free_arg, NULL};
+    return stream_enqueue_task(s, &t);
+}
+
+void stream_set_binding(mock_stream *s, void *binding)
+{
+    atomic_store(&s->binding, binding);
+}
+
+void *stream_binding(const mock_stream *s)
+{
+    return atomic_load(&((mock_stream *)s)->binding);
+}
+
+bool stream_is_default(const mock_stream *s)
+{
+    return s->is_default;
+}
+
+mock_context *stream_context(const mock_stream *s)
+{
+    return s->ctx;
+}
+
+uint32_t stream_cache_op_info(const mock_stream *s)
+{
+    return atomic_load(&((mock_stream *)s)->cache_op_info);
+}
+
+int32_t stream_id(const mock_stream *s)
+{
+    return s->id;
+}
+
+aclError stream_acquire(const char *func, aclrtStream handle, bool submit, mock_stream **out)
+{
+    return stream_get(func, handle, submit, out);
+}
+
+void stream_release(mock_stream *s)
+{
+    stream_put(s);
+}
+
+bool stream_is_worker_of(const mock_stream *s)
+{
+    return core_worker_stream() == s;
+}
+
+aclError stream_enqueue_task(mock_stream *s, const stream_task *task)
+{
+    mock_task_fn fn = task->fn;
+    void *arg = task->arg;
+    void (*free_arg)(void *arg) = task->free_arg;
+    void *binding = atomic_load(&s->binding);
+    if (binding != NULL) {
+        /* Captured (aclmdlRICaptureBegin), built (aclmdlRIBindStream) or an
+         * update being recorded: the graph subsystem keeps the task. */
+        return stream_capture_enqueue(s, binding, task);
+    }
     aclError refuse = ACL_SUCCESS;
     bool queued = false; /* false with no refusal: captured by a persistent stream */
     bool wake = false;
@@ -960,6 +1021,14 @@ aclError stream_get(const char *func, aclrtStream handle, bool submit, mock_stre
         stream_put(s);
         return core_error(func, lost, "device %d of the stream is lost", s->device);
     }
+    if (submit && s->is_default && stream_capture_any()) {
+        /* 107031: the default stream used while a capture is active */
+        aclError rc = stream_capture_check(func, STREAM_CALL_DEFAULT_STREAM, s, NULL);
+        if (rc != ACL_SUCCESS) {
+            stream_put(s);
+            return rc;
+        }
+    }
     *out = s;
     return ACL_SUCCESS;
 }
@@ -1193,6 +1262,13 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "synchronizing a stream from one of its own tasks would deadlock");
     }
+    if (atomic_load(&s->binding) != NULL) {
+        rc = stream_capture_check(fn, STREAM_CALL_SYNC_STREAM, s, NULL); /* 107041 while capturing */
+        if (rc != ACL_SUCCESS) {
+            stream_put(s);
+            return rc;
+        }
+    }
     rc = stream_wait(s, timeout_ms, true);
     char why[STREAM_ERR_MSG];
     err_msg_copy(s, rc, why);
@@ -1228,6 +1304,13 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
     aclError rc = stream_get(fn, stream, false, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
+    }
+    if (atomic_load(&s->binding) != NULL) {
+        rc = stream_capture_check(fn, STREAM_CALL_SYNC_STREAM, s, NULL); /* 107041 while capturing */
+        if (rc != ACL_SUCCESS) {
+            stream_put(s);
+            return rc;
+        }
     }
     core_mutex_lock(&s->mu);
     bool done = atomic_load(&s->completed) >= s->submitted;

@@ -39,6 +39,12 @@ MOCK_HIDDEN void stream_abort_context(mock_context *ctx);
  * `ctx` (the default stream goes with the context: stream_destroy_default). */
 MOCK_HIDDEN void stream_destroy_context(mock_context *ctx);
 
+/* ------------------------------------------------------------ capture.c */
+
+/* stream_enqueue on a stream with a binding: hands the task to the port
+ * (frees it when no port is registered or the port refuses it). */
+MOCK_HIDDEN aclError stream_capture_enqueue(mock_stream *s, void *binding, const stream_task *t);
+
 /* ----------------------------------------------------------- callback.c */
 
 /* Drops every report/host-func subscription of a stream being destroyed and

@@ -46,260 +46,6 @@ static void test_acldumpSaveExceptionInfo(void)
     check_recorded("acldumpSaveExceptionInfo");
 }
 
-static void test_aclmdlRIAbort(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIAbort(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIAbort");
-}
-
-static void test_aclmdlRIAddCondTask(void)
-{
-    aclmdlRICondTaskParams arg0;
-    memset(&arg0, 0, sizeof arg0);
-    clear_errors();
-    CHECK_EQ(aclmdlRIAddCondTask(arg0, NULL, (uint32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIAddCondTask");
-}
-
-static void test_aclmdlRIBindStream(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIBindStream(NULL, NULL, (uint32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIBindStream");
-}
-
-static void test_aclmdlRIBuildBegin(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIBuildBegin(NULL, (uint32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIBuildBegin");
-}
-
-static void test_aclmdlRIBuildEnd(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIBuildEnd(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIBuildEnd");
-}
-
-static void test_aclmdlRICaptureBegin(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICaptureBegin(NULL, (aclmdlRICaptureMode)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICaptureBegin");
-}
-
-static void test_aclmdlRICaptureEnd(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICaptureEnd(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICaptureEnd");
-}
-
-static void test_aclmdlRICaptureTaskGrpBegin(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICaptureTaskGrpBegin(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICaptureTaskGrpBegin");
-}
-
-static void test_aclmdlRICaptureTaskGrpEnd(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICaptureTaskGrpEnd(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICaptureTaskGrpEnd");
-}
-
-static void test_aclmdlRICaptureTaskUpdateBegin(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICaptureTaskUpdateBegin(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICaptureTaskUpdateBegin");
-}
-
-static void test_aclmdlRICaptureTaskUpdateEnd(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICaptureTaskUpdateEnd(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICaptureTaskUpdateEnd");
-}
-
-static void test_aclmdlRICaptureThreadExchangeMode(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICaptureThreadExchangeMode(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICaptureThreadExchangeMode");
-}
-
-static void test_aclmdlRICaptureToModelRIBegin(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICaptureToModelRIBegin(NULL, NULL, (aclmdlRICaptureMode)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICaptureToModelRIBegin");
-}
-
-static void test_aclmdlRICondHandleCreate(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICondHandleCreate(NULL, (uint32_t)0, (aclmdlRICondHandleFlag)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICondHandleCreate");
-}
-
-static void test_aclmdlRICondHandleGetCondPtr(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRICondHandleGetCondPtr(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRICondHandleGetCondPtr");
-}
-
-static void test_aclmdlRIDebugJsonPrint(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIDebugJsonPrint(NULL, NULL, (uint32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIDebugJsonPrint");
-}
-
-static void test_aclmdlRIDebugPrint(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIDebugPrint(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIDebugPrint");
-}
-
-static void test_aclmdlRIDestroy(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIDestroy(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIDestroy");
-}
-
-static void test_aclmdlRIDestroyRegisterCallback(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIDestroyRegisterCallback(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIDestroyRegisterCallback");
-}
-
-static void test_aclmdlRIDestroyUnregisterCallback(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIDestroyUnregisterCallback(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIDestroyUnregisterCallback");
-}
-
-static void test_aclmdlRIEndTask(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIEndTask(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIEndTask");
-}
-
-static void test_aclmdlRIExecute(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIExecute(NULL, (int32_t)0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIExecute");
-}
-
-static void test_aclmdlRIExecuteAsync(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIExecuteAsync(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIExecuteAsync");
-}
-
-static void test_aclmdlRIGetId(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIGetId(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIGetId");
-}
-
-static void test_aclmdlRIGetName(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIGetName(NULL, (uint32_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIGetName");
-}
-
-static void test_aclmdlRIGetStreams(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIGetStreams(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIGetStreams");
-}
-
-static void test_aclmdlRIGetTasksByStream(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIGetTasksByStream(NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIGetTasksByStream");
-}
-
-static void test_aclmdlRIKernelTaskGetAttribute(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIKernelTaskGetAttribute(NULL, (aclrtLaunchKernelAttrId)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIKernelTaskGetAttribute");
-}
-
-static void test_aclmdlRISetName(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRISetName(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRISetName");
-}
-
-static void test_aclmdlRITaskDisable(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRITaskDisable(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRITaskDisable");
-}
-
-static void test_aclmdlRITaskGetParams(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRITaskGetParams(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRITaskGetParams");
-}
-
-static void test_aclmdlRITaskGetSeqId(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRITaskGetSeqId(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRITaskGetSeqId");
-}
-
-static void test_aclmdlRITaskGetType(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRITaskGetType(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRITaskGetType");
-}
-
-static void test_aclmdlRITaskSetParams(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRITaskSetParams(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRITaskSetParams");
-}
-
-static void test_aclmdlRIUnbindStream(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIUnbindStream(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIUnbindStream");
-}
-
-static void test_aclmdlRIUpdate(void)
-{
-    clear_errors();
-    CHECK_EQ(aclmdlRIUpdate(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclmdlRIUpdate");
-}
-
 static void test_aclopStartDumpArgs(void)
 {
     clear_errors();
@@ -426,46 +172,11 @@ static void test_aclprofModelUnSubscribe(void)
     check_recorded("aclprofModelUnSubscribe");
 }
 
-static void test_aclrtActiveStream(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtActiveStream(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtActiveStream");
-}
-
 static void test_aclrtBinaryGetFunctionByEntry(void)
 {
     clear_errors();
     CHECK_EQ(aclrtBinaryGetFunctionByEntry(NULL, (uint64_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     check_recorded("aclrtBinaryGetFunctionByEntry");
-}
-
-static void test_aclrtCreateLabel(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCreateLabel(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCreateLabel");
-}
-
-static void test_aclrtCreateLabelList(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtCreateLabelList(NULL, (size_t)0, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtCreateLabelList");
-}
-
-static void test_aclrtDestroyLabel(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtDestroyLabel(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtDestroyLabel");
-}
-
-static void test_aclrtDestroyLabelList(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtDestroyLabelList(NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtDestroyLabelList");
 }
 
 static void test_aclrtGetHardwareSyncAddr(void)
@@ -517,27 +228,6 @@ static void test_aclrtMemcpyToSymbolAsync(void)
     check_recorded("aclrtMemcpyToSymbolAsync");
 }
 
-static void test_aclrtSetLabel(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSetLabel(NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSetLabel");
-}
-
-static void test_aclrtSwitchLabelByIndex(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSwitchLabelByIndex(NULL, (uint32_t)0, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSwitchLabelByIndex");
-}
-
-static void test_aclrtSwitchStream(void)
-{
-    clear_errors();
-    CHECK_EQ(aclrtSwitchStream(NULL, (aclrtCondition)0, NULL, (aclrtCompareDataType)0, NULL, NULL, NULL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    check_recorded("aclrtSwitchStream");
-}
-
 static void test_aclrtTaskUpdateAsync(void)
 {
     clear_errors();
@@ -549,42 +239,6 @@ int main(void)
 {
     RUN_TEST(test_acldumpGetExceptionInfoPath);
     RUN_TEST(test_acldumpSaveExceptionInfo);
-    RUN_TEST(test_aclmdlRIAbort);
-    RUN_TEST(test_aclmdlRIAddCondTask);
-    RUN_TEST(test_aclmdlRIBindStream);
-    RUN_TEST(test_aclmdlRIBuildBegin);
-    RUN_TEST(test_aclmdlRIBuildEnd);
-    RUN_TEST(test_aclmdlRICaptureBegin);
-    RUN_TEST(test_aclmdlRICaptureEnd);
-    RUN_TEST(test_aclmdlRICaptureTaskGrpBegin);
-    RUN_TEST(test_aclmdlRICaptureTaskGrpEnd);
-    RUN_TEST(test_aclmdlRICaptureTaskUpdateBegin);
-    RUN_TEST(test_aclmdlRICaptureTaskUpdateEnd);
-    RUN_TEST(test_aclmdlRICaptureThreadExchangeMode);
-    RUN_TEST(test_aclmdlRICaptureToModelRIBegin);
-    RUN_TEST(test_aclmdlRICondHandleCreate);
-    RUN_TEST(test_aclmdlRICondHandleGetCondPtr);
-    RUN_TEST(test_aclmdlRIDebugJsonPrint);
-    RUN_TEST(test_aclmdlRIDebugPrint);
-    RUN_TEST(test_aclmdlRIDestroy);
-    RUN_TEST(test_aclmdlRIDestroyRegisterCallback);
-    RUN_TEST(test_aclmdlRIDestroyUnregisterCallback);
-    RUN_TEST(test_aclmdlRIEndTask);
-    RUN_TEST(test_aclmdlRIExecute);
-    RUN_TEST(test_aclmdlRIExecuteAsync);
-    RUN_TEST(test_aclmdlRIGetId);
-    RUN_TEST(test_aclmdlRIGetName);
-    RUN_TEST(test_aclmdlRIGetStreams);
-    RUN_TEST(test_aclmdlRIGetTasksByStream);
-    RUN_TEST(test_aclmdlRIKernelTaskGetAttribute);
-    RUN_TEST(test_aclmdlRISetName);
-    RUN_TEST(test_aclmdlRITaskDisable);
-    RUN_TEST(test_aclmdlRITaskGetParams);
-    RUN_TEST(test_aclmdlRITaskGetSeqId);
-    RUN_TEST(test_aclmdlRITaskGetType);
-    RUN_TEST(test_aclmdlRITaskSetParams);
-    RUN_TEST(test_aclmdlRIUnbindStream);
-    RUN_TEST(test_aclmdlRIUpdate);
     RUN_TEST(test_aclopStartDumpArgs);
     RUN_TEST(test_aclopStopDumpArgs);
     RUN_TEST(test_aclprofCreateSubscribeConfig);
@@ -603,12 +257,7 @@ int main(void)
     RUN_TEST(test_aclprofGetOpTypeLen);
     RUN_TEST(test_aclprofModelSubscribe);
     RUN_TEST(test_aclprofModelUnSubscribe);
-    RUN_TEST(test_aclrtActiveStream);
     RUN_TEST(test_aclrtBinaryGetFunctionByEntry);
-    RUN_TEST(test_aclrtCreateLabel);
-    RUN_TEST(test_aclrtCreateLabelList);
-    RUN_TEST(test_aclrtDestroyLabel);
-    RUN_TEST(test_aclrtDestroyLabelList);
     RUN_TEST(test_aclrtGetHardwareSyncAddr);
     RUN_TEST(test_aclrtGetSymbolAddress);
     RUN_TEST(test_aclrtGetSymbolSize);
@@ -616,9 +265,6 @@ int main(void)
     RUN_TEST(test_aclrtMemcpyFromSymbolAsync);
     RUN_TEST(test_aclrtMemcpyToSymbol);
     RUN_TEST(test_aclrtMemcpyToSymbolAsync);
-    RUN_TEST(test_aclrtSetLabel);
-    RUN_TEST(test_aclrtSwitchLabelByIndex);
-    RUN_TEST(test_aclrtSwitchStream);
     RUN_TEST(test_aclrtTaskUpdateAsync);
     return TEST_REPORT();
 }

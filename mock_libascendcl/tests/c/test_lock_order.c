@@ -393,6 +393,84 @@ static void test_stress_vmm(void)
     CHECK_OK(aclrtResetDevice(DEV_VMM));
 }
 
+/* ----------------------------------------------------------------- graphs */
+/* pairs: MOCK_LOCK_GRAPH > MOCK_LOCK_GRAPH_EXEC
+ * aclmdlRIExecuteAsync, aclmdlRIUpdate and aclmdlRIDestroy look at a model's run state
+ * (its exec lock) under the graph lock; the runs themselves (stream workers and the
+ * model's executor threads) and the stream-ordered end of a run take the exec lock
+ * alone; captures take the graph lock alone. */
+#define DEV_GRAPH 3
+
+static aclmdlRI g_stress_model;
+
+static void *graph_replay_loop(void *arg)
+{
+    (void)arg;
+    CHECK_OK(aclrtSetDevice(DEV_GRAPH));
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    for (int i = 0; i < ITERS; i++) {
+        /* refused (507011) while the other thread's aclmdlRIUpdate applies edits:
+         * task edits are not thread-safe per model (MRI) */
+        aclError rc = aclmdlRIExecuteAsync(g_stress_model, s);
+        CHECK(rc == ACL_SUCCESS || rc == ACL_ERROR_RT_MODEL_EXECUTE);
+        rc = aclmdlRIUpdate(g_stress_model); /* refused while a run is queued */
+        CHECK(rc == ACL_SUCCESS || rc == ACL_ERROR_RT_MODEL_UPDATE_FAILED);
+        CHECK_OK(aclrtSynchronizeStream(s));
+    }
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtResetDevice(DEV_GRAPH));
+    return NULL;
+}
+
+static void *graph_capture_loop(void *arg)
+{
+    (void)arg;
+    CHECK_OK(aclrtSetDevice(DEV_GRAPH));
+    aclrtStream s = NULL;
+    void *d = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtMalloc(&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    for (int i = 0; i < ITERS; i++) {
+        CHECK_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_RELAXED));
+        CHECK_OK(aclrtMemsetAsync(d, 64, i & 0xFF, 64, s));
+        aclmdlRI ri = NULL;
+        CHECK_OK(aclmdlRICaptureEnd(s, &ri));
+        CHECK_OK(aclmdlRIExecuteAsync(ri, s));
+        aclError rc = aclmdlRIDestroy(ri); /* 107037 while queued or running */
+        CHECK(rc == ACL_SUCCESS || rc == ACL_ERROR_RT_MODEL_RUNNING);
+        CHECK_OK(aclrtSynchronizeStream(s));
+        if (rc != ACL_SUCCESS) {
+            CHECK_OK(aclmdlRIDestroy(ri));
+        }
+    }
+    CHECK_OK(aclrtFree(d));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtResetDevice(DEV_GRAPH));
+    return NULL;
+}
+
+static void test_stress_graph(void)
+{
+    CHECK_OK(aclrtSetDevice(DEV_GRAPH));
+    aclrtStream s = NULL;
+    void *a = NULL, *b = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtMalloc(&a, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMalloc(&b, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_RELAXED));
+    CHECK_OK(aclrtMemcpyAsync(b, 4096, a, 4096, ACL_MEMCPY_DEVICE_TO_DEVICE, s));
+    CHECK_OK(aclrtValueWrite(a, 1, 0, s));
+    CHECK_OK(aclmdlRICaptureEnd(s, &g_stress_model));
+    void *(*const fns[])(void *) = {graph_replay_loop, graph_replay_loop, graph_capture_loop, graph_capture_loop};
+    run_threads(fns, 4);
+    CHECK_OK(aclmdlRIDestroy(g_stress_model));
+    CHECK_OK(aclrtFree(a));
+    CHECK_OK(aclrtFree(b));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtResetDevice(DEV_GRAPH));
+}
+
 /* ------------------------------------------------- errors at process level */
 /* pairs: * > MOCK_LOCK_ERROR_PROCESS
  * With "err_msg_mode": "1" every error goes through the process-level message lock,
@@ -694,6 +772,7 @@ int main(void)
     RUN_TEST(test_stress_write_gate);
     RUN_TEST(test_stress_device_contexts);
     RUN_TEST(test_stress_vmm);
+    RUN_TEST(test_stress_graph);
     RUN_TEST(test_stress_errors_process_level);
     RUN_TEST(test_stress_lifecycle);
     return TEST_REPORT();
