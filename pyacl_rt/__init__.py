@@ -98,6 +98,17 @@ from ._device import (
 from ._dlpack import from_dlpack
 from ._event import Event, EventTimingError
 from ._ipc import IpcEventHandle, IpcMemHandle, ipc_collect, ipc_pid
+from ._kernels import (
+    Kernel,
+    KernelAttributes,
+    LaunchConfig,
+    ObjectCode,
+    ParamInfo,
+    RandomGenerator,
+    launch,
+    random_async,
+    reduce_async,
+)
 from ._memory import (
     DeviceBuffer,
     HostBuffer,
@@ -197,10 +208,16 @@ __all__ = [
     "IpcEventHandle",
     "IpcMemHandle",
     "IpcPermissionError",
+    "Kernel",
+    "KernelAttributes",
+    "LaunchConfig",
     "LibraryNotFoundError",
     "NotInitializedError",
     "ObjectClosedError",
+    "ObjectCode",
     "OutOfMemoryError",
+    "ParamInfo",
+    "RandomGenerator",
     "RuntimeFinalizedError",
     "Stream",
     "StreamContext",
@@ -244,6 +261,7 @@ __all__ = [
     "is_bf16_supported",
     "is_initialized",
     "is_support_inf_nan",
+    "launch",
     "lowlevel",
     "max_memory_allocated",
     "max_memory_reserved",
@@ -255,7 +273,9 @@ __all__ = [
     "memory_stats",
     "memory_summary",
     "memset",
+    "random_async",
     "record_memory_history",
+    "reduce_async",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_device",

@@ -244,6 +244,12 @@ def _release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -
 
 _live: _LiveSet[Stream] = _LiveSet()
 
+#: Called as ``hook(stream, error)`` when :meth:`Stream.synchronize` raises an
+#: :class:`~pyacl_rt.errors.AclError`, before it propagates: a higher layer may attach
+#: what caused it (``pyacl_rt.mock`` chains the exception of a Python kernel twin). A
+#: hook must not raise.
+sync_error_hooks: list[Callable[[Stream, errors.AclError], None]] = []
+
 
 # ------------------------------------------------------------------ Stream
 class Stream:
@@ -494,10 +500,15 @@ class Stream:
         if t.ctx is not self._ctx:
             self._activate()
         # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
-        if timeout is None:
-            _fast_synchronize_stream(self._handle)
-        else:
-            _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
+        try:
+            if timeout is None:
+                _fast_synchronize_stream(self._handle)
+            else:
+                _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
+        except errors.AclError as exc:
+            for hook in sync_error_hooks:
+                hook(self, exc)  # e.g. chain the exception of a mock kernel twin
+            raise
         watch = self._state.watch
         if watch:
             # Everything recorded before this sync is complete; entries another thread

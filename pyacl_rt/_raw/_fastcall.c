@@ -69,6 +69,8 @@ typedef int32_t (*fn_uu_t)(uintptr_t, uintptr_t);     /* RecordEvent, StreamWait
 typedef int32_t (*fn_copy_t)(uintptr_t, size_t, uintptr_t, size_t, int32_t, uintptr_t);
 typedef int32_t (*fn_copysync_t)(uintptr_t, size_t, uintptr_t, size_t, int32_t);
 typedef int32_t (*fn_memset_t)(uintptr_t, size_t, int32_t, size_t, uintptr_t);
+typedef int32_t (*fn_paraupdate_t)(uintptr_t, uintptr_t, void *, size_t); /* KernelArgsParaUpdate */
+typedef int32_t (*fn_launchcfg_t)(uintptr_t, uint32_t, uintptr_t, void *, uintptr_t, uintptr_t);
 
 enum {
     S_GET_DEVICE,
@@ -85,6 +87,9 @@ enum {
     S_MEMCPY_ASYNC,
     S_MEMCPY,
     S_MEMSET_ASYNC,
+    S_ARGS_PARA_UPDATE,
+    S_ARGS_FINALIZE,
+    S_LAUNCH_WITH_CONFIG,
     S_COUNT
 };
 static const char *const slot_names[S_COUNT] = {
@@ -102,6 +107,9 @@ static const char *const slot_names[S_COUNT] = {
     "aclrtMemcpyAsync",
     "aclrtMemcpy",
     "aclrtMemsetAsync",
+    "aclrtKernelArgsParaUpdate",
+    "aclrtKernelArgsFinalize",
+    "aclrtLaunchKernelWithConfig",
 };
 
 static const struct pyacl_lowlevel_api *g_api;
@@ -405,6 +413,372 @@ static PyObject *f_memset_async(PyObject *self, PyObject *const *args, Py_ssize_
     CALL_RETURN_NONE(fn_memset_t, S_MEMSET_ASYNC, dst, dst_max, value, count, stream);
 }
 
+/* ------------------------------------------------------------ kernel launches
+ * launch_with_args(func, num_blocks, stream, cfg, args, plan, values) -> None
+ *
+ * One launch through a reusable argument list: for each argument, aclrtKernelArgsParaUpdate
+ * when its bytes differ from what the list holds, aclrtKernelArgsFinalize when anything
+ * changed, then aclrtLaunchKernelWithConfig(func, num_blocks, stream, cfg, args, NULL) -
+ * all with the GIL released once. `args` is an aclrtArgsHandle built with one
+ * aclrtKernelArgsAppend per argument; `plan` a bytearray of one PlanEntry per argument
+ * (the param handle, the appended size, and what the list holds now, updated here);
+ * `values` a tuple or list of the arguments: an int (any size up to 8 bytes, signed or
+ * unsigned range), a float (2, 4 or 8 bytes), or an object exporting a buffer of
+ * exactly the appended size (numpy and ctypes scalars, ctypes structures). Converted
+ * before the GIL is released; nothing is allocated for arguments of up to 2 KiB total. */
+typedef struct PlanEntry {
+    uint64_t param;  /* aclrtParamHandle */
+    uint32_t size;   /* bytes appended */
+    uint32_t valid;  /* 1: `last` is what the finalized list holds (size <= 8 only) */
+    uint8_t last[8];
+} PlanEntry;
+_Static_assert(sizeof(PlanEntry) == 24, "PlanEntry layout");
+
+#define LAUNCH_STACK_BYTES 2048
+
+static int pack_value(PyObject *o, uint32_t size, uint8_t *out, Py_ssize_t i)
+{
+    static const char name[] = "launch_with_args";
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        if (size != 1 && size != 2 && size != 4 && size != 8) {
+            PyErr_Format(PyExc_TypeError, "%s(): argument %zd is an int but the parameter takes %u bytes",
+                         name, i, size);
+            return -1;
+        }
+        int overflow = 0;
+        long long sv = PyLong_AsLongLongAndOverflow(o, &overflow);
+        unsigned long long uv;
+        if (sv == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (overflow > 0) {
+            uv = PyLong_AsUnsignedLongLong(o);
+            if (uv == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto range;
+            }
+        } else if (overflow < 0) {
+            goto range;
+        } else {
+            if (size < 8) {
+                long long lo = -(1LL << (8 * size - 1));
+                long long hi = (long long)((1ULL << (8 * size)) - 1);
+                if (sv < lo || sv > hi) {
+                    goto range;
+                }
+            }
+            uv = (unsigned long long)sv;
+        }
+        memcpy(out, &uv, size); /* little endian: the low `size` bytes */
+        return 0;
+    range:
+        PyErr_Format(PyExc_OverflowError, "%s(): argument %zd = %R does not fit in %u bytes", name, i, o,
+                     size);
+        return -1;
+    }
+    if (PyFloat_Check(o)) {
+        double d = PyFloat_AS_DOUBLE(o);
+        if (size == 8) {
+            memcpy(out, &d, 8);
+        } else if (size == 4) {
+            float f = (float)d;
+            memcpy(out, &f, 4);
+        } else if (size == 2) {
+            if (PyFloat_Pack2(d, (char *)out, 1) < 0) {
+                return -1;
+            }
+        } else {
+            PyErr_Format(PyExc_TypeError, "%s(): argument %zd is a float but the parameter takes %u bytes",
+                         name, i, size);
+            return -1;
+        }
+        return 0;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument %zd must be an int, a float or an object exporting %u bytes "
+                     "(a numpy or ctypes scalar), not %.100s",
+                     name, i, size, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (view.len != (Py_ssize_t)size) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument %zd (%.100s) has %zd bytes but the parameter takes %u",
+                     name, i, Py_TYPE(o)->tp_name, view.len, size);
+        PyBuffer_Release(&view);
+        return -1;
+    }
+    memcpy(out, view.buf, size);
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+/* The tail of both launch functions: `buf` holds the packed arguments (plan order);
+ * update the slots whose bytes changed, finalize if any did, launch - with the GIL
+ * released once - then record what the list holds. Frees `buf` unless it is `stack`. */
+static PyObject *launch_packed(unsigned long func, unsigned long blocks, unsigned long stream,
+                               unsigned long cfg, unsigned long handle, PyObject *plan, Py_ssize_t n,
+                               uint8_t *buf, const uint8_t *stack)
+{
+    fn_paraupdate_t update = (fn_paraupdate_t)g_table[g_index[S_ARGS_PARA_UPDATE]];
+    fn_u_t finalize = (fn_u_t)g_table[g_index[S_ARGS_FINALIZE]];
+    fn_launchcfg_t launch = (fn_launchcfg_t)g_table[g_index[S_LAUNCH_WITH_CONFIG]];
+    PlanEntry *ent = (PlanEntry *)PyByteArray_AS_STRING(plan);
+    uint8_t dirty[128];
+    int any = 0;
+    size_t off = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t sz = ent[i].size;
+        dirty[i] = !(sz <= 8 && ent[i].valid && memcmp(ent[i].last, buf + off, sz) == 0);
+        any |= dirty[i];
+        off += sz;
+    }
+    int32_t rc = 0;
+    int slot = S_LAUNCH_WITH_CONFIG;
+    Py_BEGIN_ALLOW_THREADS
+    if (any) {
+        size_t o = 0;
+        for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+            if (dirty[i]) {
+                rc = update(handle, (uintptr_t)ent[i].param, buf + o, ent[i].size);
+                slot = S_ARGS_PARA_UPDATE;
+            }
+            o += ent[i].size;
+        }
+        if (rc == 0) {
+            rc = finalize(handle);
+            slot = S_ARGS_FINALIZE;
+        }
+    }
+    if (rc == 0) {
+        rc = launch(func, (uint32_t)blocks, stream, (void *)cfg, handle, 0);
+        slot = S_LAUNCH_WITH_CONFIG;
+    }
+    Py_END_ALLOW_THREADS
+    if (slot != S_LAUNCH_WITH_CONFIG) {
+        /* the list is not finalized: update everything next time */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ent[i].valid = 0;
+        }
+    } else if (any) {
+        size_t o = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (ent[i].size <= 8) {
+                memcpy(ent[i].last, buf + o, ent[i].size);
+                ent[i].valid = 1;
+            }
+            o += ent[i].size;
+        }
+    }
+    if (buf != stack) {
+        PyMem_Free(buf);
+    }
+    CHECK(rc, slot);
+    Py_RETURN_NONE;
+}
+
+/* Common head: the handles, the plan, the values sequence; resolves the three slots. */
+#define LAUNCH_HEAD                                                                                 \
+    HANDLE(args[0], func, name, "func", "an aclrtFuncHandle");                                      \
+    HANDLE(args[1], blocks, name, "num_blocks", "a block count");                                   \
+    HANDLE(args[2], stream, name, "stream", "an aclrtStream handle");                               \
+    HANDLE(args[3], cfg, name, "cfg", "an aclrtLaunchKernelCfg address or 0");                      \
+    HANDLE(args[4], handle, name, "args", "an aclrtArgsHandle");                                    \
+    if (blocks > UINT32_MAX) {                                                                      \
+        PyErr_Format(PyExc_OverflowError, "%s(): argument 'num_blocks' = %lu does not fit in 32 bits", \
+                     name, blocks);                                                                 \
+        return NULL;                                                                                \
+    }                                                                                               \
+    {                                                                                               \
+        GET_FN(u_, fn_paraupdate_t, S_ARGS_PARA_UPDATE);                                            \
+        GET_FN(f_, fn_u_t, S_ARGS_FINALIZE);                                                        \
+        GET_FN(l_, fn_launchcfg_t, S_LAUNCH_WITH_CONFIG);                                           \
+        (void)u_;                                                                                   \
+        (void)f_;                                                                                   \
+        (void)l_;                                                                                   \
+    }                                                                                               \
+    PyObject *plan = args[5];                                                                       \
+    if (!PyByteArray_CheckExact(plan) ||                                                            \
+        PyByteArray_GET_SIZE(plan) % (Py_ssize_t)sizeof(PlanEntry) != 0) {                         \
+        PyErr_Format(PyExc_TypeError, "%s(): argument 'plan' must be a bytearray of plan entries", \
+                     name);                                                                         \
+        return NULL;                                                                                \
+    }                                                                                               \
+    Py_ssize_t np_ = PyByteArray_GET_SIZE(plan) / (Py_ssize_t)sizeof(PlanEntry);
+
+/* items/n of a tuple or list (borrowed), or NULL with a TypeError. */
+static PyObject *const *seq_items(PyObject *seq, Py_ssize_t *n, const char *func, const char *arg)
+{
+    if (PyTuple_CheckExact(seq)) {
+        *n = PyTuple_GET_SIZE(seq);
+        return &PyTuple_GET_ITEM(seq, 0);
+    }
+    if (PyList_CheckExact(seq)) {
+        *n = PyList_GET_SIZE(seq);
+        return (PyObject *const *)((PyListObject *)seq)->ob_item;
+    }
+    PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a tuple or a list", func, arg);
+    return NULL;
+}
+
+static uint8_t *launch_buffer(PyObject *plan, Py_ssize_t n, uint8_t *stack)
+{
+    const PlanEntry *ent = (const PlanEntry *)PyByteArray_AS_STRING(plan);
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        total += ent[i].size;
+    }
+    if (total <= LAUNCH_STACK_BYTES) {
+        return stack;
+    }
+    uint8_t *buf = PyMem_Malloc(total);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+    }
+    return buf;
+}
+
+static PyObject *f_launch_with_args(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    FASTCALL_HEAD(launch_with_args, 7)
+    LAUNCH_HEAD
+    Py_ssize_t n;
+    PyObject *const *items = seq_items(args[6], &n, name, "values");
+    if (items == NULL) {
+        return NULL;
+    }
+    if (n != np_ || n > 128) {
+        PyErr_Format(PyExc_TypeError, "%s(): %zd values for a plan of %zd arguments (at most 128)", name, n,
+                     np_);
+        return NULL;
+    }
+    uint8_t stack[LAUNCH_STACK_BYTES];
+    uint8_t *buf = launch_buffer(plan, n, stack);
+    if (buf == NULL) {
+        return NULL;
+    }
+    const PlanEntry *ent = (const PlanEntry *)PyByteArray_AS_STRING(plan);
+    size_t off = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t sz = ent[i].size;
+        if (pack_value(items[i], sz, buf + off, i) < 0 ||
+            PyByteArray_GET_SIZE(plan) != np_ * (Py_ssize_t)sizeof(PlanEntry)) {
+            if (!PyErr_Occurred()) {
+                PyErr_Format(PyExc_RuntimeError, "%s(): the plan changed during the call", name);
+            }
+            if (buf != stack) {
+                PyMem_Free(buf);
+            }
+            return NULL;
+        }
+        ent = (const PlanEntry *)PyByteArray_AS_STRING(plan);
+        off += sz;
+    }
+    return launch_packed(func, blocks, stream, cfg, handle, plan, n, buf, stack);
+}
+
+/* launch_objects(func, num_blocks, stream, cfg, args, plan, sig, objs, token, marker)
+ *   -> None | int
+ * pyacl_rt.launch's hot path: `objs` are the Python arguments and `sig` their kinds:
+ * `marker` for an owned buffer (an object with `_m` (ptr, last) and `_off`: its address
+ * is passed), else the exact type of a scalar packed by pack_value. Launches and returns
+ * None, or launches nothing and returns: k >= 0 when buffer argument k was not used on
+ * this stream yet (its record's `last` is not `token`: the caller checks and notes it,
+ * then calls again), -1 when an argument does not match `sig` (replan), -2 - k when
+ * buffer argument k is closed. */
+static PyObject *str_m, *str_ptr, *str_last, *str_off;
+
+static PyObject *f_launch_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    FASTCALL_HEAD(launch_objects, 10)
+    LAUNCH_HEAD
+    Py_ssize_t n, nsig;
+    PyObject *const *sig = seq_items(args[6], &nsig, name, "sig");
+    if (sig == NULL) {
+        return NULL;
+    }
+    PyObject *const *objs = seq_items(args[7], &n, name, "objs");
+    if (objs == NULL) {
+        return NULL;
+    }
+    PyObject *token = args[8];
+    PyObject *marker = args[9];
+    if (n != nsig || n != np_ || n > 128) {
+        return PyLong_FromLong(-1);
+    }
+    uint8_t stack[LAUNCH_STACK_BYTES];
+    uint8_t *buf = launch_buffer(plan, n, stack);
+    if (buf == NULL) {
+        return NULL;
+    }
+    const PlanEntry *ent = (const PlanEntry *)PyByteArray_AS_STRING(plan);
+    size_t off = 0;
+    long verdict = 0; /* 0: launch; else the value to return (+1 for k >= 0) */
+    for (Py_ssize_t i = 0; i < n && verdict == 0; i++) {
+        PyObject *a = objs[i];
+        uint32_t sz = ent[i].size;
+        if (sig[i] == marker) {
+            PyObject *m = PyObject_GetAttr(a, str_m);
+            if (m == NULL) {
+                PyErr_Clear();
+                verdict = -1;
+                break;
+            }
+            PyObject *p = PyObject_GetAttr(m, str_ptr);
+            PyObject *last = p != NULL ? PyObject_GetAttr(m, str_last) : NULL;
+            PyObject *o = last != NULL ? PyObject_GetAttr(a, str_off) : NULL;
+            Py_DECREF(m);
+            if (o == NULL) {
+                Py_XDECREF(p);
+                Py_XDECREF(last);
+                goto fail;
+            }
+            unsigned long long pv = PyLong_AsUnsignedLongLong(p);
+            unsigned long long ov = PyLong_AsUnsignedLongLong(o);
+            int seen = last == token;
+            Py_DECREF(p);
+            Py_DECREF(last);
+            Py_DECREF(o);
+            if (PyErr_Occurred()) {
+                goto fail;
+            }
+            if (pv == 0) {
+                verdict = -2 - (long)i;
+            } else if (!seen) {
+                verdict = (long)i + 1;
+            } else if (sz != 8) {
+                verdict = -1;
+            } else {
+                pv += ov;
+                memcpy(buf + off, &pv, 8);
+            }
+        } else if ((PyObject *)Py_TYPE(a) != sig[i]) {
+            verdict = -1;
+        } else if (pack_value(a, sz, buf + off, i) < 0) {
+            goto fail;
+        }
+        if (PyByteArray_GET_SIZE(plan) != np_ * (Py_ssize_t)sizeof(PlanEntry)) {
+            PyErr_Format(PyExc_RuntimeError, "%s(): the plan changed during the call", name);
+            goto fail;
+        }
+        ent = (const PlanEntry *)PyByteArray_AS_STRING(plan);
+        off += sz;
+    }
+    if (verdict != 0) {
+        if (buf != stack) {
+            PyMem_Free(buf);
+        }
+        return PyLong_FromLong(verdict > 0 ? verdict - 1 : verdict);
+    }
+    return launch_packed(func, blocks, stream, cfg, handle, plan, n, buf, stack);
+fail:
+    if (buf != stack) {
+        PyMem_Free(buf);
+    }
+    return NULL;
+}
+
 /* ------------------------------------------------------------ BufferForwarder
  * A base class whose instances export, through the C buffer protocol, the buffer of
  * the object returned by their `_export_acquire()` method, and count their exports
@@ -532,6 +906,13 @@ static PyMethodDef methods[] = {
     {"memset_async", FASTCALL(f_memset_async), METH_FASTCALL,
      "memset_async(dst, dst_max, value, count, stream) -> None: aclrtMemsetAsync "
      "(releases the GIL)."},
+    {"launch_with_args", FASTCALL(f_launch_with_args), METH_FASTCALL,
+     "launch_with_args(func, num_blocks, stream, cfg, args, plan, values) -> None: "
+     "aclrtKernelArgsParaUpdate (changed values), aclrtKernelArgsFinalize, "
+     "aclrtLaunchKernelWithConfig (releases the GIL once)."},
+    {"launch_objects", FASTCALL(f_launch_objects), METH_FASTCALL,
+     "launch_objects(func, num_blocks, stream, cfg, args, plan, sig, objs, token, marker) -> "
+     "None | int: pyacl_rt.launch's hot path (see _fastcall.c)."},
     {"_table_address", f_table_address, METH_NOARGS,
      "Address of the dispatch table this module calls through (tests)."},
     {NULL, NULL, 0, NULL},
@@ -604,6 +985,13 @@ static int find_api(void)
 PyMODINIT_FUNC PyInit__fastcall(void)
 {
     if (find_api() < 0) {
+        return NULL;
+    }
+    str_m = PyUnicode_InternFromString("_m");
+    str_ptr = PyUnicode_InternFromString("ptr");
+    str_last = PyUnicode_InternFromString("last");
+    str_off = PyUnicode_InternFromString("_off");
+    if (str_m == NULL || str_ptr == NULL || str_last == NULL || str_off == NULL) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module_def);

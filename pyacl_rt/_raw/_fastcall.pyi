@@ -36,4 +36,27 @@ def memcpy_async(
 ) -> None: ...
 def memcpy(dst: _Int, dst_max: _Int, src: _Int, count: _Int, kind: _Int, /) -> None: ...
 def memset_async(dst: _Int, dst_max: _Int, value: _Int, count: _Int, stream: _Int, /) -> None: ...
+def launch_with_args(
+    func: _Int,
+    num_blocks: _Int,
+    stream: _Int,
+    cfg: _Int,
+    args: _Int,
+    plan: bytearray,
+    values: tuple[object, ...] | list[object],
+    /,
+) -> None: ...
+def launch_objects(
+    func: _Int,
+    num_blocks: _Int,
+    stream: _Int,
+    cfg: _Int,
+    args: _Int,
+    plan: bytearray,
+    sig: tuple[object, ...],
+    objs: tuple[object, ...],
+    token: object,
+    marker: object,
+    /,
+) -> int | None: ...
 def _table_address() -> int: ...
