@@ -36,14 +36,15 @@ from .. import lowlevel
 from .._args import type_name
 from .._memory.keepalive import _note
 from .._memory.records import _Mem, _raise_closed
-from .._state import _check, _lib, _local
+from .._state import _check, _fast, _lib, _local
 from .._stream import Stream
 from .config import LaunchConfig
 from .objectcode import Kernel, ParamInfo
 
 __all__ = ["launch"]
 
-_launch_objects = lowlevel.fast.launch_objects
+#: Gated (pyacl_rt._state): a launch racing with finalize is refused before the runtime.
+_launch_objects = _fast.launch_objects
 
 #: Signature marker of an argument passed as its address (an owned buffer).
 _BUF: Final = object()
