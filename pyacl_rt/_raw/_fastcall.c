@@ -785,6 +785,8 @@ fail:
         PyMem_Free(buf);
     }
     return NULL;
+}
+
 /* -------------------------------------------------------------- the finalize gate
  *
  * pyacl_rt.finalize() must never destroy a handle another thread is using, and no call
