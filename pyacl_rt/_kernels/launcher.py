@@ -105,14 +105,14 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
                 # (freeing it now waits for the stream; the caching allocator orders
                 # reuse after it), then launch. Noted first: harmless if the launch fails.
                 a = args[r]
-                _note_buffer(stream, r, a, a._m)  # type: ignore[attr-defined]
+                _note_buffer(stream, r, a, a._m)
             elif r == -1:  # another signature: plan it
                 pool.append(plan)
                 plan = None
                 return _launch_slow(stream, config, kernel, args)
             else:
                 a = args[-2 - r]
-                _raise_closed(a._m, f"launch(): argument {-2 - r} ({type(a).__name__})")  # type: ignore[attr-defined]
+                _raise_closed(a._m, f"launch(): argument {-2 - r} ({type(a).__name__})")
     except BaseException:
         if plan is not None:
             pool.append(plan)
