@@ -97,6 +97,7 @@ from ._device import (
 )
 from ._dlpack import from_dlpack
 from ._event import Event, EventTimingError
+from ._graph import GraphPoolHandle, NPUGraph, graph, graph_pool_handle, make_graphed_callables
 from ._ipc import IpcEventHandle, IpcMemHandle, ipc_collect, ipc_pid
 from ._memory import (
     DeviceBuffer,
@@ -149,6 +150,9 @@ from .errors import (
     NotInitializedError,
     ObjectClosedError,
     RuntimeFinalizedError,
+    StreamCaptureError,
+    StreamCaptureInvalidatedError,
+    StreamCaptureUnsupportedError,
     SyncDebugError,
     SyncDebugWarning,
     SyncTimeoutError,
@@ -191,6 +195,7 @@ __all__ = [
     "FeatureNotSupportedError",
     "ForkedProcessError",
     "FunctionNotFoundError",
+    "GraphPoolHandle",
     "HostBuffer",
     "InvalidDeviceError",
     "IpcError",
@@ -198,11 +203,15 @@ __all__ = [
     "IpcMemHandle",
     "IpcPermissionError",
     "LibraryNotFoundError",
+    "NPUGraph",
     "NotInitializedError",
     "ObjectClosedError",
     "OutOfMemoryError",
     "RuntimeFinalizedError",
     "Stream",
+    "StreamCaptureError",
+    "StreamCaptureInvalidatedError",
+    "StreamCaptureUnsupportedError",
     "StreamContext",
     "SyncDebugError",
     "SyncDebugWarning",
@@ -235,6 +244,8 @@ __all__ = [
     "get_per_process_memory_fraction",
     "get_soc_version",
     "get_sync_debug_mode",
+    "graph",
+    "graph_pool_handle",
     "host_memory_allocated",
     "host_memory_stats",
     "init",
@@ -245,6 +256,7 @@ __all__ = [
     "is_initialized",
     "is_support_inf_nan",
     "lowlevel",
+    "make_graphed_callables",
     "max_memory_allocated",
     "max_memory_reserved",
     "mem_get_info",
