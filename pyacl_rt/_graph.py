@@ -177,7 +177,12 @@ class NPUGraph:
         stream: :class:`~pyacl_rt.errors.StreamCaptureError`). ``pool``: share the
         memory pool of another graph (:meth:`pool`, :func:`graph_pool_handle`);
         ``capture_error_mode``: "global", "thread_local" or "relaxed" (torch's)."""
-        mode = _MODES.get(capture_error_mode) if isinstance(capture_error_mode, str) else None
+        if not isinstance(capture_error_mode, str):
+            raise TypeError(
+                "capture_begin(): capture_error_mode must be a str, not "
+                f"{type(capture_error_mode).__name__}"
+            )
+        mode = _MODES.get(capture_error_mode)
         if mode is None:
             raise ValueError(
                 "capture_begin(): capture_error_mode must be 'global', 'thread_local' or "
@@ -330,6 +335,10 @@ class NPUGraph:
     def debug_dump(self, debug_path: str | os.PathLike[str]) -> None:
         """Write the captured graph as chrome://tracing JSON to ``debug_path`` (a file,
         or a directory: ``aclmdlRI_<id>.json`` in it); ``aclmdlRIDebugJsonPrint``."""
+        if not isinstance(debug_path, str | bytes | os.PathLike):
+            raise TypeError(
+                f"debug_dump(): debug_path must be a path, not {type(debug_path).__name__}"
+            )
         st = self._st
         if not st.model or st.ctx is None:
             raise errors.StreamCaptureError("debug_dump() needs a captured graph", explanation="")
@@ -438,6 +447,16 @@ def make_graphed_callables(
     current stream before the replay; the static input itself is not copied).
     """
     single = callable(callables)
+    if not single and not isinstance(callables, Sequence):
+        raise TypeError(
+            "make_graphed_callables(): callables must be a callable or a sequence of them, "
+            f"not {type(callables).__name__}"
+        )
+    if not isinstance(sample_args, Sequence):
+        raise TypeError(
+            "make_graphed_callables(): sample_args must be a tuple, not "
+            f"{type(sample_args).__name__}"
+        )
     fns: list[Callable[..., Any]] = [callables] if single else list(callables)  # type: ignore[arg-type, list-item]
     args_list: list[tuple[DeviceBuffer, ...]] = (
         [tuple(sample_args)] if single else [tuple(a) for a in sample_args]  # type: ignore[arg-type]

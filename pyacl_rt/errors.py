@@ -568,8 +568,9 @@ class StreamCaptureUnsupportedError(StreamCaptureError):
     host memory - use pinned :class:`~pyacl_rt.HostBuffer` memory - or IPC events)."""
 
 
-class StreamCaptureInvalidatedError(StreamCaptureError):
-    """The capture was invalidated by a forbidden call (507903); it was discarded."""
+class StreamCaptureInvalidatedError(StreamCaptureError, AclInternalError):
+    """The capture was invalidated by a forbidden call (507903); it was discarded.
+    Also an :class:`AclInternalError` (the code's family)."""
 
 
 class LibraryNotFoundError(AclError, OSError):
