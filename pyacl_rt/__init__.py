@@ -99,6 +99,17 @@ from ._dlpack import from_dlpack
 from ._event import Event, EventTimingError
 from ._graph import GraphPoolHandle, NPUGraph, graph, graph_pool_handle, make_graphed_callables
 from ._ipc import IpcEventHandle, IpcMemHandle, ipc_collect, ipc_pid
+from ._kernels import (
+    Kernel,
+    KernelAttributes,
+    LaunchConfig,
+    ObjectCode,
+    ParamInfo,
+    RandomGenerator,
+    launch,
+    random_async,
+    reduce_async,
+)
 from ._memory import (
     DeviceBuffer,
     HostBuffer,
@@ -202,11 +213,17 @@ __all__ = [
     "IpcEventHandle",
     "IpcMemHandle",
     "IpcPermissionError",
+    "Kernel",
+    "KernelAttributes",
+    "LaunchConfig",
     "LibraryNotFoundError",
     "NPUGraph",
     "NotInitializedError",
     "ObjectClosedError",
+    "ObjectCode",
     "OutOfMemoryError",
+    "ParamInfo",
+    "RandomGenerator",
     "RuntimeFinalizedError",
     "Stream",
     "StreamCaptureError",
@@ -255,6 +272,7 @@ __all__ = [
     "is_bf16_supported",
     "is_initialized",
     "is_support_inf_nan",
+    "launch",
     "lowlevel",
     "make_graphed_callables",
     "max_memory_allocated",
@@ -267,7 +285,9 @@ __all__ = [
     "memory_stats",
     "memory_summary",
     "memset",
+    "random_async",
     "record_memory_history",
+    "reduce_async",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_device",

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import Any, ClassVar, Final, SupportsIndex, Union
 
 from . import _runtime, _state, errors, lowlevel
@@ -57,6 +58,7 @@ from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
     _check,
     _CtxRef,
+    _fast,
     _lib,
     _local,
     _refuse_in_callback,
@@ -383,19 +385,18 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     _refuse_in_callback("synchronize()")
     if _sync_debug():
         _check_sync("synchronize()")
-    ms = None if timeout is None else timeout_ms_arg(timeout)
+    ms = -1 if timeout is None else timeout_ms_arg(timeout)
     index = _index(device)
     _ensure_current(index)
-    if ms is None:
-        rc = _lib.aclrtSynchronizeDevice()
-        if rc:
-            _check(rc, "aclrtSynchronizeDevice")
-    else:
-        rc = _lib.aclrtSynchronizeDeviceWithTimeout(ms)
-        if rc:
-            _check(rc, "aclrtSynchronizeDeviceWithTimeout")  # SyncTimeoutError on expiry
+    # In slices (aclrtSynchronizeDeviceWithTimeout): Ctrl-C interrupts the wait, the
+    # work stays queued; SyncTimeoutError when a timeout expires.
+    _wait_device(ms)
     for hook in device_sync_hooks:
         hook(index)
+
+
+#: Sliced, interruptible device synchronize of the current context (gated per slice).
+_wait_device: Callable[[int], None] = _fast._wait_device
 
 
 # ---------------------------------------------------------------- queries
@@ -894,6 +895,29 @@ def _release_devices() -> None:
     _local.st.active = None
 
 
+def _wait_for_devices() -> None:
+    """finalize_prepare hook: wait for the work queued on every device pyacl_rt set (its
+    primary context), in slices, so that Ctrl-C can interrupt a finalize waiting for
+    the device (nothing is released yet). Failures are left to the release hooks."""
+    prev = _local.st.ctx
+    try:
+        for ref in list(_primaries.values()):
+            if ref.device < 0:
+                continue
+            try:
+                if _local.st.ctx is not ref:
+                    ref.make_current()
+                _wait_device(-1)
+            except errors.AclError:
+                _log.debug("pyacl_rt: waiting for device %d before finalize failed", ref.device)
+    finally:
+        if prev is not None and prev.device >= 0 and _local.st.ctx is not prev:
+            try:
+                prev.make_current()
+            except errors.AclError:
+                _local.st.ctx = None
+
+
 def _after_fork_in_child() -> None:
     """In a forked child every context is unusable: mark them dead (never touch ACL)."""
     global _lock
@@ -907,3 +931,4 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 _runtime.register_release_hook(_release_devices, _runtime.PRIORITY_DEVICES)
+_runtime.finalize_prepare.add(_wait_for_devices, _runtime.PRIORITY_DEVICES)

@@ -75,6 +75,8 @@ from ._state import (
     _FINALIZED,
     _check,
     _CtxRef,
+    _gate_exit,
+    _gate_try_enter,
     _lib,
     _LiveSet,
     _local,
@@ -114,8 +116,8 @@ _aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
 _fast_stream_query = _state._fast.stream_query
-_fast_synchronize_stream = _state._fast.synchronize_stream
-_fast_synchronize_stream_with_timeout = _state._fast.synchronize_stream_with_timeout
+#: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
+_wait_stream: Callable[[int, int], None] = _state._fast._wait_stream
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
@@ -169,17 +171,21 @@ class _MarkerPool:
 
     def drop_context(self, ctx: _CtxRef) -> None:
         """Destroy the pooled events of ``ctx`` (context close / finalize)."""
-        with self._lock:
-            handles = self._free.pop(ctx, [])
-        if not handles or ctx.device < 0:
-            return
+        if not _gate_try_enter():
+            return  # finalize runs (on another thread): the events die with ctx
         try:
+            with self._lock:
+                handles = self._free.pop(ctx, [])
+            if not handles or ctx.device < 0:
+                return
             if _local.st.ctx is not ctx:
                 ctx.make_current()
             for h in handles:
                 _lib.aclrtDestroyEvent(h)
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt: destroying marker events failed", exc_info=True)
+        finally:
+            _gate_exit()
 
     def drop_all(self) -> None:
         with self._lock:
@@ -212,7 +218,13 @@ class _StreamState:
 
 # -------------------------------------------------------------- destruction
 def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
-    """Finalizer body of an owned stream. Never raises; never touches a dead runtime."""
+    """Finalizer body of an owned stream: destroys it exactly once. Never raises; never
+    touches a dead runtime.
+
+    The whole release is one gated section: finalize (on another thread) waits for it
+    to finish before it releases anything, and a release arriving once finalize has
+    closed the gate is handed to finalize (or, past that point, left to the context /
+    device the stream dies with) instead of racing with it."""
     try:
         if ctx.device < 0:
             state.watch.clear()
@@ -222,6 +234,29 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
             # which may wait for a callback of this very thread. The releaser does it.
             _releaser.defer(functools.partial(_destroy_stream, ctx, handle, state))
             return
+        if not _gate_try_enter():
+            _runtime.defer_to_finalize(functools.partial(_destroy_stream, ctx, handle, state))
+            return
+        try:
+            _destroy_stream_gated(ctx, handle, state)
+        finally:
+            _gate_exit()
+    except BaseException:  # pragma: no cover - interpreter shutdown
+        pass
+
+
+def _destroy_stream_gated(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
+    """:func:`_destroy_stream` inside the gate. An explicit context being closed by
+    another thread (``_CtxRef.enter`` refuses) destroys the stream itself."""
+    explicit = ctx.owner is not None
+    if ctx.device < 0 or (explicit and not ctx.enter()):
+        sub = state.sub
+        if sub is not None:  # the subscription went with the stream
+            state.sub = None
+            sub.subscriptions.discard((ctx, handle))
+        state.watch.clear()
+        return
+    try:
         if _local.st.ctx is not ctx:
             ctx.make_current()
         sub = state.sub
@@ -238,8 +273,9 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
             state.side = None
             side._make_inert(_CLOSED)
             _live.discard(side)
-    except BaseException:  # pragma: no cover - interpreter shutdown
-        pass
+    finally:
+        if explicit:
+            ctx.leave()
 
 
 def _release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -> None:
@@ -253,6 +289,12 @@ def _release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -
 
 
 _live: _LiveSet[Stream] = _LiveSet()
+
+#: Called as ``hook(stream, error)`` when :meth:`Stream.synchronize` raises an
+#: :class:`~pyacl_rt.errors.AclError`, before it propagates: a higher layer may attach
+#: what caused it (``pyacl_rt.mock`` chains the exception of a Python kernel twin). A
+#: hook must not raise.
+sync_error_hooks: list[Callable[[Stream, errors.AclError], None]] = []
 
 
 # ------------------------------------------------------------------ Stream
@@ -503,11 +545,14 @@ class Stream:
             _check_sync("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
-        # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
-        if timeout is None:
-            _fast_synchronize_stream(self._handle)
-        else:
-            _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
+        # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
+        # timeout raises errors.SyncTimeoutError.
+        try:
+            _wait_stream(self._handle, -1 if timeout is None else _timeout_ms(timeout))
+        except errors.AclError as exc:
+            for hook in sync_error_hooks:
+                hook(self, exc)  # e.g. chain the exception of a mock kernel twin
+            raise
         watch = self._state.watch
         if watch:
             # Everything recorded before this sync is complete; entries another thread
@@ -691,6 +736,16 @@ class Stream:
             _refuse_in_callback("Stream.close()")
         if _sync_debug():
             _check_sync("Stream.close()")
+        if not _local.st.in_callback and self._ctx.device >= 0:
+            # Destroying waits for the pending work, uninterruptibly: wait for it here
+            # first, in slices (Ctrl-C leaves the stream open and usable). A failing
+            # wait (a failed task, finalize on another thread) is left to the destroy.
+            try:
+                if _local.st.ctx is not self._ctx:
+                    self._activate()
+                _wait_stream(self._handle, -1)
+            except errors.AclError:
+                pass
         where = repr(self)
         _run_finalizer(f)  # runs _destroy_stream once
         self._ctx = _CLOSED
@@ -1018,13 +1073,20 @@ def _on_context_close(ctx: _CtxRef) -> None:
 
 def _on_device_sync(index: int) -> None:
     for s in _live.snapshot():
-        if s._device == index and s._ctx.device >= 0 and s._state.watch:
+        ctx = s._ctx
+        if s._device == index and ctx.device >= 0 and s._state.watch:
+            explicit = ctx.owner is not None
+            if explicit and not ctx.enter():
+                continue  # its context is being closed on another thread
             try:
-                if _local.st.ctx is not s._ctx:
-                    s._ctx.make_current()
+                if _local.st.ctx is not ctx:
+                    ctx.make_current()
                 s._poll_watch(s._state.watch)
             except errors.AclError:  # pragma: no cover - defensive
                 pass
+            finally:
+                if explicit:
+                    ctx.leave()
 
 
 def _after_fork_in_child() -> None:

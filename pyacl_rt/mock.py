@@ -18,6 +18,11 @@ CANN install (``set_env.sh``, ``lib64/`` with ``libacl_rt.so`` and the companion
 ``include/acl/acl_mock.h``) through ctypes on the library pyacl_rt has loaded: live object
 counts per device, fault injection, device loss, and the leak report. It refuses to work
 when the loaded library is the real CANN runtime.
+
+:func:`register_kernel` makes a Python function the host twin of a kernel name: launches
+of that kernel in device binaries loaded on the mock call it on the stream's worker with
+numpy views of the device memory it touches (parameters declared with :class:`In`,
+:class:`Out`, :class:`InOut` and :class:`Value`); :func:`unregister_kernel` removes it.
 """
 
 from __future__ import annotations
@@ -29,13 +34,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._raw._loader import bundled_mock_dir
+from ._twins import In, InOut, Out, Value, register_kernel, registered_kernels, unregister_kernel
 
 __all__ = [
     "ALL_DEVICES",
     "REPORT_LAST_FINALIZE",
     "REPORT_NOW",
     "STATS",
+    "In",
+    "InOut",
     "MockControl",
+    "Out",
+    "Value",
     "cflags",
     "include_dir",
     "lib_dir",
@@ -43,7 +53,23 @@ __all__ = [
     "main",
     "mock_control",
     "prefix",
+    "register_kernel",
+    "registered_kernels",
+    "unregister_kernel",
 ]
+
+for _obj in (
+    In,
+    InOut,
+    Out,
+    Value,
+    register_kernel,
+    registered_kernels,
+    unregister_kernel,
+    In.__mro__[1],
+):
+    _obj.__module__ = __name__  # public name: pyacl_rt.mock.register_kernel
+del _obj
 
 #: aclmockStat values (acl_mock.h), by the names MockControl.stat() / counts() use.
 #: ``contexts`` and ``streams`` are what the program created (explicit contexts,

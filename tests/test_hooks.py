@@ -45,6 +45,7 @@ def test_context_close_hooks_run_events_streams_memory_in_that_order() -> None:
         "pyacl_rt._event",  # events
         "pyacl_rt._stream",  # streams, their callback subscriptions, marker events
         "pyacl_rt._completion",  # device futures that can no longer complete fail
+        "pyacl_rt._kernels.objectcode",  # binaries (after the streams that launched them)
         "pyacl_rt._memory.records",  # buffers allocated in the context
         "pyacl_rt._memory.engine",  # the copy engine's peer-access cache
     ]
@@ -52,6 +53,7 @@ def test_context_close_hooks_run_events_streams_memory_in_that_order() -> None:
         _runtime.PRIORITY_EVENTS,
         _runtime.PRIORITY_STREAMS,
         _runtime.PRIORITY_STREAMS + 1,
+        _runtime.PRIORITY_STREAMS + 60,
         _runtime.PRIORITY_MEMORY,
         _runtime.PRIORITY_MEMORY + 10,
     ]

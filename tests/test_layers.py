@@ -106,12 +106,24 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._ipc.event",
             "pyacl_rt._ipc.mp",
             "pyacl_rt._ipc",
+            "pyacl_rt._kernels.objectcode",
+            "pyacl_rt._kernels.config",
+            "pyacl_rt._kernels.launcher",
+            "pyacl_rt._kernels.builtin",
+            "pyacl_rt._kernels",
             "pyacl_rt._graph",
         ),
     ),
     (
         "public face and tools",
-        ("pyacl_rt", "pyacl_rt.aio", "pyacl_rt.cli", "pyacl_rt.mock", "pyacl_rt.__main__"),
+        (
+            "pyacl_rt",
+            "pyacl_rt.aio",
+            "pyacl_rt.cli",
+            "pyacl_rt._twins",
+            "pyacl_rt.mock",
+            "pyacl_rt.__main__",
+        ),
     ),
 )
 
@@ -129,6 +141,7 @@ PACKAGES = {
     "pyacl_rt._memory": PKG / "_memory",
     "pyacl_rt._allocator": PKG / "_allocator",
     "pyacl_rt._ipc": PKG / "_ipc",
+    "pyacl_rt._kernels": PKG / "_kernels",
 }
 
 

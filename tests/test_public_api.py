@@ -831,6 +831,97 @@ def _smoke_ipc_pid(mc: Any) -> None:
     assert npu.ipc_pid() == os.getpid()  # outside a container the bare tgid is the pid
 
 
+# kernels ---------------------------------------------------------------------
+def _kernel_binary() -> Any:
+    """An ObjectCode of a device ELF whose kernel 'smoke_add' has a Python twin."""
+    import tempfile
+
+    from test_lowlevel_kernels import _device_elf
+
+    from pyacl_rt import mock
+
+    if "smoke_add" not in mock.registered_kernels():
+        mock.register_kernel(
+            "smoke_add",
+            lambda b, n, x, y, c: y.__setitem__(slice(None), x + y),
+            (mock.In("int32", "c"), mock.InOut("int32", "c"), mock.Value("uint32", "c")),
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.o"
+        path.write_bytes(_device_elf(["smoke_add"]))
+        return npu.ObjectCode.from_file(path)
+
+
+def _smoke_ObjectCode(mc: Any) -> None:
+    with _kernel_binary() as code:
+        assert code.handle and not code.closed and code.device == npu.Device(0)
+    assert code.closed
+
+
+def _smoke_Kernel(mc: Any) -> None:
+    with _kernel_binary() as code:
+        k = code.get_kernel("smoke_add")
+        assert isinstance(k, npu.Kernel) and k.name == "smoke_add" and k.num_arguments == 3
+
+
+def _smoke_ParamInfo(mc: Any) -> None:
+    with _kernel_binary() as code:
+        info = code.get_kernel("smoke_add").arguments_info
+        assert info == (npu.ParamInfo(0, 8), npu.ParamInfo(8, 8), npu.ParamInfo(16, 4))
+
+
+def _smoke_KernelAttributes(mc: Any) -> None:
+    with _kernel_binary() as code:
+        attrs = code.get_kernel("smoke_add").attributes
+        assert isinstance(attrs, npu.KernelAttributes) and attrs.kernel_type == "aicore"
+
+
+def _smoke_LaunchConfig(mc: Any) -> None:
+    cfg = npu.LaunchConfig(4, timeout_s=2)
+    assert cfg.blocks == 4 and cfg.attributes == {"timeout_s": 2}
+
+
+def _smoke_launch(mc: Any) -> None:
+    import numpy as np
+
+    with _kernel_binary() as code:
+        x = npu.DeviceBuffer(16)
+        x.copy_from_host(np.arange(4, dtype=np.int32).tobytes())
+        s = npu.Stream()
+        npu.launch(s, npu.LaunchConfig(), code.get_kernel("smoke_add"), x, x, np.uint32(4))
+        s.synchronize()
+        assert np.frombuffer(x.copy_to_host(), np.int32).tolist() == [0, 2, 4, 6]
+        x.close()
+        s.close()
+
+
+def _smoke_reduce_async(mc: Any) -> None:
+    a = npu.DeviceBuffer(8)
+    a.copy_from_host((3).to_bytes(4, "little") * 2)
+    npu.reduce_async(a, a, "sum", "int32")
+    npu.synchronize()
+    assert a.copy_to_host() == (6).to_bytes(4, "little") * 2
+    a.close()
+
+
+def _smoke_random_async(mc: Any) -> None:
+    out, ctr = npu.DeviceBuffer(64), npu.DeviceBuffer(8)
+    ctr.memset(0)
+    npu.random_async(out, seed=1, counter=ctr)
+    npu.synchronize()
+    assert int.from_bytes(ctr.copy_to_host(), "little") == 16
+    out.close()
+    ctr.close()
+
+
+def _smoke_RandomGenerator(mc: Any) -> None:
+    out = npu.DeviceBuffer(64)
+    with npu.RandomGenerator(3) as gen:
+        gen.uniform(out)
+        assert gen.offset() == 16
+    out.close()
+
+
 # submodules -----------------------------------------------------------------
 def _smoke_errors(mc: Any) -> None:
     assert npu.errors.error_name(507899) == "ACL_ERROR_RT_DRV_INTERNAL_ERROR"

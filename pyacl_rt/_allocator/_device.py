@@ -28,7 +28,7 @@ from .. import _runtime as runtime
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
 from .._device import mem_get_info
 from .._log import get_logger
-from .._state import _check, _CtxRef, _lib, _local
+from .._state import _check, _CtxRef, _fast, _gate_exit, _gate_try_enter, _lib, _local
 from . import _guards, _history
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
+_wait_device = _fast._wait_device  # sliced, interruptible device synchronize
 _GiB = float(1 << 30)
 # offsets into Core.stats(): [kind][pool][field], 3 pools x 4 fields per kind
 _ALLOCATED = 4 * 12
@@ -408,10 +409,9 @@ class DeviceAllocator:
             if _local.st.ctx is not self.ctx:
                 self.ctx.make_current()
             # aclrtFree does not wait for queued work (cudaFree does): blocks given
-            # back to their stream's cache may still be in use on it.
-            rc = _lib.aclrtSynchronizeDevice()
-            if rc:
-                _check(rc, "aclrtSynchronizeDevice")
+            # back to their stream's cache may still be in use on it. In slices: Ctrl-C
+            # interrupts the wait (nothing freed yet).
+            _wait_device(-1)
             self.scalars["num_sync_all_streams"] += 1
             if self.graph_keys:  # every stream's free segments, no graph pool's
                 segs = []
@@ -429,7 +429,11 @@ class DeviceAllocator:
         """A free left the cache over budget: release the wholly free segments whose
         streams are known to be done with them (never waits; skipped on a
         host-callback thread, inside this allocator's own slow path, and when no
-        segment became free since the last trim and no guard is outstanding)."""
+        segment became free since the last trim and no guard is outstanding).
+
+        A gated section: the segments it takes out of the cache are all freed before a
+        finalize on another thread releases the allocator; once finalize started it
+        does nothing (finalize frees every segment)."""
         if _local.st.in_callback or self.in_slow:
             return
         tick = self.core.tick()
@@ -437,12 +441,16 @@ class DeviceAllocator:
             return
         if not self.lock.acquire(blocking=False):
             return
+        if not _gate_try_enter():
+            self.lock.release()
+            return
         try:
             self.trim_tick = tick
             self.release_idle_segments()
         except Exception:  # pragma: no cover - the free path never raises
             _log.debug("pyacl_rt allocator: trim failed", exc_info=True)
         finally:
+            _gate_exit()
             self.lock.release()
 
     def release_idle_segments(self, wait_for: int | None = None) -> int:

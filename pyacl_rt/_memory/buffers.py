@@ -29,7 +29,7 @@ from .. import _stream as _streams
 from .._args import index_arg
 from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
 from .._memcore import DeviceBase, HostBase
-from .._state import _local, _validated_ctx
+from .._state import _gate_enter, _gate_exit, _local, _validated_ctx
 from .._stream import Stream
 from .._syncdebug import _check_sync, _sync_debug
 from . import backend as _mb
@@ -366,17 +366,24 @@ def _init_device(
     index = _index(device)
     _process_deferred()
     ctx = _context_for(index)
-    if _local.st.ctx is not ctx:
-        ctx.make_current()
-    if stream is not None:
-        engine._check_stream(stream, (index,))
-    if n:
-        base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
-    else:
-        base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
-    m = _Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
-    m.rel = rel
-    buf._own(m)
+    # A gated section to the registration (RuntimeFinalizedError once finalize started):
+    # a block the cache serves without a runtime call must not come out of a cache that
+    # finalize on another thread is releasing (the C hit path defers to this path then).
+    _gate_enter("DeviceBuffer()")
+    try:
+        if _local.st.ctx is not ctx:
+            ctx.make_current()
+        if stream is not None:
+            engine._check_stream(stream, (index,))
+        if n:
+            base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
+        else:
+            base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
+        m = _Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
+        m.rel = rel
+        buf._own(m)
+    finally:
+        _gate_exit()
 
 
 class _DevicePaths:
@@ -533,17 +540,21 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
         raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
     runtime.ensure_initialized()
     _process_deferred()
-    # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
-    # the allocation go through a context pyacl_rt does not think is current.
-    ctx = _validated_ctx(_local.st)
-    if ctx is None or ctx.device < 0:
-        # Pinned memory is allocated through a device's runtime: use the thread's
-        # current device (its context is created if this is its first use).
-        ctx = _ensure_current(current_device())
-    base, rel = _mb.current.allocate_host(ctx, n)
-    m = _Mem(base, n, -1, ctx)
-    m.rel = rel
-    buf._own(m)
+    _gate_enter("HostBuffer()")  # as in _init_device
+    try:
+        # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
+        # the allocation go through a context pyacl_rt does not think is current.
+        ctx = _validated_ctx(_local.st)
+        if ctx is None or ctx.device < 0:
+            # Pinned memory is allocated through a device's runtime: use the thread's
+            # current device (its context is created if this is its first use).
+            ctx = _ensure_current(current_device())
+        base, rel = _mb.current.allocate_host(ctx, n)
+        m = _Mem(base, n, -1, ctx)
+        m.rel = rel
+        buf._own(m)
+    finally:
+        _gate_exit()
 
 
 class _HostPaths:
