@@ -11,9 +11,25 @@ from typing import Any
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+TESTS = Path(__file__).resolve().parent
+
+#: Examples run with their own arguments and checks by another test file (their output is
+#: a per-worker report, not the ": ok" line of the examples run here).
+OWN_TESTS = {
+    "per_card.py": "test_scaleout.py",
+    "ray_workers.py": "test_scaleout.py",  # marker ray: a further step of .ci/run
+}
 
 
-@pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.py")))
+def test_examples_with_their_own_tests_are_run_there() -> None:
+    for script, test_file in OWN_TESTS.items():
+        assert (EXAMPLES / script).is_file(), script
+        assert f'"{script}"' in (TESTS / test_file).read_text(), (script, test_file)
+
+
+@pytest.mark.parametrize(
+    "script", sorted(p.name for p in EXAMPLES.glob("*.py") if p.name not in OWN_TESTS)
+)
 def test_example_runs(script: str, clean_env: Any, tmp_path: Path) -> None:
     if shutil.which("cc") is None:
         pytest.skip("no C compiler")
