@@ -357,3 +357,18 @@ def test_numpy_results_from_replays() -> None:
     npu.current_stream().synchronize()
     assert (h_out.numpy() == data).all()
     g.reset()
+
+
+def test_snapshot_and_stats_show_the_pool_segments() -> None:
+    g = npu.NPUGraph()
+    with npu.graph(g):
+        b = npu.DeviceBuffer(N)
+    segs = [s for s in npu.memory_snapshot() if s["segment_pool_id"] != (0, 0)]
+    assert len(segs) == 1 and segs[0]["stream"] == 0
+    assert any(
+        blk["address"] == b.ptr and blk["state"] == "active_allocated" for blk in segs[0]["blocks"]
+    )
+    assert npu.memory_reserved() >= segs[0]["total_size"]
+    del b
+    g.reset()
+    assert not [s for s in npu.memory_snapshot() if s["segment_pool_id"] != (0, 0)]
