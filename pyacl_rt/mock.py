@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ._raw._loader import bundled_mock_dir
@@ -47,6 +48,7 @@ __all__ = [
     "Out",
     "Value",
     "cflags",
+    "env_exports",
     "include_dir",
     "lib_dir",
     "libs",
@@ -141,6 +143,33 @@ def libs() -> list[str]:
     ``-lascendcl``. Add ``-lmsprofiler`` / ``-lascend_dump`` yourself when needed."""
     d = lib_dir()
     return [f"-L{d}", f"-Wl,-rpath,{d}", "-lascendcl"]
+
+
+def env_exports(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables the prefix's ``set_env.sh`` exports, computed for ``environ``
+    (default ``os.environ``): ``ASCEND_HOME_PATH``, ``ASCEND_TOOLKIT_HOME`` (the prefix,
+    symbolic links resolved), ``ASCEND_OPP_PATH``, ``ASCEND_AICPU_PATH``,
+    ``TOOLCHAIN_HOME``, and ``LD_LIBRARY_PATH`` / ``PATH`` with ``<prefix>/lib64`` /
+    ``<prefix>/bin`` first (unchanged when already on the list: applying it twice adds
+    nothing twice). ``pyacl-rt mock env`` prints them as shell ``export`` lines."""
+    env = os.environ if environ is None else environ
+    home = str(prefix().resolve())
+
+    def prepend(var: str, item: str) -> str:
+        value = env.get(var, "")
+        if item in value.split(":"):
+            return value
+        return f"{item}:{value}" if value else item
+
+    return {
+        "ASCEND_HOME_PATH": home,
+        "ASCEND_TOOLKIT_HOME": home,
+        "ASCEND_OPP_PATH": f"{home}/opp",
+        "ASCEND_AICPU_PATH": home,
+        "TOOLCHAIN_HOME": f"{home}/toolkit",
+        "LD_LIBRARY_PATH": prepend("LD_LIBRARY_PATH", f"{home}/lib64"),
+        "PATH": prepend("PATH", f"{home}/bin"),
+    }
 
 
 def _check_built() -> None:

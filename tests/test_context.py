@@ -213,15 +213,11 @@ def test_finalize_makes_context_inert(run_python: Any) -> None:
     assert "OK" in r.stdout
 
 
-def test_context_errors_are_typed() -> None:
-    mc = mock_control()
-    mc.inject_fault("aclrtCreateContext", 207005)
-    try:
-        with pytest.raises(errors.AclResourceError) as info:
-            C.Context(0)
-        assert info.value.code == 207005
-    finally:
-        mc.clear_faults()
+def test_context_errors_are_typed(npu_faults: Any) -> None:
+    npu_faults.inject("aclrtCreateContext", 207005)
+    with pytest.raises(errors.AclResourceError) as info:
+        C.Context(0)
+    assert info.value.code == 207005
 
 
 @pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])

@@ -123,6 +123,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._twins",
             "pyacl_rt.mock",
             "pyacl_rt.__main__",
+            "pyacl_rt.testing._faults",
+            "pyacl_rt.testing._leaks",
+            "pyacl_rt.testing._isolate",
+            "pyacl_rt.testing._plugin",
+            "pyacl_rt.testing",
         ),
     ),
 )
@@ -142,6 +147,7 @@ PACKAGES = {
     "pyacl_rt._allocator": PKG / "_allocator",
     "pyacl_rt._ipc": PKG / "_ipc",
     "pyacl_rt._kernels": PKG / "_kernels",
+    "pyacl_rt.testing": PKG / "testing",
 }
 
 
