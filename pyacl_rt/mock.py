@@ -194,6 +194,9 @@ def _check_built() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pyacl_rt.mock``: print the requested build flags and paths of the
+    bundled mock on one line; returns the exit status (0, or 2 with the usage on stderr
+    when nothing was requested)."""
     parser = argparse.ArgumentParser(
         prog="python -m pyacl_rt.mock",
         description="Print build flags and paths of the mock libascendcl bundled with pyacl_rt.",
