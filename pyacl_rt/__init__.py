@@ -97,6 +97,7 @@ from ._device import (
 )
 from ._dlpack import from_dlpack
 from ._event import Event, EventTimingError
+from ._graph import GraphPoolHandle, NPUGraph, graph, graph_pool_handle, make_graphed_callables
 from ._ipc import IpcEventHandle, IpcMemHandle, ipc_collect, ipc_pid
 from ._kernels import (
     Kernel,
@@ -160,6 +161,9 @@ from .errors import (
     NotInitializedError,
     ObjectClosedError,
     RuntimeFinalizedError,
+    StreamCaptureError,
+    StreamCaptureInvalidatedError,
+    StreamCaptureUnsupportedError,
     SyncDebugError,
     SyncDebugWarning,
     SyncTimeoutError,
@@ -202,6 +206,7 @@ __all__ = [
     "FeatureNotSupportedError",
     "ForkedProcessError",
     "FunctionNotFoundError",
+    "GraphPoolHandle",
     "HostBuffer",
     "InvalidDeviceError",
     "IpcError",
@@ -212,6 +217,7 @@ __all__ = [
     "KernelAttributes",
     "LaunchConfig",
     "LibraryNotFoundError",
+    "NPUGraph",
     "NotInitializedError",
     "ObjectClosedError",
     "ObjectCode",
@@ -220,6 +226,9 @@ __all__ = [
     "RandomGenerator",
     "RuntimeFinalizedError",
     "Stream",
+    "StreamCaptureError",
+    "StreamCaptureInvalidatedError",
+    "StreamCaptureUnsupportedError",
     "StreamContext",
     "SyncDebugError",
     "SyncDebugWarning",
@@ -252,6 +261,8 @@ __all__ = [
     "get_per_process_memory_fraction",
     "get_soc_version",
     "get_sync_debug_mode",
+    "graph",
+    "graph_pool_handle",
     "host_memory_allocated",
     "host_memory_stats",
     "init",
@@ -263,6 +274,7 @@ __all__ = [
     "is_support_inf_nan",
     "launch",
     "lowlevel",
+    "make_graphed_callables",
     "max_memory_allocated",
     "max_memory_reserved",
     "mem_get_info",

@@ -48,7 +48,17 @@ import weakref
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from . import _callbacks, _completion, _device, _releaser, _runtime, _state, errors, lowlevel
+from . import (
+    _callbacks,
+    _capture,
+    _completion,
+    _device,
+    _releaser,
+    _runtime,
+    _state,
+    errors,
+    lowlevel,
+)
 from ._args import bool_arg, index_arg, timeout_ms_arg
 from ._device import (
     Device,
@@ -660,6 +670,11 @@ class Stream:
         For higher floors (see the module docstring). Requires the stream's context
         to be current on this thread (true right after enqueueing an op on it).
         """
+        if _capture.by_stream:  # a graph capture runs: no marker in (or query of) it
+            cap = _capture.find(self._handle)
+            if cap is not None:
+                cap.keep.append(objs)  # kept by the graph: replays use them
+                return
         ctx = self._ctx
         t = _local.st
         if t.ctx is not ctx:

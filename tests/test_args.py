@@ -235,6 +235,24 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("Event.ipc_handle", lambda o: o.ev.ipc_handle(1), "positional"),  # type: ignore[call-arg]
     ("Event.from_ipc_handle", lambda o: npu.Event.from_ipc_handle(b"x"), "handle"),
     ("Event.wait", lambda o: o.ev.wait(0), "stream"),  # type: ignore[arg-type]
+    # ---- graphs
+    ("NPUGraph", lambda o: npu.NPUGraph(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.capture_begin", lambda o: npu.NPUGraph().capture_begin(pool=3), "pool"),  # type: ignore[arg-type]
+    (
+        "NPUGraph.capture_begin mode",
+        lambda o: npu.NPUGraph().capture_begin(capture_error_mode=1),  # type: ignore[arg-type]
+        "capture_error_mode",
+    ),
+    ("NPUGraph.capture_end", lambda o: npu.NPUGraph().capture_end(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.replay", lambda o: npu.NPUGraph().replay(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.reset", lambda o: npu.NPUGraph().reset(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.pool", lambda o: npu.NPUGraph().pool(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.debug_dump", lambda o: npu.NPUGraph().debug_dump(1), "debug_path"),  # type: ignore[arg-type]
+    ("GraphPoolHandle", lambda o: npu.GraphPoolHandle(1), "positional"),  # type: ignore[call-arg]
+    ("graph", lambda o: npu.graph(F), "npu_graph"),  # type: ignore[arg-type]
+    ("graph stream", lambda o: npu.graph(npu.NPUGraph(), stream=1), "stream"),  # type: ignore[arg-type]
+    ("graph_pool_handle", lambda o: npu.graph_pool_handle(1), "positional"),  # type: ignore[call-arg]
+    ("make_graphed_callables", lambda o: npu.make_graphed_callables(1, ()), "callables"),  # type: ignore[arg-type]
     ("Event.query", lambda o: o.ev.query(1), "positional"),  # type: ignore[call-arg]
     ("Event.synchronize", lambda o: o.ev.synchronize(timeout=NOT_INT), "timeout"),  # type: ignore[arg-type]
     ("Event.elapsed_time", lambda o: o.ev.elapsed_time(1.0), "end_event"),  # type: ignore[arg-type]

@@ -66,7 +66,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("runtime lifecycle", ("pyacl_rt._runtime", "pyacl_rt._releaser")),
-    ("devices and contexts", ("pyacl_rt._state", "pyacl_rt._device", "pyacl_rt._context")),
+    (
+        "devices and contexts",
+        ("pyacl_rt._state", "pyacl_rt._capture", "pyacl_rt._device", "pyacl_rt._context"),
+    ),
     (
         "streams, callbacks, events",
         ("pyacl_rt._callbacks", "pyacl_rt._completion", "pyacl_rt._stream", "pyacl_rt._event"),
@@ -95,6 +98,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._allocator._guards",
             "pyacl_rt._allocator._history",
             "pyacl_rt._allocator._device",
+            "pyacl_rt._allocator._graphpool",
             "pyacl_rt._allocator._host",
             "pyacl_rt._allocator",
             "pyacl_rt._ipc.refs",
@@ -107,6 +111,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._kernels.launcher",
             "pyacl_rt._kernels.builtin",
             "pyacl_rt._kernels",
+            "pyacl_rt._graph",
         ),
     ),
     (

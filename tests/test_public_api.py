@@ -940,6 +940,70 @@ def _smoke___version__(mc: Any) -> None:
     assert npu.__version__ == importlib.metadata.version("pyacl_rt")
 
 
+def _smoke_NPUGraph(mc: Any) -> None:
+    h_in, h_out = npu.HostBuffer(64), npu.HostBuffer(64)
+    d = npu.DeviceBuffer(64)
+    g = npu.NPUGraph()
+    with npu.graph(g):
+        s = npu.current_stream()
+        npu.copy(d, h_in, stream=s, non_blocking=True)
+        npu.copy(h_out, d, stream=s, non_blocking=True)
+    h_in.numpy()[:] = 5
+    g.replay()
+    npu.synchronize()
+    assert bytes(h_out) == bytes([5]) * 64
+    g.reset()
+
+
+def _smoke_graph(mc: Any) -> None:
+    g = npu.NPUGraph()
+    with npu.graph(g, capture_error_mode="relaxed") as gg:
+        assert gg is g
+    g.reset()
+
+
+def _smoke_graph_pool_handle(mc: Any) -> None:
+    h = npu.graph_pool_handle()
+    assert isinstance(h, npu.GraphPoolHandle)
+    g = npu.NPUGraph()
+    with npu.graph(g, pool=h):
+        npu.DeviceBuffer(64)
+    g.reset()
+
+
+def _smoke_GraphPoolHandle(mc: Any) -> None:
+    assert isinstance(npu.NPUGraph().pool(), npu.GraphPoolHandle)
+
+
+def _smoke_make_graphed_callables(mc: Any) -> None:
+    x = npu.DeviceBuffer(64)
+    y = npu.DeviceBuffer(64)
+
+    def fn(a: npu.DeviceBuffer) -> npu.DeviceBuffer:
+        npu.copy(y, a, stream=npu.current_stream(), non_blocking=True)
+        return y
+
+    f = npu.make_graphed_callables(fn, (x,), num_warmup_iters=1)
+    assert f(x) is y
+    npu.synchronize()
+    f.graph.reset()
+
+
+def _smoke_StreamCaptureError(mc: Any) -> None:
+    g = npu.NPUGraph()
+    exc = _raises(npu.StreamCaptureError, g.capture_begin)  # on the default stream
+    assert isinstance(exc, RuntimeError)
+
+
+def _smoke_StreamCaptureInvalidatedError(mc: Any) -> None:
+    assert issubclass(npu.StreamCaptureInvalidatedError, npu.StreamCaptureError)
+    assert npu.errors.error_class_for_code(507903) is npu.StreamCaptureInvalidatedError
+
+
+def _smoke_StreamCaptureUnsupportedError(mc: Any) -> None:
+    assert npu.errors.error_class_for_code(107030) is npu.StreamCaptureUnsupportedError
+
+
 SMOKE: dict[str, Callable[[Any], None]] = {
     name[len("_smoke_") :]: fn for name, fn in list(globals().items()) if name.startswith("_smoke_")
 }

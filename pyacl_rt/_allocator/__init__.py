@@ -37,7 +37,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .. import _memcore
+from .. import _capture, _memcore
 from .. import _runtime as runtime
 from .._args import index_arg, size_arg
 from .._cachecore import _C_API, Core, Raw
@@ -49,6 +49,7 @@ from .._state import _CtxRef, _local
 from .._stream import Stream, current_stream
 from . import _guards, _history
 from ._device import DeviceAllocator, StreamPool
+from ._graphpool import GraphPool
 from ._history import dump_snapshot, record_memory_history
 from ._host import HostPool
 
@@ -111,6 +112,10 @@ class CachingBackend:
             stream = current_stream(index)
         if stream._ctx is not ctx:  # a stream of an explicit Context: not cached
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
+        if _capture.by_stream:
+            cap = _capture.find(stream._handle)
+            if cap is not None and isinstance(cap.pool, GraphPool) and cap.pool.alloc.ctx is ctx:
+                return self._allocate_in_pool(cap.pool, stream, ctx, index, nbytes), cap.pool
         sp = self.stream_pool(index, ctx, stream)
         a = sp.alloc
         # Next time, DeviceBuffer's C hit path serves this stream's cache by itself.
@@ -121,6 +126,20 @@ class CachingBackend:
         if _history.enabled:
             _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], sp.key)
         return p, sp
+
+    def _allocate_in_pool(
+        self, pool: GraphPool, stream: Stream, ctx: _CtxRef, index: int, nbytes: int
+    ) -> int:
+        """An allocation on a capturing stream: from the graph's private pool."""
+        a = pool.alloc
+        # the C hit path serves the capturing stream from the pool until the capture ends
+        _memcore.remember_device(a.core, pool.key, stream._state, ctx, pool, a.trim, a.gen)
+        p: int = a.core.alloc(pool.key, nbytes)
+        if not p:
+            p = a.allocate_slow(pool.key, nbytes)
+        if _history.enabled:
+            _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], pool.key)
+        return p
 
     def device_stats(self, index: int) -> dict[str, int]:
         a = self.devices.get(index)

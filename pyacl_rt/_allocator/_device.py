@@ -23,8 +23,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
+from .. import _capture, errors, lowlevel
 from .. import _runtime as runtime
-from .. import errors, lowlevel
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
 from .._device import mem_get_info
 from .._log import get_logger
@@ -44,6 +44,7 @@ _RESERVED = 5 * 12
 #: Frees trim the cache (non-blocking) while reserved > 1.25 x peak allocated (and
 #: more than 20 MiB above it).
 TRIM_PERMILLE = 1250
+_ALL_TICKS = (1 << 64) - 1
 
 
 class StreamPool:
@@ -65,6 +66,11 @@ class StreamPool:
         events recorded now on the other streams completed. Never raises."""
         try:
             refs = m.streams
+            if refs and (_capture.by_stream or _capture.graph_streams):
+                cap = _capture.used_by(refs)
+                if cap is not None:  # a capture uses the block: free it with its graph
+                    cap.deferred.append(lambda: self.release(m, base))
+                    return
             if refs:
                 others = self.alloc.other_streams(refs, self.key)
                 if others:
@@ -93,6 +99,9 @@ class DeviceAllocator:
         #: (block address, remaining guards) of blocks freed under pending work
         self.pending: collections.deque[tuple[int, list[_guards.Guard]]] = collections.deque()
         self.pools: dict[int, StreamPool] = {}
+        #: keys of the graph-private pools in use (see _graphpool): never adopted by
+        #: streams nor released by trims or empty_cache
+        self.graph_keys: set[int] = set()
         #: stream -> (Core tick, guards recorded on it then): see adopt_idle
         self.marks: dict[int, tuple[int, list[_guards.Guard]]] = {}
         self.fraction: float | None = None
@@ -137,7 +146,7 @@ class DeviceAllocator:
         Returns bytes moved."""
         moved = 0
         for other in self.core.idle_streams():
-            if other != key:
+            if other != key and other not in self.graph_keys:
                 tick = self._passed(other, wait=False)
                 if tick is not None:
                     moved += self.core.adopt(other, key, tick)
@@ -147,6 +156,10 @@ class DeviceAllocator:
         """The Core tick up to which segments wholly free on stream ``key`` are no
         longer used by its queued work, or None (not yet known). Records an event on
         the stream when none is outstanding; ``wait``: wait for it."""
+        if key in self.graph_keys:
+            return None  # a graph's private pool: kept until the graph goes
+        if _capture.by_stream and _capture.find(key) is not None:
+            return None  # capturing: no query of it, no guard event in the capture
         mark = self.marks.get(key)
         if mark is None:
             sp = self.pools.get(key)
@@ -387,6 +400,8 @@ class DeviceAllocator:
         released = 0
         if _local.st.in_callback:
             return 0  # the device synchronize below would wait for this callback
+        if _capture.by_stream:
+            return 0  # a device synchronize would break the graph capture running
         with self.lock:
             if not self.core.idle_streams():
                 return 0
@@ -398,7 +413,14 @@ class DeviceAllocator:
             # interrupts the wait (nothing freed yet).
             _wait_device(-1)
             self.scalars["num_sync_all_streams"] += 1
-            released = self._free_segments(self.core.release_cached())
+            if self.graph_keys:  # every stream's free segments, no graph pool's
+                segs = []
+                for key in self.core.idle_streams():
+                    if key not in self.graph_keys:
+                        segs += self.core.release_cached(key, _ALL_TICKS)
+            else:
+                segs = self.core.release_cached()
+            released = self._free_segments(segs)
             if prev is not None and prev is not self.ctx and prev.device >= 0:
                 prev.make_current()
         return released
@@ -465,6 +487,11 @@ class DeviceAllocator:
         if prev is not None and prev is not self.ctx and prev.device >= 0:
             prev.make_current()
         return released
+
+    def release_pool(self, key: int) -> int:
+        """``aclrtFree`` the wholly free segments of graph pool ``key`` (no graph uses
+        it and its replays finished); returns bytes released (``lock`` held)."""
+        return self._free_segments(self.core.release_cached(key, _ALL_TICKS))
 
     def empty_cache(self) -> None:
         """Wait for pending guards, then free every wholly free segment."""

@@ -54,6 +54,10 @@ state = _State()
 enabled = False
 
 
+#: graph-private pool keys start here (pyacl_rt._allocator._graphpool._KEY_BASE)
+_GRAPH_POOL_KEYS = 1 << 63
+
+
 def record_memory_history(
     enabled: str | None = "all",
     context: str | None = "all",
@@ -180,9 +184,12 @@ def segment_dicts(
                 "allocated_size": allocated,
                 "active_size": active,
                 "requested_size": requested,
-                "stream": stream,
+                "stream": 0 if stream >= _GRAPH_POOL_KEYS else stream,
                 "segment_type": "small" if small else "large",
-                "segment_pool_id": (0, 0),
+                # torch's (0, n): the n-th graph-private pool (see _graphpool), else (0, 0)
+                "segment_pool_id": (0, stream - _GRAPH_POOL_KEYS)
+                if stream >= _GRAPH_POOL_KEYS
+                else (0, 0),
                 "is_expandable": False,
                 "frames": list(state.frames.get((device, -base), [])),
                 "blocks": bl,

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Iterator
 from typing import Final
 
-from .. import _memcore, _releaser, _state, errors
+from .. import _capture, _memcore, _releaser, _state, errors
 from .. import _runtime as runtime
 from .._log import get_logger
 from .._state import (
@@ -201,6 +201,11 @@ def _free_mem(m: _Mem) -> None:
             # ACL forbids freeing there. The releaser thread frees it.
             _defer_free(m)
             return
+        if m.streams and (_capture.by_stream or _capture.graph_streams):
+            cap = _capture.used_by(m.streams)
+            if cap is not None:  # a graph uses the memory: free it with the graph
+                cap.deferred.append(lambda: _free_mem(m))
+                return
         if not _gate_try_enter():
             # finalize runs on another thread (the gate is closed): m is still
             # registered, its release hook frees it - or the memory goes with the
