@@ -107,12 +107,17 @@ static void teardown(void)
     CHECK_OK(aclFinalize());
 }
 
-static void launch_scale(uint32_t blocks, aclrtStream s)
+static void launch_scale_to(uint32_t blocks, aclrtStream s, float *out)
 {
-    float *in = g_in, *out = g_out;
+    float *in = g_in;
     uint64_t n = N;
     void *arr[3] = {&in, &out, &n};
     CHECK_OK(aclrtLaunchKernelWithArgsArray(g_scale, blocks, s, NULL, arr));
+}
+
+static void launch_scale(uint32_t blocks, aclrtStream s)
+{
+    launch_scale_to(blocks, s, g_out);
 }
 
 static void launch_read(const void *p, aclrtStream s)
@@ -233,15 +238,20 @@ static void child_timing_lanes(void)
     setup();
     aclmockTimingModel m;
     CHECK_OK(aclmockTimingGetModel(&m));
+    /* the second kernel writes its own buffer: the two really run at once on the
+     * mock's workers, and one shared output would be a data race (TSAN) */
+    float *out2 = NULL;
+    CHECK_OK(aclrtMalloc((void **)&out2, N * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
     uint64_t t0 = aclmockTimingNow();
     launch_scale(1, g_s1);
-    launch_scale(1, g_s2);
+    launch_scale_to(1, g_s2, out2);
     uint64_t e1 = 0, e2 = 0;
     CHECK_OK(aclmockTimingStreamEnd(g_s1, &e1));
     CHECK_OK(aclmockTimingStreamEnd(g_s2, &e2));
     CHECK_EQ(e1, t0 + m.launchNs + m.latencyNs + 50000u);
     CHECK_EQ(e2, e1 + m.latencyNs + 50000u); /* queued behind the first on the one lane */
     CHECK_OK(aclrtSynchronizeDevice());
+    CHECK_OK(aclrtFree(out2));
     teardown();
 }
 
