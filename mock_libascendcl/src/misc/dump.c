@@ -567,6 +567,16 @@ const char *aclmockDumpGetPath(int32_t dumpType)
 
 /* ======================================================= aclInit config */
 
+/* Makes `cfg` (validated) the aclInit dump config. */
+static void set_init_config(const dump_cfg *cfg)
+{
+    core_mutex_lock(&g_dump.mu);
+    g_dump.init_on = true;
+    g_dump.init_cfg = *cfg;
+    update_observing_locked();
+    core_mutex_unlock(&g_dump.mu);
+}
+
 aclError misc_dump_configure_from_env(const char *fn)
 {
     const char *file = getenv("DUMP_CONFIG_PATH");
@@ -579,11 +589,7 @@ aclError misc_dump_configure_from_env(const char *fn)
     }
     aclError rc = load_dump_config(fn, file, cfg);
     if (rc == ACL_SUCCESS) {
-        core_mutex_lock(&g_dump.mu);
-        g_dump.init_on = true;
-        g_dump.init_cfg = *cfg;
-        update_observing_locked();
-        core_mutex_unlock(&g_dump.mu);
+        set_init_config(cfg);
     }
     free(cfg);
     return rc;
@@ -612,11 +618,7 @@ MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *p
         } else {
             rc = validate_dump_object(fn, path, root, cfg);
             if (rc == ACL_SUCCESS) {
-                core_mutex_lock(&g_dump.mu);
-                g_dump.init_on = true;
-                g_dump.init_cfg = *cfg;
-                update_observing_locked();
-                core_mutex_unlock(&g_dump.mu);
+                set_init_config(cfg);
             }
             free(cfg);
         }

@@ -131,6 +131,8 @@ MOCK_HIDDEN void stream_capture_register(const stream_capture_port *port);
 MOCK_HIDDEN void stream_capture_count(int delta);
 MOCK_HIDDEN bool stream_capture_any(void);
 MOCK_HIDDEN aclError stream_capture_check(const char *fn, stream_capture_call call, mock_stream *s, const void *obj);
+/* Offers an event operation to the port (see stream_capture_port.event). Always
+ * takes `task`: kept by the port or freed, also when no capture is active any more. */
 MOCK_HIDDEN aclError stream_capture_event(const char *fn, stream_capture_event_op op, mock_stream *s,
                                           aclrtEvent event, uint32_t event_flags, uint32_t op_flag,
                                           const stream_task *task, bool *handled);
