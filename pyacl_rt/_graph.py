@@ -23,6 +23,7 @@ Floor 7 (higher tools): imports floors 1-7 (the allocator).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
@@ -39,7 +40,7 @@ from ._memory import backend as _membackend
 from ._memory.buffers import DeviceBuffer
 from ._memory.engine import memcpy_async
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import _check, _CtxRef, _lib, _local
+from ._state import _check, _CtxRef, _gate_exit, _gate_try_enter, _lib, _local
 from ._stream import Stream, current_stream, stream
 
 __all__ = ["GraphPoolHandle", "NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables"]
@@ -110,7 +111,7 @@ class _GraphState:
 def _teardown(st: _GraphState, raise_errors: bool) -> None:
     """Wait for the replays, destroy the model, free what the graph kept, drop the pool."""
     if not raise_errors and _local.st.in_callback:
-        _releaser.defer(lambda: _teardown(st, False))  # never wait on a callback thread
+        _releaser.defer(functools.partial(_finalize, st))  # never wait on a callback thread
         return
     model, cap, pool, replayed = st.model, st.cap, st.pool, st.replayed
     st.model, st.cap, st.pool, st.replayed = 0, None, None, []
@@ -150,6 +151,23 @@ def _teardown(st: _GraphState, raise_errors: bool) -> None:
         raise first
 
 
+def _finalize(st: _GraphState) -> None:
+    """Finalizer body of an :class:`NPUGraph`: :func:`_teardown` as one gated section,
+    like ``_stream._destroy_stream`` (refused because finalize runs on another thread,
+    it is handed to finalize; past that point the model dies with the runtime). Never
+    raises."""
+    try:
+        if not _gate_try_enter():
+            runtime.defer_to_finalize(functools.partial(_finalize, st))
+            return
+        try:
+            _teardown(st, False)
+        finally:
+            _gate_exit()
+    except BaseException:  # a failed release is dropped: a finalizer never raises
+        pass
+
+
 class NPUGraph:
     """A captured graph of device work (torch_npu's ``NPUGraph``).
 
@@ -166,7 +184,7 @@ class NPUGraph:
         self._st = _GraphState()
         self._pool_handle: GraphPoolHandle | None = None
         self._device = -1
-        self._finalizer = weakref.finalize(self, _teardown, self._st, False)
+        self._finalizer = weakref.finalize(self, _finalize, self._st)
         self._last: Stream | None = None
 
     # ------------------------------------------------------------- capture

@@ -13,6 +13,7 @@ import pytest
 
 import pyacl_rt as npu
 from pyacl_rt import _capture, errors
+from pyacl_rt._allocator._graphpool import GraphPool
 
 N = 4096
 
@@ -342,6 +343,22 @@ def test_graph_deleted_without_reset_releases() -> None:
     assert keys
     del g
     gc.collect()
+    assert not keys
+
+
+def test_graph_finalizer_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = npu.NPUGraph()
+    with npu.graph(g):
+        npu.DeviceBuffer(N)
+    keys = npu._allocator._backend.devices[0].graph_keys
+    drop = GraphPool.drop
+
+    def failing_drop(self: GraphPool) -> int:
+        drop(self)
+        raise RuntimeError("release failed")
+
+    monkeypatch.setattr(GraphPool, "drop", failing_drop)
+    g._finalizer()  # raised RuntimeError before: a finalizer never raises
     assert not keys
 
 

@@ -115,30 +115,25 @@ class CachingBackend:
         if _capture.by_stream:
             cap = _capture.find(stream._handle)
             if cap is not None and isinstance(cap.pool, GraphPool) and cap.pool.alloc.ctx is ctx:
-                return self._allocate_in_pool(cap.pool, stream, ctx, index, nbytes), cap.pool
+                # a capturing stream: from the graph's private pool
+                return self._allocate_in(cap.pool, stream, ctx, index, nbytes), cap.pool
         sp = self.stream_pool(index, ctx, stream)
-        a = sp.alloc
-        # Next time, DeviceBuffer's C hit path serves this stream's cache by itself.
-        _memcore.remember_device(a.core, sp.key, stream._state, ctx, sp, a.trim, a.gen)
-        p = a.core.alloc(sp.key, nbytes)
-        if not p:
-            p = a.allocate_slow(sp.key, nbytes)
-        if _history.enabled:
-            _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], sp.key)
-        return p, sp
+        return self._allocate_in(sp, stream, ctx, index, nbytes), sp
 
-    def _allocate_in_pool(
-        self, pool: GraphPool, stream: Stream, ctx: _CtxRef, index: int, nbytes: int
+    @staticmethod
+    def _allocate_in(
+        owner: StreamPool | GraphPool, stream: Stream, ctx: _CtxRef, index: int, nbytes: int
     ) -> int:
-        """An allocation on a capturing stream: from the graph's private pool."""
-        a = pool.alloc
-        # the C hit path serves the capturing stream from the pool until the capture ends
-        _memcore.remember_device(a.core, pool.key, stream._state, ctx, pool, a.trim, a.gen)
-        p: int = a.core.alloc(pool.key, nbytes)
+        """``nbytes`` from the cache of ``owner`` (a stream's pool or a graph's)."""
+        a, key = owner.alloc, owner.key
+        # Next time, DeviceBuffer's C hit path serves this stream from that cache by
+        # itself (a capturing stream: from the graph's pool until the capture ends).
+        _memcore.remember_device(a.core, key, stream._state, ctx, owner, a.trim, a.gen)
+        p: int = a.core.alloc(key, nbytes)
         if not p:
-            p = a.allocate_slow(pool.key, nbytes)
+            p = a.allocate_slow(key, nbytes)
         if _history.enabled:
-            _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], pool.key)
+            _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], key)
         return p
 
     def device_stats(self, index: int) -> dict[str, int]:

@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import _memcore
 from .._cachecore import set_tracing
+from ._graphpool import _KEY_BASE as _GRAPH_POOL_KEYS
 
 __all__ = ["dump_snapshot", "record_memory_history", "snapshot"]
 
@@ -52,10 +53,6 @@ class _State:
 state = _State()
 #: True while anything is recorded (checked on the hot path).
 enabled = False
-
-
-#: graph-private pool keys start here (pyacl_rt._allocator._graphpool._KEY_BASE)
-_GRAPH_POOL_KEYS = 1 << 63
 
 
 def record_memory_history(
