@@ -193,11 +193,13 @@ class ObjectCode:
             _check(rc, "aclrtBinaryLoadFromFile")
         else:
             assert data is not None
-            with ffi.from_buffer("char[]", data) as cd:
-                rc = _lib.aclrtBinaryLoadFromData(
-                    int(ffi.cast("uintptr_t", cd)), data.nbytes, opts, out
-                )
-            data.release()
+            try:
+                with ffi.from_buffer("char[]", data) as cd:
+                    rc = _lib.aclrtBinaryLoadFromData(
+                        int(ffi.cast("uintptr_t", cd)), data.nbytes, opts, out
+                    )
+            finally:
+                data.release()  # the caller's buffer is not kept exported on an error
             _check(rc, "aclrtBinaryLoadFromData")
         del keep
         self._state = _BinState(int(out[0]))
