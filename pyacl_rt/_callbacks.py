@@ -61,7 +61,7 @@ from ._hooks import fork_hooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import CtxRef, _check, _lib, _local
+from ._state import CtxRef, _check, _lib, _local, raw_lib
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -125,7 +125,8 @@ class _ReportThread:
             return
         self._started.set()
         poll = self.poll_ms
-        process = _lib.aclrtProcessReport
+        # Ungated: finalize waits for streams whose host callbacks only this loop runs.
+        process = raw_lib.aclrtProcessReport
         wait = self._wake.wait
         st = _local.st
         while not self._stop:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections.abc import Callable
 from typing import NoReturn
 
 from . import _releaser, _runtime, errors
@@ -29,11 +30,15 @@ from ._state import (
     CtxRef,
     LiveSet,
     _check,
+    _fast,
     _fast_get_current_context,
     _lib,
     _local,
     context_close_hooks,
+    current,
     finalized_error,
+    gate_exit,
+    gate_try_enter,
     log_release_failure,
     refuse_copy,
     refuse_in_callback,
@@ -49,10 +54,16 @@ __all__ = ["Context", "current_context"]
 _log = get_logger("pyacl_rt")
 
 _live: LiveSet[Context] = LiveSet()
+#: Sliced, interruptible synchronize of the current context (gated per slice).
+_wait_device: Callable[[int], None] = _fast._wait_device
 
 
 def _destroy(ref: CtxRef) -> None:
-    """Finalizer body: destroy the context unless the runtime already did. Never raises."""
+    """Finalizer body: destroy the context (exactly once) unless the runtime already
+    did. Never raises. One gated section (see ``_stream._destroy_stream``): refused
+    because finalize runs on another thread, it is handed to finalize; past the point
+    where finalize takes such releases, the context dies with ``aclFinalize`` and its
+    ref is marked dead so that nothing touches it again."""
     try:
         if ref.device < 0:
             return
@@ -60,18 +71,30 @@ def _destroy(ref: CtxRef) -> None:
             # Closing the children waits for their work: not on a host-callback thread.
             _releaser.defer(functools.partial(_destroy, ref))
             return
-        for hook in context_close_hooks:
-            try:
-                hook(ref)
-            except Exception:
-                _log.exception("pyacl_rt: closing objects of %r failed", ref)
-        handle = ref.handle
-        ref.kill("context is closed")
-        if _local.st.ctx is ref:
-            _local.st.ctx = None
-        rc = _lib.aclrtDestroyContext(handle)
-        if rc:
-            log_release_failure("aclrtDestroyContext", handle, rc)
+        if not gate_try_enter():
+            if not _runtime.defer_to_finalize(functools.partial(_destroy, ref)):
+                ref.kill("finalized")
+            return
+        try:
+            if ref.device < 0:  # died before this thread entered the gate
+                return
+            # Releases of its objects on other threads (garbage collection) finish first;
+            # later ones leave the handles to the destroy below.
+            ref.close_wait()
+            for hook in context_close_hooks:
+                try:
+                    hook(ref)
+                except Exception:
+                    _log.exception("pyacl_rt: closing objects of %r failed", ref)
+            handle = ref.handle
+            ref.kill("context is closed")
+            if _local.st.ctx is ref:
+                _local.st.ctx = None
+            rc = _lib.aclrtDestroyContext(handle)
+            if rc:
+                log_release_failure("aclrtDestroyContext", handle, rc)
+        finally:
+            gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -182,15 +205,21 @@ class Context:
             check_sync("Context.synchronize()")
         self._require_open()
         self._ref.ensure_current()
-        rc = _lib.aclrtSynchronizeDevice()
-        if rc:
-            _check(rc, "aclrtSynchronizeDevice")
+        _wait_device(-1)  # in slices: Ctrl-C interrupts the wait, the work stays queued
 
     def close(self) -> None:
         """Close the Streams/Events still alive in this context, then destroy it.
 
-        Idempotent; a no-op after :func:`pyacl_rt.finalize`.
+        Idempotent; a no-op after :func:`pyacl_rt.finalize`. Waits for the context's
+        work first, in slices (Ctrl-C leaves the context open and usable).
         """
+        ref = self._ref
+        if ref.device >= 0 and self._finalizer.alive and not _local.st.in_callback:
+            try:
+                ref.ensure_current()
+                _wait_device(-1)
+            except errors.AclError:
+                pass  # a failed task, finalize on another thread: left to the destroy
         if self._finalizer.detach() is None:
             return
         _live.discard(self)
@@ -220,6 +249,22 @@ def _release_contexts() -> None:
             _log.exception("pyacl_rt: destroying %r at finalize failed", ctx)
 
 
+def _wait_for_contexts() -> None:
+    """finalize_prepare hook: wait for the work of every live explicit context, in
+    slices (interruptible; see ``_device._wait_for_devices``). Restores this thread's
+    context afterwards."""
+    contexts = [c for c in _live.snapshot() if c._ref.device >= 0]
+    if not contexts:
+        return
+    with current(None):
+        for ctx in contexts:
+            try:
+                ctx._ref.ensure_current()
+                _wait_device(-1)
+            except errors.AclError:
+                _log.debug("pyacl_rt: waiting for %r before finalize failed", ctx)
+
+
 def _after_fork_in_child() -> None:
     for ctx in _live.snapshot():
         ctx._finalizer.detach()
@@ -228,3 +273,4 @@ def _after_fork_in_child() -> None:
 
 fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_CONTEXTS)
 _runtime.register_release_hook(_release_contexts, _runtime.PRIORITY_CONTEXTS)
+_runtime.finalize_prepare.add(_wait_for_contexts, _runtime.PRIORITY_CONTEXTS)

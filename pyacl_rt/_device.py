@@ -47,6 +47,7 @@ The per-thread state (cached current context, selection) and the context refs li
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, ClassVar, Final, SupportsIndex, Union
 
 from . import _runtime, _state, errors, lowlevel
@@ -57,8 +58,10 @@ from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
     CtxRef,
     _check,
+    _fast,
     _lib,
     _local,
+    current,
     device_sync_hooks,
     refuse_in_callback,
     select_device,
@@ -365,19 +368,18 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     refuse_in_callback("synchronize()")
     if sync_debug_active():
         check_sync("synchronize()")
-    ms = None if timeout is None else timeout_ms_arg(timeout)
+    ms = -1 if timeout is None else timeout_ms_arg(timeout)
     index = _index(device)
     _ensure_current(index)
-    if ms is None:
-        rc = _lib.aclrtSynchronizeDevice()
-        if rc:
-            _check(rc, "aclrtSynchronizeDevice")
-    else:
-        rc = _lib.aclrtSynchronizeDeviceWithTimeout(ms)
-        if rc:
-            _check(rc, "aclrtSynchronizeDeviceWithTimeout")  # SyncTimeoutError on expiry
+    # In slices (aclrtSynchronizeDeviceWithTimeout): Ctrl-C interrupts the wait, the
+    # work stays queued; SyncTimeoutError when a timeout expires.
+    _wait_device(ms)
     for hook in device_sync_hooks:
         hook(index)
+
+
+#: Sliced, interruptible device synchronize of the current context (gated per slice).
+_wait_device: Callable[[int], None] = _fast._wait_device
 
 
 # ---------------------------------------------------------------- queries
@@ -753,6 +755,21 @@ def _release_devices() -> None:
     _local.st.active = None
 
 
+def _wait_for_devices() -> None:
+    """finalize_prepare hook: wait for the work queued on every device pyacl_rt set (its
+    primary context), in slices, so that Ctrl-C can interrupt a finalize waiting for
+    the device (nothing is released yet). Failures are left to the release hooks."""
+    with current(None):
+        for ref in list(_primaries.values()):
+            if ref.device < 0:
+                continue
+            try:
+                ref.ensure_current()
+                _wait_device(-1)
+            except errors.AclError:
+                _log.debug("pyacl_rt: waiting for device %d before finalize failed", ref.device)
+
+
 def _after_fork_in_child() -> None:
     """In a forked child every context is unusable: mark them dead (never touch ACL)."""
     global _lock
@@ -766,3 +783,4 @@ def _after_fork_in_child() -> None:
 
 fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_DEVICES)
 _runtime.register_release_hook(_release_devices, _runtime.PRIORITY_DEVICES)
+_runtime.finalize_prepare.add(_wait_for_devices, _runtime.PRIORITY_DEVICES)

@@ -25,6 +25,7 @@ Layer 5, above :mod:`pyacl_rt._stream`: imports layers 1-4 and :mod:`_stream`.
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Generator
@@ -46,6 +47,8 @@ from ._state import (
     _lib,
     _local,
     context_close_hooks,
+    gate_exit,
+    gate_try_enter,
     log_release_failure,
     owner_of,
     raise_dead,
@@ -76,8 +79,8 @@ _ipc_hooks: dict[str, Callable[..., Any]] = {}
 # Checked C fast paths (lowlevel.fast): value returned, typed error raised.
 _fast_record_event = _fast.record_event
 _fast_query_event_status = _fast.query_event_status
-_fast_synchronize_event = _fast.synchronize_event
-_fast_synchronize_event_with_timeout = _fast.synchronize_event_with_timeout
+#: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
+_wait_event: Callable[[int, int], None] = _fast._wait_event
 _fast_stream_wait_event = _fast.stream_wait_event
 
 
@@ -86,14 +89,30 @@ EventTimingError = errors.EventTimingError
 
 
 def _destroy_event(ctx: CtxRef, handle: int) -> None:
-    """Finalizer body. Never raises; never touches a finalized runtime."""
+    """Finalizer body: destroys the event exactly once. Never raises; never touches a
+    finalized runtime. One gated section, like ``_stream._destroy_stream``: a release
+    refused because finalize runs on another thread is handed to finalize."""
     try:
         if ctx.device < 0:
             return
-        ctx.ensure_current()
-        rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
-        if rc:
-            log_release_failure("aclrtDestroyEvent", handle, rc)
+        if not gate_try_enter():
+            _runtime.defer_to_finalize(functools.partial(_destroy_event, ctx, handle))
+            return
+        explicit = ctx.owner is not None
+        try:
+            # dead since, or its explicit context is being closed on another thread (which
+            # destroys the event with it)
+            if ctx.device < 0 or (explicit and not ctx.enter()):
+                explicit = False
+                return
+            ctx.ensure_current()
+            rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
+            if rc:
+                log_release_failure("aclrtDestroyEvent", handle, rc)
+        finally:
+            if explicit:
+                ctx.leave()
+            gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -306,11 +325,9 @@ class Event:
             check_sync("Event.synchronize()")
         if _local.st.ctx is not ctx:
             self._activate()
-        # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
-        if timeout is None:
-            _fast_synchronize_event(self._handle)
-        else:
-            _fast_synchronize_event_with_timeout(self._handle, _timeout_ms(timeout))
+        # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
+        # timeout raises errors.SyncTimeoutError.
+        _wait_event(self._handle, -1 if timeout is None else _timeout_ms(timeout))
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on ``stream`` (default: current stream) wait for this event."""

@@ -28,9 +28,18 @@
  * the C bookkeeping of pyacl_rt._cachecore through its capsule (pyacl_rt/_cacheapi.h).
  * Everything else - a miss, the native backend, an explicit Context, a device or stream
  * argument of another kind, frees deferred from host-callback threads, memory used on
- * other streams, exports, history recording, a finalized runtime - takes the Python
- * slow path registered by bind() / bind_buffers(), which is the complete implementation:
- * the hit path only ever does what the slow path would have done.
+ * other streams, exports, history recording, a finalized runtime, a finalize in progress
+ * (its gate closed: the Python path passes the gate, see below) - takes the Python slow
+ * path registered by bind() / bind_buffers(), which is the complete implementation: the
+ * hit path only ever does what the slow path would have done.
+ *
+ * The finalize gate (pyacl_rt/_raw/_fastcall.c): finalize closes it, waits for the calls
+ * in flight, then releases streams, caches and contexts while other threads may still
+ * create, close or collect buffers. The hit paths read the gate first (one load) and
+ * take the Python path while it is closed: creation raises RuntimeFinalizedError there,
+ * close() and collection leave the memory to finalize's release. A hit path holds the
+ * GIL from that check to its end and finalize closes the gate holding the GIL, so a hit
+ * path either ends before the gate closes or does not start.
  *
  * Thread safety: everything here runs with the GIL held and never releases it; the hit
  * paths call back into Python only after their state changes are complete (trimming the
@@ -100,6 +109,10 @@ static PyObject *g_default_policy;
 /* Set by the allocator (a higher layer) */
 static const PyaclCacheAPI *g_cache;
 static int g_tracing;
+/* The finalize gate's `closed` flag (pyacl_rt._raw._fastcall, set by bind()). */
+static const int g_gate_never_closed = 0;
+static const int *g_gate_closed = &g_gate_never_closed;
+#define GATE_CLOSED() UNLIKELY(__atomic_load_n(g_gate_closed, __ATOMIC_RELAXED))
 
 static PyObject *s_generation, *s_fallback_device, *s_st, *s_tls_key;
 static PyObject *s_default_dead, *s_forked, *s_close;
@@ -1079,7 +1092,7 @@ static int fast_free(MemObject *m)
 {
     PoolObject *p = m->pool;
     int zero = p == NULL && m->base == ZERO_SIZE_BASE && m->release == NULL;
-    if ((p == NULL && !zero) || m->base == 0 || m->gen <= g_dead_gen ||
+    if (GATE_CLOSED() || (p == NULL && !zero) || m->base == 0 || m->gen <= g_dead_gen ||
         (p != NULL && (g_cache == NULL || (g_tracing && !p->host)))) {
         return 0;
     }
@@ -1155,7 +1168,8 @@ static void buf_take(BufObject *self, MemObject *m, PyObject *n_obj)
 static int device_fast_init(BufObject *self, PyObject *nbytes, PyObject *device,
                             PyObject *policy, PyObject *stream)
 {
-    if (g_cache == NULL || g_tracing || g_stream_type == NULL || g_local == NULL) {
+    if (GATE_CLOSED() || g_cache == NULL || g_tracing || g_stream_type == NULL ||
+        g_local == NULL) {
         return 0;
     }
     long n;
@@ -1311,7 +1325,8 @@ static int host_fast_init(BufObject *self, PyObject *nbytes)
 {
     PoolObject *p = g_host_pool;
     long n;
-    if (p == NULL || g_cache == NULL || g_local == NULL || !as_long(nbytes, &n) || n <= 0 ||
+    if (GATE_CLOSED() || p == NULL || g_cache == NULL || g_local == NULL || !as_long(nbytes, &n) ||
+        n <= 0 ||
         n > FAST_MAX || PyList_GET_SIZE(g_deferred) != 0 || p->gen <= g_dead_gen) {
         return 0;
     }
@@ -1873,6 +1888,14 @@ static int slot_offset(PyTypeObject *tp, const char *name, Py_ssize_t *out)
     return 0;
 }
 
+/* Must match pyacl_rt/_raw/_fastcall.c (checked through magic/version/size). */
+struct pyacl_gate_api {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t size;
+    const int *closed;
+};
+
 /* Must match pyacl_rt/_raw/_lowlevel_build.py (checked through magic/version/size). */
 struct pyacl_lowlevel_api {
     uint32_t magic;
@@ -1895,13 +1918,21 @@ static PyObject *mod_bind(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *kw
 {
     static char *kwlist[] = {"runtime_globals", "state_globals", "thread_state", "ctx_ref",
                              "deferred", "free_mem", "raise_closed", "unknown_block",
-                             "lowlevel_api", NULL};
+                             "lowlevel_api", "gate_api", NULL};
     PyObject *rt, *stg, *ts, *ctx, *deferred, *free_mem, *raise_closed, *unknown;
-    unsigned long long api_addr;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O!O!OOOK:bind", kwlist, &PyDict_Type,
+    unsigned long long api_addr, gate_addr;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O!O!OOOKK:bind", kwlist, &PyDict_Type,
                                      &rt, &PyDict_Type, &stg, &PyType_Type, &ts, &PyType_Type,
                                      &ctx, &PyList_Type, &deferred, &free_mem, &raise_closed,
-                                     &unknown, &api_addr)) {
+                                     &unknown, &api_addr, &gate_addr)) {
+        return NULL;
+    }
+    const struct pyacl_gate_api *gate = (const void *)(uintptr_t)gate_addr;
+    if (gate == NULL || gate->magic != 0x50474154u || gate->version != 1u ||
+        gate->size < sizeof(struct pyacl_gate_api) || gate->closed == NULL) {
+        PyErr_SetString(PyExc_ImportError,
+                        "pyacl_rt._memcore does not match pyacl_rt._raw._fastcall: rebuild the "
+                        "package");
         return NULL;
     }
     const struct pyacl_lowlevel_api *api = (const void *)(uintptr_t)api_addr;
@@ -1951,6 +1982,7 @@ static PyObject *mod_bind(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *kw
     set_obj(&g_unknown_block, unknown);
     g_table = api->table;
     g_idx_get_ctx = idx;
+    g_gate_closed = gate->closed;
     Py_RETURN_NONE;
 }
 
@@ -2297,7 +2329,8 @@ static PyObject *mod_install_fast_call(PyObject *Py_UNUSED(mod), PyObject *arg)
 static PyMethodDef module_methods[] = {
     {"bind", (PyCFunction)(void (*)(void))mod_bind, METH_VARARGS | METH_KEYWORDS,
      "bind(*, runtime_globals, state_globals, thread_state, ctx_ref, deferred, free_mem, "
-     "raise_closed, unknown_block, lowlevel_api): the records layer (at its import)."},
+     "raise_closed, unknown_block, lowlevel_api, gate_api): the records layer (at its "
+     "import)."},
     {"bind_buffers", (PyCFunction)(void (*)(void))mod_bind_buffers, METH_VARARGS | METH_KEYWORDS,
      "bind_buffers(*, stream, primary_defaults, device_init, device_close, host_init, "
      "host_close, default_policy): the buffer classes' Python paths."},

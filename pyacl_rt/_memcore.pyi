@@ -85,6 +85,7 @@ def bind(
     raise_closed: Callable[[Mem, str], None],
     unknown_block: Callable[[int], None],
     lowlevel_api: int,
+    gate_api: int,
 ) -> None: ...
 def bind_buffers(
     stream: type,

@@ -32,6 +32,15 @@ States::
   :func:`check_alive` before touching the runtime (raises after finalize) and
   :func:`is_alive` in ``close()``/finalizers (return quietly when ``False``: the
   handle died with the runtime, releasing it again would be a use-after-free).
+* **The finalize gate**: every runtime call of pyacl_rt's object layers passes a gate
+  (``lowlevel.fast._gated``; see :mod:`pyacl_rt._state`). :func:`finalize` first waits,
+  interruptibly, for the device work already queued (:data:`finalize_prepare`), then
+  closes the gate and waits until no call is in flight on another thread; only then
+  does it release anything. From then on (until :func:`init`) a call from another
+  thread raises :class:`~pyacl_rt.errors.RuntimeFinalizedError` without reaching the
+  runtime, so no handle is used after finalize destroyed it; a release refused there
+  (a finalizer run by garbage collection on another thread) is handed to finalize
+  (:func:`defer_to_finalize`), so every handle is destroyed exactly once.
 * **Fork**: the package's fork handler (:data:`pyacl_rt._hooks.fork_hooks`, this
   module's hook first) marks a child forked from a parent that had
   initialised the runtime; any runtime use there raises
@@ -65,6 +74,7 @@ from .errors import (
 
 __all__ = [
     "EXIT_WATCHDOG_SECONDS",
+    "GATE_WARN_SECONDS",
     "PRIORITY_CONTEXTS",
     "PRIORITY_DEVICES",
     "PRIORITY_EVENTS",
@@ -75,8 +85,10 @@ __all__ = [
     "ReleaseHook",
     "Runtime",
     "check_alive",
+    "defer_to_finalize",
     "ensure_initialized",
     "finalize",
+    "finalize_prepare",
     "generation",
     "in_bad_fork",
     "init",
@@ -138,8 +150,11 @@ class Runtime:
         "ever_initialized",
         "external",
         "finalize_guards",
+        "finalize_prepare",
         "finalizing",
         "generation",
+        "late",
+        "late_lock",
         "lock",
         "release_hooks",
         "settle_hooks",
@@ -167,6 +182,18 @@ class Runtime:
         #: resetting the devices would wait for the stream that waits for the running
         #: callback (a deadlock); the memory layer refuses while buffers are exported.
         self.finalize_guards: PriorityHooks[Callable[[], None]] = PriorityHooks("finalize guard")
+        #: Run by :func:`finalize` (also at interpreter exit) after the guards, before the
+        #: gate closes, while the runtime is fully usable, in priority order: wait for the
+        #: device work already queued, interruptibly (the device layer synchronizes every
+        #: device pyacl_rt set, in slices). A hook that raises an ``Exception`` is logged;
+        #: a ``KeyboardInterrupt`` (any non-``Exception``) aborts finalize with nothing
+        #: released.
+        self.finalize_prepare: PriorityHooks[Callable[[], None]] = PriorityHooks("finalize prepare")
+        #: Releases refused by the closed gate on another thread (see
+        #: :func:`defer_to_finalize`); None when finalize does not accept any (not
+        #: running, or past the point where it runs them). Guarded by ``late_lock``.
+        self.late: list[Callable[[], object]] | None = None
+        self.late_lock = threading.Lock()
         #: Run by :func:`settle`, in priority order (the ``PRIORITY_*`` offsets say the
         #: order: streams and devices first, then the releaser, deferred frees, pooled
         #: events, caches).
@@ -179,6 +206,7 @@ class Runtime:
 #: The runtime object.
 runtime: Final = Runtime()
 finalize_guards: Final = runtime.finalize_guards
+finalize_prepare: Final = runtime.finalize_prepare
 settle_hooks: Final = runtime.settle_hooks
 release_hooks: Final = runtime.release_hooks
 
@@ -196,6 +224,16 @@ def _publish() -> None:
     _live_generation = runtime.generation if ready else -1
     _ready = ready
 
+
+# The gate (pyacl_rt/_raw/_fastcall.c): close + drain, release the finalizing thread, open.
+_gate_close: Callable[[float], bool] = lowlevel.fast._gate_close
+_gate_release: Callable[[], None] = lowlevel.fast._gate_release
+_gate_open: Callable[[], None] = lowlevel.fast._gate_open
+
+#: finalize logs a warning each time it has waited this many more seconds for calls in
+#: flight on other threads (it keeps waiting: releasing under them would be a
+#: use-after-free).
+GATE_WARN_SECONDS: float = 10.0
 
 #: Interpreter-exit watchdog: if finalize at exit takes longer than this many seconds,
 #: log (once) which release hook or ACL call it is stuck in. Diagnostic only: a hook
@@ -384,6 +422,7 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
         rt.state = READY
         rt.ever_initialized = True
         _publish()
+        _gate_open()
         _log.debug(
             "runtime initialised (generation %d, %s)",
             rt.generation,
@@ -471,6 +510,48 @@ def finalize() -> None:
         raise err
 
 
+def defer_to_finalize(fn: Callable[[], object]) -> bool:
+    """Hand a release the closed gate refused (on a thread other than the finalizing
+    one) to the running :func:`finalize`, which runs ``fn()`` on its own thread before
+    it destroys contexts and resets devices. Returns False when finalize does not take
+    it (not running, or already past that point): the handle then dies with its
+    context / device / ``aclFinalize``, and must not be touched. Never raises; safe in a
+    finalizer. ``fn`` must never raise (it is logged if it does)."""
+    rt = runtime
+    with rt.late_lock:
+        if rt.late is None:
+            return False
+        rt.late.append(fn)
+        return True
+
+
+def _run_late_releases() -> None:
+    """Release hook (just before contexts): run the releases handed over by
+    :func:`defer_to_finalize`; later ones are refused."""
+    rt = runtime
+    with rt.late_lock:
+        items, rt.late = rt.late, None
+    for fn in items or ():
+        try:
+            fn()
+        except BaseException:  # pragma: no cover - release functions never raise
+            _log.exception("pyacl_rt: a release handed to finalize raised")
+
+
+def _prepare() -> None:
+    """Run the :data:`finalize_prepare` hooks (the gate is still open). A hook raising
+    an ``Exception`` is logged; anything else (KeyboardInterrupt) propagates."""
+    for hook in finalize_prepare:
+        step = f"waiting for queued device work ({getattr(hook, '__qualname__', hook)})"
+        runtime.current_step = step
+        try:
+            hook()
+        except Exception:
+            _log.warning("pyacl_rt: finalize preparation %r failed", hook, exc_info=True)
+        finally:
+            runtime.current_step = None
+
+
 def _finalize() -> AclError | None:
     rt = runtime
     if rt.bad_fork:
@@ -480,25 +561,57 @@ def _finalize() -> AclError | None:
             return None
         rt.finalizing = True
         try:
-            _run_hooks()
-            err: AclError | None = None
-            if not rt.external:
-                rt.current_step = "aclFinalize()"
-                try:
-                    rc = lowlevel.lib.aclFinalize()
-                finally:
-                    rt.current_step = None
-                if rc not in (0, ACL_ERROR_REPEAT_FINALIZE):
-                    try:
-                        lowlevel.check(rc, "aclFinalize")
-                    except AclError as exc:
-                        err = exc
-                elif rc == ACL_ERROR_REPEAT_FINALIZE:
+            # 1. Wait (interruptibly) for the work already queued: a KeyboardInterrupt
+            # here or in 2. leaves everything as it was.
+            _prepare()
+            # 2. Close the gate; wait until no call is in flight on another thread.
+            # Releases refused from now on are handed to this finalize.
+            with rt.late_lock:
+                rt.late = []
+            rt.current_step = "waiting for pyacl_rt calls in flight on other threads"
+            try:
+                waited = 0.0
+                while not _gate_close(GATE_WARN_SECONDS):
+                    waited += GATE_WARN_SECONDS
                     _log.warning(
-                        "aclFinalize reported 100037: ACL was already finalized by another "
-                        "component of this process"
+                        "pyacl_rt: finalize has waited %.3g s for pyacl_rt calls in flight on "
+                        "other threads (%d); it releases nothing before they return (a "
+                        "thread blocked in a release, e.g. by a lock this thread holds?)",
+                        waited,
+                        lowlevel.fast._gate_state()[1],
                     )
-                    lowlevel.clear_error()
+            except BaseException:
+                # Interrupted: the gate is open again, nothing was released; run what
+                # was handed over meanwhile (it would have run normally a moment later).
+                _run_late_releases()
+                raise
+            finally:
+                rt.current_step = None
+            # 3. Release everything, on this thread only.
+            try:
+                _run_hooks()
+                err: AclError | None = None
+                if not rt.external:
+                    rt.current_step = "aclFinalize()"
+                    try:
+                        rc = lowlevel.lib.aclFinalize()
+                    finally:
+                        rt.current_step = None
+                    if rc not in (0, ACL_ERROR_REPEAT_FINALIZE):
+                        try:
+                            lowlevel.check(rc, "aclFinalize")
+                        except AclError as exc:
+                            err = exc
+                    elif rc == ACL_ERROR_REPEAT_FINALIZE:
+                        _log.warning(
+                            "aclFinalize reported 100037: ACL was already finalized by "
+                            "another component of this process"
+                        )
+                        lowlevel.clear_error()
+            finally:
+                with rt.late_lock:
+                    rt.late = None
+                _gate_release()  # the gate stays closed until init()
             rt.state = FINALIZED
             rt.external = False
             _publish()
@@ -519,8 +632,27 @@ def _watchdog_warn() -> None:
     )
 
 
+_previous_excepthook: Callable[[threading.ExceptHookArgs], object] | None = None
+
+
+def _quiet_thread_excepthook(args: threading.ExceptHookArgs) -> None:
+    """``threading.excepthook`` during interpreter exit: a thread (a daemon thread still
+    running while the interpreter exits) that dies of ``RuntimeFinalizedError`` - the
+    documented answer to a pyacl_rt call made after finalize - ends quietly instead of
+    printing a traceback into the shutdown. Anything else goes to the previous hook."""
+    if runtime.at_exit and isinstance(args.exc_value, RuntimeFinalizedError):
+        _log.debug("pyacl_rt: %s ended at interpreter exit: %s", args.thread, args.exc_value)
+        return
+    hook = _previous_excepthook or threading.__excepthook__
+    hook(args)
+
+
 def _atexit_finalize() -> None:
+    global _previous_excepthook
     runtime.at_exit = True
+    if not runtime.bad_fork and threading.excepthook is not _quiet_thread_excepthook:
+        _previous_excepthook = threading.excepthook
+        threading.excepthook = _quiet_thread_excepthook
     watchdog: threading.Timer | None = None
     if runtime.state == READY and not runtime.bad_fork and EXIT_WATCHDOG_SECONDS > 0:
         watchdog = threading.Timer(EXIT_WATCHDOG_SECONDS, _watchdog_warn)
@@ -533,6 +665,12 @@ def _atexit_finalize() -> None:
             watchdog = None
     try:
         err = _finalize()
+    except KeyboardInterrupt:
+        _log.warning(
+            "pyacl_rt: finalize at interpreter exit was interrupted before it released "
+            "anything; the runtime is left to process exit"
+        )
+        return
     except BaseException:
         _log.exception("pyacl_rt: finalize at interpreter exit failed")
         return
@@ -546,8 +684,11 @@ def _atexit_finalize() -> None:
 # -------------------------------------------------------------------- fork
 def _after_fork_in_child() -> None:
     rt = runtime
-    # The parent's threads are gone; a lock they held would never be released.
+    # The parent's threads are gone; a lock they held would never be released, a call
+    # they had in flight never leaves the gate.
     rt.lock = threading.RLock()
+    rt.late_lock = threading.Lock()
+    lowlevel.fast._gate_after_fork()
     if not rt.ever_initialized:
         # The parent never started the runtime: the child may start its own, and the
         # module-level hooks registered at import (device, stream registries) stay.
@@ -561,3 +702,4 @@ def _after_fork_in_child() -> None:
 
 fork_hooks.add(_after_fork_in_child, PRIORITY_FIRST)
 atexit.register(_atexit_finalize)
+register_release_hook(_run_late_releases, PRIORITY_CONTEXTS - 1)

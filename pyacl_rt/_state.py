@@ -28,6 +28,7 @@ only (and :mod:`_runtime`, a lower layer, lazily).
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any, Final, Generic, NoReturn, TypeVar
@@ -48,18 +49,62 @@ __all__ = [
 
 _log = get_logger("pyacl_rt")
 
+
 # ------------------------------------------------------- raw layer binding
+class _Gated:
+    """A view of a raw-layer module whose functions run inside the finalize gate
+    (``lowlevel.fast._gated``, see ``pyacl_rt/_raw/_fastcall.c``): while
+    :func:`pyacl_rt.finalize` runs and after it (until ``init()``), a call from any other
+    thread is refused with :class:`~pyacl_rt.errors.RuntimeFinalizedError` before it
+    reaches the runtime, and finalize waits for the calls already in flight before it
+    releases anything. Every runtime call of pyacl_rt's object layers goes through one
+    of the two views below; :mod:`pyacl_rt.lowlevel` itself stays ungated (raw).
+
+    A function is wrapped on first access and cached (an attribute of the view after
+    that); names in ``passthrough`` (functions that pass the gate themselves) and the
+    loader's ``pyacl_*`` helpers are returned unwrapped.
+    """
+
+    def __init__(self, target: Any, passthrough: tuple[str, ...] = ()) -> None:
+        self._target = target
+        self._passthrough = frozenset(passthrough)
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._target, name)
+        if callable(fn) and name not in self._passthrough and not name.startswith("pyacl_"):
+            fn = _gated(fn)
+        setattr(self, name, fn)
+        return fn
+
+
+_gated: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast._gated
 # The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here
 # does not load the library at import. Every path reaches _runtime.ensure_initialized()
 # (which loads it) before its first call; before that a call would only return
 # lowlevel.MISSING_SYMBOL, which check() reports as FunctionNotFoundError.
-_lib: Any = _cffi_lib
+#: Ungated: only for calls that must go on while finalize runs (the report threads'
+#: aclrtProcessReport, which runs the host callbacks finalize waits for).
+raw_lib: Any = _cffi_lib
+#: Every other runtime call of the object layers: gated.
+_lib: Any = _Gated(_cffi_lib)
 _check: Callable[[int, str], None] = lowlevel.check
 _aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
-#: Checked C fast paths (lowlevel.fast): value returned, typed error raised.
-_fast: Any = lowlevel.fast
-_fast_get_current_context: Callable[[], int] = _fast.get_current_context
+#: Checked C fast paths (lowlevel.fast): value returned, typed error raised; gated. The
+#: sliced waits (``_wait_*``: interruptible, timeouts kept exact) pass the gate once per
+#: slice themselves.
+_fast: Any = _Gated(lowlevel.fast, ("_wait_stream", "_wait_event", "_wait_device"))
+_fast_get_current_context: Callable[[], int] = lowlevel.fast.get_current_context
+#: A section of Python code that must finish before finalize releases anything (a
+#: release, a host-side copy into pinned memory): ``if gate_try_enter(): try: ...
+#: finally: gate_exit()``; refused (False) once finalize started.
+gate_try_enter: Callable[[], bool] = lowlevel.fast._gate_try_enter
+gate_enter: Callable[[str], None] = lowlevel.fast._gate_enter
+gate_exit: Callable[[], None] = lowlevel.fast._gate_exit
+#: Address of the gate's state for the C extensions (pyacl_rt._memcore's hit paths).
+gate_api: Callable[[], int] = lowlevel.fast._gate_api
 _scratch: Callable[[], Any] = lowlevel.scratch
+_get_ident = threading.get_ident
+_sleep = time.sleep
 
 
 # ------------------------------------------------------------ thread state
@@ -69,9 +114,16 @@ class CtxRef:
     ``device < 0`` means dead (runtime finalized, process forked, or the explicit
     context was destroyed); ``dead`` then says why. Identity (not the handle value,
     which the runtime may reuse) is what the per-thread cache compares.
+
+    Closing an explicit context races with releases of its objects on other threads
+    (garbage collection runs finalizers anywhere): :meth:`enter` / :meth:`leave` bracket
+    such a release, :meth:`close_wait` (the closing thread) refuses new ones and waits
+    for those in progress - the context's own small finalize gate (the process-wide one
+    covers :func:`pyacl_rt.finalize`). Used for explicit contexts only: a primary
+    context closes only at finalize.
     """
 
-    __slots__ = ("__weakref__", "dead", "device", "handle", "owner")
+    __slots__ = ("__weakref__", "closer", "dead", "device", "handle", "owner", "users")
 
     def __init__(self, handle: int, device: int, owner: weakref.ref[Any] | None = None) -> None:
         self.handle = handle
@@ -81,6 +133,35 @@ class CtxRef:
         #: primary context). Weak so that thread caches never keep a Context alive;
         #: objects created in a Context hold it strongly (see :func:`owner_of`).
         self.owner = owner
+        #: idents of the threads releasing objects of this context right now (one entry
+        #: per nested release; list append/remove are atomic under the GIL).
+        self.users: list[int] = []
+        #: ident of the thread closing this context, or 0.
+        self.closer = 0
+
+    def enter(self) -> bool:
+        """Before a release uses handles of this context: False (nothing entered) when
+        the context is dead or being closed by another thread - its handles go with it;
+        else :meth:`leave` afterwards."""
+        me = _get_ident()
+        users = self.users
+        users.append(me)
+        closer = self.closer
+        if self.device < 0 or (closer and closer != me):
+            users.remove(me)
+            return False
+        return True
+
+    def leave(self) -> None:
+        self.users.remove(_get_ident())
+
+    def close_wait(self) -> None:
+        """The calling thread is about to close this context: refuse new releases on
+        other threads (:meth:`enter`) and wait, GIL released, for those in progress."""
+        me = _get_ident()
+        self.closer = me
+        while any(u != me for u in list(self.users)):
+            _sleep(0.0005)
 
     def make_current(self) -> None:
         """Install this context on the calling thread (``aclrtSetCurrentContext``)."""

@@ -48,7 +48,7 @@ import weakref
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from . import _callbacks, _completion, _device, _releaser, _runtime, _state, errors
+from . import _callbacks, _capture, _completion, _device, _releaser, _runtime, _state, errors
 from ._args import bool_arg, index_arg, timeout_ms_arg
 from ._device import (
     Device,
@@ -58,7 +58,7 @@ from ._device import (
     current_device,
     restore_selection,
 )
-from ._hooks import factories, fork_hooks
+from ._hooks import PriorityHooks, factories, fork_hooks
 from ._log import get_logger
 from ._state import (
     CLOSED_REF,
@@ -70,6 +70,8 @@ from ._state import (
     _local,
     context_close_hooks,
     device_sync_hooks,
+    gate_exit,
+    gate_try_enter,
     log_release_failure,
     owner_of,
     raise_dead,
@@ -101,8 +103,8 @@ STREAMS_PER_POOL: Final = 32
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
 _fast_stream_query = _state._fast.stream_query
-_fast_synchronize_stream = _state._fast.synchronize_stream
-_fast_synchronize_stream_with_timeout = _state._fast.synchronize_stream_with_timeout
+#: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
+_wait_stream: Callable[[int, int], None] = _state._fast._wait_stream
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
@@ -132,7 +134,13 @@ class _StreamState:
 
 # -------------------------------------------------------------- destruction
 def _destroy_stream(ctx: CtxRef, handle: int, state: _StreamState) -> None:
-    """Finalizer body of an owned stream. Never raises; never touches a dead runtime."""
+    """Finalizer body of an owned stream: destroys it exactly once. Never raises; never
+    touches a dead runtime.
+
+    The whole release is one gated section: finalize (on another thread) waits for it
+    to finish before it releases anything, and a release arriving once finalize has
+    closed the gate is handed to finalize (or, past that point, left to the context /
+    device the stream dies with) instead of racing with it."""
     try:
         if ctx.device < 0:
             state.watch.clear()
@@ -142,6 +150,29 @@ def _destroy_stream(ctx: CtxRef, handle: int, state: _StreamState) -> None:
             # which may wait for a callback of this very thread. The releaser does it.
             _releaser.defer(functools.partial(_destroy_stream, ctx, handle, state))
             return
+        if not gate_try_enter():
+            _runtime.defer_to_finalize(functools.partial(_destroy_stream, ctx, handle, state))
+            return
+        try:
+            _destroy_stream_gated(ctx, handle, state)
+        finally:
+            gate_exit()
+    except BaseException:  # pragma: no cover - interpreter shutdown
+        pass
+
+
+def _destroy_stream_gated(ctx: CtxRef, handle: int, state: _StreamState) -> None:
+    """:func:`_destroy_stream` inside the gate. An explicit context being closed by
+    another thread (``CtxRef.enter`` refuses) destroys the stream itself."""
+    explicit = ctx.owner is not None
+    if ctx.device < 0 or (explicit and not ctx.enter()):
+        sub = state.sub
+        if sub is not None:  # the subscription went with the stream
+            state.sub = None
+            sub.subscriptions.discard((ctx, handle))
+        state.watch.clear()
+        return
+    try:
         ctx.ensure_current()
         sub = state.sub
         if sub is not None:
@@ -157,11 +188,20 @@ def _destroy_stream(ctx: CtxRef, handle: int, state: _StreamState) -> None:
             state.side = None
             side._make_inert(CLOSED_REF)
             _live.discard(side)
-    except BaseException:  # pragma: no cover - interpreter shutdown
-        pass
+    finally:
+        if explicit:
+            ctx.leave()
 
 
 _live: LiveSet[Stream] = LiveSet()
+
+#: Called as ``hook(stream, error)`` when :meth:`Stream.synchronize` raises an
+#: :class:`~pyacl_rt.errors.AclError`, before it propagates: a higher layer may attach
+#: what caused it (``pyacl_rt.mock`` chains the exception of a Python kernel twin). A
+#: hook must not raise. Run in priority order (:class:`~pyacl_rt._hooks.PriorityHooks`).
+sync_error_hooks: Final[PriorityHooks[Callable[[Stream, errors.AclError], None]]] = PriorityHooks(
+    "sync error"
+)
 
 
 # ------------------------------------------------------------------ Stream
@@ -411,11 +451,14 @@ class Stream:
             check_sync("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
-        # A timeout raises errors.SyncTimeoutError (lowlevel's checked call).
-        if timeout is None:
-            _fast_synchronize_stream(self._handle)
-        else:
-            _fast_synchronize_stream_with_timeout(self._handle, _timeout_ms(timeout))
+        # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
+        # timeout raises errors.SyncTimeoutError.
+        try:
+            _wait_stream(self._handle, -1 if timeout is None else _timeout_ms(timeout))
+        except errors.AclError as exc:
+            for hook in sync_error_hooks:
+                hook(self, exc)  # e.g. chain the exception of a mock kernel twin
+            raise
         watch = self._state.watch
         if watch:
             # Everything recorded before this sync is complete; entries another thread
@@ -533,6 +576,11 @@ class Stream:
         For higher layers (see the module docstring). Requires the stream's context
         to be current on this thread (true right after enqueueing an op on it).
         """
+        if _capture.by_stream:  # a graph capture runs: no marker in (or query of) it
+            cap = _capture.find(self._handle)
+            if cap is not None:
+                cap.keep.append(objs)  # kept by the graph: replays use them
+                return
         ctx = self._ctx
         if _local.st.ctx is not ctx:
             self._activate()
@@ -567,6 +615,15 @@ class Stream:
             refuse_in_callback("Stream.close()")
         if sync_debug_active():
             check_sync("Stream.close()")
+        if not _local.st.in_callback and self._ctx.device >= 0:
+            # Destroying waits for the pending work, uninterruptibly: wait for it here
+            # first, in slices (Ctrl-C leaves the stream open and usable). A failing
+            # wait (a failed task, finalize on another thread) is left to the destroy.
+            try:
+                self._ctx.ensure_current()
+                _wait_stream(self._handle, -1)
+            except errors.AclError:
+                pass
         where = repr(self)
         run_finalizer(f)  # runs _destroy_stream once
         self._ctx = CLOSED_REF
@@ -870,12 +927,19 @@ def _on_context_close(ctx: CtxRef) -> None:
 
 def _on_device_sync(index: int) -> None:
     for s in _live.snapshot():
-        if s._device == index and s._ctx.device >= 0 and s._state.watch:
+        ctx = s._ctx
+        if s._device == index and ctx.device >= 0 and s._state.watch:
+            explicit = ctx.owner is not None
+            if explicit and not ctx.enter():
+                continue  # its context is being closed on another thread
             try:
-                s._ctx.ensure_current()
+                ctx.ensure_current()
                 s._poll_watch(s._state.watch)
             except errors.AclError:  # pragma: no cover - defensive
                 pass
+            finally:
+                if explicit:
+                    ctx.leave()
 
 
 def _after_fork_in_child() -> None:

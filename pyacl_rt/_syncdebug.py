@@ -81,6 +81,8 @@ __all__ = [
 #: DLPack: ``__dlpack__()`` with ``stream=None`` waits for the work pending on the buffer
 #: (a consumer stream on another device: synchronizes the pending streams), and an
 #: export or :func:`~pyacl_rt.from_dlpack` import that copies does so synchronously.
+#: Kernels: ``ObjectCode.close()`` waits for the streams its kernels were launched on;
+#: ``RandomGenerator.offset()`` copies the device counter to the host.
 BLOCKING_CALLS: Final[tuple[str, ...]] = (
     "synchronize()",
     "Device.synchronize()",
@@ -105,6 +107,8 @@ BLOCKING_CALLS: Final[tuple[str, ...]] = (
     "HostBuffer.__dlpack__()",
     "DLPackView.__dlpack__()",
     "from_dlpack()",
+    "ObjectCode.close()",
+    "RandomGenerator.offset()",
 )
 
 

@@ -23,7 +23,16 @@ from . import _runtime, lowlevel
 from ._hooks import fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import CtxRef, _check, _lib, _local, current, log_release_failure
+from ._state import (
+    CtxRef,
+    _check,
+    _lib,
+    _local,
+    current,
+    gate_exit,
+    gate_try_enter,
+    log_release_failure,
+)
 
 __all__ = ["MarkerPool", "keep_alive", "markers", "poll_watch", "release_watch"]
 
@@ -78,16 +87,20 @@ class MarkerPool:
 
     def drop_context(self, ctx: CtxRef) -> None:
         """Destroy the pooled events of ``ctx`` (context close / finalize)."""
-        with self._lock:
-            handles = self._free.pop(ctx, [])
-        if not handles or ctx.device < 0:
-            return
+        if not gate_try_enter():
+            return  # finalize runs (on another thread): the events die with ctx
         try:
+            with self._lock:
+                handles = self._free.pop(ctx, [])
+            if not handles or ctx.device < 0:
+                return
             ctx.ensure_current()
             for h in handles:
                 _lib.aclrtDestroyEvent(h)
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt: destroying marker events failed", exc_info=True)
+        finally:
+            gate_exit()
 
     def drop_all(self) -> None:
         with self._lock:

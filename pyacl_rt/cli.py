@@ -65,6 +65,15 @@ command concerned, ``pyacl-rt info`` for ``info``'s arguments). No visible devic
 or is malformed) is not an error: ``info`` lists 0 devices (the document is printed
 as usual), prints the runtime's reason on stderr and exits 0.
 
+``pyacl-rt mock prefix``
+    Prints the install prefix of the bundled mock (a CANN-shaped install: use it as
+    ``ASCEND_HOME_PATH`` or ``ASCEND_CANN_PACKAGE_PATH``).
+
+``pyacl-rt mock env``
+    Prints ``export`` lines for a POSIX shell doing what the prefix's ``set_env.sh``
+    does (see :func:`pyacl_rt.mock.env_exports`): ``eval "$(pyacl-rt mock env)"``.
+    Exit 1 with a one-line message when the bundled mock is not built.
+
 New commands (``doctor``, ``bench``) plug in through :func:`build_parser`: add a
 sub-parser and set its ``func`` default to a ``(args, out) -> int`` handler and its
 ``command_parser`` default to the sub-parser.
@@ -503,7 +512,60 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --env: print the documentation table (as in the README) in Markdown",
     )
     info.set_defaults(func=_cmd_info, command_parser=info)
+
+    mock = sub.add_parser(
+        "mock",
+        help="the bundled mock's install prefix and shell environment",
+        description="The CANN-shaped install prefix of the mock bundled with pyacl_rt.",
+    )
+    mock_sub = mock.add_subparsers(dest="mock_command", metavar="MOCK_COMMAND")
+    mock_sub.required = True
+    prefix = mock_sub.add_parser(
+        "prefix",
+        help="print the prefix (use as ASCEND_HOME_PATH / ASCEND_CANN_PACKAGE_PATH)",
+        description="Print the install prefix of the bundled mock.",
+    )
+    prefix.set_defaults(func=_cmd_mock_prefix, command_parser=prefix)
+    env = mock_sub.add_parser(
+        "env",
+        help='print shell exports: eval "$(pyacl-rt mock env)"',
+        description="Print the export lines of the prefix's set_env.sh for a POSIX "
+        'shell: eval "$(pyacl-rt mock env)".',
+    )
+    env.set_defaults(func=_cmd_mock_env, command_parser=env)
     return parser
+
+
+def _built_mock_prefix() -> str:
+    """The bundled mock's prefix; an OSError naming the fix when it is not built."""
+    from . import mock
+
+    root = mock.prefix()
+    if (
+        not (mock.include_dir() / "acl" / "acl.h").is_file()
+        or not (mock.lib_dir() / "libascendcl.so").is_file()
+    ):
+        raise OSError(
+            f"the bundled mock is not built ({root} has no include/acl/acl.h or "
+            "lib64/libascendcl.so); build it with `pip install -e .` in the checkout"
+        )
+    return str(root)
+
+
+def _cmd_mock_prefix(args: argparse.Namespace, out: TextIO) -> int:
+    out.write(_built_mock_prefix() + "\n")
+    return 0
+
+
+def _cmd_mock_env(args: argparse.Namespace, out: TextIO) -> int:
+    import shlex
+
+    from . import mock
+
+    _built_mock_prefix()
+    for name, value in mock.env_exports().items():
+        out.write(f"export {name}={shlex.quote(value)}\n")
+    return 0
 
 
 def _one_line(exc: BaseException) -> str:

@@ -23,6 +23,9 @@ Hierarchy by ACL code family (first digit of the code)::
     |   +-- CallbackContextError (also RuntimeError) blocking call inside a host callback
     |   +-- SyncDebugError       (also RuntimeError) blocking call in sync-debug mode "error"
     |   +-- EventTimingError     (also ValueError) elapsed_time of events without timing
+    |   +-- StreamCaptureError   (also RuntimeError) graph capture rules, STREAM_CAPTURE_CODES
+    |       +-- StreamCaptureUnsupportedError  107030 pageable copies / IPC events
+    |       +-- StreamCaptureInvalidatedError  507903 the capture was discarded
     +-- AclResourceError         2xxxxx  resource errors
     |   +-- AclOutOfMemoryError  (also MemoryError) 207001, 207018, 200000, 245000
     |   +-- FeatureNotSupportedError   207000, 200001, 200006, 207019
@@ -61,6 +64,7 @@ __all__ = [
     "DEVICE_LOST_CODES",
     "FEATURE_NOT_SUPPORTED_CODES",
     "OUT_OF_MEMORY_CODES",
+    "STREAM_CAPTURE_CODES",
     "SYNC_TIMEOUT_CODES",
     "AclDeviceLostError",
     "AclError",
@@ -84,6 +88,9 @@ __all__ = [
     "NotInitializedError",
     "ObjectClosedError",
     "RuntimeFinalizedError",
+    "StreamCaptureError",
+    "StreamCaptureInvalidatedError",
+    "StreamCaptureUnsupportedError",
     "SyncDebugError",
     "SyncDebugWarning",
     "SyncTimeoutError",
@@ -160,6 +167,13 @@ SYNC_TIMEOUT_CODES: frozenset[int] = frozenset(
     }
 )
 
+#: Graph-capture rule violations (107024-107045, and 507903 "capture invalidated"):
+#: raised as :class:`StreamCaptureError` and its subclasses.
+STREAM_CAPTURE_CODES: frozenset[int] = frozenset(
+    {107024, 107025, 107026, 107027, 107028, 107029, 107030, 107031, 107032}
+    | {107033, 107034, 107036, 107038, 107041, 107045, 507903}
+)
+
 # --------------------------------------------------------------- explanations
 _EXPLANATIONS: dict[int, str] = {
     100000: "An argument was rejected by the ACL layer (NULL pointer, zero size, value out of "
@@ -197,6 +211,34 @@ _EXPLANATIONS: dict[int, str] = {
     107022: "Device tasks are being aborted (FORCE STOP, aclrtDeviceTaskAbort); recover the "
     "device before submitting more work.",
     107023: "The stream is being aborted; its pending work was discarded.",
+    107024: "Graph capture: the stream waited on an event that has no record in this "
+    "capture; record the event on a capturing stream first (or wait outside the capture).",
+    107025: "Graph capture: a side stream that joined the capture did not rejoin the "
+    "capturing stream; make the capturing stream wait_stream() every side stream before "
+    "capture_end().",
+    107026: "The graph is still being captured: end the capture first.",
+    107027: "The stream is already capturing (or bound to a model): one capture per stream.",
+    107028: "Graph capture: an event recorded in the capture cannot be queried or "
+    "synchronized while capturing; synchronize after capture_end() / replay().",
+    107029: "The stream is not capturing (end or task-group call outside a capture).",
+    107030: "Not allowed in graph capture: copies of pageable host memory (use pinned "
+    "HostBuffer memory) or IPC events on a capturing stream.",
+    107031: "Not allowed in graph capture: work on the default stream; capture on a side "
+    "stream (pyacl_rt.graph does this for you).",
+    107032: "Graph capture: an event links two different captures; keep each capture's "
+    "streams separate.",
+    107033: "Task-group state error: the group is already open or being updated.",
+    107034: "Task-group error: a group's tasks must be on one capturing stream.",
+    107036: "Graph capture: end the capture on the stream that began it, not a joined one.",
+    107037: "The graph has a replay running or queued: synchronize its stream first.",
+    107038: "Graph capture: capture_end() must run on the thread that called "
+    "capture_begin() in 'global' and 'thread_local' modes (use 'relaxed' otherwise).",
+    107040: "Graph update failed: the update does not match the captured tasks, or a "
+    "replay is queued; synchronize and retry.",
+    107041: "Not allowed in graph capture: synchronizing or querying a capturing stream, "
+    "its device or context, or a synchronous copy/memset in 'global'/'thread_local' mode; "
+    "move it out of the capture or use capture_error_mode='relaxed' for other threads.",
+    107045: "Graph capture: a sub-graph of this capture is still capturing.",
     200000: "Host or device memory allocation failed: free unused buffers or reduce the "
     "request size.",
     200001: "This API is not supported by this runtime/hardware.",
@@ -513,6 +555,24 @@ class SyncTimeoutError(AclInternalError, TimeoutError):
     """
 
 
+class StreamCaptureError(AclUsageError, RuntimeError):
+    """A call broke the rules of graph capture (codes in :data:`STREAM_CAPTURE_CODES`,
+    e.g. 107041 synchronizing a capturing stream, 107028 querying an event recorded in
+    the capture, 107031 the default stream). Most of them invalidate the capture:
+    :meth:`pyacl_rt.NPUGraph.capture_end` then raises
+    :class:`StreamCaptureInvalidatedError`."""
+
+
+class StreamCaptureUnsupportedError(StreamCaptureError):
+    """An operation that graph capture cannot record (107030: copies of pageable
+    host memory - use pinned :class:`~pyacl_rt.HostBuffer` memory - or IPC events)."""
+
+
+class StreamCaptureInvalidatedError(StreamCaptureError, AclInternalError):
+    """The capture was invalidated by a forbidden call (507903); it was discarded.
+    Also an :class:`AclInternalError` (the code's family)."""
+
+
 class LibraryNotFoundError(AclError, OSError):
     """No usable libascendcl.so was found (or it failed to load). Also an :class:`OSError`.
 
@@ -631,6 +691,12 @@ def error_class_for_code(code: int) -> type[AclError]:
         return AclDeviceLostError
     if code in SYNC_TIMEOUT_CODES:
         return SyncTimeoutError
+    if code in STREAM_CAPTURE_CODES:
+        if code == 107030:
+            return StreamCaptureUnsupportedError
+        if code == 507903:
+            return StreamCaptureInvalidatedError
+        return StreamCaptureError
     return _FAMILY_CLASSES.get(_family(code), AclError)
 
 

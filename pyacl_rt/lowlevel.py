@@ -74,7 +74,21 @@ Contract:
   ``fast.memcpy_async(dst, dst_max, src, n, kind, stream)`` GIL released
   ``fast.memcpy(dst, dst_max, src, n, kind)``               GIL released
   ``fast.memset_async(dst, dst_max, value, n, stream)``     GIL released
+  ``fast.launch_with_args(func, blocks, stream, cfg,``      GIL released once
+  ``args, plan, values)`` (see below)
   ========================================================  =====================
+
+  ``launch_with_args`` is one kernel launch through a reusable argument list
+  (``aclrtArgsHandle`` ``args``, built with one ``aclrtKernelArgsAppend`` per argument):
+  ``plan`` is a bytearray of 24-byte entries, one per argument (``<QII8s``: the
+  ``aclrtParamHandle``, the appended size, and two fields the call maintains - start
+  them at 0), ``values`` a tuple or list of the arguments (an int, a float, or an object
+  exporting exactly the appended size, e.g. a numpy or ctypes scalar). The call updates
+  the slots whose bytes changed (``aclrtKernelArgsParaUpdate``), finalizes when any did
+  and calls ``aclrtLaunchKernelWithConfig(func, blocks, stream, cfg, args, NULL)``
+  (``cfg`` an address or 0). ``fast.launch_objects`` is the same call taking the Python
+  arguments themselves (owned buffers and scalars, checked against a signature):
+  :func:`pyacl_rt.launch`'s hot path.
 
   GIL policy: every call that can block (takes a runtime lock, talks to the driver,
   waits for the device) releases the GIL. Only ``get_device`` and

@@ -18,32 +18,60 @@ CANN install (``set_env.sh``, ``lib64/`` with ``libacl_rt.so`` and the companion
 ``include/acl/acl_mock.h``) through ctypes on the library pyacl_rt has loaded: live object
 counts per device, fault injection, device loss, and the leak report. It refuses to work
 when the loaded library is the real CANN runtime.
+
+:func:`register_kernel` makes a Python function the host twin of a kernel name: launches
+of that kernel in device binaries loaded on the mock call it on the stream's worker with
+numpy views of the device memory it touches (parameters declared with :class:`In`,
+:class:`Out`, :class:`InOut` and :class:`Value`); :func:`unregister_kernel` removes it.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ._raw._loader import bundled_mock_dir
+from ._twins import In, InOut, Out, Value, register_kernel, registered_kernels, unregister_kernel
 
 __all__ = [
     "ALL_DEVICES",
     "REPORT_LAST_FINALIZE",
     "REPORT_NOW",
     "STATS",
+    "In",
+    "InOut",
     "MockControl",
+    "Out",
+    "Value",
     "cflags",
+    "env_exports",
     "include_dir",
     "lib_dir",
     "libs",
     "main",
     "mock_control",
     "prefix",
+    "register_kernel",
+    "registered_kernels",
+    "unregister_kernel",
 ]
+
+for _obj in (
+    In,
+    InOut,
+    Out,
+    Value,
+    register_kernel,
+    registered_kernels,
+    unregister_kernel,
+    In.__mro__[1],
+):
+    _obj.__module__ = __name__  # public name: pyacl_rt.mock.register_kernel
+del _obj
 
 #: aclmockStat values (acl_mock.h), by the names MockControl.stat() / counts() use.
 #: ``contexts`` and ``streams`` are what the program created (explicit contexts,
@@ -117,6 +145,33 @@ def libs() -> list[str]:
     return [f"-L{d}", f"-Wl,-rpath,{d}", "-lascendcl"]
 
 
+def env_exports(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables the prefix's ``set_env.sh`` exports, computed for ``environ``
+    (default ``os.environ``): ``ASCEND_HOME_PATH``, ``ASCEND_TOOLKIT_HOME`` (the prefix,
+    symbolic links resolved), ``ASCEND_OPP_PATH``, ``ASCEND_AICPU_PATH``,
+    ``TOOLCHAIN_HOME``, and ``LD_LIBRARY_PATH`` / ``PATH`` with ``<prefix>/lib64`` /
+    ``<prefix>/bin`` first (unchanged when already on the list: applying it twice adds
+    nothing twice). ``pyacl-rt mock env`` prints them as shell ``export`` lines."""
+    env = os.environ if environ is None else environ
+    home = str(prefix().resolve())
+
+    def prepend(var: str, item: str) -> str:
+        value = env.get(var, "")
+        if item in value.split(":"):
+            return value
+        return f"{item}:{value}" if value else item
+
+    return {
+        "ASCEND_HOME_PATH": home,
+        "ASCEND_TOOLKIT_HOME": home,
+        "ASCEND_OPP_PATH": f"{home}/opp",
+        "ASCEND_AICPU_PATH": home,
+        "TOOLCHAIN_HOME": f"{home}/toolkit",
+        "LD_LIBRARY_PATH": prepend("LD_LIBRARY_PATH", f"{home}/lib64"),
+        "PATH": prepend("PATH", f"{home}/bin"),
+    }
+
+
 def _check_built() -> None:
     missing = [
         p
@@ -139,6 +194,9 @@ def _check_built() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pyacl_rt.mock``: print the requested build flags and paths of the
+    bundled mock on one line; returns the exit status (0, or 2 with the usage on stderr
+    when nothing was requested)."""
     parser = argparse.ArgumentParser(
         prog="python -m pyacl_rt.mock",
         description="Print build flags and paths of the mock libascendcl bundled with pyacl_rt.",

@@ -45,7 +45,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mock import MOCK_SRC, find_library
+from bench_mock import compile_driver, find_library
 
 IMPORT_TARGET_MS = 5.0
 COPY_TARGET = 0.8  # x the same copy inside one process
@@ -222,36 +221,6 @@ int main(int argc, char **argv)
 """
 
 
-def compile_driver(workdir: Path, lib: Path) -> Path:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise SystemExit("bench_ipc: no C compiler (cc/gcc) found")
-    src = workdir / "bench_ipc_driver.c"
-    src.write_text(DRIVER_C)
-    exe = workdir / "bench_ipc_driver"
-    cmd = [
-        cc,
-        "-O2",
-        "-std=c11",
-        "-D_GNU_SOURCE",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-I",
-        str(MOCK_SRC / "include"),
-        str(src),
-        "-o",
-        str(exe),
-        "-L",
-        str(lib),
-        "-lascendcl",
-        f"-Wl,-rpath,{lib}",
-        "-lpthread",
-    ]
-    subprocess.run(cmd, check=True)
-    return exe
-
-
 def run_driver(exe: Path, size_mib: int, reps: int) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND_")}
     out = subprocess.run(
@@ -417,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_ipc_") as tmp:
         work = Path(tmp)
         lib, origin = find_library(args.lib_dir, work)
-        exe = compile_driver(work, lib)
+        exe = compile_driver(work, lib, DRIVER_C, "bench_ipc_driver")
         r = run_driver(exe, args.size_mib, args.reps)
 
     checks, ok = evaluate(r, args.size_mib, "C: ")

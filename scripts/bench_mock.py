@@ -245,13 +245,17 @@ def find_library(lib_dir: str | None, workdir: Path) -> tuple[Path, str]:
     return build, f"fresh build {build}"
 
 
-def compile_driver(workdir: Path, lib: Path) -> Path:
+def compile_driver(
+    workdir: Path, lib: Path, source: str = DRIVER_C, name: str = "bench_driver"
+) -> Path:
+    """Compiles the C driver `source` into workdir/name, linked against lib's
+    libascendcl.so (also used by bench_ipc.py)."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        raise SystemExit("bench_mock: no C compiler (cc/gcc) found")
-    src = workdir / "bench_driver.c"
-    src.write_text(DRIVER_C)
-    exe = workdir / "bench_driver"
+        raise SystemExit(f"{Path(sys.argv[0]).stem}: no C compiler (cc/gcc) found")
+    src = workdir / f"{name}.c"
+    src.write_text(source)
+    exe = workdir / name
     cmd = [
         cc,
         "-O2",

@@ -380,7 +380,14 @@ def test_await_on_a_lost_device_raises_the_mapped_error() -> None:
 
 @pytest.mark.parametrize("mode", ["continue", "stop"])
 def test_await_on_a_failed_stream_raises_its_mapped_error(s: npu.Stream, mode: str) -> None:
+    ctx = None
     if mode == "stop":  # ACL_STOP_ON_FAILURE: later tasks are discarded, none may hang
+        # STOP applies to every stream of the context (acl_abi.md 5.4): on a context of
+        # its own, so that it ends with this test (on the primary context it outlived
+        # the test and failed the next test's raw streams).
+        ctx = npu.Context(0)
+        with ctx:
+            s = npu.Stream()
         rc = npu.lowlevel.lib.aclrtSetStreamFailureMode(s.handle, 1)
         npu.lowlevel.check(rc, "aclrtSetStreamFailureMode")
     Gate(s, timeout_s=1)  # never opened: the notify wait fails the stream after 1 s
@@ -396,6 +403,10 @@ def test_await_on_a_failed_stream_raises_its_mapped_error(s: npu.Stream, mode: s
 
     asyncio.run(main())
     assert ev.query()
+    if ctx is not None:
+        ev.close()
+        s.close()
+        ctx.close()
 
 
 def test_closed_event_and_bad_arguments() -> None:

@@ -477,6 +477,57 @@ def test_finalize_frees_cached_segments(run_python: Callable[..., Any]) -> None:
     assert closed == "True"
 
 
+def test_trim_racing_with_finalize_frees_its_segments(run_python: Callable[..., Any]) -> None:
+    """A trim (run by a free that left the cache over budget, on any thread) takes its
+    segments out of the cache, then frees them one by one: finalize on another thread
+    waits for it to finish (a gated section) before it releases the allocator. Before,
+    the gate refused the trim's later aclrtFree calls: those segments, no longer in the
+    cache, leaked past aclFinalize."""
+    proc = run_python(
+        """
+        import threading, time
+        import pyacl_rt as p
+        from pyacl_rt import _allocator as A, _device
+        from pyacl_rt.lowlevel import fast
+        from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
+        p.set_device(0)
+        alloc = A._backend.allocator(0, _device._primaries[0])
+        for b in [p.DeviceBuffer(12 << 20) for _ in range(3)]:  # a segment each
+            b.close()  # cached
+        real = A._device._lib
+        freed, paused, go = [], threading.Event(), threading.Event()
+        class PauseAfterFirstFree:
+            def __getattr__(self, name):
+                return getattr(real, name)
+            def aclrtFree(self, base):
+                rc = real.aclrtFree(base)
+                freed.append((threading.current_thread().name, rc))
+                if len(freed) == 1:
+                    paused.set()
+                    go.wait(60)
+                return rc
+        A._device._lib = PauseAfterFirstFree()
+        t = threading.Thread(target=alloc.trim, name="trim")
+        t.start()
+        paused.wait(60)
+        fin = threading.Thread(target=p.finalize)
+        fin.start()
+        while not fast._gate_state()[0]:
+            time.sleep(0.001)
+        time.sleep(0.1)
+        go.set()
+        t.join(60)
+        fin.join(60)
+        print(freed)
+        print(repr(mock_control().leak_report(REPORT_LAST_FINALIZE)))
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    freed, report = proc.stdout.strip().splitlines()
+    assert freed == "[('trim', 0), ('trim', 0), ('trim', 0)]", freed
+    assert "allocations" not in report and "device bytes" not in report, report
+
+
 def test_fork_child_forgets_the_cache(run_python: Callable[..., Any]) -> None:
     proc = run_python(
         "import os, pyacl_rt as p\n"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import pyacl_rt as npu
-from pyacl_rt import _args
+from pyacl_rt import _args, mock
 
 
 class Idx:
@@ -157,10 +157,11 @@ class _Objs:
         self.host = npu.HostBuffer(64)
         self.d = npu.Device(0)
         self.ctx = npu.Context(0)
+        self.gen = npu.RandomGenerator(0, 0)
 
     def close(self) -> None:
         self.s.synchronize()
-        for obj in (self.ev, self.dev, self.host, self.s, self.ctx):
+        for obj in (self.ev, self.dev, self.host, self.s, self.ctx, self.gen):
             obj.close()
 
 
@@ -234,6 +235,24 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("Event.ipc_handle", lambda o: o.ev.ipc_handle(1), "positional"),  # type: ignore[call-arg]
     ("Event.from_ipc_handle", lambda o: npu.Event.from_ipc_handle(b"x"), "handle"),
     ("Event.wait", lambda o: o.ev.wait(0), "stream"),  # type: ignore[arg-type]
+    # ---- graphs
+    ("NPUGraph", lambda o: npu.NPUGraph(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.capture_begin", lambda o: npu.NPUGraph().capture_begin(pool=3), "pool"),  # type: ignore[arg-type]
+    (
+        "NPUGraph.capture_begin mode",
+        lambda o: npu.NPUGraph().capture_begin(capture_error_mode=1),  # type: ignore[arg-type]
+        "capture_error_mode",
+    ),
+    ("NPUGraph.capture_end", lambda o: npu.NPUGraph().capture_end(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.replay", lambda o: npu.NPUGraph().replay(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.reset", lambda o: npu.NPUGraph().reset(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.pool", lambda o: npu.NPUGraph().pool(1), "positional"),  # type: ignore[call-arg]
+    ("NPUGraph.debug_dump", lambda o: npu.NPUGraph().debug_dump(1), "debug_path"),  # type: ignore[arg-type]
+    ("GraphPoolHandle", lambda o: npu.GraphPoolHandle(1), "positional"),  # type: ignore[call-arg]
+    ("graph", lambda o: npu.graph(F), "npu_graph"),  # type: ignore[arg-type]
+    ("graph stream", lambda o: npu.graph(npu.NPUGraph(), stream=1), "stream"),  # type: ignore[arg-type]
+    ("graph_pool_handle", lambda o: npu.graph_pool_handle(1), "positional"),  # type: ignore[call-arg]
+    ("make_graphed_callables", lambda o: npu.make_graphed_callables(1, ()), "callables"),  # type: ignore[arg-type]
     ("Event.query", lambda o: o.ev.query(1), "positional"),  # type: ignore[call-arg]
     ("Event.synchronize", lambda o: o.ev.synchronize(timeout=NOT_INT), "timeout"),  # type: ignore[arg-type]
     ("Event.elapsed_time", lambda o: o.ev.elapsed_time(1.0), "end_event"),  # type: ignore[arg-type]
@@ -373,6 +392,38 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     # ---- sync-debug mode
     ("set_sync_debug_mode", lambda o: npu.set_sync_debug_mode(F), "debug_mode"),  # type: ignore[arg-type]
     ("sync_debug_mode", lambda o: npu.sync_debug_mode(True), "debug_mode"),
+    # ---- kernels
+    ("ObjectCode", lambda o: npu.ObjectCode(F), "source"),  # type: ignore[arg-type]
+    ("ObjectCode lazy", lambda o: npu.ObjectCode(b"x", lazy=1), "lazy"),  # type: ignore[arg-type]
+    ("ObjectCode kernel_type", lambda o: npu.ObjectCode(b"x", kernel_type=1), "kernel_type"),  # type: ignore[arg-type]
+    ("ObjectCode.from_file", lambda o: npu.ObjectCode.from_file(F), "path"),  # type: ignore[arg-type]
+    ("ObjectCode.from_bytes", lambda o: npu.ObjectCode.from_bytes(F), "data"),  # type: ignore[arg-type]
+    ("ObjectCode.get_kernel", lambda o: npu.ObjectCode.get_kernel(None, F), "name"),  # type: ignore[arg-type]
+    ("ObjectCode.close", lambda o: npu.ObjectCode.close(None, 1), "positional"),  # type: ignore[arg-type, call-arg]
+    ("Kernel", lambda o: npu.Kernel(1), "positional"),  # type: ignore[call-arg]
+    ("LaunchConfig", lambda o: npu.LaunchConfig(F), "blocks"),  # type: ignore[arg-type]
+    ("LaunchConfig timeout_us", lambda o: npu.LaunchConfig(timeout_us="1"), "timeout_us"),  # type: ignore[arg-type]
+    ("launch", lambda o: npu.launch(1, npu.LaunchConfig(), None), "stream"),  # type: ignore[arg-type]
+    ("launch config", lambda o: npu.launch(o.s, 1, None), "config"),  # type: ignore[arg-type]
+    ("reduce_async", lambda o: npu.reduce_async(o.dev, F), "src"),  # type: ignore[arg-type]
+    ("reduce_async dst", lambda o: npu.reduce_async(F, o.dev), "dst"),  # type: ignore[arg-type]
+    ("reduce_async op", lambda o: npu.reduce_async(o.dev, o.dev, op=1), "op"),  # type: ignore[arg-type]
+    ("reduce_async nbytes", lambda o: npu.reduce_async(o.dev, o.dev, nbytes=F), "nbytes"),  # type: ignore[arg-type]
+    ("random_async", lambda o: npu.random_async(F, seed=1, counter=o.dev), "out"),  # type: ignore[arg-type]
+    ("random_async seed", lambda o: npu.random_async(o.dev, seed=F, counter=o.dev), "seed"),  # type: ignore[arg-type]
+    ("RandomGenerator", lambda o: npu.RandomGenerator(F), "seed"),  # type: ignore[arg-type]
+    ("RandomGenerator.uniform", lambda o: npu.RandomGenerator.uniform(o.gen, F), "out"),  # type: ignore[arg-type]
+    ("RandomGenerator.normal", lambda o: npu.RandomGenerator.normal(o.gen, F), "out"),  # type: ignore[arg-type]
+    (
+        "RandomGenerator.truncated_normal",
+        lambda o: npu.RandomGenerator.truncated_normal(o.gen, F),  # type: ignore[arg-type]
+        "out",
+    ),
+    ("RandomGenerator.dropout_mask", lambda o: o.gen.dropout_mask(F), "out"),  # type: ignore[arg-type]
+    ("RandomGenerator.offset", lambda o: o.gen.offset(1), "positional"),  # type: ignore[call-arg]
+    ("RandomGenerator.close", lambda o: o.gen.close(1), "positional"),  # type: ignore[call-arg]
+    ("mock.register_kernel", lambda o: mock.register_kernel("k", F, ()), "fn"),  # type: ignore[arg-type]
+    ("mock.unregister_kernel", lambda o: mock.unregister_kernel(F), "name"),  # type: ignore[arg-type]
 ]
 
 #: Public callables that take no arguments: an argument is a TypeError from Python.
@@ -407,6 +458,8 @@ NOT_ENTRY_POINTS = {
     "device_of",
     "IpcMemHandle",  # made by DeviceBuffer.ipc_handle / unpickling, never by hand
     "IpcEventHandle",  # made by Event.ipc_handle / unpickling
+    "KernelAttributes",
+    "ParamInfo",
 }
 
 

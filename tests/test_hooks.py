@@ -122,6 +122,8 @@ def test_context_close_hooks_priorities() -> None:
         "pyacl_rt._stream._on_context_close": P.PRIORITY_STREAMS,
         # device futures that can no longer complete fail
         "pyacl_rt._completion._on_context_close": P.PRIORITY_STREAMS + 1,
+        # binaries (after the streams that launched them)
+        "pyacl_rt._kernels.objectcode._on_context_close": P.PRIORITY_STREAMS + 60,
         "pyacl_rt._memory.records._on_context_close": P.PRIORITY_MEMORY,
         "pyacl_rt._memory.engine._forget_context_peers": P.PRIORITY_MEMORY + 10,
     }
@@ -135,6 +137,11 @@ def test_finalize_guards_and_device_sync_hooks_priorities() -> None:
     }
     assert _registered(_state.device_sync_hooks) == {
         "pyacl_rt._stream._on_device_sync": P.PRIORITY_STREAMS,
+    }
+    # finalize waits (interruptibly) for explicit contexts' work, then the devices'
+    assert _registered(_runtime.finalize_prepare) == {
+        "pyacl_rt._context._wait_for_contexts": P.PRIORITY_CONTEXTS,
+        "pyacl_rt._device._wait_for_devices": P.PRIORITY_DEVICES,
     }
 
 
@@ -151,9 +158,13 @@ def test_package_release_hooks_priorities() -> None:
         "pyacl_rt._callbacks._stop_threads": P.PRIORITY_STREAMS + 10,
         "pyacl_rt._completion._on_finalize": P.PRIORITY_STREAMS + 20,
         "pyacl_rt._watch.MarkerPool.drop_all": P.PRIORITY_STREAMS + 50,
+        # binaries, after the streams that launched them
+        "pyacl_rt._kernels.objectcode._release_binaries": P.PRIORITY_STREAMS + 60,
         "pyacl_rt._memory.records._release_memory": P.PRIORITY_MEMORY,
         "pyacl_rt._memory.engine._forget_peers": P.PRIORITY_MEMORY,
         "pyacl_rt._allocator._release": P.PRIORITY_MEMORY + 50,
+        # the releases the closed finalize gate handed over, before the contexts go
+        "pyacl_rt._runtime._run_late_releases": P.PRIORITY_CONTEXTS - 1,
         "pyacl_rt._context._release_contexts": P.PRIORITY_CONTEXTS,
         "pyacl_rt._device._release_devices": P.PRIORITY_DEVICES,
     }

@@ -379,6 +379,78 @@ def test_finalize_frees_hit_path_buffers_and_a_new_runtime_serves_again() -> Non
     assert delta(before)["device_alloc"] == 1 and delta(before)["host_alloc"] == 1
 
 
+def test_hit_paths_on_another_thread_during_finalize_pass_the_gate() -> None:
+    """Issue 12 items 4-5 for the C buffer life: once finalize closed its gate, a
+    DeviceBuffer / HostBuffer created, closed or collected on another thread takes the
+    Python path (gated) instead of the C hit path - creation raises RuntimeFinalizedError,
+    close() and collection leave the memory to finalize's release - so nothing comes out
+    of, or goes back into, a cache that finalize is tearing down, and no runtime call
+    (the hit path's aclrtGetCurrentContext) is made (before, the hit paths ran there)."""
+    s = S.Stream(0)
+    warm(s)
+    b = M.DeviceBuffer(4096, stream=s)
+    h = M.HostBuffer(4096)
+    box = [M.DeviceBuffer(4096, stream=s), M.HostBuffer(4096)]
+    assert b._m.fast and h._m.fast and all(x._m.fast for x in box)
+    seen: dict[str, Any] = {}
+    go, done = threading.Event(), threading.Event()
+
+    def other_thread() -> None:
+        M.DeviceBuffer(4096, stream=s).close()  # sets this thread's context up:
+        M.HostBuffer(4096).close()
+        before = fast()
+        M.DeviceBuffer(4096, stream=s).close()  # its buffers take the hit path now
+        M.HostBuffer(4096).close()
+        seen["before"] = delta(before)
+        go.wait(60)
+        before_finalize = fast()
+        for name, make in (
+            ("device", lambda: M.DeviceBuffer(4096, stream=s)),
+            ("host", lambda: M.HostBuffer(4096)),
+        ):
+            try:
+                make()
+                seen[name] = "created"
+            except errors.RuntimeFinalizedError:
+                seen[name] = "refused"
+        b.close()
+        h.close()
+        box.clear()  # collected here
+        seen["fast"] = delta(before_finalize)
+        seen["live"] = _memcore.live_count()
+        done.set()
+
+    def during_finalize() -> None:  # on the finalizing thread, the gate closed
+        seen["gate closed"] = lowlevel.fast._gate_state()[0]
+        go.set()
+        done.wait(60)
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    while "before" not in seen:
+        t.join(0.01)
+    runtime.register_release_hook(during_finalize, runtime.PRIORITY_EVENTS - 1, once=True)
+    runtime.finalize()
+    t.join(60)
+    assert seen.pop("gate closed") is True
+    assert seen.pop("before") == {
+        "device_alloc": 1,
+        "device_free": 1,
+        "host_alloc": 1,
+        "host_free": 1,
+    }
+    assert seen == {
+        "device": "refused",
+        "host": "refused",
+        "fast": {"device_alloc": 0, "device_free": 0, "host_alloc": 0, "host_free": 0},
+        "live": 4,  # left to finalize's release of memory ...
+    }
+    assert _memcore.live_count() == 0 and b.closed and h.closed  # ... which freed them
+    runtime.init()
+    pyacl_rt.set_device(0)
+    warm()
+
+
 def test_fork_child_forgets_hit_path_buffers(run_python: Any) -> None:
     code = """
         import os

@@ -175,6 +175,76 @@ def test_c_program(mock_builds: _Builds, config: str, program: str) -> None:
         assert int(summary.group(1)) > 0, output
 
 
+# The race sanitizer finds nothing in correct programs: the example programs and every C
+# test that does not pin its own environment (tests/c/mock_test.h mt_mock_env unsets the
+# switches) run with ASCEND_MOCK_SANITIZE=1 (plain build). The seeded bugs of
+# test_sanitizer_corpus are the exception, by design.
+def _sanitizer_clean_programs() -> list[str]:
+    out = []
+    for name in _test_programs():
+        group, stem = name.split("/", 1)
+        if group == "abi" or stem in ("test_sanitizer_corpus", "test_lock_order"):
+            continue
+        src = (
+            MOCK
+            / "tests"
+            / group
+            / (stem.removesuffix("_cpp") + (".cpp" if stem.endswith("_cpp") else ".c"))
+        )
+        if "mt_mock_env(" not in src.read_text():
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("program", _sanitizer_clean_programs())
+def test_c_program_clean_under_race_sanitizer(mock_builds: _Builds, program: str) -> None:
+    build = mock_builds.get("plain")
+    group, name = program.split("/", 1)
+    env = _clean_env()
+    env["ASCEND_MOCK_SANITIZE"] = "1"
+    proc = subprocess.run(
+        [str(build / "tests" / group / name)],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        env=env,
+        cwd=build,
+    )
+    output = f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-8000:]}"
+    assert proc.returncode == 0, output
+    assert "race sanitizer" not in proc.stderr, output
+
+
+@pytest.mark.parametrize("program", [p for p in _test_programs() if p.startswith("programs/")])
+def test_example_program_under_all_diagnostics(
+    mock_builds: _Builds, program: str, tmp_path: Path
+) -> None:
+    """The example programs behave the same under the virtual timing model with the
+    profiler and the sanitizer on, and leave a profile."""
+    build = mock_builds.get("plain")
+    group, name = program.split("/", 1)
+    env = _clean_env()
+    env.update(
+        ASCEND_MOCK_TIMING="virtual",
+        ASCEND_MOCK_SANITIZE="1",
+        ASCEND_PROFILER_FLAGS="enable",
+        ASCEND_PROFILER_OUTPUT=str(tmp_path),
+    )
+    proc = subprocess.run(
+        [str(build / "tests" / group / name)],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        env=env,
+        cwd=build,
+    )
+    output = f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-8000:]}"
+    assert proc.returncode == 0, output
+    assert "race sanitizer" not in proc.stderr, output
+    traces = list(tmp_path.glob("mock_prof_*/trace.json"))
+    assert traces, f"no profile written\n{output}"
+
+
 # Build types users pick: each only configures and builds the three libraries (no tests),
 # with -Werror, so that optimisation-dependent warnings (format-truncation at -O0,
 # maybe-uninitialized at -O3) cannot come back unnoticed. A few seconds each.
@@ -465,7 +535,7 @@ def test_readme_twin_example(mock_builds: _Builds, tmp_path: Path) -> None:
 # folder only). Every function either header declares starts with "<subsystem>_".
 
 SRC = MOCK / "src"
-SUBSYSTEMS = ("core", "stream", "mem", "misc", "notify", "ipc", "kernel", "graph")
+SUBSYSTEMS = ("core", "stream", "mem", "misc", "notify", "ipc", "kernel", "graph", "diag")
 # the other libraries with sources of their own (no headers); the two filters
 # (libacl_rt.so, libprofapi.so) are generated at build time
 LIBRARY_DIRS = ("msprofiler", "ascend_dump", "acl_tdt_channel", "acl_tdt_queue", "c_sec")
@@ -622,10 +692,10 @@ def test_readme_source_layout_matches_tree() -> None:
 
 
 # ---------------------------------------------------------------- layer order
-# core < stream < mem < misc < notify < ipc < graph: a file calls functions (and includes public
-# headers) of its own layer or lower ones. The calls against that order are exactly the
-# rows of the table in the README "Source layout" section; everything else goes through
-# the subsystem hooks (core/core.h "subsystem.c").
+# core < stream < mem < misc < notify < ipc < kernel < graph < diag: a file calls functions
+# (and includes public headers) of its own layer or lower ones. The calls against that order
+# are exactly the rows of the table in the README "Source layout" section; everything else
+# goes through the subsystem hooks (core/core.h "subsystem.c").
 
 # a call by name (not through a struct member such as a hook: `sub->stream_destroyed(s)`)
 CALL_RE = re.compile(r"(?<![\w.>])((?:" + "|".join(SUBSYSTEMS) + r")_\w+|acl\w+)\s*\(")

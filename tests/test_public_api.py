@@ -831,6 +831,97 @@ def _smoke_ipc_pid(mc: Any) -> None:
     assert npu.ipc_pid() == os.getpid()  # outside a container the bare tgid is the pid
 
 
+# kernels ---------------------------------------------------------------------
+def _kernel_binary() -> Any:
+    """An ObjectCode of a device ELF whose kernel 'smoke_add' has a Python twin."""
+    import tempfile
+
+    from test_lowlevel_kernels import _device_elf
+
+    from pyacl_rt import mock
+
+    if "smoke_add" not in mock.registered_kernels():
+        mock.register_kernel(
+            "smoke_add",
+            lambda b, n, x, y, c: y.__setitem__(slice(None), x + y),
+            (mock.In("int32", "c"), mock.InOut("int32", "c"), mock.Value("uint32", "c")),
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.o"
+        path.write_bytes(_device_elf(["smoke_add"]))
+        return npu.ObjectCode.from_file(path)
+
+
+def _smoke_ObjectCode(mc: Any) -> None:
+    with _kernel_binary() as code:
+        assert code.handle and not code.closed and code.device == npu.Device(0)
+    assert code.closed
+
+
+def _smoke_Kernel(mc: Any) -> None:
+    with _kernel_binary() as code:
+        k = code.get_kernel("smoke_add")
+        assert isinstance(k, npu.Kernel) and k.name == "smoke_add" and k.num_arguments == 3
+
+
+def _smoke_ParamInfo(mc: Any) -> None:
+    with _kernel_binary() as code:
+        info = code.get_kernel("smoke_add").arguments_info
+        assert info == (npu.ParamInfo(0, 8), npu.ParamInfo(8, 8), npu.ParamInfo(16, 4))
+
+
+def _smoke_KernelAttributes(mc: Any) -> None:
+    with _kernel_binary() as code:
+        attrs = code.get_kernel("smoke_add").attributes
+        assert isinstance(attrs, npu.KernelAttributes) and attrs.kernel_type == "aicore"
+
+
+def _smoke_LaunchConfig(mc: Any) -> None:
+    cfg = npu.LaunchConfig(4, timeout_s=2)
+    assert cfg.blocks == 4 and cfg.attributes == {"timeout_s": 2}
+
+
+def _smoke_launch(mc: Any) -> None:
+    import numpy as np
+
+    with _kernel_binary() as code:
+        x = npu.DeviceBuffer(16)
+        x.copy_from_host(np.arange(4, dtype=np.int32).tobytes())
+        s = npu.Stream()
+        npu.launch(s, npu.LaunchConfig(), code.get_kernel("smoke_add"), x, x, np.uint32(4))
+        s.synchronize()
+        assert np.frombuffer(x.copy_to_host(), np.int32).tolist() == [0, 2, 4, 6]
+        x.close()
+        s.close()
+
+
+def _smoke_reduce_async(mc: Any) -> None:
+    a = npu.DeviceBuffer(8)
+    a.copy_from_host((3).to_bytes(4, "little") * 2)
+    npu.reduce_async(a, a, "sum", "int32")
+    npu.synchronize()
+    assert a.copy_to_host() == (6).to_bytes(4, "little") * 2
+    a.close()
+
+
+def _smoke_random_async(mc: Any) -> None:
+    out, ctr = npu.DeviceBuffer(64), npu.DeviceBuffer(8)
+    ctr.memset(0)
+    npu.random_async(out, seed=1, counter=ctr)
+    npu.synchronize()
+    assert int.from_bytes(ctr.copy_to_host(), "little") == 16
+    out.close()
+    ctr.close()
+
+
+def _smoke_RandomGenerator(mc: Any) -> None:
+    out = npu.DeviceBuffer(64)
+    with npu.RandomGenerator(3) as gen:
+        gen.uniform(out)
+        assert gen.offset() == 16
+    out.close()
+
+
 # submodules -----------------------------------------------------------------
 def _smoke_errors(mc: Any) -> None:
     assert npu.errors.error_name(507899) == "ACL_ERROR_RT_DRV_INTERNAL_ERROR"
@@ -847,6 +938,70 @@ def _smoke_lowlevel(mc: Any) -> None:
 
 def _smoke___version__(mc: Any) -> None:
     assert npu.__version__ == importlib.metadata.version("pyacl_rt")
+
+
+def _smoke_NPUGraph(mc: Any) -> None:
+    h_in, h_out = npu.HostBuffer(64), npu.HostBuffer(64)
+    d = npu.DeviceBuffer(64)
+    g = npu.NPUGraph()
+    with npu.graph(g):
+        s = npu.current_stream()
+        npu.copy(d, h_in, stream=s, non_blocking=True)
+        npu.copy(h_out, d, stream=s, non_blocking=True)
+    h_in.numpy()[:] = 5
+    g.replay()
+    npu.synchronize()
+    assert bytes(h_out) == bytes([5]) * 64
+    g.reset()
+
+
+def _smoke_graph(mc: Any) -> None:
+    g = npu.NPUGraph()
+    with npu.graph(g, capture_error_mode="relaxed") as gg:
+        assert gg is g
+    g.reset()
+
+
+def _smoke_graph_pool_handle(mc: Any) -> None:
+    h = npu.graph_pool_handle()
+    assert isinstance(h, npu.GraphPoolHandle)
+    g = npu.NPUGraph()
+    with npu.graph(g, pool=h):
+        npu.DeviceBuffer(64)
+    g.reset()
+
+
+def _smoke_GraphPoolHandle(mc: Any) -> None:
+    assert isinstance(npu.NPUGraph().pool(), npu.GraphPoolHandle)
+
+
+def _smoke_make_graphed_callables(mc: Any) -> None:
+    x = npu.DeviceBuffer(64)
+    y = npu.DeviceBuffer(64)
+
+    def fn(a: npu.DeviceBuffer) -> npu.DeviceBuffer:
+        npu.copy(y, a, stream=npu.current_stream(), non_blocking=True)
+        return y
+
+    f = npu.make_graphed_callables(fn, (x,), num_warmup_iters=1)
+    assert f(x) is y
+    npu.synchronize()
+    f.graph.reset()
+
+
+def _smoke_StreamCaptureError(mc: Any) -> None:
+    g = npu.NPUGraph()
+    exc = _raises(npu.StreamCaptureError, g.capture_begin)  # on the default stream
+    assert isinstance(exc, RuntimeError)
+
+
+def _smoke_StreamCaptureInvalidatedError(mc: Any) -> None:
+    assert issubclass(npu.StreamCaptureInvalidatedError, npu.StreamCaptureError)
+    assert npu.errors.error_class_for_code(507903) is npu.StreamCaptureInvalidatedError
+
+
+def _smoke_StreamCaptureUnsupportedError(mc: Any) -> None:
+    assert npu.errors.error_class_for_code(107030) is npu.StreamCaptureUnsupportedError
 
 
 SMOKE: dict[str, Callable[[Any], None]] = {

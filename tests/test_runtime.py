@@ -643,6 +643,215 @@ def test_status_snapshot() -> None:
     assert st["bad_fork"] is False and st["release_hooks"] >= 1
 
 
+# ------------------------------------------------------------ the finalize gate
+def test_finalize_waits_for_calls_in_flight_and_refuses_new_ones() -> None:
+    """finalize closes the gate, then waits for what other threads have in flight
+    (here a gated section, as a release or a host-side copy holds) before it releases
+    anything; a new call from a third thread meanwhile is refused before it reaches the
+    runtime; the thread inside the gate may still finish its work."""
+    proc = run_py(
+        """
+        import threading, time
+        import pyacl_rt as npu
+        from pyacl_rt import _runtime as rt, _state
+        from pyacl_rt.errors import RuntimeFinalizedError
+        from pyacl_rt.lowlevel import fast
+        s = npu.Stream()
+        inside, leave = threading.Event(), threading.Event()
+        def user():
+            _state.gate_enter("a test section")
+            inside.set()
+            leave.wait(60)
+            print("inside: query", s.query(), flush=True)  # still allowed in the gate
+            _state.gate_exit()
+        t = threading.Thread(target=user)
+        t.start()
+        inside.wait(60)
+        done = threading.Event()
+        fin = threading.Thread(target=lambda: (npu.finalize(), done.set()))
+        fin.start()
+        while not fast._gate_state()[0]:
+            time.sleep(0.001)
+        print("finalize waits:", not done.wait(0.2), "stream open:", not s.closed, flush=True)
+        def third():
+            try:
+                s.query()
+                print("third: no error", flush=True)
+            except RuntimeFinalizedError as exc:
+                print("third: refused", "was not called" in str(exc), flush=True)
+        th = threading.Thread(target=third)
+        th.start()
+        th.join(60)
+        leave.set()
+        t.join(60)
+        fin.join(60)
+        print("finalized:", done.is_set(), rt.state(), s.closed, fast._gate_state()[:2], flush=True)
+        rt.init()
+        print("after init:", fast._gate_state()[:2], npu.Stream().query(), flush=True)
+        """
+    )
+    assert proc.stdout.splitlines() == [
+        "finalize waits: True stream open: True",
+        "third: refused True",
+        "inside: query True",
+        "finalized: True finalized True (True, 0)",
+        "after init: (False, 0) True",
+    ], proc.stdout + proc.stderr
+
+
+def test_finalize_names_calls_in_flight_it_keeps_waiting_for() -> None:
+    """finalize never releases under a call in flight; while it waits it logs a warning
+    every GATE_WARN_SECONDS saying so (the thread here leaves once it was logged)."""
+    proc = run_py(
+        """
+        import logging, threading
+        import pyacl_rt as npu
+        from pyacl_rt import _runtime as rt, _state
+        rt.GATE_WARN_SECONDS = 0.05
+        warned = threading.Event()
+        seen = []
+        class Seen(logging.Handler):
+            def emit(self, record):
+                if "in flight" in record.getMessage():
+                    seen.append(record.getMessage())
+                    warned.set()
+        logging.getLogger("pyacl_rt.runtime").addHandler(Seen())
+        npu.Stream()
+        inside = threading.Event()
+        def user():
+            _state.gate_enter("a test section")
+            inside.set()
+            print("warned:", warned.wait(60), flush=True)
+            _state.gate_exit()
+        t = threading.Thread(target=user)
+        t.start()
+        inside.wait(60)
+        npu.finalize()
+        t.join(60)
+        print(rt.state(), "(1)" in seen[0], flush=True)
+        """
+    )
+    assert proc.stdout.splitlines() == ["warned: True", "finalized True"], proc.stderr
+
+
+def test_a_release_refused_during_finalize_is_handed_to_finalize() -> None:
+    """A stream and an event whose last references are dropped on another thread while
+    finalize runs (their finalizers run there, after the gate closed): the releases are
+    refused on that thread and run by finalize, before contexts and devices go - each
+    handle destroyed exactly once, nothing logged."""
+    proc = run_py(
+        """
+        import logging, threading, time
+        import pyacl_rt as npu
+        from pyacl_rt import _runtime as rt, _state
+        from pyacl_rt.lowlevel import fast
+        from pyacl_rt.mock import mock_control
+        logs = []
+        class Keep(logging.Handler):
+            def emit(self, record):
+                logs.append(record.getMessage())
+        logging.getLogger("pyacl_rt").addHandler(Keep())
+        mc = mock_control()
+        npu.set_device(0)
+        base = (mc.stat("streams", 0), mc.stat("events", 0))
+        holder = [npu.Stream(0)]
+        ev = npu.Event()
+        ev.record(holder[0])
+        holder.append(ev)
+        del ev
+        seen = {}
+        def check():  # a release hook between the handed-over releases and the contexts
+            seen["left"] = (mc.stat("streams", 0), mc.stat("events", 0))
+        rt.register_release_hook(check, rt.PRIORITY_CONTEXTS, once=True)
+        inside, leave = threading.Event(), threading.Event()
+        def blocker():  # keeps finalize waiting in the gate until the drop happened
+            _state.gate_enter("a test section")
+            inside.set()
+            leave.wait(60)
+            _state.gate_exit()
+        b = threading.Thread(target=blocker)
+        b.start()
+        inside.wait(60)
+        fin = threading.Thread(target=npu.finalize)
+        fin.start()
+        while not fast._gate_state()[0]:
+            time.sleep(0.001)
+        d = threading.Thread(target=holder.clear)  # the finalizers run on that thread
+        d.start()
+        d.join(60)
+        print("handed over:", len(rt.runtime.late), flush=True)
+        leave.set()
+        b.join(60)
+        fin.join(60)
+        print("left:", seen["left"] == base, "logged:", logs, flush=True)
+        """
+    )
+    assert proc.stdout.splitlines() == ["handed over: 2", "left: True logged: []"], (
+        proc.stdout + proc.stderr
+    )
+
+
+def test_daemon_thread_ended_by_finalize_at_exit_prints_nothing() -> None:
+    """A daemon thread whose pyacl_rt call comes after finalize at interpreter exit gets
+    RuntimeFinalizedError (the API's answer) and ends quietly: no traceback printed
+    into the shutdown (it printed "Exception in thread ..." before)."""
+    proc = run_py(
+        """
+        import atexit, threading
+        go = threading.Event()
+        def after_pyacl_rt_finalize():  # registered first: atexit runs it last
+            go.set()
+            t.join(10)
+            print("daemon ended:", not t.is_alive(), flush=True)
+        atexit.register(after_pyacl_rt_finalize)
+        import pyacl_rt as npu
+        s = npu.Stream()
+        def daemon():
+            go.wait()
+            s.query()
+        t = threading.Thread(target=daemon, daemon=True)
+        t.start()
+        print("exiting", flush=True)
+        """
+    )
+    assert proc.stdout.splitlines() == ["exiting", "daemon ended: True"]
+    assert proc.stderr == ""
+
+
+def test_ctrl_c_while_finalize_waits_releases_nothing() -> None:
+    """finalize first waits for the queued device work, in slices: Ctrl-C there raises
+    KeyboardInterrupt with nothing released; the objects stay usable and a later
+    finalize works."""
+    proc = run_py(
+        """
+        import os, signal, threading, time
+        import pyacl_rt as npu
+        from pyacl_rt import _runtime as rt
+        from pyacl_rt.lowlevel import fast
+        s = npu.Stream()
+        s.launch_host_func(time.sleep, 5.0)  # holds the stream
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            npu.finalize()
+            print("finalized", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted early:", time.monotonic() - t0 < 4.0, flush=True)
+        print(rt.state(), s.closed, fast._gate_state()[:2], flush=True)
+        s.synchronize()
+        print("query", s.query(), flush=True)
+        npu.finalize()
+        print(rt.state(), s.closed, flush=True)
+        """
+    )
+    assert proc.stdout.splitlines() == [
+        "interrupted early: True",
+        "ready False (False, 0)",
+        "query True",
+        "finalized True",
+    ], proc.stdout + proc.stderr
+
+
 # -------------------------------------------------------------- fork and spawn
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_forked_child_raises() -> None:

@@ -210,6 +210,30 @@ def _from_dlpack_copy(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], 
     return lambda: made.append(npu.from_dlpack(np.zeros(N, np.uint8), device=0))
 
 
+def _object_code_close(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    import tempfile
+
+    from test_lowlevel_kernels import _device_elf
+
+    from pyacl_rt import mock
+
+    mock.register_kernel("sd_noop", lambda b, n, x: None, (mock.Out("uint8", N),))
+    stack.callback(mock.unregister_kernel, "sd_noop")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.o"
+        path.write_bytes(_device_elf(["sd_noop"]))
+        code = _closing(stack, npu.ObjectCode.from_file(path))
+    s = _closing(stack, npu.Stream(0))
+    npu.launch(s, npu.LaunchConfig(), code.get_kernel("sd_noop"), _dev(stack))
+    return code.close  # type: ignore[no-any-return]
+
+
+def _random_offset(stack: ExitStack, mp: pytest.MonkeyPatch) -> Callable[[], object]:
+    gen = npu.RandomGenerator(1)
+    stack.callback(gen.counter.close)
+    return gen.offset
+
+
 #: (public name as reported, scenario id, setup returning the blocking call). Setups run
 #: in mode "default"; the returned call is made in mode "warn" / "error".
 SCENARIOS: list[tuple[str, str, Setup]] = [
@@ -240,6 +264,8 @@ SCENARIOS: list[tuple[str, str, Setup]] = [
     ("HostBuffer.__dlpack__()", "pending", _host_dlpack),
     ("DLPackView.__dlpack__()", "copy", _view_dlpack_copy),
     ("from_dlpack()", "copy", _from_dlpack_copy),
+    ("ObjectCode.close()", "launched", _object_code_close),
+    ("RandomGenerator.offset()", "sync", _random_offset),
 ]
 IDS = [f"{name}-{sid}" for name, sid, _ in SCENARIOS]
 

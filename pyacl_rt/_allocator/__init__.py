@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .. import _memcore
+from .. import _capture, _memcore
 from .. import _runtime as runtime
 from .._args import index_arg, size_arg
 from .._cachecore import _C_API, Core, Raw
@@ -49,6 +49,7 @@ from .._state import CtxRef, current
 from .._stream import Stream, current_stream
 from . import _guards, _history
 from ._device import DeviceAllocator, StreamPool
+from ._graphpool import GraphPool
 from ._history import dump_snapshot, record_memory_history
 from ._host import HostPool
 
@@ -111,16 +112,29 @@ class CachingBackend:
             stream = current_stream(index)
         if stream._ctx is not ctx:  # a stream of an explicit Context: not cached
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
+        if _capture.by_stream:
+            cap = _capture.find(stream._handle)
+            if cap is not None and isinstance(cap.pool, GraphPool) and cap.pool.alloc.ctx is ctx:
+                # a capturing stream: from the graph's private pool
+                return self._allocate_in(cap.pool, stream, ctx, index, nbytes), cap.pool
         sp = self.stream_pool(index, ctx, stream)
-        a = sp.alloc
-        # Next time, DeviceBuffer's C hit path serves this stream's cache by itself.
-        _memcore.remember_device(a.core, sp.key, stream._state, ctx, sp, a.trim, a.gen)
-        p = a.core.alloc(sp.key, nbytes)
+        return self._allocate_in(sp, stream, ctx, index, nbytes), sp
+
+    @staticmethod
+    def _allocate_in(
+        owner: StreamPool | GraphPool, stream: Stream, ctx: CtxRef, index: int, nbytes: int
+    ) -> int:
+        """``nbytes`` from the cache of ``owner`` (a stream's pool or a graph's)."""
+        a, key = owner.alloc, owner.key
+        # Next time, DeviceBuffer's C hit path serves this stream from that cache by
+        # itself (a capturing stream: from the graph's pool until the capture ends).
+        _memcore.remember_device(a.core, key, stream._state, ctx, owner, a.trim, a.gen)
+        p: int = a.core.alloc(key, nbytes)
         if not p:
-            p = a.allocate_slow(sp.key, nbytes)
+            p = a.allocate_slow(key, nbytes)
         if _history.enabled:
-            _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], sp.key)
-        return p, sp
+            _history.event(index, "alloc", p, (a.core.block(p) or (0,))[0], key)
+        return p
 
     def device_stats(self, index: int) -> dict[str, int]:
         a = self.devices.get(index)

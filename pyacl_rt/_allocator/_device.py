@@ -23,12 +23,12 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
+from .. import _capture, errors, lowlevel
 from .. import _runtime as runtime
-from .. import errors, lowlevel
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
 from .._devinfo import mem_get_info
 from .._log import get_logger
-from .._state import CtxRef, _check, _lib, _local, current
+from .._state import CtxRef, _check, _fast, _lib, _local, current, gate_exit, gate_try_enter
 from . import _guards, _history
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
+_wait_device = _fast._wait_device  # sliced, interruptible device synchronize
 _GiB = float(1 << 30)
 # offsets into Core.stats(): [kind][pool][field], 3 pools x 4 fields per kind
 _ALLOCATED = 4 * 12
@@ -43,6 +44,7 @@ _RESERVED = 5 * 12
 #: Frees trim the cache (non-blocking) while reserved > 1.25 x peak allocated (and
 #: more than 20 MiB above it).
 TRIM_PERMILLE = 1250
+_ALL_TICKS = (1 << 64) - 1
 
 
 class StreamPool:
@@ -64,6 +66,11 @@ class StreamPool:
         events recorded now on the other streams completed. Never raises."""
         try:
             refs = m.streams
+            if refs and (_capture.by_stream or _capture.graph_streams):
+                cap = _capture.used_by(refs)
+                if cap is not None:  # a capture uses the block: free it with its graph
+                    cap.deferred.append(lambda: self.release(m, base))
+                    return
             if refs:
                 others = self.alloc.other_streams(refs, self.key)
                 if others:
@@ -92,6 +99,9 @@ class DeviceAllocator:
         #: (block address, remaining guards) of blocks freed under pending work
         self.pending: collections.deque[tuple[int, list[_guards.Guard]]] = collections.deque()
         self.pools: dict[int, StreamPool] = {}
+        #: keys of the graph-private pools in use (see _graphpool): never adopted by
+        #: streams nor released by trims or empty_cache
+        self.graph_keys: set[int] = set()
         #: stream -> (Core tick, guards recorded on it then): see adopt_idle
         self.marks: dict[int, tuple[int, list[_guards.Guard]]] = {}
         self.fraction: float | None = None
@@ -125,7 +135,7 @@ class DeviceAllocator:
         Returns bytes moved."""
         moved = 0
         for other in self.core.idle_streams():
-            if other != key:
+            if other != key and other not in self.graph_keys:
                 tick = self._passed(other, wait=False)
                 if tick is not None:
                     moved += self.core.adopt(other, key, tick)
@@ -135,6 +145,10 @@ class DeviceAllocator:
         """The Core tick up to which segments wholly free on stream ``key`` are no
         longer used by its queued work, or None (not yet known). Records an event on
         the stream when none is outstanding; ``wait``: wait for it."""
+        if key in self.graph_keys:
+            return None  # a graph's private pool: kept until the graph goes
+        if _capture.by_stream and _capture.find(key) is not None:
+            return None  # capturing: no query of it, no guard event in the capture
         mark = self.marks.get(key)
         if mark is None:
             sp = self.pools.get(key)
@@ -365,24 +379,36 @@ class DeviceAllocator:
         released = 0
         if _local.st.in_callback:
             return 0  # the device synchronize below would wait for this callback
+        if _capture.by_stream:
+            return 0  # a device synchronize would break the graph capture running
         with self.lock:
             if not self.core.idle_streams():
                 return 0
             with current(self.ctx):
                 # aclrtFree does not wait for queued work (cudaFree does): blocks given
-                # back to their stream's cache may still be in use on it.
-                rc = _lib.aclrtSynchronizeDevice()
-                if rc:
-                    _check(rc, "aclrtSynchronizeDevice")
+                # back to their stream's cache may still be in use on it. In slices:
+                # Ctrl-C interrupts the wait (nothing freed yet).
+                _wait_device(-1)
                 self.scalars["num_sync_all_streams"] += 1
-                released = self._free_segments(self.core.release_cached())
+                if self.graph_keys:  # every stream's free segments, no graph pool's
+                    segs = []
+                    for key in self.core.idle_streams():
+                        if key not in self.graph_keys:
+                            segs += self.core.release_cached(key, _ALL_TICKS)
+                else:
+                    segs = self.core.release_cached()
+                released = self._free_segments(segs)
         return released
 
     def trim(self) -> None:
         """A free left the cache over budget: release the wholly free segments whose
         streams are known to be done with them (never waits; skipped on a
         host-callback thread, inside this allocator's own slow path, and when no
-        segment became free since the last trim and no guard is outstanding)."""
+        segment became free since the last trim and no guard is outstanding).
+
+        A gated section: the segments it takes out of the cache are all freed before a
+        finalize on another thread releases the allocator; once finalize started it
+        does nothing (finalize frees every segment)."""
         if _local.st.in_callback or self.in_slow:
             return
         tick = self.core.tick()
@@ -390,12 +416,16 @@ class DeviceAllocator:
             return
         if not self.lock.acquire(blocking=False):
             return
+        if not gate_try_enter():
+            self.lock.release()
+            return
         try:
             self.trim_tick = tick
             self.release_idle_segments()
         except Exception:  # pragma: no cover - the free path never raises
             _log.debug("pyacl_rt allocator: trim failed", exc_info=True)
         finally:
+            gate_exit()
             self.lock.release()
 
     def release_idle_segments(self, wait_for: int | None = None) -> int:
@@ -428,6 +458,11 @@ class DeviceAllocator:
                 if _history.enabled:
                     _history.event(self.index, "segment_free", base, size, 0)
         return released
+
+    def release_pool(self, key: int) -> int:
+        """``aclrtFree`` the wholly free segments of graph pool ``key`` (no graph uses
+        it and its replays finished); returns bytes released (``lock`` held)."""
+        return self._free_segments(self.core.release_cached(key, _ALL_TICKS))
 
     def empty_cache(self) -> None:
         """Wait for pending guards, then free every wholly free segment."""

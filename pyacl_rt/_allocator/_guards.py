@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lowlevel
 from .._log import get_logger
-from .._state import CtxRef, _check, _lib, _local, current
-from ..lowlevel import fast as _fast
+from .._state import CtxRef, _check, _fast, _lib, _local, current
 
 if TYPE_CHECKING:
     from .._stream import Stream

@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import _memcore
 from .._cachecore import set_tracing
+from ._graphpool import _KEY_BASE as _GRAPH_POOL_KEYS
 
 __all__ = ["dump_snapshot", "record_memory_history", "snapshot"]
 
@@ -180,9 +181,12 @@ def segment_dicts(
                 "allocated_size": allocated,
                 "active_size": active,
                 "requested_size": requested,
-                "stream": stream,
+                "stream": 0 if stream >= _GRAPH_POOL_KEYS else stream,
                 "segment_type": "small" if small else "large",
-                "segment_pool_id": (0, 0),
+                # torch's (0, n): the n-th graph-private pool (see _graphpool), else (0, 0)
+                "segment_pool_id": (0, stream - _GRAPH_POOL_KEYS)
+                if stream >= _GRAPH_POOL_KEYS
+                else (0, 0),
                 "is_expandable": False,
                 "frames": list(state.frames.get((device, -base), [])),
                 "blocks": bl,

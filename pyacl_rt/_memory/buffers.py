@@ -30,7 +30,7 @@ from .._args import index_arg
 from .._device import Device, DeviceLike, _ensure_current, _index, context_for, current_device
 from .._hooks import factories
 from .._memcore import DeviceBase, HostBase
-from .._state import _local, validated_ctx
+from .._state import _local, gate_enter, gate_exit, validated_ctx
 from .._stream import Stream
 from .._syncdebug import check_sync, sync_debug_active
 from . import backend as _mb
@@ -363,16 +363,24 @@ def _init_device(
     index = _index(device)
     _process_deferred()
     ctx = context_for(index)
-    ctx.ensure_current()
-    if stream is not None:
-        engine._check_stream(stream, (index,))
-    if n:
-        base, rel = (_mb.current or _mb.device()).allocate_device(ctx, index, n, policy, stream)
-    else:
-        base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
-    m = _Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
-    m.rel = rel
-    buf._own(m)
+    # A gated section to the registration (RuntimeFinalizedError once finalize started):
+    # a block the cache serves without a runtime call must not come out of a cache that
+    # finalize on another thread is releasing (the C hit path defers to this path then).
+    gate_enter("DeviceBuffer()")
+    try:
+        ctx.ensure_current()
+        if stream is not None:
+            engine._check_stream(stream, (index,))
+        if n:
+            backend = _mb.current or _mb.device()
+            base, rel = backend.allocate_device(ctx, index, n, policy, stream)
+        else:
+            base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
+        m = _Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
+        m.rel = rel
+        buf._own(m)
+    finally:
+        gate_exit()
 
 
 class _DevicePaths:
@@ -529,17 +537,21 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
         raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
     runtime.ensure_initialized()
     _process_deferred()
-    # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
-    # the allocation go through a context pyacl_rt does not think is current.
-    ctx = validated_ctx(_local.st)
-    if ctx is None or ctx.device < 0:
-        # Pinned memory is allocated through a device's runtime: use the thread's
-        # current device (its context is created if this is its first use).
-        ctx = _ensure_current(current_device())
-    base, rel = (_mb.current or _mb.device()).allocate_host(ctx, n)
-    m = _Mem(base, n, -1, ctx)
-    m.rel = rel
-    buf._own(m)
+    gate_enter("HostBuffer()")  # as in _init_device
+    try:
+        # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
+        # the allocation go through a context pyacl_rt does not think is current.
+        ctx = validated_ctx(_local.st)
+        if ctx is None or ctx.device < 0:
+            # Pinned memory is allocated through a device's runtime: use the thread's
+            # current device (its context is created if this is its first use).
+            ctx = _ensure_current(current_device())
+        base, rel = (_mb.current or _mb.device()).allocate_host(ctx, n)
+        m = _Mem(base, n, -1, ctx)
+        m.rel = rel
+        buf._own(m)
+    finally:
+        gate_exit()
 
 
 class _HostPaths:

@@ -13,6 +13,7 @@ factory (``_hooks.factories.staging_buffer``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Union
 
 from .. import _runtime as runtime
@@ -20,10 +21,19 @@ from .. import errors
 from .._args import bool_arg, index_arg
 from .._hooks import factories, fork_hooks
 from .._raw._abi_runtime import CONSTANTS as _C
-from .._state import CtxRef, _check, _lib, _local, context_close_hooks, refuse_in_callback
+from .._state import (
+    CtxRef,
+    _check,
+    _fast,
+    _lib,
+    _local,
+    context_close_hooks,
+    gate_enter,
+    gate_exit,
+    refuse_in_callback,
+)
 from .._stream import Stream, current_stream
 from .._syncdebug import check_sync, sync_debug_active
-from ..lowlevel import fast as _fast
 from .args import (
     ReleaseOnExit,
     _check_2d,
@@ -69,10 +79,12 @@ _KIND: Final = (
 )
 
 # lowlevel.fast: the hand-written METH_FASTCALL entry points (same dispatch table);
-# they raise the pyacl_rt error of a failed call themselves.
+# they raise the pyacl_rt error of a failed call themselves. Gated (pyacl_rt._state).
 _aclrtMemcpyAsync = _fast.memcpy_async
 _aclrtMemcpy2dAsync = _lib.aclrtMemcpy2dAsync
 _aclrtMemsetAsync = _fast.memset_async
+#: Sliced, interruptible wait for a stream (gated per slice).
+_wait_stream: Callable[[int, int], None] = _fast._wait_stream
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
@@ -93,6 +105,29 @@ def _host_memset(dst: int, value: int, n: int) -> None:
     import ctypes
 
     ctypes.memset(dst, value, n)
+
+
+def _wait_before_pageable(d: _Side, s: _Side, st: Stream, non_blocking: bool) -> None:
+    """Before a synchronous copy touching pageable host memory (a numpy array, a
+    bytearray): the runtime's copy call itself waits - uninterruptibly, GIL released -
+    for the work queued on the stream before it. Wait for that work here first, in
+    slices, so that Ctrl-C interrupts the wait with nothing copied yet; the copy call
+    then finds the stream idle. (``non_blocking=True`` is left alone: on hardware such a
+    copy may return before the stream reaches it.)"""
+    if not non_blocking and ((d.m is None and d.dev < 0) or (s.m is None and s.dev < 0)):
+        _wait_stream(st._handle, -1)
+
+
+def _enter_pinned(sides: tuple[_Side, ...]) -> bool:
+    """Before a host-side copy / memset touching pinned memory (a HostBuffer): enter
+    the finalize gate, so that finalize (on another thread) cannot free that memory
+    while ``memmove`` runs without the GIL; RuntimeFinalizedError once it started.
+    True when entered (leave with ``gate_exit()``)."""
+    for side in sides:
+        if side.m is not None:
+            gate_enter("a host-side copy or memset of pinned memory")
+            return True
+    return False
 
 
 # ============================================================ stream choice
@@ -229,7 +264,12 @@ def _do_copy(
         with ReleaseOnExit(d, s, always=True):
             _host_wait(sides, stream)
             if n:
-                _host_memmove(d.ptr + doff, s.ptr + soff, n)
+                gated = _enter_pinned(sides)
+                try:
+                    _host_memmove(d.ptr + doff, s.ptr + soff, n)
+                finally:
+                    if gated:
+                        gate_exit()
         return
     with ReleaseOnExit(d, s):
         if n == 0:
@@ -242,6 +282,7 @@ def _do_copy(
             return
         if not non_blocking and sync_debug_active():
             check_sync("a synchronous copy")
+        _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
     _finish(st, sides, non_blocking)
@@ -355,8 +396,13 @@ def copy_2d(
             if w and h:
                 base_d = d.ptr + doff
                 base_s = s.ptr + soff
-                for i in range(h):
-                    _host_memmove(base_d + i * dp, base_s + i * sp, w)
+                gated = _enter_pinned(sides)
+                try:
+                    for i in range(h):
+                        _host_memmove(base_d + i * dp, base_s + i * sp, w)
+                finally:
+                    if gated:
+                        gate_exit()
         return
     with ReleaseOnExit(d, s):
         if not (w and h):
@@ -371,6 +417,7 @@ def copy_2d(
             )
         if not non_blocking and sync_debug_active():
             check_sync("a synchronous copy")
+        _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:
@@ -407,7 +454,12 @@ def memset(
         if b.dev < 0:
             _host_wait(sides, stream)
             if n:
-                _host_memset(b.ptr + off, value, n)
+                gated = _enter_pinned(sides)
+                try:
+                    _host_memset(b.ptr + off, value, n)
+                finally:
+                    if gated:
+                        gate_exit()
             b.release()
             return
         if n == 0:

@@ -38,17 +38,30 @@ import threading
 from collections.abc import Iterator
 from typing import Final
 
-from .. import _memcore, _releaser, _state, errors
+from .. import _capture, _memcore, _releaser, _state, errors
 from .. import _runtime as runtime
 from .._hooks import fork_hooks
 from .._log import get_logger
-from .._state import CtxRef, _lib, _local, context_close_hooks, current, finalized_error
+from .._state import (
+    CtxRef,
+    _fast,
+    _lib,
+    _local,
+    context_close_hooks,
+    current,
+    finalized_error,
+    gate_api,
+    gate_exit,
+    gate_try_enter,
+)
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
 
 _log = get_logger("pyacl_rt")
 
 _aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
+#: Sliced, interruptible wait (gated per slice): for the waits of host-side users.
+_wait_stream = _fast._wait_stream
 
 
 # =============================================================== allocations
@@ -116,20 +129,39 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
         if s is None or s.closed:
             continue  # destroying a stream waits for its work
         ctx = s._ctx
-        ctx.ensure_current()
-        if in_cb:
-            rc = _lib.aclrtStreamQuery(s.handle, st)
-            if rc == 0 and st[0] == 0:
+        explicit = ctx.owner is not None
+        if explicit and not ctx.enter():
+            continue  # its context is being closed on another thread (waits for it)
+        try:
+            ctx.ensure_current()
+            if in_cb:
+                rc = _lib.aclrtStreamQuery(s.handle, st)
+                if rc == 0 and st[0] == 0:
+                    continue
+                return False
+            if not forget:
+                # A host-side copy / memset waits here for the user: in slices, so that
+                # Ctrl-C interrupts it (nothing was copied yet).
+                try:
+                    _wait_stream(s.handle, -1)
+                except errors.RuntimeFinalizedError:
+                    raise
+                except errors.AclError as exc:
+                    _log.warning(
+                        "pyacl_rt: synchronizing %r before using memory failed: %s", s, exc
+                    )
                 continue
-            return False
-        rc = _aclrtSynchronizeStream(s.handle)
-        if rc:
-            _log.warning(
-                "pyacl_rt: synchronizing %r before using or freeing memory failed (%d): %s",
-                s,
-                rc,
-                recent_error_message(),
-            )
+            rc = _aclrtSynchronizeStream(s.handle)
+            if rc:
+                _log.warning(
+                    "pyacl_rt: synchronizing %r before using or freeing memory failed (%d): %s",
+                    s,
+                    rc,
+                    recent_error_message(),
+                )
+        finally:
+            if explicit:
+                ctx.leave()
     if forget:
         for r in waited:
             with contextlib.suppress(ValueError):
@@ -147,7 +179,8 @@ def _take_base(m: _Mem) -> int:
 def _free_mem(m: _Mem) -> None:
     """Release ``m`` once (what ``close()`` and the collection of an unclosed buffer
     run when the C hit path does not). Never raises; never touches a runtime of another
-    generation. Waits for the streams that used ``m`` first."""
+    generation. Waits for the streams that used ``m`` first. One gated section (see
+    ``_stream._destroy_stream``): finalize on another thread waits for it."""
     try:
         if not m.base:
             return
@@ -160,23 +193,39 @@ def _free_mem(m: _Mem) -> None:
             # ACL forbids freeing there. The releaser thread frees it.
             _defer_free(m)
             return
-        with current():
-            rel = m.rel
-            if rel is not None:  # a backend takes it back (no wait: it orders reuse)
+        if m.streams and (_capture.by_stream or _capture.graph_streams):
+            cap = _capture.used_by(m.streams)
+            if cap is not None:  # a graph uses the memory: free it with the graph
+                cap.deferred.append(lambda: _free_mem(m))
+                return
+        if not gate_try_enter():
+            # finalize runs on another thread (the gate is closed): m is still
+            # registered, its release hook frees it - or the memory goes with the
+            # runtime; never freed twice, never into a torn-down allocator.
+            return
+        try:
+            with current():
+                if not runtime.is_alive(m.gen):  # finalized (and re-initialised) meanwhile
+                    _take_base(m)
+                    return
+                rel = m.rel
+                if rel is not None:  # a backend takes it back (no wait: it orders reuse)
+                    base = _take_base(m)
+                    if not base:
+                        return
+                    rel.release(m, base)
+                    m.keep = None
+                    return
+                if not _wait_streams(m):  # pragma: no cover - only on callback threads
+                    _defer_free(m)
+                    return
                 base = _take_base(m)
                 if not base:
                     return
-                rel.release(m, base)
+                _free_raw(m, base)
                 m.keep = None
-                return
-            if not _wait_streams(m):  # pragma: no cover - only on callback threads
-                _defer_free(m)
-                return
-            base = _take_base(m)
-            if not base:
-                return
-            _free_raw(m, base)
-            m.keep = None
+        finally:
+            gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown, defensive
         with contextlib.suppress(BaseException):
             _log.debug("pyacl_rt: freeing memory failed", exc_info=True)
@@ -198,17 +247,27 @@ def _free_raw(m: _Mem, base: int) -> None:
     if base == ZERO_SIZE_BASE:
         return  # DeviceBuffer(0): nothing was allocated
     ctx = m.ctx
-    if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
-        try:
-            ctx.make_current()
-        except Exception as exc:  # e.g. a lost device: free anyway, the call reports it
-            _log.debug("pyacl_rt: making %r current before a free failed: %s", ctx, exc)
-    if m.device >= 0:
-        rc = _lib.aclrtFree(base)
-        func = "aclrtFree"
-    else:
-        rc = _lib.aclrtFreeHost(base)
-        func = "aclrtFreeHost"
+    # An explicit context being closed on another thread is not made current (it may be
+    # destroyed any moment): the memory is freed through the current context.
+    entered = ctx is not None and ctx.owner is not None and ctx.enter()
+    try:
+        usable = ctx is not None and (entered or ctx.owner is None) and ctx.device >= 0
+        if usable and _local.st.ctx is not ctx:
+            assert ctx is not None
+            try:
+                ctx.make_current()
+            except Exception as exc:  # e.g. a lost device: free anyway, the call reports it
+                _log.debug("pyacl_rt: making %r current before a free failed: %s", ctx, exc)
+        if m.device >= 0:
+            rc = _lib.aclrtFree(base)
+            func = "aclrtFree"
+        else:
+            rc = _lib.aclrtFreeHost(base)
+            func = "aclrtFreeHost"
+    finally:
+        if entered:
+            assert ctx is not None
+            ctx.leave()
     if rc:
         _log.warning(
             "pyacl_rt: %s(0x%x) failed with %d: %s", func, base, rc, recent_error_message()
@@ -402,6 +461,7 @@ _memcore.bind(
     raise_closed=_raise_closed,
     unknown_block=_unknown_block,
     lowlevel_api=_lib.pyacl_lowlevel_api(),
+    gate_api=gate_api(),
 )
 
 

@@ -181,6 +181,197 @@ ACLMOCK_API aclError aclmockUnregisterKernel(const char *name);
 /* 1 when a twin is registered under `name`, else 0. */
 ACLMOCK_API int32_t aclmockKernelIsRegistered(const char *name);
 
+/* ================================================================ diagnostics */
+/* The timing model, the profiler, the dump writer, the device log and the race
+ * sanitizer (mock README "Timing model", "Profiling", "Dump", "Device log", "Race
+ * sanitizer"). Their environment switches are read once, at the first aclInit (or the
+ * first of these calls). */
+
+/* --------------------------------------------------------------- timing model */
+
+typedef enum aclmockTimingMode {
+    ACLMOCK_TIMING_REAL = 0,    /* ASCEND_MOCK_TIMING=real (default): tasks take host time */
+    ACLMOCK_TIMING_VIRTUAL = 1, /* modeled timestamps, no waiting                         */
+    ACLMOCK_TIMING_PACED = 2    /* modeled schedule, workers sleep so wall time follows it */
+} aclmockTimingMode;
+
+/* The numbers of the model in effect (the SoC's, with ASCEND_MOCK_TIMING_MODEL
+ * overrides). Bandwidths in GB/s (10^9 bytes/s), times in ns. */
+typedef struct aclmockTimingModel {
+    double h2dGBps;      /* pinned host -> device (PCIe)                 */
+    double d2hGBps;      /* device -> pinned host (PCIe)                 */
+    double pageableGBps; /* PCIe with pageable host memory (staged)      */
+    double hbmGBps;      /* device memory (memset; a D2D copy moves bytes twice) */
+    double peerGBps;     /* device -> device link                       */
+    double hostGBps;     /* host -> host                                 */
+    uint64_t latencyNs;  /* fixed cost of each copy, memset, kernel      */
+    uint64_t kernelNs;   /* kernel without a declared cost               */
+    uint64_t launchNs;   /* host time of an asynchronous call            */
+    uint64_t syncNs;     /* host time of a synchronization that waited   */
+    uint64_t mallocNs;   /* host time of an allocation                   */
+    uint64_t freeNs;     /* host time of a free                          */
+    uint32_t computeLanes; /* kernels running at once on one device      */
+    double pace;         /* paced mode: wall time = pace x modeled time  */
+} aclmockTimingModel;
+
+ACLMOCK_API aclmockTimingMode aclmockTimingGetMode(void);
+/* ACL_ERROR_INVALID_PARAM for NULL. */
+ACLMOCK_API aclError aclmockTimingGetModel(aclmockTimingModel *model);
+/* The calling thread's time in ns: modeled (virtual/paced; it advances with the
+ * thread's modeled calls and synchronizations) or the host clock since the mock's
+ * epoch (real). */
+ACLMOCK_API uint64_t aclmockTimingNow(void);
+/* Modeled end (ns) of everything submitted to `stream` so far (NULL: the current
+ * context's default stream); 0 in real mode or before any task. */
+ACLMOCK_API aclError aclmockTimingStreamEnd(aclrtStream stream, uint64_t *endNs);
+
+/* ------------------------------------------------------- modeled operators */
+
+/* ACLMOCK_ACCESS_READ / _WRITE / _READ_WRITE: acl/acl_mock_kernel.h */
+
+/* One argument of an operator: a range of device (or pinned host / managed)
+ * memory, how the operator uses it, and optionally its tensor type for dumps. */
+typedef struct aclmockOpArg {
+    void *ptr;
+    size_t size;         /* bytes */
+    uint32_t access;     /* ACLMOCK_ACCESS_* */
+    int32_t dtype;       /* aclDataType, ACL_DT_UNDEFINED (-1) = raw bytes */
+    uint32_t ndim;       /* 0..8; 0 = one dimension of size / itemsize */
+    int64_t dims[8];
+} aclmockOpArg;
+
+/* The host twin of an operator: runs on the stream's worker when the task runs; a
+ * nonzero result fails the task (its stream reports it). */
+typedef aclError (*aclmockOpFunc)(void *userData);
+
+typedef struct aclmockOpDesc {
+    const char *name;        /* 1..63 characters: the kernel name (dump, profile) */
+    uint64_t costNs;         /* modeled duration; 0 = the model's kernelNs        */
+    const aclmockOpArg *args;
+    uint32_t numArgs;        /* <= 64 */
+    aclmockOpFunc func;      /* may be NULL: the operator only takes time */
+    void *userData;
+} aclmockOpDesc;
+
+/* Queues a compute task ("kernel") on `stream` (NULL: the default stream): the
+ * timing model gives it costNs on a compute lane, the profiler, the dump writer and
+ * the op-info subscriptions see it under `name`, and the race sanitizer checks its
+ * arguments with their access modes, exactly like a kernel launch (aclrtLaunchKernel*),
+ * without a binary: the way to model a computation from a script. Errors: ACL_ERROR_INVALID_PARAM (100000) for a bad
+ * description, ACL_ERROR_RT_PARAM_INVALID (107000) for an argument that is not
+ * inside one live allocation, and the usual stream errors. */
+ACLMOCK_API aclError aclmockLaunchOp(const aclmockOpDesc *desc, aclrtStream stream);
+
+/* ------------------------------------------------------------------- profiler */
+
+#define ACLMOCK_PROF_ALL_DEVICES (~(uint64_t)0)
+
+/* Starts a collection writing into `outputDir` (created): the tasks of the devices
+ * in deviceMask (bit i = device i) and the host events (markers, ranges, steps,
+ * synchronous calls). dataTypeConfig takes the ACL_PROF_* flags (0 = everything).
+ * ACL_ERROR_PROF_ALREADY_RUN (100042) while one runs. */
+ACLMOCK_API aclError aclmockProfStart(const char *outputDir, uint64_t deviceMask, uint64_t dataTypeConfig);
+/* Changes the devices of the running collection (ACL_ERROR_PROF_NOT_RUN if none). */
+ACLMOCK_API aclError aclmockProfSetDevices(uint64_t deviceMask);
+/* Stops it and writes the profile into a new folder "<outputDir>/mock_prof_<pid>_<n>"
+ * (trace.json, summary.json, kind_summary.csv, stream_summary.csv); the folder's path
+ * goes into outPath (may be NULL). ACL_ERROR_PROF_NOT_RUN (100043) if none runs,
+ * ACL_ERROR_PROFILING_FAILURE (500005) if the files cannot be written. */
+ACLMOCK_API aclError aclmockProfStop(char *outPath, size_t len);
+/* 0 = nothing, 1 = collecting, 2 = waiting for ASCEND_PROFILER_START_STEP. */
+ACLMOCK_API int aclmockProfIsActive(void);
+/* The folder of the last profile written (snprintf-style return). */
+ACLMOCK_API int aclmockProfLastOutput(char *buf, size_t len);
+/* A step boundary: returns the new step number (steps count from 0). Also passed by
+ * aclprofGetStepTimestamp(..., ACL_STEP_END, ...). The window of
+ * ASCEND_PROFILER_START_STEP/STOP_STEP and the dump's dump_step use it. */
+ACLMOCK_API uint64_t aclmockProfStep(void);
+ACLMOCK_API uint64_t aclmockProfGetStep(void);
+/* A marker: on the host track (onStream 0) or as a task queued on `stream`. */
+ACLMOCK_API aclError aclmockProfMark(const char *message, aclrtStream stream, int onStream);
+/* Named ranges: push/pop nest on the calling thread; start/stop may cross threads. */
+ACLMOCK_API aclError aclmockProfRangePush(const char *name);
+ACLMOCK_API aclError aclmockProfRangePop(void);
+ACLMOCK_API aclError aclmockProfRangeStart(const char *name, uint64_t *rangeId);
+ACLMOCK_API aclError aclmockProfRangeStop(uint64_t rangeId);
+
+/* Op-info subscriptions (aclprofModelSubscribe): while subscribed, every operator
+ * task (aclmockLaunchOp, kernels) writes one aclmockOpRecord into the pipe `fd`;
+ * unsubscribing flushes and closes it. ACL_ERROR_PROF_REPEAT_SUBSCRIBE (148046) for
+ * a model already subscribed. */
+#define ACLMOCK_OP_RECORD_MAGIC 0x3149504fu /* "OPI1" */
+typedef struct aclmockOpRecord {
+    uint32_t magic;
+    uint32_t modelId;
+    uint64_t startUs, endUs, durationUs; /* modeled or host time, in microseconds */
+    uint32_t flag;                       /* aclprofSubscribeOpFlag (ACL_SUBSCRIBE_OP) */
+    uint32_t deviceId;
+    uint64_t taskId;
+    uint32_t streamId;
+    uint32_t reserved;
+    char opType[64];
+    char opName[128];
+    char threadId[32];
+} aclmockOpRecord;
+ACLMOCK_API aclError aclmockProfSubscribe(uint32_t modelId, int fd, int timeInfo);
+ACLMOCK_API aclError aclmockProfUnsubscribe(uint32_t modelId);
+
+/* --------------------------------------------------------------- device log */
+
+#define ACLMOCK_LOG_ALL (-1)  /* every device and the host, in order */
+#define ACLMOCK_LOG_HOST (-2) /* the process (host) part: CANN's plog */
+
+/* The kept entries (at most 1024 per device and for the host; older ones are
+ * dropped) of one device's log as text lines in CANN's log format, oldest first
+ * (snprintf-style return; -1 for a bad device). Errors, resets, task failures,
+ * timeouts, faults and sanitizer reports, with their device and task. */
+ACLMOCK_API int aclmockGetDeviceLog(int32_t device, char *buf, size_t len);
+ACLMOCK_API uint64_t aclmockGetDeviceLogCount(int32_t device);
+ACLMOCK_API void aclmockClearDeviceLog(void);
+
+/* ----------------------------------------------------------- race sanitizer */
+
+#define ACLMOCK_SANITIZER_RACE 1u           /* two tasks on different streams, not ordered */
+#define ACLMOCK_SANITIZER_HOST_RACE 2u      /* the host touches memory a pending task uses  */
+#define ACLMOCK_SANITIZER_USE_AFTER_FREE 3u /* a task may touch memory that is (being) freed */
+
+typedef struct aclmockSanitizerAccess {
+    uint64_t taskId;   /* the task (or host operation) number */
+    int32_t device;    /* -1: unknown */
+    int32_t streamId;  /* -1: the host */
+    aclrtStream stream;
+    uint32_t access;   /* ACLMOCK_ACCESS_READ / WRITE bits */
+    char name[64];     /* "aclrtMemcpyAsync", an operator name, "aclrtFree", ... */
+    char tag[256];     /* aclmockSetNextTaskTag ("file.py:123"), or "" */
+} aclmockSanitizerAccess;
+
+typedef struct aclmockSanitizerReport {
+    uint32_t kind;     /* ACLMOCK_SANITIZER_* */
+    int32_t device;
+    uint64_t address;  /* first byte of the conflict */
+    uint64_t size;     /* bytes */
+    aclmockSanitizerAccess current;  /* the later one, in program order */
+    aclmockSanitizerAccess previous; /* the earlier one it is not ordered after */
+    char message[1024];
+} aclmockSanitizerReport;
+
+/* 0 off, 1 report, 2 fail (the racing task fails with ACL_ERROR_RT_AICORE_EXCEPTION),
+ * 3 abort (ASCEND_MOCK_SANITIZE). */
+ACLMOCK_API int aclmockSanitizerGetMode(void);
+/* Reports so far (all of them; the first 1024 are kept). */
+ACLMOCK_API uint64_t aclmockSanitizerGetReportCount(void);
+/* Copies kept reports [first, first+max) into out; returns how many. */
+ACLMOCK_API size_t aclmockSanitizerGetReports(aclmockSanitizerReport *out, size_t max, size_t first);
+ACLMOCK_API void aclmockSanitizerClearReports(void);
+/* The host is about to read (ACLMOCK_ACCESS_READ) or write [ptr, ptr+size) (a
+ * HostBuffer's numpy view, tobytes, copy): checked against the pending tasks.
+ * ACL_SUCCESS, or in fail mode ACL_ERROR_RT_AICORE_EXCEPTION when it races. */
+ACLMOCK_API aclError aclmockSanitizerHostAccess(const void *ptr, size_t size, uint32_t access);
+/* A tag ("file.py:123") for the next task (or host operation) the calling thread
+ * submits: shown in sanitizer reports and the profile. NULL/"" clears it. Ignored (and
+ * the pending one cleared) while no diagnostic observes tasks. */
+ACLMOCK_API aclError aclmockSetNextTaskTag(const char *tag);
+
 #ifdef __cplusplus
 }
 #endif

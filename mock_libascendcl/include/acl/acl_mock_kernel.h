@@ -64,7 +64,9 @@ extern "C" {
 typedef int32_t (*aclmockKernelFn)(void *args, uint32_t blockIdx, uint32_t blockDim, void *userData);
 
 /* Optional cost of a launch for the timing model, in simulated nanoseconds for the whole
- * launch; called on the stream worker before the blocks run. */
+ * launch; called by the launching thread when the launch is submitted (the model schedules
+ * tasks at submission), only while the mock's diagnostics observe tasks. Must not call
+ * the runtime. */
 typedef uint64_t (*aclmockKernelCostFn)(const void *args, size_t argsSize, uint32_t blockDim, void *userData);
 
 /* ------------------------------------------------------------ the parameters */
@@ -130,7 +132,8 @@ typedef struct aclmockKernelDesc {
     uint32_t numParams;               /* 0..128, or ACLMOCK_PARAMS_UNKNOWN */
     uint32_t reserved0;               /* must be 0 */
     const aclmockKernelParam *params; /* numParams entries (NULL when 0 or unknown) */
-    uint64_t costNsPerBlock;          /* timing model: simulated ns per block (0 = unknown) */
+    uint64_t costNsPerBlock;          /* timing model: simulated ns per block and wave of blocks on the
+                                         AI cores (0 = unknown: the model's default) */
     aclmockKernelCostFn costFn;       /* timing model: overrides costNsPerBlock when set */
     void *reserved[4];                /* must be NULL */
 } aclmockKernelDesc;

@@ -160,39 +160,16 @@ MSVP_PROF_API aclprofConfig *aclprofCreateConfig(
     uint64_t dataTypeConfig);
 MSVP_PROF_API void *aclprofCreateStamp(void);
 MSVP_PROF_API aclprofStepInfo *aclprofCreateStepInfo(void);
-MSVP_PROF_API aclError aclprofDestroyConfig(const aclprofConfig *profilerConfig);
-MSVP_PROF_API void aclprofDestroyStamp(void *stamp);
-MSVP_PROF_API void aclprofDestroyStepInfo(aclprofStepInfo *stepinfo);
-MSVP_PROF_API aclError aclprofFinalize(void);
-MSVP_PROF_API aclError aclprofGetStepTimestamp(
-    aclprofStepInfo *stepInfo,
-    aclprofStepTag tag,
-    aclrtStream stream);
-MSVP_PROF_API aclError aclprofInit(const char *profilerResultPath, size_t length);
-MSVP_PROF_API aclError aclprofMark(void *stamp);
-MSVP_PROF_API aclError aclprofMarkEx(const char *msg, size_t msgLen, aclrtStream stream);
-MSVP_PROF_API aclError aclprofPop(void);
-MSVP_PROF_API aclError aclprofPush(void *stamp);
-MSVP_PROF_API aclError aclprofRangePop(void);
-MSVP_PROF_API aclError aclprofRangePushEx(aclprofEventAttributes *attr);
-MSVP_PROF_API aclError aclprofRangeStart(void *stamp, uint32_t *rangeId);
-MSVP_PROF_API aclError aclprofRangeStop(uint32_t rangeId);
-MSVP_PROF_API aclError aclprofSetConfig(
-    aclprofConfigType configType,
-    const char *config,
-    size_t configLength);
-MSVP_PROF_API aclError aclprofSetStampTraceMessage(void *stamp, const char *msg, uint32_t msgLen);
-MSVP_PROF_API aclError aclprofStart(const aclprofConfig *profilerConfig);
-MSVP_PROF_API aclError aclprofStop(const aclprofConfig *profilerConfig);
-MSVP_PROF_API uint64_t aclprofStr2Id(const char *message);
-
-/* profiling: the mock returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (needs hardware) */
 MSVP_PROF_API aclprofSubscribeConfig *aclprofCreateSubscribeConfig(
     int8_t timeInfoSwitch,
     aclprofAicoreMetrics aicoreMetrics,
     void *fd);
+MSVP_PROF_API aclError aclprofDestroyConfig(const aclprofConfig *profilerConfig);
+MSVP_PROF_API void aclprofDestroyStamp(void *stamp);
+MSVP_PROF_API void aclprofDestroyStepInfo(aclprofStepInfo *stepinfo);
 MSVP_PROF_API aclError aclprofDestroySubscribeConfig(
     const aclprofSubscribeConfig *profSubscribeConfig);
+MSVP_PROF_API aclError aclprofFinalize(void);
 MSVP_PROF_API size_t aclprofGetModelId(const void *opInfo, size_t opInfoLen, uint32_t index);
 MSVP_PROF_API const char *aclprofGetOpAttriValue(
     const void *opInfo,
@@ -230,10 +207,31 @@ MSVP_PROF_API aclError aclprofGetOpTypeLen(
     size_t opInfoLen,
     uint32_t index,
     size_t *opTypeLen);
+MSVP_PROF_API aclError aclprofGetStepTimestamp(
+    aclprofStepInfo *stepInfo,
+    aclprofStepTag tag,
+    aclrtStream stream);
+MSVP_PROF_API aclError aclprofInit(const char *profilerResultPath, size_t length);
+MSVP_PROF_API aclError aclprofMark(void *stamp);
+MSVP_PROF_API aclError aclprofMarkEx(const char *msg, size_t msgLen, aclrtStream stream);
 MSVP_PROF_API aclError aclprofModelSubscribe(
     uint32_t modelId,
     const aclprofSubscribeConfig *profSubscribeConfig);
 MSVP_PROF_API aclError aclprofModelUnSubscribe(uint32_t modelId);
+MSVP_PROF_API aclError aclprofPop(void);
+MSVP_PROF_API aclError aclprofPush(void *stamp);
+MSVP_PROF_API aclError aclprofRangePop(void);
+MSVP_PROF_API aclError aclprofRangePushEx(aclprofEventAttributes *attr);
+MSVP_PROF_API aclError aclprofRangeStart(void *stamp, uint32_t *rangeId);
+MSVP_PROF_API aclError aclprofRangeStop(uint32_t rangeId);
+MSVP_PROF_API aclError aclprofSetConfig(
+    aclprofConfigType configType,
+    const char *config,
+    size_t configLength);
+MSVP_PROF_API aclError aclprofSetStampTraceMessage(void *stamp, const char *msg, uint32_t msgLen);
+MSVP_PROF_API aclError aclprofStart(const aclprofConfig *profilerConfig);
+MSVP_PROF_API aclError aclprofStop(const aclprofConfig *profilerConfig);
+MSVP_PROF_API uint64_t aclprofStr2Id(const char *message);
 
 #ifdef __cplusplus
 }

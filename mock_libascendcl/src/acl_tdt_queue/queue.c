@@ -32,7 +32,6 @@
  * crash). One lock guards the library's state; each queue has a condition variable on it.
  * No lock is held while calling into libascendcl.so (errors, copies).
  */
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -56,16 +55,8 @@
 
 /* ================================================================ errors */
 
-static aclError q_error(const char *fn, aclError code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static aclError q_error(const char *fn, aclError code, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return aclmockSetError(fn, code, "%s", msg);
-}
+/* Records the error on the calling thread (libascendcl.so's aclmockSetError). */
+#define q_error aclmockSetError
 
 /* ================================================================ objects */
 
@@ -177,22 +168,32 @@ static void queue_free(tdt_queue *q)
 
 /* ================================================================ attributes */
 
+/* A zeroed object of `size` bytes registered in `reg`; NULL (error recorded under fn)
+ * when out of memory. */
+static void *create_obj(const char *fn, mock_registry *reg, size_t size)
+{
+    void *o = calloc(1, size);
+    if (o != NULL) {
+        core_mutex_lock(&g_mu);
+        bool ok = core_registry_insert(reg, o);
+        core_mutex_unlock(&g_mu);
+        if (!ok) {
+            free(o);
+            o = NULL;
+        }
+    }
+    if (o == NULL) {
+        q_error(fn, ACL_ERROR_BAD_ALLOC, "host out of memory");
+    }
+    return o;
+}
+
 acltdtQueueAttr *acltdtCreateQueueAttr(void)
 {
-    acltdtQueueAttr *a = calloc(1, sizeof(*a));
+    acltdtQueueAttr *a = create_obj("acltdtCreateQueueAttr", &g_attrs, sizeof(*a));
     if (a != NULL) {
         a->magic = Q_ATTR_MAGIC;
         a->depth = Q_DEFAULT_DEPTH;
-        core_mutex_lock(&g_mu);
-        bool ok = core_registry_insert(&g_attrs, a);
-        core_mutex_unlock(&g_mu);
-        if (!ok) {
-            free(a);
-            a = NULL;
-        }
-    }
-    if (a == NULL) {
-        q_error("acltdtCreateQueueAttr", ACL_ERROR_BAD_ALLOC, "host out of memory");
     }
     return a;
 }
@@ -697,19 +698,9 @@ aclError acltdtAttachQueue(uint32_t qid, int32_t timeout, uint32_t *permission)
 
 acltdtQueueRoute *acltdtCreateQueueRoute(uint32_t srcId, uint32_t dstId)
 {
-    acltdtQueueRoute *r = calloc(1, sizeof(*r));
+    acltdtQueueRoute *r = create_obj("acltdtCreateQueueRoute", &g_route_objs, sizeof(*r));
     if (r != NULL) {
         *r = (acltdtQueueRoute){Q_ROUTE_MAGIC, srcId, dstId, ACL_TDT_QUEUE_ROUTE_UNBIND};
-        core_mutex_lock(&g_mu);
-        bool ok = core_registry_insert(&g_route_objs, r);
-        core_mutex_unlock(&g_mu);
-        if (!ok) {
-            free(r);
-            r = NULL;
-        }
-    }
-    if (r == NULL) {
-        q_error("acltdtCreateQueueRoute", ACL_ERROR_BAD_ALLOC, "host out of memory");
     }
     return r;
 }
@@ -752,19 +743,9 @@ aclError acltdtGetQueueRouteParam(const acltdtQueueRoute *route, acltdtQueueRout
 
 acltdtQueueRouteList *acltdtCreateQueueRouteList(void)
 {
-    acltdtQueueRouteList *l = calloc(1, sizeof(*l));
+    acltdtQueueRouteList *l = create_obj("acltdtCreateQueueRouteList", &g_lists, sizeof(*l));
     if (l != NULL) {
         l->magic = Q_LIST_MAGIC;
-        core_mutex_lock(&g_mu);
-        bool ok = core_registry_insert(&g_lists, l);
-        core_mutex_unlock(&g_mu);
-        if (!ok) {
-            free(l);
-            l = NULL;
-        }
-    }
-    if (l == NULL) {
-        q_error("acltdtCreateQueueRouteList", ACL_ERROR_BAD_ALLOC, "host out of memory");
     }
     return l;
 }
@@ -1028,19 +1009,9 @@ aclError acltdtUnbindQueueRoutes(acltdtQueueRouteList *qRouteList)
 
 acltdtQueueRouteQueryInfo *acltdtCreateQueueRouteQueryInfo(void)
 {
-    acltdtQueueRouteQueryInfo *q = calloc(1, sizeof(*q));
+    acltdtQueueRouteQueryInfo *q = create_obj("acltdtCreateQueueRouteQueryInfo", &g_queries, sizeof(*q));
     if (q != NULL) {
         q->magic = Q_QUERY_MAGIC;
-        core_mutex_lock(&g_mu);
-        bool ok = core_registry_insert(&g_queries, q);
-        core_mutex_unlock(&g_mu);
-        if (!ok) {
-            free(q);
-            q = NULL;
-        }
-    }
-    if (q == NULL) {
-        q_error("acltdtCreateQueueRouteQueryInfo", ACL_ERROR_BAD_ALLOC, "host out of memory");
     }
     return q;
 }

@@ -62,6 +62,9 @@ static __thread int32_t t_worker_device = -1;
 static __thread mock_context *t_cur;
 static __thread uint64_t t_cur_id;
 static __thread uint64_t t_cur_epoch;
+/* The device of the context last made current on this thread (-1: none); read without
+ * a lock by core_thread_device (the device log of an error recorded under any lock). */
+static __thread int32_t t_cur_device = -1;
 
 /* Process-wide system parameters (aclrtSetSysParamOpt). */
 static mock_mutex g_opt_lock = MOCK_MUTEX_INIT(MOCK_LOCK_SYSPARAMS);
@@ -222,6 +225,7 @@ mock_context **core_ctx_collect(int32_t device, size_t *n)
 void core_ctx_set_current(mock_context *ctx)
 {
     t_cur = ctx;
+    t_cur_device = ctx != NULL ? ctx->device : -1;
     if (ctx != NULL) {
         /* Read the epoch before publishing: if a destruction races with us the next
          * core_ctx_current re-validates. */
@@ -254,6 +258,11 @@ void core_worker_leave(void)
 mock_stream *core_worker_stream(void)
 {
     return t_worker;
+}
+
+int32_t core_thread_device(void)
+{
+    return t_worker != NULL ? t_worker_device : t_cur_device;
 }
 
 bool core_worker_in_context(const mock_context *ctx)

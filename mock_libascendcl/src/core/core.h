@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -431,6 +432,7 @@ MOCK_HIDDEN bool core_is_initialized(void);
 #define CORE_LEVEL_MISC 300
 #define CORE_LEVEL_KERNEL 600 /* above notify (400) and ipc (500), which it does not call */
 #define CORE_LEVEL_GRAPH 700 /* above kernel (600): a kernel launch is one of the tasks it records */
+#define CORE_LEVEL_DIAG 800  /* above graph (700) and all the others: it observes them all */
 
 /* What aclInit passes to the init hooks: the function name for error messages and
  * the configuration file (path NULL and text NULL when aclInit got none). */
@@ -466,6 +468,150 @@ typedef struct core_task_failure {
     const core_task_detail *detail; /* (kernel, additive) NULL unless the task set one */
 } core_task_failure;
 
+/* -------------------------------------------------- tasks and observations */
+/* What a task is, for the diagnostics subsystem (src/diag/: timing model, profiler,
+ * race sanitizer, dump, device log). The layer that builds a task describes it
+ * (stream_enqueue_desc); tasks enqueued without a description count as
+ * MOCK_TASK_OTHER. Everything is copied by the observer during the call. */
+typedef enum mock_task_kind {
+    MOCK_TASK_OTHER = 0,     /* unknown work: latency only                         */
+    MOCK_TASK_COPY,          /* a copy; `link` says which link it uses             */
+    MOCK_TASK_MEMSET,        /* memset / memset D32                                */
+    MOCK_TASK_VALUE,         /* value write / value wait                           */
+    MOCK_TASK_KERNEL,        /* compute: `cost_ns` (0 = the model's default)       */
+    MOCK_TASK_EVENT_RECORD,  /* `event` recorded                                   */
+    MOCK_TASK_EVENT_WAIT,    /* wait for the latest record of `event`              */
+    MOCK_TASK_EVENT_RESET,
+    MOCK_TASK_CALLBACK,      /* host callback / host function: real time           */
+    MOCK_TASK_MARKER,        /* profiler marker (aclprofMarkEx, aclrtProfTrace)    */
+    MOCK_TASK_KIND_COUNT
+} mock_task_kind;
+
+/* The link a copy moves its bytes over. */
+typedef enum mock_link {
+    MOCK_LINK_NONE = 0,
+    MOCK_LINK_H2D,  /* PCIe, host to device   */
+    MOCK_LINK_D2H,  /* PCIe, device to host   */
+    MOCK_LINK_D2D,  /* HBM, within one device */
+    MOCK_LINK_PEER, /* device link, between two devices */
+    MOCK_LINK_H2H   /* host memory on both sides (the CPU copies) */
+} mock_link;
+
+#define MOCK_ACCESS_READ 1u
+#define MOCK_ACCESS_WRITE 2u
+
+/* One memory range a task reads and/or writes. dtype/ndim/dims describe it as a
+ * tensor for the dump writer (ACL_DT_UNDEFINED / 0: raw bytes). */
+typedef struct mock_access {
+    const void *ptr;
+    size_t size;
+    uint32_t mode;     /* MOCK_ACCESS_READ | MOCK_ACCESS_WRITE */
+    int32_t dtype;     /* aclDataType, or ACL_DT_UNDEFINED (-1) */
+    uint32_t ndim;     /* <= 8 */
+    int64_t dims[8];
+} mock_access;
+
+typedef struct mock_task_desc {
+    mock_task_kind kind;
+    const char *name;          /* the API or kernel name ("aclrtMemcpyAsync", ...) */
+    uint64_t bytes;            /* bytes moved or set */
+    mock_link link;            /* copies */
+    bool pageable;             /* copies: one side is pageable host memory */
+    int32_t peer_device;       /* MOCK_LINK_PEER: the other device, else -1 */
+    uint64_t cost_ns;          /* kernels: declared cost, 0 = default */
+    const void *event;         /* EVENT_*: the event (identity only) */
+    const mock_access *access; /* the memory it touches */
+    size_t naccess;
+    bool dump_task;            /* kernels: ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP 1 (dump it
+                                  whatever the layer list says, when a dump is on) */
+} mock_task_desc;
+
+/* Observations: the stream and memory layers (and core) report what happens to tasks,
+ * memory, errors and devices to the subsystems that registered an `observe` hook
+ * (the diagnostics subsystem). The task, sync and memory kinds are reported only while
+ * core_observing() is true (one relaxed load when off); errors and device resets
+ * always. Reported on the thread where it happens, with no lock of the reporter held. */
+typedef enum core_obs_kind {
+    CORE_OBS_TASK_SUBMIT,  /* host: a task is being queued on `stream` (desc `task`); the
+                              observer returns its record of it, kept with the task, or
+                              fills the inline one                                     */
+    CORE_OBS_TASK_BEGIN,   /* worker: `record` is about to run; the observer may set
+                              out_time_ns (modeled completion time) and out_fail       */
+    CORE_OBS_TASK_END,     /* worker: `record` ran (rc) or was discarded (skipped)     */
+    CORE_OBS_TASK_DROP,    /* host: the stream refused the task; `record` is released  */
+    CORE_OBS_STREAM_WAIT,  /* host: `stream` waits for the latest record of `event`, with
+                              no task queued (the record had already completed)        */
+    CORE_OBS_SYNC_STREAM,  /* host: the caller has seen every task of `stream` submitted
+                              so far complete (synchronize, query, pageable copy)      */
+    CORE_OBS_SYNC_EVENT,   /* host: the caller has seen the latest record of `event`   */
+    CORE_OBS_HOST_OP,      /* host: a synchronous operation done on the calling thread
+                              (sync copy / memset), desc `task`, on `device`           */
+    CORE_OBS_MEM_ALLOC,    /* host: [ptr, ptr+size) allocated on `device` (-1 host)    */
+    CORE_OBS_MEM_FREE,     /* host: [ptr, ptr+size) is being freed                     */
+    CORE_OBS_ERROR,        /* any thread: `func` failed with `rc`, message `text`      */
+    CORE_OBS_DEVICE_RESET  /* host: `device` was reset (`flag`: forced)                */
+} core_obs_kind;
+
+/* Room in each queued task for an observer's small record (CORE_OBS_TASK_SUBMIT may
+ * fill o->inline_rec instead of allocating one): the cheap path of the profiler. */
+#define CORE_OBS_INLINE_BYTES 96
+
+typedef struct core_obs {
+    core_obs_kind kind;
+    mock_stream *stream;
+    int32_t device;
+    int32_t stream_id;
+    const mock_task_desc *task;
+    void *record;
+    aclError rc;
+    bool skipped;
+    bool flag;
+    const void *event;
+    const void *ptr;
+    size_t size;
+    const char *func;
+    const char *text;
+    /* TASK_*: the task's inline record (CORE_OBS_INLINE_BYTES, 8-byte aligned); SUBMIT
+     * sets out_inline when it filled it. TASK_BEGIN: `flag` is true when the worker
+     * waited for work before this task (it did not follow another one at once). */
+    void *inline_rec;
+    bool out_inline;
+    /* TASK_BEGIN results */
+    bool out_timed;       /* out_time_ns is set                                      */
+    uint64_t out_time_ns; /* modeled time of the task (event timestamps)             */
+    aclError out_fail;    /* nonzero: do not run the task, fail it with this code  */
+} core_obs;
+
+/* Who wants the task, sync and memory observations: one bit per feature, set and
+ * cleared by its owner (core_set_observing). core_observing() is true while any is. */
+#define CORE_OBSERVE_TIMING 0x1u    /* diag: timing model in virtual or paced mode */
+#define CORE_OBSERVE_PROFILER 0x2u  /* diag: a profiling collection or subscription runs */
+#define CORE_OBSERVE_SANITIZER 0x4u /* diag: race sanitizer */
+#define CORE_OBSERVE_DUMP 0x8u      /* misc: a data dump is configured */
+MOCK_HIDDEN extern atomic_uint core_observing_mask_;
+static inline bool core_observing(void)
+{
+    return __builtin_expect(atomic_load_explicit(&core_observing_mask_, memory_order_relaxed) != 0, 0);
+}
+MOCK_HIDDEN void core_set_observing(unsigned bit, bool on);
+/* Runs every registered observe hook (ascending level); returns the first non-NULL
+ * result (TASK_SUBMIT: the task's record). Lock-free: the observer list is complete
+ * before the first ACL call (constructors) and never changes afterwards. */
+MOCK_HIDDEN void *core_observe(core_obs *o);
+/* Shorthand for the simple kinds. */
+static inline void core_observe_simple(core_obs_kind kind, mock_stream *s, const void *event, const void *ptr,
+                                       size_t size, int32_t device)
+{
+    core_obs o = {0};
+    o.kind = kind;
+    o.stream = s;
+    o.event = event;
+    o.ptr = ptr;
+    o.size = size;
+    o.device = device;
+    (void)core_observe(&o);
+}
+
 typedef struct core_subsystem {
     const char *name; /* "stream", "mem", "misc", ... */
     int level;        /* CORE_LEVEL_* */
@@ -490,6 +636,12 @@ typedef struct core_subsystem {
      * stopped), and a task failed (on the worker, no lock held). */
     void (*stream_destroyed)(mock_stream *s);
     void (*task_failed)(const core_task_failure *failure);
+    /* Observations (core_observe above): what happens to tasks, memory, errors and
+     * devices. For CORE_OBS_TASK_SUBMIT the hook returns its record of the task (or
+     * NULL); other kinds return NULL. Called with no lock of the reporter held, except
+     * CORE_OBS_ERROR, which may come with any lock held (an error is recorded
+     * anywhere): its handling takes only locks that may be taken under any other. */
+    void *(*observe)(core_obs *o);
 } core_subsystem;
 
 /* (kernel, additive) The detail of the task running on the calling stream worker: set
@@ -527,6 +679,10 @@ MOCK_HIDDEN void core_worker_enter(mock_stream *s, mock_context *ctx, int32_t de
 MOCK_HIDDEN void core_worker_leave(void);
 /* The stream whose worker is the calling thread, or NULL. */
 MOCK_HIDDEN mock_stream *core_worker_stream(void);
+/* (diagnostics, additive) Lock-free: the device of the calling worker's stream, else
+ * of the context last made current on this thread (it may be gone since), else -1.
+ * For attributing an error to a device log under any lock. */
+MOCK_HIDDEN int32_t core_thread_device(void);
 /* True when the calling thread is the worker of a stream of `ctx` / on `device`. */
 MOCK_HIDDEN bool core_worker_in_context(const mock_context *ctx);
 MOCK_HIDDEN bool core_worker_on_device(int32_t device);

@@ -461,6 +461,14 @@ static aclError reset_device(const char *fn, int32_t deviceId, bool force)
         core_ctx_destroy(victim);
     }
     fire_state(deviceId, ACL_RT_DEVICE_STATE_RESET_POST);
+    if (victim != NULL) { /* the device log records a reset that released the device */
+        core_obs o = {0};
+        o.kind = CORE_OBS_DEVICE_RESET;
+        o.device = deviceId;
+        o.flag = force;
+        o.func = fn;
+        (void)core_observe(&o);
+    }
     aclError lost = core_device_lost_code(deviceId);
     if (lost != ACL_SUCCESS) {
         return core_error(fn, lost, "device %d is lost (sticky error %d); resources released",

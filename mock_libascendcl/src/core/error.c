@@ -54,6 +54,14 @@ aclError core_error_v(const char *func, aclError code, const char *fmt, va_list 
         memcpy(t_msg, text, sizeof text);
         t_has_msg = true;
     }
+    /* the device log (src/diag) keeps every recorded error */
+    core_obs o = {0};
+    o.kind = CORE_OBS_ERROR;
+    o.device = -1;
+    o.rc = code;
+    o.func = func;
+    o.text = text;
+    (void)core_observe(&o);
     return code;
 }
 

@@ -186,6 +186,13 @@
     X(MOCK_LOCK_GRAPH_EXEC, "graph/model.c graph_model.xmu",                                             \
       "one model's runs: activations, record generations, task arguments swapped by an update",       \
       MOCK_HOLDS_LIFECYCLE | MOCK_HOLDS(MOCK_LOCK_GRAPH))                                               \
+    /* ---------------------------------------------------------------- diag */                        \
+    X(MOCK_LOCK_DIAG_STATE, "diag/timing.c g_state_mu",                                                 \
+      "the diagnostics' model of the streams: timing cursors and engines, event records, the race "    \
+      "sanitizer's clocks, shadow and reports", MOCK_HOLDS_LIFECYCLE)                                  \
+    X(MOCK_LOCK_DIAG_PROF, "diag/prof.c g_prof_mu",                                                     \
+      "the running profile collection, its ranges and the op-info subscriptions", MOCK_HOLDS_LIFECYCLE) \
+    X(MOCK_LOCK_DIAG_DUMP, "diag/dump.c g_dump_mu", "the dump writer's index file", MOCK_HOLDS_LIFECYCLE) \
     /* ------------------------------------------- core: leaves taken anywhere */                     \
     X(MOCK_LOCK_SHM_SLOTS, "core/shm.c g_shm_mu", "the arenas of process-shared words and their free slots",\
       MOCK_HOLDS_LIFECYCLE)                                                                             \
@@ -193,6 +200,9 @@
       "the registered subsystem descriptors (copied out; hooks run without it)", MOCK_HOLDS_LIFECYCLE)                                              \
     X(MOCK_LOCK_FAULTS, "core/error.c g_fault_lock", "the injected faults and their call counters",     \
       MOCK_HOLDS_LIFECYCLE)                                                                             \
+    X(MOCK_LOCK_DIAG_LOG, "diag/devlog.c g_log_mu",                                                     \
+      "the device logs and their files; taken under any lock (every recorded error is logged)",        \
+      MOCK_HOLDS_EARLIER(MOCK_LOCK_DIAG_LOG))                                                           \
     X(MOCK_LOCK_ERROR_PROCESS, "core/error.c g_proc_lock",                                              \
       "the process-level recent error message (err_msg_mode 1); the last lock: an error may be "     \
       "recorded with any other lock of libascendcl.so held (today: events, VMM, managed, dump)",      \
@@ -206,6 +216,8 @@
       MOCK_HOLDS_NONE)                                                                                  \
     X(MOCK_LOCK_PROF_STAMPS, "msprofiler/prof.c g_stamps (handle set)", "the live msproftx stamps",    \
       MOCK_HOLDS_NONE)                                                                                  \
+    X(MOCK_LOCK_PROF_SUBSCRIBE, "msprofiler/prof.c g_subcfgs (handle set)",                             \
+      "the live aclprofSubscribeConfig handles", MOCK_HOLDS_NONE)                                       \
     X(MOCK_LOCK_DUMP_CALLBACK, "ascend_dump/dump_api.c g_cb_mu", "the acldumpRegCallback callback",    \
       MOCK_HOLDS_NONE)                                                                                  \
     /* ------------------------------------ libacl_tdt_channel.so, libacl_tdt_queue.so */              \

@@ -8,6 +8,7 @@
  * the link order of the constructors. A runner copies the list under g_subsys_lock and
  * runs the hooks without it (hooks block, call user code and take their own locks).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,12 @@
 static mock_mutex g_subsys_lock = MOCK_MUTEX_INIT(MOCK_LOCK_SUBSYSTEMS);
 static const core_subsystem *g_subs[MAX_SUBSYSTEMS];
 static size_t g_nsubs;
+/* The descriptors with an observe hook, in ascending order: written only by the
+ * constructors (before any thread of the library exists), read without a lock by
+ * core_observe on every observed task. */
+static const core_subsystem *g_observers[MAX_SUBSYSTEMS];
+static atomic_size_t g_nobservers;
+atomic_uint core_observing_mask_;
 
 static bool before(const core_subsystem *a, const core_subsystem *b)
 {
@@ -42,7 +49,38 @@ void core_subsystem_register(const core_subsystem *sub)
     }
     g_subs[i] = sub;
     g_nsubs++;
+    if (sub->observe != NULL) {
+        size_t k = 0;
+        for (size_t j = 0; j < g_nsubs; j++) {
+            if (g_subs[j]->observe != NULL) {
+                g_observers[k++] = g_subs[j];
+            }
+        }
+        atomic_store(&g_nobservers, k);
+    }
     core_mutex_unlock(&g_subsys_lock);
+}
+
+void core_set_observing(unsigned bit, bool on)
+{
+    if (on) {
+        atomic_fetch_or(&core_observing_mask_, bit);
+    } else {
+        atomic_fetch_and(&core_observing_mask_, ~bit);
+    }
+}
+
+void *core_observe(core_obs *o)
+{
+    size_t n = atomic_load_explicit(&g_nobservers, memory_order_acquire);
+    void *first = NULL;
+    for (size_t i = 0; i < n; i++) {
+        void *r = g_observers[i]->observe(o);
+        if (first == NULL) {
+            first = r;
+        }
+    }
+    return first;
 }
 
 /* The registered descriptors in ascending order; returns the count. */

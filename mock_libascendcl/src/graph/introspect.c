@@ -211,21 +211,42 @@ aclError aclmdlRITaskGetParams(aclmdlRITask task, aclmdlRITaskParams *params)
     return rc;
 }
 
-/* Host memory a staged kernel edit refers to is copied at aclmdlRITaskSetParams (the
- * caller may free it before aclmdlRIUpdate): the cfg with its attributes, and the
- * argument block when it is host memory (isHostArgs 1, or the task's own host block
- * as aclmdlRITaskGetParams gave it, read with isHostArgs 0). *k is rewritten to point
- * into *buf (graph lock held). */
-static aclError stage_kernel(graph_task *t, aclmdlRIKernelTaskParams *k, void **buf, const char **why)
+/* True when `args` is the mock's own host argument block of a kernel task of model m
+ * as aclmdlRITaskGetParams gave it: the block of `cur` (the task's launch now) or of a
+ * launch a task-group update has swapped out since (kept until the next run), which
+ * GetParams may have read just before the swap. *size: its bytes. m->xmu held. */
+static bool own_host_block_xmu(graph_model *m, const aclmdlRIKernelTaskParams *cur, const void *args, size_t *size)
+{
+    if (args == NULL) {
+        return false;
+    }
+    if (cur->isHostArgs != 0 && args == cur->args) {
+        *size = cur->argsSize;
+        return true;
+    }
+    for (size_t i = 0; i < m->nretired; i++) {
+        aclmdlRIKernelTaskParams old;
+        if (kernel_task_is(m->retired[i].fn)) {
+            kernel_task_get_params(m->retired[i].arg, &old);
+            if (old.isHostArgs != 0 && args == old.args) {
+                *size = old.argsSize;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* stage_kernel with m->xmu held: a task-group update swaps t->t under it and a run
+ * frees the swapped-out launches under it, so an own block is still there to copy. */
+static aclError stage_kernel_xmu(graph_task *t, aclmdlRIKernelTaskParams *k, void **buf, const char **why)
 {
     aclmdlRIKernelTaskParams cur;
-    graph_model *m = t->ms->m;
-    core_mutex_lock(&m->xmu); /* a task-group update swaps t->t under it */
     kernel_task_get_params(t->t.arg, &cur);
-    core_mutex_unlock(&m->xmu);
-    bool own = k->args != NULL && cur.isHostArgs != 0 && k->args == cur.args;
+    size_t own_size = 0;
+    bool own = own_host_block_xmu(t->ms->m, &cur, k->args, &own_size);
     bool host = k->args != NULL && (k->isHostArgs != 0 || own);
-    if (own && k->argsSize > cur.argsSize) {
+    if (own && k->argsSize > own_size) {
         *why = "params->kernelTaskParams.argsSize is larger than the task's own argument block it points to";
         return ACL_ERROR_INVALID_PARAM;
     }
@@ -271,6 +292,20 @@ static aclError stage_kernel(graph_task *t, aclmdlRIKernelTaskParams *k, void **
     }
     *buf = b;
     return ACL_SUCCESS;
+}
+
+/* Host memory a staged kernel edit refers to is copied at aclmdlRITaskSetParams (the
+ * caller may free it before aclmdlRIUpdate): the cfg with its attributes, and the
+ * argument block when it is host memory (isHostArgs 1, or the task's own host block
+ * as aclmdlRITaskGetParams gave it, read with isHostArgs 0). *k is rewritten to point
+ * into *buf (graph lock held). */
+static aclError stage_kernel(graph_task *t, aclmdlRIKernelTaskParams *k, void **buf, const char **why)
+{
+    graph_model *m = t->ms->m;
+    core_mutex_lock(&m->xmu);
+    aclError rc = stage_kernel_xmu(t, k, buf, why);
+    core_mutex_unlock(&m->xmu);
+    return rc;
 }
 
 aclError aclmdlRITaskSetParams(aclmdlRITask task, aclmdlRITaskParams *params)

@@ -261,7 +261,9 @@ void ipc_client_finalize(void)
 
 /* --------------------------------------------------------- shared words */
 
-void *ipc_word_map(int fd, uint64_t offset)
+/* Maps the page holding the shared word at `offset` of `fd`; returns the word's address
+ * or NULL. word_unmap undoes it. */
+static void *word_map(int fd, uint64_t offset)
 {
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     uint64_t base = offset & ~(page - 1);
@@ -272,8 +274,42 @@ void *ipc_word_map(int fd, uint64_t offset)
     return (char *)p + (offset - base);
 }
 
-void ipc_word_unmap(void *word)
+static void word_unmap(void *word)
 {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     munmap((void *)((uintptr_t)word & ~(page - 1)), (size_t)page);
+}
+
+aclError ipc_word_open(const char *fn, const ipc_addr *a, ipc_kind kind, const char *what, ipc_word_ref **out)
+{
+    int fd = -1;
+    ipc_grant g;
+    void *token = NULL;
+    aclError rc = ipc_client_acquire(fn, a, kind, false, &fd, &g, &token);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    ipc_word_ref *r = malloc(sizeof(*r));
+    void *word = word_map(fd, g.offset);
+    close(fd);
+    if (r == NULL || word == NULL) {
+        free(r);
+        if (word != NULL) {
+            word_unmap(word);
+        }
+        ipc_client_release(token);
+        return core_error(fn, ACL_ERROR_RT_IPC_ERROR, "cannot map the %s", what);
+    }
+    r->word = word;
+    r->token = token;
+    *out = r;
+    return ACL_SUCCESS;
+}
+
+void ipc_word_close(void *ref)
+{
+    ipc_word_ref *r = ref;
+    word_unmap(r->word);
+    ipc_client_release(r->token);
+    free(r);
 }

@@ -128,10 +128,20 @@ MOCK_HIDDEN aclError ipc_client_acquire(const char *fn, const ipc_addr *a, ipc_k
 MOCK_HIDDEN void ipc_client_release(void *token);
 /* aclFinalize: shuts every connection down (tokens still held release locally). */
 MOCK_HIDDEN void ipc_client_finalize(void);
-/* Maps the page holding the shared word at `offset` of `fd`; returns the word's
- * address or NULL. ipc_word_unmap undoes it. */
-MOCK_HIDDEN void *ipc_word_map(int fd, uint64_t offset);
-MOCK_HIDDEN void ipc_word_unmap(void *word);
+/* An opened shared word (IPC event, notify): its mapping in this process and the
+ * reference the exporter holds for this process. */
+typedef struct ipc_word_ref {
+    void *word;
+    void *token;
+} ipc_word_ref;
+/* Acquires export (kind, a->id) of process a->pid and maps its shared word into *out
+ * (malloc'd; ipc_word_close). Records errors under `fn`: those of ipc_client_acquire,
+ * or 507000 "cannot map the <what>" (nothing is kept then: no fd, mapping, reference). */
+MOCK_HIDDEN aclError ipc_word_open(const char *fn, const ipc_addr *a, ipc_kind kind, const char *what,
+                                   ipc_word_ref **out);
+/* Unmaps the word, gives the reference back, frees `ref` (an ipc_word_ref); never
+ * fails. Signature of a release callback. */
+MOCK_HIDDEN void ipc_word_close(void *ref);
 
 /* ----------------------------------------------------------- share_mem.c (keys) */
 

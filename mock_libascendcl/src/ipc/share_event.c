@@ -13,7 +13,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/core.h"
 #include "stream/stream.h"
@@ -90,19 +89,6 @@ aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle)
     return ACL_SUCCESS;
 }
 
-typedef struct opened_event {
-    void *word;
-    void *token;
-} opened_event;
-
-static void opened_release(void *arg)
-{
-    opened_event *o = arg;
-    ipc_word_unmap(o->word);
-    ipc_client_release(o->token);
-    free(o);
-}
-
 aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event)
 {
     static const char fn[] = "aclrtIpcOpenEventHandle";
@@ -122,29 +108,14 @@ aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event)
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument 'handle' is not from aclrtIpcGetEventHandle");
     }
     ipc_addr a = {p.pid, p.nonce, p.id};
-    int fd = -1;
-    ipc_grant g;
-    void *token = NULL;
-    rc = ipc_client_acquire(fn, &a, IPC_KIND_EVENT, false, &fd, &g, &token);
+    ipc_word_ref *o = NULL;
+    rc = ipc_word_open(fn, &a, IPC_KIND_EVENT, "event's shared state", &o);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    opened_event *o = malloc(sizeof(*o));
-    void *word = ipc_word_map(fd, g.offset);
-    close(fd);
-    if (o == NULL || word == NULL) {
-        free(o);
-        if (word != NULL) {
-            ipc_word_unmap(word);
-        }
-        ipc_client_release(token);
-        return core_error(fn, ACL_ERROR_RT_IPC_ERROR, "cannot map the event's shared state");
-    }
-    o->word = word;
-    o->token = token;
-    rc = stream_event_ipc_open(fn, word, opened_release, o, event);
+    rc = stream_event_ipc_open(fn, o->word, ipc_word_close, o, event);
     if (rc != ACL_SUCCESS) {
-        opened_release(o);
+        ipc_word_close(o);
     }
     return rc;
 }

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/core.h"
 #include "notify/notify.h"
@@ -157,19 +156,6 @@ aclError aclrtNotifySetImportPidInterServer(aclrtNotify notify, aclrtServerPid *
     return rc;
 }
 
-typedef struct imported_notify {
-    void *word;
-    void *token;
-} imported_notify;
-
-static void imported_release(void *arg)
-{
-    imported_notify *o = arg;
-    ipc_word_unmap(o->word);
-    ipc_client_release(o->token);
-    free(o);
-}
-
 aclError aclrtNotifyImportByKey(aclrtNotify *notify, const char *key, uint64_t flags)
 {
     static const char fn[] = "aclrtNotifyImportByKey";
@@ -195,29 +181,14 @@ aclError aclrtNotifyImportByKey(aclrtNotify *notify, const char *key, uint64_t f
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "argument 'key' ('%.64s') is not a key from aclrtNotifyGetExportKey", key);
     }
-    int fd = -1;
-    ipc_grant g;
-    void *token = NULL;
-    rc = ipc_client_acquire(fn, &a, IPC_KIND_NOTIFY, false, &fd, &g, &token);
+    ipc_word_ref *o = NULL;
+    rc = ipc_word_open(fn, &a, IPC_KIND_NOTIFY, "notify's shared word", &o);
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    imported_notify *o = malloc(sizeof(*o));
-    void *word = ipc_word_map(fd, g.offset);
-    close(fd);
-    if (o == NULL || word == NULL) {
-        free(o);
-        if (word != NULL) {
-            ipc_word_unmap(word);
-        }
-        ipc_client_release(token);
-        return core_error(fn, ACL_ERROR_RT_IPC_ERROR, "cannot map the notify's shared word");
-    }
-    o->word = word;
-    o->token = token;
-    rc = notify_ipc_open(fn, word, imported_release, o, notify);
+    rc = notify_ipc_open(fn, o->word, ipc_word_close, o, notify);
     if (rc != ACL_SUCCESS) {
-        imported_release(o);
+        ipc_word_close(o);
     }
     return rc;
 }

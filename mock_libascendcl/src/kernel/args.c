@@ -330,6 +330,40 @@ static verdict args_bad_handle(const void *h)
     return v;
 }
 
+/* A list held across the unlocked twin lookup: its function's binary is referenced (so the
+ * function outlives the lookup) and `twin` is the function's parameter description (a
+ * reference, or NULL when unknown). The list itself may die meanwhile: callers recheck
+ * find_locked(handle) == a under kernel_mu before touching it. */
+typedef struct pinned_args {
+    kernel_args *a;
+    kernel_func *f;
+    kernel_twin *twin;
+} pinned_args;
+
+/* Pins the list behind `handle` (kernel_mu not held); false when it is not live. */
+static bool args_pin(const void *handle, pinned_args *pin)
+{
+    core_mutex_lock(&kernel_mu);
+    pin->a = find_locked(handle);
+    pin->f = pin->a != NULL ? pin->a->func : NULL;
+    if (pin->f != NULL) {
+        kernel_binary_ref(pin->f->bin);
+    }
+    core_mutex_unlock(&kernel_mu);
+    if (pin->f == NULL) {
+        return false;
+    }
+    pin->twin = described(pin->f);
+    return true;
+}
+
+/* Drops what args_pin took (kernel_mu not held). */
+static void args_unpin(pinned_args *pin)
+{
+    kernel_twin_put(pin->twin);
+    kernel_binary_put(pin->f->bin);
+}
+
 aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void *param, size_t paramSize,
                                aclrtParamHandle *paramHandle)
 {
@@ -341,18 +375,13 @@ aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void *param, size_t p
     }
     MOCK_ENTER(fn);
     verdict v = {ACL_SUCCESS, ""};
-    core_mutex_lock(&kernel_mu);
-    kernel_args *a = find_locked(argsHandle);
-    kernel_func *f = a != NULL ? a->func : NULL;
-    if (f != NULL) {
-        kernel_binary_ref(f->bin);
-    }
-    core_mutex_unlock(&kernel_mu);
-    if (a == NULL) {
+    pinned_args pin;
+    if (!args_pin(argsHandle, &pin)) {
         v = args_bad_handle(argsHandle);
         return report(fn, &v);
     }
-    kernel_twin *t = described(f);
+    kernel_args *a = pin.a;
+    const kernel_twin *t = pin.twin;
     core_mutex_lock(&kernel_mu);
     kernel_param_slot *p = find_locked(argsHandle) == a ? next_slot_locked(a, paramSize, false, t, &v) : NULL;
     if (p != NULL) {
@@ -364,8 +393,7 @@ aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void *param, size_t p
         v = args_bad_handle(argsHandle);
     }
     core_mutex_unlock(&kernel_mu);
-    kernel_twin_put(t);
-    kernel_binary_put(f->bin);
+    args_unpin(&pin);
     return report(fn, &v);
 }
 
@@ -376,18 +404,13 @@ aclError aclrtKernelArgsAppendPlaceHolder(aclrtArgsHandle argsHandle, aclrtParam
     MOCK_REQUIRE_NONNULL(fn, paramHandle);
     MOCK_ENTER(fn);
     verdict v = {ACL_SUCCESS, ""};
-    core_mutex_lock(&kernel_mu);
-    kernel_args *a = find_locked(argsHandle);
-    kernel_func *f = a != NULL ? a->func : NULL;
-    if (f != NULL) {
-        kernel_binary_ref(f->bin);
-    }
-    core_mutex_unlock(&kernel_mu);
-    if (a == NULL) {
+    pinned_args pin;
+    if (!args_pin(argsHandle, &pin)) {
         v = args_bad_handle(argsHandle);
         return report(fn, &v);
     }
-    kernel_twin *t = described(f);
+    kernel_args *a = pin.a;
+    const kernel_twin *t = pin.twin;
     core_mutex_lock(&kernel_mu);
     kernel_param_slot *p = find_locked(argsHandle) == a ? next_slot_locked(a, 8, true, t, &v) : NULL;
     if (p != NULL) {
@@ -396,8 +419,7 @@ aclError aclrtKernelArgsAppendPlaceHolder(aclrtArgsHandle argsHandle, aclrtParam
         v = args_bad_handle(argsHandle);
     }
     core_mutex_unlock(&kernel_mu);
-    kernel_twin_put(t);
-    kernel_binary_put(f->bin);
+    args_unpin(&pin);
     return report(fn, &v);
 }
 
@@ -504,18 +526,13 @@ aclError aclrtKernelArgsFinalize(aclrtArgsHandle argsHandle)
     MOCK_REQUIRE_NONNULL(fn, argsHandle);
     MOCK_ENTER(fn);
     verdict v = {ACL_SUCCESS, ""};
-    core_mutex_lock(&kernel_mu);
-    kernel_args *a = find_locked(argsHandle);
-    kernel_func *f = a != NULL ? a->func : NULL;
-    if (f != NULL) {
-        kernel_binary_ref(f->bin);
-    }
-    core_mutex_unlock(&kernel_mu);
-    if (a == NULL) {
+    pinned_args pin;
+    if (!args_pin(argsHandle, &pin)) {
         v = args_bad_handle(argsHandle);
         return report(fn, &v);
     }
-    kernel_twin *t = described(f);
+    kernel_args *a = pin.a;
+    const kernel_twin *t = pin.twin;
     core_mutex_lock(&kernel_mu);
     if (find_locked(argsHandle) != a) {
         v = args_bad_handle(argsHandle);
@@ -532,8 +549,7 @@ aclError aclrtKernelArgsFinalize(aclrtArgsHandle argsHandle)
         a->finalized = v.code == ACL_SUCCESS;
     }
     core_mutex_unlock(&kernel_mu);
-    kernel_twin_put(t);
-    kernel_binary_put(f->bin);
+    args_unpin(&pin);
     return report(fn, &v);
 }
 

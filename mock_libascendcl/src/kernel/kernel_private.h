@@ -244,4 +244,12 @@ MOCK_HIDDEN aclError kernel_launch_placeholders(const char *fn, kernel_launch *l
 /* Block worker pool: shut down at aclFinalize (restarted on demand). */
 MOCK_HIDDEN void kernel_pool_finalize(void);
 
+/* ---------------------------------------------------------------- observe.c */
+
+/* Enqueues the launch task (arg: a kernel_launch) on s with its description for the
+ * diagnostics (kind, name, cost, the memory of its declared pointer arguments);
+ * launch.c uses it while core_observing() and s is not bound to a capture.
+ * Frees the launch when the stream refuses it, like stream_enqueue. */
+MOCK_HIDDEN aclError kernel_enqueue_observed(mock_stream *s, const stream_task *task);
+
 #endif /* MOCK_KERNEL_PRIVATE_H */

@@ -376,8 +376,10 @@ static const stream_task_ops k_launch_ops = {"kernel", ACL_MODEL_RI_TASK_KERNEL,
 
 static aclError enqueue(const char *fn, kernel_launch *l, mock_stream *s)
 {
+    /* frees l when refused; described for the diagnostics while they observe (observe.c) */
     stream_task task = {kernel_task_run, l, kernel_task_free, &k_launch_ops};
-    aclError rc = stream_enqueue_task(s, &task); /* frees l when refused */
+    bool observed = core_observing() && stream_binding(s) == NULL; /* a capture runs it later */
+    aclError rc = observed ? kernel_enqueue_observed(s, &task) : stream_enqueue_task(s, &task);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the launch (stream failed or being destroyed)");
     }

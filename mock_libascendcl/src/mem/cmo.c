@@ -146,17 +146,7 @@ aclError aclrtCmoGetDescSize(size_t *size)
 /* The descriptor memory: CMO_DESC_SIZE bytes of device memory inside one allocation. */
 static aclError check_desc(const char *fn, const void *desc)
 {
-    mock_mem_info info;
-    if (desc == NULL) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'cmoDesc' is NULL");
-    }
-    if (!mem_lookup(desc, &info) || info.kind != MOCK_MEM_DEVICE ||
-        CMO_DESC_SIZE > info.size - ((uintptr_t)desc - info.base)) {
-        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "argument 'cmoDesc' (%p) is not %u bytes of device memory (aclrtCmoGetDescSize)", desc,
-                          CMO_DESC_SIZE);
-    }
-    return ACL_SUCCESS;
+    return mem_check_desc(fn, "cmoDesc", desc, CMO_DESC_SIZE, "aclrtCmoGetDescSize");
 }
 
 aclError aclrtCmoSetDesc(void *cmoDesc, void *src, size_t size)

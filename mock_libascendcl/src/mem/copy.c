@@ -494,6 +494,122 @@ static copy_op *op_new(int op)
     return o;
 }
 
+/* ------------------------------------------------------------ descriptions */
+
+/* The link a copy from side `s` to side `d` uses (core/core.h mock_link); for a copy
+ * between two devices *peer gets the device that is not `s`'s. */
+static mock_link copy_link(const side *d, const side *s, int32_t *peer)
+{
+    bool sd = s->dev && !s->host, dd = d->dev && !d->host;
+    *peer = -1;
+    if (sd && dd) {
+        if (s->device >= 0 && d->device >= 0 && s->device != d->device) {
+            *peer = d->device;
+            return MOCK_LINK_PEER;
+        }
+        return MOCK_LINK_D2D;
+    }
+    return sd ? MOCK_LINK_D2H : dd ? MOCK_LINK_H2D : MOCK_LINK_H2H;
+}
+
+static void access_set(mock_access *a, const void *p, size_t n, uint32_t mode)
+{
+    memset(a, 0, sizeof *a);
+    a->ptr = p;
+    a->size = n;
+    a->mode = mode;
+    a->dtype = -1; /* ACL_DT_UNDEFINED: raw bytes */
+}
+
+/* Describes `o` for the observers (timing model, profiler, sanitizer). `acc` has room
+ * for two accesses; a batch gets a malloc'd array in *heap (free it; NULL when short
+ * of memory: the batch is then described without its ranges). */
+static void op_describe(const copy_op *o, const char *fn, mock_task_desc *desc, mock_access acc[2],
+                        mock_access **heap)
+{
+    memset(desc, 0, sizeof *desc);
+    desc->name = fn;
+    desc->peer_device = -1;
+    desc->access = acc;
+    *heap = NULL;
+    switch (o->op) {
+    case OP_COPY:
+    case OP_COPY2D: {
+        size_t w = o->op == OP_COPY ? o->n : o->width;
+        size_t rows = o->op == OP_COPY ? 1 : o->height;
+        /* a 2D copy is described by the extent its rows span (pitch * (rows-1) + width) */
+        size_t dext = o->op == OP_COPY ? o->n : (o->height - 1) * o->dpitch + o->width;
+        size_t sext = o->op == OP_COPY ? o->n : (o->height - 1) * o->spitch + o->width;
+        desc->kind = MOCK_TASK_COPY;
+        desc->bytes = (uint64_t)w * rows;
+        desc->link = copy_link(&o->d, &o->s, &desc->peer_device);
+        desc->pageable = o->d.rec == NULL || o->s.rec == NULL;
+        access_set(&acc[0], o->src, sext, MOCK_ACCESS_READ);
+        access_set(&acc[1], o->dst, dext, MOCK_ACCESS_WRITE);
+        desc->naccess = 2;
+        break;
+    }
+    case OP_MEMSET:
+    case OP_MEMSET32:
+        desc->kind = MOCK_TASK_MEMSET;
+        desc->bytes = o->op == OP_MEMSET ? o->n : (uint64_t)o->n * 4u;
+        desc->link = o->d.dev && !o->d.host ? MOCK_LINK_D2D : MOCK_LINK_H2H;
+        access_set(&acc[0], o->dst, (size_t)desc->bytes, MOCK_ACCESS_WRITE);
+        desc->naccess = 1;
+        break;
+    case OP_VALUE_WRITE:
+    case OP_VALUE_WAIT:
+        desc->kind = MOCK_TASK_VALUE;
+        desc->bytes = sizeof(uint64_t);
+        desc->link = MOCK_LINK_D2D;
+        access_set(&acc[0], o->dst, sizeof(uint64_t), o->op == OP_VALUE_WRITE ? MOCK_ACCESS_WRITE : MOCK_ACCESS_READ);
+        desc->naccess = 1;
+        break;
+    case OP_BATCH: {
+        desc->kind = MOCK_TASK_COPY;
+        mock_access *v = calloc(o->nb * 2, sizeof *v);
+        for (size_t i = 0; i < o->nb; i++) {
+            desc->bytes += o->sizes[i];
+            int32_t peer;
+            mock_link l = copy_link(&o->bd[i], &o->bs[i], &peer);
+            if (i == 0 || l > desc->link) { /* the slowest kind of link of the batch */
+                desc->link = l;
+                desc->peer_device = peer;
+            }
+            desc->pageable |= o->bd[i].rec == NULL || o->bs[i].rec == NULL;
+            if (v != NULL) {
+                access_set(&v[2 * i], o->srcs[i], o->sizes[i], MOCK_ACCESS_READ);
+                access_set(&v[2 * i + 1], o->dsts[i], o->sizes[i], MOCK_ACCESS_WRITE);
+            }
+        }
+        desc->access = v;
+        desc->naccess = v != NULL ? o->nb * 2 : 0;
+        *heap = v;
+        break;
+    }
+    }
+}
+
+/* A synchronous operation done by the calling thread (sync copies and memsets, and
+ * async memsets of host memory): reported to the observers, then run. */
+static void op_run_on_host(const char *fn, copy_op *o)
+{
+    if (core_observing()) {
+        mock_task_desc desc;
+        mock_access acc[2];
+        mock_access *heap;
+        op_describe(o, fn, &desc, acc, &heap);
+        mock_context *ctx = core_ctx_current();
+        core_obs ob = {0};
+        ob.kind = CORE_OBS_HOST_OP;
+        ob.task = &desc;
+        ob.device = ctx != NULL ? core_ctx_device(ctx) : -1;
+        (void)core_observe(&ob);
+        free(heap);
+    }
+    (void)op_run(o);
+}
+
 /* Enqueues `o` on `stream`. With wait_done (pageable host memory) the call
  * returns only once the task finished, with its result (§5.6: an async copy
  * of pageable memory completes before returning). Takes ownership of o. */
@@ -508,6 +624,14 @@ static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_
             return rc;
         }
     }
+    mock_task_desc desc;
+    mock_access acc[2];
+    mock_access *heap = NULL;
+    const mock_task_desc *dp = NULL;
+    if (core_observing() && stream_binding(s) == NULL) { /* a capture runs it later */
+        op_describe(o, fn, &desc, acc, &heap);
+        dp = &desc;
+    }
     if (wait_done && (core_worker_stream() == s || stream_is_persistent(s) || stream_binding(s) != NULL)) {
         /* Called from a task of this very stream (a host function): waiting
          * would deadlock, so the copy stays asynchronous (still in order).
@@ -521,7 +645,8 @@ static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_
         pthread_cond_init(&o->cv, NULL);
     }
     stream_task t = {op_task, o, op_task_free, &k_ops[o->op]};
-    aclError rc = stream_enqueue_task(s, &t);
+    aclError rc = stream_enqueue_task_desc(s, &t, dp);
+    free(heap);
     if (rc != ACL_SUCCESS) {
         if (wait_done) {
             op_destroy(o); /* free_arg only signalled */
@@ -540,6 +665,9 @@ static aclError op_submit(const char *fn, copy_op *o, mock_stream *s, bool wait_
     op_destroy(o);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the copy did not complete on its stream");
+    }
+    if (core_observing()) { /* the caller waited for the stream up to this copy */
+        core_observe_simple(CORE_OBS_SYNC_STREAM, s, NULL, NULL, 0, stream_device(s));
     }
     return ACL_SUCCESS;
 }
@@ -635,6 +763,19 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, a
     rc = memcpy_check(fn, dst, destMax, src, count, (int)kind, false, &d, &s, &nothing);
     if (rc != ACL_SUCCESS || nothing) {
         return rc;
+    }
+    if (core_observing()) {
+        copy_op view = {.op = OP_COPY, .dst = dst, .src = src, .n = count, .d = d, .s = s};
+        mock_task_desc desc;
+        mock_access acc[2];
+        mock_access *heap;
+        op_describe(&view, fn, &desc, acc, &heap);
+        mock_context *ctx = core_ctx_current();
+        core_obs ob = {0};
+        ob.kind = CORE_OBS_HOST_OP;
+        ob.task = &desc;
+        ob.device = ctx != NULL ? core_ctx_device(ctx) : -1;
+        (void)core_observe(&ob);
     }
     raw_copy(&d, &s, dst, src, count);
     side_drop(&d);
@@ -766,7 +907,7 @@ static aclError memcpy2d_common(const char *fn, void *dst, size_t dpitch, const 
     o->width = width;
     o->height = height;
     if (!async) {
-        op_run(o);
+        op_run_on_host(fn, o);
         op_destroy(o);
         return ACL_SUCCESS;
     }
@@ -853,7 +994,7 @@ static aclError memset_common(const char *fn, void *devPtr, size_t maxCount, uin
      * is only validated). Device and managed memory are set in stream order. */
     bool host = d.rec->kind == MEM_REC_HOST_PINNED || d.rec->kind == MEM_REC_HOST_REG;
     if (!async || (host && stream_binding(st) == NULL)) { /* a capture records it */
-        op_run(o);
+        op_run_on_host(fn, o);
         op_destroy(o);
         return ACL_SUCCESS;
     }
@@ -1015,7 +1156,7 @@ static aclError batch_common(const char *fn, void **dsts, size_t *destMaxs, void
         return rc;
     }
     if (!async) {
-        op_run(o);
+        op_run_on_host(fn, o);
         op_destroy(o);
         return ACL_SUCCESS;
     }

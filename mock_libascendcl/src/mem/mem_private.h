@@ -162,5 +162,10 @@ MOCK_HIDDEN void mem_copy_finalize(void);
 /* (m18) aclrtMemcpyAsync under the name `fn` (memory descriptors, offsets: memdesc.c). */
 MOCK_HIDDEN aclError mem_memcpy_async(const char *fn, void *dst, size_t destMax, const void *src, size_t count,
                                       aclrtMemcpyKind kind, aclrtStream stream);
+/* A descriptor argument (memory descriptors, CMO descriptors): `size` bytes of device
+ * memory inside one allocation at `desc`. Else records 100000 (NULL) or 107000 under
+ * `fn`, naming the argument `arg` and `size_fn`, the call that gives the size. */
+MOCK_HIDDEN aclError mem_check_desc(const char *fn, const char *arg, const void *desc, size_t size,
+                                    const char *size_fn);
 
 #endif /* MOCK_MEM_PRIVATE_H */

@@ -46,19 +46,22 @@ static aclError check_kind(const char *fn, aclrtMemcpyKind kind)
     return ACL_SUCCESS;
 }
 
-static aclError check_desc(const char *fn, const void *desc)
+aclError mem_check_desc(const char *fn, const char *arg, const void *desc, size_t size, const char *size_fn)
 {
     mock_mem_info info;
     if (desc == NULL) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'desc' is NULL");
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument '%s' is NULL", arg);
     }
-    if (!mem_lookup(desc, &info) || info.kind != MOCK_MEM_DEVICE ||
-        MEMCPY_DESC_SIZE > info.size - ((uintptr_t)desc - info.base)) {
-        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
-                          "argument 'desc' (%p) is not %u bytes of device memory (aclrtGetMemcpyDescSize)", desc,
-                          MEMCPY_DESC_SIZE);
+    if (!mem_lookup(desc, &info) || info.kind != MOCK_MEM_DEVICE || size > info.size - ((uintptr_t)desc - info.base)) {
+        return core_error(fn, ACL_ERROR_RT_PARAM_INVALID, "argument '%s' (%p) is not %zu bytes of device memory (%s)",
+                          arg, desc, size, size_fn);
     }
     return ACL_SUCCESS;
+}
+
+static aclError check_desc(const char *fn, const void *desc)
+{
+    return mem_check_desc(fn, "desc", desc, MEMCPY_DESC_SIZE, "aclrtGetMemcpyDescSize");
 }
 
 aclError aclrtGetMemcpyDescSize(aclrtMemcpyKind kind, size_t *descSize)

@@ -389,6 +389,9 @@ aclError mem_register_allocation(const char *fn, mem_rec *rec, int32_t device, u
         core_stat_add(device, MOCK_STAT_ALLOCATIONS, 1);
         core_stat_add(device, MOCK_STAT_BYTES, (int64_t)bytes);
     }
+    if (core_observing()) { /* timing model: the cost of an allocation */
+        core_observe_simple(CORE_OBS_MEM_ALLOC, NULL, NULL, (const void *)rec->base, rec->size, device);
+    }
     return ACL_SUCCESS;
 }
 
@@ -1077,6 +1080,10 @@ static aclError free_common(const char *fn, void *ptr, unsigned kinds)
                           "pointer %p is not a live allocation (double free or foreign pointer)", ptr);
     }
     stats_on_free(r);
+    if (core_observing()) { /* race sanitizer: tasks that may still use it; timing: the cost */
+        core_observe_simple(CORE_OBS_MEM_FREE, NULL, NULL, (const void *)r->base, r->size,
+                            r->kind == MEM_REC_HOST_PINNED ? -1 : r->device);
+    }
     if (r->kind == MEM_REC_DEVICE) {
         /* aclrtFree does not wait for tasks still using the memory: the
          * capacity is free at once, while the pages themselves stay mapped

@@ -37,11 +37,21 @@
 
 /* ================================================================== state */
 
+#define DUMP_LAYERS_MAX 8192 /* bytes of op names kept from dump_list[*].layer */
+#define DUMP_STEPS_MAX 256
+
 typedef struct dump_cfg {
     bool data_dump;      /* dump_list non-empty or dump_op_switch "on" */
     bool overflow_dump;  /* dump_debug "on" */
     int exception_level; /* 0 none, 1 brief, 2 norm, 3 detail (dump_scene) */
     char path[DUMP_PATH_MAX];
+    /* what the dump writer (src/diag, misc_dump_match) needs */
+    bool inputs, outputs;   /* dump_mode: "output" (default), "input", "all" */
+    bool stats;             /* dump_data "stats": statistics instead of tensors */
+    bool all_ops;           /* dump_op_switch "on", or a dump_list entry without layers */
+    size_t nlayers;         /* op names in `layers`, each NUL-terminated */
+    char layers[DUMP_LAYERS_MAX];
+    char steps[DUMP_STEPS_MAX]; /* dump_step ("0|3-5"), "" = every step */
 } dump_cfg;
 
 typedef struct dump_state {
@@ -53,8 +63,20 @@ typedef struct dump_state {
     dump_cfg init_cfg;
 } dump_state;
 
-static dump_state g_dump = { MOCK_MUTEX_INIT(MOCK_LOCK_DUMP), false, false, { false, false, 0, { 0 } }, false,
-                             { false, false, 0, { 0 } } };
+static dump_state g_dump = { .mu = MOCK_MUTEX_INIT(MOCK_LOCK_DUMP) };
+/* Bumped whenever the effective config changes (g_dump.mu): the writer starts a new
+ * output folder per configuration. */
+static uint64_t g_generation;
+
+/* The data dump needs every kernel launch observed (core_observing) while it is on. */
+static void update_observing_locked(void)
+{
+    g_generation++;
+    /* not effective_locked(): aclInit applies its config before it marks ACL initialized */
+    bool on = (g_dump.inited && g_dump.configured && g_dump.cfg.data_dump) ||
+              (g_dump.init_on && g_dump.init_cfg.data_dump);
+    core_set_observing(CORE_OBSERVE_DUMP, on);
+}
 
 /* Ends the aclmdlInitDump session (g_dump.mu held). */
 static void end_session_locked(void)
@@ -62,6 +84,7 @@ static void end_session_locked(void)
     g_dump.inited = false;
     g_dump.configured = false;
     memset(&g_dump.cfg, 0, sizeof g_dump.cfg);
+    update_observing_locked();
 }
 
 static void dump_reset_locked(void)
@@ -69,6 +92,7 @@ static void dump_reset_locked(void)
     end_session_locked();
     g_dump.init_on = false;
     memset(&g_dump.init_cfg, 0, sizeof g_dump.init_cfg);
+    update_observing_locked();
 }
 
 /* Called with g_dump.mu held: forget dump state that outlived aclFinalize
@@ -267,11 +291,43 @@ static aclError validate_dump_object(const char *fn, const char *file, const moc
         list_len = idx;
     }
 
-    const char *op_switch = NULL, *debug = NULL, *scene = NULL;
+    /* the op names to dump: the union of every entry's "layer" list; an entry without
+     * one (or with an empty one) dumps every op (model names are accepted and not
+     * matched: the mock runs kernels outside models) */
+    for (const mock_json *item = list != NULL ? list->kids : NULL; item != NULL; item = item->next) {
+        const mock_json *layer = core_json_get(item, "layer");
+        if (layer == NULL || layer->kids == NULL) {
+            cfg->all_ops = true;
+            continue;
+        }
+        for (const mock_json *l = layer->kids; l != NULL; l = l->next) {
+            size_t used = 0;
+            for (size_t k = 0; k < cfg->nlayers; k++) {
+                used += strlen(cfg->layers + used) + 1;
+            }
+            size_t need = strlen(l->str) + 1;
+            if (used + need + 1 > sizeof cfg->layers) {
+                return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
+                                  "dump config '%s': the op names of 'dump.dump_list[*].layer' exceed the mock's "
+                                  "limit of %d bytes",
+                                  file, DUMP_LAYERS_MAX);
+            }
+            memcpy(cfg->layers + used, l->str, need);
+            cfg->nlayers++;
+        }
+    }
+
+    const char *op_switch = NULL, *debug = NULL, *scene = NULL, *mode = NULL, *data = NULL;
     if ((rc = check_enum_key(fn, file, dump, "dump_op_switch", on_off, &op_switch)) != ACL_SUCCESS) return rc;
     if ((rc = check_enum_key(fn, file, dump, "dump_debug", on_off, &debug)) != ACL_SUCCESS) return rc;
-    if ((rc = check_enum_key(fn, file, dump, "dump_mode", modes, &s)) != ACL_SUCCESS) return rc;
-    if ((rc = check_enum_key(fn, file, dump, "dump_data", datas, &s)) != ACL_SUCCESS) return rc;
+    if ((rc = check_enum_key(fn, file, dump, "dump_mode", modes, &mode)) != ACL_SUCCESS) return rc;
+    if ((rc = check_enum_key(fn, file, dump, "dump_data", datas, &data)) != ACL_SUCCESS) return rc;
+    cfg->inputs = mode != NULL && strcmp(mode, "output") != 0;
+    cfg->outputs = mode == NULL || strcmp(mode, "input") != 0;
+    cfg->stats = data != NULL && strcmp(data, "stats") == 0;
+    if (op_switch != NULL && strcmp(op_switch, "on") == 0) {
+        cfg->all_ops = true;
+    }
     if ((rc = check_enum_key(fn, file, dump, "dump_level", levels, &s)) != ACL_SUCCESS) return rc;
     if ((rc = check_enum_key(fn, file, dump, "dump_scene", scenes, &scene)) != ACL_SUCCESS) return rc;
 
@@ -282,12 +338,13 @@ static aclError validate_dump_object(const char *fn, const char *file, const moc
                               "dump config '%s': key 'dump.dump_step' must be a string, not %s", file,
                               core_json_type_name(step->t));
         }
-        if (!valid_step_spec(step->str)) {
+        if (!valid_step_spec(step->str) || strlen(step->str) >= DUMP_STEPS_MAX) {
             return core_error(fn, ACL_ERROR_INVALID_DUMP_CONFIG,
                               "dump config '%s': key 'dump.dump_step' has invalid value \"%s\" "
-                              "(expected steps or ranges like \"0|3-5|10\")",
-                              file, step->str);
+                              "(expected steps or ranges like \"0|3-5|10\", at most %d characters)",
+                              file, step->str, DUMP_STEPS_MAX - 1);
         }
+        snprintf(cfg->steps, sizeof cfg->steps, "%s", step->str);
     }
 
     cfg->data_dump = list_len > 0 || (op_switch != NULL && strcmp(op_switch, "on") == 0);
@@ -374,11 +431,93 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
         } else {
             g_dump.configured = true;
             g_dump.cfg = *cfg;
+            update_observing_locked();
         }
         core_mutex_unlock(&g_dump.mu);
     }
     free(cfg);
     return rc;
+}
+
+/* ================================================== the dump writer's view */
+
+/* The config in effect (g_dump.mu held): an aclmdlSetDump session takes precedence
+ * over the aclInit config (or DUMP_CONFIG_PATH), which counts only while ACL is
+ * initialized. */
+static const dump_cfg *effective_locked(void)
+{
+    if (g_dump.inited && g_dump.configured) {
+        return &g_dump.cfg;
+    }
+    if (g_dump.init_on && core_is_initialized()) {
+        return &g_dump.init_cfg;
+    }
+    return NULL;
+}
+
+/* Where kernel data goes (acl_next_semantics.md §7.5 "Output path priority":
+ * ASCEND_DUMP_PATH > ASCEND_WORK_PATH > dump_path; empty variables do not count). */
+static const char *data_dump_root(const dump_cfg *c)
+{
+    const char *v = getenv("ASCEND_DUMP_PATH");
+    if (v != NULL && v[0] != '\0') {
+        return v;
+    }
+    v = getenv("ASCEND_WORK_PATH");
+    if (v != NULL && v[0] != '\0') {
+        return v;
+    }
+    return c->path;
+}
+
+/* True when `step` is in the "0|3-5|10" list (already validated); "" = every step. */
+static bool step_selected(const char *spec, uint64_t step)
+{
+    if (spec[0] == '\0') {
+        return true;
+    }
+    const char *p = spec;
+    while (*p != '\0') {
+        char *end;
+        unsigned long long lo = strtoull(p, &end, 10);
+        unsigned long long hi = lo;
+        p = end;
+        if (*p == '-') {
+            hi = strtoull(p + 1, &end, 10);
+            p = end;
+        }
+        if (step >= lo && step <= hi) {
+            return true;
+        }
+        if (*p == '|') {
+            p++;
+        }
+    }
+    return false;
+}
+
+bool misc_dump_match(const char *op_name, uint64_t step, bool forced, misc_dump_plan *out)
+{
+    bool hit = false;
+    core_mutex_lock(&g_dump.mu);
+    dump_sync_with_init_locked();
+    const dump_cfg *c = effective_locked();
+    if (c != NULL && c->data_dump && step_selected(c->steps, step)) {
+        hit = c->all_ops || forced;
+        for (size_t k = 0, off = 0; !hit && k < c->nlayers; k++) {
+            hit = strcmp(c->layers + off, op_name) == 0;
+            off += strlen(c->layers + off) + 1;
+        }
+        if (hit) {
+            out->inputs = c->inputs;
+            out->outputs = c->outputs;
+            out->stats = c->stats;
+            out->generation = g_generation;
+            snprintf(out->dir, sizeof out->dir, "%s", data_dump_root(c));
+        }
+    }
+    core_mutex_unlock(&g_dump.mu);
+    return hit;
 }
 
 /* ============================================== bridge to libascend_dump.so */
@@ -400,10 +539,7 @@ const char *aclmockDumpGetPath(int32_t dumpType)
     const char *res = NULL;
     core_mutex_lock(&g_dump.mu);
     dump_sync_with_init_locked();
-    /* an aclmdlSetDump session takes precedence over the aclInit config */
-    const dump_cfg *c = (g_dump.inited && g_dump.configured)     ? &g_dump.cfg
-                        : (g_dump.init_on && core_is_initialized()) ? &g_dump.init_cfg
-                                                                    : NULL;
+    const dump_cfg *c = effective_locked();
     if (c != NULL) {
         bool on = false;
         switch (dumpType) {
@@ -414,12 +550,13 @@ const char *aclmockDumpGetPath(int32_t dumpType)
         case 5: on = c->overflow_dump; break;
         default: break;
         }
-        if (on && c->path[0] != '\0') {
+        const char *path = dumpType == 4 ? data_dump_root(c) : c->path;
+        if (on && path[0] != '\0') {
             /* g_path_out changes only when the configured path changes, so
              * concurrent callers holding the returned pointer in steady state
              * never see it rewritten */
-            if (strcmp(g_path_out, c->path) != 0) {
-                memcpy(g_path_out, c->path, sizeof g_path_out);
+            if (strcmp(g_path_out, path) != 0) {
+                snprintf(g_path_out, sizeof g_path_out, "%s", path);
             }
             res = g_path_out;
         }
@@ -430,8 +567,38 @@ const char *aclmockDumpGetPath(int32_t dumpType)
 
 /* ======================================================= aclInit config */
 
-MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len)
+/* Makes `cfg` (validated) the aclInit dump config. */
+static void set_init_config(const dump_cfg *cfg)
 {
+    core_mutex_lock(&g_dump.mu);
+    g_dump.init_on = true;
+    g_dump.init_cfg = *cfg;
+    update_observing_locked();
+    core_mutex_unlock(&g_dump.mu);
+}
+
+aclError misc_dump_configure_from_env(const char *fn)
+{
+    const char *file = getenv("DUMP_CONFIG_PATH");
+    if (file == NULL || file[0] == '\0') {
+        return ACL_SUCCESS;
+    }
+    dump_cfg *cfg = (dump_cfg *)malloc(sizeof *cfg);
+    if (cfg == NULL) {
+        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+    }
+    aclError rc = load_dump_config(fn, file, cfg);
+    if (rc == ACL_SUCCESS) {
+        set_init_config(cfg);
+    }
+    free(cfg);
+    return rc;
+}
+
+MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len,
+                                                   bool *has_dump)
+{
+    *has_dump = false;
     char err[256];
     mock_json *root = core_json_parse(text, len, err, sizeof err);
     if (root == NULL) {
@@ -441,18 +608,17 @@ MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *p
     core_mutex_lock(&g_dump.mu);
     g_dump.init_on = false; /* a new aclInit config replaces the previous one */
     memset(&g_dump.init_cfg, 0, sizeof g_dump.init_cfg);
+    update_observing_locked();
     core_mutex_unlock(&g_dump.mu);
     if (root->t == MOCK_JSON_OBJECT && core_json_get(root, "dump") != NULL) {
+        *has_dump = true;
         dump_cfg *cfg = (dump_cfg *)malloc(sizeof *cfg);
         if (cfg == NULL) {
             rc = core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
         } else {
             rc = validate_dump_object(fn, path, root, cfg);
             if (rc == ACL_SUCCESS) {
-                core_mutex_lock(&g_dump.mu);
-                g_dump.init_on = true;
-                g_dump.init_cfg = *cfg;
-                core_mutex_unlock(&g_dump.mu);
+                set_init_config(cfg);
             }
             free(cfg);
         }

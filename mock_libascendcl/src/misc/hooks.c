@@ -11,10 +11,16 @@
 /* aclInit: a config file may configure dumping (dump.c validates the section). */
 static aclError misc_init(const core_init_info *info)
 {
-    if (info->config_text == NULL) {
-        return ACL_SUCCESS;
+    bool has_dump = false;
+    if (info->config_text != NULL) {
+        aclError rc = misc_dump_configure_from_init(info->fn, info->config_path, info->config_text,
+                                                    info->config_len, &has_dump);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
     }
-    return misc_dump_configure_from_init(info->fn, info->config_path, info->config_text, info->config_len);
+    /* no "dump" section: the seed's switch, DUMP_CONFIG_PATH naming a dump config file */
+    return has_dump ? ACL_SUCCESS : misc_dump_configure_from_env(info->fn);
 }
 
 static void misc_task_failed(const core_task_failure *f)

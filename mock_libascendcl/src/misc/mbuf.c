@@ -111,12 +111,14 @@ aclError aclrtFreeBuf(aclrtMbuf buf)
     const char *fn = "aclrtFreeBuf";
     MOCK_ENTER(fn);
     mock_mbuf *b = buf;
-    int why = 0; /* 1 not live, 2 chain member */
+    const mock_mbuf *head = NULL; /* read under the lock: a freed head frees b too */
+    int why = 0;                  /* 1 not live, 2 chain member */
     core_handle_set_lock(&g_mbufs);
     if (b == NULL || !core_handle_set_contains_locked(&g_mbufs, b)) {
         why = 1;
     } else if (b->chain_head != NULL) {
         why = 2;
+        head = b->chain_head;
     } else {
         for (mock_mbuf *m = b; m != NULL; m = m->next) {
             core_handle_set_remove_locked(&g_mbufs, m);
@@ -129,7 +131,7 @@ aclError aclrtFreeBuf(aclrtMbuf buf)
     if (why == 2) {
         return core_error(fn, ACL_ERROR_RT_PARAM_INVALID,
                           "buffer %p is a member of the chain of %p: free the chain's head", buf,
-                          (void *)b->chain_head);
+                          (const void *)head);
     }
     while (b != NULL) {
         mock_mbuf *next = b->next;
@@ -372,21 +374,18 @@ aclError aclrtGetBufFromChain(aclrtMbuf headBuf, uint32_t index, aclrtMbuf *buf)
 
 void misc_mbuf_release_all(void)
 {
+    /* take the whole set, then free its buffers without the lock (nothing to allocate) */
     core_handle_set_lock(&g_mbufs);
-    size_t n = 0;
-    mock_mbuf **v = g_mbufs.reg.count > 0 ? malloc(g_mbufs.reg.count * sizeof(*v)) : NULL;
-    for (size_t i = 0; v != NULL && i < g_mbufs.reg.cap; i++) {
-        mock_mbuf *b = core_registry_slot(&g_mbufs.reg, i);
+    mock_registry reg = g_mbufs.reg;
+    g_mbufs.reg = (mock_registry)MOCK_REGISTRY_EMPTY;
+    core_handle_set_unlock(&g_mbufs);
+    for (size_t i = 0; i < reg.cap; i++) {
+        mock_mbuf *b = core_registry_slot(&reg, i);
         if (b != NULL) {
-            v[n++] = b;
+            area_unref("aclFinalize", b->area);
+            b->magic = 0;
+            free(b);
         }
     }
-    core_registry_release(&g_mbufs.reg);
-    core_handle_set_unlock(&g_mbufs);
-    for (size_t i = 0; i < n; i++) {
-        area_unref("aclFinalize", v[i]->area);
-        v[i]->magic = 0;
-        free(v[i]);
-    }
-    free(v);
+    core_registry_release(&reg);
 }

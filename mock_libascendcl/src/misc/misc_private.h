@@ -7,6 +7,7 @@
 #ifndef MOCK_MISC_PRIVATE_H
 #define MOCK_MISC_PRIVATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,15 +16,21 @@
 
 /* Hooks (registered in misc/hooks.c, run by core): */
 /* dump.c, init hook: applies the "dump" section of an aclInit config file
- * (CANN lets acl.json configure dumping at init). `text` is the file content.
+ * (CANN lets acl.json configure dumping at init). `text` is the file content;
+ * *has_dump tells whether it had a "dump" section.
  * No "dump" key -> ACL_SUCCESS and nothing changes; an invalid section -> the
  * error (ACL_ERROR_INVALID_DUMP_CONFIG ..., recorded under `fn`, message naming
  * the key) and nothing changes. */
-MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len);
+MOCK_HIDDEN aclError misc_dump_configure_from_init(const char *fn, const char *path, const char *text, size_t len,
+                                                   bool *has_dump);
 /* dump.c, init_undo and release hooks: ends an aclmdlInitDump session and
  * forgets the aclInit dump config (CANN stops dumping at finalize, so a later
  * aclInit + aclmdlInitDump succeeds). */
 MOCK_HIDDEN void misc_dump_finalize(void);
+/* dump.c, init hook when the aclInit config has no "dump" section: the dump config
+ * file named by DUMP_CONFIG_PATH (the same JSON as aclmdlSetDump's), validated the
+ * same way (an invalid file fails aclInit with its code); unset/empty -> nothing. */
+MOCK_HIDDEN aclError misc_dump_configure_from_env(const char *fn);
 /* exception.c, task_failed hook: runs the exception-info callbacks registered
  * with aclrtSetExceptionInfoCallback / aclrtExceptionInfoCallbackRegister for
  * a failed task (called without locks, on the stream worker); for a kernel fault
@@ -41,8 +48,9 @@ MOCK_HIDDEN uint16_t misc_float_to_bf16(float f);
  * the SoC (INF/NaN on A2/A3-class SoCs, saturation on older ones). */
 MOCK_HIDDEN aclrtFloatOverflowMode misc_device_sat_mode(int32_t device);
 /* overflow.c: fault hook, resolve `stream` (NULL = default) and enqueue a task
- * that does nothing (stream-ordered no-ops: overflow resets, aclrtProfTrace). */
-MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream);
+ * that does nothing (stream-ordered no-ops: overflow resets, aclrtProfTrace), of
+ * `kind` for the diagnostics (MOCK_TASK_OTHER, MOCK_TASK_MARKER). */
+MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream, mock_task_kind kind);
 
 /* (m18) Teardown of what misc keeps per context or process (hooks.c):
  * overflow_addr.c: the context's overflow status area (ctx_teardown hook);

@@ -283,7 +283,12 @@ aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count, aclrtReduc
     t->kind = k;
     t->type = ty;
     t->saturate = misc_device_sat_mode(stream_device(s)) == ACL_RT_OVERFLOW_MODE_SATURATION;
-    rc = stream_enqueue(s, run_reduce, t, free);
+    /* an operator for the diagnostics: reads src, reads and writes dst */
+    mock_access acc[2] = {{.ptr = src, .size = (size_t)count, .mode = MOCK_ACCESS_READ, .dtype = ty},
+                          {.ptr = dst, .size = (size_t)count, .mode = MOCK_ACCESS_READ | MOCK_ACCESS_WRITE, .dtype = ty}};
+    mock_task_desc desc = {.kind = MOCK_TASK_KERNEL, .name = fn, .bytes = 2 * (uint64_t)count, .peer_device = -1,
+                           .access = acc, .naccess = 2};
+    rc = stream_enqueue_desc(s, run_reduce, t, free, &desc);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
     }
@@ -299,6 +304,6 @@ aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream)
     if (length <= 0) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'length' (%d) must be positive", (int)length);
     }
-    /* no profiler collects the trace point: a stream-ordered no-op */
-    return misc_enqueue_noop(fn, stream);
+    /* a stream-ordered marker: the profiler shows it on the stream's track */
+    return misc_enqueue_noop(fn, stream, MOCK_TASK_MARKER);
 }

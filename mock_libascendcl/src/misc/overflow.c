@@ -192,7 +192,7 @@ static aclError status_get(const char *fn, void *outputAddr, uint64_t outputSize
     return ACL_SUCCESS;
 }
 
-MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream)
+MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream, mock_task_kind kind)
 {
     MOCK_ENTER(fn);
     mock_stream *s = NULL;
@@ -200,7 +200,8 @@ MOCK_HIDDEN aclError misc_enqueue_noop(const char *fn, aclrtStream stream)
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    rc = stream_enqueue(s, run_noop_task, NULL, NULL);
+    mock_task_desc desc = {.kind = kind, .name = fn, .peer_device = -1};
+    rc = stream_enqueue_desc(s, run_noop_task, NULL, NULL, &desc);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
     }
@@ -214,7 +215,7 @@ aclError aclrtGetOverflowStatus(void *outputAddr, size_t outputSize, aclrtStream
 
 aclError aclrtResetOverflowStatus(aclrtStream stream)
 {
-    return misc_enqueue_noop("aclrtResetOverflowStatus", stream);
+    return misc_enqueue_noop("aclrtResetOverflowStatus", stream, MOCK_TASK_OTHER);
 }
 
 aclError aclrtGetFloatOverflowStatus(void *outputAddr, uint64_t outputSize, aclrtStream stream)
@@ -224,7 +225,7 @@ aclError aclrtGetFloatOverflowStatus(void *outputAddr, uint64_t outputSize, aclr
 
 aclError aclrtResetFloatOverflowStatus(aclrtStream stream)
 {
-    return misc_enqueue_noop("aclrtResetFloatOverflowStatus", stream);
+    return misc_enqueue_noop("aclrtResetFloatOverflowStatus", stream, MOCK_TASK_OTHER);
 }
 
 /* checkMode is a reserved selector in CANN; every value is accepted. */
@@ -237,5 +238,5 @@ aclError aclrtNpuGetFloatOverFlowStatus(void *outputAddr, uint64_t outputSize, u
 aclError aclrtNpuClearFloatOverFlowStatus(uint32_t checkMode, aclrtStream stream)
 {
     (void)checkMode;
-    return misc_enqueue_noop("aclrtNpuClearFloatOverFlowStatus", stream);
+    return misc_enqueue_noop("aclrtNpuClearFloatOverFlowStatus", stream, MOCK_TASK_OTHER);
 }

@@ -418,7 +418,33 @@ aclError aclrtRandomNumAsync(const aclrtRandomNumTaskInfo *taskInfo, const aclrt
         return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
     }
     *t = k;
-    rc = stream_enqueue(s, run_random, t, free);
+    /* an operator for the diagnostics (timing model, profiler, race sanitizer, dump):
+     * writes the result (to the end of its allocation when the count is read at run
+     * time), reads and writes the counter, reads the parameters given by address */
+    mock_access acc[6];
+    size_t nacc = 0;
+    if (core_observing()) {
+        size_t rbytes = bytes;
+        mock_mem_info mi;
+        if (k.num.by_addr && mem_lookup(k.result, &mi)) {
+            rbytes = mi.size - (size_t)((uintptr_t)k.result - mi.base);
+        }
+        acc[nacc++] = (mock_access){.ptr = k.result, .size = rbytes ? rbytes : 1, .mode = MOCK_ACCESS_WRITE,
+                                    .dtype = k.func == ACL_RT_RANDOM_NUM_FUNC_TYPE_DROPOUT_BITMASK ? ACL_UINT8
+                                                                                                   : k.t.type};
+        acc[nacc++] = (mock_access){.ptr = k.counter, .size = 8, .mode = MOCK_ACCESS_READ | MOCK_ACCESS_WRITE,
+                                    .dtype = ACL_UINT64};
+        const rng_param *byaddr[4] = {&k.p0, &k.p1, &k.seed, &k.num};
+        for (size_t i = 0; i < 4; i++) {
+            if (byaddr[i]->by_addr) {
+                acc[nacc++] = (mock_access){.ptr = byaddr[i]->addr, .size = byaddr[i]->size,
+                                            .mode = MOCK_ACCESS_READ, .dtype = ACL_DT_UNDEFINED};
+            }
+        }
+    }
+    mock_task_desc desc = {.kind = MOCK_TASK_KERNEL, .name = fn, .bytes = bytes, .peer_device = -1,
+                           .access = acc, .naccess = nacc};
+    rc = stream_enqueue_desc(s, run_random, t, free, &desc);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the task (stream failed or being destroyed)");
     }

@@ -245,7 +245,9 @@ aclError aclrtRecordNotify(aclrtNotify notify, aclrtStream stream)
         return rc;
     }
     /* A record may come from any device (that is what notifies are for, G-NTF). */
-    rc = stream_enqueue(s, record_task, n, nt_put_void);
+    /* for the diagnostics a record is like an event record (a wait orders after it) */
+    mock_task_desc desc = {.kind = MOCK_TASK_EVENT_RECORD, .name = fn, .peer_device = -1, .event = n};
+    rc = stream_enqueue_desc(s, record_task, n, nt_put_void, &desc);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the record task (error %d)", rc);
     }
@@ -328,7 +330,8 @@ aclError aclrtWaitAndResetNotify(aclrtNotify notify, aclrtStream stream, uint32_
     }
     a->n = n;
     a->timeout_s = timeout;
-    rc = stream_enqueue(s, wait_task, a, wait_free);
+    mock_task_desc desc = {.kind = MOCK_TASK_EVENT_WAIT, .name = fn, .peer_device = -1, .event = n};
+    rc = stream_enqueue_desc(s, wait_task, a, wait_free, &desc);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the wait task (error %d)", rc);
     }

@@ -304,7 +304,8 @@ static aclError launch_common(const char *fn, int kind, aclrtCallback cb, void *
     a->kind = kind;
     a->r = r;
     a->replay = stream_binding(s) != NULL;
-    aclError rc = stream_enqueue(s, callback_task, a, callback_free);
+    mock_task_desc desc = {.kind = MOCK_TASK_CALLBACK, .name = fn, .peer_device = -1};
+    aclError rc = stream_enqueue_desc(s, callback_task, a, callback_free, &desc);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the callback task (error %d)", rc);
     }
@@ -579,7 +580,8 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
     }
     a->fn = fn;
     a->args = args;
-    rc = stream_enqueue(s, hostfunc_task, a, free);
+    mock_task_desc desc = {.kind = MOCK_TASK_CALLBACK, .name = f, .peer_device = -1};
+    rc = stream_enqueue_desc(s, hostfunc_task, a, free, &desc);
     stream_put(s);
     if (rc != ACL_SUCCESS) {
         return core_error(f, rc, "the stream refused the host func task (error %d)", rc);

@@ -48,6 +48,11 @@ aclError stream_capture_event(const char *fn, stream_capture_event_op op, mock_s
     *handled = false;
     const stream_capture_port *p = atomic_load(&g_port);
     if (p == NULL || !stream_capture_any()) {
+        /* the last capture ended since the caller looked: the task is ours to free
+         * (an event reference it holds would otherwise keep the event forever) */
+        if (task->free_arg != NULL) {
+            task->free_arg(task->arg);
+        }
         return ACL_SUCCESS;
     }
     return p->event(fn, op, s, event, event_flags, op_flag, task, handled);

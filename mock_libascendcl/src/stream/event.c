@@ -357,7 +357,8 @@ static aclError record_task(void *p)
         a->ran = true;
         return ACL_SUCCESS;
     }
-    uint64_t now = core_now_ns();
+    /* the modeled time of this record under the timing model, else the host clock */
+    uint64_t now = stream_task_time_ns(core_now_ns());
     core_mutex_lock(&e->mu);
     if (a->seq >= e->done_seq) {
         e->done_seq = a->seq;
@@ -515,7 +516,8 @@ static aclError record_common(const char *fn, aclrtEvent event, aclrtStream stre
     a->ran = false;
     e->recorded = true;
     core_mutex_unlock(&e->mu);
-    rc = stream_enqueue(s, record_task, a, record_free);
+    mock_task_desc desc = {.kind = MOCK_TASK_EVENT_RECORD, .name = fn, .peer_device = -1, .event = e};
+    rc = stream_enqueue_desc(s, record_task, a, record_free, &desc);
     stream_put(s);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the record task (error %d)", rc);
@@ -583,7 +585,8 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
         ev_put(e);
         return rc;
     }
-    rc = stream_enqueue(s, reset_task, e, ev_put_void);
+    mock_task_desc desc = {.kind = MOCK_TASK_EVENT_RESET, .name = fn, .peer_device = -1, .event = e};
+    rc = stream_enqueue_desc(s, reset_task, e, ev_put_void, &desc);
     stream_put(s);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the reset task (error %d)", rc);
@@ -611,6 +614,7 @@ static aclError ev_query_done(const char *fn, aclrtEvent event, const char *ex_r
         return core_error(fn, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                           "not supported for events created by aclrtCreateEventExWithFlag%s", ex_refusal);
     }
+    bool recorded = false;
     rc = stream_capture_check(fn, STREAM_CALL_SYNC_EVENT, NULL, event); /* 107028: recorded in a capture */
     if (rc != ACL_SUCCESS) {
         ev_put(e);
@@ -620,8 +624,12 @@ static aclError ev_query_done(const char *fn, aclrtEvent event, const char *ex_r
         *done = ipcev_complete(e->ipc); /* never recorded: complete (D-EVT 4.4) */
     } else {
         core_mutex_lock(&e->mu);
-        *done = e->recorded ? ev_complete_locked(e) : e->ex;
+        recorded = e->recorded;
+        *done = recorded ? ev_complete_locked(e) : e->ex;
         core_mutex_unlock(&e->mu);
+    }
+    if (recorded && *done && core_observing()) {
+        core_observe_simple(CORE_OBS_SYNC_EVENT, NULL, e, NULL, 0, e->device);
     }
     ev_put(e);
     return ACL_SUCCESS;
@@ -700,6 +708,9 @@ static aclError ev_sync(const char *fn, aclrtEvent event, int64_t timeout_ms)
     }
     e->waiters--;
     core_mutex_unlock(&e->mu);
+    if (rc == ACL_SUCCESS && target > 0 && core_observing()) {
+        core_observe_simple(CORE_OBS_SYNC_EVENT, NULL, e, NULL, 0, e->device);
+    }
     ev_put(e);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "event not complete after %lld ms", (long long)timeout_ms);
@@ -942,18 +953,24 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
     }
     uint64_t target;
     bool done;
+    bool recorded = false;
     if (e->ipc != NULL) {
         target = atomic_load(&e->ipc->rec_seq); /* the latest record in any process */
         done = ipcev_reached(atomic_load(&e->ipc->done_seq), (uint32_t)target);
     } else {
         core_mutex_lock(&e->mu);
-        target = e->recorded ? e->rec_seq : 0;
+        recorded = e->recorded;
+        target = recorded ? e->rec_seq : 0;
         done = e->done_seq >= target;
         core_mutex_unlock(&e->mu);
     }
     if (done) {
         /* Never recorded or already complete: nothing to wait for. A
-         * barrier task keeps nothing, so skip the enqueue entirely. */
+         * barrier task keeps nothing, so skip the enqueue entirely (the
+         * observers still learn the ordering it gives). */
+        if (recorded && core_observing()) {
+            core_observe_simple(CORE_OBS_STREAM_WAIT, s, e, NULL, 0, e->device);
+        }
         stream_put(s);
         ev_put(e);
         return ACL_SUCCESS;
@@ -973,7 +990,8 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
     a->e = e;
     a->target = target;
     a->timeout_ms = timeout_ms;
-    rc = stream_enqueue(s, wait_task, a, wait_free);
+    mock_task_desc desc = {.kind = MOCK_TASK_EVENT_WAIT, .name = fn, .peer_device = -1, .event = e};
+    rc = stream_enqueue_desc(s, wait_task, a, wait_free, &desc);
     stream_put(s);
     if (rc != ACL_SUCCESS) {
         return core_error(fn, rc, "the stream refused the wait task (error %d)", rc);

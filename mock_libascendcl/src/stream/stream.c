@@ -61,6 +61,9 @@ typedef struct mock_task {
     mock_task_fn fn;
     void *arg;
     void (*free_arg)(void *arg);
+    void *diag;       /* the observer's record of the task (core_observe), or NULL */
+    bool has_inline;  /* ... or its small record, kept here (no allocation) */
+    _Alignas(8) unsigned char inline_rec[CORE_OBS_INLINE_BYTES];
 } mock_task;
 
 /* A thread inside stream_wait with work still pending, on the stream's list
@@ -289,6 +292,11 @@ int32_t stream_device(const mock_stream *s)
     return s->device;
 }
 
+mock_context *stream_context(const mock_stream *s)
+{
+    return s->ctx;
+}
+
 uint32_t stream_get_overflow_switch(const mock_stream *s)
 {
     return atomic_load(&((mock_stream *)s)->overflow_switch);
@@ -299,6 +307,52 @@ void stream_set_overflow_switch(mock_stream *s, uint32_t on)
     atomic_store(&s->overflow_switch, on);
 }
 
+/* ----------------------------------------------------------- observation */
+
+/* The modeled time of the task the calling worker runs (CORE_OBS_TASK_BEGIN's
+ * out_time_ns), 0 when there is none: event records take it as their timestamp. */
+static _Thread_local uint64_t tls_task_time_ns;
+static _Thread_local bool tls_task_timed;
+
+uint64_t stream_task_time_ns(uint64_t fallback)
+{
+    return tls_task_timed ? tls_task_time_ns : fallback;
+}
+
+/* Before a task with an observer record runs (or is discarded): the observer may
+ * pace it, give it a modeled time, or fail it (race sanitizer). */
+static aclError observe_begin(mock_stream *s, mock_task *t, bool skip, bool waited)
+{
+    core_obs o = {0};
+    o.kind = CORE_OBS_TASK_BEGIN;
+    o.stream = s;
+    o.device = s->device;
+    o.stream_id = s->id;
+    o.record = t->diag;
+    o.inline_rec = t->has_inline ? t->inline_rec : NULL;
+    o.skipped = skip;
+    o.flag = waited;
+    (void)core_observe(&o);
+    tls_task_timed = o.out_timed;
+    tls_task_time_ns = o.out_time_ns;
+    return skip ? ACL_SUCCESS : o.out_fail;
+}
+
+static void observe_end(mock_stream *s, mock_task *t, aclError rc, bool skip)
+{
+    tls_task_timed = false;
+    core_obs o = {0};
+    o.kind = CORE_OBS_TASK_END;
+    o.stream = s;
+    o.device = s->device;
+    o.stream_id = s->id;
+    o.record = t->diag;
+    o.inline_rec = t->has_inline ? t->inline_rec : NULL;
+    o.rc = rc;
+    o.skipped = skip;
+    (void)core_observe(&o);
+}
+
 /* ---------------------------------------------------------------- worker */
 
 static void *worker_main(void *arg)
@@ -306,11 +360,14 @@ static void *worker_main(void *arg)
     mock_stream *s = arg;
     core_worker_enter(s, s->ctx, s->device);
     core_mutex_lock(&s->mu);
+    /* for the observers: no observed task ran on this worker right before this one */
+    bool waited = true;
     for (;;) {
         while (s->count == 0 && !s->stopping) {
             s->worker_sleeping = true;
             core_cond_wait(&s->work_cv, &s->mu);
             s->worker_sleeping = false;
+            waited = true;
         }
         if (s->count == 0) {
             break; /* stopping and drained */
@@ -324,12 +381,20 @@ static void *worker_main(void *arg)
         core_mutex_unlock(&s->mu);
 
         aclError rc = ACL_SUCCESS;
-        if (!skip) {
+        bool observed = t.diag != NULL || t.has_inline;
+        if (observed) {
+            rc = observe_begin(s, &t, skip, waited);
+        }
+        waited = !observed;
+        if (!skip && rc == ACL_SUCCESS) {
             core_lock_check_none("running a stream task");
             rc = t.fn(t.arg);
         }
         /* a detail the task left (a kernel fault), valid until free_arg */
         const core_task_detail *detail = core_task_take_detail();
+        if (observed) {
+            observe_end(s, &t, rc, skip);
+        }
         if (rc != ACL_SUCCESS && !atomic_load(&s->abort_req)) {
             /* the task_failed hooks (exception-info callbacks), no lock held */
             core_task_failure failure = {s->device, (uint32_t)s->id, (uint32_t)seq, rc, detail};
@@ -439,7 +504,14 @@ static bool ring_grow_locked(mock_stream *s)
 aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg))
 {
     stream_task t = {fn, arg, free_arg, NULL};
-    return stream_enqueue_task(s, &t);
+    return stream_enqueue_task_desc(s, &t, NULL);
+}
+
+aclError stream_enqueue_desc(mock_stream *s, mock_task_fn fn, void *arg, void (*free_arg)(void *arg),
+                             const mock_task_desc *desc)
+{
+    stream_task t = {fn, arg, free_arg, NULL};
+    return stream_enqueue_task_desc(s, &t, desc);
 }
 
 void stream_set_binding(mock_stream *s, void *binding)
@@ -455,11 +527,6 @@ void *stream_binding(const mock_stream *s)
 bool stream_is_default(const mock_stream *s)
 {
     return s->is_default;
-}
-
-mock_context *stream_context(const mock_stream *s)
-{
-    return s->ctx;
 }
 
 uint32_t stream_cache_op_info(const mock_stream *s)
@@ -489,14 +556,36 @@ bool stream_is_worker_of(const mock_stream *s)
 
 aclError stream_enqueue_task(mock_stream *s, const stream_task *task)
 {
+    return stream_enqueue_task_desc(s, task, NULL);
+}
+
+aclError stream_enqueue_task_desc(mock_stream *s, const stream_task *task, const mock_task_desc *desc)
+{
     mock_task_fn fn = task->fn;
     void *arg = task->arg;
     void (*free_arg)(void *arg) = task->free_arg;
     void *binding = atomic_load(&s->binding);
     if (binding != NULL) {
         /* Captured (aclmdlRICaptureBegin), built (aclmdlRIBindStream) or an
-         * update being recorded: the graph subsystem keeps the task. */
+         * update being recorded: the graph subsystem keeps the task (not run
+         * now, so not observed). */
         return stream_capture_enqueue(s, binding, task);
+    }
+    void *diag = NULL;
+    bool has_inline = false;
+    _Alignas(8) unsigned char inline_rec[CORE_OBS_INLINE_BYTES];
+    if (core_observing() && (s->flags & ACL_STREAM_PERSISTENT) == 0) {
+        static const mock_task_desc other = {.kind = MOCK_TASK_OTHER, .name = "task", .peer_device = -1};
+        core_obs o = {0};
+        o.kind = CORE_OBS_TASK_SUBMIT;
+        o.stream = s;
+        o.device = s->device;
+        o.stream_id = s->id;
+        o.flag = s->is_default;
+        o.task = desc != NULL ? desc : &other;
+        o.inline_rec = inline_rec;
+        diag = core_observe(&o);
+        has_inline = o.out_inline;
     }
     aclError refuse = ACL_SUCCESS;
     bool queued = false; /* false with no refusal: captured by a persistent stream */
@@ -508,13 +597,21 @@ aclError stream_enqueue_task(mock_stream *s, const stream_task *task)
     } else if (s->err != ACL_SUCCESS && stops_on_failure(s)) {
         refuse = s->err;
     } else if ((s->flags & ACL_STREAM_PERSISTENT) != 0) {
-        if (!capture_locked(s, (mock_task){fn, arg, free_arg})) {
+        if (!capture_locked(s, (mock_task){.fn = fn, .arg = arg, .free_arg = free_arg})) {
             refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
         }
     } else if (s->count == s->cap && !ring_grow_locked(s)) {
         refuse = ACL_ERROR_RT_MEMORY_ALLOCATION;
     } else {
-        s->ring[(s->head + s->count) & (s->cap - 1)] = (mock_task){fn, arg, free_arg};
+        mock_task *slot = &s->ring[(s->head + s->count) & (s->cap - 1)];
+        slot->fn = fn;
+        slot->arg = arg;
+        slot->free_arg = free_arg;
+        slot->diag = diag;
+        slot->has_inline = has_inline;
+        if (has_inline) {
+            memcpy(slot->inline_rec, inline_rec, sizeof inline_rec);
+        }
         s->count++;
         seq = ++s->submitted;
         wake = s->worker_sleeping;
@@ -522,6 +619,14 @@ aclError stream_enqueue_task(mock_stream *s, const stream_task *task)
     }
     core_mutex_unlock(&s->mu);
     if (refuse != ACL_SUCCESS) {
+        if (diag != NULL || has_inline) {
+            core_obs o = {0};
+            o.kind = CORE_OBS_TASK_DROP;
+            o.stream = s;
+            o.record = diag;
+            o.inline_rec = has_inline ? inline_rec : NULL;
+            (void)core_observe(&o);
+        }
         if (free_arg != NULL) {
             free_arg(arg);
         }
@@ -1270,6 +1375,9 @@ static aclError sync_common(const char *fn, aclrtStream stream, int64_t timeout_
         }
     }
     rc = stream_wait(s, timeout_ms, true);
+    if (rc == ACL_SUCCESS && core_observing()) {
+        core_observe_simple(CORE_OBS_SYNC_STREAM, s, NULL, NULL, 0, s->device);
+    }
     char why[STREAM_ERR_MSG];
     err_msg_copy(s, rc, why);
     stream_put(s);
@@ -1316,6 +1424,9 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
     bool done = atomic_load(&s->completed) >= s->submitted;
     aclError err = s->err;
     core_mutex_unlock(&s->mu);
+    if (done && err == ACL_SUCCESS && core_observing()) {
+        core_observe_simple(CORE_OBS_SYNC_STREAM, s, NULL, NULL, 0, s->device);
+    }
     char why[STREAM_ERR_MSG];
     err_msg_copy(s, err, why);
     stream_put(s);

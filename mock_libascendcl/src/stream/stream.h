@@ -28,8 +28,16 @@ typedef aclError (*mock_task_fn)(void *arg);
  * current context (107002 without one). Records and returns the error. */
 MOCK_HIDDEN aclError stream_resolve(const char *func, aclrtStream handle, mock_stream **out);
 MOCK_HIDDEN int32_t stream_device(const mock_stream *s);
+/* (diagnostics, graph) The context a stream belongs to (identity only). */
+MOCK_HIDDEN mock_context *stream_context(const mock_stream *s);
 MOCK_HIDDEN aclError stream_enqueue(mock_stream *s, mock_task_fn fn, void *arg,
                                     void (*free_arg)(void *arg));
+/* (diagnostics, additive) stream_enqueue with a description of the task for the
+ * observers (core/core.h "tasks and observations": timing model, profiler, race
+ * sanitizer, dump); `desc` may be NULL (MOCK_TASK_OTHER) and is read during the call
+ * only. stream_enqueue(...) is stream_enqueue_desc(..., NULL). */
+MOCK_HIDDEN aclError stream_enqueue_desc(mock_stream *s, mock_task_fn fn, void *arg,
+                                         void (*free_arg)(void *arg), const mock_task_desc *desc);
 /* Creates the default stream of a new context; destroys it (waiting for its
  * work) when the context goes away. The one upward link of the layers:
  * core/context.c calls these two (README "Source layout"). */
@@ -123,6 +131,8 @@ MOCK_HIDDEN void stream_capture_register(const stream_capture_port *port);
 MOCK_HIDDEN void stream_capture_count(int delta);
 MOCK_HIDDEN bool stream_capture_any(void);
 MOCK_HIDDEN aclError stream_capture_check(const char *fn, stream_capture_call call, mock_stream *s, const void *obj);
+/* Offers an event operation to the port (see stream_capture_port.event). Always
+ * takes `task`: kept by the port or freed, also when no capture is active any more. */
 MOCK_HIDDEN aclError stream_capture_event(const char *fn, stream_capture_event_op op, mock_stream *s,
                                           aclrtEvent event, uint32_t event_flags, uint32_t op_flag,
                                           const stream_task *task, bool *handled);
@@ -133,9 +143,12 @@ MOCK_HIDDEN void stream_set_binding(mock_stream *s, void *binding);
 MOCK_HIDDEN void *stream_binding(const mock_stream *s);
 /* Like stream_enqueue, with what the task is (for a capture). */
 MOCK_HIDDEN aclError stream_enqueue_task(mock_stream *s, const stream_task *t);
+/* (diagnostics, additive) stream_enqueue_task with a description of the task for
+ * the observers, like stream_enqueue_desc (`desc` may be NULL; not observed when
+ * the stream hands the task to a capture). */
+MOCK_HIDDEN aclError stream_enqueue_task_desc(mock_stream *s, const stream_task *t, const mock_task_desc *desc);
 /* Stream facts the graph subsystem needs. */
 MOCK_HIDDEN bool stream_is_default(const mock_stream *s);
-MOCK_HIDDEN mock_context *stream_context(const mock_stream *s);
 MOCK_HIDDEN uint32_t stream_cache_op_info(const mock_stream *s);
 /* Resolve a user handle with a reference held (release with stream_release);
  * `submit` as for stream_get. NULL is the default stream. */

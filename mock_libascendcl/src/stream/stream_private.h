@@ -25,6 +25,10 @@ MOCK_HIDDEN int32_t stream_get_id(const mock_stream *s);
  * (aclrtDestroyStreamForce, aclrtStreamAbort/Stop): a task that blocks for a
  * long time (aclrtValueWait) should poll this every few ms and return. */
 MOCK_HIDDEN bool stream_task_cancelled(void);
+/* On a stream worker running an observed task: the task's modeled time in ns (timing
+ * model, core_obs.out_time_ns); otherwise `fallback`. Event records use it as their
+ * timestamp. */
+MOCK_HIDDEN uint64_t stream_task_time_ns(uint64_t fallback);
 
 /* Hooks (registered in stream/hooks.c, run by core): */
 /* ctx_sync: waits for every stream of `ctx` (device synchronize), the streams

@@ -193,6 +193,21 @@ static inline int mt_child_wait(mt_child *c)
     return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+/* Parent side: sends the formatted command line and reads the child's answer into out
+ * ("-1" when the child is gone or the pipe broke). */
+static inline void mt_child_ask(mt_child *c, char *out, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static inline void mt_child_ask(mt_child *c, char *out, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = mt_write_line_(c->to, fmt, ap);
+    va_end(ap);
+    if (rc != 0 || mt_child_recv(c, out, len) != 0) {
+        snprintf(out, len, "-1");
+    }
+}
+
 static inline int mt_parent_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline int mt_parent_send(const char *fmt, ...)
 {

@@ -113,8 +113,8 @@ static int mt_failed_ __attribute__((unused)) = 0;
 /* ------------------------------------------------------------ environment */
 
 /* Gives the test the mock configuration it needs: unsets every ASCEND_MOCK_*
- * variable and ASCEND_RT_VISIBLE_DEVICES (so the developer's shell cannot leak
- * in), then sets the NAME, VALUE pairs given, e.g.
+ * variable, ASCEND_RT_VISIBLE_DEVICES and the diagnostics' switches (so the
+ * developer's shell cannot leak in), then sets the NAME, VALUE pairs given, e.g.
  *     mt_mock_env("ASCEND_MOCK_DEVICE_COUNT", "4", (const char *)NULL);
  * Call it first thing in main(): the mock reads its configuration at the first
  * ACL call (README "When variables are read"). */
@@ -124,7 +124,11 @@ static inline void mt_mock_env(const char *name, ...)
         "ASCEND_MOCK_DEVICE_COUNT", "ASCEND_MOCK_MEM_PER_DEVICE", "ASCEND_MOCK_SOC_NAME",
         "ASCEND_MOCK_CANN_VERSION", "ASCEND_MOCK_ISOLATION",      "ASCEND_MOCK_FAULTS",
         "ASCEND_MOCK_DEVICE_LOST",  "ASCEND_MOCK_LEAK_REPORT",    "ASCEND_RT_VISIBLE_DEVICES",
-        "ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US",
+        "ASCEND_MOCK_OP_TIMEOUT_INTERVAL_US", "ASCEND_MOCK_TIMING", "ASCEND_MOCK_TIMING_MODEL",
+        "ASCEND_MOCK_SANITIZE",     "ASCEND_PROFILER_FLAGS",      "ASCEND_PROFILER_OUTPUT",
+        "ASCEND_PROFILER_START_STEP", "ASCEND_PROFILER_STOP_STEP", "DUMP_CONFIG_PATH",
+        "ASCEND_DUMP_PATH",         "ASCEND_WORK_PATH",           "ASCEND_PROCESS_LOG_PATH",
+        "ASCEND_LOG_PRINT_TO_STDOUT",
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         unsetenv(vars[i]);
@@ -177,6 +181,29 @@ static inline int mt_run_child_(const char *scenario, ...)
 static inline const char *mt_child_scenario(void)
 {
     return getenv("MT_CHILD");
+}
+
+/* Runs fn() in a forked child process, without exec (for switches the mock reads once
+ * per process: call it before the parent's first ACL call; fn sets them with
+ * mt_mock_env). The child's checks count in its own process: it exits with 1 when one
+ * failed. Returns the child's exit status (-1 if it did not exit normally). */
+static inline int mt_run_child_fn(void (*fn)(void))
+{
+    fflush(stdout);
+    fflush(stderr);
+    int before = __atomic_load_n(&mt_failed_, __ATOMIC_RELAXED); /* the parent's, inherited */
+    pid_t pid = fork();
+    if (pid == 0) {
+        fn();
+        fflush(stdout);
+        fflush(stderr);
+        _exit(__atomic_load_n(&mt_failed_, __ATOMIC_RELAXED) == before ? 0 : 1);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+        return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* ------------------------------------------------------------ scratch dirs */

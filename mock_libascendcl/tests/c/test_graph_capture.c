@@ -543,6 +543,7 @@ static void test_management(void)
     CHECK_OK(aclrtValueWrite(dev, 1, 0, s));
     CHECK_OK(aclrtSynchronizeStream(exec));
     CHECK_EQ(calls, 1);
+    CHECK_OK(aclrtSynchronizeStream(s)); /* the value write before the host memset (a race otherwise) */
     CHECK_OK(aclrtMemset(dev, 64, 0, 64));
 
     char path[] = "/tmp/mock_graph_json_XXXXXX";

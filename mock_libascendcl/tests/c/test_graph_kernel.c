@@ -410,7 +410,9 @@ static void test_two_stream_kernel_replay(void)
 /* §2.6 + §2.10 under concurrency (for TSAN): a task-group update ends on its stream
  * (the swap of the group's task runs on that stream's worker) while this thread reads
  * and edits the same task (GetParams, SetParams, Update) without waiting for it. Each
- * round's run sees one whole version of the arguments: this round's or the previous. */
+ * round's run sees one whole version of the arguments: this round's, or the one the
+ * previous round ran with (GetParams read it before the swap and the Update applied it
+ * after; that can repeat, so it is not always the previous round's update). */
 static void test_group_update_races_edit(void)
 {
     CHECK_OK(aclmockRegisterKernel("graph_fill", fill_twin, NULL, 0));
@@ -432,6 +434,7 @@ static void test_group_update_races_edit(void)
     aclmdlRITask t = only_task(ri);
     int bad = 0;
     uint64_t h[4];
+    uint64_t prev = 0; /* what the previous round ran with */
     for (uint64_t i = 1; i <= 100; i++) {
         fill_args b = {out, i * 10};
         CHECK_OK(aclmdlRICaptureTaskUpdateBegin(upd, grp));
@@ -445,9 +448,58 @@ static void test_group_update_races_edit(void)
         CHECK_OK(aclrtSynchronizeStream(upd));
         CHECK_OK(aclmdlRIExecute(ri, -1));
         read_out(out, h);
-        bad += (h[0] != i * 10 && h[0] != (i - 1) * 10) || h[3] != h[0] + 3;
+        bad += (h[0] != i * 10 && h[0] != prev) || h[3] != h[0] + 3;
+        prev = h[0];
     }
     CHECK_EQ(bad, 0);
+    CHECK_OK(aclmdlRIDestroy(ri));
+    CHECK_OK(aclrtFree(out));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtDestroyStream(upd));
+    CHECK_OK(aclmockUnregisterKernel("graph_fill"));
+}
+
+/* The race of test_group_update_races_edit, made deterministic: a task-group update
+ * swaps the launch between aclmdlRITaskGetParams and aclmdlRITaskSetParams. The block
+ * GetParams gave is still the task's own (now swapped-out) host block: SetParams copies
+ * it and the replay runs with those arguments (failed before: it was taken for a device
+ * block, freed by the run, and the replay faulted with 507015). */
+static void test_group_update_between_get_and_set(void)
+{
+    CHECK_OK(aclmockRegisterKernel("graph_fill", fill_twin, NULL, 0));
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)fill_twin, &f));
+    aclrtStream s = NULL, upd = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtCreateStream(&upd));
+    uint64_t *out = NULL;
+    CHECK_OK(aclrtMalloc((void **)&out, 4 * sizeof(uint64_t), ACL_MEM_MALLOC_HUGE_FIRST));
+    fill_args a = {out, 10};
+    CHECK_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    CHECK_OK(aclmdlRICaptureTaskGrpBegin(s));
+    CHECK_OK(aclrtLaunchKernelWithHostArgs(f, 4, s, NULL, &a, sizeof a, NULL, 0));
+    aclrtTaskGrp grp = NULL;
+    CHECK_OK(aclmdlRICaptureTaskGrpEnd(s, &grp));
+    aclmdlRI ri = NULL;
+    CHECK_OK(aclmdlRICaptureEnd(s, &ri));
+    aclmdlRITask t = only_task(ri);
+    aclmdlRITaskParams p;
+    CHECK_OK(aclmdlRITaskGetParams(t, &p)); /* the block of v = 10 */
+    fill_args b = {out, 20};
+    CHECK_OK(aclmdlRICaptureTaskUpdateBegin(upd, grp));
+    CHECK_OK(aclrtLaunchKernelWithHostArgs(f, 4, upd, NULL, &b, sizeof b, NULL, 0));
+    CHECK_OK(aclmdlRICaptureTaskUpdateEnd(upd));
+    CHECK_OK(aclrtSynchronizeStream(upd)); /* swapped: the v = 10 launch is retired */
+    CHECK_OK(aclmdlRITaskSetParams(t, &p));
+    CHECK_OK(aclmdlRIUpdate(ri));
+    CHECK_OK(aclmdlRIExecute(ri, -1));
+    uint64_t h[4];
+    read_out(out, h);
+    CHECK_EQ(h[0], 10);
+    CHECK_EQ(h[3], 13);
+    CHECK_OK(aclmdlRIExecute(ri, -1)); /* the staged copy outlives the retired block */
+    read_out(out, h);
+    CHECK_EQ(h[0], 10);
     CHECK_OK(aclmdlRIDestroy(ri));
     CHECK_OK(aclrtFree(out));
     CHECK_OK(aclrtDestroyStream(s));
@@ -515,6 +567,7 @@ int main(void)
     RUN_TEST(test_kernel_set_params_copies);
     RUN_TEST(test_two_stream_kernel_replay);
     RUN_TEST(test_group_update_races_edit);
+    RUN_TEST(test_group_update_between_get_and_set);
     RUN_TEST(test_destroy_with_update_queued);
     CHECK_OK(aclrtResetDevice(0));
     CHECK_OK(aclFinalize());

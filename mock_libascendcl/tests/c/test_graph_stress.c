@@ -93,6 +93,55 @@ static void test_capture_while_others_submit(void)
     CHECK_OK(aclrtDestroyStream(s2));
 }
 
+#define TOGGLES 20000
+
+/* Captures begin and end on one thread, back to back, while another records, waits on
+ * and resets events of its own: every operation offered to the capture port while the
+ * last capture ends drops its event reference (LeakSanitizer reported the events of
+ * submitter() before: a task offered just after the end was never freed). */
+static void *event_user(void *arg)
+{
+    (void)arg;
+    CHECK_OK(aclrtSetCurrentContext(g_ctx));
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    int bad = 0;
+    while (!__atomic_load_n(&g_stop, __ATOMIC_ACQUIRE)) {
+        aclrtEvent ev = NULL;
+        bad += aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC) != ACL_SUCCESS;
+        bad += aclrtRecordEvent(ev, s) != ACL_SUCCESS;
+        bad += aclrtStreamWaitEvent(s, ev) != ACL_SUCCESS;
+        bad += aclrtResetEvent(ev, s) != ACL_SUCCESS;
+        bad += aclrtDestroyEvent(ev) != ACL_SUCCESS;
+    }
+    bad += aclrtSynchronizeStream(s) != ACL_SUCCESS;
+    CHECK_EQ(bad, 0);
+    CHECK_OK(aclrtDestroyStream(s));
+    return NULL;
+}
+
+static void test_event_ops_while_captures_end(void)
+{
+    __atomic_store_n(&g_stop, 0, __ATOMIC_RELEASE);
+    pthread_t t;
+    pthread_create(&t, NULL, event_user, NULL);
+    aclrtStream s = NULL;
+    void *d = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtMalloc(&d, N, ACL_MEM_MALLOC_HUGE_FIRST));
+    for (int r = 0; r < TOGGLES; r++) {
+        CHECK_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL));
+        CHECK_OK(aclrtMemsetAsync(d, N, 1, N, s));
+        aclmdlRI ri = NULL;
+        CHECK_OK(aclmdlRICaptureEnd(s, &ri));
+        CHECK_OK(aclmdlRIDestroy(ri));
+    }
+    __atomic_store_n(&g_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK_OK(aclrtFree(d));
+    CHECK_OK(aclrtDestroyStream(s));
+}
+
 typedef struct replay_arg {
     aclmdlRI ri;
     int bad;
@@ -167,6 +216,7 @@ int main(void)
     CHECK_OK(aclrtSetDevice(0));
     CHECK_OK(aclrtGetCurrentContext(&g_ctx));
     RUN_TEST(test_capture_while_others_submit);
+    RUN_TEST(test_event_ops_while_captures_end);
     RUN_TEST(test_concurrent_replay);
     CHECK_OK(aclrtResetDevice(0));
     CHECK_OK(aclFinalize());

@@ -150,19 +150,6 @@ static int child_shell(void)
 
 /* ================================================================ parent side */
 
-static void ask(mt_child *c, char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void ask(mt_child *c, char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    if (mt_child_send(c, "%s", cmd) != 0 || mt_child_recv(c, out, len) != 0) {
-        snprintf(out, len, "-1");
-    }
-}
-
 /* §3.3: ACL_EVENT_IPC must not be ORed; the refused calls; the handle. */
 static void test_creation_rules_and_refusals(void)
 {
@@ -239,40 +226,40 @@ static void test_record_here_wait_there_and_back(void)
         return;
     }
     char ans[512], expect[64];
-    ask(&c, ans, sizeof ans, "open %s", hex);
+    mt_child_ask(&c, ans, sizeof ans, "open %s", hex);
     CHECK_STR_EQ(ans, "0 ");
-    ask(&c, ans, sizeof ans, "refusals");
+    mt_child_ask(&c, ans, sizeof ans, "refusals");
     snprintf(expect, sizeof expect, "%d %d %d %d %d %d %d", ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
              ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
              ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_PARAM_INVALID);
     CHECK_STR_EQ(ans, expect);
     /* nothing recorded yet: the other process's wait ends at once */
-    ask(&c, ans, sizeof ans, "wait");
+    mt_child_ask(&c, ans, sizeof ans, "wait");
     CHECK_STR_EQ(ans, "0 0");
-    ask(&c, ans, sizeof ans, "syncstream");
+    mt_child_ask(&c, ans, sizeof ans, "syncstream");
     CHECK_STR_EQ(ans, "0 1");
 
     /* here: a record held back by a gate; there: a stream wait then a mark */
     atomic_store(&g_gate, 0);
     CHECK_OK(aclrtLaunchHostFunc(s, gate_task, NULL));
     CHECK_OK(aclrtRecordEvent(e, s));
-    ask(&c, ans, sizeof ans, "wait");
+    mt_child_ask(&c, ans, sizeof ans, "wait");
     CHECK_STR_EQ(ans, "0 0");
-    ask(&c, ans, sizeof ans, "status");
+    mt_child_ask(&c, ans, sizeof ans, "status");
     snprintf(expect, sizeof expect, "0 %d", (int)ACL_EVENT_RECORDED_STATUS_NOT_READY);
     CHECK_STR_EQ(ans, expect);
-    ask(&c, ans, sizeof ans, "query");
+    mt_child_ask(&c, ans, sizeof ans, "query");
     snprintf(expect, sizeof expect, "0 %d 0", (int)ACL_STREAM_STATUS_NOT_READY);
     CHECK_STR_EQ(ans, expect); /* held at the wait: not marked */
     atomic_store(&g_gate, 1);  /* the record runs here ... */
     CHECK_OK(aclrtSynchronizeStream(s));
-    ask(&c, ans, sizeof ans, "syncstream");
+    mt_child_ask(&c, ans, sizeof ans, "syncstream");
     CHECK_STR_EQ(ans, "0 1"); /* ... and releases the wait there */
-    ask(&c, ans, sizeof ans, "syncevent");
+    mt_child_ask(&c, ans, sizeof ans, "syncevent");
     CHECK_STR_EQ(ans, "0");
 
     /* there: a gated record; here: a stream wait, an event synchronize */
-    ask(&c, ans, sizeof ans, "gatedrecord");
+    mt_child_ask(&c, ans, sizeof ans, "gatedrecord");
     CHECK_STR_EQ(ans, "0 0");
     CHECK_EQ(status_of(e), ACL_EVENT_RECORDED_STATUS_NOT_READY);
     atomic_store(&g_mark, 0);
@@ -282,7 +269,7 @@ static void test_record_here_wait_there_and_back(void)
     CHECK_OK(aclrtStreamQuery(s, &sst));
     CHECK_EQ(sst, ACL_STREAM_STATUS_NOT_READY);
     CHECK_EQ(atomic_load(&g_mark), 0);
-    ask(&c, ans, sizeof ans, "opengate");
+    mt_child_ask(&c, ans, sizeof ans, "opengate");
     CHECK_STR_EQ(ans, "0");
     CHECK_OK(aclrtSynchronizeEvent(e));
     CHECK_OK(aclrtSynchronizeStream(s));
@@ -290,11 +277,11 @@ static void test_record_here_wait_there_and_back(void)
 
     /* the creator destroys its handle; the opener's event keeps working */
     CHECK_OK(aclrtDestroyEvent(e));
-    ask(&c, ans, sizeof ans, "gatedrecord");
-    ask(&c, ans, sizeof ans, "opengate");
-    ask(&c, ans, sizeof ans, "syncevent");
+    mt_child_ask(&c, ans, sizeof ans, "gatedrecord");
+    mt_child_ask(&c, ans, sizeof ans, "opengate");
+    mt_child_ask(&c, ans, sizeof ans, "syncevent");
     CHECK_STR_EQ(ans, "0");
-    ask(&c, ans, sizeof ans, "destroy");
+    mt_child_ask(&c, ans, sizeof ans, "destroy");
     CHECK_STR_EQ(ans, "0");
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
@@ -317,7 +304,7 @@ static void test_destroyed_before_open(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "open %s", hex);
+    mt_child_ask(&c, ans, sizeof ans, "open %s", hex);
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_IPC_ERROR);
     CHECK(strstr(ans, "no longer exists") != NULL);
     mt_child_send(&c, "exit");
@@ -347,9 +334,9 @@ static void test_many_exports(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "open %s", hex);
+    mt_child_ask(&c, ans, sizeof ans, "open %s", hex);
     CHECK_STR_EQ(ans, "0 ");
-    ask(&c, ans, sizeof ans, "destroy");
+    mt_child_ask(&c, ans, sizeof ans, "destroy");
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
     CHECK_OK(aclrtDestroyEvent(live));
@@ -372,7 +359,7 @@ static void test_soc_support(void)
             return;
         }
         char ans[512];
-        ask(&c, ans, sizeof ans, "create");
+        mt_child_ask(&c, ans, sizeof ans, "create");
         CHECK_STR_EQ(ans, socs[i][1]);
         mt_child_send(&c, "exit");
         CHECK_EQ(mt_child_wait(&c), 0);

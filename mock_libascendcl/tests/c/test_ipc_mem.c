@@ -204,20 +204,6 @@ static int run_child(const char *role, int argc, char **argv)
 /* ================================================================ parent side */
 
 /* Sends a command to the child and reads the answer into out. */
-static void ask(mt_child *c, char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void ask(mt_child *c, char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    out[0] = '\0';
-    if (mt_child_send(c, "%s", cmd) != 0 || mt_child_recv(c, out, len) != 0) {
-        snprintf(out, len, "-1 (no answer to '%.100s')", cmd);
-    }
-}
-
 /* The aclError at the start of an answer. */
 static int rc_of(const char *answer)
 {
@@ -278,34 +264,34 @@ static void test_zero_copy_both_ways(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *q = ptr_of(ans);
     CHECK(q != NULL);
-    ask(&c, ans, sizeof ans, "check %p %zu %d", q, MIB, 0x5A);
+    mt_child_ask(&c, ans, sizeof ans, "check %p %zu %d", q, MIB, 0x5A);
     CHECK_STR_EQ(ans, "0 0"); /* the exporter's bytes */
-    ask(&c, ans, sizeof ans, "attr %p", q);
+    mt_child_ask(&c, ans, sizeof ans, "attr %p", q);
     char expect[64];
     snprintf(expect, sizeof expect, "0 %d 0 4096", (int)ACL_MEM_LOCATION_TYPE_DEVICE);
     CHECK_STR_EQ(ans, expect); /* device memory of device 0, the exporter's page size */
-    ask(&c, ans, sizeof ans, "fill %p %d %d", q, 4096, 0x33);
+    mt_child_ask(&c, ans, sizeof ans, "fill %p %d %d", q, 4096, 0x33);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     CHECK_EQ(count_not(p, 4096, 0x33), 0); /* the importer's write, seen here */
     CHECK_EQ(count_not((char *)p + 4096, MIB - 4096, 0x5A), 0);
     fill_host_to_dev((char *)p + 8192, 4096, 0x44);
-    ask(&c, ans, sizeof ans, "check %p %d %d", (char *)q + 8192, 4096, 0x44);
+    mt_child_ask(&c, ans, sizeof ans, "check %p %d %d", (char *)q + 8192, 4096, 0x44);
     CHECK_STR_EQ(ans, "0 0");
     /* bounds hold in the importer: past the exported size is an error, not a read */
-    ask(&c, ans, sizeof ans, "check %p %d %d", (char *)q + MIB - 16, 64, 0);
+    mt_child_ask(&c, ans, sizeof ans, "check %p %d %d", (char *)q + MIB - 16, 64, 0);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_PARAM_INVALID);
     /* imported memory is not the importer's to free: aclrtIpcMemClose, not aclrtFree */
-    ask(&c, ans, sizeof ans, "free %p", q);
+    mt_child_ask(&c, ans, sizeof ans, "free %p", q);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_MEMORY_FREE);
-    ask(&c, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", key);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_PARAM_INVALID);
-    ask(&c, ans, sizeof ans, "check %p %d %d", q, 16, 0); /* closed: no longer mapped */
+    mt_child_ask(&c, ans, sizeof ans, "check %p %d %d", q, 16, 0); /* closed: no longer mapped */
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_PARAM_INVALID);
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
@@ -440,31 +426,31 @@ static void test_pid_whitelist(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_NO_PERMISSION);
     CHECK(strstr(ans, "whitelist") != NULL);
-    ask(&c, ans, sizeof ans, "pid");
+    mt_child_ask(&c, ans, sizeof ans, "pid");
     int32_t child_pid = (int32_t)second_of(ans);
     CHECK_EQ(child_pid, c.pid);
     int32_t other = child_pid + 1;
     CHECK_OK(aclrtIpcMemSetImportPid(key, &other, 1));
-    ask(&c, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_NO_PERMISSION);
     CHECK_OK(aclrtIpcMemSetImportPid(key, &child_pid, 1)); /* added to the list */
-    ask(&c, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *q = ptr_of(ans);
-    ask(&c, ans, sizeof ans, "check %p %d %d", q, 4096, 7);
+    mt_child_ask(&c, ans, sizeof ans, "check %p %d %d", q, 4096, 7);
     CHECK_STR_EQ(ans, "0 0");
     /* one import per key and process (mock choice) */
-    ask(&c, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_PARAM_INVALID);
     CHECK(strstr(ans, "already imported") != NULL);
-    ask(&c, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "import %s 0", key); /* again after the close */
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key); /* again after the close */
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", key);
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
     CHECK_OK(aclrtIpcMemClose(key));
@@ -488,10 +474,10 @@ static void test_import_after_close_or_free_fails(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "import %s 0", closed);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", closed);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_IPC_ERROR);
     CHECK(strstr(ans, "closed") != NULL);
-    ask(&c, ans, sizeof ans, "import %s 0", freed);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", freed);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_IPC_ERROR);
     CHECK(strstr(ans, "freed") != NULL);
     mt_child_send(&c, "exit");
@@ -518,7 +504,7 @@ static void test_exporter_frees_first(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *q = ptr_of(ans);
     CHECK_OK(aclrtIpcMemClose(key)); /* before the importer: the order the docs forbid */
@@ -527,11 +513,11 @@ static void test_exporter_frees_first(void)
     CHECK_OK(aclrtMalloc(&p2, 8 * 4096, ACL_MEM_MALLOC_NORMAL_ONLY));
     CHECK(p2 != p); /* the pages are still the importer's */
     CHECK_EQ(count_not(p2, 8 * 4096, 0), 0);
-    ask(&c, ans, sizeof ans, "check %p %d %d", q, 8 * 4096, 0x61);
+    mt_child_ask(&c, ans, sizeof ans, "check %p %d %d", q, 8 * 4096, 0x61);
     CHECK_STR_EQ(ans, "0 0"); /* the importer reads the data, not freed or foreign memory */
-    ask(&c, ans, sizeof ans, "fill %p %d %d", q, 4096, 0x62);
+    mt_child_ask(&c, ans, sizeof ans, "fill %p %d %d", q, 4096, 0x62);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS); /* the importer's close releases the pages */
     CHECK_OK(aclrtFree(p2));
     void *p3 = NULL;
@@ -554,29 +540,29 @@ static void test_importer_exit_releases(void)
         return;
     }
     char ans[512];
-    ask(&ex, ans, sizeof ans, "malloc %d %d", 4 * 4096, (int)ACL_MEM_MALLOC_NORMAL_ONLY);
+    mt_child_ask(&ex, ans, sizeof ans, "malloc %d %d", 4 * 4096, (int)ACL_MEM_MALLOC_NORMAL_ONLY);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *p = ptr_of(ans);
-    ask(&ex, ans, sizeof ans, "fill %p %d %d", p, 4 * 4096, 0x11);
-    ask(&ex, ans, sizeof ans, "export %p %d 1", p, 4 * 4096);
+    mt_child_ask(&ex, ans, sizeof ans, "fill %p %d %d", p, 4 * 4096, 0x11);
+    mt_child_ask(&ex, ans, sizeof ans, "export %p %d 1", p, 4 * 4096);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     char key[80] = "";
     sscanf(ans, "%*d %79s", key);
-    ask(&im, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&im, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&ex, ans, sizeof ans, "close %s", key);
-    ask(&ex, ans, sizeof ans, "free %p", p);
-    ask(&ex, ans, sizeof ans, "malloc %d %d", 4 * 4096, (int)ACL_MEM_MALLOC_NORMAL_ONLY);
+    mt_child_ask(&ex, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&ex, ans, sizeof ans, "free %p", p);
+    mt_child_ask(&ex, ans, sizeof ans, "malloc %d %d", 4 * 4096, (int)ACL_MEM_MALLOC_NORMAL_ONLY);
     CHECK(ptr_of(ans) != p); /* held by the importer */
-    ask(&ex, ans, sizeof ans, "free %p", ptr_of(ans));
+    mt_child_ask(&ex, ans, sizeof ans, "free %p", ptr_of(ans));
     mt_child_send(&im, "exit"); /* no close: the process just goes */
     CHECK_EQ(mt_child_wait(&im), 0);
     /* the exporter's broker sees the connection end; wait until it has (bounded) */
     bool reused = false;
     for (int i = 0; i < 1000 && !reused; i++) {
-        ask(&ex, ans, sizeof ans, "malloc %d %d", 4 * 4096, (int)ACL_MEM_MALLOC_NORMAL_ONLY);
+        mt_child_ask(&ex, ans, sizeof ans, "malloc %d %d", 4 * 4096, (int)ACL_MEM_MALLOC_NORMAL_ONLY);
         reused = ptr_of(ans) == p;
-        ask(&ex, ans, sizeof ans, "free %p", ptr_of(ans));
+        mt_child_ask(&ex, ans, sizeof ans, "free %p", ptr_of(ans));
         if (!reused) {
             usleep(10000);
         }
@@ -596,28 +582,28 @@ static void test_exporter_finalizes_first(void)
         return;
     }
     char ans[512];
-    ask(&ex, ans, sizeof ans, "malloc %d %d", 4096, (int)ACL_MEM_MALLOC_NORMAL_ONLY);
+    mt_child_ask(&ex, ans, sizeof ans, "malloc %d %d", 4096, (int)ACL_MEM_MALLOC_NORMAL_ONLY);
     void *p = ptr_of(ans);
-    ask(&ex, ans, sizeof ans, "fill %p %d %d", p, 4096, 0x77);
-    ask(&ex, ans, sizeof ans, "export %p %d 1", p, 4096);
+    mt_child_ask(&ex, ans, sizeof ans, "fill %p %d %d", p, 4096, 0x77);
+    mt_child_ask(&ex, ans, sizeof ans, "export %p %d 1", p, 4096);
     char key[80] = "";
     sscanf(ans, "%*d %79s", key);
-    ask(&im, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&im, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *q = ptr_of(ans);
-    ask(&ex, ans, sizeof ans, "finalize");
+    mt_child_ask(&ex, ans, sizeof ans, "finalize");
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&im, ans, sizeof ans, "check %p %d %d", q, 4096, 0x77);
+    mt_child_ask(&im, ans, sizeof ans, "check %p %d %d", q, 4096, 0x77);
     CHECK_STR_EQ(ans, "0 0");
-    ask(&im, ans, sizeof ans, "fill %p %d %d", q, 4096, 0x78);
+    mt_child_ask(&im, ans, sizeof ans, "fill %p %d %d", q, 4096, 0x78);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&im, ans, sizeof ans, "check %p %d %d", q, 4096, 0x78);
+    mt_child_ask(&im, ans, sizeof ans, "check %p %d %d", q, 4096, 0x78);
     CHECK_STR_EQ(ans, "0 0");
     mt_child_send(&ex, "exit");
     CHECK_EQ(mt_child_wait(&ex), 0);
-    ask(&im, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&im, ans, sizeof ans, "close %s", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS); /* the exporter is gone: a local close */
-    ask(&im, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&im, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_IPC_ERROR);
     mt_child_send(&im, "exit");
     CHECK_EQ(mt_child_wait(&im), 0);
@@ -642,19 +628,19 @@ static void test_one_gib(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *q = ptr_of(ans);
     CHECK_EQ((uintptr_t)q % (2 * MIB), 0); /* huge-page memory on a 2 MiB boundary */
-    ask(&c, ans, sizeof ans, "check %p %d %d", q, 16, 0xA1);
+    mt_child_ask(&c, ans, sizeof ans, "check %p %d %d", q, 16, 0xA1);
     CHECK_STR_EQ(ans, "0 0");
-    ask(&c, ans, sizeof ans, "check %p %d %d", (char *)q + n - 16, 16, 0xA2);
+    mt_child_ask(&c, ans, sizeof ans, "check %p %d %d", (char *)q + n - 16, 16, 0xA2);
     CHECK_STR_EQ(ans, "0 0");
-    ask(&c, ans, sizeof ans, "attr %p", q);
+    mt_child_ask(&c, ans, sizeof ans, "attr %p", q);
     char expect[64];
     snprintf(expect, sizeof expect, "0 %d 0 %u", (int)ACL_MEM_LOCATION_TYPE_DEVICE, 2u << 20);
     CHECK_STR_EQ(ans, expect);
-    ask(&c, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", key);
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
     CHECK_OK(aclrtIpcMemClose(key));
@@ -682,32 +668,32 @@ static void test_peer_access_and_visible_devices(void)
         return;
     }
     char ans[512], expect[64];
-    ask(&c, ans, sizeof ans, "import %s 0", k1);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", k1);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *q1 = ptr_of(ans);
-    ask(&c, ans, sizeof ans, "attr %p", q1);
+    mt_child_ask(&c, ans, sizeof ans, "attr %p", q1);
     snprintf(expect, sizeof expect, "0 %d 1 4096", (int)ACL_MEM_LOCATION_TYPE_DEVICE);
     CHECK_STR_EQ(ans, expect); /* memory of device 1 */
-    ask(&c, ans, sizeof ans, "d2d %p %d", q1, 4096); /* into device 0: no peer access yet */
+    mt_child_ask(&c, ans, sizeof ans, "d2d %p %d", q1, 4096); /* into device 0: no peer access yet */
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_PARAM_INVALID);
-    ask(&c, ans, sizeof ans, "import %s 1", k2);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 1", k2);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "d2d %p %d", ptr_of(ans), 4096);
+    mt_child_ask(&c, ans, sizeof ans, "d2d %p %d", ptr_of(ans), 4096);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "d2d %p %d", q1, 4096); /* the pair is enabled for both now */
+    mt_child_ask(&c, ans, sizeof ans, "d2d %p %d", q1, 4096); /* the pair is enabled for both now */
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "close %s", k1);
-    ask(&c, ans, sizeof ans, "close %s", k2);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", k1);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", k2);
     /* a process that sees physical device 2 only */
-    ask(&v, ans, sizeof ans, "import %s 1", k3);
+    mt_child_ask(&v, ans, sizeof ans, "import %s 1", k3);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *q3 = ptr_of(ans);
-    ask(&v, ans, sizeof ans, "attr %p", q3);
+    mt_child_ask(&v, ans, sizeof ans, "attr %p", q3);
     snprintf(expect, sizeof expect, "0 %d 0 4096", (int)ACL_MEM_LOCATION_TYPE_DEVICE);
     CHECK_STR_EQ(ans, expect);
-    ask(&v, ans, sizeof ans, "check %p %d %d", q3, 4096, 0x21);
+    mt_child_ask(&v, ans, sizeof ans, "check %p %d %d", q3, 4096, 0x21);
     CHECK_STR_EQ(ans, "0 0");
-    ask(&v, ans, sizeof ans, "close %s", k3);
+    mt_child_ask(&v, ans, sizeof ans, "close %s", k3);
     mt_child_send(&c, "exit");
     mt_child_send(&v, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
@@ -738,17 +724,17 @@ static void test_importer_isolation(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "import %s 0", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s 0", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *q = ptr_of(ans);
-    ask(&c, ans, sizeof ans, "check %p %d %d", q, 2 * 4096, 0x19);
+    mt_child_ask(&c, ans, sizeof ans, "check %p %d %d", q, 2 * 4096, 0x19);
     CHECK_STR_EQ(ans, "0 0");
-    ask(&c, ans, sizeof ans, "fill %p %d %d", q, 4096, 0x1A);
+    mt_child_ask(&c, ans, sizeof ans, "fill %p %d %d", q, 4096, 0x1A);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     CHECK_EQ(count_not(p, 4096, 0x1A), 0);
-    ask(&c, ans, sizeof ans, "hosttouch %p", q);
+    mt_child_ask(&c, ans, sizeof ans, "hosttouch %p", q);
     CHECK_STR_EQ(ans, "faulted");
-    ask(&c, ans, sizeof ans, "close %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "close %s", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
@@ -767,23 +753,23 @@ static void test_soc_support(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "malloc 4096 %d", (int)ACL_MEM_MALLOC_NORMAL_ONLY);
+    mt_child_ask(&c, ans, sizeof ans, "malloc 4096 %d", (int)ACL_MEM_MALLOC_NORMAL_ONLY);
     void *p = ptr_of(ans);
-    ask(&c, ans, sizeof ans, "export %p 4096 1", p);
+    mt_child_ask(&c, ans, sizeof ans, "export %p 4096 1", p);
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    ask(&c, ans, sizeof ans, "import acl-ipc-m-1-0000000000000001-0000000000000001 0");
+    mt_child_ask(&c, ans, sizeof ans, "import acl-ipc-m-1-0000000000000001-0000000000000001 0");
     CHECK_EQ(rc_of(ans), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    ask(&d, ans, sizeof ans, "malloc 4096 %d", (int)ACL_MEM_MALLOC_NORMAL_ONLY);
+    mt_child_ask(&d, ans, sizeof ans, "malloc 4096 %d", (int)ACL_MEM_MALLOC_NORMAL_ONLY);
     void *q = ptr_of(ans);
-    ask(&d, ans, sizeof ans, "export %p 4096 0", q);
+    mt_child_ask(&d, ans, sizeof ans, "export %p 4096 0", q);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     char key[80] = "";
     sscanf(ans, "%*d %79s", key);
-    ask(&d, ans, sizeof ans, "setattr %s 1", key);
+    mt_child_ask(&d, ans, sizeof ans, "setattr %s 1", key);
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
-    ask(&d, ans, sizeof ans, "setattr %s 4", key);
+    mt_child_ask(&d, ans, sizeof ans, "setattr %s 4", key);
     CHECK_EQ(rc_of(ans), ACL_ERROR_INVALID_PARAM);
-    ask(&d, ans, sizeof ans, "interserver %s %d", key, (int)getpid());
+    mt_child_ask(&d, ans, sizeof ans, "interserver %s %d", key, (int)getpid());
     CHECK_EQ(rc_of(ans), ACL_SUCCESS);
     void *mine = NULL; /* whitelisted through the InterServer call: this process imports */
     CHECK_OK(aclrtIpcMemImportByKey(&mine, key, 0));

@@ -145,19 +145,6 @@ static int child_shell(void)
 
 /* ================================================================ parent side */
 
-static void ask(mt_child *c, char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void ask(mt_child *c, char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    if (mt_child_send(c, "%s", cmd) != 0 || mt_child_recv(c, out, len) != 0) {
-        snprintf(out, len, "-1");
-    }
-}
-
 /* §3.2: export, import in another process, map there: both see the same bytes; the
  * memory lives until every process freed its handle (the importer keeps the exporter's
  * capacity in use). */
@@ -188,38 +175,38 @@ static void test_share_and_lifetime(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "import %" PRIx64 " 5", s);
+    mt_child_ask(&c, ans, sizeof ans, "import %" PRIx64 " 5", s);
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_INVALID_DEVICEID); /* deviceId in [0, count-1] */
-    ask(&c, ans, sizeof ans, "import %" PRIx64 " 1", s);
+    mt_child_ask(&c, ans, sizeof ans, "import %" PRIx64 " 1", s);
     CHECK_EQ(atoi(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "reexport");
+    mt_child_ask(&c, ans, sizeof ans, "reexport");
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_PARAM_INVALID);
-    ask(&c, ans, sizeof ans, "free");
+    mt_child_ask(&c, ans, sizeof ans, "free");
     CHECK_EQ(atoi(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s); /* a second import, on device 0 */
+    mt_child_ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s); /* a second import, on device 0 */
     CHECK_EQ(atoi(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "map");
+    mt_child_ask(&c, ans, sizeof ans, "map");
     CHECK_STR_EQ(ans, "0");
-    ask(&c, ans, sizeof ans, "check 3c");
+    mt_child_ask(&c, ans, sizeof ans, "check 3c");
     CHECK_STR_EQ(ans, "0");
-    ask(&c, ans, sizeof ans, "fill 4d");
+    mt_child_ask(&c, ans, sizeof ans, "fill 4d");
     CHECK_STR_EQ(ans, "0");
     CHECK_EQ(count_not(va, GRAN, 0x4D), 0); /* zero-copy */
-    ask(&c, ans, sizeof ans, "mixmap");
+    mt_child_ask(&c, ans, sizeof ans, "mixmap");
     CHECK_STR_EQ(ans, "0 107000");
 
     /* the exporter frees first: the importer keeps the memory, and it stays counted */
     unmap(va);
     CHECK_OK(aclrtFreePhysical(h));
     CHECK(free_bytes() + GRAN <= before);
-    ask(&c, ans, sizeof ans, "check 4d");
+    mt_child_ask(&c, ans, sizeof ans, "check 4d");
     CHECK_STR_EQ(ans, "0");
-    ask(&c, ans, sizeof ans, "unmap");
-    ask(&c, ans, sizeof ans, "free");
+    mt_child_ask(&c, ans, sizeof ans, "unmap");
+    mt_child_ask(&c, ans, sizeof ans, "free");
     CHECK_EQ(atoi(ans), ACL_SUCCESS);
     CHECK_EQ(free_bytes(), before); /* the last free: the memory goes */
     /* an import after the exporter freed fails */
-    ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s);
+    mt_child_ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s);
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_IPC_ERROR);
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
@@ -260,25 +247,25 @@ static void test_whitelist_v2_and_errors(void)
         return;
     }
     char ans[512];
-    ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s1);
+    mt_child_ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s1);
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_NO_PERMISSION);
-    ask(&c, ans, sizeof ans, "pid");
+    mt_child_ask(&c, ans, sizeof ans, "pid");
     int32_t child = atoi(ans);
     CHECK_OK(aclrtMemSetPidToShareableHandle(s1, &child, 1));
-    ask(&c, ans, sizeof ans, "importv2 %" PRIx64, s1); /* V1 export, V2 import */
+    mt_child_ask(&c, ans, sizeof ans, "importv2 %" PRIx64, s1); /* V1 export, V2 import */
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_PARAM_INVALID);
-    ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s1);
+    mt_child_ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s1);
     CHECK_EQ(atoi(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "free");
-    ask(&c, ans, sizeof ans, "importv2 %" PRIx64, s2);
+    mt_child_ask(&c, ans, sizeof ans, "free");
+    mt_child_ask(&c, ans, sizeof ans, "importv2 %" PRIx64, s2);
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_NO_PERMISSION);
     CHECK_OK(aclrtMemSetPidToShareableHandleV2(&s2, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, &child, 1));
-    ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s2); /* V2 export, V1 import */
+    mt_child_ask(&c, ans, sizeof ans, "import %" PRIx64 " 0", s2); /* V2 export, V1 import */
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_PARAM_INVALID);
-    ask(&c, ans, sizeof ans, "importv2 %" PRIx64, s2);
+    mt_child_ask(&c, ans, sizeof ans, "importv2 %" PRIx64, s2);
     CHECK_EQ(atoi(ans), ACL_SUCCESS);
-    ask(&c, ans, sizeof ans, "free");
-    ask(&c, ans, sizeof ans, "import 100000005 0"); /* pid 1: no such exporter */
+    mt_child_ask(&c, ans, sizeof ans, "free");
+    mt_child_ask(&c, ans, sizeof ans, "import 100000005 0"); /* pid 1: no such exporter */
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_IPC_ERROR);
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
@@ -296,7 +283,7 @@ static void test_fabric_on_a3(void)
         return;
     }
     char ans[64];
-    ask(&c, ans, sizeof ans, "fabric");
+    mt_child_ask(&c, ans, sizeof ans, "fabric");
     CHECK_STR_EQ(ans, "0 207000"); /* exported; the import is refused in the same process */
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);

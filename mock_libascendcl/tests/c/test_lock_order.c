@@ -546,6 +546,43 @@ static const char *write_file(const char *dir, const char *name, const char *tex
     return path;
 }
 
+/* pairs: * > MOCK_LOCK_DIAG_LOG
+ * Every recorded error goes into the device log (src/diag/devlog.c), also the ones
+ * recorded while a subsystem lock is held (an event's timestamp checks under the event
+ * lock, managed-memory attributes, VMM mapping checks), while other threads read,
+ * count and clear the log. */
+static void *log_reader(void *arg)
+{
+    (void)arg;
+    char buf[4096];
+    for (int i = 0; i < ITERS; i++) {
+        CHECK(aclmockGetDeviceLog(ACLMOCK_LOG_ALL, buf, sizeof buf) >= 0);
+        (void)aclmockGetDeviceLogCount(DEV_ERR);
+        if (i % 64 == 0) {
+            aclmockClearDeviceLog();
+        }
+    }
+    return NULL;
+}
+
+static void test_stress_device_log(void)
+{
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclrtSetDevice(DEV_ERR));
+    CHECK_OK(aclrtCreateEventWithFlag(&g_unrecorded, ACL_EVENT_TIME_LINE));
+    CHECK_OK(aclrtMemAllocManaged(&g_managed, 64, ACL_RT_MEM_ATTACH_GLOBAL));
+    CHECK_OK(aclrtReserveMemAddress(&g_va, 2 * MIB, 0, NULL, 0));
+    void *(*const fns[])(void *) = {event_error_loop, mem_error_loop, log_reader, log_reader};
+    run_threads(fns, 4);
+    CHECK_EQ(aclrtMalloc(NULL, 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    CHECK_GT(aclmockGetDeviceLogCount(ACLMOCK_LOG_ALL), 0);
+    CHECK_OK(aclrtReleaseMemAddress(g_va));
+    CHECK_OK(aclrtFree(g_managed));
+    CHECK_OK(aclrtDestroyEvent(g_unrecorded));
+    CHECK_OK(aclrtResetDevice(DEV_ERR));
+    CHECK_OK(aclFinalize());
+}
+
 static void test_stress_errors_process_level(void)
 {
     char dir[128], init_cfg[256], dump_cfg[256];
@@ -774,6 +811,7 @@ int main(void)
     RUN_TEST(test_stress_vmm);
     RUN_TEST(test_stress_graph);
     RUN_TEST(test_stress_errors_process_level);
+    RUN_TEST(test_stress_device_log);
     RUN_TEST(test_stress_lifecycle);
     return TEST_REPORT();
 }

@@ -243,19 +243,6 @@ static int child_shell(void)
     return 0;
 }
 
-static void ask(mt_child *c, char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void ask(mt_child *c, char *out, size_t len, const char *fmt, ...)
-{
-    char cmd[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    if (mt_child_send(c, "%s", cmd) != 0 || mt_child_recv(c, out, len) != 0) {
-        snprintf(out, len, "-1");
-    }
-}
-
 /* G-IPC#进程间共享Notify: the creator exports, whitelists the importer's pid; the
  * importer records, the creator waits; only the creator may wait. */
 static void test_ipc_notify(void)
@@ -288,14 +275,14 @@ static void test_ipc_notify(void)
         return;
     }
     char ans[512], expect[64];
-    ask(&c, ans, sizeof ans, "import %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s", key);
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_NO_PERMISSION);
-    ask(&c, ans, sizeof ans, "pid");
+    mt_child_ask(&c, ans, sizeof ans, "pid");
     int32_t child = atoi(ans);
     CHECK_OK(aclrtNotifySetImportPid(n, &child, 1));
-    ask(&c, ans, sizeof ans, "import %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s", key);
     CHECK_STR_EQ(ans, "0 ");
-    ask(&c, ans, sizeof ans, "wait"); /* the importer neither waits nor exports */
+    mt_child_ask(&c, ans, sizeof ans, "wait"); /* the importer neither waits nor exports */
     snprintf(expect, sizeof expect, "%d 0 %d", ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_PARAM_INVALID);
     CHECK_STR_EQ(ans, expect);
 
@@ -305,14 +292,14 @@ static void test_ipc_notify(void)
     CHECK_OK(aclrtWaitAndResetNotify(n, w, 0));
     CHECK_OK(aclrtLaunchHostFunc(w, mark_task, NULL));
     CHECK_EQ(stream_status(w), ACL_STREAM_STATUS_NOT_READY);
-    ask(&c, ans, sizeof ans, "record"); /* the other process's record ... */
+    mt_child_ask(&c, ans, sizeof ans, "record"); /* the other process's record ... */
     CHECK_STR_EQ(ans, "0 0");
     CHECK_OK(aclrtSynchronizeStream(w)); /* ... wakes the wait here */
     CHECK_EQ(atomic_load(&g_marks), 1);
     CHECK_OK(aclrtDestroyNotify(n)); /* each process destroys its own */
-    ask(&c, ans, sizeof ans, "record"); /* still a valid notify there */
+    mt_child_ask(&c, ans, sizeof ans, "record"); /* still a valid notify there */
     CHECK_STR_EQ(ans, "0 0");
-    ask(&c, ans, sizeof ans, "destroy");
+    mt_child_ask(&c, ans, sizeof ans, "destroy");
     CHECK_STR_EQ(ans, "0");
 
     /* many notifies exported and destroyed: the export table forgets them (its sweep
@@ -328,7 +315,7 @@ static void test_ipc_notify(void)
     CHECK_OK(aclrtCreateNotify(&gone, 0));
     CHECK_OK(aclrtNotifyGetExportKey(gone, key, sizeof key, ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION));
     CHECK_OK(aclrtDestroyNotify(gone));
-    ask(&c, ans, sizeof ans, "import %s", key);
+    mt_child_ask(&c, ans, sizeof ans, "import %s", key);
     CHECK_EQ(atoi(ans), ACL_ERROR_RT_IPC_ERROR);
     mt_child_send(&c, "exit");
     CHECK_EQ(mt_child_wait(&c), 0);
@@ -355,9 +342,9 @@ static void test_limits_and_support(void)
             return;
         }
         char ans[128];
-        ask(&c, ans, sizeof ans, "limit");
+        mt_child_ask(&c, ans, sizeof ans, "limit");
         CHECK_STR_EQ(ans, cases[i][1]);
-        ask(&c, ans, sizeof ans, "support");
+        mt_child_ask(&c, ans, sizeof ans, "support");
         CHECK_STR_EQ(ans, cases[i][2]);
         mt_child_send(&c, "exit");
         CHECK_EQ(mt_child_wait(&c), 0);

@@ -1,4 +1,7 @@
-/* test_prof.c - libmsprofiler.so: profiling state machine, configs, step info, msproftx. */
+/* test_prof.c - libmsprofiler.so: profiling state machine, configs, step info, msproftx,
+ * the profile a Start..Stop period writes, op-info subscriptions
+ * (acl_next_semantics.md §7.1-7.4). */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,9 +197,10 @@ static void test_msproftx(void)
     aclprofDestroyStamp(st);
     aclprofDestroyStamp(NULL);
 
-    CHECK_EQ(aclprofStr2Id(NULL), 0);
+    /* §7.3: UINT64_MAX means failure (the mock returned 0 before: failed before the fix) */
+    CHECK(aclprofStr2Id(NULL) == UINT64_MAX);
     uint64_t a = aclprofStr2Id("conv2d"), b = aclprofStr2Id("conv2d"), c = aclprofStr2Id("matmul");
-    CHECK_NE(a, 0);
+    CHECK(a != UINT64_MAX);
     CHECK_EQ(a, b);
     CHECK_NE(a, c);
 }
@@ -216,7 +220,7 @@ static void *tx_worker(void *arg)
         bad += aclprofMark(st) != ACL_SUCCESS;
         bad += aclprofRangeStop(id) != ACL_SUCCESS;
         bad += aclprofPop() != ACL_SUCCESS;
-        bad += aclprofStr2Id("step") == 0;
+        bad += aclprofStr2Id("step") == UINT64_MAX;
         aclprofDestroyStamp(st);
     }
     bad += aclprofPop() != ACL_ERROR_INVALID_PARAM; /* this thread's stack is empty */
@@ -234,10 +238,163 @@ static void test_msproftx_threads(void)
     }
 }
 
-static void test_unsupported_exported(void)
+static bool file_contains(const char *path, const char *needle)
 {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return false;
+    }
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strstr(buf, needle) != NULL;
+}
+
+/* §7.2: a Start..Stop period is collected and written when the last config stops. */
+static void test_profile_written(void)
+{
+    char path[512], folder[4300], file[4400];
+    snprintf(path, sizeof path, "%s/collect", g_dir);
+    uint32_t dev0[1] = {0};
+    aclprofConfig *c = aclprofCreateConfig(dev0, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME | ACL_PROF_MSPROFTX);
+    CHECK(c != NULL);
+    CHECK_OK(aclrtSetDevice(0));
+    aclrtStream s = NULL;
+    CHECK_OK(aclrtCreateStream(&s));
+    void *d = NULL, *h = NULL;
+    CHECK_OK(aclrtMalloc(&d, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMallocHost(&h, 4096));
+
+    CHECK_OK(aclprofInit(path, strlen(path)));
+    CHECK_OK(aclprofStart(c));
+    CHECK_EQ(aclmockProfIsActive(), 1);
+    void *st = aclprofCreateStamp();
+    CHECK_OK(aclprofSetStampTraceMessage(st, "forward", 7));
+    CHECK_OK(aclprofPush(st));
+    CHECK_OK(aclrtMemcpyAsync(d, 4096, h, 4096, ACL_MEMCPY_HOST_TO_DEVICE, s));
+    CHECK_OK(aclprofMarkEx("after-h2d", 9, s));
+    CHECK_OK(aclrtMemcpyAsync(h, 4096, d, 4096, ACL_MEMCPY_DEVICE_TO_HOST, s));
+    CHECK_OK(aclrtSynchronizeStream(s));
+    CHECK_OK(aclprofPop());
+    aclprofDestroyStamp(st);
+    CHECK_OK(aclprofStop(c)); /* the last running config: the profile is written */
+    CHECK_EQ(aclmockProfIsActive(), 0);
+    CHECK_GT(aclmockProfLastOutput(folder, sizeof folder), 0);
+    CHECK_STR_CONTAINS(folder, path);
+    snprintf(file, sizeof file, "%s/trace.json", folder);
+    CHECK(file_contains(file, "\"name\":\"aclrtMemcpyAsync\",\"cat\":\"copy_h2d\""));
+    CHECK(file_contains(file, "\"cat\":\"copy_d2h\""));
+    CHECK(file_contains(file, "\"name\":\"after-h2d\",\"cat\":\"marker\""));
+    CHECK(file_contains(file, "\"name\":\"forward\",\"cat\":\"range\""));
+    CHECK(file_contains(file, "\"args\":{\"name\":\"NPU 0"));
+    snprintf(file, sizeof file, "%s/kind_summary.csv", folder);
+    CHECK(file_contains(file, "copy_h2d,1,"));
+    snprintf(file, sizeof file, "%s/summary.json", folder);
+    CHECK(file_contains(file, "\"kind\": \"copy_d2h\", \"count\": 1"));
+    CHECK_OK(aclprofFinalize());
+
+    /* another collection (the environment switch, a Python profiler) running: §7.1 100042 */
+    CHECK_OK(aclmockProfStart(path, ACLMOCK_PROF_ALL_DEVICES, 0));
+    CHECK_EQ(aclprofInit(path, strlen(path)), ACL_ERROR_PROF_ALREADY_RUN);
+    CHECK_EQ(aclmockProfStart(path, 1, 0), ACL_ERROR_PROF_ALREADY_RUN);
+    CHECK_OK(aclmockProfStop(folder, sizeof folder));
+    CHECK_EQ(aclmockProfStop(NULL, 0), ACL_ERROR_PROF_NOT_RUN);
+
+    CHECK_OK(aclprofDestroyConfig(c));
+    CHECK_OK(aclrtFree(d));
+    CHECK_OK(aclrtFreeHost(h));
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtResetDevice(0));
+}
+
+static aclError noop_twin(void *p)
+{
+    (void)p;
+    return ACL_SUCCESS;
+}
+
+/* §7.4: subscriptions - config, the two styles exclude each other, the records parsed. */
+static void test_subscription(void)
+{
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    int bad = -1;
     CHECK(aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, NULL) == NULL);
-    CHECK_EQ(aclprofModelUnSubscribe(1), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK(aclprofCreateSubscribeConfig(2, ACL_AICORE_NONE, &fds[1]) == NULL);
+    CHECK(aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &bad) == NULL);
+    aclprofSubscribeConfig *cfg = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &fds[1]);
+    CHECK(cfg != NULL);
+    CHECK_EQ(aclprofModelSubscribe(7, NULL), ACL_ERROR_INVALID_PARAM);
+
+    char path[512];
+    snprintf(path, sizeof path, "%s/sub", g_dir);
+    CHECK_OK(aclprofInit(path, strlen(path)));
+    CHECK_EQ(aclprofModelSubscribe(7, cfg), ACL_ERROR_PROF_API_CONFLICT); /* inside Init..Finalize */
+    CHECK_OK(aclprofFinalize());
+
+    CHECK_OK(aclprofModelSubscribe(7, cfg));
+    CHECK_EQ(aclprofModelSubscribe(7, cfg), ACL_ERROR_PROF_REPEAT_SUBSCRIBE);
+    CHECK_EQ(aclprofInit(path, strlen(path)), ACL_ERROR_PROF_API_CONFLICT);
+
+    CHECK_OK(aclrtSetDevice(0));
+    void *a = NULL, *b = NULL;
+    CHECK_OK(aclrtMalloc(&a, 256, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMalloc(&b, 256, ACL_MEM_MALLOC_HUGE_FIRST));
+    aclmockOpArg args[2] = {{a, 256, ACLMOCK_ACCESS_READ, ACL_FLOAT, 0, {0}}, {b, 256, ACLMOCK_ACCESS_WRITE, ACL_FLOAT, 0, {0}}};
+    aclmockOpDesc op = {"MatMul", 1000, args, 2, noop_twin, NULL};
+    CHECK_OK(aclmockLaunchOp(&op, NULL));
+    op.name = "Add";
+    CHECK_OK(aclmockLaunchOp(&op, NULL));
+    CHECK_OK(aclrtSynchronizeStream(NULL));
+    CHECK_OK(aclprofModelUnSubscribe(7)); /* flushes and closes the write end */
+    CHECK_EQ(aclprofModelUnSubscribe(7), ACL_ERROR_INVALID_MODEL_ID);
+
+    size_t rec = 0;
+    CHECK_OK(aclprofGetOpDescSize(&rec));
+    CHECK_EQ(rec, sizeof(aclmockOpRecord));
+    unsigned char buf[4096];
+    size_t got = 0;
+    ssize_t r;
+    while ((r = read(fds[0], buf + got, sizeof buf - got)) > 0) {
+        got += (size_t)r; /* EOF once the runtime closed the write end */
+    }
+    close(fds[0]);
+    CHECK_EQ(got, 2 * rec);
+    uint32_t n = 0;
+    CHECK_OK(aclprofGetOpNum(buf, got, &n));
+    CHECK_EQ(n, 2);
+    CHECK_EQ(aclprofGetOpNum(buf, got - 1, &n), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofGetOpNum(NULL, got, &n), ACL_ERROR_INVALID_PARAM);
+    size_t len = 0;
+    CHECK_OK(aclprofGetOpTypeLen(buf, got, 0, &len));
+    CHECK_EQ(len, strlen("MatMul") + 1);
+    char name[128];
+    CHECK_OK(aclprofGetOpType(buf, got, 0, name, sizeof name));
+    CHECK_STR_EQ(name, "MatMul");
+    CHECK_OK(aclprofGetOpType(buf, got, 1, name, 3)); /* a smaller buffer truncates */
+    CHECK_STR_EQ(name, "Ad");
+    CHECK_OK(aclprofGetOpName(buf, got, 1, name, sizeof name));
+    CHECK_STR_CONTAINS(name, "Add_");
+    CHECK_OK(aclprofGetOpNameLen(buf, got, 1, &len));
+    CHECK_EQ(len, strlen(name) + 1);
+    CHECK_EQ(aclprofGetOpType(buf, got, 2, name, sizeof name), ACL_ERROR_INVALID_PARAM); /* idx in [0, n-1] */
+    CHECK_EQ(aclprofGetModelId(buf, got, 1), 7);
+    CHECK_EQ(aclprofGetOpFlag(buf, got, 0), ACL_SUBSCRIBE_OP);
+    CHECK_EQ(aclprofGetOpFlag(buf, got, 9), ACL_SUBSCRIBE_NONE);
+    CHECK_GE(aclprofGetOpEnd(buf, got, 0), aclprofGetOpStart(buf, got, 0));
+    CHECK_EQ(aclprofGetOpDuration(buf, got, 0), aclprofGetOpEnd(buf, got, 0) - aclprofGetOpStart(buf, got, 0));
+    const char *tid = aclprofGetOpAttriValue(buf, got, 0, ACL_SUBSCRIBE_ATTRI_THREADID);
+    CHECK(tid != NULL && tid[0] != '\0');
+    CHECK(aclprofGetOpAttriValue(buf, got, 0, ACL_SUBSCRIBE_ATTRI_NONE) == NULL);
+
+    CHECK_OK(aclprofDestroySubscribeConfig(cfg));
+    CHECK_EQ(aclprofDestroySubscribeConfig(cfg), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclprofInit(path, strlen(path))); /* no subscription left */
+    CHECK_OK(aclprofFinalize());
+    CHECK_OK(aclrtFree(a));
+    CHECK_OK(aclrtFree(b));
+    CHECK_OK(aclrtResetDevice(0));
 }
 
 int main(void)
@@ -252,7 +409,8 @@ int main(void)
     RUN_TEST(test_step_info);
     RUN_TEST(test_msproftx);
     RUN_TEST(test_msproftx_threads);
-    RUN_TEST(test_unsupported_exported);
+    RUN_TEST(test_profile_written);
+    RUN_TEST(test_subscription);
     CHECK_OK(aclFinalize());
     mt_remove_tree(g_dir);
     return TEST_REPORT();
