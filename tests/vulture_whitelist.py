@@ -57,3 +57,44 @@ _.keep  # _Mem.keep: a C slot that keeps exported objects alive
 # Test hooks (tests/conftest.py, test_stream.py, test_threads.py): no runtime caller.
 _._watch_pending  # Stream._watch_pending: keep-alive entries still held
 _._drain_pools  # _stream._drain_pools: the leak check empties stream pools
+
+# Kernels, graphs, Python twins, the pytest plugin (merged from main).
+# Public API (pyacl_rt.ObjectCode / Kernel / LaunchConfig / NPUGraph / RandomGenerator /
+# pyacl_rt.testing): used by applications, the README and tests/test_kernels*.py etc.
+_.debug_dump  # NPUGraph.debug_dump
+_.uniform  # RandomGenerator.uniform / normal / truncated_normal / dropout_mask
+_.normal
+_.truncated_normal
+_.dropout_mask
+_.attributes  # LaunchConfig.attributes, Kernel.attributes
+_.cfg_address  # LaunchConfig.cfg_address (the aclrtLaunchKernelCfg for lowlevel launches)
+_.from_file  # ObjectCode.from_file
+_.get_kernel  # ObjectCode.get_kernel
+_.object_code  # Kernel.object_code
+_.num_arguments  # Kernel.num_arguments
+_.arguments_info  # Kernel.arguments_info
+_.ratio  # KernelType.ratio (a NamedTuple field)
+_.inject  # testing npu_faults.inject / lose_device (fixture API)
+_.lose_device
+# Fields of cffi structs written for the runtime (read in C, never in Python).
+_.isAddr  # aclrtRandomNumTaskInfo / aclrtReduce... task structs (_kernels.builtin)
+_.dataType
+_.funcType
+_.randomResultAddr
+_.randomCounterAddr
+_.timeoutLow  # aclrtLaunchKernelAttr value (_kernels.config)
+_.timeoutHigh
+_.numAttrs  # aclrtLaunchKernelCfg
+_.magic  # aclrtBinaryLoadOptions (_kernels.objectcode)
+_.numOpt
+_.numParams  # the mock's kernel-twin descriptor (_twins)
+# Kept alive on purpose: C structs / strings the runtime holds pointers to.
+_._cd  # LaunchConfig._cd: the attribute array and cfg struct behind cfg_address
+_.cdata  # _twins: the kernel name, parameter array and descriptor the mock reads
+# Set for their effect, not read in Python.
+_.__cause__  # _twins chains the Python twin's exception into the AclError
+_.writeable  # numpy flags: read-only views of kernel inputs (_twins)
+# Names fixed by a signature the caller defines.
+user  # _twins: the mock's kernel-twin callback signature (block, idx, dim, user)
+nextitem  # pytest_runtest_protocol(item, nextitem): pytest passes it by name
+_.pytest_collectreport  # pytest hook of the plugin's child-process mode
