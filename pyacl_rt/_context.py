@@ -216,8 +216,8 @@ class Context:
         ref = self._ref
         if ref.device >= 0 and self._finalizer.alive and not _local.st.in_callback:
             try:
-                ref.ensure_current()
-                _wait_device(-1)
+                with current(ref):  # the thread's context is put back afterwards
+                    _wait_device(-1)
             except errors.AclError:
                 pass  # a failed task, finalize on another thread: left to the destroy
         if self._finalizer.detach() is None:
