@@ -72,10 +72,6 @@ ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
 ACL_EVENT_TIME_LINE: Final = _C["ACL_EVENT_TIME_LINE"]
 ACL_EVENT_IPC: Final = _C["ACL_EVENT_IPC"]
 
-#: Interprocess events, registered by :mod:`pyacl_rt._ipc` (a higher floor):
-#: ``handle(event)`` -> an IpcEventHandle, ``open(handle)`` -> an Event.
-_ipc_hooks: dict[str, Callable[..., Any]] = {}
-
 # Checked C fast paths (lowlevel.fast): value returned, typed error raised.
 _fast_record_event = _fast.record_event
 _fast_query_event_status = _fast.query_event_status
@@ -396,7 +392,7 @@ class Event:
         :meth:`Event.from_ipc_handle` (only for ``Event(interprocess=True)``; never
         recorded: the event is created on the current stream's device now). This
         Event is kept alive until every handle given out was opened or dropped."""
-        return _ipc_hooks["handle"](self)
+        return factories.ipc_event_handle.get()(self)
 
     @classmethod
     def from_ipc_handle(cls, handle: Any) -> Event:
@@ -405,7 +401,7 @@ class Event:
         follow the other process's records (and whose :meth:`record` its waits see).
         Raises :class:`~pyacl_rt.errors.IpcError` in the exporting process itself or
         once the exporter destroyed the event."""
-        return _ipc_hooks["open"](handle)  # type: ignore[no-any-return]
+        return factories.ipc_event_open.get()(handle)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------ completion
     def as_future(self) -> concurrent.futures.Future[None]:

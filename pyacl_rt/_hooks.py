@@ -213,7 +213,18 @@ class Factories:
     """The package's late-bound factories, one typed :class:`Late` slot each (the one
     registry: a new one is a new slot here, filled by the module that provides it)."""
 
-    __slots__ = ("dlpack_device", "dlpack_export", "dlpack_typed", "event_class", "staging_buffer")
+    __slots__ = (
+        "dlpack_device",
+        "dlpack_export",
+        "dlpack_typed",
+        "event_class",
+        "ipc_event_handle",
+        "ipc_event_open",
+        "ipc_mem_before_close",
+        "ipc_mem_handle",
+        "ipc_mem_open",
+        "staging_buffer",
+    )
 
     def __init__(self) -> None:
         #: :class:`pyacl_rt.Event`: what ``Stream.record_event`` / ``wait_stream`` create
@@ -231,6 +242,28 @@ class Factories:
         )
         #: ``typed(buf, dtype, shape)``: ``buf.as_dlpack``.
         self.dlpack_typed: Late[Callable[..., Any]] = Late("typed DLPack views", "pyacl_rt._dlpack")
+        #: ``handle(buf, pids) -> IpcMemHandle``: ``DeviceBuffer.ipc_handle``.
+        self.ipc_mem_handle: Late[Callable[[Any, Any], Any]] = Late(
+            "IPC handles of buffers", "pyacl_rt._ipc"
+        )
+        #: ``open(handle) -> DeviceBuffer``: ``DeviceBuffer.from_ipc_handle``.
+        self.ipc_mem_open: Late[Callable[[Any], Any]] = Late(
+            "opening IPC handles of buffers", "pyacl_rt._ipc"
+        )
+        #: ``before_close(record)``: ``DeviceBuffer.close()`` of a record with exports
+        #: (drops the IPC exports importers are done with; refuses while one may be in
+        #: use). Unset (nothing exported through IPC) until ``pyacl_rt._ipc`` is imported.
+        self.ipc_mem_before_close: Late[Callable[[Any], None]] = Late(
+            "the IPC close check of buffers", "pyacl_rt._ipc"
+        )
+        #: ``handle(event) -> IpcEventHandle``: ``Event.ipc_handle``.
+        self.ipc_event_handle: Late[Callable[[Any], Any]] = Late(
+            "IPC handles of events", "pyacl_rt._ipc"
+        )
+        #: ``open(handle) -> Event``: ``Event.from_ipc_handle``.
+        self.ipc_event_open: Late[Callable[[Any], Any]] = Late(
+            "opening IPC handles of events", "pyacl_rt._ipc"
+        )
 
 
 #: The one registry of late-bound factories.

@@ -97,6 +97,46 @@ def test_every_factory_is_registered_by_import_pyacl_rt() -> None:
     assert f.staging_buffer.get() is pyacl_rt.HostBuffer
     for slot in (f.dlpack_export, f.dlpack_device, f.dlpack_typed):
         assert slot.provider == "pyacl_rt._dlpack" and callable(slot.get())
+    from pyacl_rt._ipc import event, memory
+
+    assert f.ipc_mem_handle.get() is memory.handle
+    assert f.ipc_mem_open.get() is memory.open_handle
+    assert f.ipc_mem_before_close.get() is memory.before_close
+    assert f.ipc_event_handle.get() is event.handle
+    assert f.ipc_event_open.get() is event.open_handle
+    for slot in (
+        f.ipc_mem_handle,
+        f.ipc_mem_open,
+        f.ipc_mem_before_close,
+        f.ipc_event_handle,
+        f.ipc_event_open,
+    ):
+        assert slot.provider == "pyacl_rt._ipc"
+
+
+def test_ipc_slots_empty_raise_naming_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeviceBuffer/Event IPC go through _hooks.factories: an empty slot raises a
+    RuntimeError naming pyacl_rt._ipc (the string-keyed dicts raised KeyError)."""
+    import pyacl_rt as npu
+
+    f = _hooks.factories
+    buf = npu.DeviceBuffer(64)
+    try:
+        for slot in (f.ipc_mem_handle, f.ipc_mem_open, f.ipc_event_handle, f.ipc_event_open):
+            monkeypatch.setattr(slot, "value", None)
+        with pytest.raises(RuntimeError, match=r"IPC handles of buffers .*pyacl_rt\._ipc"):
+            buf.ipc_handle()
+        with pytest.raises(RuntimeError, match=r"pyacl_rt\._ipc"):
+            npu.DeviceBuffer.from_ipc_handle(object())
+        with pytest.raises(RuntimeError, match=r"IPC handles of events .*pyacl_rt\._ipc"):
+            npu.Event(interprocess=True).ipc_handle()
+        with pytest.raises(RuntimeError, match=r"pyacl_rt\._ipc"):
+            npu.Event.from_ipc_handle(object())
+        # with the close check unset (nothing exported through IPC) close() still works
+        monkeypatch.setattr(f.ipc_mem_before_close, "value", None)
+    finally:
+        buf.close()
+    assert buf.closed
 
 
 def _key(fn: Any) -> str:

@@ -9,15 +9,13 @@ This package registers the IPC hooks of :class:`~pyacl_rt.DeviceBuffer` and
 :class:`~pyacl_rt.Event` (lower floors), a finalize hook that closes the exports before
 memory is freed, and the multiprocessing reductions.
 
-Floor 7 (higher tools): imports floors 1-6.
+Layer 7 (higher tools): imports layers 1-6.
 """
 
 from __future__ import annotations
 
-from .. import _event
 from .. import _runtime as runtime
-from .._hooks import fork_hooks
-from .._memory import buffers as _buffers
+from .._hooks import factories, fork_hooks
 from . import event, memory, mp, refs
 from .event import IpcEventHandle
 from .memory import IpcMemHandle, ipc_pid
@@ -39,10 +37,11 @@ def _release() -> None:
     memory.release_all()
 
 
-_buffers._ipc_hooks.update(
-    handle=memory.handle, open=memory.open_handle, before_close=memory.before_close
-)
-_event._ipc_hooks.update(handle=event.handle, open=event.open_handle)
+factories.ipc_mem_handle.set(memory.handle)
+factories.ipc_mem_open.set(memory.open_handle)
+factories.ipc_mem_before_close.set(memory.before_close)
+factories.ipc_event_handle.set(event.handle)
+factories.ipc_event_open.set(event.open_handle)
 runtime.register_release_hook(_release, runtime.PRIORITY_EVENTS - 10)
 # after memory: the imported buffers (freed there, first) closed their imports
 runtime.register_release_hook(memory.forget_imports, runtime.PRIORITY_MEMORY + 10)

@@ -69,7 +69,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     launch completed; numpy / ctypes scalars pass their own bytes; bare Python numbers
     are refused (``TypeError``). Errors the runtime reports at the call raise the
     matching :class:`~pyacl_rt.errors.AclError`; a kernel fault while running (on the
-    mock: a twin that fails) is raised by the next ``stream.synchronize()``.
+    mock: a twin that fails) is raised by the next ``Stream.synchronize()`` of that stream.
     """
     try:
         sig, pool = kernel._cur  # one read: another thread may switch signatures

@@ -20,7 +20,6 @@ modules of the package below it.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from .. import _memcore
@@ -41,11 +40,6 @@ from .keepalive import _note
 from .records import _free_mem, _Mem, _process_deferred, _raise_closed
 
 __all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
-
-#: IPC, registered by :mod:`pyacl_rt._ipc` (a higher layer): ``handle(buf, pids)``,
-#: ``open(handle)``, ``before_close(m)`` (refresh which IPC exports of ``m`` importers
-#: still use, so that close() sees only live ones).
-_ipc_hooks: dict[str, Callable[..., Any]] = {}
 
 
 # ============================================================== DeviceBuffer
@@ -247,7 +241,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         iterable of pids (``pyacl_rt.ipc_pid()`` of each importer) only those.
         The memory stays allocated (``close()`` raises ``BufferError``) until every
         importer closed what it opened and every handle given out was dropped."""
-        return _ipc_hooks["handle"](self, pids)
+        return factories.ipc_mem_handle.get()(self, pids)
 
     @classmethod
     def from_ipc_handle(cls, handle: Any) -> DeviceBuffer:
@@ -257,7 +251,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         :class:`~pyacl_rt.errors.IpcError` in the exporting process itself or when
         the exporter closed the handle or exited, and
         :class:`~pyacl_rt.errors.IpcPermissionError` when this pid is not allowed."""
-        return _ipc_hooks["open"](handle)  # type: ignore[no-any-return]
+        return factories.ipc_mem_open.get()(handle)  # type: ignore[no-any-return]
 
     # ----------------------------------------------------------- properties
     @property
@@ -391,8 +385,10 @@ class _DevicePaths:
     def close(self: DeviceBuffer) -> None:
         """``close()`` of an allocation the C hit path does not free."""
         m = self._m
-        if m.exports and _ipc_hooks:
-            _ipc_hooks["before_close"](m)  # drops the exports importers are done with
+        if m.exports:
+            before_close = factories.ipc_mem_before_close.value  # None: nothing via IPC
+            if before_close is not None:
+                before_close(m)  # drops the exports importers are done with
         if m.rel is None and m.streams and sync_debug_active():  # rel: no wait
             check_sync("DeviceBuffer.close()")
         m.claim_close("DeviceBuffer")  # raises while exported / in use
