@@ -61,7 +61,7 @@ from ._hooks import fork_hooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import CtxRef, _check, _lib, _local, raw_lib
+from ._state import CtxRef, check, lib, local, raw_lib
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -116,7 +116,7 @@ class _ReportThread:
         # callback runs: a finalizer triggered here at any point (garbage collection,
         # the graveyard below) must not wait for a stream, which may be waiting for a
         # callback only this thread can run. Such releases go to pyacl_rt._releaser.
-        _local.st.in_callback = True
+        local.st.in_callback = True
         try:
             _device._ensure_current(self.device)
         except BaseException as exc:
@@ -128,7 +128,7 @@ class _ReportThread:
         # Ungated: finalize waits for streams whose host callbacks only this loop runs.
         process = raw_lib.aclrtProcessReport
         wait = self._wake.wait
-        st = _local.st
+        st = local.st
         while not self._stop:
             if not self.subscriptions:
                 wait(poll / 1000.0)
@@ -160,9 +160,9 @@ class _ReportThread:
         key = (ctx, stream_handle)
         if key in self.subscriptions:
             return
-        rc = _lib.aclrtSubscribeReport(self.ident, stream_handle)
+        rc = lib.aclrtSubscribeReport(self.ident, stream_handle)
         if rc:
-            _check(rc, "aclrtSubscribeReport")
+            check(rc, "aclrtSubscribeReport")
         self.subscriptions.add(key)
         self._wake.set()
 
@@ -173,7 +173,7 @@ class _ReportThread:
             return
         self.subscriptions.discard(key)
         try:
-            rc = _lib.aclrtUnSubscribeReport(self.ident, stream_handle)
+            rc = lib.aclrtUnSubscribeReport(self.ident, stream_handle)
             if rc:
                 lowlevel.recent_error_message()
                 _log.debug("aclrtUnSubscribeReport failed with %d", rc)
@@ -190,7 +190,7 @@ class _ReportThread:
 def _run_deferred() -> None:
     """Run the releases finalizers deferred on a callback thread (still queued for
     the releaser thread) here. Never raises."""
-    if _local.st.in_callback:
+    if local.st.in_callback:
         return  # a callback thread must not do them (see pyacl_rt._releaser)
     _releaser.drain()
 
@@ -219,7 +219,7 @@ def _on_callback(user_data: Any) -> None:
         if entry is None:
             return
         fn, args, stream = entry
-        st = _local.st
+        st = local.st
         was_in_callback = st.in_callback  # True on a report thread (always)
         st.in_callback = True
         try:
@@ -302,7 +302,7 @@ def _forget_context(ctx: CtxRef) -> None:
     if rt is not None and ctx.device >= 0:
         try:
             ctx.ensure_current()
-            _lib.aclrtSynchronizeStream(0)
+            lib.aclrtSynchronizeStream(0)
         except Exception:  # pragma: no cover - defensive
             pass
         rt.unsubscribe(0, ctx)
@@ -319,7 +319,7 @@ def launch(
                 state.sub = _default_subs.get(stream._ctx)
             if state.sub is None:
                 rt = _thread_for(stream._device)
-                if _local.st.ctx is not stream._ctx:
+                if local.st.ctx is not stream._ctx:
                     stream._activate()
                 rt.subscribe(stream._handle, stream._ctx)
                 state.sub = rt
@@ -327,12 +327,12 @@ def launch(
                     _default_subs[stream._ctx] = rt
     key = next(_keys)
     _pending[key] = (fn, args, stream)
-    rc = _lib.aclrtLaunchCallback(
+    rc = lib.aclrtLaunchCallback(
         _trampoline, key, ACL_CALLBACK_BLOCK if block else ACL_CALLBACK_NO_BLOCK, stream._handle
     )
     if rc:
         _pending.pop(key, None)
-        _check(rc, "aclrtLaunchCallback")
+        check(rc, "aclrtLaunchCallback")
 
 
 def pending_count() -> int:
@@ -367,7 +367,7 @@ def _stop_threads() -> None:
 
 def _refuse_finalize_here() -> None:
     """runtime.finalize() guard: refuse it inside a callback or on a report thread."""
-    if _local.st.in_callback or any(
+    if local.st.in_callback or any(
         rt.thread.ident == threading.get_ident() for rt in list(_threads.values())
     ):
         raise errors.CallbackContextError(

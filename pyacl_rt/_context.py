@@ -29,16 +29,16 @@ from ._log import get_logger
 from ._state import (
     CtxRef,
     LiveSet,
-    _check,
-    _fast,
     _fast_get_current_context,
-    _lib,
-    _local,
+    check,
     context_close_hooks,
     current,
+    fast,
     finalized_error,
     gate_exit,
     gate_try_enter,
+    lib,
+    local,
     log_release_failure,
     refuse_copy,
     refuse_in_callback,
@@ -55,7 +55,7 @@ _log = get_logger("pyacl_rt")
 
 _live: LiveSet[Context] = LiveSet()
 #: Sliced, interruptible synchronize of the current context (gated per slice).
-_wait_device: Callable[[int], None] = _fast._wait_device
+_wait_device: Callable[[int], None] = fast._wait_device
 
 
 def _destroy(ref: CtxRef) -> None:
@@ -67,7 +67,7 @@ def _destroy(ref: CtxRef) -> None:
     try:
         if ref.device < 0:
             return
-        if _local.st.in_callback:
+        if local.st.in_callback:
             # Closing the children waits for their work: not on a host-callback thread.
             _releaser.defer(functools.partial(_destroy, ref))
             return
@@ -88,9 +88,9 @@ def _destroy(ref: CtxRef) -> None:
                     _log.exception("pyacl_rt: closing objects of %r failed", ref)
             handle = ref.handle
             ref.kill("context is closed")
-            if _local.st.ctx is ref:
-                _local.st.ctx = None
-            rc = _lib.aclrtDestroyContext(handle)
+            if local.st.ctx is ref:
+                local.st.ctx = None
+            rc = lib.aclrtDestroyContext(handle)
             if rc:
                 log_release_failure("aclrtDestroyContext", handle, rc)
         finally:
@@ -113,7 +113,7 @@ class Context:
     def __init__(self, device: DeviceLike = None) -> None:
         _runtime.ensure_initialized()
         index = _index(device)
-        st = _local.st
+        st = local.st
         # The context current before (re-validated: something other than pyacl_rt may
         # have switched it); a foreign one is restored by its raw handle.
         prev = validated_ctx(st)
@@ -124,7 +124,7 @@ class Context:
             except errors.AclError:
                 foreign = 0  # no current context
         s = st.scratch
-        _check(_lib.aclrtCreateContext(s.uptr, index), "aclrtCreateContext")
+        check(lib.aclrtCreateContext(s.uptr, index), "aclrtCreateContext")
         handle = int(s.uptr[0])
         # The ref points back weakly: threads' context caches hold the ref, and must not
         # keep the Context alive. Objects created in it hold the Context strongly.
@@ -132,11 +132,11 @@ class Context:
         self._device = index
         self._saved: list[tuple[int, CtxRef | None]] = []
         # aclrtCreateContext made it current; put the previous context back.
-        _local.st.ctx = self._ref
+        local.st.ctx = self._ref
         if prev is not None and prev.device >= 0:
             restore_context(prev)
-        elif foreign and _lib.aclrtSetCurrentContext(foreign) == 0:
-            _local.st.ctx = None  # a context pyacl_rt does not know is current again
+        elif foreign and lib.aclrtSetCurrentContext(foreign) == 0:
+            local.st.ctx = None  # a context pyacl_rt does not know is current again
         # The finalizer must not reference self: it holds only the CtxRef.
         self._finalizer = weakref.finalize(self, _destroy, self._ref)
         self._finalizer.atexit = False
@@ -184,18 +184,18 @@ class Context:
         """Make this context current on the calling thread (and select its device)."""
         self._require_open()
         self._ref.make_current()
-        _local.st.active = self._ref
-        select_device(_local.st, self._device)
+        local.st.active = self._ref
+        select_device(local.st, self._device)
 
     def __enter__(self) -> Context:
         self._require_open()
-        _local.st.guards.append((_local.st.device, _local.st.active))
+        local.st.guards.append((local.st.device, local.st.active))
         self.make_current()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if _local.st.guards:
-            prev_device, prev_active = _local.st.guards.pop()
+        if local.st.guards:
+            prev_device, prev_active = local.st.guards.pop()
             restore_selection(prev_device, prev_active)
 
     def synchronize(self) -> None:
@@ -214,7 +214,7 @@ class Context:
         work first, in slices (Ctrl-C leaves the context open and usable).
         """
         ref = self._ref
-        if ref.device >= 0 and self._finalizer.alive and not _local.st.in_callback:
+        if ref.device >= 0 and self._finalizer.alive and not local.st.in_callback:
             try:
                 with current(ref):  # the thread's context is put back afterwards
                     _wait_device(-1)
@@ -224,13 +224,13 @@ class Context:
             return
         _live.discard(self)
         _destroy(self._ref)
-        if _local.st.active is self._ref:
-            _local.st.active = None
+        if local.st.active is self._ref:
+            local.st.active = None
 
 
 def current_context() -> Context | None:
     """The explicit :class:`Context` active on this thread (``with ctx:``), else ``None``."""
-    active = _local.st.active
+    active = local.st.active
     if active is None or active.device < 0:
         return None
     owner = active.owner

@@ -57,12 +57,12 @@ from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
     CtxRef,
-    _check,
-    _fast,
-    _lib,
-    _local,
+    check,
     current,
     device_sync_hooks,
+    fast,
+    lib,
+    local,
     refuse_in_callback,
     select_device,
     validated_ctx,
@@ -170,15 +170,15 @@ def _create_primary(index: int) -> CtxRef:
         ref = _primaries.get(index)
         if ref is not None:
             return ref
-        _check(_lib.aclrtSetDevice(index), "aclrtSetDevice")
-        s = _local.st.scratch
-        rc = _lib.aclrtGetCurrentContext(s.uptr)
+        check(lib.aclrtSetDevice(index), "aclrtSetDevice")
+        s = local.st.scratch
+        rc = lib.aclrtGetCurrentContext(s.uptr)
         if rc:
-            _lib.aclrtResetDevice(index)
-            _check(rc, "aclrtGetCurrentContext")
+            lib.aclrtResetDevice(index)
+            check(rc, "aclrtGetCurrentContext")
         ref = CtxRef(int(s.uptr[0]), index)
         _primaries[index] = ref
-        _local.st.ctx = ref  # aclrtSetDevice made it current on this thread
+        local.st.ctx = ref  # aclrtSetDevice made it current on this thread
         return ref
 
 
@@ -188,11 +188,11 @@ def context_for(index: int) -> CtxRef:
     The explicit Context activated on this thread if it is on ``index``, else the
     device's primary context (created on first use). Also re-validates the thread's
     cached current context (:func:`validated_ctx`), so that the caller's
-    ``if _local.st.ctx is not ref: ref.make_current()`` is right even after a foreign
+    ``if local.st.ctx is not ref: ref.make_current()`` is right even after a foreign
     context switch.
     """
-    validated_ctx(_local.st)
-    active = _local.st.active
+    validated_ctx(local.st)
+    active = local.st.active
     if active is not None and active.device == index:
         return active
     ref = _primaries.get(index)
@@ -209,7 +209,7 @@ def _ensure_current(index: int) -> CtxRef:
     device is accepted. Returns the current context. For use by
     :mod:`pyacl_rt._memory` and other layers above.
     """
-    cur = validated_ctx(_local.st)
+    cur = validated_ctx(local.st)
     if cur is not None and cur.device == index:
         return cur
     ref = context_for(index)
@@ -235,9 +235,9 @@ def device_count() -> int:
         return count
     global _no_device_reason
     _runtime.ensure_initialized()
-    s = _local.st.scratch
+    s = local.st.scratch
     try:
-        _check(_lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
+        check(lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
         count = int(s.u32[0])
         reason = None
     except errors.AclError as exc:
@@ -277,7 +277,7 @@ def current_device() -> int:
     uses 0, which is how worker threads end up creating stray contexts on device 0.
     Never creates a context.
     """
-    d: int = _local.st.device
+    d: int = local.st.device
     return d if d >= 0 else _state._fallback_device
 
 
@@ -293,18 +293,18 @@ def set_device(dev: DeviceLike) -> None:
     if dev is None:
         return
     index = _index(dev)
-    active = _local.st.active
+    active = local.st.active
     if active is not None and active.device != index:
-        _local.st.active = None
+        local.st.active = None
     ref = context_for(index)
     ref.ensure_current()
-    select_device(_local.st, index)
+    select_device(local.st, index)
 
 
 def restore_selection(prev_device: int, prev_active: CtxRef | None) -> None:
     """Restore a saved (selection, explicit context) pair exactly."""
-    _local.st.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
-    select_device(_local.st, prev_device)
+    local.st.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
+    select_device(local.st, prev_device)
     if prev_device >= 0:
         try:
             ref = context_for(prev_device)
@@ -312,7 +312,7 @@ def restore_selection(prev_device: int, prev_active: CtxRef | None) -> None:
         except errors.AclError:
             # The runtime went away inside the block; the selection is restored and
             # the context will be re-established (or refused) on next use.
-            _local.st.ctx = None
+            local.st.ctx = None
 
 
 class device:
@@ -331,7 +331,7 @@ class device:
     def __enter__(self) -> int:
         if self.idx < 0:
             return current_device()
-        self._prev.append((_local.st.device, _local.st.active))
+        self._prev.append((local.st.device, local.st.active))
         set_device(self.idx)
         return self.idx
 
@@ -379,13 +379,13 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
 
 
 #: Sliced, interruptible device synchronize of the current context (gated per slice).
-_wait_device: Callable[[int], None] = _fast._wait_device
+_wait_device: Callable[[int], None] = fast._wait_device
 
 
 # ---------------------------------------------------------------- queries
 def _soc_name() -> str:
     _runtime.ensure_initialized()
-    ptr = _lib.aclrtGetSocName()
+    ptr = lib.aclrtGetSocName()
     return _cstring(ptr)
 
 
@@ -552,13 +552,13 @@ class Device:
         return hash(("npu", self._index))
 
     def __enter__(self) -> Device:
-        _local.st.guards.append((_local.st.device, _local.st.active))
+        local.st.guards.append((local.st.device, local.st.active))
         set_device(self._index)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if _local.st.guards:
-            prev_device, prev_active = _local.st.guards.pop()
+        if local.st.guards:
+            prev_device, prev_active = local.st.guards.pop()
             restore_selection(prev_device, prev_active)
 
     # --- selection / sync
@@ -589,8 +589,8 @@ class Device:
         ``Device(0).physical_id`` is 3 and ``Device(1).physical_id`` 5; without it the
         two are equal."""
         _runtime.ensure_initialized()
-        s = _local.st.scratch
-        _check(_lib.aclrtGetPhyDevIdByUserDevId(self._index, s.i32), "aclrtGetPhyDevIdByUserDevId")
+        s = local.st.scratch
+        check(lib.aclrtGetPhyDevIdByUserDevId(self._index, s.i32), "aclrtGetPhyDevIdByUserDevId")
         return int(s.i32[0])
 
     # --- raw attribute queries
@@ -598,25 +598,25 @@ class Device:
         """``aclrtGetDeviceInfo(index, attr)``: an ``ACL_DEV_ATTR_*`` value (int64)."""
         attr = index_arg(attr, "attr")
         _runtime.ensure_initialized()
-        s = _local.st.scratch
-        _check(_lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
+        s = local.st.scratch
+        check(lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
         return int(s.i64[0])
 
     def capability(self, info: int) -> int:
         """``aclGetDeviceCapability(index, info)``: an ``ACL_DEVICE_INFO_*`` value."""
         info = index_arg(info, "info")
         _runtime.ensure_initialized()
-        s = _local.st.scratch
-        _check(_lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
+        s = local.st.scratch
+        check(lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
         return int(s.i64[0])
 
     def feature(self, feature: int) -> int:
         """``aclrtGetDeviceCapability(index, feature)``: an ``ACL_FEATURE_*`` value."""
         feature = index_arg(feature, "feature")
         _runtime.ensure_initialized()
-        s = _local.st.scratch
-        _check(
-            _lib.aclrtGetDeviceCapability(self._index, feature, s.i32),
+        s = local.st.scratch
+        check(
+            lib.aclrtGetDeviceCapability(self._index, feature, s.i32),
             "aclrtGetDeviceCapability",
         )
         return int(s.i32[0])
@@ -659,8 +659,8 @@ class Device:
         context if the device was never used).
         """
         _ensure_current(self._index)
-        s = _local.st.scratch
-        _check(_lib.aclrtGetMemInfo(ACL_HBM_MEM, s.size, s.size + 1), "aclrtGetMemInfo")
+        s = local.st.scratch
+        check(lib.aclrtGetMemInfo(ACL_HBM_MEM, s.size, s.size + 1), "aclrtGetMemInfo")
         return int(s.size[0]), int(s.size[1])
 
     def utilization_rates(self) -> dict[str, int | None]:
@@ -668,8 +668,8 @@ class Device:
         ``aicpu`` and ``memory``; ``None`` where the device does not report one."""
         _runtime.ensure_initialized()
         info = lowlevel.ffi.new("aclrtUtilizationInfo *")
-        _check(
-            _lib.aclrtGetDeviceUtilizationRate(self._index, info),
+        check(
+            lib.aclrtGetDeviceUtilizationRate(self._index, info),
             "aclrtGetDeviceUtilizationRate",
         )
         out: dict[str, int | None] = {}
@@ -720,8 +720,8 @@ class Device:
         other = _index(peer, "peer")
         if other == self._index:
             return False
-        s = _local.st.scratch
-        _check(_lib.aclrtDeviceCanAccessPeer(s.i32, self._index, other), "aclrtDeviceCanAccessPeer")
+        s = local.st.scratch
+        check(lib.aclrtDeviceCanAccessPeer(s.i32, self._index, other), "aclrtDeviceCanAccessPeer")
         return bool(s.i32[0])
 
 
@@ -738,7 +738,7 @@ def _release_devices() -> None:
             if index < 0:
                 continue
             try:
-                rc = _lib.aclrtResetDevice(index)
+                rc = lib.aclrtResetDevice(index)
                 if rc:
                     _log.warning(
                         "aclrtResetDevice(%d) failed with %d at finalize: %s",
@@ -751,8 +751,8 @@ def _release_devices() -> None:
         _device_count = None
         _no_device_reason = None
         Device._instances.clear()
-    _local.st.ctx = None
-    _local.st.active = None
+    local.st.ctx = None
+    local.st.active = None
 
 
 def _wait_for_devices() -> None:
@@ -777,8 +777,8 @@ def _after_fork_in_child() -> None:
     for ref in list(_primaries.values()):
         ref.kill("forked")
     _primaries.clear()
-    _local.st.ctx = None
-    _local.st.active = None
+    local.st.ctx = None
+    local.st.active = None
 
 
 fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_DEVICES)

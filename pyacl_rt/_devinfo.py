@@ -22,7 +22,7 @@ from ._device import (
     _soc_name,
     current_device,
 )
-from ._state import _check, _lib, _local
+from ._state import check, lib, local
 
 __all__ = [
     "can_device_access_peer",
@@ -108,22 +108,22 @@ def set_op_timeout_ms(timeout_ms: int) -> int:
     if timeout_ms < 0:
         raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
     _runtime.ensure_initialized()
-    s = _local.st.scratch
+    s = local.st.scratch
     try:
-        fn = _lib.aclrtSetOpExecuteTimeOutV2
+        fn = lib.aclrtSetOpExecuteTimeOutV2
         rc = fn(timeout_ms * 1000, s.u64)
         if rc == ACL_ERROR_RT_CONTEXT_NULL:
             _ensure_current(current_device())
             rc = fn(timeout_ms * 1000, s.u64)
-        _check(rc, "aclrtSetOpExecuteTimeOutV2")
+        check(rc, "aclrtSetOpExecuteTimeOutV2")
         return int(s.u64[0]) // 1000
     except errors.FunctionNotFoundError:
         seconds = -(-timeout_ms // 1000)
-        rc = _lib.aclrtSetOpExecuteTimeOut(seconds)
+        rc = lib.aclrtSetOpExecuteTimeOut(seconds)
         if rc == ACL_ERROR_RT_CONTEXT_NULL:
             _ensure_current(current_device())
-            rc = _lib.aclrtSetOpExecuteTimeOut(seconds)
-        _check(rc, "aclrtSetOpExecuteTimeOut")
+            rc = lib.aclrtSetOpExecuteTimeOut(seconds)
+        check(rc, "aclrtSetOpExecuteTimeOut")
         return seconds * 1000
 
 

@@ -70,7 +70,7 @@ from ._memory.buffers import DeviceBuffer, HostBuffer
 from ._memory.engine import copy as _copy
 from ._memory.keepalive import _host_wait
 from ._memory.records import _Mem, _raise_closed
-from ._state import CtxRef, _check, _lib
+from ._state import CtxRef, check, lib
 from ._stream import Stream, current_stream, default_stream
 from ._stream import _live as _live_streams
 from ._syncdebug import check_sync, sync_debug_active
@@ -462,12 +462,12 @@ def _check_device_pointer(ptr: int, index: int) -> None:
     attrs = ffi.new("aclrtPtrAttributes *")
     ctx = context_for(index)
     ctx.make_current()
-    rc = _lib.aclrtPointerGetAttributes(ptr, attrs)
+    rc = lib.aclrtPointerGetAttributes(ptr, attrs)
     if rc:
         # An older library without the function, or a runtime that cannot answer for
         # this address: no check (the producer's word stands), the error is consumed.
         try:
-            _check(rc, "aclrtPointerGetAttributes")
+            check(rc, "aclrtPointerGetAttributes")
         except errors.AclError as exc:
             _log.debug("pyacl_rt: DLPack import of 0x%x not checked: %s", ptr, exc)
             return

@@ -42,13 +42,13 @@ from ._state import (
     FINALIZED_REF,
     CtxRef,
     LiveSet,
-    _check,
-    _fast,
-    _lib,
-    _local,
+    check,
     context_close_hooks,
+    fast,
     gate_exit,
     gate_try_enter,
+    lib,
+    local,
     log_release_failure,
     owner_of,
     raise_dead,
@@ -73,11 +73,11 @@ ACL_EVENT_TIME_LINE: Final = _C["ACL_EVENT_TIME_LINE"]
 ACL_EVENT_IPC: Final = _C["ACL_EVENT_IPC"]
 
 # Checked C fast paths (lowlevel.fast): value returned, typed error raised.
-_fast_record_event = _fast.record_event
-_fast_query_event_status = _fast.query_event_status
+_fast_record_event = fast.record_event
+_fast_query_event_status = fast.query_event_status
 #: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_event: Callable[[int, int], None] = _fast._wait_event
-_fast_stream_wait_event = _fast.stream_wait_event
+_wait_event: Callable[[int, int], None] = fast._wait_event
+_fast_stream_wait_event = fast.stream_wait_event
 
 
 #: Defined in :mod:`pyacl_rt.errors` (with every other error class); kept here for imports.
@@ -102,7 +102,7 @@ def _destroy_event(ctx: CtxRef, handle: int) -> None:
                 explicit = False
                 return
             ctx.ensure_current()
-            rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
+            rc = lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
             if rc:
                 log_release_failure("aclrtDestroyEvent", handle, rc)
         finally:
@@ -234,22 +234,22 @@ class Event:
         sctx = stream._ctx
         # Creation is not a hot path: re-validate the thread's cached context (a raw
         # context switch would create the event in a foreign context).
-        if validated_ctx(_local.st) is not sctx:
+        if validated_ctx(local.st) is not sctx:
             stream._activate()
         if self._ipc:
             flags = ACL_EVENT_IPC  # alone: the runtime refuses it ORed with other flags
         else:
             flags = ACL_EVENT_SYNC | (ACL_EVENT_TIME_LINE if self._timing else 0)
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateEventExWithFlag(s.uptr, flags)
+        s = local.st.scratch
+        rc = lib.aclrtCreateEventExWithFlag(s.uptr, flags)
         if rc == -1:
             try:
-                _check(rc, "aclrtCreateEventExWithFlag")
+                check(rc, "aclrtCreateEventExWithFlag")
             except errors.FunctionNotFoundError:
-                rc = _lib.aclrtCreateEventWithFlag(s.uptr, flags)
-                _check(rc, "aclrtCreateEventWithFlag")
+                rc = lib.aclrtCreateEventWithFlag(s.uptr, flags)
+                check(rc, "aclrtCreateEventWithFlag")
         elif rc:
-            _check(rc, "aclrtCreateEventExWithFlag")
+            check(rc, "aclrtCreateEventExWithFlag")
         handle = int(s.uptr[0])
         self._handle = handle
         self._ctx = sctx
@@ -288,7 +288,7 @@ class Event:
         ctx = stream._ctx
         if self._ctx is not ctx:
             self._bind(stream)
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             stream._activate()
         _fast_record_event(self._handle, stream._handle)
         self._recorded = True
@@ -299,7 +299,7 @@ class Event:
         ctx = self._ctx
         if ctx is None:
             return True
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             self._activate()
         # ACL_EVENT_RECORDED_STATUS_COMPLETE
         return _fast_query_event_status(self._handle) == 1  # type: ignore[no-any-return]
@@ -310,7 +310,7 @@ class Event:
         ``timeout`` in milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError`
         on expiry. A no-op if never recorded. Refused inside a host callback.
         """
-        if _local.st.in_callback:
+        if local.st.in_callback:
             refuse_in_callback("Event.synchronize()")
         ctx = self._ctx
         if ctx is None:
@@ -319,7 +319,7 @@ class Event:
             return
         if sync_debug_active():
             check_sync("Event.synchronize()")
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             self._activate()
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
@@ -344,7 +344,7 @@ class Event:
             return  # never recorded: nothing to wait for (torch_npu does the same)
         if ctx.device < 0:
             self._raise_closed()
-        if _local.st.ctx is not stream._ctx:
+        if local.st.ctx is not stream._ctx:
             stream._activate()
         _fast_stream_wait_event(stream._handle, self._handle)
 
@@ -378,12 +378,12 @@ class Event:
             check_sync("Event.elapsed_time()")
         self.synchronize()
         end_event.synchronize()
-        if _local.st.ctx is not self._ctx:
+        if local.st.ctx is not self._ctx:
             self._activate()
-        f = _local.st.scratch.f32
-        rc = _lib.aclrtEventElapsedTime(f, self._handle, end_event._handle)
+        f = local.st.scratch.f32
+        rc = lib.aclrtEventElapsedTime(f, self._handle, end_event._handle)
         if rc:
-            _check(rc, "aclrtEventElapsedTime")
+            check(rc, "aclrtEventElapsedTime")
         return float(f[0])
 
     # ------------------------------------------------------- interprocess
@@ -482,14 +482,14 @@ def _create_now(ev: Event) -> None:
     current."""
     if ev._ctx is None:
         ev._bind(current_stream())
-    if _local.st.ctx is not ev._ctx:
+    if local.st.ctx is not ev._ctx:
         ev._activate()  # raises when closed
 
 
 def _adopt(ev: Event, handle: int) -> None:
     """Make ``ev`` (fresh, interprocess) own ``handle``, an event just opened in the
     context current on this thread (destroyed by close(), GC, or finalize)."""
-    ctx = validated_ctx(_local.st)
+    ctx = validated_ctx(local.st)
     assert ctx is not None
     ev._handle = handle
     ev._ctx = ctx

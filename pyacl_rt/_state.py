@@ -2,9 +2,9 @@
 
 * :class:`CtxRef` - one ACL context as Python sees it (primary or explicit); objects
   compare it by identity with the calling thread's cached current context
-  (``_local.st.ctx``) before each runtime call and call :meth:`CtxRef.make_current`
+  (``local.st.ctx``) before each runtime call and call :meth:`CtxRef.make_current`
   only when it differs (see :mod:`pyacl_rt._device` for the model).
-* :class:`ThreadState` (``_local.st``) - per thread: the cached current context, the
+* :class:`ThreadState` (``local.st``) - per thread: the cached current context, the
   selected device, the active explicit Context, the current streams, ``with`` guards,
   "inside a host callback", and the scratch out-parameter arrays.
 * :class:`current` - ``with current(ctx):`` makes ``ctx`` current for a block and puts
@@ -86,13 +86,13 @@ _gated: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast._gate
 #: aclrtProcessReport, which runs the host callbacks finalize waits for).
 raw_lib: Any = _cffi_lib
 #: Every other runtime call of the object layers: gated.
-_lib: Any = _Gated(_cffi_lib)
-_check: Callable[[int, str], None] = lowlevel.check
-_aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
+lib: Any = _Gated(_cffi_lib)
+check: Callable[[int, str], None] = lowlevel.check
+_aclrtSetCurrentContext = lib.aclrtSetCurrentContext
 #: Checked C fast paths (lowlevel.fast): value returned, typed error raised; gated. The
 #: sliced waits (``_wait_*``: interruptible, timeouts kept exact) pass the gate once per
 #: slice themselves.
-_fast: Any = _Gated(lowlevel.fast, ("_wait_stream", "_wait_event", "_wait_device"))
+fast: Any = _Gated(lowlevel.fast, ("_wait_stream", "_wait_event", "_wait_device"))
 _fast_get_current_context: Callable[[], int] = lowlevel.fast.get_current_context
 #: A section of Python code that must finish before finalize releases anything (a
 #: release, a host-side copy into pinned memory): ``if gate_try_enter(): try: ...
@@ -169,14 +169,14 @@ class CtxRef:
             raise_dead(self.dead)
         rc = _aclrtSetCurrentContext(self.handle)
         if rc:
-            _check(rc, "aclrtSetCurrentContext")
-        _local.st.ctx = self
+            check(rc, "aclrtSetCurrentContext")
+        local.st.ctx = self
 
     def ensure_current(self) -> None:
         """Make this context current on the calling thread unless it already is (the
         cached identity compare; ``aclrtSetCurrentContext`` only on a miss). Hot paths
         write the compare inline and call :meth:`make_current` on a miss."""
-        if _local.st.ctx is not self:
+        if local.st.ctx is not self:
             self.make_current()
 
     def kill(self, reason: str) -> None:
@@ -212,7 +212,7 @@ class current:
         self.prev: CtxRef | None = None
 
     def __enter__(self) -> CtxRef | None:
-        st = _local.st
+        st = local.st
         self.prev = st.ctx
         ctx = self.ctx
         if ctx is not None and st.ctx is not ctx:
@@ -226,7 +226,7 @@ class current:
 def restore_context(prev: CtxRef | None) -> None:
     """Make ``prev`` (a context saved earlier) current again if something switched
     away from it. Never raises an Exception: on failure the thread's cache is cleared."""
-    st = _local.st
+    st = local.st
     if prev is None or st.ctx is prev or prev.device < 0:
         return
     try:
@@ -275,9 +275,9 @@ FINALIZED_REF.dead = "finalized"
 
 
 class ThreadState:
-    """Per-thread state (one per thread, reached through ``_local.st``).
+    """Per-thread state (one per thread, reached through ``local.st``).
 
-    A plain slotted object: hot paths pay one thread-local lookup (``_local.st``),
+    A plain slotted object: hot paths pay one thread-local lookup (``local.st``),
     then cheap slot loads, instead of one thread-local lookup per attribute.
     """
 
@@ -330,8 +330,11 @@ def select_device(st: ThreadState, index: int) -> None:
         _fallback_device = index if index >= 0 else 0
 
 
-#: ``_local.st`` is the calling thread's :class:`ThreadState`.
-_local: Final = _Local()
+#: ``local.st`` is the calling thread's :class:`ThreadState`.
+local: Final = _Local()
+#: The same object under the name the compiled extension ``_memcore`` looks up
+#: (``pyacl_rt._state._local``) and that a few modules still import.
+_local: Final = local
 
 
 def run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
@@ -414,7 +417,7 @@ def forget_thread_context() -> None:
     allocating and selecting a device detect a foreign switch by themselves (see the
     module docstring). Not needed when only pyacl_rt objects are used.
     """
-    _local.st.ctx = None
+    local.st.ctx = None
 
 
 def refuse_copy(obj: object, what: str) -> NoReturn:
@@ -428,7 +431,7 @@ def refuse_copy(obj: object, what: str) -> NoReturn:
 
 def refuse_in_callback(what: str) -> None:
     """Raise :class:`CallbackContextError` when called on a host-callback thread."""
-    if _local.st.in_callback:
+    if local.st.in_callback:
         raise CallbackContextError(
             f"{what} called from inside a host callback: this would wait for the "
             "callback itself and deadlock. Do blocking work outside the callback "

@@ -65,13 +65,13 @@ from ._state import (
     FINALIZED_REF,
     CtxRef,
     LiveSet,
-    _check,
-    _lib,
-    _local,
+    check,
     context_close_hooks,
     device_sync_hooks,
     gate_exit,
     gate_try_enter,
+    lib,
+    local,
     log_release_failure,
     owner_of,
     raise_dead,
@@ -102,9 +102,9 @@ STREAMS_PER_POOL: Final = 32
 
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
-_fast_stream_query = _state._fast.stream_query
+_fast_stream_query = _state.fast.stream_query
 #: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_stream: Callable[[int, int], None] = _state._fast._wait_stream
+_wait_stream: Callable[[int, int], None] = _state.fast._wait_stream
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
@@ -145,7 +145,7 @@ def _destroy_stream(ctx: CtxRef, handle: int, state: _StreamState) -> None:
         if ctx.device < 0:
             state.watch.clear()
             return
-        if _local.st.in_callback:
+        if local.st.in_callback:
             # GC on a host-callback thread: destroying waits for the stream's work,
             # which may wait for a callback of this very thread. The releaser does it.
             _releaser.defer(functools.partial(_destroy_stream, ctx, handle, state))
@@ -177,9 +177,9 @@ def _destroy_stream_gated(ctx: CtxRef, handle: int, state: _StreamState) -> None
         sub = state.sub
         if sub is not None:
             state.sub = None
-            _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
+            lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
             sub.unsubscribe(handle, ctx)
-        rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
+        rc = lib.aclrtDestroyStream(handle)  # waits for pending work
         if rc:
             log_release_failure("aclrtDestroyStream", handle, rc)
         release_watch(ctx, state.watch)
@@ -265,17 +265,17 @@ class Stream:
         ctx.ensure_current()
         least, greatest = _priority_range(index)
         prio = _acl_priority(priority, least, greatest)
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateStreamWithConfig(s.uptr, prio, flags)
+        s = local.st.scratch
+        rc = lib.aclrtCreateStreamWithConfig(s.uptr, prio, flags)
         if rc == -1 and prio == 0 and flags == 0:
             # Old runtime without aclrtCreateStreamWithConfig.
             try:
-                _check(rc, "aclrtCreateStreamWithConfig")
+                check(rc, "aclrtCreateStreamWithConfig")
             except errors.FunctionNotFoundError:
-                rc = _lib.aclrtCreateStream(s.uptr)
-                _check(rc, "aclrtCreateStream")
+                rc = lib.aclrtCreateStream(s.uptr)
+                check(rc, "aclrtCreateStream")
         elif rc:
-            _check(rc, "aclrtCreateStreamWithConfig")
+            check(rc, "aclrtCreateStreamWithConfig")
         self._setup(int(s.uptr[0]), ctx, _OWNED, prio, flags)
         self._priority = -abs(prio - least)
 
@@ -355,10 +355,10 @@ class Stream:
         stream of the calling thread's current context"."""
         if self._handle:
             return self._handle
-        if _local.st.ctx is not self._ctx:
+        if local.st.ctx is not self._ctx:
             self._activate()
-        s = _local.st.scratch
-        _check(_lib.aclrtCtxGetCurrentDefaultStream(s.uptr), "aclrtCtxGetCurrentDefaultStream")
+        s = local.st.scratch
+        check(lib.aclrtCtxGetCurrentDefaultStream(s.uptr), "aclrtCtxGetCurrentDefaultStream")
         return int(s.uptr[0])
 
     @property
@@ -430,7 +430,7 @@ class Stream:
     # ------------------------------------------------------------- queries
     def query(self) -> bool:
         """True if all work submitted to the stream has completed (``aclrtStreamQuery``)."""
-        if _local.st.ctx is not self._ctx:
+        if local.st.ctx is not self._ctx:
             self._activate()
         return _fast_stream_query(self._handle) == 0  # type: ignore[no-any-return]
 
@@ -444,7 +444,7 @@ class Stream:
         last synchronize (the others are attached as notes). Refused inside a host
         callback (it would wait for itself).
         """
-        t = _local.st
+        t = local.st
         if t.in_callback:
             refuse_in_callback("Stream.synchronize()")
         if sync_debug_active():
@@ -532,7 +532,7 @@ class Stream:
             raise TypeError(f"launch_host_func(): fn must be callable, not {type(fn).__name__}")
         if block is not True:
             block = bool_arg(block, "launch_host_func(): block")
-        if _local.st.ctx is not self._ctx:
+        if local.st.ctx is not self._ctx:
             self._activate()
         _callbacks.launch(self, fn, args, block)
 
@@ -582,7 +582,7 @@ class Stream:
                 cap.keep.append(objs)  # kept by the graph: replays use them
                 return
         ctx = self._ctx
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             self._activate()
         keep_alive(ctx, self._handle, self._state.watch, objs)
 
@@ -595,7 +595,7 @@ class Stream:
         """Number of keep-alive entries not yet released (polls first)."""
         watch = self._state.watch
         if watch and self._ctx.device >= 0:
-            if _local.st.ctx is not self._ctx:
+            if local.st.ctx is not self._ctx:
                 self._activate()
             self._poll_watch(watch)
         return len(watch)
@@ -611,11 +611,11 @@ class Stream:
         f = self._finalizer
         if f is None or not f.alive or self._kind != _OWNED:
             return
-        if self._state.sub is not None and _local.st.in_callback:
+        if self._state.sub is not None and local.st.in_callback:
             refuse_in_callback("Stream.close()")
         if sync_debug_active():
             check_sync("Stream.close()")
-        if not _local.st.in_callback and self._ctx.device >= 0:
+        if not local.st.in_callback and self._ctx.device >= 0:
             # Destroying waits for the pending work, uninterruptibly: wait for it here
             # first, in slices (Ctrl-C leaves the stream open and usable). A failing
             # wait (a failed task, finalize on another thread) is left to the destroy.
@@ -641,7 +641,7 @@ class Stream:
                 state.sub = None
                 try:
                     self._ctx.ensure_current()
-                    _lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
+                    lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
                     sub.unsubscribe(self._handle, self._ctx)
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
@@ -672,11 +672,11 @@ def _priority_range(index: int) -> tuple[int, int]:
     current on this thread), cached; ``(0, 0)`` if the runtime cannot report it."""
     r = _priority_ranges.get(index)
     if r is None:
-        i32 = _local.st.i32
-        rc = _lib.aclrtDeviceGetStreamPriorityRange(i32, i32 + 1)
+        i32 = local.st.i32
+        rc = lib.aclrtDeviceGetStreamPriorityRange(i32, i32 + 1)
         if rc:
             try:
-                _check(rc, "aclrtDeviceGetStreamPriorityRange")
+                check(rc, "aclrtDeviceGetStreamPriorityRange")
             except (errors.FeatureNotSupportedError, errors.AclUsageError):
                 # older CANN without the query, or a runtime that does not support it
                 return (0, 0)
@@ -711,12 +711,12 @@ def _side_stream(state: _StreamState, ctx: CtxRef) -> Stream:
         side = state.side
         if side is not None and side._ctx.device >= 0:
             return side
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             ctx.make_current()
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateStream(s.uptr)
+        s = local.st.scratch
+        rc = lib.aclrtCreateStream(s.uptr)
         if rc:
-            _check(rc, "aclrtCreateStream")
+            check(rc, "aclrtCreateStream")
         side = Stream._wrap(int(s.uptr[0]), ctx, _OWNED)
         state.side = side
         return side
@@ -754,7 +754,7 @@ def current_stream(device: DeviceLike = None) -> Stream:
 
     The default stream unless :func:`set_stream` / ``with stream(s):`` chose another.
     """
-    t = _local.st
+    t = local.st
     if device is None:
         index = t.device
         if index < 0:
@@ -781,7 +781,7 @@ def set_stream(s: Stream) -> None:
     if s._ctx.device < 0:
         s._activate()  # raises the closed/finalized error
     _device.set_device(s._device)
-    _local.st.streams[s._device] = s
+    local.st.streams[s._device] = s
 
 
 _guard_tls = threading.local()
@@ -822,7 +822,7 @@ class StreamContext:
         s = self.s
         if s is None:
             return None
-        self._saved.append((_local.st.device, _local.st.active, dict(_local.st.streams)))
+        self._saved.append((local.st.device, local.st.active, dict(local.st.streams)))
         try:
             set_stream(s)
         except BaseException:
@@ -835,7 +835,7 @@ class StreamContext:
             return
         prev_device, prev_active, prev_streams = self._saved.pop()
         restore_selection(prev_device, prev_active)
-        table = _local.st.streams
+        table = local.st.streams
         table.clear()
         table.update(prev_streams)
 
@@ -956,7 +956,7 @@ def _settle() -> None:
     streams and synchronize the devices in use (which releases keep-alive lists)."""
     if not _runtime.is_initialized():
         return
-    st = _local.st
+    st = local.st
     _state.select_device(st, -1)
     st.active = None
     st.streams.clear()

@@ -25,12 +25,12 @@ from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
     CtxRef,
-    _check,
-    _lib,
-    _local,
+    check,
     current,
     gate_exit,
     gate_try_enter,
+    lib,
+    local,
     log_release_failure,
 )
 
@@ -40,8 +40,8 @@ _log = get_logger("pyacl_rt")
 
 ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
 ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = _C["ACL_EVENT_RECORDED_STATUS_COMPLETE"]
-_aclrtRecordEvent = _lib.aclrtRecordEvent
-_aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
+_aclrtRecordEvent = lib.aclrtRecordEvent
+_aclrtQueryEventStatus = lib.aclrtQueryEventStatus
 
 #: A watch list: ``(marker event, objects)`` entries, oldest first.
 Watch = collections.deque[tuple[int, object]]
@@ -63,10 +63,10 @@ class MarkerPool:
             lst = self._free.get(ctx)
             if lst:
                 return lst.pop()
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateEventExWithFlag(s.uptr, ACL_EVENT_SYNC)
+        s = local.st.scratch
+        rc = lib.aclrtCreateEventExWithFlag(s.uptr, ACL_EVENT_SYNC)
         if rc:
-            _check(rc, "aclrtCreateEventExWithFlag")
+            check(rc, "aclrtCreateEventExWithFlag")
         return int(s.uptr[0])
 
     def put(self, ctx: CtxRef, handle: int) -> None:
@@ -79,7 +79,7 @@ class MarkerPool:
                 return
         try:  # the pool is full: destroy it (never raises)
             with current(ctx):
-                rc = _lib.aclrtDestroyEvent(handle)
+                rc = lib.aclrtDestroyEvent(handle)
             if rc:
                 log_release_failure("aclrtDestroyEvent", handle, rc)
         except Exception:  # pragma: no cover - defensive
@@ -96,7 +96,7 @@ class MarkerPool:
                 return
             ctx.ensure_current()
             for h in handles:
-                _lib.aclrtDestroyEvent(h)
+                lib.aclrtDestroyEvent(h)
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt: destroying marker events failed", exc_info=True)
         finally:
@@ -123,7 +123,7 @@ def keep_alive(ctx: CtxRef, handle: int, watch: Watch, objs: object) -> None:
     rc = _aclrtRecordEvent(marker, handle)
     if rc:
         markers.put(ctx, marker)
-        _check(rc, "aclrtRecordEvent")
+        check(rc, "aclrtRecordEvent")
     watch.append((marker, objs))
 
 
@@ -131,7 +131,7 @@ def poll_watch(ctx: CtxRef, watch: Watch) -> None:
     """Release the leading entries whose marker completed (markers complete in
     stream order). Safe against other threads polling or appending the same list:
     an entry is removed by identity, so only an entry seen complete is released."""
-    st = _local.st.i32
+    st = local.st.i32
     while True:
         try:
             entry = watch[0]

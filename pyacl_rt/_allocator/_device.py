@@ -28,7 +28,7 @@ from .. import _runtime as runtime
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
 from .._devinfo import mem_get_info
 from .._log import get_logger
-from .._state import CtxRef, _check, _fast, _lib, _local, current, gate_exit, gate_try_enter
+from .._state import CtxRef, check, current, fast, gate_exit, gate_try_enter, lib, local
 from . import _guards, _history
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
-_wait_device = _fast._wait_device  # sliced, interruptible device synchronize
+_wait_device = fast._wait_device  # sliced, interruptible device synchronize
 _GiB = float(1 << 30)
 # offsets into Core.stats(): [kind][pool][field], 3 pools x 4 fields per kind
 _ALLOCATED = 4 * 12
@@ -201,7 +201,7 @@ class DeviceAllocator:
         """Make blocks whose guards passed reusable; ``wait``: wait for all of them.
         Returns how many became free."""
         freed = 0
-        if wait and _local.st.in_callback:
+        if wait and local.st.in_callback:
             wait = False
         for _ in range(len(self.pending)):
             try:
@@ -320,15 +320,15 @@ class DeviceAllocator:
                 self.last_failure = None
                 return 0
         self.ctx.ensure_current()
-        s = _local.st.scratch
-        rc = _lib.aclrtMalloc(s.uptr, size, 0)
+        s = local.st.scratch
+        rc = lib.aclrtMalloc(s.uptr, size, 0)
         if rc:
             if rc in errors.OUT_OF_MEMORY_CODES:
                 # kept for the error raised if the retries fail too
                 self.last_failure = (rc, lowlevel.recent_error_message())
                 lowlevel.clear_error()
                 return 0
-            _check(rc, "aclrtMalloc")
+            check(rc, "aclrtMalloc")
         self.scalars["num_device_alloc"] += 1
         return int(s.uptr[0])
 
@@ -377,7 +377,7 @@ class DeviceAllocator:
     def release_cached(self) -> int:
         """``aclrtFree`` every segment that is wholly free; returns bytes released."""
         released = 0
-        if _local.st.in_callback:
+        if local.st.in_callback:
             return 0  # the device synchronize below would wait for this callback
         if _capture.by_stream:
             return 0  # a device synchronize would break the graph capture running
@@ -409,7 +409,7 @@ class DeviceAllocator:
         A gated section: the segments it takes out of the cache are all freed before a
         finalize on another thread releases the allocator; once finalize started it
         does nothing (finalize frees every segment)."""
-        if _local.st.in_callback or self.in_slow:
+        if local.st.in_callback or self.in_slow:
             return
         tick = self.core.tick()
         if tick == self.trim_tick and not self.marks:
@@ -433,7 +433,7 @@ class DeviceAllocator:
         :meth:`_passed`) completed - no device-wide synchronize. The event of stream
         ``wait_for`` (the caller's allocation stream) is waited for (never on a
         host-callback thread). Returns bytes released."""
-        if _local.st.in_callback:
+        if local.st.in_callback:
             wait_for = None
         released = 0
         with self.lock:
@@ -449,7 +449,7 @@ class DeviceAllocator:
         released = 0
         with current(self.ctx):
             for base, size in segments:
-                rc = _lib.aclrtFree(base)
+                rc = lib.aclrtFree(base)
                 if rc:
                     _log.warning("pyacl_rt allocator: aclrtFree(0x%x) failed with %d", base, rc)
                     lowlevel.clear_error()
@@ -466,7 +466,7 @@ class DeviceAllocator:
 
     def empty_cache(self) -> None:
         """Wait for pending guards, then free every wholly free segment."""
-        wait = not _local.st.in_callback
+        wait = not local.st.in_callback
         with self.lock:
             if self.pending:
                 self.process_pending(wait=wait)

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lowlevel
 from .._log import get_logger
-from .._state import CtxRef, _check, _fast, _lib, _local, current
+from .._state import CtxRef, check, current, fast, lib, local
 
 if TYPE_CHECKING:
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
-_record_event = _fast.record_event
-_query_event = _fast.query_event_status
-_sync_event = _fast.synchronize_event
+_record_event = fast.record_event
+_query_event = fast.query_event_status
+_sync_event = fast.synchronize_event
 
 #: ("event", pool, handle) or ("stream", weakref to the stream).
 Guard = tuple[Any, ...]
@@ -58,10 +58,10 @@ class EventPool:
         with self.lock:
             if self.idle:
                 return self.idle.pop()
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateEvent(s.uptr)
+        s = local.st.scratch
+        rc = lib.aclrtCreateEvent(s.uptr)
         if rc:
-            _check(rc, "aclrtCreateEvent")
+            check(rc, "aclrtCreateEvent")
         ev = int(s.uptr[0])
         with self.lock:
             self.out.add(ev)
@@ -86,7 +86,7 @@ class EventPool:
         try:
             with current(self.ctx):
                 for ev in events:
-                    rc = _lib.aclrtDestroyEvent(ev)  # asynchronous: fine while pending
+                    rc = lib.aclrtDestroyEvent(ev)  # asynchronous: fine while pending
                     if rc:
                         _log.debug("pyacl_rt allocator: aclrtDestroyEvent failed with %d", rc)
                         lowlevel.clear_error()
@@ -188,7 +188,7 @@ def done(g: Guard, wait: bool) -> bool:
     if s is None or s.closed:
         return True  # destroying a stream waits for its work
     try:
-        if wait and not _local.st.in_callback:
+        if wait and not local.st.in_callback:
             s.synchronize()
             return True
         return bool(s.query())

@@ -28,7 +28,7 @@ from .. import _runtime as runtime
 from .. import errors, lowlevel
 from .._cachecore import HostCore
 from .._log import get_logger
-from .._state import CtxRef, _check, _lib, _local
+from .._state import CtxRef, check, lib, local
 from . import _guards
 
 if TYPE_CHECKING:
@@ -94,8 +94,8 @@ class HostPool:
         return ptr, self
 
     def _malloc(self, size: int, nbytes: int) -> int:
-        s = _local.st.scratch
-        rc = _lib.aclrtMallocHost(s.uptr, size)
+        s = local.st.scratch
+        rc = lib.aclrtMallocHost(s.uptr, size)
         if rc in errors.OUT_OF_MEMORY_CODES:
             recent = lowlevel.recent_error_message()
             lowlevel.clear_error()
@@ -111,7 +111,7 @@ class HostPool:
                 )
             self.process_pending(wait=True)
             self.release_idle()
-            rc = _lib.aclrtMallocHost(s.uptr, size)
+            rc = lib.aclrtMallocHost(s.uptr, size)
             if rc in errors.OUT_OF_MEMORY_CODES:
                 raise errors.AclOutOfMemoryError(
                     f"pinned host pool: cannot allocate {nbytes} bytes (a block of {size} "
@@ -122,7 +122,7 @@ class HostPool:
                     explanation=_EXPLANATION,
                 )
         if rc:
-            _check(rc, "aclrtMallocHost")
+            check(rc, "aclrtMallocHost")
         return int(s.uptr[0])
 
     def release(self, m: _Mem, base: int) -> None:
@@ -149,7 +149,7 @@ class HostPool:
             _log.debug("pyacl_rt host pool: release failed", exc_info=True)
 
     def process_pending(self, wait: bool = False) -> None:
-        if wait and _local.st.in_callback:
+        if wait and local.st.in_callback:
             wait = False
         with self.lock:
             try:
@@ -177,7 +177,7 @@ class HostPool:
         return released
 
     def _free(self, ptr: int) -> None:
-        rc = _lib.aclrtFreeHost(ptr)
+        rc = lib.aclrtFreeHost(ptr)
         if rc:
             _log.warning("pyacl_rt host pool: aclrtFreeHost(0x%x) failed with %d", ptr, rc)
             lowlevel.clear_error()

@@ -30,10 +30,10 @@ from .._state import (
     FINALIZED_REF,
     CtxRef,
     LiveSet,
-    _check,
-    _lib,
-    _local,
+    check,
     context_close_hooks,
+    lib,
+    local,
     log_release_failure,
     owner_of,
     raise_dead,
@@ -91,7 +91,7 @@ def _unload(ctx: CtxRef, state: _BinState) -> None:
         state.handle = 0
         if ctx.device < 0 or not handle:
             return
-        if _local.st.in_callback:
+        if local.st.in_callback:
             # GC on a host-callback thread: waiting for streams could wait for this thread.
             state.handle = handle
             _releaser.defer(functools.partial(_unload, ctx, state))
@@ -100,11 +100,11 @@ def _unload(ctx: CtxRef, state: _BinState) -> None:
         for r in state.streams:
             s = r()
             h = s.resolved_handle if s is not None and not s.closed else 0
-            if h and _lib.aclrtSynchronizeStream(h):
+            if h and lib.aclrtSynchronizeStream(h):
                 lowlevel.clear_error()  # a failed launch: its error was or will be raised
         state.streams.clear()
         state.last = None
-        rc = _lib.aclrtBinaryUnLoad(handle)
+        rc = lib.aclrtBinaryUnLoad(handle)
         if rc:
             log_release_failure("aclrtBinaryUnLoad", handle, rc)
     except BaseException:  # pragma: no cover - interpreter shutdown
@@ -185,20 +185,20 @@ class ObjectCode:
             opts.options = arr
             opts.numOpt = len(items)
             keep.append(arr)
-        out = _local.st.scratch.uptr
+        out = local.st.scratch.uptr
         if path is not None:
-            rc = _lib.aclrtBinaryLoadFromFile(path.encode(), opts, out)
-            _check(rc, "aclrtBinaryLoadFromFile")
+            rc = lib.aclrtBinaryLoadFromFile(path.encode(), opts, out)
+            check(rc, "aclrtBinaryLoadFromFile")
         else:
             assert data is not None
             try:
                 with ffi.from_buffer("char[]", data) as cd:
-                    rc = _lib.aclrtBinaryLoadFromData(
+                    rc = lib.aclrtBinaryLoadFromData(
                         int(ffi.cast("uintptr_t", cd)), data.nbytes, opts, out
                     )
             finally:
                 data.release()  # the caller's buffer is not kept exported on an error
-            _check(rc, "aclrtBinaryLoadFromData")
+            check(rc, "aclrtBinaryLoadFromData")
         del keep
         self._state = _BinState(int(out[0]))
         self._ctx = ctx
@@ -317,9 +317,9 @@ class ObjectCode:
         if k is not None and not self.closed:
             return k
         self._activate()
-        out = _local.st.scratch.uptr
-        _check(
-            _lib.aclrtBinaryGetFunction(self._state.handle, name.encode(), out),
+        out = local.st.scratch.uptr
+        check(
+            lib.aclrtBinaryGetFunction(self._state.handle, name.encode(), out),
             "aclrtBinaryGetFunction",
         )
         k = Kernel._make(self, name, int(out[0]))
@@ -331,7 +331,7 @@ class ObjectCode:
         launched on finished their work. Idempotent; its kernels cannot be launched
         afterwards."""
         if self._state.streams and self._state.handle:
-            if _local.st.in_callback:
+            if local.st.in_callback:
                 refuse_in_callback("ObjectCode.close()")
             if sync_debug_active():
                 check_sync("ObjectCode.close()")
@@ -451,19 +451,19 @@ class Kernel:
         p = self._params
         if p is False:
             self._code._activate()
-            s = _local.st.scratch
-            rc = _lib.aclrtFunctionGetParamCount(self._func, s.size)
+            s = local.st.scratch
+            rc = lib.aclrtFunctionGetParamCount(self._func, s.size)
             if rc == _FEATURE_NOT_SUPPORT or rc == lowlevel.MISSING_SYMBOL:
                 lowlevel.clear_error()
                 lowlevel.take_missing()
                 p = None
             else:
-                _check(rc, "aclrtFunctionGetParamCount")
+                check(rc, "aclrtFunctionGetParamCount")
                 n = int(s.size[0])
                 infos = []
                 for i in range(n):
-                    _check(
-                        _lib.aclrtFunctionGetParamInfo(self._func, i, s.size, s.size + 1),
+                    check(
+                        lib.aclrtFunctionGetParamInfo(self._func, i, s.size, s.size + 1),
                         "aclrtFunctionGetParamInfo",
                     )
                     infos.append(ParamInfo(int(s.size[0]), int(s.size[1])))
@@ -489,19 +489,19 @@ class Kernel:
     def attributes(self) -> KernelAttributes:
         """The kernel's type, core ratio and schedule mode (``aclrtGetFunctionAttribute``)."""
         self._code._activate()
-        v = _local.st.scratch.i64
+        v = local.st.scratch.i64
         values: list[int | None] = []
         for attr in (
             "ACL_FUNC_ATTR_KERNEL_TYPE",
             "ACL_FUNC_ATTR_KERNEL_RATIO",
             "ACL_FUNC_ATTR_KERNEL_SCHED_MODE",
         ):
-            rc = _lib.aclrtGetFunctionAttribute(self._func, _C[attr], v)
+            rc = lib.aclrtGetFunctionAttribute(self._func, _C[attr], v)
             if rc and attr == "ACL_FUNC_ATTR_KERNEL_RATIO":
                 lowlevel.clear_error()
                 values.append(None)
                 continue
-            _check(rc, "aclrtGetFunctionAttribute")
+            check(rc, "aclrtGetFunctionAttribute")
             values.append(int(v[0]))
         ktype = values[0]
         assert ktype is not None and values[2] is not None

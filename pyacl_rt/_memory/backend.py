@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .. import _memcore
 from .._options import get_options
-from .._state import _check, _lib, _local
+from .._state import check, lib, local
 from . import records as _memrecord
 from .torchstats import native_stats, reset_native_accumulated
 
@@ -79,17 +79,17 @@ class _Native:
     def allocate_device(
         self, ctx: CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
     ) -> tuple[int, Releaser | None]:
-        s = _local.st.scratch
-        rc = _lib.aclrtMalloc(s.uptr, nbytes, policy)
+        s = local.st.scratch
+        rc = lib.aclrtMalloc(s.uptr, nbytes, policy)
         if rc:
-            _check(rc, "aclrtMalloc")
+            check(rc, "aclrtMalloc")
         return int(s.uptr[0]), None
 
     def allocate_host(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
-        s = _local.st.scratch
-        rc = _lib.aclrtMallocHost(s.uptr, nbytes)
+        s = local.st.scratch
+        rc = lib.aclrtMallocHost(s.uptr, nbytes)
         if rc:
-            _check(rc, "aclrtMallocHost")
+            check(rc, "aclrtMallocHost")
         return int(s.uptr[0]), None
 
     def device_stats(self, index: int) -> dict[str, int]:

@@ -29,7 +29,7 @@ from .._args import index_arg
 from .._device import Device, DeviceLike, _ensure_current, _index, context_for, current_device
 from .._hooks import factories
 from .._memcore import DeviceBase, HostBase
-from .._state import _local, gate_enter, gate_exit, validated_ctx
+from .._state import gate_enter, gate_exit, local, validated_ctx
 from .._stream import Stream
 from .._syncdebug import check_sync, sync_debug_active
 from . import backend as _mb
@@ -537,7 +537,7 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
     try:
         # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
         # the allocation go through a context pyacl_rt does not think is current.
-        ctx = validated_ctx(_local.st)
+        ctx = validated_ctx(local.st)
         if ctx is None or ctx.device < 0:
             # Pinned memory is allocated through a device's runtime: use the thread's
             # current device (its context is created if this is its first use).

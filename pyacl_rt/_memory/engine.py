@@ -23,13 +23,13 @@ from .._hooks import factories, fork_hooks
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import (
     CtxRef,
-    _check,
-    _fast,
-    _lib,
-    _local,
+    check,
     context_close_hooks,
+    fast,
     gate_enter,
     gate_exit,
+    lib,
+    local,
     refuse_in_callback,
 )
 from .._stream import Stream, current_stream
@@ -80,11 +80,11 @@ _KIND: Final = (
 
 # lowlevel.fast: the hand-written METH_FASTCALL entry points (same dispatch table);
 # they raise the pyacl_rt error of a failed call themselves. Gated (pyacl_rt._state).
-_aclrtMemcpyAsync = _fast.memcpy_async
-_aclrtMemcpy2dAsync = _lib.aclrtMemcpy2dAsync
-_aclrtMemsetAsync = _fast.memset_async
+_aclrtMemcpyAsync = fast.memcpy_async
+_aclrtMemcpy2dAsync = lib.aclrtMemcpy2dAsync
+_aclrtMemsetAsync = fast.memset_async
 #: Sliced, interruptible wait for a stream (gated per slice).
-_wait_stream: Callable[[int, int], None] = _fast._wait_stream
+_wait_stream: Callable[[int, int], None] = fast._wait_stream
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
@@ -165,7 +165,7 @@ def _pick_stream(stream: object, devices: tuple[int, ...]) -> Stream:
         _check_stream(stream, devices)
         assert isinstance(stream, Stream)
         st = stream
-    if _local.st.ctx is not st._ctx:
+    if local.st.ctx is not st._ctx:
         st._activate()
     return st
 
@@ -176,15 +176,15 @@ def _ensure_peer(ctx: CtxRef, peer: int) -> bool:
     key = (ctx, peer)
     if key in _peers:
         return True
-    s = _local.st.scratch
-    rc = _lib.aclrtDeviceCanAccessPeer(s.i32, ctx.device, peer)
+    s = local.st.scratch
+    rc = lib.aclrtDeviceCanAccessPeer(s.i32, ctx.device, peer)
     if rc:
-        _check(rc, "aclrtDeviceCanAccessPeer")
+        check(rc, "aclrtDeviceCanAccessPeer")
     if not s.i32[0]:
         return False
-    rc = _lib.aclrtDeviceEnablePeerAccess(peer, 0)
+    rc = lib.aclrtDeviceEnablePeerAccess(peer, 0)
     if rc:
-        _check(rc, "aclrtDeviceEnablePeerAccess")
+        check(rc, "aclrtDeviceEnablePeerAccess")
     _peers.add(key)
     return True
 
@@ -193,7 +193,7 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
     """Across two devices without peer access: through a pinned host buffer, on the
     copy's stream where it fits and the current stream of the other device, waiting
     for each half (synchronous, whatever ``non_blocking`` said)."""
-    if _local.st.in_callback:
+    if local.st.in_callback:
         refuse_in_callback("a cross-device copy between devices without peer access")
     if sync_debug_active():
         check_sync("a copy staged through pinned memory: the devices lack peer access")
@@ -220,7 +220,7 @@ def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tupl
     and whether the two sides can be copied directly (False: two devices without peer
     access; peer access is enabled once where possible). A synchronous copy is refused
     inside a host callback."""
-    if not non_blocking and _local.st.in_callback:
+    if not non_blocking and local.st.in_callback:
         refuse_in_callback("a synchronous copy (use non_blocking=True)")
     st = _pick_stream(stream, _devices(d, s))
     if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
@@ -329,7 +329,7 @@ def memcpy_async(
         # device (raises): the general path.
         copy(dst, src, nbytes, stream=stream, non_blocking=True)
         return
-    if _local.st.ctx is not stream._ctx:
+    if local.st.ctx is not stream._ctx:
         stream._activate()
     if nbytes:
         _aclrtMemcpyAsync(dp + dst._off, dn, sp + src._off, nbytes, kind, stream._handle)
@@ -421,7 +421,7 @@ def copy_2d(
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:
-            _check(rc, "aclrtMemcpy2dAsync")
+            check(rc, "aclrtMemcpy2dAsync")
     _finish(st, sides, non_blocking)
 
 
@@ -466,7 +466,7 @@ def memset(
             _check_stream(stream, (b.dev,))
             b.release()
             return
-        if not non_blocking and _local.st.in_callback:
+        if not non_blocking and local.st.in_callback:
             refuse_in_callback("a synchronous memset (use non_blocking=True)")
         if not non_blocking and sync_debug_active():
             check_sync("a synchronous memset")

@@ -44,24 +44,24 @@ from .._hooks import fork_hooks
 from .._log import get_logger
 from .._state import (
     CtxRef,
-    _fast,
-    _lib,
-    _local,
     context_close_hooks,
     current,
+    fast,
     finalized_error,
     gate_api,
     gate_exit,
     gate_try_enter,
+    lib,
+    local,
 )
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
 
 _log = get_logger("pyacl_rt")
 
-_aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
+_aclrtSynchronizeStream = lib.aclrtSynchronizeStream
 #: Sliced, interruptible wait (gated per slice): for the waits of host-side users.
-_wait_stream = _fast._wait_stream
+_wait_stream = fast._wait_stream
 
 
 # =============================================================== allocations
@@ -121,8 +121,8 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
     refs = m.streams
     if not refs:
         return True
-    in_cb = _local.st.in_callback
-    st = _local.st.i32
+    in_cb = local.st.in_callback
+    st = local.st.i32
     waited = list(refs)
     for r in waited:
         s = r()
@@ -135,7 +135,7 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
         try:
             ctx.ensure_current()
             if in_cb:
-                rc = _lib.aclrtStreamQuery(s.handle, st)
+                rc = lib.aclrtStreamQuery(s.handle, st)
                 if rc == 0 and st[0] == 0:
                     continue
                 return False
@@ -188,7 +188,7 @@ def _free_mem(m: _Mem) -> None:
         if not runtime.is_alive(m.gen):
             m.take_base()
             return
-        if _local.st.in_callback:
+        if local.st.in_callback:
             # A host-callback (report) thread: waiting for the streams may deadlock and
             # ACL forbids freeing there. The releaser thread frees it.
             _defer_free(m)
@@ -252,17 +252,17 @@ def _free_raw(m: _Mem, base: int) -> None:
     entered = ctx is not None and ctx.owner is not None and ctx.enter()
     try:
         usable = ctx is not None and (entered or ctx.owner is None) and ctx.device >= 0
-        if usable and _local.st.ctx is not ctx:
+        if usable and local.st.ctx is not ctx:
             assert ctx is not None
             try:
                 ctx.make_current()
             except Exception as exc:  # e.g. a lost device: free anyway, the call reports it
                 _log.debug("pyacl_rt: making %r current before a free failed: %s", ctx, exc)
         if m.device >= 0:
-            rc = _lib.aclrtFree(base)
+            rc = lib.aclrtFree(base)
             func = "aclrtFree"
         else:
-            rc = _lib.aclrtFreeHost(base)
+            rc = lib.aclrtFreeHost(base)
             func = "aclrtFreeHost"
     finally:
         if entered:
@@ -276,7 +276,7 @@ def _free_raw(m: _Mem, base: int) -> None:
 
 def _process_deferred() -> None:
     """Free allocations whose release was deferred from a host-callback thread."""
-    if not _deferred or _local.st.in_callback:
+    if not _deferred or local.st.in_callback:
         return
     with _live_lock:
         items = list(_deferred)
@@ -324,7 +324,7 @@ def _sync_devices(mems: list[_Mem]) -> None:
         done.add(m.device)
         try:
             ctx.ensure_current()
-            rc = _lib.aclrtSynchronizeDevice()
+            rc = lib.aclrtSynchronizeDevice()
             if rc:
                 _log.warning("pyacl_rt: aclrtSynchronizeDevice failed with %d at finalize", rc)
         except Exception:  # pragma: no cover - defensive
@@ -460,7 +460,7 @@ _memcore.bind(
     free_mem=_free_mem,
     raise_closed=_raise_closed,
     unknown_block=_unknown_block,
-    lowlevel_api=_lib.pyacl_lowlevel_api(),
+    lowlevel_api=lib.pyacl_lowlevel_api(),
     gate_api=gate_api(),
 )
 

@@ -14,7 +14,7 @@ from .. import _releaser
 from .. import _runtime as runtime
 from .._device import DeviceLike, _index
 from .._devinfo import mem_get_info
-from .._state import _local
+from .._state import local
 from .._syncdebug import check_sync, sync_debug_active
 from . import backend as _mb
 from . import records as _rec
@@ -81,7 +81,7 @@ def empty_cache() -> None:
     pending, after their streams are done.
     On a host-callback thread it does nothing (the releaser may be waiting for the
     callback's own stream)."""
-    if _local.st.in_callback:
+    if local.st.in_callback:
         return
     if sync_debug_active():
         check_sync("empty_cache()")
