@@ -494,7 +494,7 @@ def test_trim_racing_with_finalize_frees_its_segments(run_python: Callable[..., 
         alloc = A._backend.allocator(0, _device._primaries[0])
         for b in [p.DeviceBuffer(12 << 20) for _ in range(3)]:  # a segment each
             b.close()  # cached
-        real = A._device._lib
+        real = A._device.lib
         freed, paused, go = [], threading.Event(), threading.Event()
         class PauseAfterFirstFree:
             def __getattr__(self, name):
@@ -506,7 +506,7 @@ def test_trim_racing_with_finalize_frees_its_segments(run_python: Callable[..., 
                     paused.set()
                     go.wait(60)
                 return rc
-        A._device._lib = PauseAfterFirstFree()
+        A._device.lib = PauseAfterFirstFree()
         t = threading.Thread(target=alloc.trim, name="trim")
         t.start()
         paused.wait(60)
