@@ -255,7 +255,7 @@ def _consumer_stream(stream: object, device: int) -> Stream:
     if stream == 0:
         return default
     for live in _live_streams.snapshot():
-        if live._handle == stream and live._device == device and not live.closed:
+        if live.raw_handle == stream and live._device == device and not live.closed:
             return live
     if default.resolved_handle == stream:
         return default

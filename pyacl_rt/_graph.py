@@ -228,7 +228,7 @@ class NPUGraph:
         handle = pool if pool is not None else GraphPoolHandle()
         index = s.device_index
         gpool = handle._pool_for(index)
-        s._activate()
+        s.ensure_current()
         ctx = local.st.ctx
         if gpool is not None and gpool.alloc.ctx is not ctx:
             gpool = None  # a stream of an explicit context: the cache does not serve it
@@ -263,7 +263,7 @@ class NPUGraph:
                 explanation="",
             )
         joined = self._joined_streams(cap, s)
-        s._activate()
+        s.ensure_current()
         sc = local.st.scratch
         rc = lib.aclmdlRICaptureEnd(s.handle, sc.uptr)
         model = int(sc.uptr[0]) if rc == 0 else 0
@@ -298,7 +298,7 @@ class NPUGraph:
             if s is origin or not h or s.closed:
                 continue
             try:
-                s._activate()
+                s.ensure_current()
             except errors.AclError:
                 continue
             if lib.aclmdlRICaptureGetInfo(h, sc.i32, sc.uptr):

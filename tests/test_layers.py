@@ -372,7 +372,7 @@ def test_architecture_doc_names_every_layer_and_module() -> None:
 #: interface). Until that is done these are the counts of today: they may only fall.
 #: Lower them in the commit that removes uses.
 PRIVATE_IMPORT_BUDGET = 66
-PRIVATE_ATTRIBUTE_BUDGET = 299
+PRIVATE_ATTRIBUTE_BUDGET = 207
 
 
 def _private_uses() -> tuple[Counter[str], Counter[str]]:

@@ -71,7 +71,7 @@ def _acl_stream_priority(s: S.Stream) -> int:
     """The priority the runtime reports for ``s`` (aclrtStreamGetPriority)."""
     from pyacl_rt import lowlevel
 
-    s._activate()
+    s.ensure_current()
     out = lowlevel.scratch().u32
     lowlevel.check(lowlevel.lib.aclrtStreamGetPriority(s.handle, out), "aclrtStreamGetPriority")
     return int(out[0])
@@ -559,7 +559,7 @@ def test_idle_marker_events_are_bounded(gate: Any) -> None:
     gate.release.set()
     s.synchronize()
     assert s._watch_pending() == 0
-    assert len(W.markers._free[s._ctx]) == W.MarkerPool.IDLE_MAX
+    assert len(W.markers._free[s.ctx_ref]) == W.MarkerPool.IDLE_MAX
     assert mock_control().stat("events", 0) == base + W.MarkerPool.IDLE_MAX
     s.close()
 

@@ -98,7 +98,7 @@ class CachingBackend:
         a = self.devices.get(index)
         if a is None or a.ctx is not ctx:
             a = self.allocator(index, ctx)
-        sp = a.pools.get(stream._handle)
+        sp = a.pools.get(stream.raw_handle)
         if sp is None or sp.state is not stream._state:
             sp = a.pool(stream)
         return sp
@@ -110,10 +110,10 @@ class CachingBackend:
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
         if stream is None:
             stream = current_stream(index)
-        if stream._ctx is not ctx:  # a stream of an explicit Context: not cached
+        if stream.ctx_ref is not ctx:  # a stream of an explicit Context: not cached
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
         if _capture.by_stream:
-            cap = _capture.find(stream._handle)
+            cap = _capture.find(stream.raw_handle)
             if cap is not None and isinstance(cap.pool, GraphPool) and cap.pool.alloc.ctx is ctx:
                 # a capturing stream: from the graph's private pool
                 return self._allocate_in(cap.pool, stream, ctx, index, nbytes), cap.pool
@@ -278,8 +278,8 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
     elif device is not None and _index(device) != stream._device:
         raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
-    if stream._ctx.device < 0:
-        stream._activate()  # raises: closed or finalized
+    if stream.ctx_ref.device < 0:
+        stream.ensure_current()  # raises: closed or finalized
     hot = _hot  # the same Stream object as last time: its cache
     sp = hot[1] if hot[0] is stream._state else _stream_pool(stream)
     p: int = sp.core.alloc(sp.key, nbytes) or sp.alloc.allocate_slow(sp.key, nbytes)
@@ -296,7 +296,7 @@ _hot: list[Any] = [None, None]
 
 def _stream_pool(stream: Stream) -> StreamPool:
     global _hot
-    ctx = stream._ctx
+    ctx = stream.ctx_ref
     if ctx.owner is not None:
         raise ValueError("the caching allocator serves streams of primary contexts only")
     sp = _backend.stream_pool(stream._device, ctx, stream)
@@ -331,8 +331,8 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
     elif device is not None and _index(device) != stream._device:
         raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
-    if stream._ctx.device < 0:
-        stream._activate()  # raises: closed or finalized
+    if stream.ctx_ref.device < 0:
+        stream.ensure_current()  # raises: closed or finalized
     sp = _stream_pool(stream)
     s = stream
 

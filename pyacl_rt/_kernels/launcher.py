@@ -75,7 +75,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
         sig, pool = kernel._cur  # one read: another thread may switch signatures
         bs = kernel._state
         tok = stream._state
-        ctx = stream._ctx
+        ctx = stream.ctx_ref
         blocks = config._blocks
         cfg = config._cfg
     except AttributeError:
@@ -86,16 +86,16 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
         return _launch_slow(stream, config, kernel, args)
     try:
         if not bs.handle:
-            kernel._code._activate()  # raises: the binary is closed
+            kernel._code.ensure_current()  # raises: the binary is closed
         if bs.last is not tok:
             _note_binary(stream, kernel)
         if local.st.ctx is not ctx:
-            stream._activate()
+            stream.ensure_current()
         while True:
             # The argument loop runs in C: each buffer's address (its record's ptr +
             # its offset), each scalar packed by its type, then the launch.
             r = _launch_objects(
-                kernel._func, blocks, stream._handle, cfg, plan.handle, plan.entries, sig, args,
+                kernel._func, blocks, stream.raw_handle, cfg, plan.handle, plan.entries, sig, args,
                 tok, _BUF,
             )  # fmt: skip
             if r is None:
@@ -216,7 +216,7 @@ def _launch_slow(
     sig = tuple(kinds)
     pool = kernel._pools.get(sig)
     if pool is None:
-        kernel._code._activate()
+        kernel._code.ensure_current()
         params = kernel._param_list()
         if params is not None:
             _check_params(kernel, args, sig, sizes, params)
@@ -224,7 +224,7 @@ def _launch_slow(
         if not pool:
             pool.append(_new_plan(kernel, sizes))
     elif not pool:
-        kernel._code._activate()
+        kernel._code.ensure_current()
         pool.append(_new_plan(kernel, sizes))
     kernel._cur = (sig, pool)
     launch(stream, config, kernel, *args)

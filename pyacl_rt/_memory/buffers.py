@@ -225,8 +225,8 @@ class DeviceBuffer(DeviceBase, _Buffer):
         :attr:`ptr` on another stream through raw calls."""
         if not isinstance(stream, Stream):
             raise TypeError(f"record_stream() needs a Stream, not {type(stream).__name__}")
-        if stream._ctx.device < 0:
-            stream._activate()  # raises: closed or finalized
+        if stream.ctx_ref.device < 0:
+            stream.ensure_current()  # raises: closed or finalized
         m = self._m
         if not m.ptr:
             _raise_closed(m, "DeviceBuffer")

@@ -128,7 +128,7 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
         s = r()
         if s is None or s.closed:
             continue  # destroying a stream waits for its work
-        ctx = s._ctx
+        ctx = s.ctx_ref
         explicit = ctx.owner is not None
         if explicit and not ctx.enter():
             continue  # its context is being closed on another thread (waits for it)
