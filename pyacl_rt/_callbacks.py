@@ -118,7 +118,7 @@ class _ReportThread:
         # callback only this thread can run. Such releases go to pyacl_rt._releaser.
         local.st.in_callback = True
         try:
-            _device._ensure_current(self.device)
+            _device.ensure_device_current(self.device)
         except BaseException as exc:
             self._start_error = exc
             self._started.set()
@@ -141,7 +141,7 @@ class _ReportThread:
             if cur is None or cur.device != self.device:
                 # A deferred release (or a finalizer) switched this thread's context.
                 try:
-                    _device._ensure_current(self.device)
+                    _device.ensure_device_current(self.device)
                 except Exception:
                     _log.debug("pyacl_rt: report thread lost its context", exc_info=True)
             if rc == 0 or rc == ACL_ERROR_RT_REPORT_TIMEOUT:

@@ -61,7 +61,7 @@ from typing import Any, Final
 
 from . import _dlpack_c, errors
 from . import _runtime as runtime
-from ._device import Device, _index, context_for
+from ._device import Device, context_for, device_index_arg
 from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._memory import records as _rec
@@ -222,7 +222,7 @@ def _parse_device(value: object, what: str) -> tuple[int, int]:
     if kind == KDL_CPU and dev == 0:
         return (KDL_CPU, 0)
     if kind == NPU_DEVICE_TYPE:
-        return (NPU_DEVICE_TYPE, _index(dev))
+        return (NPU_DEVICE_TYPE, device_index_arg(dev))
     raise BufferError(
         f"{what} {value} ({_device_name(kind)}): pyacl_rt buffers export to (1, 0) (kDLCPU) "
         f"or ({NPU_DEVICE_TYPE}, index) (kDLExtDev, an NPU) only"
@@ -520,7 +520,7 @@ def _fetch_capsule(x: object) -> Any:
     kind, dev = int(device[0]), int(device[1])
     stream: int | None = None
     if kind == NPU_DEVICE_TYPE:
-        stream = current_stream(_index(dev)).resolved_handle
+        stream = current_stream(device_index_arg(dev)).resolved_handle
     elif kind not in _HOST_TYPES:
         raise BufferError(_unsupported_device(kind, dev))
     try:
@@ -543,7 +543,7 @@ def _target(device: object) -> int | None:
         return None
     if device == "cpu":
         return -1
-    return _index(device)
+    return device_index_arg(device)
 
 
 def from_dlpack(
@@ -590,7 +590,7 @@ def _import(
     if kind in _HOST_TYPES:
         here = -1
     elif kind == NPU_DEVICE_TYPE:
-        here = _index(dev)
+        here = device_index_arg(dev)
     else:
         raise BufferError(_unsupported_device(kind, dev))
     if not ptr:

@@ -34,7 +34,7 @@ from . import _capture, _memcore, _releaser, errors, lowlevel
 from . import _runtime as runtime
 from ._allocator import _device_allocator
 from ._allocator._graphpool import GraphPool
-from ._device import _index
+from ._device import device_index_arg
 from ._device import synchronize as _device_synchronize
 from ._memory import backend as _membackend
 from ._memory.buffers import DeviceBuffer
@@ -413,7 +413,7 @@ class graph:
     def __enter__(self) -> NPUGraph:
         s = self.capture_stream
         if s is None:  # a side stream of our own, closed when the capture ends
-            s = self._own = Stream(_index(None))
+            s = self._own = Stream(device_index_arg(None))
         _device_synchronize(s.device_index)
         guard = stream(s)
         guard.__enter__()

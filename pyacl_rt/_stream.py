@@ -32,7 +32,7 @@ enqueueing the async op::
 
 ``Stream._watch_pending()`` returns how many entries are still held (tests).
 The calling thread must already have the stream's context current (it has, right
-after an op through :meth:`Stream.ensure_current` or ``_device._ensure_current``).
+after an op through :meth:`Stream.ensure_current` or ``_device.ensure_device_current``).
 
 Layer 5: imports layers 1-4, :mod:`_callbacks` and :mod:`_watch`. Events (the layer above) register
 the class :meth:`Stream.record_event` / :meth:`Stream.wait_stream` create
@@ -53,9 +53,9 @@ from ._args import bool_arg, index_arg, timeout_ms_arg
 from ._device import (
     Device,
     DeviceLike,
-    _index,
     context_for,
     current_device,
+    device_index_arg,
     restore_selection,
 )
 from ._hooks import PriorityHooks, factories, fork_hooks
@@ -260,7 +260,7 @@ class Stream:
                 f"Stream(): flags must be an unsigned 32-bit value of ACL_STREAM_* bits "
                 f"(0 <= flags < 2**32), got {flags}"
             )
-        index = _index(device)
+        index = device_index_arg(device)
         ctx = context_for(index)
         ctx.ensure_current()
         least, greatest = _priority_range(index)
@@ -321,8 +321,8 @@ class Stream:
         """torch-style ``(least, greatest)`` priorities of ``device`` (current device if
         None): ``(0, -(levels - 1))``, e.g. ``(0, -7)`` for ACL's 0..7. Values outside
         are clamped by :class:`Stream`. Makes the device's context current."""
-        index = _index(device)
-        _device._ensure_current(index)
+        index = device_index_arg(device)
+        _device.ensure_device_current(index)
         least, greatest = _priority_range(index)
         return 0, -abs(least - greatest)
 
@@ -337,7 +337,7 @@ class Stream:
         handle = index_arg(handle, "handle", "an int (an aclrtStream address)")
         if handle < 0:
             raise ValueError(f"handle must be a non-negative aclrtStream address, got {handle}")
-        return cls._wrap(handle, context_for(_index(device)), _EXTERNAL)
+        return cls._wrap(handle, context_for(device_index_arg(device)), _EXTERNAL)
 
     # ------------------------------------------------------------ properties
     @property
@@ -738,7 +738,7 @@ def default_stream(device: DeviceLike = None) -> Stream:
     """The default stream of ``device`` (current device if None) in the context this
     thread uses for it. Its handle is 0 (NULL), as in ACL; ``close()`` is a no-op.
     """
-    index = _index(device)
+    index = device_index_arg(device)
     ctx = context_for(index)
     cache = _defaults if ctx.owner is None else _explicit_defaults
     s = cache.get(ctx)
@@ -760,7 +760,7 @@ def current_stream(device: DeviceLike = None) -> Stream:
         if index < 0:
             index = current_device()
     else:
-        index = _index(device)
+        index = device_index_arg(device)
     s = t.streams.get(index)
     if s is not None:
         if s.ctx_ref is not FINALIZED_REF:
@@ -863,7 +863,7 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     without paying stream creation each time.
     """
     priority = index_arg(priority, "priority")
-    index = _index(device)
+    index = device_index_arg(device)
     ctx = context_for(index)
     high = priority < 0
     key = (ctx, high)
@@ -961,7 +961,7 @@ def _settle() -> None:
     st.active = None
     st.streams.clear()
     _drain_pools()
-    for index in list(_device._primaries):
+    for index in list(_device.primaries):
         _device.synchronize(index)
 
 

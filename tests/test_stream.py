@@ -27,7 +27,7 @@ def streams_on(device: int) -> int:
 
 # --------------------------------------------------------------------- tests
 def test_create_query_synchronize_close() -> None:
-    base = streams_on(1) if 1 in D._primaries else None
+    base = streams_on(1) if 1 in D.primaries else None
     s = S.Stream(1)
     if base is not None:
         assert streams_on(1) == base + 1
@@ -426,7 +426,7 @@ def test_priority_maps_torch_style_onto_the_acl_range() -> None:
     least 7, greatest 0, lower ACL numbers being higher priorities)."""
     from pyacl_rt import lowlevel
 
-    D._ensure_current(0)
+    D.ensure_device_current(0)
     i32 = lowlevel.scratch().i32
     lowlevel.check(
         lowlevel.lib.aclrtDeviceGetStreamPriorityRange(i32, i32 + 1),
@@ -452,7 +452,7 @@ def test_priority_maps_torch_style_onto_the_acl_range() -> None:
 def test_priority_range_is_queried_once_per_device() -> None:
     mc = mock_control()
     S._priority_ranges.clear()
-    D._ensure_current(1)
+    D.ensure_device_current(1)
     mc.inject_fault("aclrtDeviceGetStreamPriorityRange", 107000, nth=2)
     try:
         a = S.Stream(1, priority=-1)  # first query: succeeds, cached

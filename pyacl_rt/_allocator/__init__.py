@@ -40,7 +40,7 @@ from .. import _capture, _memcore
 from .. import _runtime as runtime
 from .._args import index_arg, size_arg
 from .._cachecore import _C_API, Core, Raw
-from .._device import DeviceLike, _index, context_for, device_count
+from .._device import DeviceLike, context_for, device_count, device_index_arg
 from .._hooks import fork_hooks
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
@@ -229,7 +229,7 @@ fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY + 50)
 
 # ================================================================ public API
 def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
-    index = _index(device)
+    index = device_index_arg(device)
     ctx = context_for(index)
     if ctx.owner is not None:
         # the cache serves primary contexts only
@@ -238,9 +238,9 @@ def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
 
 
 def _primary_context(index: int) -> CtxRef:
-    from .._device import _primaries
+    from .._device import primaries
 
-    ctx = _primaries.get(index)
+    ctx = primaries.get(index)
     if ctx is None:  # pragma: no cover - an explicit context implies the device is set up
         raise RuntimeError(f"device {index} has no primary context")
     return ctx
@@ -273,11 +273,13 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
     if nbytes.__class__ is not int or nbytes < 0:
         nbytes = size_arg(nbytes, "nbytes")
     if stream is None:
-        stream = current_stream(_index(device))
+        stream = current_stream(device_index_arg(device))
     elif stream.__class__ is not Stream and not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    elif device is not None and _index(device) != stream._device:
-        raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
+    elif device is not None and device_index_arg(device) != stream._device:
+        raise ValueError(
+            f"stream is on device {stream._device}, not device {device_index_arg(device)}"
+        )
     if stream.ctx_ref.device < 0:
         stream.ensure_current()  # raises: closed or finalized
     hot = _hot  # the same Stream object as last time: its cache
@@ -326,11 +328,13 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
     handle that allocated them; memory is valid on that stream (see
     :func:`caching_allocator_delete`)."""
     if stream is None:
-        stream = current_stream(_index(device))
+        stream = current_stream(device_index_arg(device))
     elif not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    elif device is not None and _index(device) != stream._device:
-        raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
+    elif device is not None and device_index_arg(device) != stream._device:
+        raise ValueError(
+            f"stream is on device {stream._device}, not device {device_index_arg(device)}"
+        )
     if stream.ctx_ref.device < 0:
         stream.ensure_current()  # raises: closed or finalized
     sp = _stream_pool(stream)

@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from .. import _runtime, errors
-from .._device import _ensure_current, context_for, current_device
+from .._device import context_for, current_device, ensure_device_current
 from .._log import get_logger
 from .._memory import DeviceBuffer
 from .._memory.records import _Mem
@@ -470,7 +470,7 @@ def _open(
 ) -> DeviceBuffer:
     if not (offset >= 0 and nbytes > 0 and offset + nbytes <= size):
         raise ValueError(f"bad IPC handle: [{offset}, {offset + nbytes}) of {size} bytes")
-    ctx = _ensure_current(current_device())
+    ctx = ensure_device_current(current_device())
     with _lock:
         entry = _imports.get(key)
         if entry is None or entry[2].device < 0:

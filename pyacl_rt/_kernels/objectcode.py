@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
 from .. import _releaser, _runtime, errors, lowlevel
 from .._args import type_name
-from .._device import Device, DeviceLike, _index, context_for
+from .._device import Device, DeviceLike, context_for, device_index_arg
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import (
     CLOSED_REF,
@@ -165,7 +165,7 @@ class ObjectCode:
                 ) from None
             if data.nbytes == 0:
                 raise ValueError("ObjectCode(): the binary is empty (0 bytes)")
-        index = _index(device)
+        index = device_index_arg(device)
         ctx = context_for(index)
         ctx.ensure_current()
         ffi = lowlevel.ffi

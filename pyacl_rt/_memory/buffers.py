@@ -26,7 +26,14 @@ from .. import _memcore
 from .. import _runtime as runtime
 from .. import _stream as _streams
 from .._args import index_arg
-from .._device import Device, DeviceLike, _ensure_current, _index, context_for, current_device
+from .._device import (
+    Device,
+    DeviceLike,
+    context_for,
+    current_device,
+    device_index_arg,
+    ensure_device_current,
+)
 from .._hooks import factories
 from .._memcore import DeviceBase, HostBase
 from .._state import gate_enter, gate_exit, local, validated_ctx
@@ -354,7 +361,7 @@ def _init_device(
     policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
     if policy < 0:
         raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
-    index = _index(device)
+    index = device_index_arg(device)
     _process_deferred()
     ctx = context_for(index)
     # A gated section to the registration (RuntimeFinalizedError once finalize started):
@@ -541,7 +548,7 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
         if ctx is None or ctx.device < 0:
             # Pinned memory is allocated through a device's runtime: use the thread's
             # current device (its context is created if this is its first use).
-            ctx = _ensure_current(current_device())
+            ctx = ensure_device_current(current_device())
         base, rel = (_mb.current or _mb.device()).allocate_host(ctx, n)
         m = _Mem(base, n, -1, ctx)
         m.rel = rel
