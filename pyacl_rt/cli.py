@@ -533,6 +533,10 @@ def build_parser() -> argparse.ArgumentParser:
         'shell: eval "$(pyacl-rt mock env)".',
     )
     env.set_defaults(func=_cmd_mock_env, command_parser=env)
+
+    from . import _cli_bench  # each further command lives in its own module
+
+    _cli_bench.add_parser(sub)
     return parser
 
 
