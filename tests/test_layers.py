@@ -122,6 +122,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._mockdiag",
             "pyacl_rt._cli_support",
             "pyacl_rt._cli_bench",
+            "pyacl_rt._cli_doctor",
             "pyacl_rt.cli",
             "pyacl_rt._twins",
             "pyacl_rt.mock",
