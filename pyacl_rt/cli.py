@@ -534,10 +534,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     env.set_defaults(func=_cmd_mock_env, command_parser=env)
 
-    from . import _cli_bench, _cli_doctor  # each further command lives in its own module
+    from . import _cli_bench, _cli_doctor, _cli_logs  # one module per further command
 
     _cli_bench.add_parser(sub)
     _cli_doctor.add_parser(sub)
+    _cli_logs.add_parser(sub)
     return parser
 
 

@@ -123,6 +123,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._cli_support",
             "pyacl_rt._cli_bench",
             "pyacl_rt._cli_doctor",
+            "pyacl_rt._cli_logs",
             "pyacl_rt.cli",
             "pyacl_rt._twins",
             "pyacl_rt.mock",
