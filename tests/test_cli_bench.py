@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import _clean_env
@@ -222,3 +223,39 @@ def test_progress_bar_only_on_a_terminal(rich: bool, monkeypatch: pytest.MonkeyP
     with _cli_support.progress(2, "bench", stream=pipe) as advance:
         advance("a")
     assert pipe.getvalue() == ""
+
+
+def test_bench_kernel_option_launches_the_given_kernel(tmp_path: Path) -> None:
+    """``--kernel FILE:NAME``: pyacl_rt.launch of that kernel (here: a Python twin on the
+    mock, registered by the program that runs the command in-process)."""
+    src = tmp_path / "k.c"
+    src.write_text("void empty_kernel(void) {}\n")
+    subprocess.run(["cc", "-c", str(src), "-o", str(tmp_path / "k.o")], check=True)
+    code = f"""
+import io, json
+from pyacl_rt import cli, mock
+calls = []
+mock.register_kernel("empty_kernel", lambda block, blocks: calls.append(block), ())
+buf = io.StringIO()
+rc = cli.main(["bench", "--json", "--no-copies", "--calls", "7",
+               "--kernel", {str(tmp_path / "k.o")!r} + ":empty_kernel"], out=buf)
+doc = json.loads(buf.getvalue())
+launch = [r for r in doc["latency"] if r["operation"] == "launch"][0]
+print(rc, launch["via"], len(calls))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=_clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_TIMING="virtual"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # 3 rounds of 7 launches, each run once by the twin (1 block)
+    assert proc.stdout.strip() == "0 pyacl_rt.launch of empty_kernel (1 block) 21"
+
+
+def test_bench_kernel_errors_exit_1(tmp_path: Path) -> None:
+    proc = run_cli("bench", "--no-copies", "--kernel", f"{tmp_path}/none.o:k")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("pyacl-rt: error: ") and "no such file" in proc.stderr
