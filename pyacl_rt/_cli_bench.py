@@ -30,7 +30,7 @@ mock's timing model on, ``modeled_us`` is the modeled host time per call as well
                     "iterations": int, "elapsed_ms": float, "gbps": float}],
      "latency": [{"operation": "launch" | "record", "via": str, "calls": int,
                   "host_us": float, "modeled_us": float | null}],
-     "notes": [str]}
+     "notes": [str]}                  # also printed on stderr ("pyacl-rt: note: ...")
 
 Exit codes as ``info``: 0, 1 for a runtime error (no device, bad device index, a copy
 that fails), 2 for bad arguments. The runtime is finalized at the end when the command
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -349,8 +350,6 @@ def format_bench_text(doc: dict[str, Any], out: TextIO) -> None:
         )
         for r in doc["latency"]:
             out.write(f"{r['operation']}: {r['via']}\n")
-    for note in doc["notes"]:
-        out.write(f"note: {note}\n")
 
 
 def _fmt_gbps(value: float | None) -> str:
@@ -399,6 +398,10 @@ def _cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
     else:
         format_bench_text(doc, out)
+    if doc["notes"]:
+        out.flush()  # the report first, then the notes (stderr, like info's warnings)
+        for note in doc["notes"]:
+            print(f"pyacl-rt: note: {note}", file=sys.stderr)
     return 0
 
 

@@ -109,6 +109,10 @@ def test_bench_json_real_time_mode_says_so() -> None:
     assert all(r["modeled_us"] is None for r in doc["latency"])
     assert any("real-time mode" in n for n in doc["notes"])
     assert len(doc["bandwidth"]) == 6
+    assert proc.stderr.startswith("pyacl-rt: note: mock in real-time mode: ")
+    text = run_cli("bench", *SMALL)
+    assert text.returncode == 0 and "note" not in text.stdout
+    assert text.stderr == proc.stderr.splitlines()[0] + "\n"
 
 
 @pytest.mark.parametrize("rich", [True, False], ids=["rich", "plain"])
