@@ -79,7 +79,6 @@ class MockDiag:
     """The mock's diagnostics calls (thread-safe: the C API is)."""
 
     def __init__(self, path: str) -> None:
-        self.path = path
         d = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         d.aclmockTimingGetMode.restype = ctypes.c_int
         d.aclmockTimingGetMode.argtypes = ()
@@ -93,8 +92,6 @@ class MockDiag:
         d.aclmockGetDeviceLogCount.argtypes = (ctypes.c_int32,)
         d.aclmockSanitizerGetMode.restype = ctypes.c_int
         d.aclmockSanitizerGetMode.argtypes = ()
-        d.aclmockSanitizerGetReportCount.restype = ctypes.c_uint64
-        d.aclmockSanitizerGetReportCount.argtypes = ()
         d.aclmockProfIsActive.restype = ctypes.c_int
         d.aclmockProfIsActive.argtypes = ()
         d.aclmockLaunchOp.restype = ctypes.c_int
@@ -140,10 +137,6 @@ class MockDiag:
     def sanitizer_mode(self) -> str:
         """``"off"``, ``"report"``, ``"fail"`` or ``"abort"`` (ASCEND_MOCK_SANITIZE)."""
         return SANITIZER_MODES.get(int(self._dll.aclmockSanitizerGetMode()), "unknown")
-
-    def sanitizer_report_count(self) -> int:
-        """Race reports so far in this process."""
-        return int(self._dll.aclmockSanitizerGetReportCount())
 
     def profiler_state(self) -> str:
         """The collection state (``ASCEND_PROFILER_FLAGS`` / ``aclprof*``)."""
