@@ -213,7 +213,7 @@ def run_bench(
     diag = mock_diag()
     count = _device.device_count()
     if count == 0:
-        reason = _device._no_device_reason or "the runtime reports no device"
+        reason = _device.no_device_reason() or "the runtime reports no device"
         raise errors.InvalidDeviceError(f"no device to benchmark: {reason}")
     if not 0 <= args.device < count:
         raise BenchUsageError(f"--device {args.device}: devices 0..{count - 1} are visible")

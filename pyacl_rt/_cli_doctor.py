@@ -392,7 +392,7 @@ def _devices(report: _Report, diag: Any) -> dict[str, Any]:
         out["physical_count"] = mc.config(0)
         out["physical_ids"] = [mc.physical_device(i) for i in range(count)]
     if count == 0:
-        reason = _device._no_device_reason or "the runtime reports no device"
+        reason = _device.no_device_reason() or "the runtime reports no device"
         out["no_device_reason"] = reason
         if visible:
             fix = (

@@ -264,5 +264,5 @@ def _new_plan(kernel: Kernel, sizes: list[int]) -> _Plan:
         check(lib.aclrtKernelArgsAppend(handle, zaddr, size, out), "aclrtKernelArgsAppend")
         entries += _ENTRY.pack(int(out[0]), size, 0, bytes(8))
     if not sizes:  # no argument ever changes: the empty list is complete now
-        _check(_lib.aclrtKernelArgsFinalize(handle), "aclrtKernelArgsFinalize")
+        check(lib.aclrtKernelArgsFinalize(handle), "aclrtKernelArgsFinalize")
     return _Plan(handle, entries)
