@@ -2,8 +2,9 @@
 
 Each client (``--client raw``, the default: one keep-alive HTTP/1.1 connection on asyncio
 streams; ``--client httpx``: an ``httpx.AsyncClient`` pool, whose own cost dominates on a
-small machine) POSTs random bodies to ``/infer`` in a loop and checks the answer (the
-stand-in model is the identity). Prints p50 / p99 latency, throughput and errors, then
+small machine) POSTs random bodies to ``/infer`` in a loop and checks each answer against the model
+the service names in ``GET /health`` (``affine_u8``: every byte ``x`` becomes
+``(scale * x + bias) mod 256``). Prints p50 / p99 latency, throughput and errors, then
 PASS/FAIL for: zero errors, and p99 latency within 5x of p50 (the service keeps its
 loop unblocked, so a request never waits behind another's device work). Exit status 1
 on a miss.
@@ -31,20 +32,52 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-async def client(
-    http: object, url: str, size: int, stop_at: float, seed: int, lat: list[float], errs: list[str]
-) -> None:
+def model_table(url: str) -> bytes:
+    """The byte table of the service's model, from ``GET /health``."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/health", timeout=30) as r:
+        model = json.load(r)["model"]
+    if model.get("kernel") != "affine_u8":
+        raise SystemExit(f"unknown model {model!r}")
+    return bytes((model["scale"] * x + model["bias"]) & 0xFF for x in range(256))
+
+
+def bodies(seed: int, size: int, table: bytes, count: int = 16) -> list[tuple[bytes, bytes]]:
+    """``count`` random request bodies of a client and the answers the model gives
+    (made before the run: the measured loop spends no CPU on them)."""
     rng = random.Random(seed)
-    while time.perf_counter() < stop_at:
+    out = []
+    for _ in range(count):
         body = rng.randbytes(size)
+        out.append((body, body.translate(table)))
+    return out
+
+
+async def client(
+    http: object,
+    url: str,
+    work: list[tuple[bytes, bytes]],
+    start: float,
+    stop: float,
+    lat: list[float],
+    errs: list[str],
+) -> None:
+    """Requests back to back until ``stop``; the latency of those started at or after
+    ``start`` (the warm-up before it is not measured) goes to ``lat``."""
+    i = 0
+    while time.perf_counter() < stop:
+        body, want = work[i % len(work)]
+        i += 1
         t0 = time.perf_counter()
         try:
             r = await http.post(url + "/infer", content=body)  # type: ignore[attr-defined]
             if r.status_code != 200:
                 errs.append(f"HTTP {r.status_code}: {r.text[:200]}")
-            elif r.content != body:
+            elif r.content != want:
                 errs.append("wrong answer")
-            else:
+            elif t0 >= start:
                 lat.append(time.perf_counter() - t0)
         except Exception as exc:
             errs.append(f"{type(exc).__name__}: {exc}")
@@ -89,19 +122,27 @@ class RawClient:
 
 
 async def raw_client(
-    c: RawClient, size: int, stop_at: float, seed: int, lat: list[float], errs: list[str]
+    c: RawClient,
+    work: list[tuple[bytes, bytes]],
+    start: float,
+    stop: float,
+    lat: list[float],
+    errs: list[str],
 ) -> None:
-    rng = random.Random(seed)
-    while time.perf_counter() < stop_at:
-        body = rng.randbytes(size)
+    """Requests back to back until ``stop``; the latency of those started at or after
+    ``start`` (the warm-up before it is not measured) goes to ``lat``."""
+    i = 0
+    while time.perf_counter() < stop:
+        body, want = work[i % len(work)]
+        i += 1
         t0 = time.perf_counter()
         try:
             status, content = await c.post("/infer", body)
             if status != 200:
                 errs.append(f"HTTP {status}: {content[:200]!r}")
-            elif content != body:
+            elif content != want:
                 errs.append("wrong answer")
-            else:
+            elif t0 >= start:
                 lat.append(time.perf_counter() - t0)
         except Exception as exc:
             errs.append(f"{type(exc).__name__}: {exc}")
@@ -110,22 +151,18 @@ async def raw_client(
 
 
 async def drive_raw(
-    url: str, clients: int, duration: float, size: int
+    url: str, clients: int, warmup: float, duration: float, work: list[list[tuple[bytes, bytes]]]
 ) -> tuple[list[float], list[str], float]:
     lat: list[float] = []
     errs: list[str] = []
     conns = [RawClient(url) for _ in range(clients)]
     try:
-        # warm-up: connect every client, run for 0.5 s (not measured)
-        warm_stop = time.perf_counter() + 0.5
-        await asyncio.gather(
-            *(raw_client(c, size, warm_stop, -i, [], errs) for i, c in enumerate(conns))
-        )
         t0 = time.perf_counter()
+        start, stop = t0 + warmup, t0 + warmup + duration
         await asyncio.gather(
-            *(raw_client(c, size, t0 + duration, i, lat, errs) for i, c in enumerate(conns))
+            *(raw_client(c, work[i], start, stop, lat, errs) for i, c in enumerate(conns))
         )
-        took = time.perf_counter() - t0
+        took = time.perf_counter() - start
     finally:
         for c in conns:
             await c.close()
@@ -133,7 +170,7 @@ async def drive_raw(
 
 
 async def drive(
-    url: str, clients: int, duration: float, size: int
+    url: str, clients: int, warmup: float, duration: float, work: list[list[tuple[bytes, bytes]]]
 ) -> tuple[list[float], list[str], float]:
     import httpx
 
@@ -141,17 +178,12 @@ async def drive(
     errs: list[str] = []
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(limits=limits, timeout=30.0) as http:
-        # warm-up: one request per client (connections, caches)
-        warm_stop = time.perf_counter() + 0.5
-        await asyncio.gather(
-            *(client(http, url, size, warm_stop, -i, [], errs) for i in range(clients))
-        )
         t0 = time.perf_counter()
-        stop_at = t0 + duration
+        start, stop = t0 + warmup, t0 + warmup + duration
         await asyncio.gather(
-            *(client(http, url, size, stop_at, i, lat, errs) for i in range(clients))
+            *(client(http, url, work[i], start, stop, lat, errs) for i in range(clients))
         )
-        took = time.perf_counter() - t0
+        took = time.perf_counter() - start
     return lat, errs, took
 
 
@@ -197,7 +229,10 @@ def main() -> int:
     ap.add_argument("--slots", type=int, default=8, help="with --spawn: request slots")
     ap.add_argument("--no-sync-debug", action="store_true")
     ap.add_argument("--clients", type=int, default=64)
-    ap.add_argument("--duration", type=float, default=5.0, help="seconds")
+    ap.add_argument("--duration", type=float, default=5.0, help="measured seconds")
+    ap.add_argument(
+        "--warmup", type=float, default=1.0, help="seconds of load before the measured window"
+    )
     ap.add_argument("--size", type=int, default=64 * 1024, help="request bytes")
     ap.add_argument(
         "--client",
@@ -213,8 +248,10 @@ def main() -> int:
         proc = spawn(port, args.slots, not args.no_sync_debug)
         url = f"http://127.0.0.1:{port}"
     try:
+        table = model_table(url)
+        work = [bodies(i, args.size, table) for i in range(args.clients)]
         run = drive if args.client == "httpx" else drive_raw
-        lat, errs, took = asyncio.run(run(url, args.clients, args.duration, args.size))
+        lat, errs, took = asyncio.run(run(url, args.clients, args.warmup, args.duration, work))
     finally:
         if proc is not None:
             proc.terminate()
