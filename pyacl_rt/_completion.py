@@ -43,11 +43,22 @@ if TYPE_CHECKING:
 __all__ = ["done_future", "fire", "forget", "new_future", "pending_futures", "wait"]
 
 
-def _future() -> concurrent.futures.Future[None]:
-    # concurrent.futures imports logging: loaded on the first wait, not by import.
-    import concurrent.futures
+#: concurrent.futures.Future and InvalidStateError once loaded (concurrent.futures
+#: imports logging: loaded on the first wait, not by import; then no import statement
+#: runs per completion on the report thread, which holds the GIL meanwhile).
+_Future: Any = None
+_InvalidState: Any = None
 
-    return concurrent.futures.Future()
+
+def _future() -> concurrent.futures.Future[None]:
+    global _Future, _InvalidState
+    if _Future is None:
+        import concurrent.futures
+
+        _InvalidState = concurrent.futures.InvalidStateError
+        _Future = concurrent.futures.Future
+    fut: concurrent.futures.Future[None] = _Future()
+    return fut
 
 
 #: Futures launched and not yet completed -> the context of their stream.
@@ -84,13 +95,14 @@ def fire(fut: concurrent.futures.Future[None]) -> None:
 
 
 def _settle(fut: concurrent.futures.Future[None], exc: BaseException | None) -> None:
-    import concurrent.futures
-
-    with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled by a user
+    # Every future here came from _future(), so _InvalidState is set.
+    try:
         if exc is None:
             fut.set_result(None)
         else:
             fut.set_exception(exc)
+    except _InvalidState:  # cancelled by a user
+        pass
 
 
 def pending_futures() -> int:
@@ -169,15 +181,22 @@ class _Relay:
         self.inbox = self.waiter = None
 
 
+#: asyncio.get_running_loop once asyncio is loaded (no import statement per await).
+_running_loop: Any = None
+
+
 async def wait(fut: concurrent.futures.Future[None]) -> None:
     """Wait in the running asyncio loop until ``fut`` completes; raise its exception.
 
     Never blocks the loop. Cancelling the caller leaves ``fut`` and the device work alone.
     """
     if not fut.done():
-        import asyncio
+        global _running_loop
+        if _running_loop is None:
+            import asyncio
 
-        loop = asyncio.get_running_loop()
+            _running_loop = asyncio.get_running_loop
+        loop = _running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         relay = _Relay(_inbox(loop), waiter)
         fut.add_done_callback(relay)
