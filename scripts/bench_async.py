@@ -4,9 +4,13 @@ Targets (PASS/FAIL each; exit status 1 on a miss):
 
 1. 10,000 concurrent ``await event`` on events completing at random times (random
    device-side delays on 16 streams, spread over ``--span`` seconds, default 5) keep the
-   loop's p99 lag < 1 ms. The lag is measured
-   by a 1 ms ticker task (how late each tick wakes up); the same ticker on an idle loop
-   in the same run is the baseline.
+   loop's p99 lag < 1 ms. The lag is measured by a 1 ms ticker task (how late each tick
+   wakes up). Two baselines in the same run: the same ticker on this process's idle loop
+   just before, and - the one the verdict uses - an idle loop with the same ticker in a
+   *control process* (``loop_control.py``) running during the measurement (it sees the
+   same machine: on a shared, loaded machine the scheduler alone can miss 1 ms). Two
+   verdicts: the absolute target (< 1 ms), and the lag the awaits add over the control
+   (< 1 ms).
 2. One ``await event`` of an already-queued event costs <= 20 us more than
    ``event.synchronize()`` (medians over many rounds, same stream, same work).
 3. While ``await stream`` waits for a stream held for 2 s, the process uses < 2 % of
@@ -33,6 +37,7 @@ import time
 os.environ.setdefault("PYACL_RT_BACKEND", "mock")
 
 import cffi
+from loop_control import Control
 
 import pyacl_rt as npu
 from pyacl_rt import lowlevel as ll
@@ -90,8 +95,11 @@ def p99(xs: list[float]) -> float:
     return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
 
 
-async def bench_lag(n_events: int, n_streams: int, span: float) -> tuple[float, float, float]:
-    """(baseline p99 lag, p99 lag under n_events awaits, seconds until all completed)."""
+async def bench_lag(
+    n_events: int, n_streams: int, span: float
+) -> tuple[float, float, float, float]:
+    """(baseline p99 lag, p99 lag under n_events awaits, control process p99 lag meanwhile,
+    seconds until all completed)."""
     stop = asyncio.Event()
     base: list[float] = []
     t = asyncio.ensure_future(ticker(stop, base))
@@ -112,7 +120,7 @@ async def bench_lag(n_events: int, n_streams: int, span: float) -> tuple[float, 
 
 async def _lag_under_load(
     n_events: int, streams: list[npu.Stream], gates: list[Gate], base: list[float], span: float
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
     n_streams = len(streams)
     rng = random.Random(16)
     # each stream: n_events / n_streams uniform random delays averaging so that the
@@ -130,6 +138,8 @@ async def _lag_under_load(
     waits = [asyncio.ensure_future(wait(ev)) for ev in events]
     await asyncio.sleep(0.05)  # every await is registered and pending
     assert not any(w.done() for w in waits)
+    control = Control()
+    await control.start()
     stop = asyncio.Event()
     lags: list[float] = []
     t = asyncio.ensure_future(ticker(stop, lags))
@@ -141,7 +151,7 @@ async def _lag_under_load(
     took = time.perf_counter() - t0
     stop.set()
     await t
-    return p99(base), p99(lags), took
+    return p99(base), p99(lags), (await control.stop()).p99, took
 
 
 async def bench_await_cost(rounds: int, device_us: int = 0) -> tuple[float, float]:
@@ -209,13 +219,18 @@ async def main(args: argparse.Namespace) -> int:
     await s.record_event()
     s.close()
 
-    base, lag, took = await bench_lag(args.events, 16, args.span)
+    base, lag, ctl, took = await bench_lag(args.events, 16, args.span)
     verdict(
         f"loop p99 lag with {args.events} concurrent awaits",
         lag < 1e-3,
-        f"{lag * 1e3:.3f} ms (idle loop in this run {base * 1e3:.3f} ms, ratio "
-        f"{lag / max(base, 1e-9):.2f}x, added {(lag - base) * 1e3:+.3f} ms; "
-        f"completions spread over {took:.2f} s; target < 1 ms)",
+        f"{lag * 1e3:.3f} ms (completions spread over {took:.2f} s; target < 1 ms)",
+    )
+    verdict(
+        f"loop p99 lag added by {args.events} concurrent awaits over an idle loop",
+        lag - ctl < 1e-3,
+        f"{(lag - ctl) * 1e3:+.3f} ms: {lag * 1e3:.3f} ms vs {ctl * 1e3:.3f} ms in the idle "
+        f"control process at the same time (ratio {lag / max(ctl, 1e-9):.2f}x; this "
+        f"process's idle loop just before: {base * 1e3:.3f} ms; target < +1 ms)",
     )
     sync_s, await_s = await bench_await_cost(args.rounds)
     extra = await_s - sync_s
