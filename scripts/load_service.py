@@ -2,12 +2,19 @@
 
 Each client (``--client raw``, the default: one keep-alive HTTP/1.1 connection on asyncio
 streams; ``--client httpx``: an ``httpx.AsyncClient`` pool, whose own cost dominates on a
-small machine) POSTs random bodies to ``/infer`` in a loop and checks each answer against the model
-the service names in ``GET /health`` (``affine_u8``: every byte ``x`` becomes
-``(scale * x + bias) mod 256``). Prints p50 / p99 latency, throughput and errors, then
-PASS/FAIL for: zero errors, and p99 latency within 5x of p50 (the service keeps its
-loop unblocked, so a request never waits behind another's device work). Exit status 1
-on a miss.
+small machine) POSTs random bodies to ``/infer`` back to back and checks each answer
+against the model the service names in ``GET /health`` (``affine_u8``: every byte ``x``
+becomes ``(scale * x + bias) mod 256``). The load runs in this process, the service in
+its own; bodies and expected answers are made before the run. The first ``--warmup``
+seconds (default 1) of the run are not measured; then ``--duration`` seconds are.
+
+Prints p50 / p99 latency, throughput and errors, then PASS/FAIL for: zero errors, and p99
+latency within 5x of p50 (the service keeps its loop unblocked, so a request never waits
+behind another's device work). Exit status 1 on a miss. It also prints whether the
+machine was *loaded* during the run: an idle asyncio loop in a control process
+(``loop_control.py``) ticks every 1 ms meanwhile, and on a shared machine whose cores
+are taken by other processes its ticks wake up late; a tail the service shows while the
+control stays quiet is the service's own.
 
 ``--spawn`` starts the service itself (``examples/service/app.py``, with
 ``PYACL_RT_SYNC_DEBUG=error`` unless ``--no-sync-debug``) on a free port and stops it
@@ -28,6 +35,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from loop_control import Control, LoopLag
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -104,15 +113,14 @@ class RawClient:
             + body
         )
         await writer.drain()
-        status = int((await reader.readline()).split()[1])
+        head = await reader.readuntil(b"\r\n\r\n")  # one await for the status and headers
+        status = int(head.split(None, 2)[1])
         length = 0
-        while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b""):
-                break
+        for line in head.split(b"\r\n")[1:]:
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length":
                 length = int(value)
+                break
         return status, await reader.readexactly(length)
 
     async def close(self) -> None:
@@ -187,6 +195,24 @@ async def drive(
     return lat, errs, took
 
 
+#: An idle loop's 1 ms ticker waking up later than this at p99 (s): the machine is loaded.
+LOADED_LAG = 0.002
+
+
+async def measure(
+    url: str, args: argparse.Namespace, work: list[list[tuple[bytes, bytes]]]
+) -> tuple[list[float], list[str], float, LoopLag]:
+    """Drive the service, with the control process ticking meanwhile."""
+    control = Control()
+    await control.start()
+    try:
+        run = drive if args.client == "httpx" else drive_raw
+        lat, errs, took = await run(url, args.clients, args.warmup, args.duration, work)
+    finally:
+        lag = await control.stop()
+    return lat, errs, took, lag
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -250,13 +276,18 @@ def main() -> int:
     try:
         table = model_table(url)
         work = [bodies(i, args.size, table) for i in range(args.clients)]
-        run = drive if args.client == "httpx" else drive_raw
-        lat, errs, took = asyncio.run(run(url, args.clients, args.warmup, args.duration, work))
+        lat, errs, took, lag = asyncio.run(measure(url, args, work))
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
     ok = True
+    loaded = lag.p99 > LOADED_LAG
+    print(
+        f"machine: {'loaded' if loaded else 'quiet'} (an idle loop in a control process: "
+        f"1 ms ticks woke up {lag.p99 * 1e3:.2f} ms late at p99, {lag.max * 1e3:.1f} ms at "
+        f"worst; loaded above {LOADED_LAG * 1e3:g} ms)"
+    )
     n = len(lat)
     if n:
         qs = statistics.quantiles(lat, n=100) if n > 1 else [lat[0]] * 99

@@ -114,9 +114,11 @@ def test_the_http_app_answers_through_asgi() -> None:
 def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
     """The load generator spawns the service (sync-debug "error") and drives it.
 
-    Every run must answer every request; the latency ratio is a property of the service but
-    is measured on a shared CI machine, so it gets up to three runs (a run where another
-    process stole the cores for a second is not the service's tail).
+    Every run must answer every request correctly. The latency ratio is a property of the
+    service, measured on a shared CI machine: a run that misses it while the load
+    generator's control process found the machine quiet fails at once (that tail is the
+    service's); a run that misses it on a loaded machine (other processes took the
+    cores, and the idle control loop lagged too) is repeated, up to three runs.
     """
     outputs = []
     for _attempt in range(3):
@@ -127,8 +129,10 @@ def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
                 "--spawn",
                 "--clients",
                 "64",
+                "--warmup",
+                "1",
                 "--duration",
-                "3",
+                "5",
                 "--size",
                 "4096",
             ],
@@ -143,4 +147,5 @@ def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
             assert proc.returncode == 0, outputs[-1]
             return
         assert "FAIL  p99 latency within 5x of p50" in proc.stdout, outputs[-1]
+        assert "machine: loaded" in proc.stdout, "a tail on a quiet machine:\n" + outputs[-1]
     raise AssertionError("p99 above 5x p50 in three runs:\n" + "\n---\n".join(outputs))
