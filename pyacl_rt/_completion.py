@@ -110,10 +110,16 @@ def pending_futures() -> int:
     return len(_unfired)
 
 
+#: At most this many waiters woken per loop iteration by one drain: a burst of
+#: completions is spread over iterations, so timers and I/O due meanwhile are not
+#: queued behind all of them (the loop's lag stays bounded).
+DRAIN_BATCH = 16
+
+
 class _Inbox:
     """Completions on their way to one loop: many arrive, one ``call_soon_threadsafe``
     (one self-pipe write, one loop callback) carries every completion that arrived
-    until the loop ran it."""
+    until the loop ran it, :data:`DRAIN_BATCH` per loop iteration."""
 
     __slots__ = ("__weakref__", "items", "lock", "loop", "scheduled")
 
@@ -123,6 +129,7 @@ class _Inbox:
         self.loop = weakref.ref(loop)  # the inbox must not keep its loop alive
         self.items: collections.deque[asyncio.Future[None]] = collections.deque()
         self.lock = threading.Lock()
+        #: True while a drain is pending (scheduled and not yet started).
         self.scheduled = False
 
     def post(self, waiter: asyncio.Future[None]) -> None:
@@ -140,14 +147,26 @@ class _Inbox:
             loop.call_soon_threadsafe(self.drain)
 
     def drain(self) -> None:
-        """In the loop: wake every waiter that arrived (cancelled ones are skipped)."""
+        """In the loop: wake the waiters that arrived, :data:`DRAIN_BATCH` of them now
+        and the rest in the next iteration (cancelled ones are skipped)."""
         with self.lock:
             self.scheduled = False
         items = self.items
+        woken = 0
         while items:
+            if woken == DRAIN_BATCH:
+                with self.lock:
+                    if self.scheduled:
+                        return  # a post scheduled a drain meanwhile
+                    self.scheduled = True
+                loop = self.loop()
+                if loop is not None:
+                    loop.call_soon(self.drain)  # in the loop: after what is due now
+                return
             waiter = items.popleft()
             if not waiter.done():
                 waiter.set_result(None)
+                woken += 1
 
 
 #: loop -> its inbox (dropped with the loop).
