@@ -16,6 +16,12 @@ Targets (PASS/FAIL each; exit status 1 on a miss):
 3. While ``await stream`` waits for a stream held for 2 s, the process uses < 2 % of
    one core (process CPU time / wall time); an idle 2 s in the same run is the baseline.
 
+Info lines (no target): the same device work with 16 awaits only (``--device-only``),
+an await of a still-pending event, and an await while the loop is busy with Python work
+at CPython's default GIL switch interval (5 ms) and at 0.5 ms: completions reach the
+loop through the report thread, which needs the GIL; a busy loop thread hands it over
+only every switch interval (why ``examples/service`` sets 0.5 ms).
+
 Random device-side delays: ``aclrtLaunchHostFunc`` of libc ``usleep`` runs on the
 stream's own worker (no Python, no GIL). A held stream waits on a notify
 (``aclrtWaitAndResetNotify``) recorded later from another stream: it occupies no host
@@ -188,6 +194,40 @@ async def bench_await_cost(rounds: int, device_us: int = 0) -> tuple[float, floa
     return statistics.median(sync_t), statistics.median(await_t)
 
 
+async def bench_busy_loop_await(rounds: int, switch_s: float) -> tuple[float, float]:
+    """(p50, p99 s) of how long after the device finished an ``await event`` resumes
+    while the loop is busy (a task runs 2 ms of Python between yields), with CPython's
+    GIL switch interval set to ``switch_s`` for the measurement."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(switch_s)
+    s = npu.Stream()
+    stop = asyncio.Event()
+
+    async def busy() -> None:
+        while not stop.is_set():
+            end = time.perf_counter() + 0.002
+            while time.perf_counter() < end:
+                pass
+            await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(busy())
+    late: list[float] = []
+    try:
+        for _ in range(rounds):
+            device_sleep(s, 1000)  # 1 ms of device work
+            ev = s.record_event()
+            t0 = time.perf_counter()
+            await ev
+            late.append(time.perf_counter() - t0 - 0.001)
+    finally:
+        stop.set()
+        await task
+        sys.setswitchinterval(old)
+        s.close()
+    late.sort()
+    return statistics.median(late), late[min(len(late) - 1, int(0.99 * len(late)))]
+
+
 async def bench_idle_cpu(hold_s: float) -> tuple[float, float]:
     """(baseline CPU share of an idle hold_s, CPU share while awaiting a held stream)."""
     c0, w0 = time.process_time(), time.perf_counter()
@@ -261,6 +301,13 @@ async def main(args: argparse.Namespace) -> int:
         f"{await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
         f"+{(await_s - sync_s) * 1e6:.1f} us (the host callback and loop wake-up)"
     )
+    for switch in (0.005, 0.0005):
+        p50, p99_ = await bench_busy_loop_await(args.rounds // 10, switch)
+        print(
+            f"info  await of a 1 ms device task while the loop is busy (2 ms of Python "
+            f"between yields), GIL switch interval {switch * 1e3:g} ms: resumes "
+            f"{p50 * 1e3:.2f} ms (p50), {p99_ * 1e3:.2f} ms (p99) after the device finished"
+        )
     base_cpu, cpu = await bench_idle_cpu(args.hold)
     verdict(
         f"CPU while awaiting a stream held for {args.hold:g} s",
