@@ -13,8 +13,10 @@ latency within 5x of p50 (the service keeps its loop unblocked, so a request nev
 behind another's device work). Exit status 1 on a miss. It also prints whether the
 machine was *loaded* during the run: an idle asyncio loop in a control process
 (``loop_control.py``) ticks every 1 ms meanwhile, and on a shared machine whose cores
-are taken by other processes its ticks wake up late; a tail the service shows while the
-control stays quiet is the service's own.
+are taken by other processes its ticks wake up late; TCP retransmits on the machine
+during the run (Linux) count as loaded too (loopback packets delivered late). A tail the
+service shows while the control stays quiet is the service's own. The load generator's
+own loop lag is printed as well (its latencies include it).
 
 ``--spawn`` starts the service itself (``examples/service/app.py``, with
 ``PYACL_RT_SYNC_DEBUG=error`` unless ``--no-sync-debug``) on a free port and stops it
@@ -201,18 +203,52 @@ async def drive(
 LOADED_LAG, LOADED_WORST = 0.002, 0.005
 
 
+def tcp_retransmits() -> int | None:
+    """The machine's TCP segments retransmitted so far (Linux ``/proc/net/snmp``), or None.
+
+    On a loaded machine loopback packets are delivered late (the kernel's softirq work
+    waits for a core), the sender's loss-probe timer fires and retransmits: a request
+    then takes 100s of ms more without either process being slow."""
+    try:
+        lines = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines()]
+    except OSError:
+        return None
+    tcp = [ln for ln in lines if ln and ln[0] == "Tcp:"]
+    if len(tcp) < 2 or "RetransSegs" not in tcp[0]:
+        return None
+    return int(tcp[1][tcp[0].index("RetransSegs")])
+
+
 async def measure(
     url: str, args: argparse.Namespace, work: list[list[tuple[bytes, bytes]]]
 ) -> tuple[list[float], list[str], float, LoopLag]:
     """Drive the service, with the control process ticking meanwhile."""
     control = Control()
     await control.start()
+    own: list[float] = []
+    ticking = asyncio.ensure_future(_tick(own))
     try:
         run = drive if args.client == "httpx" else drive_raw
         lat, errs, took = await run(url, args.clients, args.warmup, args.duration, work)
     finally:
+        ticking.cancel()
         lag = await control.stop()
+    own.sort()
+    if own:
+        print(
+            f"load generator: its own loop's 1 ms ticks woke up "
+            f"{own[int(0.99 * (len(own) - 1))] * 1e3:.2f} ms late at p99, "
+            f"{own[-1] * 1e3:.1f} ms at worst (its latencies include that)"
+        )
     return lat, errs, took, lag
+
+
+async def _tick(lags: list[float]) -> None:
+    """A 1 ms ticker in the load generator's own loop: how late each tick woke up (s)."""
+    while True:
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.001)
+        lags.append(time.perf_counter() - t0 - 0.001)
 
 
 def free_port() -> int:
@@ -278,18 +314,21 @@ def main() -> int:
     try:
         table = model_table(url)
         work = [bodies(i, args.size, table) for i in range(args.clients)]
+        retrans0 = tcp_retransmits()
         lat, errs, took, lag = asyncio.run(measure(url, args, work))
+        retrans1 = tcp_retransmits()
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
     ok = True
-    loaded = lag.p99 > LOADED_LAG or lag.max > LOADED_WORST
+    retrans = None if retrans0 is None or retrans1 is None else retrans1 - retrans0
+    loaded = lag.p99 > LOADED_LAG or lag.max > LOADED_WORST or bool(retrans)
     print(
         f"machine: {'loaded' if loaded else 'quiet'} (an idle loop in a control process: "
         f"1 ms ticks woke up {lag.p99 * 1e3:.2f} ms late at p99, {lag.max * 1e3:.1f} ms at "
         f"worst; loaded above {LOADED_LAG * 1e3:g} ms at p99 or {LOADED_WORST * 1e3:g} ms "
-        "at worst)"
+        f"at worst, or with TCP retransmits: {'n/a' if retrans is None else retrans})"
     )
     n = len(lat)
     if n:

@@ -118,10 +118,11 @@ def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
     service, measured on a shared CI machine: a run that misses it while the load
     generator's control process found the machine quiet fails at once (that tail is the
     service's); a run that misses it on a loaded machine (other processes took the
-    cores, and the idle control loop lagged too) is repeated, up to three runs.
+    cores: the idle control loop lagged too, or loopback TCP retransmitted) is repeated,
+    up to five runs.
     """
     outputs = []
-    for _attempt in range(3):
+    for _attempt in range(5):
         proc = subprocess.run(
             [
                 sys.executable,
@@ -148,4 +149,4 @@ def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
             return
         assert "FAIL  p99 latency within 5x of p50" in proc.stdout, outputs[-1]
         assert "machine: loaded" in proc.stdout, "a tail on a quiet machine:\n" + outputs[-1]
-    raise AssertionError("p99 above 5x p50 in three runs:\n" + "\n---\n".join(outputs))
+    raise AssertionError("p99 above 5x p50 in five runs:\n" + "\n---\n".join(outputs))
