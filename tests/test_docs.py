@@ -41,6 +41,7 @@ RUN_PAGES = [
     "guides/scripting.md",
     "guides/service.md",
     "guides/testing.md",
+    "guides/cli.md",
     "porting/torch_npu.md",
     "porting/pyacl.md",
     "mock/reference.md",
