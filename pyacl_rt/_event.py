@@ -225,7 +225,7 @@ class Event:
         ctx = self.ctx_ref
         if ctx is not None:
             if ctx.device < 0:
-                self._raise_closed()
+                self.raise_closed()
             raise errors.AclUsageError(
                 f"this Event belongs to device {self._device} (context {ctx!r}); it cannot "
                 f"be recorded on {stream!r}. Use one Event per device.",
@@ -259,7 +259,7 @@ class Event:
         self._finalizer.atexit = False
         _live.add(self)
 
-    def _raise_closed(self) -> None:
+    def raise_closed(self) -> None:
         ctx = self.ctx_ref
         if ctx is CLOSED_REF:
             raise ObjectClosedError("this Event is closed; create a new one", explanation="")
@@ -268,7 +268,7 @@ class Event:
     def ensure_current(self) -> None:
         ctx = self.ctx_ref
         if ctx is None or ctx.device < 0:
-            self._raise_closed()
+            self.raise_closed()
         assert ctx is not None
         ctx.make_current()
 
@@ -343,7 +343,7 @@ class Event:
                 stream.ensure_current()  # a closed / finalized stream is refused even here
             return  # never recorded: nothing to wait for (torch_npu does the same)
         if ctx.device < 0:
-            self._raise_closed()
+            self.raise_closed()
         if local.st.ctx is not stream.ctx_ref:
             stream.ensure_current()
         _fast_stream_wait_event(stream.raw_handle, self.raw_handle)
@@ -367,7 +367,7 @@ class Event:
                     explanation="",
                 )
             if ev.closed:
-                ev._raise_closed()
+                ev.raise_closed()
             if not ev._recorded:
                 raise EventTimingError(
                     f"the {name} event was never recorded; call record() on both events "
@@ -419,7 +419,7 @@ class Event:
         at = self._at
         if at is None or self.ctx_ref is None:
             if self.closed:
-                self._raise_closed()
+                self.raise_closed()
             return _completion.done_future()
         if self._ipc and self.ctx_ref.device >= 0:
             # another process may record it again: never reuse a completed future

@@ -117,7 +117,7 @@ _KIND_NAMES: Final = ("owned", "default", "pool", "external")
 class _StreamState:
     """A Stream's mutable state, shared with its finalizer (which must not hold the
     Stream itself). Also the Stream's identity token for the memory layer's hot path
-    (``_Mem.last is stream._state``: one identity compare, no reference to the Stream).
+    (``Mem.last is stream._state``: one identity compare, no reference to the Stream).
     """
 
     __slots__ = ("side", "sub", "watch")

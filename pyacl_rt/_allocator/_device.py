@@ -32,7 +32,7 @@ from .._state import CtxRef, check, current, fast, gate_exit, gate_try_enter, li
 from . import _guards, _history
 
 if TYPE_CHECKING:
-    from .._memory.records import _Mem
+    from .._memory.records import Mem
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
@@ -61,7 +61,7 @@ class StreamPool:
         self.state = stream._state
         self.stream = weakref.ref(stream)
 
-    def release(self, m: _Mem, base: int) -> None:
+    def release(self, m: Mem, base: int) -> None:
         """Give the block back: at once when only its own stream used it, else once
         events recorded now on the other streams completed. Never raises."""
         try:

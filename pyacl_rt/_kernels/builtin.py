@@ -20,7 +20,7 @@ from .. import lowlevel
 from .._args import index_arg, type_name
 from .._memory.buffers import DeviceBuffer
 from .._memory.keepalive import _note
-from .._memory.records import _raise_closed, _wait_streams
+from .._memory.records import _wait_streams, raise_closed
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import check, lib, local, refuse_in_callback
 from .._stream import Stream, current_stream
@@ -81,7 +81,7 @@ def _device_buffer(obj: object, name: str, where: str) -> tuple[Any, int, int]:
     m = obj._m
     p = m.ptr
     if not p:
-        _raise_closed(m, f"{where}: {name}")
+        raise_closed(m, f"{where}: {name}")
     return m, p + obj._off, obj._n
 
 

@@ -35,7 +35,7 @@ from typing import Final, NoReturn
 from .. import lowlevel
 from .._args import type_name
 from .._memory.keepalive import _note
-from .._memory.records import _Mem, _raise_closed
+from .._memory.records import Mem, raise_closed
 from .._state import check, fast, lib, local
 from .._stream import Stream
 from .config import LaunchConfig
@@ -112,7 +112,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
                 return _launch_slow(stream, config, kernel, args)
             else:
                 a = args[-2 - r]
-                _raise_closed(a._m, f"launch(): argument {-2 - r} ({type(a).__name__})")
+                raise_closed(a._m, f"launch(): argument {-2 - r} ({type(a).__name__})")
     except BaseException:
         if plan is not None:
             pool.append(plan)
@@ -121,7 +121,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     return None
 
 
-def _note_buffer(stream: Stream, i: int, a: object, m: _Mem) -> None:
+def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
     dev = stream._device
     if m.device < 0:
         _host_memory(i, a)
@@ -167,7 +167,7 @@ def _host_memory(i: int, a: object) -> NoReturn:
 def _arg_kind(i: int, a: object, name: str) -> tuple[object, int]:
     """The signature kind of argument ``i`` and its size in bytes."""
     m = getattr(a, "_m", None)
-    if isinstance(m, _Mem):
+    if isinstance(m, Mem):
         if m.device < 0:
             _host_memory(i, a)
         return _BUF, 8

@@ -45,7 +45,7 @@ from .args import (
     _Side,
 )
 from .keepalive import _finish, _host_wait, _note
-from .records import _Mem, _raise_closed
+from .records import Mem, raise_closed
 
 if TYPE_CHECKING:
     from .buffers import DeviceBuffer, HostBuffer
@@ -307,7 +307,7 @@ def memcpy_async(
     dp = dm.ptr
     sp = sm.ptr
     if not (dp and sp):
-        _raise_closed(dm if not dp else sm, "dst" if not dp else "src")
+        raise_closed(dm if not dp else sm, "dst" if not dp else "src")
     dn = dst._n
     if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src._n:
         nbytes = _fast_size(nbytes, dn, src._n)
@@ -342,7 +342,7 @@ def memcpy_async(
 def _fast_type_error(dst: object, src: object, stream: object) -> None:
     for name, obj in (("dst", dst), ("src", src)):
         # DeviceBuffer (or a view) and HostBuffer are the objects with an allocation record
-        if not isinstance(getattr(obj, "_m", None), _Mem):
+        if not isinstance(getattr(obj, "_m", None), Mem):
             raise TypeError(
                 f"memcpy_async: {name} must be a DeviceBuffer or HostBuffer, not "
                 f"{type(obj).__name__} (use copy() for other objects)"
