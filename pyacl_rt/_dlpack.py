@@ -70,6 +70,7 @@ from ._memory.buffers import DeviceBuffer, HostBuffer
 from ._memory.engine import copy as _copy
 from ._memory.keepalive import _host_wait
 from ._memory.records import Mem, raise_closed
+from ._memory.registry import memory
 from ._state import CtxRef, check, lib
 from ._stream import Stream, current_stream, default_stream
 from ._stream import _live as _live_streams
@@ -155,7 +156,7 @@ class _Export:
 
     def __call__(self) -> None:
         m = self.m
-        with _rec._live_lock, contextlib.suppress(ValueError):
+        with memory.live_lock, contextlib.suppress(ValueError):
             m.exports.remove(self)
         self.buf = None
 

@@ -92,6 +92,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "pyacl_rt._memcore",
             "pyacl_rt._memory",
+            "pyacl_rt._memory.registry",
             "pyacl_rt._memory.records",
             "pyacl_rt._memory.torchstats",
             "pyacl_rt._memory.backend",

@@ -27,6 +27,7 @@ from pyacl_rt import _runtime as runtime
 from pyacl_rt import _stream as S
 from pyacl_rt._memory import backend as _membackend
 from pyacl_rt._memory import records as R
+from pyacl_rt._memory.registry import memory
 from pyacl_rt.mock import mock_control
 
 KiB = 1 << 10
@@ -297,19 +298,19 @@ def test_collected_on_a_callback_thread_is_deferred(gate: Any) -> None:
     s.synchronize()
     assert seen == [True]
     M.empty_cache()  # waits for the releaser
-    assert not R._deferred and M.memory_allocated(0) == 0
+    assert not memory.deferred and M.memory_allocated(0) == 0
     s.close()
 
 
 def test_deferred_frees_are_done_by_the_next_allocation() -> None:
     warm()
     b = M.DeviceBuffer(4096)
-    with R._live_lock:
-        R._deferred.append(b._m)  # as a host-callback thread leaves it
+    with memory.live_lock:
+        memory.deferred.append(b._m)  # as a host-callback thread leaves it
     before = fast()
     c = M.DeviceBuffer(4096)
     assert delta(before)["device_alloc"] == 0  # the Python path freed it first
-    assert not R._deferred and b._m.base == 0
+    assert not memory.deferred and b._m.base == 0
     c.close()
 
 

@@ -18,6 +18,7 @@ from pyacl_rt import _memory as M
 from pyacl_rt import _stream as S
 from pyacl_rt import errors
 from pyacl_rt._memory import records as R
+from pyacl_rt._memory.registry import memory
 from pyacl_rt.mock import mock_control
 
 # These tests pin down the native backend (one aclrtMalloc per buffer, ordered free);
@@ -193,7 +194,7 @@ def test_free_from_host_callback_is_deferred(gate: Any) -> None:
     gate.release.set()
     s.synchronize()
     M.empty_cache()  # waits for the releaser thread, which frees it
-    assert allocations(0) == base and not R._deferred
+    assert allocations(0) == base and not memory.deferred
     s.close()
     other.close()
 

@@ -44,6 +44,7 @@ from .._device import DeviceLike, context_for, device_count, device_index_arg
 from .._hooks import fork_hooks
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
+from .._memory.registry import memory
 from .._memory.torchstats import stats_dict
 from .._state import CtxRef, current
 from .._stream import Stream, current_stream
@@ -194,15 +195,13 @@ class CachingBackend:
 
 
 _backend = CachingBackend()
-#: address -> stream cache of blocks handed out by caching_allocator_alloc
-_raw_owner: dict[int, StreamPool] = {}
 
 
 def _release() -> None:
     """Release hook (after the memory layer freed every buffer into the caches)."""
     global _hot
     _hot = [None, None]
-    _raw_owner.clear()
+    memory.raw_owner.clear()
     _memcore.forget_pools()
     _backend.teardown(free=True)
 
@@ -215,8 +214,7 @@ def _after_fork_in_child() -> None:
     _backend.host = None
     global _hot
     _hot = [None, None]
-    _raw_owner.clear()
-    _memcore.forget_pools()
+    _memcore.forget_pools()  # (the memory registry's raw_owner: reset by its fork hook)
     _guards.forget()
     _history.forget()
 
@@ -285,7 +283,7 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
     hot = _hot  # the same Stream object as last time: its cache
     sp = hot[1] if hot[0] is stream._state else _stream_pool(stream)
     p: int = sp.core.alloc(sp.key, nbytes) or sp.alloc.allocate_slow(sp.key, nbytes)
-    _raw_owner[p] = sp
+    memory.raw_owner[p] = sp
     if _history.enabled:
         _history.event(stream._device, "alloc", p, (sp.core.block(p) or (0,))[0], sp.key)
     return p
@@ -311,7 +309,7 @@ def caching_allocator_delete(ptr: int) -> None:
     cache, at once: use the memory only on that stream, or synchronize first)."""
     if ptr.__class__ is not int:
         ptr = index_arg(ptr, "ptr", "an int address from caching_allocator_alloc")
-    sp = _raw_owner.pop(ptr, None)
+    sp = memory.raw_owner.pop(ptr, None)
     if sp is None:
         raise ValueError(f"0x{ptr:x} is not an address from caching_allocator_alloc")
     if _history.enabled:
@@ -346,7 +344,7 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
     def traced_free(ptr: int) -> None:
         if ptr.__class__ is not int:
             ptr = index_arg(ptr, "ptr", "an int address from this allocator")
-        _raw_owner.pop(ptr, None)
+        memory.raw_owner.pop(ptr, None)
         if _history.enabled:
             sp.alloc.trace_free(ptr, sp.key, pending=False)
         r = sp.core.free(ptr)

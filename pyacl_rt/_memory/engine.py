@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Union
 from .. import _runtime as runtime
 from .. import errors
 from .._args import bool_arg, index_arg
-from .._hooks import factories, fork_hooks
+from .._hooks import factories
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import (
     CtxRef,
@@ -46,6 +46,7 @@ from .args import (
 )
 from .keepalive import _finish, _host_wait, _note
 from .records import Mem, raise_closed
+from .registry import memory
 
 if TYPE_CHECKING:
     from .buffers import DeviceBuffer, HostBuffer
@@ -88,8 +89,6 @@ _wait_stream: Callable[[int, int], None] = fast._wait_stream
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
-
-_peers: set[tuple[CtxRef, int]] = set()
 
 
 def _host_memmove(dst: int, src: int, n: int) -> None:
@@ -174,7 +173,7 @@ def _ensure_peer(ctx: CtxRef, peer: int) -> bool:
     """Enable access from ``ctx``'s device to ``peer`` once (``ctx`` is current).
     False when the runtime says the devices cannot access each other."""
     key = (ctx, peer)
-    if key in _peers:
+    if key in memory.peers:
         return True
     s = local.st.scratch
     rc = lib.aclrtDeviceCanAccessPeer(s.i32, ctx.device, peer)
@@ -185,7 +184,7 @@ def _ensure_peer(ctx: CtxRef, peer: int) -> bool:
     rc = lib.aclrtDeviceEnablePeerAccess(peer, 0)
     if rc:
         check(rc, "aclrtDeviceEnablePeerAccess")
-    _peers.add(key)
+    memory.peers.add(key)
     return True
 
 
@@ -477,14 +476,13 @@ def memset(
 
 # ================================================================ lifecycle
 def _forget_peers() -> None:
-    _peers.clear()
+    memory.peers.clear()
 
 
 def _forget_context_peers(ctx: CtxRef) -> None:
-    for key in [k for k in _peers if k[0] is ctx]:
-        _peers.discard(key)
+    for key in [k for k in memory.peers if k[0] is ctx]:
+        memory.peers.discard(key)
 
 
-fork_hooks.add(_forget_peers, runtime.PRIORITY_MEMORY + 10)
 context_close_hooks.add(_forget_context_peers, runtime.PRIORITY_MEMORY + 10)
 runtime.register_release_hook(_forget_peers, runtime.PRIORITY_MEMORY)

@@ -23,15 +23,11 @@ from .._stream import Stream
 from .._syncdebug import check_sync, sync_debug_active
 from .args import _Side
 from .records import Mem, _wait_streams
+from .registry import memory
 
 __all__: list[str] = []
 
 _wref = weakref.ref
-
-#: Foreign objects of a synchronous copy whose wait failed (the copy may still be
-#: queued on a broken stream): kept referenced for the life of the process rather
-#: than risk the device writing into freed memory.
-_stranded: list[object] = []
 
 
 def _note(m: Mem, stream: Stream) -> None:
@@ -92,7 +88,7 @@ def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:
             try:
                 st._keep_alive(tuple(foreign))
             except BaseException:
-                _stranded.append(tuple(foreign))
+                memory.stranded.append(tuple(foreign))
         raise
     for side in sides:
         side.release()

@@ -148,7 +148,7 @@ class LeakCheck:
             return None
         from .. import _callbacks as CB
         from .. import _runtime as runtime
-        from .._memory import records as R
+        from .._memory.registry import memory
         from ..mock import mock_control
 
         settle()
@@ -183,8 +183,8 @@ class LeakCheck:
             problems.extend(_live_objects({k for counts in diff.values() for k in counts}))
         if CB.pending_count():
             problems.append(f"{CB.pending_count()} host callback(s) still pending")
-        if R._deferred:
-            problems.append(f"{len(R._deferred)} deferred buffer release(s) left")
+        if memory.deferred:
+            problems.append(f"{len(memory.deferred)} deferred buffer release(s) left")
         return "\n".join(problems) if problems else None
 
 
