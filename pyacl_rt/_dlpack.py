@@ -246,9 +246,9 @@ _foreign: dict[tuple[CtxRef, int], Stream] = {}
 def _consumer_stream(stream: object, device: int) -> Stream:
     """The Stream object of the consumer's ``stream`` (a Stream or a handle)."""
     if isinstance(stream, Stream):
-        if stream._device != device:
+        if stream.dev_index != device:
             raise ValueError(
-                f"stream is on device {stream._device} but the buffer is on device {device}"
+                f"stream is on device {stream.dev_index} but the buffer is on device {device}"
             )
         return stream
     assert isinstance(stream, int)
@@ -256,7 +256,7 @@ def _consumer_stream(stream: object, device: int) -> Stream:
     if stream == 0:
         return default
     for live in _live_streams.snapshot():
-        if live.raw_handle == stream and live._device == device and not live.closed:
+        if live.raw_handle == stream and live.dev_index == device and not live.closed:
             return live
     if default.resolved_handle == stream:
         return default
@@ -300,7 +300,7 @@ def _make_safe(buf: DeviceBuffer | HostBuffer, stream: object) -> None:
         s = r()
         if s is None or s.closed or s == consumer:
             continue
-        if s._device == consumer._device:
+        if s.dev_index == consumer.dev_index:
             consumer.wait_stream(s)
         else:
             s.synchronize()

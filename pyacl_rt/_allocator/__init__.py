@@ -100,7 +100,7 @@ class CachingBackend:
         if a is None or a.ctx is not ctx:
             a = self.allocator(index, ctx)
         sp = a.pools.get(stream.raw_handle)
-        if sp is None or sp.state is not stream._state:
+        if sp is None or sp.state is not stream.stream_state:
             sp = a.pool(stream)
         return sp
 
@@ -129,7 +129,7 @@ class CachingBackend:
         a, key = owner.alloc, owner.key
         # Next time, DeviceBuffer's C hit path serves this stream from that cache by
         # itself (a capturing stream: from the graph's pool until the capture ends).
-        _memcore.remember_device(a.core, key, stream._state, ctx, owner, a.trim, a.gen)
+        _memcore.remember_device(a.core, key, stream.stream_state, ctx, owner, a.trim, a.gen)
         p: int = a.core.alloc(key, nbytes)
         if not p:
             p = a.allocate_slow(key, nbytes)
@@ -274,18 +274,18 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
         stream = current_stream(device_index_arg(device))
     elif stream.__class__ is not Stream and not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    elif device is not None and device_index_arg(device) != stream._device:
+    elif device is not None and device_index_arg(device) != stream.dev_index:
         raise ValueError(
-            f"stream is on device {stream._device}, not device {device_index_arg(device)}"
+            f"stream is on device {stream.dev_index}, not device {device_index_arg(device)}"
         )
     if stream.ctx_ref.device < 0:
         stream.ensure_current()  # raises: closed or finalized
     hot = _hot  # the same Stream object as last time: its cache
-    sp = hot[1] if hot[0] is stream._state else _stream_pool(stream)
+    sp = hot[1] if hot[0] is stream.stream_state else _stream_pool(stream)
     p: int = sp.core.alloc(sp.key, nbytes) or sp.alloc.allocate_slow(sp.key, nbytes)
     memory.raw_owner[p] = sp
     if _history.enabled:
-        _history.event(stream._device, "alloc", p, (sp.core.block(p) or (0,))[0], sp.key)
+        _history.event(stream.dev_index, "alloc", p, (sp.core.block(p) or (0,))[0], sp.key)
     return p
 
 
@@ -299,8 +299,8 @@ def _stream_pool(stream: Stream) -> StreamPool:
     ctx = stream.ctx_ref
     if ctx.owner is not None:
         raise ValueError("the caching allocator serves streams of primary contexts only")
-    sp = _backend.stream_pool(stream._device, ctx, stream)
-    _hot = [stream._state, sp]
+    sp = _backend.stream_pool(stream.dev_index, ctx, stream)
+    _hot = [stream.stream_state, sp]
     return sp
 
 
@@ -329,9 +329,9 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
         stream = current_stream(device_index_arg(device))
     elif not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    elif device is not None and device_index_arg(device) != stream._device:
+    elif device is not None and device_index_arg(device) != stream.dev_index:
         raise ValueError(
-            f"stream is on device {stream._device}, not device {device_index_arg(device)}"
+            f"stream is on device {stream.dev_index}, not device {device_index_arg(device)}"
         )
     if stream.ctx_ref.device < 0:
         stream.ensure_current()  # raises: closed or finalized

@@ -99,7 +99,7 @@ def _stream_for(stream: object, device: int, where: str) -> Stream:
 
 
 def _finish(st: Stream, *mems: Any) -> None:
-    tok = st._state
+    tok = st.stream_state
     for m in mems:
         if m.last is not tok:
             _note(m, st)

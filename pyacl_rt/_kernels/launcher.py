@@ -73,8 +73,8 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     """
     try:
         sig, pool = kernel._cur  # one read: another thread may switch signatures
-        bs = kernel._state
-        tok = stream._state
+        bs = kernel.bin_state
+        tok = stream.stream_state
         ctx = stream.ctx_ref
         blocks = config._blocks
         cfg = config._cfg
@@ -122,7 +122,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
 
 
 def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
-    dev = stream._device
+    dev = stream.dev_index
     if m.device < 0:
         _host_memory(i, a)
     if m.device != dev:
@@ -131,9 +131,9 @@ def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
 
 
 def _note_binary(stream: Stream, kernel: Kernel) -> None:
-    if kernel._dev != stream._device:
-        _wrong_device(-1, kernel, kernel._dev, stream._device)
-    kernel._state.note(stream)
+    if kernel._dev != stream.dev_index:
+        _wrong_device(-1, kernel, kernel._dev, stream.dev_index)
+    kernel.bin_state.note(stream)
 
 
 def _launch_type_error(stream: object, config: object, kernel: object) -> NoReturn:

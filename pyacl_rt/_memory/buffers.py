@@ -237,7 +237,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         m = self._m
         if not m.ptr:
             raise_closed(m, "DeviceBuffer")
-        if m.last is not stream._state:
+        if m.last is not stream.stream_state:
             _note(m, stream)
 
     # ----------------------------------------------------------------- IPC

@@ -149,10 +149,10 @@ def _check_stream(stream: object, devices: tuple[int, ...]) -> None:
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
     if stream.ctx_ref.device < 0:
         stream.ensure_current()  # raises: closed, or its runtime was finalized
-    if stream._device not in devices:
+    if stream.dev_index not in devices:
         where = " or ".join(str(d) for d in devices)
         raise ValueError(
-            f"stream is on device {stream._device} but this operation runs on device {where}"
+            f"stream is on device {stream.dev_index} but this operation runs on device {where}"
         )
 
 
@@ -196,8 +196,8 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
         refuse_in_callback("a cross-device copy between devices without peer access")
     if sync_debug_active():
         check_sync("a copy staged through pinned memory: the devices lack peer access")
-    src_stream = st if st._device == s.dev else current_stream(s.dev)
-    dst_stream = st if st._device == d.dev else current_stream(d.dev)
+    src_stream = st if st.dev_index == s.dev else current_stream(s.dev)
+    dst_stream = st if st.dev_index == d.dev else current_stream(d.dev)
     stage = factories.staging_buffer.get()(n)
     try:
         copy(stage, s.obj, n, src_offset=soff, stream=src_stream)
@@ -223,7 +223,7 @@ def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tupl
         refuse_in_callback("a synchronous copy (use non_blocking=True)")
     st = _pick_stream(stream, _devices(d, s))
     if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
-        return st, _ensure_peer(st.ctx_ref, s.dev if st._device == d.dev else d.dev)
+        return st, _ensure_peer(st.ctx_ref, s.dev if st.dev_index == d.dev else d.dev)
     return st, True
 
 
@@ -298,8 +298,8 @@ def memcpy_async(
     try:
         dm = dst._m
         sm = src._m
-        sd = stream._device
-        tok = stream._state
+        sd = stream.dev_index
+        tok = stream.stream_state
     except AttributeError:
         _fast_type_error(dst, src, stream)
         raise

@@ -36,7 +36,7 @@ def _note(m: Mem, stream: Stream) -> None:
     ``m.last`` is the stream's private state object: unique per Stream object and cheap
     to compare, and holding it does not keep the Stream alive (``m.streams`` holds
     weak references, which :func:`~pyacl_rt._memory.records._wait_streams` uses)."""
-    m.last = stream._state
+    m.last = stream.stream_state
     r = _wref(stream)
     # Reading m.streams also has the garbage collector track the record (m.last may close
     # a reference cycle through the stream's keep-alive list; see pyacl_rt/_memcore.c).
@@ -64,7 +64,7 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
 def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:
     """After enqueueing on ``st``: note the stream on owned memory, keep foreign
     objects alive (async) or wait and release them (sync)."""
-    tok = st._state
+    tok = st.stream_state
     foreign: list[object] = []
     for side in sides:
         m = side.m

@@ -101,9 +101,9 @@ def _kept_companions() -> dict[int, int]:
 
     out: dict[int, int] = {}
     for st in S._live.snapshot():
-        side = st._state.side
+        side = st.stream_state.side
         if st.kind != "owned" and side is not None and not side.closed:
-            out[st._device] = out.get(st._device, 0) + 1
+            out[st.dev_index] = out.get(st.dev_index, 0) + 1
     return out
 
 
