@@ -301,7 +301,7 @@ def test_memcpy_async_all_owned_pairs() -> None:
     M.memcpy_async(h_dst, h_src, 4096, s)  # H2H falls back to a host copy
     assert np.asarray(h_dst).tobytes() == data
     # streams are remembered (weakly) on the buffers they touched
-    assert any(r() is s for r in d1._m.streams)
+    assert any(r() is s for r in d1.mem.streams)
     for b in (h_src, d1, d2, h_dst):
         b.close()
     s.close()

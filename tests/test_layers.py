@@ -378,7 +378,7 @@ def test_architecture_doc_names_every_layer_and_module() -> None:
 #: interface). Until that is done these are the counts of today: they may only fall.
 #: Lower them in the commit that removes uses.
 PRIVATE_IMPORT_BUDGET = 35
-PRIVATE_ATTRIBUTE_BUDGET = 144
+PRIVATE_ATTRIBUTE_BUDGET = 114
 
 
 def _private_uses() -> tuple[Counter[str], Counter[str]]:

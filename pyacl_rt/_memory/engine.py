@@ -296,8 +296,8 @@ def memcpy_async(
     no event: the buffers remember the stream so that freeing them waits for it.
     """
     try:
-        dm = dst._m
-        sm = src._m
+        dm = dst.mem
+        sm = src.mem
         sd = stream.dev_index
         tok = stream.stream_state
     except AttributeError:
@@ -307,9 +307,9 @@ def memcpy_async(
     sp = sm.ptr
     if not (dp and sp):
         raise_closed(dm if not dp else sm, "dst" if not dp else "src")
-    dn = dst._n
-    if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src._n:
-        nbytes = _fast_size(nbytes, dn, src._n)
+    dn = dst.window_nbytes
+    if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src.window_nbytes:
+        nbytes = _fast_size(nbytes, dn, src.window_nbytes)
     ddev = dm.device
     sdev = sm.device
     if ddev == sd:
@@ -331,7 +331,9 @@ def memcpy_async(
     if local.st.ctx is not stream.ctx_ref:
         stream.ensure_current()
     if nbytes:
-        _aclrtMemcpyAsync(dp + dst._off, dn, sp + src._off, nbytes, kind, stream.raw_handle)
+        _aclrtMemcpyAsync(
+            dp + dst.mem_offset, dn, sp + src.mem_offset, nbytes, kind, stream.raw_handle
+        )
         if dm.last is not tok:
             _note(dm, stream)
         if sm.last is not tok:
@@ -341,7 +343,7 @@ def memcpy_async(
 def _fast_type_error(dst: object, src: object, stream: object) -> None:
     for name, obj in (("dst", dst), ("src", src)):
         # DeviceBuffer (or a view) and HostBuffer are the objects with an allocation record
-        if not isinstance(getattr(obj, "_m", None), Mem):
+        if not isinstance(getattr(obj, "mem", None), Mem):
             raise TypeError(
                 f"memcpy_async: {name} must be a DeviceBuffer or HostBuffer, not "
                 f"{type(obj).__name__} (use copy() for other objects)"
