@@ -39,6 +39,8 @@ DOCS = REPO / "docs"
 RUN_PAGES = [
     "index.md",
     "guides/scripting.md",
+    "guides/memory.md",
+    "guides/kernels-graphs.md",
     "guides/service.md",
     "guides/testing.md",
     "porting/torch_npu.md",
