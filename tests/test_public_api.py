@@ -1177,9 +1177,9 @@ def test_checkout_shadowing_the_installed_package_says_so(tmp_path: Path) -> Non
 
 
 def test_mock_build_flags_work_from_an_unbuilt_checkout(tmp_path: Path) -> None:
-    """The README's C build command, ``cc prog.c $(python -m pyacl_rt.mock --cflags
-    --libs)``, works from inside the checkout: the flags need no compiled extension and
-    point at the installed copy's bundled mock (a note on stderr says so)."""
+    """The C build command of docs/guides/testing.md, ``cc prog.c $(python -m
+    pyacl_rt.mock --cflags --libs)``, works from inside the checkout: the flags need no
+    compiled extension and point at the installed copy's bundled mock (a note on stderr says so)."""
     checkout = _unbuilt_checkout(tmp_path / "checkout")
     installed = Path(npu.__file__).resolve().parent
     proc = subprocess.run(

@@ -48,6 +48,7 @@ def _doc_pages() -> list[Path]:
     pages = sorted(p for p in DOCS.rglob("*.md") if p.parent.name != "api")
     return [README, *(p for p in pages if p.name != "architecture.md")]
 
+
 #: Public classes a README ``Class.attr`` reference may name (DLPackView: what
 #: ``as_dlpack`` returns).
 _CLASSES: dict[str, type] = {
