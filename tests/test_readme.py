@@ -438,8 +438,9 @@ def _quick_start_commands() -> list[str]:
 def test_quick_start_installs_what_every_example_imports() -> None:
     """Issue 14 item 10: the quick start installed no numpy, so 3 of the README's
     examples failed with ModuleNotFoundError. Its first command installs the extras the
-    examples import (the second is the development install), and is still one of two
-    commands; .ci/run runs the second verbatim."""
+    examples import - the README's and the documentation site's (the second is the
+    development install), and is still one of two commands; .ci/run runs the second
+    verbatim."""
     import ast
     import tomllib
 
@@ -456,6 +457,16 @@ def test_quick_start_installs_what_every_example_imports() -> None:
         requirements += project["optional-dependencies"][extra]
     installed = {Requirement(r).name.replace("-", "_") for r in requirements}
     blocks = re.findall(r"^```python\n(.*?)^```", README.read_text(), re.S | re.M)
+    # ... and the examples of the documentation site, which points to this quick start
+    # (the blocks run as scripts; a ``# file:`` block is a file for the commands after it)
+    from test_docs import RUN_PAGES, _blocks, _file_name
+
+    blocks += [
+        b.code
+        for page in RUN_PAGES
+        for b in _blocks(page)
+        if b.lang == "python" and b.run and _file_name(b) is None
+    ]
     imported: set[str] = set()
     for code in blocks:
         for node in ast.walk(ast.parse(code)):
