@@ -43,6 +43,7 @@ RUN_PAGES = [
     "guides/kernels-graphs.md",
     "guides/service.md",
     "guides/testing.md",
+    "guides/cli.md",
     "porting/torch_npu.md",
     "porting/pyacl.md",
     "mock/reference.md",
