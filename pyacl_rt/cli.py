@@ -159,7 +159,7 @@ def _mem_info(dev: Any) -> tuple[int, int]:
     from ._state import local
 
     cur = local.st.ctx
-    if dev.index in _device._primaries or (cur is not None and cur.device == dev.index):
+    if dev.index in _device.primaries or (cur is not None and cur.device == dev.index):
         result: tuple[int, int] = dev.mem_get_info()
         return result
     ctx = Context(dev.index)
