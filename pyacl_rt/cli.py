@@ -533,6 +533,9 @@ def build_parser() -> argparse.ArgumentParser:
         'shell: eval "$(pyacl-rt mock env)".',
     )
     env.set_defaults(func=_cmd_mock_env, command_parser=env)
+    from ._cli_trace import add_parser as add_trace_parser
+
+    add_trace_parser(sub)  # trace summary / trace plot
     return parser
 
 
