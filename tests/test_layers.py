@@ -128,6 +128,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt.testing._isolate",
             "pyacl_rt.testing._plugin",
             "pyacl_rt.testing",
+            "pyacl_rt._trace",
+            "pyacl_rt.profiler",
+            "pyacl_rt.dump",
+            "pyacl_rt._cli_trace",
         ),
     ),
 )
