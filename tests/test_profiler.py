@@ -291,3 +291,29 @@ def test_golden_trace_of_the_timing_model(tmp_path: Path, clean_env: Any) -> Non
     h2d = next(e for e in tasks if e["cat"] == "copy_h2d")
     memset = next(e for e in tasks if e["cat"] == "memset")
     assert h2d["tid"] != memset["tid"] and memset["ts"] < h2d["ts"] + h2d["dur"]
+
+
+# --------------------------------------------------------- the seed's pipeline
+
+
+def test_pipeline_speedup_example(clean_env: Any, tmp_path: Path) -> None:
+    """examples/pipeline_speedup.py on the virtual timing model: the pipelined version is
+    >= 5x faster, and the output is the one docs/guides/diagnostics.md shows (the model
+    is deterministic)."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "pipeline_speedup.py"
+    proc = subprocess.run(
+        [sys.executable, str(example)],
+        env=clean_env(PYACL_RT_BACKEND="mock"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    speedup = float(proc.stdout.split("speedup")[1].strip().rstrip("x"))
+    assert speedup >= 5.0, proc.stdout
+    guide = (
+        Path(__file__).resolve().parent.parent / "docs" / "guides" / "diagnostics.md"
+    ).read_text()
+    shown = guide.split("$ python examples/pipeline_speedup.py\n", 1)[1].split("```", 1)[0]
+    assert proc.stdout == shown
