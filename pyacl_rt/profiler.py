@@ -50,6 +50,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from . import errors
 from . import lowlevel as ll
 from ._args import index_arg as _index_arg
 
@@ -96,8 +97,12 @@ def _text(value: str, what: str) -> bytes:
 
 def _stream_handle(stream: Any) -> int:
     if stream is None:
-        from . import current_stream
+        from . import current_device, current_stream, set_device
 
+        try:
+            ll.fast.get_current_context()
+        except errors.AclError:  # a new thread: bind the device, as other calls do
+            set_device(current_device())
         return int(current_stream().handle)
     handle = getattr(stream, "handle", None)
     if handle is None:
@@ -146,6 +151,7 @@ class Profile:
         self._inited = False
         self._step_info: Any = None
         self._seen: set[str] = set()
+        self._step_lock = threading.Lock()  # step() from several threads: one at a time
 
     # ----------------------------------------------------------------- state
     @property
@@ -214,6 +220,10 @@ class Profile:
     def step(self) -> int:
         """Ends the current step and begins the next; returns the new step number.
         Starts or stops the collection at the window's bounds."""
+        with self._step_lock:
+            return self._step()
+
+    def _step(self) -> int:
         if self._config is None:
             raise RuntimeError("the profile is closed: step() only inside its with block")
         info = self._step_info if self._step_info is not None else ll.aclprofCreateStepInfo()

@@ -96,6 +96,20 @@ def test_profile_rejects_bad_arguments_and_nesting(tmp_path: Path) -> None:
         pass
 
 
+def test_steps_from_several_threads(tmp_path: Path) -> None:
+    import threading
+
+    with profiler.profile(tmp_path) as prof:
+        threads = [
+            threading.Thread(target=lambda: [prof.step() for _ in range(10)]) for _ in range(3)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert prof.step_number == 30
+
+
 def test_step_outside_a_block_counts_steps() -> None:
     assert profiler.step() is None  # a bare step boundary: no error
 
