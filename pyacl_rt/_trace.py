@@ -11,16 +11,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .errors import TraceFormatError
+
+__all__ = ["TraceFormatError", "load_summary", "load_trace", "summarize", "validate_trace"]
+
 _PHASES_DURATION = {"X"}
 _PHASES_INSTANT = {"i", "I"}
 _PHASES_META = {"M"}
 _PHASES_PAIRED = {"B", "E"}
 _META_NAMES = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}
-
-
-class TraceFormatError(ValueError):
-    """A trace file breaks the Chrome trace event format (the message names the event
-    index and field)."""
 
 
 def _num(e: dict[str, Any], key: str, where: str, *, minimum: float | None = None) -> float:

@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Any
 
 from . import lowlevel as ll
+from .errors import DumpConfigError
 
 __all__ = [
     "DumpConfig",
@@ -70,17 +71,6 @@ _KEYS = ("dump_path", "dump_list", "dump_step", *_CHOICES)
 _STEP_RE = re.compile(r"^\d+(-\d+)?(\|\d+(-\d+)?)*$")
 _MAX_OP_NAMES = 8 * 1024  # bytes of all layer names together
 _MAX_FILE = 10 * 1024 * 1024  # bytes of a config file
-
-
-class DumpConfigError(ValueError):
-    """A dump config is invalid; ``key`` names the offending key (``None``: the
-    document as a whole) and ``value`` its value."""
-
-    def __init__(self, key: str | None, value: object, problem: str) -> None:
-        self.key = key
-        self.value = value
-        where = f"dump config: {key!r}" if key else "dump config"
-        super().__init__(f"{where}: {problem} (got {value!r})")
 
 
 def _steps_text(steps: str | Sequence[int | tuple[int, int]]) -> str:
