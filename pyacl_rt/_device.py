@@ -253,6 +253,11 @@ def device_count() -> int:
     return count
 
 
+def no_device_reason() -> str | None:
+    """Why :func:`device_count` is 0 (the runtime's code and message), else ``None``."""
+    return _no_device_reason
+
+
 def is_available() -> bool:
     """True if a runtime library loads and at least one device is visible.
 

@@ -42,6 +42,7 @@ RUN_PAGES = [
     "guides/service.md",
     "guides/testing.md",
     "guides/diagnostics.md",
+    "guides/cli.md",
     "porting/torch_npu.md",
     "porting/pyacl.md",
     "mock/reference.md",

@@ -132,6 +132,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "pyacl_rt",
             "pyacl_rt.aio",
+            "pyacl_rt._mockdiag",
+            "pyacl_rt._cli_support",
+            "pyacl_rt._cli_bench",
+            "pyacl_rt._cli_doctor",
+            "pyacl_rt._cli_logs",
             "pyacl_rt.cli",
             "pyacl_rt._twins",
             "pyacl_rt.mock",

@@ -263,4 +263,6 @@ def _new_plan(kernel: Kernel, sizes: list[int]) -> _Plan:
     for size in sizes:
         check(lib.aclrtKernelArgsAppend(handle, zaddr, size, out), "aclrtKernelArgsAppend")
         entries += _ENTRY.pack(int(out[0]), size, 0, bytes(8))
+    if not sizes:  # no argument ever changes: the empty list is complete now
+        check(lib.aclrtKernelArgsFinalize(handle), "aclrtKernelArgsFinalize")
     return _Plan(handle, entries)
