@@ -538,12 +538,12 @@ def build_parser() -> argparse.ArgumentParser:
         'shell: eval "$(pyacl-rt mock env)".',
     )
     env.set_defaults(func=_cmd_mock_env, command_parser=env)
-
-    from . import _cli_bench, _cli_doctor, _cli_logs  # one module per further command
+    from . import _cli_bench, _cli_doctor, _cli_logs, _cli_trace  # one module per further command
 
     _cli_bench.add_parser(sub)
     _cli_doctor.add_parser(sub)
     _cli_logs.add_parser(sub)
+    _cli_trace.add_parser(sub)
     return parser
 
 

@@ -43,6 +43,7 @@ RUN_PAGES = [
     "guides/kernels-graphs.md",
     "guides/service.md",
     "guides/testing.md",
+    "guides/diagnostics.md",
     "guides/cli.md",
     "porting/torch_npu.md",
     "porting/pyacl.md",
@@ -226,6 +227,8 @@ API_PAGES = {
     "lowlevel": "pyacl_rt.lowlevel",
     "mock": "pyacl_rt.mock",
     "cli": "pyacl_rt.cli",
+    "profiler": "pyacl_rt.profiler",
+    "dump": "pyacl_rt.dump",
 }
 
 

@@ -137,6 +137,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._cli_bench",
             "pyacl_rt._cli_doctor",
             "pyacl_rt._cli_logs",
+            "pyacl_rt._trace",
+            "pyacl_rt._cli_trace",
             "pyacl_rt.cli",
             "pyacl_rt._twins",
             "pyacl_rt.mock",
@@ -146,6 +148,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt.testing._isolate",
             "pyacl_rt.testing._plugin",
             "pyacl_rt.testing",
+            "pyacl_rt.profiler",
+            "pyacl_rt.dump",
         ),
     ),
 )
