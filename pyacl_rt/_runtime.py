@@ -64,6 +64,7 @@ from ._hooks import PriorityHooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS
+from ._sanitize import arm as _arm_sanitizer
 from .errors import (
     AclError,
     ConfigError,
@@ -392,6 +393,7 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
         _live_generation = _generation
         _ready = True
         _gate_open()
+        _arm_sanitizer()  # the mock's race sanitizer, when on (else a no-op)
         _log.debug(
             "runtime initialised (generation %d, %s)",
             _generation,

@@ -63,6 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt._raw._loader",
             "pyacl_rt.lowlevel",
             "pyacl_rt._raw._backend",
+            "pyacl_rt._sanitize",
         ),
     ),
     ("runtime lifecycle", ("pyacl_rt._runtime", "pyacl_rt._releaser")),

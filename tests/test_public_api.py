@@ -774,6 +774,20 @@ def _smoke_BackendFallbackWarning(mc: Any) -> None:
     assert npu.BackendFallbackWarning is npu.errors.BackendFallbackWarning
 
 
+def _smoke_RaceWarning(mc: Any) -> None:
+    # raised for real under ASCEND_MOCK_SANITIZE=1 (a subprocess): tests/test_sanitize.py
+    assert issubclass(npu.RaceWarning, UserWarning)
+    assert npu.RaceWarning is npu.errors.RaceWarning
+    from pyacl_rt import mock
+
+    assert mock.sanitizer_mode() == "off" and mock.sanitizer_reports() == []
+
+
+def _smoke_RaceError(mc: Any) -> None:
+    assert issubclass(npu.RaceError, npu.AclUsageError) and issubclass(npu.RaceError, RuntimeError)
+    assert npu.RaceError(reports=()).reports == ()
+
+
 def _smoke_StreamContext(mc: Any) -> None:
     s = npu.Stream(1)
     guard = npu.StreamContext(s)
