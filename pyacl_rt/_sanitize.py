@@ -53,7 +53,7 @@ __all__ = [
     "get_action",
     "host_access",
     "host_read",
-    "isarmed",
+    "is_armed",
     "mode",
     "report_count",
     "reports",
@@ -198,7 +198,7 @@ def arm() -> None:
         hook(True)
 
 
-def isarmed() -> bool:
+def is_armed() -> bool:
     """True while the mock's race sanitizer is on and pyacl_rt reports through it."""
     return armed
 
