@@ -260,8 +260,8 @@ def set_race_action(action: str) -> str:
     and streams), attributed to the user's line that made the later access; ``"raise"``
     raises :class:`~pyacl_rt.errors.RaceError` from that call (after synchronizing its
     stream). Frees never raise (they also run in finalizers): they warn. Returns the
-    previous action. ``python -W error::pyacl_rt.RaceWarning`` also turns the warnings
-    into exceptions."""
+    previous action. ``warnings.simplefilter("error", pyacl_rt.RaceWarning)`` also turns
+    the warnings into exceptions (raised like RaceError, after the same synchronize)."""
     from . import _sanitize
 
     return _sanitize.set_action(action)
