@@ -365,9 +365,8 @@ def _settle(found: list[RaceReport]) -> None:
     """Wait for the streams of the later accesses, so that raising leaves nothing the
     call enqueued pending (its keep-alive bookkeeping did not run)."""
     for stream in {r.current.stream for r in found if r.current.stream_id >= 0}:
-        if stream:
-            if lowlevel.lib.aclrtSynchronizeStream(stream) != 0:
-                lowlevel.clear_error()
+        if stream and lowlevel.lib.aclrtSynchronizeStream(stream) != 0:
+            lowlevel.clear_error()
 
 
 def _emit(found: list[RaceReport], level: int, may_raise: bool) -> None:

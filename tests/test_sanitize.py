@@ -155,7 +155,16 @@ print(json.dumps(bytes(out) == b"\\x01" * 4096))  # the copy ran and nothing bro
         clean_env,
     )
     lines = proc.stdout.strip().splitlines()
-    assert json.loads(lines[-2]) == [True, "race", "<string>:12", "<string>:11", True, True, True, True]
+    assert json.loads(lines[-2]) == [
+        True,
+        "race",
+        "<string>:12",
+        "<string>:11",
+        True,
+        True,
+        True,
+        True,
+    ]
     assert json.loads(lines[-1]) is True
 
 
