@@ -542,7 +542,8 @@ typedef enum core_obs_kind {
     CORE_OBS_STREAM_WAIT,  /* host: `stream` waits for the latest record of `event`, with
                               no task queued (the record had already completed)        */
     CORE_OBS_SYNC_STREAM,  /* host: the caller has seen every task of `stream` submitted
-                              so far complete (synchronize, query, pageable copy)      */
+                              so far complete (synchronize, query, pageable copy; `flag`:
+                              a destroy that drained it)                               */
     CORE_OBS_SYNC_EVENT,   /* host: the caller has seen the latest record of `event`   */
     CORE_OBS_HOST_OP,      /* host: a synchronous operation done on the calling thread
                               (sync copy / memset), desc `task`, on `device`           */

@@ -723,6 +723,21 @@ static void test_heap_reuse_of_freed_pinned_memory_is_not_reported(void)
     }
 }
 
+/* aclrtDestroyStream waits for the stream's tasks: work after it is ordered after them
+ * (also when the stream is destroyed on another thread), and so is a device
+ * synchronize that no longer sees the destroyed stream. */
+static void test_destroyed_stream_orders_its_tasks(void)
+{
+    aclrtStream tmp = NULL;
+    CHECK_OK(aclrtCreateStream(&tmp));
+    uint64_t before = aclmockSanitizerGetReportCount();
+    CHECK_OK(aclrtMemsetAsync(d1, BUF, 3, BUF, tmp));
+    CHECK_OK(aclrtDestroyStream(tmp));
+    CHECK_OK(aclrtMemcpyAsync(d2, BUF, d1, BUF, ACL_MEMCPY_DEVICE_TO_DEVICE, s2));
+    CHECK_OK(aclrtSynchronizeStream(s2));
+    CHECK_EQ(aclmockSanitizerGetReportCount() - before, 0);
+}
+
 static void child_report(void)
 {
     mt_mock_env("ASCEND_MOCK_SANITIZE", "1", (const char *)NULL);
@@ -731,6 +746,7 @@ static void child_report(void)
     RUN_TEST(test_report_contents);
     RUN_TEST(test_host_function_acts_as_its_task);
     RUN_TEST(test_heap_reuse_of_freed_pinned_memory_is_not_reported);
+    RUN_TEST(test_destroyed_stream_orders_its_tasks);
     teardown();
 }
 
