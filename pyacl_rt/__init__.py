@@ -76,23 +76,25 @@ from ._context import Context, current_context
 from ._device import (
     Device,
     DeviceProperties,
-    can_device_access_peer,
     current_device,
     device,
     device_count,
     device_of,
+    is_available,
+    set_device,
+    synchronize,
+)
+from ._devinfo import (
+    can_device_access_peer,
     get_cann_version,
     get_device_capability,
     get_device_name,
     get_device_properties,
     get_soc_version,
-    is_available,
     is_bf16_supported,
     is_support_inf_nan,
     mem_get_info,
-    set_device,
     set_op_timeout_ms,
-    synchronize,
     utilization,
 )
 from ._dlpack import from_dlpack

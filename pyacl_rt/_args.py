@@ -12,7 +12,7 @@ Flags (``non_blocking``, ``block``, ``enable_timing``, ...) take ``bool`` (also
 ``numpy.bool_`` and the integers 0 and 1); anything else is a ``TypeError``, not
 silently truthy (``non_blocking="no"`` would otherwise mean True).
 
-Floor 1: imports nothing from pyacl_rt.
+Layer 1: imports nothing from pyacl_rt.
 """
 
 from __future__ import annotations

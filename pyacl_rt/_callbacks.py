@@ -44,7 +44,7 @@ stream waits for streams that may be waiting for this very thread. Those release
 are handed to pyacl_rt's releaser thread (:mod:`pyacl_rt._releaser`), started with
 the first report thread.
 
-Floor 5, below :mod:`pyacl_rt._stream` (which calls into this module): imports floors
+Layer 5, below :mod:`pyacl_rt._stream` (which calls into this module): imports layers
 1-4 only.
 """
 
@@ -52,16 +52,16 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 from . import _device, _releaser, _runtime, errors, lowlevel
+from ._hooks import fork_hooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import _check, _CtxRef, _lib, _local, _raw_lib
+from ._state import CtxRef, check, lib, local, raw_lib
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,7 +92,7 @@ class _ReportThread:
         self.poll_ms = int(get_options().callback_poll_ms)
         #: (context, stream handle) pairs subscribed to this thread (handle 0 = the
         #: context's default stream). A set: unsubscribing twice is harmless.
-        self.subscriptions: set[tuple[_CtxRef, int]] = set()
+        self.subscriptions: set[tuple[CtxRef, int]] = set()
         self._stop = False
         self._wake = threading.Event()
         self._started = threading.Event()
@@ -116,7 +116,7 @@ class _ReportThread:
         # callback runs: a finalizer triggered here at any point (garbage collection,
         # the graveyard below) must not wait for a stream, which may be waiting for a
         # callback only this thread can run. Such releases go to pyacl_rt._releaser.
-        _local.st.in_callback = True
+        local.st.in_callback = True
         try:
             _device._ensure_current(self.device)
         except BaseException as exc:
@@ -126,9 +126,9 @@ class _ReportThread:
         self._started.set()
         poll = self.poll_ms
         # Ungated: finalize waits for streams whose host callbacks only this loop runs.
-        process = _raw_lib.aclrtProcessReport
+        process = raw_lib.aclrtProcessReport
         wait = self._wake.wait
-        st = _local.st
+        st = local.st
         while not self._stop:
             if not self.subscriptions:
                 wait(poll / 1000.0)
@@ -155,25 +155,25 @@ class _ReportThread:
             self._wake.clear()
         self._graveyard.clear()
 
-    def subscribe(self, stream_handle: int, ctx: _CtxRef) -> None:
+    def subscribe(self, stream_handle: int, ctx: CtxRef) -> None:
         """Subscribe a stream (``ctx`` must be current on the calling thread)."""
         key = (ctx, stream_handle)
         if key in self.subscriptions:
             return
-        rc = _lib.aclrtSubscribeReport(self.ident, stream_handle)
+        rc = lib.aclrtSubscribeReport(self.ident, stream_handle)
         if rc:
-            _check(rc, "aclrtSubscribeReport")
+            check(rc, "aclrtSubscribeReport")
         self.subscriptions.add(key)
         self._wake.set()
 
-    def unsubscribe(self, stream_handle: int, ctx: _CtxRef) -> None:
+    def unsubscribe(self, stream_handle: int, ctx: CtxRef) -> None:
         """Unsubscribe (``ctx`` current on the calling thread). Idempotent; never raises."""
         key = (ctx, stream_handle)
         if key not in self.subscriptions:
             return
         self.subscriptions.discard(key)
         try:
-            rc = _lib.aclrtUnSubscribeReport(self.ident, stream_handle)
+            rc = lib.aclrtUnSubscribeReport(self.ident, stream_handle)
             if rc:
                 lowlevel.recent_error_message()
                 _log.debug("aclrtUnSubscribeReport failed with %d", rc)
@@ -190,7 +190,7 @@ class _ReportThread:
 def _run_deferred() -> None:
     """Run the releases finalizers deferred on a callback thread (still queued for
     the releaser thread) here. Never raises."""
-    if _local.st.in_callback:
+    if local.st.in_callback:
         return  # a callback thread must not do them (see pyacl_rt._releaser)
     _releaser.drain()
 
@@ -219,7 +219,7 @@ def _on_callback(user_data: Any) -> None:
         if entry is None:
             return
         fn, args, stream = entry
-        st = _local.st
+        st = local.st
         was_in_callback = st.in_callback  # True on a report thread (always)
         st.in_callback = True
         try:
@@ -293,17 +293,16 @@ _subscribe_lock = threading.Lock()
 
 #: Subscriptions of default streams (handle 0) per context: their Python wrappers
 #: may be recreated, the ACL stream (and its subscription) stays with the context.
-_default_subs: dict[_CtxRef, _ReportThread] = {}
+_default_subs: dict[CtxRef, _ReportThread] = {}
 
 
-def _forget_context(ctx: _CtxRef) -> None:
+def _forget_context(ctx: CtxRef) -> None:
     """An explicit context is closing: drop its default stream's subscription."""
     rt = _default_subs.pop(ctx, None)
     if rt is not None and ctx.device >= 0:
         try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
-            _lib.aclrtSynchronizeStream(0)
+            ctx.ensure_current()
+            lib.aclrtSynchronizeStream(0)
         except Exception:  # pragma: no cover - defensive
             pass
         rt.unsubscribe(0, ctx)
@@ -320,7 +319,7 @@ def launch(
                 state.sub = _default_subs.get(stream._ctx)
             if state.sub is None:
                 rt = _thread_for(stream._device)
-                if _local.st.ctx is not stream._ctx:
+                if local.st.ctx is not stream._ctx:
                     stream._activate()
                 rt.subscribe(stream._handle, stream._ctx)
                 state.sub = rt
@@ -328,12 +327,12 @@ def launch(
                     _default_subs[stream._ctx] = rt
     key = next(_keys)
     _pending[key] = (fn, args, stream)
-    rc = _lib.aclrtLaunchCallback(
+    rc = lib.aclrtLaunchCallback(
         _trampoline, key, ACL_CALLBACK_BLOCK if block else ACL_CALLBACK_NO_BLOCK, stream._handle
     )
     if rc:
         _pending.pop(key, None)
-        _check(rc, "aclrtLaunchCallback")
+        check(rc, "aclrtLaunchCallback")
 
 
 def pending_count() -> int:
@@ -368,7 +367,7 @@ def _stop_threads() -> None:
 
 def _refuse_finalize_here() -> None:
     """runtime.finalize() guard: refuse it inside a callback or on a report thread."""
-    if _local.st.in_callback or any(
+    if local.st.in_callback or any(
         rt.thread.ident == threading.get_ident() for rt in list(_threads.values())
     ):
         raise errors.CallbackContextError(
@@ -390,6 +389,6 @@ def _after_fork_in_child() -> None:
     _default_subs.clear()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_STREAMS + 10)
 _runtime.register_release_hook(_stop_threads, _runtime.PRIORITY_STREAMS + 10)
 _runtime.finalize_guards.add(_refuse_finalize_here, _runtime.PRIORITY_FIRST)

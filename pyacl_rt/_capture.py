@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from . import lowlevel
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import _lib, _local
+from ._state import lib, local
 
 __all__ = [
     "Capture",
@@ -141,8 +141,8 @@ def find(handle: int) -> Capture | None:
 
 def _joined(handle: int) -> Capture | None:
     """Ask the runtime whether ``handle`` joined a capture (only during captures)."""
-    s = _local.st.scratch
-    if _lib.aclmdlRICaptureGetInfo(handle, s.i32, s.uptr):
+    s = local.st.scratch
+    if lib.aclmdlRICaptureGetInfo(handle, s.i32, s.uptr):
         lowlevel.clear_error()
         return None
     if s.i32[0] != STATUS_ACTIVE:

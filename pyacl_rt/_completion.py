@@ -28,13 +28,13 @@ asyncio module is imported on the first ``await`` only.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _runtime, errors
-from ._state import _CtxRef, context_close_hooks
+from ._hooks import fork_hooks
+from ._state import CtxRef, context_close_hooks
 
 if TYPE_CHECKING:
     import asyncio
@@ -51,11 +51,11 @@ def _future() -> concurrent.futures.Future[None]:
 
 
 #: Futures launched and not yet completed -> the context of their stream.
-_unfired: dict[concurrent.futures.Future[None], _CtxRef] = {}
+_unfired: dict[concurrent.futures.Future[None], CtxRef] = {}
 _lock = threading.Lock()
 
 
-def new_future(ctx: _CtxRef) -> concurrent.futures.Future[None]:
+def new_future(ctx: CtxRef) -> concurrent.futures.Future[None]:
     """A pending device future for a point of a stream of ``ctx`` (tracked until fired)."""
     fut = _future()
     with _lock:
@@ -190,7 +190,7 @@ async def wait(fut: concurrent.futures.Future[None]) -> None:
         raise exc
 
 
-def _fail_where(ctx: _CtxRef | None, make: Any) -> None:
+def _fail_where(ctx: CtxRef | None, make: Any) -> None:
     with _lock:
         doomed = [f for f, c in _unfired.items() if ctx is None or c is ctx]
         for f in doomed:
@@ -210,7 +210,7 @@ def _on_finalize() -> None:
     )
 
 
-def _on_context_close(ctx: _CtxRef) -> None:
+def _on_context_close(ctx: CtxRef) -> None:
     _fail_where(
         ctx,
         lambda: errors.ObjectClosedError(
@@ -227,6 +227,6 @@ def _after_fork_in_child() -> None:
     _unfired.clear()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_STREAMS + 1)
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_STREAMS + 1)
 _runtime.register_release_hook(_on_finalize, _runtime.PRIORITY_STREAMS + 20)

@@ -12,51 +12,53 @@ default stream, for code that wants isolation (pyACL's ``create_context``).
   the Streams/Events still alive in it, then destroys the context.
 * torch_npu hides contexts entirely; this is pyACL's concept.
 
-Floor 4: imports :mod:`_device`, :mod:`_state`, :mod:`errors`, :mod:`_runtime`.
+Layer 4: imports :mod:`_device`, :mod:`_state`, :mod:`errors`, :mod:`_runtime`.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import weakref
 from collections.abc import Callable
 from typing import NoReturn
 
 from . import _releaser, _runtime, errors
-from ._device import Device, DeviceLike, _index, _restore_selection
+from ._device import Device, DeviceLike, _index, restore_selection
+from ._hooks import fork_hooks
 from ._log import get_logger
 from ._state import (
-    _check,
-    _CtxRef,
-    _fast,
+    CtxRef,
+    LiveSet,
     _fast_get_current_context,
-    _gate_exit,
-    _gate_try_enter,
-    _lib,
-    _LiveSet,
-    _local,
-    _log_release_failure,
-    _refuse_copy,
-    _refuse_in_callback,
-    _select_device,
-    _validated_ctx,
+    check,
     context_close_hooks,
+    current,
+    fast,
     finalized_error,
+    gate_exit,
+    gate_try_enter,
+    lib,
+    local,
+    log_release_failure,
+    refuse_copy,
+    refuse_in_callback,
+    restore_context,
+    select_device,
+    validated_ctx,
 )
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
 from .errors import ObjectClosedError
 
 __all__ = ["Context", "current_context"]
 
 _log = get_logger("pyacl_rt")
 
-_live: _LiveSet[Context] = _LiveSet()
+_live: LiveSet[Context] = LiveSet()
 #: Sliced, interruptible synchronize of the current context (gated per slice).
-_wait_device: Callable[[int], None] = _fast._wait_device
+_wait_device: Callable[[int], None] = fast._wait_device
 
 
-def _destroy(ref: _CtxRef) -> None:
+def _destroy(ref: CtxRef) -> None:
     """Finalizer body: destroy the context (exactly once) unless the runtime already
     did. Never raises. One gated section (see ``_stream._destroy_stream``): refused
     because finalize runs on another thread, it is handed to finalize; past the point
@@ -65,11 +67,11 @@ def _destroy(ref: _CtxRef) -> None:
     try:
         if ref.device < 0:
             return
-        if _local.st.in_callback:
+        if local.st.in_callback:
             # Closing the children waits for their work: not on a host-callback thread.
             _releaser.defer(functools.partial(_destroy, ref))
             return
-        if not _gate_try_enter():
+        if not gate_try_enter():
             if not _runtime.defer_to_finalize(functools.partial(_destroy, ref)):
                 ref.kill("finalized")
             return
@@ -86,13 +88,13 @@ def _destroy(ref: _CtxRef) -> None:
                     _log.exception("pyacl_rt: closing objects of %r failed", ref)
             handle = ref.handle
             ref.kill("context is closed")
-            if _local.st.ctx is ref:
-                _local.st.ctx = None
-            rc = _lib.aclrtDestroyContext(handle)
+            if local.st.ctx is ref:
+                local.st.ctx = None
+            rc = lib.aclrtDestroyContext(handle)
             if rc:
-                _log_release_failure("aclrtDestroyContext", handle, rc)
+                log_release_failure("aclrtDestroyContext", handle, rc)
         finally:
-            _gate_exit()
+            gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -111,10 +113,10 @@ class Context:
     def __init__(self, device: DeviceLike = None) -> None:
         _runtime.ensure_initialized()
         index = _index(device)
-        st = _local.st
+        st = local.st
         # The context current before (re-validated: something other than pyacl_rt may
         # have switched it); a foreign one is restored by its raw handle.
-        prev = _validated_ctx(st)
+        prev = validated_ctx(st)
         foreign = 0
         if prev is None:
             try:
@@ -122,36 +124,33 @@ class Context:
             except errors.AclError:
                 foreign = 0  # no current context
         s = st.scratch
-        _check(_lib.aclrtCreateContext(s.uptr, index), "aclrtCreateContext")
+        check(lib.aclrtCreateContext(s.uptr, index), "aclrtCreateContext")
         handle = int(s.uptr[0])
         # The ref points back weakly: threads' context caches hold the ref, and must not
         # keep the Context alive. Objects created in it hold the Context strongly.
-        self._ref = _CtxRef(handle, index, weakref.ref(self))
+        self._ref = CtxRef(handle, index, weakref.ref(self))
         self._device = index
-        self._saved: list[tuple[int, _CtxRef | None]] = []
+        self._saved: list[tuple[int, CtxRef | None]] = []
         # aclrtCreateContext made it current; put the previous context back.
-        _local.st.ctx = self._ref
+        local.st.ctx = self._ref
         if prev is not None and prev.device >= 0:
-            try:
-                prev.make_current()
-            except errors.AclError:
-                _local.st.ctx = None
-        elif foreign and _lib.aclrtSetCurrentContext(foreign) == 0:
-            _local.st.ctx = None  # a context pyacl_rt does not know is current again
-        # The finalizer must not reference self: it holds only the _CtxRef.
+            restore_context(prev)
+        elif foreign and lib.aclrtSetCurrentContext(foreign) == 0:
+            local.st.ctx = None  # a context pyacl_rt does not know is current again
+        # The finalizer must not reference self: it holds only the CtxRef.
         self._finalizer = weakref.finalize(self, _destroy, self._ref)
         self._finalizer.atexit = False
         _live.add(self)
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtContext")
+        refuse_copy(self, "aclrtContext")
 
     def __copy__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtContext")
+        refuse_copy(self, "aclrtContext")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        _refuse_copy(self, "aclrtContext")
+        refuse_copy(self, "aclrtContext")
 
     # ------------------------------------------------------------ properties
     @property
@@ -185,28 +184,27 @@ class Context:
         """Make this context current on the calling thread (and select its device)."""
         self._require_open()
         self._ref.make_current()
-        _local.st.active = self._ref
-        _select_device(_local.st, self._device)
+        local.st.active = self._ref
+        select_device(local.st, self._device)
 
     def __enter__(self) -> Context:
         self._require_open()
-        _local.st.guards.append((_local.st.device, _local.st.active))
+        local.st.guards.append((local.st.device, local.st.active))
         self.make_current()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if _local.st.guards:
-            prev_device, prev_active = _local.st.guards.pop()
-            _restore_selection(prev_device, prev_active)
+        if local.st.guards:
+            prev_device, prev_active = local.st.guards.pop()
+            restore_selection(prev_device, prev_active)
 
     def synchronize(self) -> None:
         """Wait for all work in this context (``aclrtSynchronizeDevice`` within it)."""
-        _refuse_in_callback("Context.synchronize()")
-        if _sync_debug():
-            _check_sync("Context.synchronize()")
+        refuse_in_callback("Context.synchronize()")
+        if sync_debug_active():
+            check_sync("Context.synchronize()")
         self._require_open()
-        if _local.st.ctx is not self._ref:
-            self._ref.make_current()
+        self._ref.ensure_current()
         _wait_device(-1)  # in slices: Ctrl-C interrupts the wait, the work stays queued
 
     def close(self) -> None:
@@ -216,24 +214,23 @@ class Context:
         work first, in slices (Ctrl-C leaves the context open and usable).
         """
         ref = self._ref
-        if ref.device >= 0 and self._finalizer.alive and not _local.st.in_callback:
+        if ref.device >= 0 and self._finalizer.alive and not local.st.in_callback:
             try:
-                if _local.st.ctx is not ref:
-                    ref.make_current()
-                _wait_device(-1)
+                with current(ref):  # the thread's context is put back afterwards
+                    _wait_device(-1)
             except errors.AclError:
                 pass  # a failed task, finalize on another thread: left to the destroy
         if self._finalizer.detach() is None:
             return
         _live.discard(self)
         _destroy(self._ref)
-        if _local.st.active is self._ref:
-            _local.st.active = None
+        if local.st.active is self._ref:
+            local.st.active = None
 
 
 def current_context() -> Context | None:
     """The explicit :class:`Context` active on this thread (``with ctx:``), else ``None``."""
-    active = _local.st.active
+    active = local.st.active
     if active is None or active.device < 0:
         return None
     owner = active.owner
@@ -259,21 +256,13 @@ def _wait_for_contexts() -> None:
     contexts = [c for c in _live.snapshot() if c._ref.device >= 0]
     if not contexts:
         return
-    prev = _local.st.ctx
-    try:
+    with current(None):
         for ctx in contexts:
             try:
-                if _local.st.ctx is not ctx._ref:
-                    ctx._ref.make_current()
+                ctx._ref.ensure_current()
                 _wait_device(-1)
             except errors.AclError:
                 _log.debug("pyacl_rt: waiting for %r before finalize failed", ctx)
-    finally:
-        if prev is not None and prev.device >= 0 and _local.st.ctx is not prev:
-            try:
-                prev.make_current()
-            except errors.AclError:
-                _local.st.ctx = None
 
 
 def _after_fork_in_child() -> None:
@@ -282,6 +271,6 @@ def _after_fork_in_child() -> None:
         ctx._ref.kill("forked")
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_CONTEXTS)
 _runtime.register_release_hook(_release_contexts, _runtime.PRIORITY_CONTEXTS)
 _runtime.finalize_prepare.add(_wait_for_contexts, _runtime.PRIORITY_CONTEXTS)

@@ -10,7 +10,7 @@ Model (ACL semantics, acl_abi.md section 5.2/5.3)
   helper threads). So no context is ever created on a device nobody asked for,
   and the device reference count is 1, released by one ``aclrtResetDevice`` at
   :func:`pyacl_rt.finalize`.
-* Every Stream / Event / buffer remembers its context (a :class:`_CtxRef`) and,
+* Every Stream / Event / buffer remembers its context (a :class:`CtxRef`) and,
   before each runtime call, compares it with the calling thread's cached current
   context (one thread-local load and an identity compare). If they differ it calls
   ``aclrtSetCurrentContext``. So an object used from a brand-new thread just works,
@@ -40,56 +40,46 @@ Differences from ``torch_npu.npu`` (documented per function):
 
 The per-thread state (cached current context, selection) and the context refs live in
 :mod:`pyacl_rt._state`; this module owns the primary contexts, device selection and
-the device queries. Floor 4: imports :mod:`errors`, :mod:`lowlevel`, :mod:`_runtime`,
-:mod:`_state`.
+:class:`Device`; the query functions are in :mod:`pyacl_rt._devinfo`. Layer 4: imports
+:mod:`errors`, :mod:`lowlevel`, :mod:`_runtime`, :mod:`_state`.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, Final, SupportsIndex, Union
 
 from . import _runtime, _state, errors, lowlevel
 from ._args import index_arg, timeout_ms_arg
+from ._hooks import fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
-    _check,
-    _CtxRef,
-    _fast,
-    _lib,
-    _local,
-    _refuse_in_callback,
-    _select_device,
-    _validated_ctx,
+    CtxRef,
+    check,
+    current,
     device_sync_hooks,
+    fast,
+    lib,
+    local,
+    refuse_in_callback,
+    select_device,
+    validated_ctx,
 )
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
 from .errors import InvalidDeviceError
 
 __all__ = [
     "Device",
     "DeviceProperties",
-    "can_device_access_peer",
     "current_device",
     "device",
     "device_count",
     "device_of",
-    "get_cann_version",
-    "get_device_capability",
-    "get_device_name",
-    "get_device_properties",
-    "get_soc_version",
     "is_available",
-    "is_bf16_supported",
-    "is_support_inf_nan",
-    "mem_get_info",
     "set_device",
-    "set_op_timeout_ms",
     "synchronize",
-    "utilization",
 ]
 
 _log = get_logger("pyacl_rt")
@@ -109,7 +99,7 @@ ACL_ERROR_RT_NO_DEVICE: Final = _C["ACL_ERROR_RT_NO_DEVICE"]
 
 _lock = threading.RLock()
 #: device index -> primary context (created by our single aclrtSetDevice).
-_primaries: dict[int, _CtxRef] = {}
+_primaries: dict[int, CtxRef] = {}
 _device_count: int | None = None
 #: Why device_count() is 0 (the ACL_ERROR_RT_NO_DEVICE message), else None.
 _no_device_reason: str | None = None
@@ -172,7 +162,7 @@ def _index(dev: object = None, name: str = "device") -> int:
 
 
 # ----------------------------------------------------------- contexts
-def _create_primary(index: int) -> _CtxRef:
+def _create_primary(index: int) -> CtxRef:
     """Primary context of ``index``: our one ``aclrtSetDevice`` call per process."""
     _runtime.ensure_initialized()
     _check_index(index)
@@ -180,29 +170,29 @@ def _create_primary(index: int) -> _CtxRef:
         ref = _primaries.get(index)
         if ref is not None:
             return ref
-        _check(_lib.aclrtSetDevice(index), "aclrtSetDevice")
-        s = _local.st.scratch
-        rc = _lib.aclrtGetCurrentContext(s.uptr)
+        check(lib.aclrtSetDevice(index), "aclrtSetDevice")
+        s = local.st.scratch
+        rc = lib.aclrtGetCurrentContext(s.uptr)
         if rc:
-            _lib.aclrtResetDevice(index)
-            _check(rc, "aclrtGetCurrentContext")
-        ref = _CtxRef(int(s.uptr[0]), index)
+            lib.aclrtResetDevice(index)
+            check(rc, "aclrtGetCurrentContext")
+        ref = CtxRef(int(s.uptr[0]), index)
         _primaries[index] = ref
-        _local.st.ctx = ref  # aclrtSetDevice made it current on this thread
+        local.st.ctx = ref  # aclrtSetDevice made it current on this thread
         return ref
 
 
-def _context_for(index: int) -> _CtxRef:
+def context_for(index: int) -> CtxRef:
     """The context new objects on device ``index`` use on this thread.
 
     The explicit Context activated on this thread if it is on ``index``, else the
     device's primary context (created on first use). Also re-validates the thread's
-    cached current context (:func:`_validated_ctx`), so that the caller's
-    ``if _local.st.ctx is not ref: ref.make_current()`` is right even after a foreign
+    cached current context (:func:`validated_ctx`), so that the caller's
+    ``if local.st.ctx is not ref: ref.make_current()`` is right even after a foreign
     context switch.
     """
-    _validated_ctx(_local.st)
-    active = _local.st.active
+    validated_ctx(local.st)
+    active = local.st.active
     if active is not None and active.device == index:
         return active
     ref = _primaries.get(index)
@@ -211,25 +201,20 @@ def _context_for(index: int) -> _CtxRef:
     return ref
 
 
-def _ensure_current(index: int) -> _CtxRef:
+def _ensure_current(index: int) -> CtxRef:
     """Make sure the calling thread's current context is on device ``index``.
 
     Cheap when it already is (a thread-local load, a compare and one GIL-held
     ``aclrtGetCurrentContext`` to re-validate the cache). Any live context of that
     device is accepted. Returns the current context. For use by
-    :mod:`pyacl_rt._memory` and other floors above.
+    :mod:`pyacl_rt._memory` and other layers above.
     """
-    cur = _validated_ctx(_local.st)
+    cur = validated_ctx(local.st)
     if cur is not None and cur.device == index:
         return cur
-    ref = _context_for(index)
+    ref = context_for(index)
     ref.make_current()
     return ref
-
-
-def _current_context() -> _CtxRef:
-    """The context new objects use on this thread for its current device."""
-    return _context_for(current_device())
 
 
 # -------------------------------------------------------- public functions
@@ -250,9 +235,9 @@ def device_count() -> int:
         return count
     global _no_device_reason
     _runtime.ensure_initialized()
-    s = _local.st.scratch
+    s = local.st.scratch
     try:
-        _check(_lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
+        check(lib.aclrtGetDeviceCount(s.u32), "aclrtGetDeviceCount")
         count = int(s.u32[0])
         reason = None
     except errors.AclError as exc:
@@ -292,7 +277,7 @@ def current_device() -> int:
     uses 0, which is how worker threads end up creating stray contexts on device 0.
     Never creates a context.
     """
-    d: int = _local.st.device
+    d: int = local.st.device
     return d if d >= 0 else _state._fallback_device
 
 
@@ -308,28 +293,26 @@ def set_device(dev: DeviceLike) -> None:
     if dev is None:
         return
     index = _index(dev)
-    active = _local.st.active
+    active = local.st.active
     if active is not None and active.device != index:
-        _local.st.active = None
-    ref = _context_for(index)
-    if _local.st.ctx is not ref:
-        ref.make_current()
-    _select_device(_local.st, index)
+        local.st.active = None
+    ref = context_for(index)
+    ref.ensure_current()
+    select_device(local.st, index)
 
 
-def _restore_selection(prev_device: int, prev_active: _CtxRef | None) -> None:
+def restore_selection(prev_device: int, prev_active: CtxRef | None) -> None:
     """Restore a saved (selection, explicit context) pair exactly."""
-    _local.st.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
-    _select_device(_local.st, prev_device)
+    local.st.active = prev_active if prev_active is not None and prev_active.device >= 0 else None
+    select_device(local.st, prev_device)
     if prev_device >= 0:
         try:
-            ref = _context_for(prev_device)
-            if _local.st.ctx is not ref:
-                ref.make_current()
+            ref = context_for(prev_device)
+            ref.ensure_current()
         except errors.AclError:
             # The runtime went away inside the block; the selection is restored and
             # the context will be re-established (or refused) on next use.
-            _local.st.ctx = None
+            local.st.ctx = None
 
 
 class device:
@@ -343,12 +326,12 @@ class device:
 
     def __init__(self, dev: DeviceLike) -> None:
         self.idx = -1 if dev is None else _parse_index(dev)
-        self._prev: list[tuple[int, _CtxRef | None]] = []
+        self._prev: list[tuple[int, CtxRef | None]] = []
 
     def __enter__(self) -> int:
         if self.idx < 0:
             return current_device()
-        self._prev.append((_local.st.device, _local.st.active))
+        self._prev.append((local.st.device, local.st.active))
         set_device(self.idx)
         return self.idx
 
@@ -356,7 +339,7 @@ class device:
         if self.idx < 0 or not self._prev:
             return
         prev_device, prev_active = self._prev.pop()
-        _restore_selection(prev_device, prev_active)
+        restore_selection(prev_device, prev_active)
 
 
 def device_of(obj: object) -> device:
@@ -382,9 +365,9 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     callback. Errors raised by host callbacks are reported by ``Stream.synchronize``,
     not here.
     """
-    _refuse_in_callback("synchronize()")
-    if _sync_debug():
-        _check_sync("synchronize()")
+    refuse_in_callback("synchronize()")
+    if sync_debug_active():
+        check_sync("synchronize()")
     ms = -1 if timeout is None else timeout_ms_arg(timeout)
     index = _index(device)
     _ensure_current(index)
@@ -396,13 +379,13 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
 
 
 #: Sliced, interruptible device synchronize of the current context (gated per slice).
-_wait_device: Callable[[int], None] = _fast._wait_device
+_wait_device: Callable[[int], None] = fast._wait_device
 
 
 # ---------------------------------------------------------------- queries
 def _soc_name() -> str:
     _runtime.ensure_initialized()
-    ptr = _lib.aclrtGetSocName()
+    ptr = lib.aclrtGetSocName()
     return _cstring(ptr)
 
 
@@ -417,93 +400,6 @@ def _cstring(ptr: Any) -> str:
         return ""
     raw = ffi.string(ptr)
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-
-
-def get_device_name(dev: DeviceLike = None) -> str:
-    """SoC name of the device, e.g. ``'Ascend910B1'`` (``aclrtGetSocName``).
-
-    As in torch_npu the index is validated but ACL only reports one SoC name per
-    process (all cards of a server are the same SoC).
-    """
-    _index(dev)
-    return _soc_name()
-
-
-def get_soc_version() -> str:
-    """The SoC name (``aclrtGetSocName``).
-
-    Differs from torch_npu, which returns an internal integer enum with no ACL
-    counterpart; the name is what ACL reports and what users compare against.
-    """
-    return _soc_name()
-
-
-def get_cann_version(module: str = "CANN") -> str:
-    """CANN version string as the loader found it (``pyacl_rt.backend_info()``).
-
-    ``module`` is accepted for torch_npu compatibility; only ``"CANN"`` (the runtime
-    package version) is known here; other modules return ``""``.
-    """
-    from ._raw._backend import backend_info
-
-    if not isinstance(module, str):
-        raise TypeError(f"get_cann_version(): module must be a str, not {type(module).__name__}")
-    if module.upper() not in ("CANN", "RUNTIME"):
-        return ""
-    info: Any = backend_info()
-    version = getattr(info, "cann_version", None)
-    if version is None and isinstance(info, dict):
-        version = info.get("cann_version")
-    return "" if version is None else str(version)
-
-
-def _modern_soc(name: str) -> bool:
-    """A2 (910B), A3 (910_93) and 950 SoCs support INF/NaN mode and bf16."""
-    return name.startswith(("Ascend910B", "Ascend910_93", "Ascend950"))
-
-
-def is_support_inf_nan() -> bool:
-    """True on SoCs whose float overflow mode is INF/NaN (Atlas A2/A3, Ascend 950).
-
-    Decided from the SoC name like torch_npu; creates no context.
-    """
-    return _modern_soc(_soc_name())
-
-
-def is_bf16_supported() -> bool:
-    """True on SoCs with bfloat16 support (Atlas A2/A3, Ascend 950), from the SoC name."""
-    return _modern_soc(_soc_name())
-
-
-def set_op_timeout_ms(timeout_ms: int) -> int:
-    """Set the operator execution timeout in milliseconds; returns the value the
-    runtime actually applied, in ms.
-
-    Uses ``aclrtSetOpExecuteTimeOutV2`` (microseconds) and falls back to the
-    second-granular ``aclrtSetOpExecuteTimeOut`` on older CANN. Unlike torch_npu it
-    does not drain task queues first (pyacl_rt has none). 0 means the maximum.
-    """
-    timeout_ms = index_arg(timeout_ms, "timeout_ms", "an int (milliseconds)")
-    if timeout_ms < 0:
-        raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
-    _runtime.ensure_initialized()
-    s = _local.st.scratch
-    try:
-        fn = _lib.aclrtSetOpExecuteTimeOutV2
-        rc = fn(timeout_ms * 1000, s.u64)
-        if rc == ACL_ERROR_RT_CONTEXT_NULL:
-            _ensure_current(current_device())
-            rc = fn(timeout_ms * 1000, s.u64)
-        _check(rc, "aclrtSetOpExecuteTimeOutV2")
-        return int(s.u64[0]) // 1000
-    except errors.FunctionNotFoundError:
-        seconds = -(-timeout_ms // 1000)
-        rc = _lib.aclrtSetOpExecuteTimeOut(seconds)
-        if rc == ACL_ERROR_RT_CONTEXT_NULL:
-            _ensure_current(current_device())
-            rc = _lib.aclrtSetOpExecuteTimeOut(seconds)
-        _check(rc, "aclrtSetOpExecuteTimeOut")
-        return seconds * 1000
 
 
 class DeviceProperties:
@@ -656,14 +552,14 @@ class Device:
         return hash(("npu", self._index))
 
     def __enter__(self) -> Device:
-        _local.st.guards.append((_local.st.device, _local.st.active))
+        local.st.guards.append((local.st.device, local.st.active))
         set_device(self._index)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if _local.st.guards:
-            prev_device, prev_active = _local.st.guards.pop()
-            _restore_selection(prev_device, prev_active)
+        if local.st.guards:
+            prev_device, prev_active = local.st.guards.pop()
+            restore_selection(prev_device, prev_active)
 
     # --- selection / sync
     def set_current(self) -> None:
@@ -673,8 +569,8 @@ class Device:
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for all work on this device (:func:`synchronize`); ``timeout`` in
         milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError` on expiry."""
-        if _sync_debug():
-            _check_sync("Device.synchronize()")
+        if sync_debug_active():
+            check_sync("Device.synchronize()")
         synchronize(self._index, timeout=timeout)
 
     # --- identity
@@ -693,8 +589,8 @@ class Device:
         ``Device(0).physical_id`` is 3 and ``Device(1).physical_id`` 5; without it the
         two are equal."""
         _runtime.ensure_initialized()
-        s = _local.st.scratch
-        _check(_lib.aclrtGetPhyDevIdByUserDevId(self._index, s.i32), "aclrtGetPhyDevIdByUserDevId")
+        s = local.st.scratch
+        check(lib.aclrtGetPhyDevIdByUserDevId(self._index, s.i32), "aclrtGetPhyDevIdByUserDevId")
         return int(s.i32[0])
 
     # --- raw attribute queries
@@ -702,25 +598,25 @@ class Device:
         """``aclrtGetDeviceInfo(index, attr)``: an ``ACL_DEV_ATTR_*`` value (int64)."""
         attr = index_arg(attr, "attr")
         _runtime.ensure_initialized()
-        s = _local.st.scratch
-        _check(_lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
+        s = local.st.scratch
+        check(lib.aclrtGetDeviceInfo(self._index, attr, s.i64), "aclrtGetDeviceInfo")
         return int(s.i64[0])
 
     def capability(self, info: int) -> int:
         """``aclGetDeviceCapability(index, info)``: an ``ACL_DEVICE_INFO_*`` value."""
         info = index_arg(info, "info")
         _runtime.ensure_initialized()
-        s = _local.st.scratch
-        _check(_lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
+        s = local.st.scratch
+        check(lib.aclGetDeviceCapability(self._index, info, s.i64), "aclGetDeviceCapability")
         return int(s.i64[0])
 
     def feature(self, feature: int) -> int:
         """``aclrtGetDeviceCapability(index, feature)``: an ``ACL_FEATURE_*`` value."""
         feature = index_arg(feature, "feature")
         _runtime.ensure_initialized()
-        s = _local.st.scratch
-        _check(
-            _lib.aclrtGetDeviceCapability(self._index, feature, s.i32),
+        s = local.st.scratch
+        check(
+            lib.aclrtGetDeviceCapability(self._index, feature, s.i32),
             "aclrtGetDeviceCapability",
         )
         return int(s.i32[0])
@@ -763,8 +659,8 @@ class Device:
         context if the device was never used).
         """
         _ensure_current(self._index)
-        s = _local.st.scratch
-        _check(_lib.aclrtGetMemInfo(ACL_HBM_MEM, s.size, s.size + 1), "aclrtGetMemInfo")
+        s = local.st.scratch
+        check(lib.aclrtGetMemInfo(ACL_HBM_MEM, s.size, s.size + 1), "aclrtGetMemInfo")
         return int(s.size[0]), int(s.size[1])
 
     def utilization_rates(self) -> dict[str, int | None]:
@@ -772,8 +668,8 @@ class Device:
         ``aicpu`` and ``memory``; ``None`` where the device does not report one."""
         _runtime.ensure_initialized()
         info = lowlevel.ffi.new("aclrtUtilizationInfo *")
-        _check(
-            _lib.aclrtGetDeviceUtilizationRate(self._index, info),
+        check(
+            lib.aclrtGetDeviceUtilizationRate(self._index, info),
             "aclrtGetDeviceUtilizationRate",
         )
         out: dict[str, int | None] = {}
@@ -824,45 +720,9 @@ class Device:
         other = _index(peer, "peer")
         if other == self._index:
             return False
-        s = _local.st.scratch
-        _check(_lib.aclrtDeviceCanAccessPeer(s.i32, self._index, other), "aclrtDeviceCanAccessPeer")
+        s = local.st.scratch
+        check(lib.aclrtDeviceCanAccessPeer(s.i32, self._index, other), "aclrtDeviceCanAccessPeer")
         return bool(s.i32[0])
-
-
-# ------------------------------------------------ torch_npu-style functions
-def get_device_properties(dev: DeviceLike = None) -> DeviceProperties:
-    """Properties of ``dev``: name, total memory (bytes), core counts, L2 size (bytes).
-
-    torch_npu fills a few CUDA-compat fields with ``None`` (major/minor, warp size);
-    those are left out here. Creates no context when the runtime reports the total
-    memory attribute.
-    """
-    return Device(dev).properties
-
-
-def get_device_capability(dev: DeviceLike = None) -> None:
-    """Always ``None``: Ascend devices have no CUDA-style compute capability.
-
-    torch_npu returns ``None`` too (or an env-var override); use
-    :meth:`Device.capability` / :meth:`Device.info` for real attributes.
-    """
-    _index(dev)
-    return None
-
-
-def mem_get_info(dev: DeviceLike = None) -> tuple[int, int]:
-    """``(free, total)`` memory of ``dev`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
-    return Device(dev).mem_get_info()
-
-
-def utilization(dev: DeviceLike = None) -> int:
-    """Utilisation of ``dev`` in percent (see :meth:`Device.utilization`)."""
-    return Device(dev).utilization()
-
-
-def can_device_access_peer(dev: DeviceLike, peer: DeviceLike) -> bool:
-    """Whether ``dev`` can access ``peer``'s memory (see :meth:`Device.can_access_peer`)."""
-    return Device(dev).can_access_peer(peer)
 
 
 # ---------------------------------------------------------- lifecycle hooks
@@ -878,7 +738,7 @@ def _release_devices() -> None:
             if index < 0:
                 continue
             try:
-                rc = _lib.aclrtResetDevice(index)
+                rc = lib.aclrtResetDevice(index)
                 if rc:
                     _log.warning(
                         "aclrtResetDevice(%d) failed with %d at finalize: %s",
@@ -891,31 +751,23 @@ def _release_devices() -> None:
         _device_count = None
         _no_device_reason = None
         Device._instances.clear()
-    _local.st.ctx = None
-    _local.st.active = None
+    local.st.ctx = None
+    local.st.active = None
 
 
 def _wait_for_devices() -> None:
     """finalize_prepare hook: wait for the work queued on every device pyacl_rt set (its
     primary context), in slices, so that Ctrl-C can interrupt a finalize waiting for
     the device (nothing is released yet). Failures are left to the release hooks."""
-    prev = _local.st.ctx
-    try:
+    with current(None):
         for ref in list(_primaries.values()):
             if ref.device < 0:
                 continue
             try:
-                if _local.st.ctx is not ref:
-                    ref.make_current()
+                ref.ensure_current()
                 _wait_device(-1)
             except errors.AclError:
                 _log.debug("pyacl_rt: waiting for device %d before finalize failed", ref.device)
-    finally:
-        if prev is not None and prev.device >= 0 and _local.st.ctx is not prev:
-            try:
-                prev.make_current()
-            except errors.AclError:
-                _local.st.ctx = None
 
 
 def _after_fork_in_child() -> None:
@@ -925,10 +777,10 @@ def _after_fork_in_child() -> None:
     for ref in list(_primaries.values()):
         ref.kill("forked")
     _primaries.clear()
-    _local.st.ctx = None
-    _local.st.active = None
+    local.st.ctx = None
+    local.st.active = None
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_DEVICES)
 _runtime.register_release_hook(_release_devices, _runtime.PRIORITY_DEVICES)
 _runtime.finalize_prepare.add(_wait_for_devices, _runtime.PRIORITY_DEVICES)

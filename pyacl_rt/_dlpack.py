@@ -50,30 +50,30 @@ device memory, that the runtime sees device memory there (``aclrtPointerGetAttri
 where the library has it and answers; otherwise the producer's word stands). Read-only
 tensors are copied (``copy=False``: BufferError).
 
-Floor 7: imports floors 1-6 (registers the export hooks of :mod:`pyacl_rt._memory.buffers`).
+Layer 7: imports layers 1-6 (registers the export hooks of :mod:`pyacl_rt._memory.buffers`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import os
 from typing import Any, Final
 
 from . import _dlpack_c, errors
 from . import _runtime as runtime
-from ._device import Device, _context_for, _index
+from ._device import Device, _index, context_for
+from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._memory import records as _rec
 from ._memory.args import _Side
-from ._memory.buffers import DeviceBuffer, HostBuffer, _dlpack_hooks
+from ._memory.buffers import DeviceBuffer, HostBuffer
 from ._memory.engine import copy as _copy
 from ._memory.keepalive import _host_wait
 from ._memory.records import _Mem, _raise_closed
-from ._state import _check, _CtxRef, _lib
+from ._state import CtxRef, check, lib
 from ._stream import Stream, current_stream, default_stream
 from ._stream import _live as _live_streams
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
 from .lowlevel import ffi
 
 __all__ = [
@@ -239,7 +239,7 @@ def _host_sync(m: _Mem) -> None:
 #: Consumer streams pyacl_rt has no Stream object for (created by other code), wrapped
 #: once per context and handle: the events their waits use stay referenced on them
 #: (``Stream._keep_alive``) until released (next use, a device synchronize, finalize).
-_foreign: dict[tuple[_CtxRef, int], Stream] = {}
+_foreign: dict[tuple[CtxRef, int], Stream] = {}
 
 
 def _consumer_stream(stream: object, device: int) -> Stream:
@@ -259,7 +259,7 @@ def _consumer_stream(stream: object, device: int) -> Stream:
             return live
     if default.resolved_handle == stream:
         return default
-    key = (_context_for(device), stream)
+    key = (context_for(device), stream)
     wrapped = _foreign.get(key)
     if wrapped is None or wrapped.closed:
         wrapped = _foreign[key] = Stream.from_handle(stream, device)
@@ -372,8 +372,8 @@ def _copy_of(buf: DeviceBuffer | HostBuffer, target: tuple[int, int]) -> DeviceB
     n = buf._n
     if n == 0:
         raise BufferError("cannot copy an empty (0-byte) buffer for DLPack")
-    if _sync_debug():
-        _check_sync("a synchronous copy for a DLPack export")
+    if sync_debug_active():
+        check_sync("a synchronous copy for a DLPack export")
     _host_sync(buf._m)
     new: DeviceBuffer | HostBuffer = (
         HostBuffer(n) if target[0] == KDL_CPU else DeviceBuffer(n, device=target[1])
@@ -460,14 +460,14 @@ def _check_device_pointer(ptr: int, index: int) -> None:
     """Refuse an address the runtime does not see as device memory (when the library
     has ``aclrtPointerGetAttributes`` and it answers)."""
     attrs = ffi.new("aclrtPtrAttributes *")
-    ctx = _context_for(index)
+    ctx = context_for(index)
     ctx.make_current()
-    rc = _lib.aclrtPointerGetAttributes(ptr, attrs)
+    rc = lib.aclrtPointerGetAttributes(ptr, attrs)
     if rc:
         # An older library without the function, or a runtime that cannot answer for
         # this address: no check (the producer's word stands), the error is consumed.
         try:
-            _check(rc, "aclrtPointerGetAttributes")
+            check(rc, "aclrtPointerGetAttributes")
         except errors.AclError as exc:
             _log.debug("pyacl_rt: DLPack import of 0x%x not checked: %s", ptr, exc)
             return
@@ -480,7 +480,7 @@ def _check_device_pointer(ptr: int, index: int) -> None:
 
 
 def _wrap_device(ptr: int, n: int, index: int, release: Any) -> DeviceBuffer:
-    m = _Mem(ptr, n, index, _context_for(index))
+    m = _Mem(ptr, n, index, context_for(index))
     m.release = release
     view = DeviceBuffer.__new__(DeviceBuffer)
     view._own(m)
@@ -618,8 +618,8 @@ def _import(
     if not need_copy:
         return view
     try:
-        if _sync_debug():
-            _check_sync("a synchronous copy of the imported DLPack tensor")
+        if sync_debug_active():
+            check_sync("a synchronous copy of the imported DLPack tensor")
         new: DeviceBuffer | HostBuffer = HostBuffer(n) if target < 0 else DeviceBuffer(n, target)
         try:
             _copy(new, view)
@@ -631,7 +631,7 @@ def _import(
         view.close()
 
 
-os.register_at_fork(after_in_child=_foreign.clear)
-_dlpack_hooks["export"] = _export
-_dlpack_hooks["device"] = _device_of
-_dlpack_hooks["typed"] = DLPackView
+fork_hooks.add(_foreign.clear, runtime.PRIORITY_MEMORY + 60)
+factories.dlpack_export.set(_export)
+factories.dlpack_device.set(_device_of)
+factories.dlpack_typed.set(DLPackView)

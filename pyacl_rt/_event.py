@@ -20,13 +20,12 @@
 
 ``with Event() as e:`` destroys the event at the end of the block.
 
-Floor 5, above :mod:`pyacl_rt._stream`: imports floors 1-4 and :mod:`_stream`.
+Layer 5, above :mod:`pyacl_rt._stream`: imports layers 1-4 and :mod:`_stream`.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import weakref
 from collections.abc import Callable, Generator
@@ -35,30 +34,31 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from . import _completion, _runtime, _stream, errors
 from ._args import bool_arg
 from ._device import Device
+from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
-    _CLOSED,
-    _FINALIZED,
-    _check,
-    _CtxRef,
-    _fast,
-    _gate_exit,
-    _gate_try_enter,
-    _lib,
-    _LiveSet,
-    _local,
-    _log_release_failure,
-    _owner_of,
-    _raise_dead,
-    _refuse_copy,
-    _refuse_in_callback,
-    _run_finalizer,
-    _validated_ctx,
+    CLOSED_REF,
+    FINALIZED_REF,
+    CtxRef,
+    LiveSet,
+    check,
     context_close_hooks,
+    fast,
+    gate_exit,
+    gate_try_enter,
+    lib,
+    local,
+    log_release_failure,
+    owner_of,
+    raise_dead,
+    refuse_copy,
+    refuse_in_callback,
+    run_finalizer,
+    validated_ctx,
 )
 from ._stream import Stream, _StreamState, _timeout_ms, current_stream
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
 from .errors import ObjectClosedError
 
 if TYPE_CHECKING:
@@ -72,30 +72,26 @@ ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
 ACL_EVENT_TIME_LINE: Final = _C["ACL_EVENT_TIME_LINE"]
 ACL_EVENT_IPC: Final = _C["ACL_EVENT_IPC"]
 
-#: Interprocess events, registered by :mod:`pyacl_rt._ipc` (a higher floor):
-#: ``handle(event)`` -> an IpcEventHandle, ``open(handle)`` -> an Event.
-_ipc_hooks: dict[str, Callable[..., Any]] = {}
-
 # Checked C fast paths (lowlevel.fast): value returned, typed error raised.
-_fast_record_event = _fast.record_event
-_fast_query_event_status = _fast.query_event_status
+_fast_record_event = fast.record_event
+_fast_query_event_status = fast.query_event_status
 #: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_event: Callable[[int, int], None] = _fast._wait_event
-_fast_stream_wait_event = _fast.stream_wait_event
+_wait_event: Callable[[int, int], None] = fast._wait_event
+_fast_stream_wait_event = fast.stream_wait_event
 
 
 #: Defined in :mod:`pyacl_rt.errors` (with every other error class); kept here for imports.
 EventTimingError = errors.EventTimingError
 
 
-def _destroy_event(ctx: _CtxRef, handle: int) -> None:
+def _destroy_event(ctx: CtxRef, handle: int) -> None:
     """Finalizer body: destroys the event exactly once. Never raises; never touches a
     finalized runtime. One gated section, like ``_stream._destroy_stream``: a release
     refused because finalize runs on another thread is handed to finalize."""
     try:
         if ctx.device < 0:
             return
-        if not _gate_try_enter():
+        if not gate_try_enter():
             _runtime.defer_to_finalize(functools.partial(_destroy_event, ctx, handle))
             return
         explicit = ctx.owner is not None
@@ -105,21 +101,20 @@ def _destroy_event(ctx: _CtxRef, handle: int) -> None:
             if ctx.device < 0 or (explicit and not ctx.enter()):
                 explicit = False
                 return
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
-            rc = _lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
+            ctx.ensure_current()
+            rc = lib.aclrtDestroyEvent(handle)  # asynchronous: fine while pending
             if rc:
-                _log_release_failure("aclrtDestroyEvent", handle, rc)
+                log_release_failure("aclrtDestroyEvent", handle, rc)
         finally:
             if explicit:
                 ctx.leave()
-            _gate_exit()
+            gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
 
 _bind_lock = threading.Lock()
-_live: _LiveSet[Event] = _LiveSet()
+_live: LiveSet[Event] = LiveSet()
 
 
 class Event:
@@ -152,7 +147,7 @@ class Event:
                 explanation="",
             )
         self._handle = 0
-        self._ctx: _CtxRef | None = None
+        self._ctx: CtxRef | None = None
         self._device = -1
         self._owner: object = None
         self._timing = bool(enable_timing)
@@ -166,13 +161,13 @@ class Event:
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtEvent")
+        refuse_copy(self, "aclrtEvent")
 
     def __copy__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtEvent")
+        refuse_copy(self, "aclrtEvent")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        _refuse_copy(self, "aclrtEvent")
+        refuse_copy(self, "aclrtEvent")
 
     # ------------------------------------------------------------ properties
     @property
@@ -239,36 +234,36 @@ class Event:
         sctx = stream._ctx
         # Creation is not a hot path: re-validate the thread's cached context (a raw
         # context switch would create the event in a foreign context).
-        if _validated_ctx(_local.st) is not sctx:
+        if validated_ctx(local.st) is not sctx:
             stream._activate()
         if self._ipc:
             flags = ACL_EVENT_IPC  # alone: the runtime refuses it ORed with other flags
         else:
             flags = ACL_EVENT_SYNC | (ACL_EVENT_TIME_LINE if self._timing else 0)
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateEventExWithFlag(s.uptr, flags)
+        s = local.st.scratch
+        rc = lib.aclrtCreateEventExWithFlag(s.uptr, flags)
         if rc == -1:
             try:
-                _check(rc, "aclrtCreateEventExWithFlag")
+                check(rc, "aclrtCreateEventExWithFlag")
             except errors.FunctionNotFoundError:
-                rc = _lib.aclrtCreateEventWithFlag(s.uptr, flags)
-                _check(rc, "aclrtCreateEventWithFlag")
+                rc = lib.aclrtCreateEventWithFlag(s.uptr, flags)
+                check(rc, "aclrtCreateEventWithFlag")
         elif rc:
-            _check(rc, "aclrtCreateEventExWithFlag")
+            check(rc, "aclrtCreateEventExWithFlag")
         handle = int(s.uptr[0])
         self._handle = handle
         self._ctx = sctx
         self._device = sctx.device
-        self._owner = _owner_of(sctx)
+        self._owner = owner_of(sctx)
         self._finalizer = weakref.finalize(self, _destroy_event, sctx, handle)
         self._finalizer.atexit = False
         _live.add(self)
 
     def _raise_closed(self) -> None:
         ctx = self._ctx
-        if ctx is _CLOSED:
+        if ctx is CLOSED_REF:
             raise ObjectClosedError("this Event is closed; create a new one", explanation="")
-        _raise_dead(ctx.dead if ctx is not None else None)
+        raise_dead(ctx.dead if ctx is not None else None)
 
     def _activate(self) -> None:
         ctx = self._ctx
@@ -293,7 +288,7 @@ class Event:
         ctx = stream._ctx
         if self._ctx is not ctx:
             self._bind(stream)
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             stream._activate()
         _fast_record_event(self._handle, stream._handle)
         self._recorded = True
@@ -304,7 +299,7 @@ class Event:
         ctx = self._ctx
         if ctx is None:
             return True
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             self._activate()
         # ACL_EVENT_RECORDED_STATUS_COMPLETE
         return _fast_query_event_status(self._handle) == 1  # type: ignore[no-any-return]
@@ -315,16 +310,16 @@ class Event:
         ``timeout`` in milliseconds raises :class:`~pyacl_rt.errors.SyncTimeoutError`
         on expiry. A no-op if never recorded. Refused inside a host callback.
         """
-        if _local.st.in_callback:
-            _refuse_in_callback("Event.synchronize()")
+        if local.st.in_callback:
+            refuse_in_callback("Event.synchronize()")
         ctx = self._ctx
         if ctx is None:
             if timeout is not None:
                 _timeout_ms(timeout)  # validate the argument even when there is no wait
             return
-        if _sync_debug():
-            _check_sync("Event.synchronize()")
-        if _local.st.ctx is not ctx:
+        if sync_debug_active():
+            check_sync("Event.synchronize()")
+        if local.st.ctx is not ctx:
             self._activate()
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
@@ -349,7 +344,7 @@ class Event:
             return  # never recorded: nothing to wait for (torch_npu does the same)
         if ctx.device < 0:
             self._raise_closed()
-        if _local.st.ctx is not stream._ctx:
+        if local.st.ctx is not stream._ctx:
             stream._activate()
         _fast_stream_wait_event(stream._handle, self._handle)
 
@@ -379,16 +374,16 @@ class Event:
                     "before elapsed_time()",
                     explanation="",
                 )
-        if _sync_debug():
-            _check_sync("Event.elapsed_time()")
+        if sync_debug_active():
+            check_sync("Event.elapsed_time()")
         self.synchronize()
         end_event.synchronize()
-        if _local.st.ctx is not self._ctx:
+        if local.st.ctx is not self._ctx:
             self._activate()
-        f = _local.st.scratch.f32
-        rc = _lib.aclrtEventElapsedTime(f, self._handle, end_event._handle)
+        f = local.st.scratch.f32
+        rc = lib.aclrtEventElapsedTime(f, self._handle, end_event._handle)
         if rc:
-            _check(rc, "aclrtEventElapsedTime")
+            check(rc, "aclrtEventElapsedTime")
         return float(f[0])
 
     # ------------------------------------------------------- interprocess
@@ -397,7 +392,7 @@ class Event:
         :meth:`Event.from_ipc_handle` (only for ``Event(interprocess=True)``; never
         recorded: the event is created on the current stream's device now). This
         Event is kept alive until every handle given out was opened or dropped."""
-        return _ipc_hooks["handle"](self)
+        return factories.ipc_event_handle.get()(self)
 
     @classmethod
     def from_ipc_handle(cls, handle: Any) -> Event:
@@ -406,7 +401,7 @@ class Event:
         follow the other process's records (and whose :meth:`record` its waits see).
         Raises :class:`~pyacl_rt.errors.IpcError` in the exporting process itself or
         once the exporter destroyed the event."""
-        return _ipc_hooks["open"](handle)  # type: ignore[no-any-return]
+        return factories.ipc_event_open.get()(handle)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------ completion
     def as_future(self) -> concurrent.futures.Future[None]:
@@ -461,15 +456,15 @@ class Event:
     # -------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Destroy the ACL event (asynchronous; safe while it is pending). Idempotent."""
-        _run_finalizer(self._finalizer)
+        run_finalizer(self._finalizer)
         if self._ctx is None or self._ctx.device >= 0:
-            self._ctx = _CLOSED
+            self._ctx = CLOSED_REF
         self._handle = 0
         self._at = None
         _live.discard(self)
 
-    def _make_inert(self, reason: _CtxRef) -> None:
-        _run_finalizer(self._finalizer)
+    def _make_inert(self, reason: CtxRef) -> None:
+        run_finalizer(self._finalizer)
         self._ctx = reason
         self._handle = 0
         self._at = None
@@ -487,19 +482,19 @@ def _create_now(ev: Event) -> None:
     current."""
     if ev._ctx is None:
         ev._bind(current_stream())
-    if _local.st.ctx is not ev._ctx:
+    if local.st.ctx is not ev._ctx:
         ev._activate()  # raises when closed
 
 
 def _adopt(ev: Event, handle: int) -> None:
     """Make ``ev`` (fresh, interprocess) own ``handle``, an event just opened in the
     context current on this thread (destroyed by close(), GC, or finalize)."""
-    ctx = _validated_ctx(_local.st)
+    ctx = validated_ctx(local.st)
     assert ctx is not None
     ev._handle = handle
     ev._ctx = ctx
     ev._device = ctx.device
-    ev._owner = _owner_of(ctx)
+    ev._owner = owner_of(ctx)
     ev._finalizer = weakref.finalize(ev, _destroy_event, ctx, handle)
     ev._finalizer.atexit = False
     ev._at = current_stream(ctx.device)._state  # its records come from another process
@@ -532,11 +527,11 @@ def _wait_future(event: Event, src: _StreamState) -> concurrent.futures.Future[N
 
 def _release_events() -> None:
     """Release hook (priority 'events'): destroy every live event."""
-    _live.make_inert(None, _FINALIZED)
+    _live.make_inert(None, FINALIZED_REF)
 
 
-def _on_context_close(ctx: _CtxRef) -> None:
-    _live.make_inert(ctx, _CLOSED)
+def _on_context_close(ctx: CtxRef) -> None:
+    _live.make_inert(ctx, CLOSED_REF)
 
 
 def _after_fork_in_child() -> None:
@@ -544,7 +539,7 @@ def _after_fork_in_child() -> None:
     _bind_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_EVENTS)
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_EVENTS)
 _runtime.register_release_hook(_release_events, _runtime.PRIORITY_EVENTS)
-_stream._set_event_class(Event)
+factories.event_class.set(Event)

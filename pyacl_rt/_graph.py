@@ -40,7 +40,7 @@ from ._memory import backend as _membackend
 from ._memory.buffers import DeviceBuffer
 from ._memory.engine import memcpy_async
 from ._raw._abi_runtime import CONSTANTS as _C
-from ._state import _check, _CtxRef, _gate_exit, _gate_try_enter, _lib, _local
+from ._state import CtxRef, check, gate_exit, gate_try_enter, lib, local
 from ._stream import Stream, current_stream, stream
 
 __all__ = ["GraphPoolHandle", "NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables"]
@@ -51,7 +51,7 @@ _MODES: Final = {
     "relaxed": _C["ACL_MODEL_RI_CAPTURE_MODE_RELAXED"],
 }
 _ACTIVE: Final = _C["ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE"]
-_execute_async = _lib.aclmdlRIExecuteAsync
+_execute_async = lib.aclmdlRIExecuteAsync
 
 
 # ------------------------------------------------------------------ pools
@@ -97,7 +97,7 @@ class _GraphState:
     def __init__(self) -> None:
         self.model = 0
         self.cap: _capture.Capture | None = None
-        self.ctx: _CtxRef | None = None
+        self.ctx: CtxRef | None = None
         self.gen = runtime.generation()
         self.pool: GraphPool | None = None
         #: the streams replays were queued on (synchronized before the model goes)
@@ -110,7 +110,7 @@ class _GraphState:
 
 def _teardown(st: _GraphState, raise_errors: bool) -> None:
     """Wait for the replays, destroy the model, free what the graph kept, drop the pool."""
-    if not raise_errors and _local.st.in_callback:
+    if not raise_errors and local.st.in_callback:
         _releaser.defer(functools.partial(_finalize, st))  # never wait on a callback thread
         return
     model, cap, pool, replayed = st.model, st.cap, st.pool, st.replayed
@@ -126,8 +126,8 @@ def _teardown(st: _GraphState, raise_errors: bool) -> None:
             except BaseException as exc:  # report the first, release the rest anyway
                 first = first or exc
         if model and ctx is not None:
-            ctx.make_current()
-            rc = _lib.aclmdlRIDestroy(model)
+            ctx.ensure_current()
+            rc = lib.aclmdlRIDestroy(model)
             if rc:
                 first = first or errors.error_from_code(
                     rc, function="aclmdlRIDestroy", recent_message=lowlevel.recent_error_message()
@@ -157,13 +157,13 @@ def _finalize(st: _GraphState) -> None:
     it is handed to finalize; past that point the model dies with the runtime). Never
     raises."""
     try:
-        if not _gate_try_enter():
+        if not gate_try_enter():
             runtime.defer_to_finalize(functools.partial(_finalize, st))
             return
         try:
             _teardown(st, False)
         finally:
-            _gate_exit()
+            gate_exit()
     except BaseException:  # a failed release is dropped: a finalizer never raises
         pass
 
@@ -229,15 +229,15 @@ class NPUGraph:
         index = s.device_index
         gpool = handle._pool_for(index)
         s._activate()
-        ctx = _local.st.ctx
+        ctx = local.st.ctx
         if gpool is not None and gpool.alloc.ctx is not ctx:
             gpool = None  # a stream of an explicit context: the cache does not serve it
-        rc = _lib.aclmdlRICaptureBegin(s.handle, mode)
+        rc = lib.aclmdlRICaptureBegin(s.handle, mode)
         if rc:
-            _check(rc, "aclmdlRICaptureBegin")
+            check(rc, "aclmdlRICaptureBegin")
         cap = _capture.Capture(s.handle, gpool)
-        sc = _local.st.scratch
-        if _lib.aclmdlRICaptureGetInfo(s.handle, sc.i32, sc.uptr) == 0:
+        sc = local.st.scratch
+        if lib.aclmdlRICaptureGetInfo(s.handle, sc.i32, sc.uptr) == 0:
             cap.model = int(sc.uptr[0])
         else:
             lowlevel.clear_error()
@@ -264,12 +264,12 @@ class NPUGraph:
             )
         joined = self._joined_streams(cap, s)
         s._activate()
-        sc = _local.st.scratch
-        rc = _lib.aclmdlRICaptureEnd(s.handle, sc.uptr)
+        sc = local.st.scratch
+        rc = lib.aclmdlRICaptureEnd(s.handle, sc.uptr)
         model = int(sc.uptr[0]) if rc == 0 else 0
         if rc:
             msg = lowlevel.recent_error_message()
-            if _lib.aclmdlRICaptureGetInfo(s.handle, sc.i32, sc.uptr) == 0 and (
+            if lib.aclmdlRICaptureGetInfo(s.handle, sc.i32, sc.uptr) == 0 and (
                 sc.i32[0] == _ACTIVE
             ):
                 # still capturing (e.g. End on the wrong thread): the capture goes on
@@ -292,7 +292,7 @@ class NPUGraph:
         from ._stream import _live  # the live-stream registry of the stream layer
 
         out = []
-        sc = _local.st.scratch
+        sc = local.st.scratch
         for s in _live.snapshot():
             h = s.handle
             if s is origin or not h or s.closed:
@@ -301,7 +301,7 @@ class NPUGraph:
                 s._activate()
             except errors.AclError:
                 continue
-            if _lib.aclmdlRICaptureGetInfo(h, sc.i32, sc.uptr):
+            if lib.aclmdlRICaptureGetInfo(h, sc.i32, sc.uptr):
                 lowlevel.clear_error()
                 continue
             if sc.i32[0] == _ACTIVE and int(sc.uptr[0]) == cap.model:
@@ -321,11 +321,11 @@ class NPUGraph:
             )
         s = current_stream(self._device)
         ctx = st.ctx
-        if _local.st.ctx is not ctx and ctx is not None:
+        if local.st.ctx is not ctx and ctx is not None:
             ctx.make_current()
         rc = _execute_async(model, s.handle)
         if rc:
-            _check(rc, "aclmdlRIExecuteAsync")
+            check(rc, "aclmdlRIExecuteAsync")
         if s is not self._last:
             self._last = s
             if s not in st.replayed:
@@ -361,8 +361,8 @@ class NPUGraph:
         if not st.model or st.ctx is None:
             raise errors.StreamCaptureError("debug_dump() needs a captured graph", explanation="")
         path = os.fsencode(os.fspath(debug_path))
-        st.ctx.make_current()
-        _check(_lib.aclmdlRIDebugJsonPrint(st.model, path, 0), "aclmdlRIDebugJsonPrint")
+        st.ctx.ensure_current()
+        check(lib.aclmdlRIDebugJsonPrint(st.model, path, 0), "aclmdlRIDebugJsonPrint")
 
     @property
     def handle(self) -> int:

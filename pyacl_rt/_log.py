@@ -5,7 +5,7 @@ attribute (``debug``, ``warning``, ``exception`` ...) to ``logging.getLogger(nam
 importing :mod:`logging` the first time something is logged. Handlers and levels set
 on ``logging.getLogger("pyacl_rt")`` apply as usual (it is the same logger).
 
-Floor 1: standard library only.
+Layer 1: standard library only.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@
  *
  * Hit paths. Creating a buffer whose memory the cache can serve, closing it and
  * collecting it run in C only: the calling thread's pyacl_rt state (pyacl_rt._state's
- * _ThreadState, cached in the thread's dict) and the stream / context objects are read
+ * ThreadState, cached in the thread's dict) and the stream / context objects are read
  * through their slots (offsets taken from the classes at bind time), the stream's cache
  * is found by the identity of the stream's private state token in a small table the
  * allocator fills (remember_device / remember_host), the runtime's current context is
@@ -90,9 +90,9 @@
 static PyObject *g_rt;            /* pyacl_rt._runtime's globals */
 static PyObject *g_stg;           /* pyacl_rt._state's globals */
 static PyObject *g_local;         /* pyacl_rt._state._local */
-static PyTypeObject *g_ts_type;   /* pyacl_rt._state._ThreadState */
+static PyTypeObject *g_ts_type;   /* pyacl_rt._state.ThreadState */
 static Py_ssize_t off_ts_device, off_ts_active, off_ts_in_callback, off_ts_streams, off_ts_ctx;
-static PyTypeObject *g_ctx_type;  /* pyacl_rt._state._CtxRef */
+static PyTypeObject *g_ctx_type;  /* pyacl_rt._state.CtxRef */
 static Py_ssize_t off_ctx_device, off_ctx_handle, off_ctx_owner;
 static PyObject *g_deferred;      /* records._deferred: frees waiting for the releaser */
 static PyObject *g_free_mem;      /* records._free_mem(m): the complete free */
@@ -165,7 +165,7 @@ static struct {
 
 static PyObject *thread_state_slow(PyThreadState *ts);
 
-/* The calling thread's pyacl_rt._state._ThreadState (borrowed), kept in the thread's
+/* The calling thread's pyacl_rt._state.ThreadState (borrowed), kept in the thread's
  * dict (dropped with the thread); NULL (no exception) when it cannot be had. */
 static inline PyObject *thread_state(void)
 {
@@ -876,7 +876,7 @@ static PyGetSetDef mem_getset[] = {
     RW(base, "address given back (aclrtFree / the cache); 0 once freed"),
     RW(nbytes, "size of the allocation in bytes"),
     RW(gen, "runtime generation of the allocation"),
-    RW(ctx, "the context (_CtxRef) it was allocated in, or None"),
+    RW(ctx, "the context (CtxRef) it was allocated in, or None"),
     RW(streams, "weak references to the streams that used it"),
     RW(dead, "why it is unusable once closed"),
     RW(keep, "the explicit Context kept alive by the allocation, or None"),

@@ -12,7 +12,7 @@ A bad value raises :class:`pyacl_rt.errors.ConfigError` (a :class:`ValueError`)
 naming the variable, the bad value and the accepted values. An empty value counts
 as unset.
 
-Floor 1: imports only the standard library and :mod:`pyacl_rt.errors`.
+Layer 1: imports only the standard library and :mod:`pyacl_rt.errors`.
 """
 
 from __future__ import annotations

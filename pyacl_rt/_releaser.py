@@ -21,17 +21,18 @@ safe.
   queued runs before it stops); later deferrals are drained by the callbacks module
   once the report threads are stopped. A forked child forgets the queue.
 
-Floor 3 (runtime lifecycle) helper: imports :mod:`_runtime` and floor 1 only.
+Layer 3 (runtime lifecycle) helper: imports :mod:`_runtime` and layer 1 only.
 """
 
 from __future__ import annotations
 
-import os
+import gc
 import queue
 import threading
 from collections.abc import Callable
 
 from . import _runtime as runtime
+from ._hooks import fork_hooks
 from ._log import get_logger
 
 __all__ = ["defer", "drain", "flush", "is_releaser_thread", "start", "stop"]
@@ -136,5 +137,15 @@ def _after_fork_in_child() -> None:
     _lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+def _settle() -> None:
+    """settle(): collect garbage (finalizers defer releases here), then wait for the
+    deferred releases to run."""
+    gc.collect()
+    if not flush(60):
+        raise RuntimeError("pyacl_rt: the releaser thread is stuck (60 s)")
+
+
+fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_FIRST + 10)
+# after the stream layer dropped its pools (their finalizers may defer releases)
+runtime.settle_hooks.add(_settle, runtime.PRIORITY_STREAMS + 50)
 runtime.register_release_hook(stop, runtime.PRIORITY_FIRST)

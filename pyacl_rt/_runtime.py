@@ -41,26 +41,26 @@ States::
   runtime, so no handle is used after finalize destroyed it; a release refused there
   (a finalizer run by garbage collection on another thread) is handed to finalize
   (:func:`defer_to_finalize`), so every handle is destroyed exactly once.
-* **Fork**: ``os.register_at_fork`` marks a child forked from a parent that had
+* **Fork**: the package's fork handler (:data:`pyacl_rt._hooks.fork_hooks`, this
+  module's hook first) marks a child forked from a parent that had
   initialised the runtime; any runtime use there raises
   :class:`~pyacl_rt.errors.ForkedProcessError` recommending ``spawn``. The
   child's exit does not finalize the parent's runtime. Processes started with
   ``spawn``/``forkserver`` are fresh and work normally.
 
-Thread-safe. Floor 3: imports floors 1-2 only.
+Thread-safe. Layer 3: imports layers 1-2 only.
 """
 
 from __future__ import annotations
 
 import atexit
-import itertools
 import os
 import threading
 from collections.abc import Callable
 from typing import Final
 
 from . import lowlevel
-from ._hooks import PriorityHooks
+from ._hooks import Hook, PriorityHooks, fork_hooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS
@@ -84,6 +84,7 @@ __all__ = [
     "PRIORITY_MEMORY",
     "PRIORITY_STREAMS",
     "ReleaseHook",
+    "Runtime",
     "check_alive",
     "defer_to_finalize",
     "ensure_initialized",
@@ -98,6 +99,8 @@ __all__ = [
     "is_initialized",
     "register_release_hook",
     "registered_hook_count",
+    "runtime",
+    "settle",
     "state",
     "status",
 ]
@@ -124,53 +127,109 @@ UNINITIALIZED: Final = "uninitialized"
 READY: Final = "ready"
 FINALIZED: Final = "finalized"
 
-# --------------------------------------------------------------- module state
-# Hot-path flags: read without the lock. Written only under _lock.
+
+# ------------------------------------------------------------ the runtime object
+class Runtime:
+    """The process's one runtime object (the role of torch_npu's ``NpuSysCtrl``): the
+    lifecycle state and the hook lists through which the layers above take part in
+    finalize, settle and the fork reset. One instance, :data:`runtime`; the module
+    functions are its interface.
+
+    ``lock`` serialises init/finalize and guards the state. It is re-entrant so a
+    release hook may call into the runtime. The hook lists have their own locks, so
+    removing a hook (from any thread) never waits for a running finalize. The hot-path
+    flags are module globals mirrored from it (:func:`_publish`): ``_ready`` (one global
+    load in :func:`ensure_initialized`), ``_live_generation`` (:func:`is_alive`) and
+    ``_generation``, which ``_memcore`` reads from the module dict.
+    """
+
+    __slots__ = (
+        "at_exit",
+        "bad_fork",
+        "config_path",
+        "current_step",
+        "ever_initialized",
+        "external",
+        "finalize_guards",
+        "finalize_prepare",
+        "finalizing",
+        "generation",
+        "late",
+        "late_lock",
+        "lock",
+        "release_hooks",
+        "settle_hooks",
+        "state",
+    )
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.state: str = UNINITIALIZED
+        #: 0 before the first init, +1 at each init.
+        self.generation = 0
+        self.external = False
+        self.config_path: str | None = None
+        self.ever_initialized = False
+        #: a child forked from a parent that had initialised the runtime
+        self.bad_fork = False
+        self.finalizing = False
+        #: set once the interpreter-exit finalize starts
+        self.at_exit = False
+        #: what finalize is doing right now (for the watchdog)
+        self.current_step: str | None = None
+        #: Run first by :func:`finalize`, in priority order (``PRIORITY_*``); a guard
+        #: raises to refuse the call on this thread. Registered from higher layers: the
+        #: callback layer refuses finalize on its host-callback (report) threads, where
+        #: resetting the devices would wait for the stream that waits for the running
+        #: callback (a deadlock); the memory layer refuses while buffers are exported.
+        self.finalize_guards: PriorityHooks[Callable[[], None]] = PriorityHooks("finalize guard")
+        #: Run by :func:`finalize` (also at interpreter exit) after the guards, before the
+        #: gate closes, while the runtime is fully usable, in priority order: wait for the
+        #: device work already queued, interruptibly (the device layer synchronizes every
+        #: device pyacl_rt set, in slices). A hook that raises an ``Exception`` is logged;
+        #: a ``KeyboardInterrupt`` (any non-``Exception``) aborts finalize with nothing
+        #: released.
+        self.finalize_prepare: PriorityHooks[Callable[[], None]] = PriorityHooks("finalize prepare")
+        #: Releases refused by the closed gate on another thread (see
+        #: :func:`defer_to_finalize`); None when finalize does not accept any (not
+        #: running, or past the point where it runs them). Guarded by ``late_lock``.
+        self.late: list[Callable[[], object]] | None = None
+        self.late_lock = threading.Lock()
+        #: Run by :func:`settle`, in priority order (the ``PRIORITY_*`` offsets say the
+        #: order: streams and devices first, then the releaser, deferred frees, pooled
+        #: events, caches).
+        self.settle_hooks: PriorityHooks[Callable[[], None]] = PriorityHooks("settle")
+        #: Run by :func:`finalize` / interpreter exit, in priority order (see
+        #: :func:`register_release_hook`).
+        self.release_hooks: PriorityHooks[Callable[[], object]] = PriorityHooks("release")
+
+
+#: The runtime object.
+runtime: Final = Runtime()
+finalize_guards: Final = runtime.finalize_guards
+finalize_prepare: Final = runtime.finalize_prepare
+settle_hooks: Final = runtime.settle_hooks
+release_hooks: Final = runtime.release_hooks
+
+# Hot-path mirrors of the runtime object, read without the lock (see :class:`Runtime`).
 _ready: bool = False
 _live_generation: int = -1  # == _generation while READY, else -1
-
-# _lock serialises init/finalize and guards the state below. It is re-entrant so a
-# release hook may call into the runtime. _hooks_lock guards only the hook registry,
-# so removing a hook (from any thread) never waits for a running finalize.
-_lock = threading.RLock()
-_hooks_lock = threading.Lock()
-_state: str = UNINITIALIZED
 _generation: int = 0
-_external: bool = False
-_config_path: str | None = None
-_ever_initialized: bool = False
-_bad_fork: bool = False
-_finalizing: bool = False
-_at_exit: bool = False  # set once the interpreter-exit finalize starts
 
-#: Run by :func:`finalize` (also at interpreter exit) before the gate closes, while the
-#: runtime is fully usable, in priority order: wait for the device work already queued,
-#: interruptibly (the device layer synchronizes every device pyacl_rt set, in slices).
-#: A hook that raises an ``Exception`` is logged; a ``KeyboardInterrupt`` (any
-#: non-``Exception``) aborts finalize with nothing released.
-finalize_prepare: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("finalize prepare")
 
-#: Releases refused by the closed gate on another thread (see :func:`defer_to_finalize`);
-#: None when finalize does not accept any (not running, or past the point where it runs
-#: them).
-_late: list[Callable[[], object]] | None = None
-_late_lock = threading.Lock()
+def _publish() -> None:
+    """Mirror the runtime object's state into the hot-path globals (under its lock)."""
+    global _ready, _live_generation, _generation
+    ready = runtime.state == READY and not runtime.bad_fork
+    _generation = runtime.generation
+    _live_generation = runtime.generation if ready else -1
+    _ready = ready
+
 
 # The gate (pyacl_rt/_raw/_fastcall.c): close + drain, release the finalizing thread, open.
 _gate_close: Callable[[float], bool] = lowlevel.fast._gate_close
 _gate_release: Callable[[], None] = lowlevel.fast._gate_release
 _gate_open: Callable[[], None] = lowlevel.fast._gate_open
-
-#: Run first by :func:`finalize`, in priority order (``PRIORITY_*``); a guard raises to
-#: refuse the call on this thread. Registered from higher floors (runtime must not
-#: import them): the callback layer refuses finalize on its host-callback (report)
-#: threads, where resetting the devices would wait for the stream that waits for the
-#: running callback (a deadlock); the memory layer refuses while buffers are exported.
-finalize_guards: Final[PriorityHooks[Callable[[], None]]] = PriorityHooks("finalize guard")
-
-_hook_seq = itertools.count()
-_hooks: dict[int, ReleaseHook] = {}
-_current_step: str | None = None  # what finalize is doing right now (for the watchdog)
 
 #: finalize logs a warning each time it has waited this many more seconds for calls in
 #: flight on other threads (it keeps waiting: releasing under them would be a
@@ -183,40 +242,14 @@ GATE_WARN_SECONDS: float = 10.0
 EXIT_WATCHDOG_SECONDS: float = 10.0
 
 
-class ReleaseHook:
-    """Handle returned by :func:`register_release_hook`; :meth:`remove` unregisters."""
-
-    __slots__ = ("fn", "name", "once", "priority", "seq")
-
-    def __init__(
-        self, fn: Callable[[], object], priority: int, seq: int, name: str, once: bool = False
-    ) -> None:
-        self.fn = fn
-        self.priority = priority
-        self.seq = seq
-        self.name = name
-        self.once = once
-
-    def __repr__(self) -> str:
-        return (
-            f"ReleaseHook(fn={self.fn!r}, priority={self.priority}, seq={self.seq}, "
-            f"name={self.name!r}, once={self.once})"
-        )
-
-    def remove(self) -> None:
-        """Unregister the hook (no-op if it already ran or was removed)."""
-        with _hooks_lock:
-            _hooks.pop(self.seq, None)
-
-    @property
-    def registered(self) -> bool:
-        return self.seq in _hooks
+#: Handle returned by :func:`register_release_hook`; ``remove()`` unregisters.
+ReleaseHook = Hook
 
 
 # ----------------------------------------------------------------- queries
 def state() -> str:
     """``"uninitialized"``, ``"ready"`` or ``"finalized"``."""
-    return _state
+    return runtime.state
 
 
 def is_initialized() -> bool:
@@ -226,23 +259,23 @@ def is_initialized() -> bool:
 
 def is_finalized() -> bool:
     """True after :func:`finalize` (until an explicit :func:`init`)."""
-    return _state == FINALIZED
+    return runtime.state == FINALIZED
 
 
 def at_exit() -> bool:
     """True once pyacl_rt's interpreter-exit finalize has started (release hooks use it
     to stay quiet about what the process end releases anyway)."""
-    return _at_exit
+    return runtime.at_exit
 
 
 def is_external() -> bool:
     """True if ACL was initialised by someone else; pyacl_rt will not call aclFinalize."""
-    return _external
+    return runtime.external
 
 
 def in_bad_fork() -> bool:
     """True in a process forked from a parent that had initialised the runtime."""
-    return _bad_fork
+    return runtime.bad_fork
 
 
 def generation() -> int:
@@ -270,9 +303,9 @@ def check_alive(gen: int, what: str = "object") -> None:
     """
     if gen == _live_generation:
         return
-    if _bad_fork:
+    if runtime.bad_fork:
         raise ForkedProcessError()
-    if _state == READY:
+    if runtime.state == READY:
         msg = (
             f"this {what} belongs to an earlier runtime generation ({gen}; current "
             f"{_generation}): it died when the runtime was finalized. Create a new one."
@@ -288,13 +321,13 @@ def check_alive(gen: int, what: str = "object") -> None:
 
 def status() -> dict[str, object]:
     """A snapshot of the lifecycle state (for ``pyacl-rt info`` and debugging)."""
-    with _lock:
+    with runtime.lock:
         return {
-            "state": _state,
-            "generation": _generation,
-            "external": _external,
-            "config_path": _config_path,
-            "bad_fork": _bad_fork,
+            "state": runtime.state,
+            "generation": runtime.generation,
+            "external": runtime.external,
+            "config_path": runtime.config_path,
+            "bad_fork": runtime.bad_fork,
             "release_hooks": registered_hook_count(),
         }
 
@@ -314,12 +347,12 @@ def ensure_initialized() -> None:
 
 
 def _ensure_slow() -> None:
-    if _bad_fork:
+    if runtime.bad_fork:
         raise ForkedProcessError()
-    with _lock:
+    with runtime.lock:
         if _ready:
             return
-        if _state == FINALIZED:
+        if runtime.state == FINALIZED:
             raise RuntimeFinalizedError(
                 "the pyacl_rt runtime was finalized; call pyacl_rt.init() to start it "
                 "again (lazy initialisation does not restart a finalized runtime)"
@@ -343,9 +376,8 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
     If ACL was already initialised by someone else (``aclInit`` returns 100002),
     the runtime is marked external and ``aclFinalize`` is left to its owner.
     """
-    global _ready, _live_generation, _state, _generation, _external, _config_path
-    global _ever_initialized
-    if _bad_fork:
+    rt = runtime
+    if rt.bad_fork:
         raise ForkedProcessError(function="aclInit")
     path: str | None
     if config_path is not None:
@@ -364,11 +396,11 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
             )
     else:
         path = None
-    with _lock:
-        if _state == READY:
-            if path is not None and path != _config_path:
+    with rt.lock:
+        if rt.state == READY:
+            if path is not None and path != rt.config_path:
                 raise ConfigError(
-                    f"the runtime is already initialised with config {_config_path!r}; "
+                    f"the runtime is already initialised with config {rt.config_path!r}; "
                     f"cannot switch to {path!r} without finalize()",
                     value=path,
                 )
@@ -385,18 +417,17 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
         else:
             lowlevel.check(rc, "aclInit")
             external = False
-        _external = external
-        _config_path = path
-        _generation += 1
-        _state = READY
-        _ever_initialized = True
-        _live_generation = _generation
-        _ready = True
+        rt.external = external
+        rt.config_path = path
+        rt.generation += 1
+        rt.state = READY
+        rt.ever_initialized = True
+        _publish()
         _gate_open()
         _arm_sanitizer()  # the mock's race sanitizer, when on (else a no-op)
         _log.debug(
             "runtime initialised (generation %d, %s)",
-            _generation,
+            rt.generation,
             "external ACL" if external else "owned ACL",
         )
 
@@ -408,12 +439,13 @@ def register_release_hook(
     name: str | None = None,
     *,
     once: bool = False,
-) -> ReleaseHook:
+) -> Hook[Callable[[], object]]:
     """Register ``fn()`` to run at :func:`finalize` / interpreter exit.
 
     Hooks run in ascending ``priority`` (use the ``PRIORITY_*`` constants: events,
     streams, memory, contexts, devices), hooks of equal priority in reverse order of
-    registration (like ``atexit``). An exception a hook raises is logged, never
+    registration (like ``atexit``; the rule of every :class:`~pyacl_rt._hooks.PriorityHooks`
+    list). An exception a hook raises is logged, never
     propagated, and the remaining hooks still run.
 
     By default a hook stays registered and runs at *every* finalize (a module-level
@@ -422,56 +454,42 @@ def register_release_hook(
     Returns a handle whose ``remove()`` unregisters it (cheap: call it from an
     object's ``close()``).
     """
-    if not callable(fn):
-        raise TypeError("release hook must be callable")
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise TypeError("release hook priority must be an int")
-    hook = ReleaseHook(
-        fn=fn,
-        priority=priority,
-        seq=next(_hook_seq),
-        name=name or str(getattr(fn, "__qualname__", None) or repr(fn)),
-        once=once,
-    )
-    with _hooks_lock:
-        _hooks[hook.seq] = hook
-    return hook
+    return release_hooks.add(fn, priority, name=name, once=once)
 
 
 def registered_hook_count() -> int:
     """Number of release hooks currently registered."""
-    with _hooks_lock:
-        return len(_hooks)
+    return len(release_hooks)
+
+
+def _hook_failed(hook: Hook[Callable[[], object]], exc: BaseException) -> None:
+    _log.error(
+        "pyacl_rt release hook %r raised during finalize",
+        hook.name,
+        exc_info=(type(exc), exc, exc.__traceback__),
+    )
+
+
+def _hook_step(hook: Hook[Callable[[], object]] | None) -> None:
+    step = None if hook is None else f"release hook {hook.name!r} (priority {hook.priority})"
+    runtime.current_step = step
 
 
 def _run_hooks() -> None:
-    global _current_step
-    # Snapshot in priority order; a hook may remove later hooks (closing an object
-    # removes its own hook) or register new ones, so re-check membership before each
-    # call and pick up hooks registered meanwhile in a further round.
-    ran: set[int] = set()
-    while True:
-        with _hooks_lock:
-            pending = sorted(
-                (h for h in _hooks.values() if h.seq not in ran),
-                key=lambda h: (h.priority, -h.seq),
-            )
-        if not pending:
-            return
-        for hook in pending:
-            with _hooks_lock:
-                if hook.seq not in _hooks:
-                    continue
-                if hook.once:
-                    del _hooks[hook.seq]
-            ran.add(hook.seq)
-            _current_step = f"release hook {hook.name!r} (priority {hook.priority})"
-            try:
-                hook.fn()
-            except BaseException:
-                _log.exception("pyacl_rt release hook %r raised during finalize", hook.name)
-            finally:
-                _current_step = None
+    # A hook may remove later hooks (closing an object removes its own hook) or
+    # register new ones (run in a further round); one that raises is logged.
+    release_hooks.run(on_error=_hook_failed, step=_hook_step)
+
+
+# ------------------------------------------------------------------ settle
+def settle() -> None:
+    """Bring pyacl_rt to rest without finalizing: the calling thread's device and
+    stream selection are forgotten, pooled streams destroyed, the devices in use
+    synchronized (keep-alive lists released), deferred releases run, pooled marker
+    events destroyed and the allocator caches emptied. The one call a test harness
+    makes between tests (tests/conftest.py); what is left alive is what the
+    application still holds. Runs :data:`settle_hooks`; an error propagates."""
+    settle_hooks.run()
 
 
 # ---------------------------------------------------------------- finalize
@@ -488,8 +506,7 @@ def finalize() -> None:
     :class:`~pyacl_rt.errors.CallbackContextError` on a host-callback thread (it
     would wait for the callback itself); nothing is released then.
     """
-    for guard in finalize_guards:
-        guard()
+    finalize_guards.run()
     err = _finalize()
     if err is not None:
         raise err
@@ -502,19 +519,20 @@ def defer_to_finalize(fn: Callable[[], object]) -> bool:
     it (not running, or already past that point): the handle then dies with its
     context / device / ``aclFinalize``, and must not be touched. Never raises; safe in a
     finalizer. ``fn`` must never raise (it is logged if it does)."""
-    with _late_lock:
-        if _late is None:
+    rt = runtime
+    with rt.late_lock:
+        if rt.late is None:
             return False
-        _late.append(fn)
+        rt.late.append(fn)
         return True
 
 
 def _run_late_releases() -> None:
     """Release hook (just before contexts): run the releases handed over by
     :func:`defer_to_finalize`; later ones are refused."""
-    global _late
-    with _late_lock:
-        items, _late = _late, None
+    rt = runtime
+    with rt.late_lock:
+        items, rt.late = rt.late, None
     for fn in items or ():
         try:
             fn()
@@ -525,34 +543,34 @@ def _run_late_releases() -> None:
 def _prepare() -> None:
     """Run the :data:`finalize_prepare` hooks (the gate is still open). A hook raising
     an ``Exception`` is logged; anything else (KeyboardInterrupt) propagates."""
-    global _current_step
     for hook in finalize_prepare:
-        _current_step = f"waiting for queued device work ({getattr(hook, '__qualname__', hook)})"
+        step = f"waiting for queued device work ({getattr(hook, '__qualname__', hook)})"
+        runtime.current_step = step
         try:
             hook()
         except Exception:
             _log.warning("pyacl_rt: finalize preparation %r failed", hook, exc_info=True)
         finally:
-            _current_step = None
+            runtime.current_step = None
 
 
 def _finalize() -> AclError | None:
-    global _ready, _live_generation, _state, _external, _finalizing, _current_step, _late
-    if _bad_fork:
+    rt = runtime
+    if rt.bad_fork:
         return None
-    with _lock:
-        if _state != READY or _finalizing:
+    with rt.lock:
+        if rt.state != READY or rt.finalizing:
             return None
-        _finalizing = True
+        rt.finalizing = True
         try:
             # 1. Wait (interruptibly) for the work already queued: a KeyboardInterrupt
             # here or in 2. leaves everything as it was.
             _prepare()
             # 2. Close the gate; wait until no call is in flight on another thread.
             # Releases refused from now on are handed to this finalize.
-            with _late_lock:
-                _late = []
-            _current_step = "waiting for pyacl_rt calls in flight on other threads"
+            with rt.late_lock:
+                rt.late = []
+            rt.current_step = "waiting for pyacl_rt calls in flight on other threads"
             try:
                 waited = 0.0
                 while not _gate_close(GATE_WARN_SECONDS):
@@ -570,17 +588,17 @@ def _finalize() -> AclError | None:
                 _run_late_releases()
                 raise
             finally:
-                _current_step = None
+                rt.current_step = None
             # 3. Release everything, on this thread only.
             try:
                 _run_hooks()
                 err: AclError | None = None
-                if not _external:
-                    _current_step = "aclFinalize()"
+                if not rt.external:
+                    rt.current_step = "aclFinalize()"
                     try:
                         rc = lowlevel.lib.aclFinalize()
                     finally:
-                        _current_step = None
+                        rt.current_step = None
                     if rc not in (0, ACL_ERROR_REPEAT_FINALIZE):
                         try:
                             lowlevel.check(rc, "aclFinalize")
@@ -593,21 +611,20 @@ def _finalize() -> AclError | None:
                         )
                         lowlevel.clear_error()
             finally:
-                with _late_lock:
-                    _late = None
+                with rt.late_lock:
+                    rt.late = None
                 _gate_release()  # the gate stays closed until init()
-            _ready = False
-            _live_generation = -1
-            _state = FINALIZED
-            _external = False
-            _log.debug("runtime finalized (generation %d)", _generation)
+            rt.state = FINALIZED
+            rt.external = False
+            _publish()
+            _log.debug("runtime finalized (generation %d)", rt.generation)
             return err
         finally:
-            _finalizing = False
+            rt.finalizing = False
 
 
 def _watchdog_warn() -> None:
-    step = _current_step
+    step = runtime.current_step
     _log.warning(
         "pyacl_rt: finalize at interpreter exit has taken more than %.3g s; it is in %s. "
         "A release hook or the runtime is blocked (e.g. waiting for device work or a "
@@ -625,7 +642,7 @@ def _quiet_thread_excepthook(args: threading.ExceptHookArgs) -> None:
     running while the interpreter exits) that dies of ``RuntimeFinalizedError`` - the
     documented answer to a pyacl_rt call made after finalize - ends quietly instead of
     printing a traceback into the shutdown. Anything else goes to the previous hook."""
-    if _at_exit and isinstance(args.exc_value, RuntimeFinalizedError):
+    if runtime.at_exit and isinstance(args.exc_value, RuntimeFinalizedError):
         _log.debug("pyacl_rt: %s ended at interpreter exit: %s", args.thread, args.exc_value)
         return
     hook = _previous_excepthook or threading.__excepthook__
@@ -633,13 +650,13 @@ def _quiet_thread_excepthook(args: threading.ExceptHookArgs) -> None:
 
 
 def _atexit_finalize() -> None:
-    global _at_exit, _previous_excepthook
-    _at_exit = True
-    if not _bad_fork and threading.excepthook is not _quiet_thread_excepthook:
+    global _previous_excepthook
+    runtime.at_exit = True
+    if not runtime.bad_fork and threading.excepthook is not _quiet_thread_excepthook:
         _previous_excepthook = threading.excepthook
         threading.excepthook = _quiet_thread_excepthook
     watchdog: threading.Timer | None = None
-    if _state == READY and not _bad_fork and EXIT_WATCHDOG_SECONDS > 0:
+    if runtime.state == READY and not runtime.bad_fork and EXIT_WATCHDOG_SECONDS > 0:
         watchdog = threading.Timer(EXIT_WATCHDOG_SECONDS, _watchdog_warn)
         watchdog.daemon = True
         try:
@@ -668,26 +685,23 @@ def _atexit_finalize() -> None:
 
 # -------------------------------------------------------------------- fork
 def _after_fork_in_child() -> None:
-    global _lock, _hooks_lock, _ready, _live_generation, _bad_fork, _state, _hooks
-    global _late_lock
+    rt = runtime
     # The parent's threads are gone; a lock they held would never be released, a call
     # they had in flight never leaves the gate.
-    _lock = threading.RLock()
-    _hooks_lock = threading.Lock()
-    _late_lock = threading.Lock()
+    rt.lock = threading.RLock()
+    rt.late_lock = threading.Lock()
     lowlevel.fast._gate_after_fork()
-    if not _ever_initialized:
+    if not rt.ever_initialized:
         # The parent never started the runtime: the child may start its own, and the
         # module-level hooks registered at import (device, stream registries) stay.
         return
-    _bad_fork = True
-    _ready = False
-    _live_generation = -1
-    _state = UNINITIALIZED
+    rt.bad_fork = True
+    rt.state = UNINITIALIZED
+    _publish()
     # The parent's hooks refer to the parent's handles: never run them here.
-    _hooks = {}
+    release_hooks.clear()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, PRIORITY_FIRST)
 atexit.register(_atexit_finalize)
 register_release_hook(_run_late_releases, PRIORITY_CONTEXTS - 1)

@@ -1,29 +1,32 @@
 """The kernel every object layer shares: thread state, context refs, live sets, hooks.
 
-* :class:`_CtxRef` - one ACL context as Python sees it (primary or explicit); objects
+* :class:`CtxRef` - one ACL context as Python sees it (primary or explicit); objects
   compare it by identity with the calling thread's cached current context
-  (``_local.st.ctx``) before each runtime call and call :meth:`_CtxRef.make_current`
+  (``local.st.ctx``) before each runtime call and call :meth:`CtxRef.make_current`
   only when it differs (see :mod:`pyacl_rt._device` for the model).
-* :class:`_ThreadState` (``_local.st``) - per thread: the cached current context, the
+* :class:`ThreadState` (``local.st``) - per thread: the cached current context, the
   selected device, the active explicit Context, the current streams, ``with`` guards,
   "inside a host callback", and the scratch out-parameter arrays.
-* :func:`_validated_ctx` - the thread's cached context re-checked against the runtime
+* :class:`current` - ``with current(ctx):`` makes ``ctx`` current for a block and puts
+  the thread's previous context back (:func:`restore_context`); the one context guard.
+* :func:`validated_ctx` - the thread's cached context re-checked against the runtime
   (a foreign ``aclrtSetCurrentContext`` may have switched it).
-* :class:`_LiveSet` - weak registries of live Streams / Events / Contexts, which
-  finalize and Context close make inert; :func:`_run_finalizer`, ``_deferred_calls``
-  (releases a host-callback thread must not do itself) and the copy/callback refusals.
+* :class:`LiveSet` - weak registries of live Streams / Events / Contexts, which
+  finalize and Context close make inert; :func:`run_finalizer` and the copy/callback
+  refusals (releases a host-callback thread must not do itself go to
+  :mod:`pyacl_rt._releaser`).
 * Hooks the upper layers register into, each with an explicit priority
   (:mod:`pyacl_rt._hooks`): :data:`context_close_hooks` (an explicit Context is about
   to be destroyed: close its events, streams, buffers first) and
   :data:`device_sync_hooks` (a device synchronize succeeded: release keep-alive lists).
 
-Floor 4 (with :mod:`pyacl_rt._device` / :mod:`pyacl_rt._context` above it): imports
-:mod:`errors`, :mod:`lowlevel`, :mod:`_hooks` only.
+Layer 4 (with :mod:`pyacl_rt._device` / :mod:`pyacl_rt._context` above it): imports
+:mod:`errors`, :mod:`lowlevel`, :mod:`_hooks`, :mod:`_log` and :mod:`_raw._extensions`
+only (and :mod:`_runtime`, a lower layer, lazily).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import weakref
@@ -31,13 +34,19 @@ from collections.abc import Callable
 from typing import Any, Final, Generic, NoReturn, TypeVar
 
 from . import errors, lowlevel
-from ._hooks import PriorityHooks
+from ._hooks import PriorityHooks, fork_hooks
 from ._log import get_logger
 from ._raw._extensions import lib as _cffi_lib
 from ._sanitize import TASK_CALLS
 from .errors import CallbackContextError, ObjectClosedError
 
-__all__ = ["context_close_hooks", "device_sync_hooks", "forget_thread_context"]
+__all__ = [
+    "context_close_hooks",
+    "current",
+    "device_sync_hooks",
+    "forget_thread_context",
+    "restore_context",
+]
 
 _log = get_logger("pyacl_rt")
 
@@ -78,31 +87,31 @@ _gated_task: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast.
 # lowlevel.MISSING_SYMBOL, which check() reports as FunctionNotFoundError.
 #: Ungated: only for calls that must go on while finalize runs (the report threads'
 #: aclrtProcessReport, which runs the host callbacks finalize waits for).
-_raw_lib: Any = _cffi_lib
+raw_lib: Any = _cffi_lib
 #: Every other runtime call of the object layers: gated.
-_lib: Any = _Gated(_cffi_lib)
-_check: Callable[[int, str], None] = lowlevel.check
-_aclrtSetCurrentContext = _lib.aclrtSetCurrentContext
+lib: Any = _Gated(_cffi_lib)
+check: Callable[[int, str], None] = lowlevel.check
+_aclrtSetCurrentContext = lib.aclrtSetCurrentContext
 #: Checked C fast paths (lowlevel.fast): value returned, typed error raised; gated. The
 #: sliced waits (``_wait_*``: interruptible, timeouts kept exact) pass the gate once per
 #: slice themselves.
-_fast: Any = _Gated(lowlevel.fast, ("_wait_stream", "_wait_event", "_wait_device"))
+fast: Any = _Gated(lowlevel.fast, ("_wait_stream", "_wait_event", "_wait_device"))
 _fast_get_current_context: Callable[[], int] = lowlevel.fast.get_current_context
 #: A section of Python code that must finish before finalize releases anything (a
-#: release, a host-side copy into pinned memory): ``if _gate_try_enter(): try: ...
-#: finally: _gate_exit()``; refused (False) once finalize started.
-_gate_try_enter: Callable[[], bool] = lowlevel.fast._gate_try_enter
-_gate_enter: Callable[[str], None] = lowlevel.fast._gate_enter
-_gate_exit: Callable[[], None] = lowlevel.fast._gate_exit
+#: release, a host-side copy into pinned memory): ``if gate_try_enter(): try: ...
+#: finally: gate_exit()``; refused (False) once finalize started.
+gate_try_enter: Callable[[], bool] = lowlevel.fast._gate_try_enter
+gate_enter: Callable[[str], None] = lowlevel.fast._gate_enter
+gate_exit: Callable[[], None] = lowlevel.fast._gate_exit
 #: Address of the gate's state for the C extensions (pyacl_rt._memcore's hit paths).
-_gate_api: Callable[[], int] = lowlevel.fast._gate_api
+gate_api: Callable[[], int] = lowlevel.fast._gate_api
 _scratch: Callable[[], Any] = lowlevel.scratch
 _get_ident = threading.get_ident
 _sleep = time.sleep
 
 
 # ------------------------------------------------------------ thread state
-class _CtxRef:
+class CtxRef:
     """One ACL context as seen from Python: a primary context or an explicit one.
 
     ``device < 0`` means dead (runtime finalized, process forked, or the explicit
@@ -125,7 +134,7 @@ class _CtxRef:
         self.dead: str | None = None
         #: weakref to the explicit :class:`~pyacl_rt.Context` (None for a
         #: primary context). Weak so that thread caches never keep a Context alive;
-        #: objects created in a Context hold it strongly (see :func:`_owner_of`).
+        #: objects created in a Context hold it strongly (see :func:`owner_of`).
         self.owner = owner
         #: idents of the threads releasing objects of this context right now (one entry
         #: per nested release; list append/remove are atomic under the GIL).
@@ -160,11 +169,18 @@ class _CtxRef:
     def make_current(self) -> None:
         """Install this context on the calling thread (``aclrtSetCurrentContext``)."""
         if self.device < 0:
-            _raise_dead(self.dead)
+            raise_dead(self.dead)
         rc = _aclrtSetCurrentContext(self.handle)
         if rc:
-            _check(rc, "aclrtSetCurrentContext")
-        _local.st.ctx = self
+            check(rc, "aclrtSetCurrentContext")
+        local.st.ctx = self
+
+    def ensure_current(self) -> None:
+        """Make this context current on the calling thread unless it already is (the
+        cached identity compare; ``aclrtSetCurrentContext`` only on a miss). Hot paths
+        write the compare inline and call :meth:`make_current` on a miss."""
+        if local.st.ctx is not self:
+            self.make_current()
 
     def kill(self, reason: str) -> None:
         self.device = -1
@@ -178,7 +194,51 @@ class _CtxRef:
         return f"<{kind} context 0x{self.handle:x} on device {self.device}>"
 
 
-def _owner_of(ref: _CtxRef) -> object:
+class current:
+    """``with current(ctx):`` - ``ctx`` is current on this thread inside the block and
+    the thread's previous context is put back on exit (torch's device guard, for ACL
+    contexts). The one way to "make this current, then restore".
+
+    ``current(None)`` installs nothing: it only saves the thread's context and restores
+    it on exit, for code that may switch contexts on its way (freeing, waiting for
+    streams of other devices). Entering costs one identity compare when ``ctx`` is
+    already current. Restoring never raises: a previous context that died meanwhile is
+    left alone, and a failing ``aclrtSetCurrentContext`` clears the thread's cache (the
+    next call re-installs its context), so the guard never masks the block's exception
+    nor skips work after the block.
+    """
+
+    __slots__ = ("ctx", "prev")
+
+    def __init__(self, ctx: CtxRef | None = None) -> None:
+        self.ctx = ctx
+        self.prev: CtxRef | None = None
+
+    def __enter__(self) -> CtxRef | None:
+        st = local.st
+        self.prev = st.ctx
+        ctx = self.ctx
+        if ctx is not None and st.ctx is not ctx:
+            ctx.make_current()
+        return ctx
+
+    def __exit__(self, *exc: object) -> None:
+        restore_context(self.prev)
+
+
+def restore_context(prev: CtxRef | None) -> None:
+    """Make ``prev`` (a context saved earlier) current again if something switched
+    away from it. Never raises an Exception: on failure the thread's cache is cleared."""
+    st = local.st
+    if prev is None or st.ctx is prev or prev.device < 0:
+        return
+    try:
+        prev.make_current()
+    except Exception:
+        st.ctx = None
+
+
+def owner_of(ref: CtxRef) -> object:
     """The explicit Context behind ``ref`` (to hold it alive), or None."""
     owner = ref.owner
     return owner() if owner is not None else None
@@ -187,7 +247,7 @@ def _owner_of(ref: _CtxRef) -> object:
 def finalized_error(what: str, detail: str = "") -> errors.RuntimeFinalizedError:
     """The error for an object of a finalized runtime: what happened and what to do
     (start the runtime again if it is not, then create a new object)."""
-    from . import _runtime  # floor 3, below this module
+    from . import _runtime  # layer 3, below this module
 
     if _runtime.is_initialized():
         advice = "the runtime was started again since: create a new one"
@@ -200,7 +260,7 @@ def finalized_error(what: str, detail: str = "") -> errors.RuntimeFinalizedError
     )
 
 
-def _raise_dead(reason: str | None) -> None:
+def raise_dead(reason: str | None) -> None:
     if reason == "forked":
         raise errors.ForkedProcessError()
     if reason == "finalized":
@@ -211,16 +271,16 @@ def _raise_dead(reason: str | None) -> None:
 
 
 #: Sentinels objects switch to when closed / made inert by finalize.
-_CLOSED = _CtxRef(0, -1)
-_CLOSED.dead = "object is closed"
-_FINALIZED = _CtxRef(0, -1)
-_FINALIZED.dead = "finalized"
+CLOSED_REF = CtxRef(0, -1)
+CLOSED_REF.dead = "object is closed"
+FINALIZED_REF = CtxRef(0, -1)
+FINALIZED_REF.dead = "finalized"
 
 
-class _ThreadState:
-    """Per-thread state (one per thread, reached through ``_local.st``).
+class ThreadState:
+    """Per-thread state (one per thread, reached through ``local.st``).
 
-    A plain slotted object: hot paths pay one thread-local lookup (``_local.st``),
+    A plain slotted object: hot paths pay one thread-local lookup (``local.st``),
     then cheap slot loads, instead of one thread-local lookup per attribute.
     """
 
@@ -228,15 +288,15 @@ class _ThreadState:
 
     def __init__(self) -> None:
         #: The context known to be current on this thread (None = unknown / none).
-        self.ctx: _CtxRef | None = None
+        self.ctx: CtxRef | None = None
         #: The device selected by set_device / ``with device()`` (-1 = none).
         self.device: int = -1
         #: The explicit Context activated on this thread (``with ctx:``), or None.
-        self.active: _CtxRef | None = None
-        #: device index -> current Stream of this thread (managed by stream.py).
+        self.active: CtxRef | None = None
+        #: device index -> current Stream of this thread (managed by :mod:`pyacl_rt._stream`).
         self.streams: dict[int, Any] = {}
         #: Saved states of ``with Device(i):`` blocks.
-        self.guards: list[tuple[int, _CtxRef | None]] = []
+        self.guards: list[tuple[int, CtxRef | None]] = []
         #: True on a host-callback (report) thread, for its whole life: blocking calls
         #: are refused there and finalizers defer releases (pyacl_rt._releaser).
         self.in_callback: bool = False
@@ -249,7 +309,7 @@ class _ThreadState:
 class _Local(threading.local):
     def __init__(self) -> None:
         global _main_state
-        self.st = _ThreadState()
+        self.st = ThreadState()
         # get_ident, not current_thread(): this also runs on threads threading does not
         # know (C threads, a thread being torn down while it releases its objects),
         # where current_thread() would register a stray _DummyThread.
@@ -259,12 +319,12 @@ class _Local(threading.local):
 
 _main_ident = threading.main_thread().ident
 #: The main thread's state: its selected device is the fallback of other threads.
-_main_state: _ThreadState | None = None
-#: ``_main_state.device`` if >= 0 else 0, kept up to date by :func:`_select_device`.
+_main_state: ThreadState | None = None
+#: ``_main_state.device`` if >= 0 else 0, kept up to date by :func:`select_device`.
 _fallback_device = 0
 
 
-def _select_device(st: _ThreadState, index: int) -> None:
+def select_device(st: ThreadState, index: int) -> None:
     """Set a thread's selected device (-1 = none); tracks the main thread's as the
     fallback of threads that never selected one."""
     global _fallback_device
@@ -273,11 +333,14 @@ def _select_device(st: _ThreadState, index: int) -> None:
         _fallback_device = index if index >= 0 else 0
 
 
-#: ``_local.st`` is the calling thread's :class:`_ThreadState`.
-_local: Final = _Local()
+#: ``local.st`` is the calling thread's :class:`ThreadState`.
+local: Final = _Local()
+#: The same object under the name the compiled extension ``_memcore`` looks up
+#: (``pyacl_rt._state._local``) and that a few modules still import.
+_local: Final = local
 
 
-def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
+def run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
     """Run an object's finalizer now, exactly once; True if it ran.
 
     Uses ``detach()`` rather than ``f()``: at interpreter exit ``weakref.finalize``
@@ -294,7 +357,7 @@ def _run_finalizer(f: weakref.finalize[..., Any] | None) -> bool:
     return True
 
 
-def _log_release_failure(func: str, handle: int, rc: int) -> None:
+def log_release_failure(func: str, handle: int, rc: int) -> None:
     """Log a failed destroy/free in a finalizer and consume the runtime's error text
     (it must not become the message of this thread's next error)."""
     _log.warning("%s(0x%x) failed with %d: %s", func, handle, rc, lowlevel.recent_error_message())
@@ -303,7 +366,7 @@ def _log_release_failure(func: str, handle: int, rc: int) -> None:
 _T = TypeVar("_T")
 
 
-class _LiveSet(Generic[_T]):
+class LiveSet(Generic[_T]):
     """Weak registry of the live objects of one kind (Streams, Events, Contexts): what
     finalize and closing a Context make inert. Thread-safe; its lock is replaced in a
     forked child (a parent thread may have held it)."""
@@ -313,7 +376,7 @@ class _LiveSet(Generic[_T]):
     def __init__(self) -> None:
         self._items: weakref.WeakSet[Any] = weakref.WeakSet()
         self._lock = threading.Lock()
-        os.register_at_fork(after_in_child=self._after_fork)
+        fork_hooks.add(self._after_fork, 10)  # _runtime.PRIORITY_FIRST + 10
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()
@@ -334,7 +397,7 @@ class _LiveSet(Generic[_T]):
                 self._items.clear()
         return items
 
-    def make_inert(self, ctx_filter: _CtxRef | None, reason: _CtxRef) -> None:
+    def make_inert(self, ctx_filter: CtxRef | None, reason: CtxRef) -> None:
         """``obj._make_inert(reason)`` for each live object (of context ``ctx_filter``
         only, unless None) and forget it. Never raises: failures are logged."""
         for obj in self.snapshot():
@@ -357,10 +420,10 @@ def forget_thread_context() -> None:
     allocating and selecting a device detect a foreign switch by themselves (see the
     module docstring). Not needed when only pyacl_rt objects are used.
     """
-    _local.st.ctx = None
+    local.st.ctx = None
 
 
-def _refuse_copy(obj: object, what: str) -> NoReturn:
+def refuse_copy(obj: object, what: str) -> NoReturn:
     """``__reduce__`` / ``__copy__`` / ``__deepcopy__`` of an object owning a handle."""
     raise TypeError(
         f"{type(obj).__name__} objects cannot be pickled or copied: a copy would share "
@@ -369,9 +432,9 @@ def _refuse_copy(obj: object, what: str) -> NoReturn:
     )
 
 
-def _refuse_in_callback(what: str) -> None:
+def refuse_in_callback(what: str) -> None:
     """Raise :class:`CallbackContextError` when called on a host-callback thread."""
-    if _local.st.in_callback:
+    if local.st.in_callback:
         raise CallbackContextError(
             f"{what} called from inside a host callback: this would wait for the "
             "callback itself and deadlock. Do blocking work outside the callback "
@@ -380,7 +443,7 @@ def _refuse_in_callback(what: str) -> None:
         )
 
 
-def _validated_ctx(st: _ThreadState) -> _CtxRef | None:
+def validated_ctx(st: ThreadState) -> CtxRef | None:
     """The thread's cached current context if the runtime agrees, else None (and the
     cache is cleared, so the next ``st.ctx is not ref`` test re-installs ``ref``).
 
@@ -406,9 +469,7 @@ def _validated_ctx(st: _ThreadState) -> _CtxRef | None:
 #: Run with the dying explicit context before it is destroyed, in priority order
 #: (``_runtime.PRIORITY_*``): events, streams (and their callback subscriptions),
 #: buffers allocated in it, then the copy engine's peer-access cache.
-context_close_hooks: Final[PriorityHooks[Callable[[_CtxRef], None]]] = PriorityHooks(
-    "context close"
-)
+context_close_hooks: Final[PriorityHooks[Callable[[CtxRef], None]]] = PriorityHooks("context close")
 #: Run with the device index after a successful device synchronize (the stream
 #: layer releases keep-alive lists there).
 device_sync_hooks: Final[PriorityHooks[Callable[[int], None]]] = PriorityHooks("device sync")

@@ -13,8 +13,9 @@
 * :func:`stream_from_pool` hands out pooled streams round robin (32 per device and
   priority class, created lazily), like torch_npu's ``Stream()``.
 
-Keep-alive hook for higher floors (memory)
+Keep-alive hook for higher layers (memory)
 ------------------------------------------
+(The watch lists and the marker-event pool are :mod:`pyacl_rt._watch`.)
 ``Stream._keep_alive(objs)`` keeps ``objs`` (one object or a tuple/list) referenced
 until all work enqueued on the stream *so far* has completed on the device. It
 records a marker event after the op (from a per-context pool, no allocation in the
@@ -31,65 +32,55 @@ enqueueing the async op::
 
 ``Stream._watch_pending()`` returns how many entries are still held (tests).
 The calling thread must already have the stream's context current (it has, right
-after an op through :meth:`Stream._activate` or ``device._ensure_current``).
+after an op through :meth:`Stream._activate` or ``_device._ensure_current``).
 
-Floor 5: imports floors 1-4 and :mod:`_callbacks`. Events (the layer above) register
-the factory :meth:`Stream.record_event` / :meth:`Stream.wait_stream` use
-(:func:`_set_event_class`), so this module never imports them.
+Layer 5: imports layers 1-4, :mod:`_callbacks` and :mod:`_watch`. Events (the layer above) register
+the class :meth:`Stream.record_event` / :meth:`Stream.wait_stream` create
+(``_hooks.factories.event_class``), so this module never imports them.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
-import os
 import threading
 import weakref
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from . import (
-    _callbacks,
-    _capture,
-    _completion,
-    _device,
-    _releaser,
-    _runtime,
-    _state,
-    errors,
-    lowlevel,
-)
+from . import _callbacks, _capture, _completion, _device, _releaser, _runtime, _state, errors
 from ._args import bool_arg, index_arg, timeout_ms_arg
 from ._device import (
     Device,
     DeviceLike,
-    _context_for,
     _index,
-    _restore_selection,
+    context_for,
     current_device,
+    restore_selection,
 )
+from ._hooks import PriorityHooks, factories, fork_hooks
 from ._log import get_logger
-from ._raw._abi_runtime import CONSTANTS as _C
 from ._state import (
-    _CLOSED,
-    _FINALIZED,
-    _check,
-    _CtxRef,
-    _gate_exit,
-    _gate_try_enter,
-    _lib,
-    _LiveSet,
-    _local,
-    _log_release_failure,
-    _owner_of,
-    _raise_dead,
-    _refuse_copy,
-    _refuse_in_callback,
-    _run_finalizer,
+    CLOSED_REF,
+    FINALIZED_REF,
+    CtxRef,
+    LiveSet,
+    check,
     context_close_hooks,
     device_sync_hooks,
+    gate_exit,
+    gate_try_enter,
+    lib,
+    local,
+    log_release_failure,
+    owner_of,
+    raise_dead,
+    refuse_copy,
+    refuse_in_callback,
+    run_finalizer,
 )
-from ._syncdebug import _check_sync, _sync_debug
+from ._syncdebug import check_sync, sync_debug_active
+from ._watch import keep_alive, markers, poll_watch, release_watch
 
 if TYPE_CHECKING:
     import concurrent.futures  # imports logging: loaded on the first wait only
@@ -107,94 +98,19 @@ __all__ = [
 
 _log = get_logger("pyacl_rt")
 
-ACL_EVENT_SYNC: Final = _C["ACL_EVENT_SYNC"]
-ACL_EVENT_RECORDED_STATUS_COMPLETE: Final = _C["ACL_EVENT_RECORDED_STATUS_COMPLETE"]
 STREAMS_PER_POOL: Final = 32
 
-_aclrtRecordEvent = _lib.aclrtRecordEvent
-_aclrtQueryEventStatus = _lib.aclrtQueryEventStatus
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
-_fast_stream_query = _state._fast.stream_query
+_fast_stream_query = _state.fast.stream_query
 #: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_stream: Callable[[int, int], None] = _state._fast._wait_stream
+_wait_stream: Callable[[int, int], None] = _state.fast._wait_stream
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
 _POOL: Final = 2
 _EXTERNAL: Final = 3
 _KIND_NAMES: Final = ("owned", "default", "pool", "external")
-
-
-# ------------------------------------------------------------ marker events
-class _MarkerPool:
-    """Raw ACL events (flag SYNC) per context, reused for keep-alive markers: at most
-    :attr:`IDLE_MAX` idle per context (a burst of outstanding markers does not stay
-    allocated for the life of the process)."""
-
-    IDLE_MAX = 64
-
-    def __init__(self) -> None:
-        self._free: dict[_CtxRef, list[int]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, ctx: _CtxRef) -> int:
-        with self._lock:
-            lst = self._free.get(ctx)
-            if lst:
-                return lst.pop()
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateEventExWithFlag(s.uptr, ACL_EVENT_SYNC)
-        if rc:
-            _check(rc, "aclrtCreateEventExWithFlag")
-        return int(s.uptr[0])
-
-    def put(self, ctx: _CtxRef, handle: int) -> None:
-        if ctx.device < 0:
-            return  # its context died; the runtime released the event with it
-        with self._lock:
-            lst = self._free.setdefault(ctx, [])
-            if len(lst) < self.IDLE_MAX:
-                lst.append(handle)
-                return
-        prev = _local.st.ctx
-        try:  # the pool is full: destroy it (never raises)
-            if prev is not ctx:
-                ctx.make_current()
-            rc = _lib.aclrtDestroyEvent(handle)
-            if rc:
-                _log_release_failure("aclrtDestroyEvent", handle, rc)
-            if prev is not None and prev is not ctx and prev.device >= 0:
-                prev.make_current()
-        except Exception:  # pragma: no cover - defensive
-            _log.debug("pyacl_rt: destroying a marker event failed", exc_info=True)
-
-    def drop_context(self, ctx: _CtxRef) -> None:
-        """Destroy the pooled events of ``ctx`` (context close / finalize)."""
-        if not _gate_try_enter():
-            return  # finalize runs (on another thread): the events die with ctx
-        try:
-            with self._lock:
-                handles = self._free.pop(ctx, [])
-            if not handles or ctx.device < 0:
-                return
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
-            for h in handles:
-                _lib.aclrtDestroyEvent(h)
-        except Exception:  # pragma: no cover - defensive
-            _log.debug("pyacl_rt: destroying marker events failed", exc_info=True)
-        finally:
-            _gate_exit()
-
-    def drop_all(self) -> None:
-        with self._lock:
-            ctxs = list(self._free)
-        for ctx in ctxs:
-            self.drop_context(ctx)
-
-
-_markers = _MarkerPool()
 
 
 # ------------------------------------------------------------- stream state
@@ -217,7 +133,7 @@ class _StreamState:
 
 
 # -------------------------------------------------------------- destruction
-def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
+def _destroy_stream(ctx: CtxRef, handle: int, state: _StreamState) -> None:
     """Finalizer body of an owned stream: destroys it exactly once. Never raises; never
     touches a dead runtime.
 
@@ -229,25 +145,25 @@ def _destroy_stream(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
         if ctx.device < 0:
             state.watch.clear()
             return
-        if _local.st.in_callback:
+        if local.st.in_callback:
             # GC on a host-callback thread: destroying waits for the stream's work,
             # which may wait for a callback of this very thread. The releaser does it.
             _releaser.defer(functools.partial(_destroy_stream, ctx, handle, state))
             return
-        if not _gate_try_enter():
+        if not gate_try_enter():
             _runtime.defer_to_finalize(functools.partial(_destroy_stream, ctx, handle, state))
             return
         try:
             _destroy_stream_gated(ctx, handle, state)
         finally:
-            _gate_exit()
+            gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
 
-def _destroy_stream_gated(ctx: _CtxRef, handle: int, state: _StreamState) -> None:
+def _destroy_stream_gated(ctx: CtxRef, handle: int, state: _StreamState) -> None:
     """:func:`_destroy_stream` inside the gate. An explicit context being closed by
-    another thread (``_CtxRef.enter`` refuses) destroys the stream itself."""
+    another thread (``CtxRef.enter`` refuses) destroys the stream itself."""
     explicit = ctx.owner is not None
     if ctx.device < 0 or (explicit and not ctx.enter()):
         sub = state.sub
@@ -257,44 +173,35 @@ def _destroy_stream_gated(ctx: _CtxRef, handle: int, state: _StreamState) -> Non
         state.watch.clear()
         return
     try:
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx.ensure_current()
         sub = state.sub
         if sub is not None:
             state.sub = None
-            _lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
+            lib.aclrtSynchronizeStream(handle)  # let pending host callbacks run
             sub.unsubscribe(handle, ctx)
-        rc = _lib.aclrtDestroyStream(handle)  # waits for pending work
+        rc = lib.aclrtDestroyStream(handle)  # waits for pending work
         if rc:
-            _log_release_failure("aclrtDestroyStream", handle, rc)
-        _release_watch(ctx, state.watch)
+            log_release_failure("aclrtDestroyStream", handle, rc)
+        release_watch(ctx, state.watch)
         side = state.side
         if side is not None:  # its waits are satisfied now: this stream's work is done
             state.side = None
-            side._make_inert(_CLOSED)
+            side._make_inert(CLOSED_REF)
             _live.discard(side)
     finally:
         if explicit:
             ctx.leave()
 
 
-def _release_watch(ctx: _CtxRef, watch: collections.deque[tuple[int, object]]) -> None:
-    """Drop every keep-alive entry (the caller knows the work completed)."""
-    while watch:
-        try:
-            marker, _objs = watch.popleft()
-        except IndexError:  # pragma: no cover - concurrent release
-            return
-        _markers.put(ctx, marker)
-
-
-_live: _LiveSet[Stream] = _LiveSet()
+_live: LiveSet[Stream] = LiveSet()
 
 #: Called as ``hook(stream, error)`` when :meth:`Stream.synchronize` raises an
 #: :class:`~pyacl_rt.errors.AclError`, before it propagates: a higher layer may attach
 #: what caused it (``pyacl_rt.mock`` chains the exception of a Python kernel twin). A
-#: hook must not raise.
-sync_error_hooks: list[Callable[[Stream, errors.AclError], None]] = []
+#: hook must not raise. Run in priority order (:class:`~pyacl_rt._hooks.PriorityHooks`).
+sync_error_hooks: Final[PriorityHooks[Callable[[Stream, errors.AclError], None]]] = PriorityHooks(
+    "sync error"
+)
 
 
 # ------------------------------------------------------------------ Stream
@@ -340,7 +247,7 @@ class Stream:
     )
 
     _handle: int
-    _ctx: _CtxRef
+    _ctx: CtxRef
     _device: int
     _kind: int
     _state: _StreamState
@@ -354,40 +261,39 @@ class Stream:
                 f"(0 <= flags < 2**32), got {flags}"
             )
         index = _index(device)
-        ctx = _context_for(index)
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx = context_for(index)
+        ctx.ensure_current()
         least, greatest = _priority_range(index)
         prio = _acl_priority(priority, least, greatest)
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateStreamWithConfig(s.uptr, prio, flags)
+        s = local.st.scratch
+        rc = lib.aclrtCreateStreamWithConfig(s.uptr, prio, flags)
         if rc == -1 and prio == 0 and flags == 0:
             # Old runtime without aclrtCreateStreamWithConfig.
             try:
-                _check(rc, "aclrtCreateStreamWithConfig")
+                check(rc, "aclrtCreateStreamWithConfig")
             except errors.FunctionNotFoundError:
-                rc = _lib.aclrtCreateStream(s.uptr)
-                _check(rc, "aclrtCreateStream")
+                rc = lib.aclrtCreateStream(s.uptr)
+                check(rc, "aclrtCreateStream")
         elif rc:
-            _check(rc, "aclrtCreateStreamWithConfig")
+            check(rc, "aclrtCreateStreamWithConfig")
         self._setup(int(s.uptr[0]), ctx, _OWNED, prio, flags)
         self._priority = -abs(prio - least)
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtStream")
+        refuse_copy(self, "aclrtStream")
 
     def __copy__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtStream")
+        refuse_copy(self, "aclrtStream")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        _refuse_copy(self, "aclrtStream")
+        refuse_copy(self, "aclrtStream")
 
-    def _setup(self, handle: int, ctx: _CtxRef, kind: int, prio: int | None, flags: int) -> None:
+    def _setup(self, handle: int, ctx: CtxRef, kind: int, prio: int | None, flags: int) -> None:
         self._handle = handle
         self._ctx = ctx
         self._device = ctx.device
-        self._owner = _owner_of(ctx)  # keeps an explicit Context alive
+        self._owner = owner_of(ctx)  # keeps an explicit Context alive
         self._kind = kind
         self._priority = 0
         self._acl_priority = prio
@@ -405,7 +311,7 @@ class Stream:
         _live.add(self)
 
     @classmethod
-    def _wrap(cls, handle: int, ctx: _CtxRef, kind: int) -> Stream:
+    def _wrap(cls, handle: int, ctx: CtxRef, kind: int) -> Stream:
         obj = cls.__new__(cls)
         obj._setup(handle, ctx, kind, None, 0)
         return obj
@@ -431,7 +337,7 @@ class Stream:
         handle = index_arg(handle, "handle", "an int (an aclrtStream address)")
         if handle < 0:
             raise ValueError(f"handle must be a non-negative aclrtStream address, got {handle}")
-        return cls._wrap(handle, _context_for(_index(device)), _EXTERNAL)
+        return cls._wrap(handle, context_for(_index(device)), _EXTERNAL)
 
     # ------------------------------------------------------------ properties
     @property
@@ -449,10 +355,10 @@ class Stream:
         stream of the calling thread's current context"."""
         if self._handle:
             return self._handle
-        if _local.st.ctx is not self._ctx:
+        if local.st.ctx is not self._ctx:
             self._activate()
-        s = _local.st.scratch
-        _check(_lib.aclrtCtxGetCurrentDefaultStream(s.uptr), "aclrtCtxGetCurrentDefaultStream")
+        s = local.st.scratch
+        check(lib.aclrtCtxGetCurrentDefaultStream(s.uptr), "aclrtCtxGetCurrentDefaultStream")
         return int(s.uptr[0])
 
     @property
@@ -514,17 +420,17 @@ class Stream:
         """Make this stream's context current on the calling thread (or raise)."""
         ctx = self._ctx
         if ctx.device < 0:
-            if ctx is _CLOSED:
+            if ctx is CLOSED_REF:
                 raise errors.ObjectClosedError(
                     f"{self.kind} stream is closed; create a new Stream", explanation=""
                 )
-            _raise_dead(ctx.dead)
+            raise_dead(ctx.dead)
         ctx.make_current()
 
     # ------------------------------------------------------------- queries
     def query(self) -> bool:
         """True if all work submitted to the stream has completed (``aclrtStreamQuery``)."""
-        if _local.st.ctx is not self._ctx:
+        if local.st.ctx is not self._ctx:
             self._activate()
         return _fast_stream_query(self._handle) == 0  # type: ignore[no-any-return]
 
@@ -538,11 +444,11 @@ class Stream:
         last synchronize (the others are attached as notes). Refused inside a host
         callback (it would wait for itself).
         """
-        t = _local.st
+        t = local.st
         if t.in_callback:
-            _refuse_in_callback("Stream.synchronize()")
-        if _sync_debug():
-            _check_sync("Stream.synchronize()")
+            refuse_in_callback("Stream.synchronize()")
+        if sync_debug_active():
+            check_sync("Stream.synchronize()")
         if t.ctx is not self._ctx:
             self._activate()
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
@@ -600,7 +506,7 @@ class Stream:
         """Record ``event`` (a new :class:`~pyacl_rt.Event` if None) on this stream."""
         if event is None:
             event = _new_event()
-        elif not isinstance(event, _event_type()):
+        elif not isinstance(event, factories.event_class.get()):
             raise TypeError(
                 f"Stream.record_event(): event must be an Event or None, not {type(event).__name__}"
             )
@@ -626,7 +532,7 @@ class Stream:
             raise TypeError(f"launch_host_func(): fn must be callable, not {type(fn).__name__}")
         if block is not True:
             block = bool_arg(block, "launch_host_func(): block")
-        if _local.st.ctx is not self._ctx:
+        if local.st.ctx is not self._ctx:
             self._activate()
         _callbacks.launch(self, fn, args, block)
 
@@ -667,7 +573,7 @@ class Stream:
     def _keep_alive(self, objs: object) -> None:
         """Keep ``objs`` alive until the work enqueued so far on this stream completed.
 
-        For higher floors (see the module docstring). Requires the stream's context
+        For higher layers (see the module docstring). Requires the stream's context
         to be current on this thread (true right after enqueueing an op on it).
         """
         if _capture.by_stream:  # a graph capture runs: no marker in (or query of) it
@@ -676,47 +582,20 @@ class Stream:
                 cap.keep.append(objs)  # kept by the graph: replays use them
                 return
         ctx = self._ctx
-        t = _local.st
-        if t.ctx is not ctx:
+        if local.st.ctx is not ctx:
             self._activate()
-        watch = self._state.watch
-        if watch:
-            self._poll_watch(watch)
-        marker = _markers.get(ctx)
-        rc = _aclrtRecordEvent(marker, self._handle)
-        if rc:
-            _markers.put(ctx, marker)
-            _check(rc, "aclrtRecordEvent")
-        watch.append((marker, objs))
+        keep_alive(ctx, self._handle, self._state.watch, objs)
 
     def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
-        """Release the leading entries whose marker completed (markers complete in
-        stream order). Safe against other threads polling or appending the same list:
-        an entry is removed by identity, so only an entry seen complete is released."""
-        st = _local.st.i32
-        ctx = self._ctx
-        while True:
-            try:
-                entry = watch[0]
-            except IndexError:
-                return
-            marker = entry[0]
-            if _aclrtQueryEventStatus(marker, st):
-                lowlevel.recent_error_message()  # failed query: keep the entry
-                return
-            if st[0] != ACL_EVENT_RECORDED_STATUS_COMPLETE:
-                return
-            try:
-                watch.remove(entry)  # identity first: never another thread's entry
-            except ValueError:
-                continue  # another thread released it meanwhile
-            _markers.put(ctx, marker)
+        """Release the leading entries whose marker completed (see
+        :func:`pyacl_rt._watch.poll_watch`)."""
+        poll_watch(self._ctx, watch)
 
     def _watch_pending(self) -> int:
         """Number of keep-alive entries not yet released (polls first)."""
         watch = self._state.watch
         if watch and self._ctx.device >= 0:
-            if _local.st.ctx is not self._ctx:
+            if local.st.ctx is not self._ctx:
                 self._activate()
             self._poll_watch(watch)
         return len(watch)
@@ -732,39 +611,37 @@ class Stream:
         f = self._finalizer
         if f is None or not f.alive or self._kind != _OWNED:
             return
-        if self._state.sub is not None and _local.st.in_callback:
-            _refuse_in_callback("Stream.close()")
-        if _sync_debug():
-            _check_sync("Stream.close()")
-        if not _local.st.in_callback and self._ctx.device >= 0:
+        if self._state.sub is not None and local.st.in_callback:
+            refuse_in_callback("Stream.close()")
+        if sync_debug_active():
+            check_sync("Stream.close()")
+        if not local.st.in_callback and self._ctx.device >= 0:
             # Destroying waits for the pending work, uninterruptibly: wait for it here
             # first, in slices (Ctrl-C leaves the stream open and usable). A failing
             # wait (a failed task, finalize on another thread) is left to the destroy.
             try:
-                if _local.st.ctx is not self._ctx:
-                    self._activate()
+                self._ctx.ensure_current()
                 _wait_stream(self._handle, -1)
             except errors.AclError:
                 pass
         where = repr(self)
-        _run_finalizer(f)  # runs _destroy_stream once
-        self._ctx = _CLOSED
+        run_finalizer(f)  # runs _destroy_stream once
+        self._ctx = CLOSED_REF
         _live.discard(self)
         if self._errors:  # host-callback exceptions no synchronize() will re-raise now
             _callbacks.report_unraised(self._errors, where, "closed")
 
-    def _make_inert(self, reason_ctx: _CtxRef) -> None:
+    def _make_inert(self, reason_ctx: CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
         where = repr(self)
-        if not _run_finalizer(self._finalizer):
+        if not run_finalizer(self._finalizer):
             state = self._state
             sub = state.sub
             if sub is not None and self._ctx.device >= 0:
                 state.sub = None
                 try:
-                    if _local.st.ctx is not self._ctx:
-                        self._ctx.make_current()
-                    _lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
+                    self._ctx.ensure_current()
+                    lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
                     sub.unsubscribe(self._handle, self._ctx)
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
@@ -795,11 +672,11 @@ def _priority_range(index: int) -> tuple[int, int]:
     current on this thread), cached; ``(0, 0)`` if the runtime cannot report it."""
     r = _priority_ranges.get(index)
     if r is None:
-        i32 = _local.st.i32
-        rc = _lib.aclrtDeviceGetStreamPriorityRange(i32, i32 + 1)
+        i32 = local.st.i32
+        rc = lib.aclrtDeviceGetStreamPriorityRange(i32, i32 + 1)
         if rc:
             try:
-                _check(rc, "aclrtDeviceGetStreamPriorityRange")
+                check(rc, "aclrtDeviceGetStreamPriorityRange")
             except (errors.FeatureNotSupportedError, errors.AclUsageError):
                 # older CANN without the query, or a runtime that does not support it
                 return (0, 0)
@@ -816,33 +693,14 @@ def _acl_priority(priority: int, least: int, greatest: int) -> int:
     return least - up if greatest < least else least + up
 
 
-#: :class:`pyacl_rt.Event`, registered by the event layer (above this one) when it is
-#: imported, which ``import pyacl_rt`` always does.
-_event_class: type[Any] | None = None
-
-
-def _set_event_class(cls: type[Any]) -> None:
-    """Hook for :mod:`pyacl_rt._event`: the class :meth:`Stream.record_event` and
-    :meth:`Stream.wait_stream` create (and ``record_event`` accepts)."""
-    global _event_class
-    _event_class = cls
-
-
-def _event_type() -> type[Any]:
-    cls = _event_class
-    if cls is None:  # pragma: no cover - pyacl_rt/__init__ imports _event
-        raise RuntimeError("pyacl_rt._event is not imported: import pyacl_rt first")
-    return cls
-
-
 def _new_event() -> Any:
-    return _event_type()()
+    return factories.event_class.get()()
 
 
 _side_lock = threading.Lock()
 
 
-def _side_stream(state: _StreamState, ctx: _CtxRef) -> Stream:
+def _side_stream(state: _StreamState, ctx: CtxRef) -> Stream:
     """The companion of the stream whose state is ``state`` (of context ``ctx``): an
     owned stream in ``ctx`` that :mod:`_event` uses to wait for that stream's events
     without holding it up (created on first use, closed with the stream)."""
@@ -853,12 +711,12 @@ def _side_stream(state: _StreamState, ctx: _CtxRef) -> Stream:
         side = state.side
         if side is not None and side._ctx.device >= 0:
             return side
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             ctx.make_current()
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateStream(s.uptr)
+        s = local.st.scratch
+        rc = lib.aclrtCreateStream(s.uptr)
         if rc:
-            _check(rc, "aclrtCreateStream")
+            check(rc, "aclrtCreateStream")
         side = Stream._wrap(int(s.uptr[0]), ctx, _OWNED)
         state.side = side
         return side
@@ -869,11 +727,11 @@ _timeout_ms = timeout_ms_arg  # (also imported by _event.py)
 
 # ---------------------------------------------------- default / current stream
 #: Default-stream wrappers of primary contexts (they live as long as the process).
-_defaults: dict[_CtxRef, Stream] = {}
+_defaults: dict[CtxRef, Stream] = {}
 #: device index -> default stream of its primary context (current_stream's fast path).
 _primary_defaults: dict[int, Stream] = {}
 #: ... and of explicit Contexts: weak, so that the cache never keeps a Context alive.
-_explicit_defaults: weakref.WeakValueDictionary[_CtxRef, Stream] = weakref.WeakValueDictionary()
+_explicit_defaults: weakref.WeakValueDictionary[CtxRef, Stream] = weakref.WeakValueDictionary()
 
 
 def default_stream(device: DeviceLike = None) -> Stream:
@@ -881,7 +739,7 @@ def default_stream(device: DeviceLike = None) -> Stream:
     thread uses for it. Its handle is 0 (NULL), as in ACL; ``close()`` is a no-op.
     """
     index = _index(device)
-    ctx = _context_for(index)
+    ctx = context_for(index)
     cache = _defaults if ctx.owner is None else _explicit_defaults
     s = cache.get(ctx)
     if s is None:
@@ -896,7 +754,7 @@ def current_stream(device: DeviceLike = None) -> Stream:
 
     The default stream unless :func:`set_stream` / ``with stream(s):`` chose another.
     """
-    t = _local.st
+    t = local.st
     if device is None:
         index = t.device
         if index < 0:
@@ -905,7 +763,7 @@ def current_stream(device: DeviceLike = None) -> Stream:
         index = _index(device)
     s = t.streams.get(index)
     if s is not None:
-        if s._ctx is not _FINALIZED:
+        if s._ctx is not FINALIZED_REF:
             return s  # type: ignore[no-any-return]
         del t.streams[index]  # chosen before a finalize: back to the default stream
     if t.active is None:
@@ -923,7 +781,7 @@ def set_stream(s: Stream) -> None:
     if s._ctx.device < 0:
         s._activate()  # raises the closed/finalized error
     _device.set_device(s._device)
-    _local.st.streams[s._device] = s
+    local.st.streams[s._device] = s
 
 
 _guard_tls = threading.local()
@@ -964,7 +822,7 @@ class StreamContext:
         s = self.s
         if s is None:
             return None
-        self._saved.append((_local.st.device, _local.st.active, dict(_local.st.streams)))
+        self._saved.append((local.st.device, local.st.active, dict(local.st.streams)))
         try:
             set_stream(s)
         except BaseException:
@@ -976,8 +834,8 @@ class StreamContext:
         if self.s is None or not self._saved:
             return
         prev_device, prev_active, prev_streams = self._saved.pop()
-        _restore_selection(prev_device, prev_active)
-        table = _local.st.streams
+        restore_selection(prev_device, prev_active)
+        table = local.st.streams
         table.clear()
         table.update(prev_streams)
 
@@ -992,7 +850,7 @@ class _Pool:
         self.lock = threading.Lock()
 
 
-_pools: dict[tuple[_CtxRef, bool], _Pool] = {}
+_pools: dict[tuple[CtxRef, bool], _Pool] = {}
 _pools_lock = threading.Lock()
 
 
@@ -1006,7 +864,7 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     """
     priority = index_arg(priority, "priority")
     index = _index(device)
-    ctx = _context_for(index)
+    ctx = context_for(index)
     high = priority < 0
     key = (ctx, high)
     pool = _pools.get(key)
@@ -1038,7 +896,7 @@ def _drain_pools() -> int:
             items = [s for s in pool.streams if s is not None]
             pool.streams = [None] * STREAMS_PER_POOL
         for s in items:
-            s._make_inert(_CLOSED)
+            s._make_inert(CLOSED_REF)
             _live.discard(s)
             n += 1
     return n
@@ -1047,7 +905,7 @@ def _drain_pools() -> int:
 # ------------------------------------------------------------- lifecycle
 def _release_streams() -> None:
     """Release hook (priority 'streams'): destroy every live stream, pools included."""
-    _live.make_inert(None, _FINALIZED)
+    _live.make_inert(None, FINALIZED_REF)
     with _pools_lock:
         _pools.clear()
     _priority_ranges.clear()
@@ -1056,19 +914,15 @@ def _release_streams() -> None:
     _explicit_defaults.clear()
 
 
-def _release_markers() -> None:
-    _markers.drop_all()
-
-
-def _on_context_close(ctx: _CtxRef) -> None:
+def _on_context_close(ctx: CtxRef) -> None:
     """An explicit Context is closing: close its streams, pools and markers first."""
-    _live.make_inert(ctx, _CLOSED)
+    _live.make_inert(ctx, CLOSED_REF)
     with _pools_lock:
         for key in [k for k in _pools if k[0] is ctx]:
             del _pools[key]
     _explicit_defaults.pop(ctx, None)
     _callbacks._forget_context(ctx)
-    _markers.drop_context(ctx)
+    markers.drop_context(ctx)
 
 
 def _on_device_sync(index: int) -> None:
@@ -1079,8 +933,7 @@ def _on_device_sync(index: int) -> None:
             if explicit and not ctx.enter():
                 continue  # its context is being closed on another thread
             try:
-                if _local.st.ctx is not ctx:
-                    ctx.make_current()
+                ctx.ensure_current()
                 s._poll_watch(s._state.watch)
             except errors.AclError:  # pragma: no cover - defensive
                 pass
@@ -1096,11 +949,24 @@ def _after_fork_in_child() -> None:
     # not to deadlock while refusing to use the runtime.
     global _pools_lock
     _pools_lock = threading.Lock()
-    _markers._lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+def _settle() -> None:
+    """settle(): forget this thread's selection and current streams, destroy the pooled
+    streams and synchronize the devices in use (which releases keep-alive lists)."""
+    if not _runtime.is_initialized():
+        return
+    st = local.st
+    _state.select_device(st, -1)
+    st.active = None
+    st.streams.clear()
+    _drain_pools()
+    for index in list(_device._primaries):
+        _device.synchronize(index)
+
+
+fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_STREAMS)
+_runtime.settle_hooks.add(_settle, _runtime.PRIORITY_STREAMS)
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_STREAMS)
 device_sync_hooks.add(_on_device_sync, _runtime.PRIORITY_STREAMS)
 _runtime.register_release_hook(_release_streams, _runtime.PRIORITY_STREAMS)
-_runtime.register_release_hook(_release_markers, _runtime.PRIORITY_STREAMS + 50)

@@ -12,16 +12,16 @@ unset). :class:`sync_debug_mode` sets it for a ``with`` block and restores exact
 was there before.
 
 :data:`BLOCKING_CALLS` is the single list of public calls that may block and are
-reported. Higher floors put one hook where such a call is about to wait::
+reported. Higher layers put one hook where such a call is about to wait::
 
-    if _sync_debug():
-        _check_sync("Stream.synchronize()")  # what waits here
+    if sync_debug_active():
+        check_sync("Stream.synchronize()")  # what waits here
 
-``_sync_debug`` *is* the ContextVar's bound ``get``: with reporting off, a blocking call
+``sync_debug_active`` *is* the ContextVar's bound ``get``: with reporting off, a blocking call
 pays one ``ContextVar.get`` and a truth test, no Python call. It is true when the mode
 is on or not yet known in this context (the first check of a thread or task reads the
 process default and stores it in the context, so later checks stay on the fast path).
-:func:`_check_sync` decides and reports; the report names the pyacl_rt call the user
+:func:`check_sync` decides and reports; the report names the pyacl_rt call the user
 made, found on the stack (for ``buf.copy_to_host()`` the wait is in a synchronous copy,
 the report says ``DeviceBuffer.copy_to_host()``).
 
@@ -43,7 +43,7 @@ executing passed that hook already, so the inner hook stays silent (e.g. ``copy(
 waiting in ``Stream.synchronize()``). So put a hook before the nested blocking calls
 it covers, and only under the same condition as they run.
 
-Floor 1: imports only the standard library, :mod:`errors`, :mod:`_options` and
+Layer 1: imports only the standard library, :mod:`errors`, :mod:`_options` and
 :mod:`_args`.
 """
 
@@ -118,8 +118,8 @@ _UNRESOLVED: Final = -1
 
 #: The mode of this thread / task; _UNRESOLVED (true) until set or first checked.
 _mode: ContextVar[int] = ContextVar("pyacl_rt_sync_debug_mode", default=_UNRESOLVED)
-#: The hooks' fast test (see the module docstring): true = call _check_sync.
-_sync_debug: Final = _mode.get
+#: The hooks' fast test (see the module docstring): true = call check_sync.
+sync_debug_active: Final = _mode.get
 #: The process default (PYACL_RT_SYNC_DEBUG) once read.
 _default = _UNRESOLVED
 
@@ -200,8 +200,8 @@ def _called_name(frame: FrameType) -> str:
     return f"{code.co_qualname}()"
 
 
-def _check_sync(what: str) -> None:
-    """A hook saw :data:`_sync_debug` true: report the wait (``what`` waits there)
+def check_sync(what: str) -> None:
+    """A hook saw :data:`sync_debug_active` true: report the wait (``what`` waits there)
     according to the mode, or, the first time in this context, learn the mode."""
     _report(what, sys._getframe(1))
 

@@ -195,7 +195,7 @@ def _install_hooks() -> None:
         return
     from . import _runtime, _stream
 
-    _stream.sync_error_hooks.append(_chain_failure)
+    _stream.sync_error_hooks.add(_chain_failure, 0)
     _runtime.register_release_hook(_release_all, _runtime.PRIORITY_STREAMS + 70)
     _hooked = True
 
@@ -361,7 +361,7 @@ def _trampoline(
 
     import numpy as np
 
-    from ._state import _local
+    from ._state import local
 
     fn = twin.fn
     name = twin.name
@@ -396,7 +396,7 @@ def _trampoline(
                 args[i] = arr
             # Like a host callback: blocking calls refuse (a twin must not wait for the
             # device: its own stream waits for it) and GC-triggered frees are deferred.
-            st = _local.st
+            st = local.st
             was = st.in_callback
             st.in_callback = True
             try:

@@ -151,9 +151,9 @@ def _mem_info(dev: Any) -> tuple[int, int]:
     """
     from . import _device
     from ._context import Context
-    from ._state import _local
+    from ._state import local
 
-    cur = _local.st.ctx
+    cur = local.st.ctx
     if dev.index in _device._primaries or (cur is not None and cur.device == dev.index):
         result: tuple[int, int] = dev.mem_get_info()
         return result

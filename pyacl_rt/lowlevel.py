@@ -420,7 +420,7 @@ def cann_version_from_library() -> tuple[str | None, str]:
 
 
 # ------------------------------------------------------------ hot-path hook
-#: Name -> callable registered by higher floors for Pythonic fast paths
+#: Name -> callable registered by higher layers for Pythonic fast paths
 #: (see :func:`register_hot_path`). The raw functions themselves never change.
 HOT_PATHS: dict[str, Callable[..., Any]] = {}
 

@@ -433,7 +433,7 @@ def mock_control() -> MockControl:
     """
     global _control
     if _control is None:
-        from . import lowlevel  # same floor as _loader; imported lazily
+        from . import lowlevel  # same layer as _loader; imported lazily
 
         lowlevel.load()
         if not lowlevel.is_mock_library():

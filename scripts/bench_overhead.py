@@ -48,7 +48,7 @@ Ratios and targets (issue 3 item 10, issue 4 item 9):
 The script exits 1 when any target is missed.
 * ``py/C`` = pythonic / C-ext (same baseline as ``fast/C``) of the hot paths: target <= 3.
 * ``hook/get``: the sync-debug hook every blocking entry point runs, with the mode off
-  (``if _sync_debug(): _check_sync(...)``), over one bare ``ContextVar.get()``: target <= 1.5
+  (``if sync_debug_active(): check_sync(...)``), over one bare ``ContextVar.get()``: target <= 1.5
   (the hook must stay one ``ContextVar.get``, no Python-level call).
 
 GIL test: one Python thread blocks in ``Stream.synchronize()`` on a stream held for
@@ -733,11 +733,11 @@ def sync_debug_hook(number: int, repeat: int, stat: Any) -> dict[str, float]:
     from pyacl_rt import _syncdebug
 
     ns = {
-        "sd_on": _syncdebug._sync_debug,
-        "sd_check": _syncdebug._check_sync,
+        "sd_on": _syncdebug.sync_debug_active,
+        "sd_check": _syncdebug.check_sync,
         "cv_get": contextvars.ContextVar("bench", default=0).get,
     }
-    assert _syncdebug._sync_debug() == 0, "sync-debug mode must be off (and known) here"
+    assert _syncdebug.sync_debug_active() == 0, "sync-debug mode must be off (and known) here"
     stmts = {"hook": "if sd_on(): sd_check('Stream.synchronize()')", "get": "cv_get()"}
     out = time_interleaved(stmts, ns, number, repeat, lambda: None, lambda: None, stat)
     out["hook_over_get"] = out["hook"] / out["get"]

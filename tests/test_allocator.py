@@ -18,6 +18,7 @@ from pyacl_rt import _allocator as A
 from pyacl_rt import _device, _releaser, errors
 from pyacl_rt import _memory as M
 from pyacl_rt import _stream as S
+from pyacl_rt import _watch as W
 from pyacl_rt._memory import backend as _membackend
 from pyacl_rt._memory.torchstats import FIELDS, KINDS, POOLS, SCALARS
 from pyacl_rt.mock import mock_control
@@ -311,6 +312,42 @@ def test_pinned_block_reused_only_after_its_streams(gate: Any) -> None:
     s.close()
 
 
+def test_interrupted_guard_recording_keeps_the_pinned_block(
+    gate: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A raise between taking a freed pinned block out of use (its counters moved to
+    held) and queueing it behind its guards lost the block: it was never idle again,
+    never freed, and its bytes stayed reserved. Now it is queued, guarded by the
+    stream itself, and reused / freed once the stream is done."""
+    s = S.Stream(0)
+    dev = M.DeviceBuffer(4096)
+    h = M.HostBuffer(4096)
+    ptr = h.ptr
+    gate.block(s)
+    M.memcpy_async(dev, h, 4096, s)  # the device will still read h
+
+    def interrupted(ev: int, stream: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(A._guards, "_record_event", interrupted)
+    h.close()  # a finalizer-like path: never raises, the interrupt is logged
+    monkeypatch.undo()
+    host = A._backend.host
+    assert host is not None and len(host.pending) == 1
+    other = M.HostBuffer(4096)
+    assert other.ptr != ptr  # still guarded by the busy stream
+    gate.release.set()
+    s.synchronize()
+    h2 = M.HostBuffer(4096)
+    assert h2.ptr == ptr  # back in the pool
+    h2.close()
+    other.close()
+    dev.close()
+    M.empty_cache()
+    assert pyacl_rt.host_memory_stats()["reserved_bytes.current"] == 0
+    s.close()
+
+
 # ------------------------------------------------------------- snapshots
 _ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom"}
 _STATES = {"active_allocated", "active_pending_free", "inactive"}
@@ -457,7 +494,7 @@ def test_trim_racing_with_finalize_frees_its_segments(run_python: Callable[..., 
         alloc = A._backend.allocator(0, _device._primaries[0])
         for b in [p.DeviceBuffer(12 << 20) for _ in range(3)]:  # a segment each
             b.close()  # cached
-        real = A._device._lib
+        real = A._device.lib
         freed, paused, go = [], threading.Event(), threading.Event()
         class PauseAfterFirstFree:
             def __getattr__(self, name):
@@ -469,7 +506,7 @@ def test_trim_racing_with_finalize_frees_its_segments(run_python: Callable[..., 
                     paused.set()
                     go.wait(60)
                 return rc
-        A._device._lib = PauseAfterFirstFree()
+        A._device.lib = PauseAfterFirstFree()
         t = threading.Thread(target=alloc.trim, name="trim")
         t.start()
         paused.wait(60)
@@ -732,7 +769,7 @@ def test_guard_events_go_back_to_a_bounded_pool(gate: Any, caching: Any) -> None
     caching.process_pending()
     out, idle, held = _guard_accounting()
     assert held == 0 and out == idle == A._guards.IDLE_MAX
-    assert _events() - base <= A._guards.IDLE_MAX + S._MarkerPool.IDLE_MAX
+    assert _events() - base <= A._guards.IDLE_MAX + W.MarkerPool.IDLE_MAX
     M.empty_cache()
     assert _guard_accounting() == (0, 0, 0)
     s1.close()

@@ -51,6 +51,7 @@ from pyacl_rt import _allocator as A
 from pyacl_rt import _memory as M
 from pyacl_rt import _releaser, errors
 from pyacl_rt import _stream as S
+from pyacl_rt import _watch as W
 from pyacl_rt._allocator import _guards
 from pyacl_rt._allocator._host import block_size
 from pyacl_rt._cachecore import MAX_ALLOC, round_size
@@ -102,7 +103,7 @@ def _guard_events_held() -> list[int]:
 
 def _marker_events() -> int:
     """Keep-alive marker events of the stream layer: idle ones and those in watch lists."""
-    idle = sum(len(v) for v in S._markers._free.values())
+    idle = sum(len(v) for v in W.markers._free.values())
     streams = [*list(S._live.snapshot()), S.default_stream(DEV)]
     return idle + sum(len(s._state.watch) for s in set(streams))
 
@@ -115,7 +116,7 @@ class AllocatorMachine(RuleBasedStateMachine):
         # every example starts from the same state: empty caches, no idle events
         pyacl_rt.synchronize(DEV)
         M.empty_cache()
-        S._markers.drop_all()
+        W.markers.drop_all()
         self.streams = [S.Stream(DEV), S.Stream(DEV), S.default_stream(DEV)]
         #: live DeviceBuffers with the size asked for
         self.dev: list[tuple[M.DeviceBuffer, int]] = []
@@ -343,8 +344,8 @@ class AllocatorMachine(RuleBasedStateMachine):
         # every guard event created is idle or guarding something: none was dropped
         assert sorted(out) == sorted(idle + held), (len(out), len(idle), len(held))
         assert all(len(p.idle) <= _guards.IDLE_MAX for p in pools)
-        marker_cap = S._MarkerPool.IDLE_MAX
-        assert all(len(v) <= marker_cap for v in S._markers._free.values())
+        marker_cap = W.MarkerPool.IDLE_MAX
+        assert all(len(v) <= marker_cap for v in W.markers._free.values())
         # the runtime's live events are exactly those plus the keep-alive markers
         grown = len(out) - self.base_guards + _marker_events() - self.base_markers
         assert _events() - self.base_events == grown
@@ -362,7 +363,7 @@ class AllocatorMachine(RuleBasedStateMachine):
         M.empty_cache()
         self.streams[0].close()
         self.streams[1].close()
-        S._markers.drop_all()
+        W.markers.drop_all()
         assert M.memory_allocated(DEV) == 0 and M.memory_reserved(DEV) == 0
         assert _device_allocations() == self.base_dev
         assert _host_allocations() == self.base_host - self.base_host_blocks
@@ -375,7 +376,7 @@ def caching_clean(mock_loaded: Any) -> Iterator[None]:
     pyacl_rt.set_device(DEV)
     pyacl_rt.synchronize(DEV)
     M.empty_cache()
-    S._markers.drop_all()
+    W.markers.drop_all()
     try:
         yield
     finally:
@@ -434,5 +435,5 @@ def test_soak_request_cycles_stay_flat(caching_clean: None) -> None:
     assert end[0] <= warm[0], (warm, end)  # events
     assert end[1] <= warm[1], (warm, end)  # device allocations (cached segments)
     assert end[2] == 0 and end[3] <= warm[3], (warm, end)  # memory
-    assert peak_events <= warm[0] + _guards.IDLE_MAX + S._MarkerPool.IDLE_MAX + 64
+    assert peak_events <= warm[0] + _guards.IDLE_MAX + W.MarkerPool.IDLE_MAX + 64
     side.close()

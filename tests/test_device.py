@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pyacl_rt import _device as D
+from pyacl_rt import _devinfo as DI
 from pyacl_rt import _state, errors, lowlevel
 from pyacl_rt import _stream as S
 from pyacl_rt.mock import mock_control
@@ -179,32 +180,32 @@ def test_device_of() -> None:
 
 def test_torch_style_functions() -> None:
     mc = mock_control()
-    assert D.get_device_name() == mc.soc_name == D.get_device_name(2)
-    assert D.get_soc_version() == mc.soc_name
-    assert isinstance(D.get_cann_version(), str)
-    assert D.get_cann_version("HCCL") == ""
-    assert D.is_support_inf_nan() is True  # default mock SoC: Ascend910B1
-    assert D.is_bf16_supported() is True
-    assert D.get_device_capability(0) is None
-    free, total = D.mem_get_info(1)
+    assert DI.get_device_name() == mc.soc_name == DI.get_device_name(2)
+    assert DI.get_soc_version() == mc.soc_name
+    assert isinstance(DI.get_cann_version(), str)
+    assert DI.get_cann_version("HCCL") == ""
+    assert DI.is_support_inf_nan() is True  # default mock SoC: Ascend910B1
+    assert DI.is_bf16_supported() is True
+    assert DI.get_device_capability(0) is None
+    free, total = DI.mem_get_info(1)
     assert free <= total
-    assert 0 <= D.utilization(1) <= 100
-    props = D.get_device_properties(2)
+    assert 0 <= DI.utilization(1) <= 100
+    props = DI.get_device_properties(2)
     assert props.index == 2 and props.total_memory == total
-    assert D.can_device_access_peer(0, 0) is False
-    assert isinstance(D.can_device_access_peer(0, 1), bool)
+    assert DI.can_device_access_peer(0, 0) is False
+    assert isinstance(DI.can_device_access_peer(0, 1), bool)
     D.synchronize()
     D.synchronize(1)
     D.synchronize("npu:2")
 
 
 def test_set_op_timeout_ms() -> None:
-    applied = D.set_op_timeout_ms(2000)
+    applied = DI.set_op_timeout_ms(2000)
     assert isinstance(applied, int) and applied >= 0
     with pytest.raises(ValueError):
-        D.set_op_timeout_ms(-1)
+        DI.set_op_timeout_ms(-1)
     with pytest.raises(TypeError):
-        D.set_op_timeout_ms(1.5)  # type: ignore[arg-type]
+        DI.set_op_timeout_ms(1.5)  # type: ignore[arg-type]
 
 
 def test_objects_work_on_a_new_thread_without_set_device() -> None:
@@ -222,7 +223,7 @@ def test_forget_thread_context_after_raw_switch() -> None:
     s = S.Stream(1)
     s.query()
     # Switch the context behind pyacl_rt's back, then tell it.
-    lowlevel.check(lowlevel.lib.aclrtSetCurrentContext(D._context_for(2).handle), "set")
+    lowlevel.check(lowlevel.lib.aclrtSetCurrentContext(D.context_for(2).handle), "set")
     _state.forget_thread_context()
     assert s.query() is True
     assert raw_get_device() == 1
@@ -244,16 +245,17 @@ def test_device_errors_propagate_when_device_lost() -> None:
 def test_no_stray_contexts_when_using_only_device_3(run_python: Any) -> None:
     code = """
         import threading
-        import pyacl_rt._device as D, pyacl_rt._stream as S, pyacl_rt._event as E
+        import pyacl_rt._device as D, pyacl_rt._devinfo as DI
+        import pyacl_rt._stream as S, pyacl_rt._event as E
         from pyacl_rt.mock import mock_control
         assert D.current_device() == 0          # a query: must not create anything
         assert D.is_available()
         for i in range(D.device_count()):
-            D.get_device_properties(i)          # device-id queries: no context either
+            DI.get_device_properties(i)          # device-id queries: no context either
         s = S.Stream(3)
         e = E.Event()
         e.record(s)
-        D.mem_get_info(3)
+        DI.mem_get_info(3)
         def worker():
             s.query(); e.synchronize()
             s2 = S.Stream(3); s2.synchronize(); s2.close()
@@ -291,8 +293,8 @@ def test_fresh_thread_queries_do_not_create_contexts(run_python: Any) -> None:
 
 def test_soc_dependent_queries(run_python: Any, clean_env: Any) -> None:
     code = """
-        import pyacl_rt._device as D
-        print(D.get_soc_version(), D.is_support_inf_nan(), D.is_bf16_supported())
+        import pyacl_rt._device as D, pyacl_rt._devinfo as DI
+        print(DI.get_soc_version(), DI.is_support_inf_nan(), DI.is_bf16_supported())
     """
     r = run_python(code, env=clean_env(PYACL_RT_BACKEND="mock", ASCEND_MOCK_SOC_NAME="Ascend310P3"))
     assert r.returncode == 0, r.stderr
@@ -338,6 +340,8 @@ TORCH_NPU_NAMES = {
         "device",
         "device_of",
         "synchronize",
+    ],
+    "pyacl_rt._devinfo": [
         "get_device_name",
         "get_device_properties",
         "mem_get_info",
@@ -358,6 +362,7 @@ TORCH_NPU_NAMES = {
     "module",
     [
         "pyacl_rt._device",
+        "pyacl_rt._devinfo",
         "pyacl_rt._context",
         "pyacl_rt._stream",
         "pyacl_rt._event",
@@ -512,7 +517,7 @@ def test_creation_and_selection_survive_a_foreign_context_switch() -> None:
         return mc.stat(what, 0), mc.stat(what, 1)
 
     def body() -> None:
-        D._context_for(1)  # device 1's primary: the "foreign" context below
+        D.context_for(1)  # device 1's primary: the "foreign" context below
         D.set_device(0)
 
         before = stats("allocations")

@@ -603,13 +603,30 @@ def test_from_dlpack_passes_the_current_stream() -> None:
     assert p.released == 1
 
 
-def test_consumer_stream_as_zero_means_default_stream() -> None:
-    with npu.DeviceBuffer(8, device=0) as d:
-        s = npu.Stream(0)
-        npu.memset(d, 1, stream=s, non_blocking=True)
-        cap = d.__dlpack__(stream=0)  # the device's default stream waits for s
-        npu.from_dlpack(cap).close()
+def test_consumer_stream_as_zero_means_default_stream(gate: Any) -> None:
+    """``__dlpack__(stream=0)``: the consumer uses the device's default stream, so the
+    export returns at once and work queued later on the default stream runs after
+    the buffer's pending work (not before it, and without a host wait)."""
+    s = npu.Stream(0)
+    d = npu.DeviceBuffer(32, device=0)
+    host = npu.HostBuffer(32)
+    default = npu.default_stream(0)
+    try:
+        gate.block(s)
+        npu.memset(d, 7, stream=s, non_blocking=True)  # queued behind the gate
+        cap = d.__dlpack__(stream=0)  # returns at once: no host wait
+        v = npu.from_dlpack(cap)
+        npu.copy(host, v, stream=default, non_blocking=True)
+        assert not default.query()  # the default stream waits for s's memset
+        gate.release.set()
+        default.synchronize()
+        assert host.tobytes() == b"\x07" * 32  # the copy ran after the memset
+        v.close()
+    finally:
+        gate.release.set()
         s.synchronize()
+        d.close()
+        host.close()
         s.close()
 
 

@@ -21,6 +21,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,8 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 
 #: The layers, lowest first. A module may import modules of its own layer or of lower
 #: layers, never of a higher one (a lower layer that must call upwards owns a hook the
-#: upper module registers into: pyacl_rt._hooks.PriorityHooks, or a factory such as
-#: _stream._set_event_class / _memory.engine._set_staging_buffer).
+#: upper module registers into: a pyacl_rt._hooks.PriorityHooks list, or a slot of
+#: pyacl_rt._hooks.factories).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "generated tables",
@@ -69,11 +70,23 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runtime lifecycle", ("pyacl_rt._runtime", "pyacl_rt._releaser")),
     (
         "devices and contexts",
-        ("pyacl_rt._state", "pyacl_rt._capture", "pyacl_rt._device", "pyacl_rt._context"),
+        (
+            "pyacl_rt._state",
+            "pyacl_rt._capture",
+            "pyacl_rt._device",
+            "pyacl_rt._devinfo",
+            "pyacl_rt._context",
+        ),
     ),
     (
         "streams, callbacks, events",
-        ("pyacl_rt._callbacks", "pyacl_rt._completion", "pyacl_rt._stream", "pyacl_rt._event"),
+        (
+            "pyacl_rt._callbacks",
+            "pyacl_rt._completion",
+            "pyacl_rt._watch",
+            "pyacl_rt._stream",
+            "pyacl_rt._event",
+        ),
     ),
     (
         "memory",
@@ -351,3 +364,53 @@ def test_architecture_doc_names_every_layer_and_module() -> None:
             assert f"`{short}`" in text or f"`{module}`" in text, (
                 f"docs/architecture.md does not mention {module}"
             )
+
+
+# ------------------------------------------------- private names across modules
+#: Issue 13 item 1 ratchet: inside the package, names one module imports from another
+#: and private attributes read on objects other than ``self``/``cls`` should be few
+#: (package-internal names lose their underscore; Stream/Event/buffers get an internal
+#: interface). Until that is done these are the counts of today: they may only fall.
+#: Lower them in the commit that removes uses.
+PRIVATE_IMPORT_BUDGET = 66
+PRIVATE_ATTRIBUTE_BUDGET = 299
+
+
+def _private_uses() -> tuple[Counter[str], Counter[str]]:
+    modules = {p.stem for p in PKG.rglob("*.py")} | {p.name for p in PKG.iterdir() if p.is_dir()}
+    modules |= {"_lowlevel_cffi", "_fastcall", "_memcore", "_cachecore", "_dlpack_c"}
+    imports: Counter[str] = Counter()
+    attrs: Counter[str] = Counter()
+    for path in PKG.rglob("*.py"):
+        if path.name in ("_abi_data.py", "_abi_runtime.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level > 0 or (node.module or "").startswith("pyacl_rt")
+            ):
+                for alias in node.names:
+                    name = alias.name
+                    if name.startswith("_") and not name.startswith("__") and name not in modules:
+                        imports[name] += 1
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                attrs[node.attr] += 1
+    return imports, attrs
+
+
+def test_private_names_across_modules_do_not_grow() -> None:
+    imports, attrs = _private_uses()
+    assert sum(imports.values()) <= PRIVATE_IMPORT_BUDGET, (
+        f"{sum(imports.values())} imports of underscore names from other pyacl_rt modules "
+        f"(budget {PRIVATE_IMPORT_BUDGET}); give package-internal names no underscore: "
+        f"{imports.most_common(20)}"
+    )
+    assert sum(attrs.values()) <= PRIVATE_ATTRIBUTE_BUDGET, (
+        f"{sum(attrs.values())} reads of private attributes of other objects (budget "
+        f"{PRIVATE_ATTRIBUTE_BUDGET}); use the object's internal interface: "
+        f"{attrs.most_common(20)}"
+    )

@@ -157,9 +157,16 @@ def test_check_raises_typed_error_with_recent_message(mock_loaded: Any) -> None:
     assert ll.recent_error_message() is None
 
 
-def test_applog_message_is_not_a_format(mock_loaded: Any) -> None:
+def test_applog_message_is_not_a_format(
+    mock_loaded: Any, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     # %n/%s in the message must be logged literally, not interpreted
+    monkeypatch.setenv("ASCEND_GLOBAL_LOG_LEVEL", "1")  # info and above
+    monkeypatch.setenv("ASCEND_SLOG_PRINT_TO_STDOUT", "1")  # the mock logs to stderr
     mock_loaded.aclAppLog(CONSTANTS["ACL_INFO"], b"f", b"file.c", 1, b"100%s %n %d")
+    err = capfd.readouterr().err
+    assert "[INFO] APP(" in err and "[file.c:1]" in err
+    assert err.rstrip("\n").endswith("f: 100%s %n %d")
 
 
 # -------------------------------------------------------------------- scratch

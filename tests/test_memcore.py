@@ -158,7 +158,7 @@ def test_foreign_context_switch_is_noticed_on_a_hit() -> None:
         return int(scratch.i32[0])
 
     def body() -> None:
-        D._context_for(1)
+        D.context_for(1)
         D.set_device(0)
         warm()
         for make in (lambda: M.DeviceBuffer(4096), lambda: M.HostBuffer(4096)):

@@ -28,7 +28,7 @@ import pytest
 from conftest import _clean_env
 
 import pyacl_rt as npu
-from pyacl_rt import _device, _state, _stream
+from pyacl_rt import _device, _state, _stream, _watch
 from pyacl_rt import _runtime as runtime
 from pyacl_rt.mock import mock_control
 
@@ -1045,7 +1045,7 @@ def test_smoke(name: str, rt: Any) -> None:
     for d in list(_device._primaries):
         npu.synchronize(d)
     gc.collect()
-    _stream._markers.drop_all()
+    _watch.markers.drop_all()
     npu.empty_cache()  # the caching allocator keeps freed segments
     new = set(_device._primaries) - primaries
     for d in range(rt.device_count):

@@ -659,11 +659,11 @@ def test_finalize_waits_for_calls_in_flight_and_refuses_new_ones() -> None:
         s = npu.Stream()
         inside, leave = threading.Event(), threading.Event()
         def user():
-            _state._gate_enter("a test section")
+            _state.gate_enter("a test section")
             inside.set()
             leave.wait(60)
             print("inside: query", s.query(), flush=True)  # still allowed in the gate
-            _state._gate_exit()
+            _state.gate_exit()
         t = threading.Thread(target=user)
         t.start()
         inside.wait(60)
@@ -719,10 +719,10 @@ def test_finalize_names_calls_in_flight_it_keeps_waiting_for() -> None:
         npu.Stream()
         inside = threading.Event()
         def user():
-            _state._gate_enter("a test section")
+            _state.gate_enter("a test section")
             inside.set()
             print("warned:", warned.wait(60), flush=True)
-            _state._gate_exit()
+            _state.gate_exit()
         t = threading.Thread(target=user)
         t.start()
         inside.wait(60)
@@ -765,10 +765,10 @@ def test_a_release_refused_during_finalize_is_handed_to_finalize() -> None:
         rt.register_release_hook(check, rt.PRIORITY_CONTEXTS, once=True)
         inside, leave = threading.Event(), threading.Event()
         def blocker():  # keeps finalize waiting in the gate until the drop happened
-            _state._gate_enter("a test section")
+            _state.gate_enter("a test section")
             inside.set()
             leave.wait(60)
-            _state._gate_exit()
+            _state.gate_exit()
         b = threading.Thread(target=blocker)
         b.start()
         inside.wait(60)
@@ -779,7 +779,7 @@ def test_a_release_refused_during_finalize_is_handed_to_finalize() -> None:
         d = threading.Thread(target=holder.clear)  # the finalizers run on that thread
         d.start()
         d.join(60)
-        print("handed over:", len(rt._late), flush=True)
+        print("handed over:", len(rt.runtime.late), flush=True)
         leave.set()
         b.join(60)
         fin.join(60)
@@ -978,3 +978,27 @@ def test_multiprocessing_fork_child_raises(tmp_path: Path) -> None:
     first = proc.stdout.splitlines()[0]
     assert first.startswith("('forked',")
     assert "spawn" in first and "ForkedProcessError" in first
+
+
+def test_settle_brings_pyacl_rt_to_rest(mock_loaded: Any) -> None:
+    """settle(): the thread's selection and current streams are forgotten, pooled
+    streams destroyed, cached memory given back; the runtime stays up."""
+    import pyacl_rt
+    from pyacl_rt import _memory as M
+    from pyacl_rt import _runtime as rt
+    from pyacl_rt import _state
+    from pyacl_rt import _stream as S
+    from pyacl_rt.mock import mock_control
+
+    pyacl_rt.set_device(1)
+    streams = mock_control().stat("streams", 1)
+    pooled = S.stream_from_pool(1)
+    assert mock_control().stat("streams", 1) == streams + 1
+    S.set_stream(pooled)
+    M.DeviceBuffer(1024, device=1).close()  # cached by the caching allocator
+    assert M.memory_reserved(1) > 0
+    rt.settle()
+    assert rt.is_initialized()
+    assert _state._local.st.device == -1 and not _state._local.st.streams
+    assert pooled.closed and mock_control().stat("streams", 1) == streams
+    assert M.memory_reserved(1) == 0

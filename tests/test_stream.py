@@ -16,6 +16,7 @@ import pytest
 from pyacl_rt import _device as D
 from pyacl_rt import _state, errors
 from pyacl_rt import _stream as S
+from pyacl_rt import _watch as W
 from pyacl_rt._event import Event
 from pyacl_rt.mock import mock_control
 
@@ -392,10 +393,19 @@ def test_wait_stream_orders_streams(gate: Any) -> None:
     b.close()
 
 
-def test_wait_on_unrecorded_event_is_noop() -> None:
+def test_wait_on_unrecorded_event_is_noop(gate: Any) -> None:
+    """As in torch_npu: no event is created, nothing is queued on the stream, and work
+    queued after it runs (an unrecorded event never completes as an ACL event)."""
     s = S.Stream(0)
-    s.wait_event(Event())
+    ev = Event()
+    events = mock_control().stat("events", 0)
+    s.wait_event(ev)
+    assert mock_control().stat("events", 0) == events  # no aclrtCreateEvent
+    assert s.query()  # nothing queued: the stream stays idle
+    ran = threading.Event()
+    s.launch_host_func(ran.set)  # work after the wait runs
     s.synchronize()
+    assert ran.is_set() and ev.query()
     s.close()
 
 
@@ -538,19 +548,19 @@ def test_keep_alive_polls_completed_entries() -> None:
 def test_idle_marker_events_are_bounded(gate: Any) -> None:
     """Issue 12: a burst of outstanding keep-alive entries left one idle marker event
     per entry for the life of the process (2000 short-lived threads: ~1200 events)."""
-    S._markers.drop_all()
+    W.markers.drop_all()
     base = mock_control().stat("events", 0)
     s = S.Stream(0)
     gate.block(s)
-    n = S._MarkerPool.IDLE_MAX + 100
+    n = W.MarkerPool.IDLE_MAX + 100
     for _ in range(n):
         s._keep_alive(object())  # all outstanding behind the gate: n markers
     assert mock_control().stat("events", 0) == base + n
     gate.release.set()
     s.synchronize()
     assert s._watch_pending() == 0
-    assert len(S._markers._free[s._ctx]) == S._MarkerPool.IDLE_MAX
-    assert mock_control().stat("events", 0) == base + S._MarkerPool.IDLE_MAX
+    assert len(W.markers._free[s._ctx]) == W.MarkerPool.IDLE_MAX
+    assert mock_control().stat("events", 0) == base + W.MarkerPool.IDLE_MAX
     s.close()
 
 

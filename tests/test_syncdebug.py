@@ -3,7 +3,7 @@ non-blocking calls and teardown never do, and the mode is scoped per thread and 
 asyncio task.
 
 ``SCENARIOS`` drives each public name of ``_syncdebug.BLOCKING_CALLS`` (the one list of
-blocking calls) at least once; a source scan checks that every ``_check_sync`` hook line
+blocking calls) at least once; a source scan checks that every ``check_sync`` hook line
 in the package is reached by some scenario, so a new hook needs a scenario here and a
 new blocking call an entry in the list.
 """
@@ -318,25 +318,25 @@ def _calls(node: ast.AST, name: str) -> list[ast.Call]:
 
 
 def _hook_sites() -> set[tuple[str, int]]:
-    """(file, line) of every ``_check_sync(...)`` hook in the package, each checked to
-    have the shape ``if [cond and] _sync_debug(): _check_sync("literal")``."""
+    """(file, line) of every ``check_sync(...)`` hook in the package, each checked to
+    have the shape ``if [cond and] sync_debug_active(): check_sync("literal")``."""
     sites = set()
     for path in PKG.rglob("*.py"):
         if path.name == "_syncdebug.py":
             continue
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
-            if not isinstance(node, ast.If) or not _calls(node.test, "_sync_debug"):
+            if not isinstance(node, ast.If) or not _calls(node.test, "sync_debug_active"):
                 continue
             assert len(node.body) == 1 and not node.orelse, f"{path}:{node.lineno}"
-            (call,) = _calls(node.body[0], "_check_sync")
+            (call,) = _calls(node.body[0], "check_sync")
             assert len(call.args) == 1 and isinstance(call.args[0], ast.Constant), (
-                f"{path}:{call.lineno}: _check_sync takes one string literal"
+                f"{path}:{call.lineno}: check_sync takes one string literal"
             )
             sites.add((str(path), call.lineno))
-        n_checks = len(_calls(tree, "_check_sync"))
+        n_checks = len(_calls(tree, "check_sync"))
         assert n_checks == len([s for s in sites if s[0] == str(path)]), (
-            f"{path}: a _check_sync call outside `if _sync_debug():`"
+            f"{path}: a check_sync call outside `if sync_debug_active():`"
         )
     return sites
 
@@ -759,16 +759,16 @@ def test_readme_lists_every_blocking_call() -> None:
 
 def test_first_check_of_a_thread_stores_the_default() -> None:
     """After one blocking call a thread knows its mode: later ones take the fast path
-    (``_sync_debug()`` false, no Python call)."""
+    (``sync_debug_active()`` false, no Python call)."""
     if getattr(sys.flags, "thread_inherit_context", 0):
         pytest.skip("threads inherit the creator's context on this Python")
     s = npu.Stream(0)
     seen: list[int] = []
 
     def worker() -> None:
-        seen.append(_syncdebug._sync_debug())
+        seen.append(_syncdebug.sync_debug_active())
         s.synchronize()
-        seen.append(_syncdebug._sync_debug())
+        seen.append(_syncdebug.sync_debug_active())
 
     t = threading.Thread(target=worker)
     t.start()

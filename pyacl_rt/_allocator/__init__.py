@@ -28,12 +28,11 @@ PyTorch's (torch_npu's) caching allocator:
   :func:`memory_snapshot`, :func:`record_memory_history` / :func:`dump_snapshot`
   (pickles loadable by PyTorch's memory visualizer; see :mod:`._history`).
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +40,12 @@ from .. import _capture, _memcore
 from .. import _runtime as runtime
 from .._args import index_arg, size_arg
 from .._cachecore import _C_API, Core, Raw
-from .._device import DeviceLike, _context_for, _index, device_count
+from .._device import DeviceLike, _index, context_for, device_count
+from .._hooks import fork_hooks
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
 from .._memory.torchstats import stats_dict
-from .._state import _CtxRef, _local
+from .._state import CtxRef, current
 from .._stream import Stream, current_stream
 from . import _guards, _history
 from ._device import DeviceAllocator, StreamPool
@@ -83,7 +83,7 @@ class CachingBackend:
         self.lock = threading.Lock()
 
     # ------------------------------------------------------------- device
-    def allocator(self, index: int, ctx: _CtxRef) -> DeviceAllocator:
+    def allocator(self, index: int, ctx: CtxRef) -> DeviceAllocator:
         a = self.devices.get(index)
         if a is None or a.ctx is not ctx:
             with self.lock:
@@ -92,7 +92,7 @@ class CachingBackend:
                     a = self.devices[index] = DeviceAllocator(index, ctx)
         return a
 
-    def stream_pool(self, index: int, ctx: _CtxRef, stream: Stream) -> StreamPool:
+    def stream_pool(self, index: int, ctx: CtxRef, stream: Stream) -> StreamPool:
         """The cache of ``stream`` (a stream of ``ctx``, the primary context of
         device ``index``)."""
         a = self.devices.get(index)
@@ -104,7 +104,7 @@ class CachingBackend:
         return sp
 
     def allocate_device(
-        self, ctx: _CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
+        self, ctx: CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
     ) -> tuple[int, Releaser | None]:
         if ctx.owner is not None or policy:
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
@@ -122,7 +122,7 @@ class CachingBackend:
 
     @staticmethod
     def _allocate_in(
-        owner: StreamPool | GraphPool, stream: Stream, ctx: _CtxRef, index: int, nbytes: int
+        owner: StreamPool | GraphPool, stream: Stream, ctx: CtxRef, index: int, nbytes: int
     ) -> int:
         """``nbytes`` from the cache of ``owner`` (a stream's pool or a graph's)."""
         a, key = owner.alloc, owner.key
@@ -156,7 +156,7 @@ class CachingBackend:
                     a.scalars[k] = 0
 
     # --------------------------------------------------------------- host
-    def allocate_host(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
+    def allocate_host(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
         h = self.host
         if h is None:
             with self.lock:
@@ -170,15 +170,13 @@ class CachingBackend:
     def empty_cache(self) -> None:
         if not runtime.is_initialized():
             return
-        prev = _local.st.ctx
-        for a in list(self.devices.values()):
-            if runtime.is_alive(a.gen) and a.ctx.device >= 0:
-                a.empty_cache()
-        if self.host is not None:
-            self.host.empty_cache()
-        _guards.destroy_idle()
-        if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-            prev.make_current()
+        with current():
+            for a in list(self.devices.values()):
+                if runtime.is_alive(a.gen) and a.ctx.device >= 0:
+                    a.empty_cache()
+            if self.host is not None:
+                self.host.empty_cache()
+            _guards.destroy_idle()
 
     # ---------------------------------------------------------- lifecycle
     def teardown(self, free: bool) -> None:
@@ -226,20 +224,20 @@ def _after_fork_in_child() -> None:
 _memcore.set_cache_api(_C_API)  # the C hit paths of DeviceBuffer / HostBuffer
 _membackend.register(_backend)
 runtime.register_release_hook(_release, runtime.PRIORITY_MEMORY + 50)
-os.register_at_fork(after_in_child=_after_fork_in_child)
+fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY + 50)
 
 
 # ================================================================ public API
 def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
     index = _index(device)
-    ctx = _context_for(index)
+    ctx = context_for(index)
     if ctx.owner is not None:
         # the cache serves primary contexts only
-        ctx = _memrecord_primary(index)
+        ctx = _primary_context(index)
     return index, _backend.allocator(index, ctx)
 
 
-def _memrecord_primary(index: int) -> _CtxRef:
+def _primary_context(index: int) -> CtxRef:
     from .._device import _primaries
 
     ctx = _primaries.get(index)

@@ -13,7 +13,7 @@ allocator can represent (:data:`~pyacl_rt._cachecore.MAX_ALLOC`, 2**63 - 2 MiB) 
 than the device's total memory - raises the same error at once, with nothing
 allocated and the cache left alone.
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 from .. import _capture, errors, lowlevel
 from .. import _runtime as runtime
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
-from .._device import mem_get_info
+from .._devinfo import mem_get_info
 from .._log import get_logger
-from .._state import _check, _CtxRef, _fast, _gate_exit, _gate_try_enter, _lib, _local
+from .._state import CtxRef, check, current, fast, gate_exit, gate_try_enter, lib, local
 from . import _guards, _history
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
-_wait_device = _fast._wait_device  # sliced, interruptible device synchronize
+_wait_device = fast._wait_device  # sliced, interruptible device synchronize
 _GiB = float(1 << 30)
 # offsets into Core.stats(): [kind][pool][field], 3 pools x 4 fields per kind
 _ALLOCATED = 4 * 12
@@ -90,7 +90,7 @@ class StreamPool:
 class DeviceAllocator:
     """Caching allocator of device ``index`` (blocks in ``ctx``, its primary context)."""
 
-    def __init__(self, index: int, ctx: _CtxRef) -> None:
+    def __init__(self, index: int, ctx: CtxRef) -> None:
         self.index = index
         self.ctx = ctx
         self.gen = runtime.generation()
@@ -128,17 +128,6 @@ class DeviceAllocator:
             sp = self.pools[stream._handle] = StreamPool(self, stream)
         return sp
 
-    def _stream_idle(self, key: int) -> bool:
-        """True when every piece of work queued on stream ``key`` has completed."""
-        sp = self.pools.get(key)
-        s = sp.stream() if sp is not None else None
-        if s is None or s.closed:
-            return True  # destroying a stream waits for its work
-        try:
-            return s.query()
-        except Exception:
-            return False
-
     def adopt_idle(self, key: int) -> int:
         """Hand wholly free segments of other streams to stream ``key`` once their
         pending work completed: an event recorded on the other stream (at an earlier
@@ -172,10 +161,7 @@ class DeviceAllocator:
                     return int(tick)
             except Exception:
                 pass
-            prev = _local.st.ctx
             mark = self.marks[key] = (self.core.tick(), _guards.record([s]))
-            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                prev.make_current()
         tick, guards = mark
         left = _guards.pending(guards, wait)
         if not left:
@@ -198,14 +184,8 @@ class DeviceAllocator:
     def free_guarded(self, base: int, streams: list[Stream], key: int) -> None:
         """Free ``base`` whose memory ``streams`` may still use: pending until guards
         recorded on them now have passed (never raises)."""
-        prev = _local.st.ctx
         guards = _guards.record(streams)
         try:
-            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                try:
-                    prev.make_current()
-                except Exception:
-                    _local.st.ctx = None
             if _history.enabled:
                 self.trace_free(base, key, pending=True)
             if self.core.free_pending(base):
@@ -221,7 +201,7 @@ class DeviceAllocator:
         """Make blocks whose guards passed reusable; ``wait``: wait for all of them.
         Returns how many became free."""
         freed = 0
-        if wait and _local.st.in_callback:
+        if wait and local.st.in_callback:
             wait = False
         for _ in range(len(self.pending)):
             try:
@@ -339,17 +319,16 @@ class DeviceAllocator:
             if self.core.stats()[_RESERVED] + size > int(self.fraction * total):
                 self.last_failure = None
                 return 0
-        if _local.st.ctx is not self.ctx:
-            self.ctx.make_current()
-        s = _local.st.scratch
-        rc = _lib.aclrtMalloc(s.uptr, size, 0)
+        self.ctx.ensure_current()
+        s = local.st.scratch
+        rc = lib.aclrtMalloc(s.uptr, size, 0)
         if rc:
             if rc in errors.OUT_OF_MEMORY_CODES:
                 # kept for the error raised if the retries fail too
                 self.last_failure = (rc, lowlevel.recent_error_message())
                 lowlevel.clear_error()
                 return 0
-            _check(rc, "aclrtMalloc")
+            check(rc, "aclrtMalloc")
         self.scalars["num_device_alloc"] += 1
         return int(s.uptr[0])
 
@@ -398,31 +377,27 @@ class DeviceAllocator:
     def release_cached(self) -> int:
         """``aclrtFree`` every segment that is wholly free; returns bytes released."""
         released = 0
-        if _local.st.in_callback:
+        if local.st.in_callback:
             return 0  # the device synchronize below would wait for this callback
         if _capture.by_stream:
             return 0  # a device synchronize would break the graph capture running
         with self.lock:
             if not self.core.idle_streams():
                 return 0
-            prev = _local.st.ctx
-            if _local.st.ctx is not self.ctx:
-                self.ctx.make_current()
-            # aclrtFree does not wait for queued work (cudaFree does): blocks given
-            # back to their stream's cache may still be in use on it. In slices: Ctrl-C
-            # interrupts the wait (nothing freed yet).
-            _wait_device(-1)
-            self.scalars["num_sync_all_streams"] += 1
-            if self.graph_keys:  # every stream's free segments, no graph pool's
-                segs = []
-                for key in self.core.idle_streams():
-                    if key not in self.graph_keys:
-                        segs += self.core.release_cached(key, _ALL_TICKS)
-            else:
-                segs = self.core.release_cached()
-            released = self._free_segments(segs)
-            if prev is not None and prev is not self.ctx and prev.device >= 0:
-                prev.make_current()
+            with current(self.ctx):
+                # aclrtFree does not wait for queued work (cudaFree does): blocks given
+                # back to their stream's cache may still be in use on it. In slices:
+                # Ctrl-C interrupts the wait (nothing freed yet).
+                _wait_device(-1)
+                self.scalars["num_sync_all_streams"] += 1
+                if self.graph_keys:  # every stream's free segments, no graph pool's
+                    segs = []
+                    for key in self.core.idle_streams():
+                        if key not in self.graph_keys:
+                            segs += self.core.release_cached(key, _ALL_TICKS)
+                else:
+                    segs = self.core.release_cached()
+                released = self._free_segments(segs)
         return released
 
     def trim(self) -> None:
@@ -434,14 +409,14 @@ class DeviceAllocator:
         A gated section: the segments it takes out of the cache are all freed before a
         finalize on another thread releases the allocator; once finalize started it
         does nothing (finalize frees every segment)."""
-        if _local.st.in_callback or self.in_slow:
+        if local.st.in_callback or self.in_slow:
             return
         tick = self.core.tick()
         if tick == self.trim_tick and not self.marks:
             return
         if not self.lock.acquire(blocking=False):
             return
-        if not _gate_try_enter():
+        if not gate_try_enter():
             self.lock.release()
             return
         try:
@@ -450,7 +425,7 @@ class DeviceAllocator:
         except Exception:  # pragma: no cover - the free path never raises
             _log.debug("pyacl_rt allocator: trim failed", exc_info=True)
         finally:
-            _gate_exit()
+            gate_exit()
             self.lock.release()
 
     def release_idle_segments(self, wait_for: int | None = None) -> int:
@@ -458,7 +433,7 @@ class DeviceAllocator:
         :meth:`_passed`) completed - no device-wide synchronize. The event of stream
         ``wait_for`` (the caller's allocation stream) is waited for (never on a
         host-callback thread). Returns bytes released."""
-        if _local.st.in_callback:
+        if local.st.in_callback:
             wait_for = None
         released = 0
         with self.lock:
@@ -472,20 +447,16 @@ class DeviceAllocator:
         if not segments:
             return 0
         released = 0
-        prev = _local.st.ctx
-        if _local.st.ctx is not self.ctx:
-            self.ctx.make_current()
-        for base, size in segments:
-            rc = _lib.aclrtFree(base)
-            if rc:
-                _log.warning("pyacl_rt allocator: aclrtFree(0x%x) failed with %d", base, rc)
-                lowlevel.clear_error()
-            self.scalars["num_device_free"] += 1
-            released += size
-            if _history.enabled:
-                _history.event(self.index, "segment_free", base, size, 0)
-        if prev is not None and prev is not self.ctx and prev.device >= 0:
-            prev.make_current()
+        with current(self.ctx):
+            for base, size in segments:
+                rc = lib.aclrtFree(base)
+                if rc:
+                    _log.warning("pyacl_rt allocator: aclrtFree(0x%x) failed with %d", base, rc)
+                    lowlevel.clear_error()
+                self.scalars["num_device_free"] += 1
+                released += size
+                if _history.enabled:
+                    _history.event(self.index, "segment_free", base, size, 0)
         return released
 
     def release_pool(self, key: int) -> int:
@@ -495,7 +466,7 @@ class DeviceAllocator:
 
     def empty_cache(self) -> None:
         """Wait for pending guards, then free every wholly free segment."""
-        wait = not _local.st.in_callback
+        wait = not local.st.in_callback
         with self.lock:
             if self.pending:
                 self.process_pending(wait=wait)

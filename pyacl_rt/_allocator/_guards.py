@@ -10,7 +10,7 @@ a list and keeps what is outstanding even when interrupted. A stream of an expli
 Context gets no event: its guard is the stream itself (reuse once ``aclrtStreamQuery``
 says it is idle), which is safe but may wait for work queued later.
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lowlevel
 from .._log import get_logger
-from .._state import _check, _CtxRef, _fast, _lib, _local
+from .._state import CtxRef, check, current, fast, lib, local
 
 if TYPE_CHECKING:
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
-_record_event = _fast.record_event
-_query_event = _fast.query_event_status
-_sync_event = _fast.synchronize_event
+_record_event = fast.record_event
+_query_event = fast.query_event_status
+_sync_event = fast.synchronize_event
 
 #: ("event", pool, handle) or ("stream", weakref to the stream).
 Guard = tuple[Any, ...]
@@ -46,7 +46,7 @@ class EventPool:
 
     __slots__ = ("ctx", "idle", "lock", "out")
 
-    def __init__(self, ctx: _CtxRef) -> None:
+    def __init__(self, ctx: CtxRef) -> None:
         self.ctx = ctx
         self.idle: list[int] = []
         #: every event created and not destroyed (idle or guarding a block)
@@ -58,10 +58,10 @@ class EventPool:
         with self.lock:
             if self.idle:
                 return self.idle.pop()
-        s = _local.st.scratch
-        rc = _lib.aclrtCreateEvent(s.uptr)
+        s = local.st.scratch
+        rc = lib.aclrtCreateEvent(s.uptr)
         if rc:
-            _check(rc, "aclrtCreateEvent")
+            check(rc, "aclrtCreateEvent")
         ev = int(s.uptr[0])
         with self.lock:
             self.out.add(ev)
@@ -83,17 +83,13 @@ class EventPool:
         """Destroy ``events`` (already taken out of ``out``; never raises)."""
         if not events or self.ctx.device < 0:
             return  # a dead context: the runtime reclaimed them
-        prev = _local.st.ctx
         try:
-            if prev is not self.ctx:
-                self.ctx.make_current()
-            for ev in events:
-                rc = _lib.aclrtDestroyEvent(ev)  # asynchronous: fine while pending
-                if rc:
-                    _log.debug("pyacl_rt allocator: aclrtDestroyEvent failed with %d", rc)
-                    lowlevel.clear_error()
-            if prev is not None and prev is not self.ctx and prev.device >= 0:
-                prev.make_current()
+            with current(self.ctx):
+                for ev in events:
+                    rc = lib.aclrtDestroyEvent(ev)  # asynchronous: fine while pending
+                    if rc:
+                        _log.debug("pyacl_rt allocator: aclrtDestroyEvent failed with %d", rc)
+                        lowlevel.clear_error()
         except Exception:  # pragma: no cover - dead context: the runtime reclaims them
             _log.debug("pyacl_rt allocator: destroying guard events failed", exc_info=True)
 
@@ -112,7 +108,7 @@ class EventPool:
 
 #: primary context -> its event pool (a device's primary context changes only across
 #: finalize / init; pools of dead contexts are dropped by destroy_idle)
-_pools: dict[_CtxRef, EventPool] = {}
+_pools: dict[CtxRef, EventPool] = {}
 
 
 def _pool(s: Stream) -> EventPool:
@@ -123,32 +119,44 @@ def _pool(s: Stream) -> EventPool:
 
 
 def record(streams: list[Stream]) -> list[Guard]:
-    """Guards for ``streams`` as of now. Never raises an Exception: a stream whose
-    event cannot be recorded is guarded by the stream itself. Interrupted (e.g.
-    ``KeyboardInterrupt``), it gives the events recorded so far back first."""
+    """Guards for ``streams`` as of now (the thread's context is restored after).
+    Never raises an Exception: a stream whose event cannot be recorded is guarded by
+    the stream itself. Interrupted (e.g. ``KeyboardInterrupt``), it gives the events
+    recorded so far back first (callers that must not lose a block fall back to
+    :func:`stream_guards`)."""
     guards: list[Guard] = []
     try:
-        for s in streams:
-            if s._ctx.owner is None:
-                try:
-                    if _local.st.ctx is not s._ctx:
-                        s._ctx.make_current()
-                    pool = _pool(s)
-                    ev = pool.get()
-                    try:
-                        _record_event(ev, s._handle)
-                    except BaseException:
-                        pool.put(ev)
-                        raise
-                    guards.append(("event", pool, ev))
-                    continue
-                except Exception as exc:
-                    _log.debug("pyacl_rt allocator: recording a guard event failed: %s", exc)
-            guards.append(("stream", weakref.ref(s)))
+        with current():
+            _record_all(streams, guards)
     except BaseException:
         release(guards)
         raise
     return guards
+
+
+def stream_guards(streams: list[Stream]) -> list[Guard]:
+    """Guards that are the streams themselves (no event): what :func:`record` falls
+    back to. Never raises."""
+    return [("stream", weakref.ref(s)) for s in streams]
+
+
+def _record_all(streams: list[Stream], guards: list[Guard]) -> None:
+    for s in streams:
+        if s._ctx.owner is None:
+            try:
+                s._ctx.ensure_current()
+                pool = _pool(s)
+                ev = pool.get()
+                try:
+                    _record_event(ev, s._handle)
+                except BaseException:
+                    pool.put(ev)
+                    raise
+                guards.append(("event", pool, ev))
+                continue
+            except Exception as exc:
+                _log.debug("pyacl_rt allocator: recording a guard event failed: %s", exc)
+        guards.append(("stream", weakref.ref(s)))
 
 
 def release(guards: list[Guard]) -> None:
@@ -180,7 +188,7 @@ def done(g: Guard, wait: bool) -> bool:
     if s is None or s.closed:
         return True  # destroying a stream waits for its work
     try:
-        if wait and not _local.st.in_callback:
+        if wait and not local.st.in_callback:
             s.synchronize()
             return True
         return bool(s.query())

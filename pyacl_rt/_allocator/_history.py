@@ -15,7 +15,7 @@ blocks``; block: ``address, size, requested_size, state ('active_allocated',
 size, stream, time_us, frames`` (plus ``device_free`` for 'oom'); frame:
 ``filename, line, name``.
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations

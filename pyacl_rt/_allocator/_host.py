@@ -14,7 +14,7 @@ The block bookkeeping (states, idle stacks, counters) is C (``_cachecore.HostCor
 that a HostBuffer served from the pool is created and closed without Python code
 (:mod:`pyacl_rt._memcore`); this class does what talks to the runtime and the guards.
 
-Floor 7 (allocator): imports floors 1-6 only.
+Layer 7 (allocator): imports layers 1-6 only.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from .. import _runtime as runtime
 from .. import errors, lowlevel
 from .._cachecore import HostCore
 from .._log import get_logger
-from .._state import _check, _CtxRef, _lib, _local
+from .._state import CtxRef, check, lib, local
 from . import _guards
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class HostPool:
         """Every block the pool owns (address -> size), a snapshot."""
         return self.core.blocks()
 
-    def allocate(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser]:
+    def allocate(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser]:
         if nbytes > MAX_REQUEST:
             raise errors.AclOutOfMemoryError(
                 f"pinned host pool: cannot allocate {nbytes} bytes, more than its maximum "
@@ -94,8 +94,8 @@ class HostPool:
         return ptr, self
 
     def _malloc(self, size: int, nbytes: int) -> int:
-        s = _local.st.scratch
-        rc = _lib.aclrtMallocHost(s.uptr, size)
+        s = local.st.scratch
+        rc = lib.aclrtMallocHost(s.uptr, size)
         if rc in errors.OUT_OF_MEMORY_CODES:
             recent = lowlevel.recent_error_message()
             lowlevel.clear_error()
@@ -111,7 +111,7 @@ class HostPool:
                 )
             self.process_pending(wait=True)
             self.release_idle()
-            rc = _lib.aclrtMallocHost(s.uptr, size)
+            rc = lib.aclrtMallocHost(s.uptr, size)
             if rc in errors.OUT_OF_MEMORY_CODES:
                 raise errors.AclOutOfMemoryError(
                     f"pinned host pool: cannot allocate {nbytes} bytes (a block of {size} "
@@ -122,7 +122,7 @@ class HostPool:
                     explanation=_EXPLANATION,
                 )
         if rc:
-            _check(rc, "aclrtMallocHost")
+            check(rc, "aclrtMallocHost")
         return int(s.uptr[0])
 
     def release(self, m: _Mem, base: int) -> None:
@@ -136,18 +136,20 @@ class HostPool:
                     return
                 if not self.core.hold(base):
                     return  # finalized meanwhile
-                prev = _local.st.ctx
+                # The block is held from here on: it goes on the pending list whatever
+                # happens, guarded by the streams themselves if recording events is
+                # interrupted (a lost entry would strand the block and its counters).
+                guards = _guards.stream_guards(streams)
                 try:
-                    self.pending.append((base, _guards.record(streams)))
+                    guards = _guards.record(streams)
                 finally:
+                    self.pending.append((base, guards))
                     self.core.set_pending(len(self.pending))
-                if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                    prev.make_current()
         except BaseException:  # pragma: no cover - defensive (finalizer context)
             _log.debug("pyacl_rt host pool: release failed", exc_info=True)
 
     def process_pending(self, wait: bool = False) -> None:
-        if wait and _local.st.in_callback:
+        if wait and local.st.in_callback:
             wait = False
         with self.lock:
             try:
@@ -175,7 +177,7 @@ class HostPool:
         return released
 
     def _free(self, ptr: int) -> None:
-        rc = _lib.aclrtFreeHost(ptr)
+        rc = lib.aclrtFreeHost(ptr)
         if rc:
             _log.warning("pyacl_rt host pool: aclrtFreeHost(0x%x) failed with %d", ptr, rc)
             lowlevel.clear_error()

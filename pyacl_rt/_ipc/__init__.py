@@ -9,16 +9,13 @@ This package registers the IPC hooks of :class:`~pyacl_rt.DeviceBuffer` and
 :class:`~pyacl_rt.Event` (lower floors), a finalize hook that closes the exports before
 memory is freed, and the multiprocessing reductions.
 
-Floor 7 (higher tools): imports floors 1-6.
+Layer 7 (higher tools): imports layers 1-6.
 """
 
 from __future__ import annotations
 
-import os
-
-from .. import _event
 from .. import _runtime as runtime
-from .._memory import buffers as _buffers
+from .._hooks import factories, fork_hooks
 from . import event, memory, mp, refs
 from .event import IpcEventHandle
 from .memory import IpcMemHandle, ipc_pid
@@ -40,14 +37,15 @@ def _release() -> None:
     memory.release_all()
 
 
-_buffers._ipc_hooks.update(
-    handle=memory.handle, open=memory.open_handle, before_close=memory.before_close
-)
-_event._ipc_hooks.update(handle=event.handle, open=event.open_handle)
+factories.ipc_mem_handle.set(memory.handle)
+factories.ipc_mem_open.set(memory.open_handle)
+factories.ipc_mem_before_close.set(memory.before_close)
+factories.ipc_event_handle.set(event.handle)
+factories.ipc_event_open.set(event.open_handle)
 runtime.register_release_hook(_release, runtime.PRIORITY_EVENTS - 10)
 # after memory: the imported buffers (freed there, first) closed their imports
 runtime.register_release_hook(memory.forget_imports, runtime.PRIORITY_MEMORY + 10)
-os.register_at_fork(after_in_child=refs.after_fork_in_child)
-os.register_at_fork(after_in_child=memory.after_fork_in_child)
-os.register_at_fork(after_in_child=event.after_fork_in_child)
+fork_hooks.add(refs.after_fork_in_child, runtime.PRIORITY_MEMORY + 70)
+fork_hooks.add(memory.after_fork_in_child, runtime.PRIORITY_MEMORY + 71)
+fork_hooks.add(event.after_fork_in_child, runtime.PRIORITY_MEMORY + 72)
 mp.install()

@@ -29,7 +29,7 @@ from typing import Any, Final
 from .. import _event, errors
 from .._device import _ensure_current, current_device
 from .._event import Event
-from .._state import _lib, _local
+from .._state import lib, local
 from ..lowlevel import ffi
 from . import refs
 from .memory import _call
@@ -72,7 +72,7 @@ def handle(ev: Event) -> IpcEventHandle:
             _by_id[share.id] = share
         share.local += 1
     h = ffi.new("aclrtIpcEventHandle *")
-    _call(_lib.aclrtIpcGetEventHandle(ev.handle, h), "aclrtIpcGetEventHandle")
+    _call(lib.aclrtIpcGetEventHandle(ev.handle, h), "aclrtIpcGetEventHandle")
     out = IpcEventHandle(
         bytes(ffi.buffer(h)), os.getpid(), share.id, refs.mine().path, _physical(ev)
     )
@@ -140,9 +140,9 @@ def open_handle(h: IpcEventHandle) -> Event:
     _ensure_current(current_device())
     raw = ffi.new("aclrtIpcEventHandle *")
     ffi.memmove(raw, h.data, HANDLE_SIZE)
-    s = _local.st.scratch
+    s = local.st.scratch
     try:
-        _call(_lib.aclrtIpcOpenEventHandle(raw[0], s.uptr), "aclrtIpcOpenEventHandle")
+        _call(lib.aclrtIpcOpenEventHandle(raw[0], s.uptr), "aclrtIpcOpenEventHandle")
     finally:
         use, h._use = h._use, None
         if use is not None:

@@ -42,12 +42,12 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from .. import _runtime, errors
-from .._device import _context_for, _ensure_current, current_device
+from .._device import _ensure_current, context_for, current_device
 from .._log import get_logger
 from .._memory import DeviceBuffer
 from .._memory.records import _Mem
 from .._raw._abi_runtime import CONSTANTS as _C
-from .._state import _lib, _local, _validated_ctx
+from .._state import _local, lib, validated_ctx
 from ..lowlevel import ffi, recent_error_message
 from . import refs
 
@@ -102,7 +102,7 @@ def ipc_pid() -> int:
     host pid, also inside a container), the value an exporter whitelists."""
     _runtime.ensure_initialized()
     s = _local.st.scratch
-    rc = _lib.aclrtDeviceGetBareTgid(s.i32)
+    rc = lib.aclrtDeviceGetBareTgid(s.i32)
     if rc:
         return os.getpid()  # older CANN without it: the plain pid
     return int(s.i32[0])
@@ -156,7 +156,7 @@ _by_id: dict[int, _Share] = {}
 def _address_range(ptr: int) -> tuple[int, int]:
     s = _local.st.scratch
     size = ffi.new("size_t *")
-    rc = _lib.aclrtMemGetAddressRange(ptr, s.uptr, size)
+    rc = lib.aclrtMemGetAddressRange(ptr, s.uptr, size)
     if rc:
         _call(rc, "aclrtMemGetAddressRange")
     return int(s.uptr[0]), int(size[0])
@@ -168,14 +168,14 @@ def _segment(base: int, size: int, pids: frozenset[int] | None, ctx: Any) -> _Se
     if seg is None:
         key = ffi.new("char[65]")
         flag = _FLAG_LIST if whitelist else _FLAG_ANY
-        rc = _lib.aclrtIpcMemGetExportKey(base, size, key, KEY_LEN, flag)
+        rc = lib.aclrtIpcMemGetExportKey(base, size, key, KEY_LEN, flag)
         _call(rc, "aclrtIpcMemGetExportKey")
         seg = _segments[(base, whitelist)] = _Segment(base, size, ffi.string(key), ctx)
     if pids:
         new = sorted(pids - seg.pids)
         if new:
             arr = ffi.new("int32_t[]", new)
-            _call(_lib.aclrtIpcMemSetImportPid(seg.key, arr, len(new)), "aclrtIpcMemSetImportPid")
+            _call(lib.aclrtIpcMemSetImportPid(seg.key, arr, len(new)), "aclrtIpcMemSetImportPid")
             seg.pids.update(new)
     return seg
 
@@ -277,7 +277,7 @@ def _forward(buf: DeviceBuffer, rel: _Release, pids: frozenset[int] | None) -> I
 
 def _physical(index: int) -> int:
     s = _local.st.scratch
-    rc = _lib.aclrtGetPhyDevIdByUserDevId(index, s.i32)
+    rc = lib.aclrtGetPhyDevIdByUserDevId(index, s.i32)
     return int(s.i32[0]) if rc == 0 else index
 
 
@@ -310,7 +310,7 @@ def _close_key(seg: _Segment) -> None:
         ctx = seg.ctx
         if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
             ctx.make_current()
-        rc = _lib.aclrtIpcMemClose(seg.key)
+        rc = lib.aclrtIpcMemClose(seg.key)
         if rc:
             _log.warning(
                 "pyacl_rt: aclrtIpcMemClose(%s) failed with %d: %s",
@@ -426,7 +426,7 @@ class _Release:
                         ctx = entry[2]
                         if ctx.device >= 0 and _local.st.ctx is not ctx:
                             ctx.make_current()
-                        rc = _lib.aclrtIpcMemClose(self.key)
+                        rc = lib.aclrtIpcMemClose(self.key)
                         if rc:
                             _log.warning(
                                 "pyacl_rt: aclrtIpcMemClose of an import failed with %d: %s",
@@ -475,7 +475,7 @@ def _open(
         entry = _imports.get(key)
         if entry is None or entry[2].device < 0:
             s = _local.st.scratch
-            _call(_lib.aclrtIpcMemImportByKey(s.uptr, key, 0), "aclrtIpcMemImportByKey")
+            _call(lib.aclrtIpcMemImportByKey(s.uptr, key, 0), "aclrtIpcMemImportByKey")
             ptr = int(s.uptr[0])
             entry = _imports[key] = [ptr, 0, _owning_context(ptr, ctx)]
         entry[1] += 1
@@ -493,13 +493,13 @@ def _owning_context(ptr: int, ctx: Any) -> Any:
     exporter's card when this process sees it, else the current one (the runtime
     decides; ``aclrtPointerGetAttributes`` says which)."""
     attrs = ffi.new("aclrtPtrAttributes *")
-    if _lib.aclrtPointerGetAttributes(ptr, attrs) == 0:
+    if lib.aclrtPointerGetAttributes(ptr, attrs) == 0:
         index = int(attrs.location.id)
         if attrs.location.type == _LOCATION_DEVICE and index != ctx.device:
-            return _context_for(index)
+            return context_for(index)
     else:
         recent_error_message()  # consumed: an older runtime without the query
-    return _validated_ctx(_local.st) or ctx
+    return validated_ctx(_local.st) or ctx
 
 
 def after_fork_in_child() -> None:

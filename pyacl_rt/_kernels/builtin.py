@@ -22,9 +22,9 @@ from .._memory.buffers import DeviceBuffer
 from .._memory.keepalive import _note
 from .._memory.records import _raise_closed, _wait_streams
 from .._raw._abi_runtime import CONSTANTS as _C
-from .._state import _check, _lib, _local, _refuse_in_callback
+from .._state import check, lib, local, refuse_in_callback
 from .._stream import Stream, current_stream
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 
 __all__ = ["RandomGenerator", "random_async", "reduce_async"]
 
@@ -145,11 +145,11 @@ def reduce_async(
             "both must be on one device"
         )
     st = _stream_for(stream, dm.device, where)
-    if _local.st.ctx is not st._ctx:
+    if local.st.ctx is not st._ctx:
         st._activate()
     if n:
-        _check(
-            _lib.aclrtReduceAsync(dp, sp, n, _REDUCE_OPS[op], acl_type, st._handle, 0),
+        check(
+            lib.aclrtReduceAsync(dp, sp, n, _REDUCE_OPS[op], acl_type, st._handle, 0),
             "aclrtReduceAsync",
         )
         _finish(st, dm, sm)
@@ -269,9 +269,9 @@ def random_async(
     info.randomCounterAddr = ffi.cast("void *", cp)
     _para(info.randomSeed, struct.pack("<Q", s))
     _para(info.randomNum, struct.pack("<Q", n))
-    if _local.st.ctx is not st._ctx:
+    if local.st.ctx is not st._ctx:
         st._activate()
-    _check(_lib.aclrtRandomNumAsync(info, st._handle, 0), "aclrtRandomNumAsync")
+    check(lib.aclrtRandomNumAsync(info, st._handle, 0), "aclrtRandomNumAsync")
     _finish(st, om, cm)
 
 
@@ -319,10 +319,10 @@ class RandomGenerator:
     def offset(self) -> int:
         """The current position (synchronous: waits for the tasks that use the counter,
         then copies it to the host)."""
-        if _local.st.in_callback:
-            _refuse_in_callback("RandomGenerator.offset()")
-        if _sync_debug():
-            _check_sync("RandomGenerator.offset()")
+        if local.st.in_callback:
+            refuse_in_callback("RandomGenerator.offset()")
+        if sync_debug_active():
+            check_sync("RandomGenerator.offset()")
         _wait_streams(self._counter._m, forget=False)
         return int.from_bytes(self._counter.copy_to_host(), "little")
 

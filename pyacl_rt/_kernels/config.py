@@ -60,7 +60,7 @@ class LaunchConfig:
     shared by threads and launches.
     """
 
-    __slots__ = ("_attrs", "_blocks", "_cd", "_cfg", "_values")
+    __slots__ = ("_blocks", "_cd", "_cfg", "_values")
 
     _cd: tuple[Any, Any] | None  # the C structs (kept alive)
 
@@ -135,7 +135,6 @@ class LaunchConfig:
                 values[name] = bool(flag)
         self._blocks = b
         self._values = values
-        self._attrs = attrs
         if attrs:
             ffi = lowlevel.ffi
             arr: Any = ffi.new("aclrtLaunchKernelAttr[]", len(attrs))

@@ -36,7 +36,7 @@ from .. import lowlevel
 from .._args import type_name
 from .._memory.keepalive import _note
 from .._memory.records import _Mem, _raise_closed
-from .._state import _check, _fast, _lib, _local
+from .._state import check, fast, lib, local
 from .._stream import Stream
 from .config import LaunchConfig
 from .objectcode import Kernel, ParamInfo
@@ -44,7 +44,7 @@ from .objectcode import Kernel, ParamInfo
 __all__ = ["launch"]
 
 #: Gated (pyacl_rt._state): a launch racing with finalize is refused before the runtime.
-_launch_objects = _fast.launch_objects
+_launch_objects = fast.launch_objects
 
 #: Signature marker of an argument passed as its address (an owned buffer).
 _BUF: Final = object()
@@ -69,7 +69,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     launch completed; numpy / ctypes scalars pass their own bytes; bare Python numbers
     are refused (``TypeError``). Errors the runtime reports at the call raise the
     matching :class:`~pyacl_rt.errors.AclError`; a kernel fault while running (on the
-    mock: a twin that fails) is raised by the next ``stream.synchronize()``.
+    mock: a twin that fails) is raised by the next ``Stream.synchronize()`` of that stream.
     """
     try:
         sig, pool = kernel._cur  # one read: another thread may switch signatures
@@ -89,7 +89,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
             kernel._code._activate()  # raises: the binary is closed
         if bs.last is not tok:
             _note_binary(stream, kernel)
-        if _local.st.ctx is not ctx:
+        if local.st.ctx is not ctx:
             stream._activate()
         while True:
             # The argument loop runs in C: each buffer's address (its record's ptr +
@@ -254,13 +254,13 @@ def _new_plan(kernel: Kernel, sizes: list[int]) -> _Plan:
     """A new argument list for ``kernel`` with one slot per size (values zero until
     the first launch writes them). The calling thread has the binary's context."""
     ffi = lowlevel.ffi
-    out = _local.st.scratch.uptr
-    _check(_lib.aclrtKernelArgsInit(kernel._func, out), "aclrtKernelArgsInit")
+    out = local.st.scratch.uptr
+    check(lib.aclrtKernelArgsInit(kernel._func, out), "aclrtKernelArgsInit")
     handle = int(out[0])
     zeros = ffi.new("uint8_t[]", max(sizes, default=1) or 1)
     zaddr = int(ffi.cast("uintptr_t", zeros))
     entries = bytearray()
     for size in sizes:
-        _check(_lib.aclrtKernelArgsAppend(handle, zaddr, size, out), "aclrtKernelArgsAppend")
+        check(lib.aclrtKernelArgsAppend(handle, zaddr, size, out), "aclrtKernelArgsAppend")
         entries += _ENTRY.pack(int(out[0]), size, 0, bytes(8))
     return _Plan(handle, entries)

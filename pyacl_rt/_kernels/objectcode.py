@@ -23,25 +23,25 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
 from .. import _releaser, _runtime, errors, lowlevel
 from .._args import type_name
-from .._device import Device, DeviceLike, _context_for, _index
+from .._device import Device, DeviceLike, _index, context_for
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import (
-    _CLOSED,
-    _FINALIZED,
-    _check,
-    _CtxRef,
-    _lib,
-    _LiveSet,
-    _local,
-    _log_release_failure,
-    _owner_of,
-    _raise_dead,
-    _refuse_copy,
-    _refuse_in_callback,
-    _run_finalizer,
+    CLOSED_REF,
+    FINALIZED_REF,
+    CtxRef,
+    LiveSet,
+    check,
     context_close_hooks,
+    lib,
+    local,
+    log_release_failure,
+    owner_of,
+    raise_dead,
+    refuse_copy,
+    refuse_in_callback,
+    run_finalizer,
 )
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 
 if TYPE_CHECKING:
     from .._stream import Stream
@@ -83,7 +83,7 @@ class _BinState:
             self.streams.append(r)
 
 
-def _unload(ctx: _CtxRef, state: _BinState) -> None:
+def _unload(ctx: CtxRef, state: _BinState) -> None:
     """Finalizer body: wait for the streams that launched its kernels, then unload in
     the context of the load. Never raises; never touches a finalized runtime."""
     try:
@@ -91,28 +91,27 @@ def _unload(ctx: _CtxRef, state: _BinState) -> None:
         state.handle = 0
         if ctx.device < 0 or not handle:
             return
-        if _local.st.in_callback:
+        if local.st.in_callback:
             # GC on a host-callback thread: waiting for streams could wait for this thread.
             state.handle = handle
             _releaser.defer(functools.partial(_unload, ctx, state))
             return
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx.ensure_current()
         for r in state.streams:
             s = r()
             h = s.resolved_handle if s is not None and not s.closed else 0
-            if h and _lib.aclrtSynchronizeStream(h):
+            if h and lib.aclrtSynchronizeStream(h):
                 lowlevel.clear_error()  # a failed launch: its error was or will be raised
         state.streams.clear()
         state.last = None
-        rc = _lib.aclrtBinaryUnLoad(handle)
+        rc = lib.aclrtBinaryUnLoad(handle)
         if rc:
-            _log_release_failure("aclrtBinaryUnLoad", handle, rc)
+            log_release_failure("aclrtBinaryUnLoad", handle, rc)
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
 
-_live: _LiveSet[ObjectCode] = _LiveSet()
+_live: LiveSet[ObjectCode] = LiveSet()
 
 
 class ObjectCode:
@@ -167,9 +166,8 @@ class ObjectCode:
             if data.nbytes == 0:
                 raise ValueError("ObjectCode(): the binary is empty (0 bytes)")
         index = _index(device)
-        ctx = _context_for(index)
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx = context_for(index)
+        ctx.ensure_current()
         ffi = lowlevel.ffi
         opts: Any = ffi.NULL
         keep: list[object] = []
@@ -187,24 +185,24 @@ class ObjectCode:
             opts.options = arr
             opts.numOpt = len(items)
             keep.append(arr)
-        out = _local.st.scratch.uptr
+        out = local.st.scratch.uptr
         if path is not None:
-            rc = _lib.aclrtBinaryLoadFromFile(path.encode(), opts, out)
-            _check(rc, "aclrtBinaryLoadFromFile")
+            rc = lib.aclrtBinaryLoadFromFile(path.encode(), opts, out)
+            check(rc, "aclrtBinaryLoadFromFile")
         else:
             assert data is not None
             try:
                 with ffi.from_buffer("char[]", data) as cd:
-                    rc = _lib.aclrtBinaryLoadFromData(
+                    rc = lib.aclrtBinaryLoadFromData(
                         int(ffi.cast("uintptr_t", cd)), data.nbytes, opts, out
                     )
             finally:
                 data.release()  # the caller's buffer is not kept exported on an error
-            _check(rc, "aclrtBinaryLoadFromData")
+            check(rc, "aclrtBinaryLoadFromData")
         del keep
         self._state = _BinState(int(out[0]))
         self._ctx = ctx
-        self._owner = _owner_of(ctx)  # keeps an explicit Context alive
+        self._owner = owner_of(ctx)  # keeps an explicit Context alive
         self._path = path
         self._kernels: dict[str, Kernel] = {}
         self._finalizer: weakref.finalize[..., Any] = weakref.finalize(
@@ -255,13 +253,13 @@ class ObjectCode:
 
     # Owning a raw handle: a copy would alias it.
     def __reduce__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtBinHandle")
+        refuse_copy(self, "aclrtBinHandle")
 
     def __copy__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtBinHandle")
+        refuse_copy(self, "aclrtBinHandle")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        _refuse_copy(self, "aclrtBinHandle")
+        refuse_copy(self, "aclrtBinHandle")
 
     # ------------------------------------------------------------ properties
     @property
@@ -277,7 +275,7 @@ class ObjectCode:
     def _device_index(self) -> int:
         ctx = self._ctx
         if ctx.device < 0:
-            _raise_dead(ctx.dead)
+            raise_dead(ctx.dead)
         return ctx.device
 
     @property
@@ -299,13 +297,12 @@ class ObjectCode:
     def _activate(self) -> None:
         ctx = self._ctx
         if ctx.device < 0 or not self._state.handle:
-            if ctx.device < 0 and ctx is not _CLOSED:
-                _raise_dead(ctx.dead)
+            if ctx.device < 0 and ctx is not CLOSED_REF:
+                raise_dead(ctx.dead)
             raise errors.ObjectClosedError(
                 "the ObjectCode is closed (unloaded); load the binary again", explanation=""
             )
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx.ensure_current()
 
     # --------------------------------------------------------------- kernels
     def get_kernel(self, name: str) -> Kernel:
@@ -320,9 +317,9 @@ class ObjectCode:
         if k is not None and not self.closed:
             return k
         self._activate()
-        out = _local.st.scratch.uptr
-        _check(
-            _lib.aclrtBinaryGetFunction(self._state.handle, name.encode(), out),
+        out = local.st.scratch.uptr
+        check(
+            lib.aclrtBinaryGetFunction(self._state.handle, name.encode(), out),
             "aclrtBinaryGetFunction",
         )
         k = Kernel._make(self, name, int(out[0]))
@@ -334,18 +331,18 @@ class ObjectCode:
         launched on finished their work. Idempotent; its kernels cannot be launched
         afterwards."""
         if self._state.streams and self._state.handle:
-            if _local.st.in_callback:
-                _refuse_in_callback("ObjectCode.close()")
-            if _sync_debug():
-                _check_sync("ObjectCode.close()")
-        _run_finalizer(self._finalizer)
+            if local.st.in_callback:
+                refuse_in_callback("ObjectCode.close()")
+            if sync_debug_active():
+                check_sync("ObjectCode.close()")
+        run_finalizer(self._finalizer)
         if self._ctx.device >= 0:
-            self._ctx = _CLOSED
+            self._ctx = CLOSED_REF
         self._kernels.clear()
         _live.discard(self)
 
-    def _make_inert(self, reason: _CtxRef) -> None:
-        _run_finalizer(self._finalizer)
+    def _make_inert(self, reason: CtxRef) -> None:
+        run_finalizer(self._finalizer)
         self._ctx = reason
         self._kernels.clear()
 
@@ -423,13 +420,13 @@ class Kernel:
         return k
 
     def __reduce__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtFuncHandle")
+        refuse_copy(self, "aclrtFuncHandle")
 
     def __copy__(self) -> NoReturn:
-        _refuse_copy(self, "aclrtFuncHandle")
+        refuse_copy(self, "aclrtFuncHandle")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        _refuse_copy(self, "aclrtFuncHandle")
+        refuse_copy(self, "aclrtFuncHandle")
 
     @property
     def name(self) -> str:
@@ -454,19 +451,19 @@ class Kernel:
         p = self._params
         if p is False:
             self._code._activate()
-            s = _local.st.scratch
-            rc = _lib.aclrtFunctionGetParamCount(self._func, s.size)
+            s = local.st.scratch
+            rc = lib.aclrtFunctionGetParamCount(self._func, s.size)
             if rc == _FEATURE_NOT_SUPPORT or rc == lowlevel.MISSING_SYMBOL:
                 lowlevel.clear_error()
                 lowlevel.take_missing()
                 p = None
             else:
-                _check(rc, "aclrtFunctionGetParamCount")
+                check(rc, "aclrtFunctionGetParamCount")
                 n = int(s.size[0])
                 infos = []
                 for i in range(n):
-                    _check(
-                        _lib.aclrtFunctionGetParamInfo(self._func, i, s.size, s.size + 1),
+                    check(
+                        lib.aclrtFunctionGetParamInfo(self._func, i, s.size, s.size + 1),
                         "aclrtFunctionGetParamInfo",
                     )
                     infos.append(ParamInfo(int(s.size[0]), int(s.size[1])))
@@ -492,19 +489,19 @@ class Kernel:
     def attributes(self) -> KernelAttributes:
         """The kernel's type, core ratio and schedule mode (``aclrtGetFunctionAttribute``)."""
         self._code._activate()
-        v = _local.st.scratch.i64
+        v = local.st.scratch.i64
         values: list[int | None] = []
         for attr in (
             "ACL_FUNC_ATTR_KERNEL_TYPE",
             "ACL_FUNC_ATTR_KERNEL_RATIO",
             "ACL_FUNC_ATTR_KERNEL_SCHED_MODE",
         ):
-            rc = _lib.aclrtGetFunctionAttribute(self._func, _C[attr], v)
+            rc = lib.aclrtGetFunctionAttribute(self._func, _C[attr], v)
             if rc and attr == "ACL_FUNC_ATTR_KERNEL_RATIO":
                 lowlevel.clear_error()
                 values.append(None)
                 continue
-            _check(rc, "aclrtGetFunctionAttribute")
+            check(rc, "aclrtGetFunctionAttribute")
             values.append(int(v[0]))
         ktype = values[0]
         assert ktype is not None and values[2] is not None
@@ -513,11 +510,11 @@ class Kernel:
 
 def _release_binaries() -> None:
     """Release hook (after streams): unload every live binary."""
-    _live.make_inert(None, _FINALIZED)
+    _live.make_inert(None, FINALIZED_REF)
 
 
-def _on_context_close(ctx: _CtxRef) -> None:
-    _live.make_inert(ctx, _CLOSED)
+def _on_context_close(ctx: CtxRef) -> None:
+    _live.make_inert(ctx, CLOSED_REF)
 
 
 context_close_hooks.add(_on_context_close, _runtime.PRIORITY_STREAMS + 60)

@@ -144,9 +144,9 @@ the public names):
   :func:`memory_stats`, :func:`memory_summary` ...).
 
 DLPack (``__dlpack__``, ``from_dlpack``) lives in :mod:`pyacl_rt._dlpack`, a higher
-floor that registers ``buffers._dlpack_hooks``.
+layer that fills the ``_hooks.factories.dlpack_*`` slots the buffers call.
 
-Floor 6: imports floors 1-5 only.
+Layer 6: imports layers 1-5 only.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@
   block raises (``always=True``: also when it returns) - the one place that undoes a
   :func:`_resolve`.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5 and ``records``.
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5 and ``records``.
 """
 
 from __future__ import annotations

@@ -15,22 +15,22 @@ The backend is chosen at the first allocation from ``PYACL_RT_ALLOCATOR``
 backend was registered. :func:`select` switches later (tests; buffers already
 allocated keep their releaser).
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records`` and
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records`` and
 ``torchstats``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .. import _memcore
 from .._options import get_options
-from .._state import _check, _lib, _local
+from .._state import check, lib, local
 from . import records as _memrecord
 from .torchstats import native_stats, reset_native_accumulated
 
 if TYPE_CHECKING:
-    from .._state import _CtxRef
+    from .._state import CtxRef
     from .._stream import Stream
     from .records import _Mem
 
@@ -49,12 +49,12 @@ class Backend(Protocol):
     name: str
 
     def allocate_device(
-        self, ctx: _CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
+        self, ctx: CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
     ) -> tuple[int, Releaser | None]:
         """``nbytes`` (> 0) of device memory on device ``index`` with ``ctx`` current."""
         ...
 
-    def allocate_host(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
+    def allocate_host(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
         """``nbytes`` (> 0) of pinned host memory with ``ctx`` current."""
         ...
 
@@ -77,19 +77,19 @@ class _Native:
     name = "native"
 
     def allocate_device(
-        self, ctx: _CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
+        self, ctx: CtxRef, index: int, nbytes: int, policy: int, stream: Stream | None
     ) -> tuple[int, Releaser | None]:
-        s = _local.st.scratch
-        rc = _lib.aclrtMalloc(s.uptr, nbytes, policy)
+        s = local.st.scratch
+        rc = lib.aclrtMalloc(s.uptr, nbytes, policy)
         if rc:
-            _check(rc, "aclrtMalloc")
+            check(rc, "aclrtMalloc")
         return int(s.uptr[0]), None
 
-    def allocate_host(self, ctx: _CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
-        s = _local.st.scratch
-        rc = _lib.aclrtMallocHost(s.uptr, nbytes)
+    def allocate_host(self, ctx: CtxRef, nbytes: int) -> tuple[int, Releaser | None]:
+        s = local.st.scratch
+        rc = lib.aclrtMallocHost(s.uptr, nbytes)
         if rc:
-            _check(rc, "aclrtMallocHost")
+            check(rc, "aclrtMallocHost")
         return int(s.uptr[0]), None
 
     def device_stats(self, index: int) -> dict[str, int]:
@@ -109,17 +109,9 @@ NATIVE: Backend = _Native()
 _registered: dict[str, Backend] = {"native": NATIVE}
 
 
-class _Unselected:
-    """Placeholder until the first allocation picks the backend."""
-
-    name = "unselected"
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(_choose(), attr)
-
-
-#: The backend in use (module attribute, read on every allocation).
-current: Backend = _Unselected()
+#: The backend in use (None until the first allocation chooses it; read on every
+#: allocation as ``current or device()``).
+current: Backend | None = None
 
 
 def _choose() -> Backend:
@@ -145,7 +137,7 @@ def select(name: str) -> Backend:
     global current
     if name not in _registered:
         raise ValueError(f"unknown allocator backend {name!r}; available: {', '.join(_registered)}")
-    prev = current if not isinstance(current, _Unselected) else _choose()
+    prev = current if current is not None else _choose()
     current = _registered[name]
     _memcore.forget_pools()  # caches are remembered again by the backend serving them
     return prev
@@ -160,7 +152,7 @@ def empty_all() -> None:
 
 def device() -> Backend:
     """The backend in use (chooses it on first call)."""
-    return current if not isinstance(current, _Unselected) else _choose()
+    return current if current is not None else _choose()
 
 
 host = device

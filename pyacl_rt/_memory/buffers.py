@@ -13,25 +13,25 @@ created, closed and collected without running Python code. The functions
 ``_init_device`` / ``_DevicePaths.close`` / ``_init_host`` / ``_HostPaths.close`` below are
 the complete Python paths; the C types call them whenever the hit path does not apply.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`, above ``engine``): imports floors 1-5 and the
+Layer 6 (part of :mod:`pyacl_rt._memory`, above ``engine``): imports layers 1-5 and the
 modules of the package below it.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from .. import _memcore, _sanitize
 from .. import _runtime as runtime
 from .. import _stream as _streams
 from .._args import index_arg
-from .._device import Device, DeviceLike, _context_for, _ensure_current, _index, current_device
+from .._device import Device, DeviceLike, _ensure_current, _index, context_for, current_device
+from .._hooks import factories
 from .._memcore import DeviceBase, HostBase
-from .._state import _gate_enter, _gate_exit, _local, _validated_ctx
+from .._state import gate_enter, gate_exit, local, validated_ctx
 from .._stream import Stream
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 from . import backend as _mb
 from . import engine, records
 from .args import ReleaseOnExit, _int_arg, _offsets, _resolve_pair
@@ -40,15 +40,6 @@ from .keepalive import _note
 from .records import _free_mem, _Mem, _process_deferred, _raise_closed
 
 __all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
-
-#: DLPack, registered by :mod:`pyacl_rt._dlpack` (a higher floor): ``export(buf, stream,
-#: max_version, dl_device, copy)``, ``device(buf)``, ``typed(buf, dtype, shape)``.
-_dlpack_hooks: dict[str, Callable[..., Any]] = {}
-
-#: IPC, registered by :mod:`pyacl_rt._ipc` (a higher floor): ``handle(buf, pids)``,
-#: ``open(handle)``, ``before_close(m)`` (refresh which IPC exports of ``m`` importers
-#: still use, so that close() sees only live ones).
-_ipc_hooks: dict[str, Callable[..., Any]] = {}
 
 
 # ============================================================== DeviceBuffer
@@ -123,19 +114,19 @@ class _Buffer:
         buffer's pending work, ``-1`` does nothing, a stream handle (or a
         :class:`~pyacl_rt.Stream`) makes that stream wait on the device (host buffers
         take only ``None`` or ``-1``)."""
-        return _dlpack_hooks["export"](self, stream, max_version, dl_device, copy)
+        return factories.dlpack_export.get()(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(device_type, device_id)``: ``(1, 0)`` (kDLCPU) for a HostBuffer,
         ``(12, index)`` (kDLExtDev, the NPU) for a DeviceBuffer."""
-        return _dlpack_hooks["device"](self)  # type: ignore[no-any-return]
+        return factories.dlpack_device.get()(self)
 
     def as_dlpack(self, dtype: Any = "uint8", shape: tuple[int, ...] | None = None) -> Any:
         """An object whose ``__dlpack__`` exports this buffer as ``dtype`` (a name such
         as ``"float32"``, or a numpy dtype) and ``shape`` (default: 1-D; the product
         times the item size must equal :attr:`nbytes`), e.g.
         ``numpy.from_dlpack(h.as_dlpack("float32", (4, 8)))``."""
-        return _dlpack_hooks["typed"](self, dtype, shape)
+        return factories.dlpack_typed.get()(self, dtype, shape)
 
 
 class DeviceBuffer(DeviceBase, _Buffer):
@@ -250,7 +241,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         iterable of pids (``pyacl_rt.ipc_pid()`` of each importer) only those.
         The memory stays allocated (``close()`` raises ``BufferError``) until every
         importer closed what it opened and every handle given out was dropped."""
-        return _ipc_hooks["handle"](self, pids)
+        return factories.ipc_mem_handle.get()(self, pids)
 
     @classmethod
     def from_ipc_handle(cls, handle: Any) -> DeviceBuffer:
@@ -260,7 +251,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         :class:`~pyacl_rt.errors.IpcError` in the exporting process itself or when
         the exporter closed the handle or exited, and
         :class:`~pyacl_rt.errors.IpcPermissionError` when this pid is not allowed."""
-        return _ipc_hooks["open"](handle)  # type: ignore[no-any-return]
+        return factories.ipc_mem_open.get()(handle)  # type: ignore[no-any-return]
 
     # ----------------------------------------------------------- properties
     @property
@@ -365,25 +356,25 @@ def _init_device(
         raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
     index = _index(device)
     _process_deferred()
-    ctx = _context_for(index)
+    ctx = context_for(index)
     # A gated section to the registration (RuntimeFinalizedError once finalize started):
     # a block the cache serves without a runtime call must not come out of a cache that
     # finalize on another thread is releasing (the C hit path defers to this path then).
-    _gate_enter("DeviceBuffer()")
+    gate_enter("DeviceBuffer()")
     try:
-        if _local.st.ctx is not ctx:
-            ctx.make_current()
+        ctx.ensure_current()
         if stream is not None:
             engine._check_stream(stream, (index,))
         if n:
-            base, rel = _mb.current.allocate_device(ctx, index, n, policy, stream)
+            backend = _mb.current or _mb.device()
+            base, rel = backend.allocate_device(ctx, index, n, policy, stream)
         else:
             base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
         m = _Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
         m.rel = rel
         buf._own(m)
     finally:
-        _gate_exit()
+        gate_exit()
 
 
 class _DevicePaths:
@@ -394,10 +385,12 @@ class _DevicePaths:
     def close(self: DeviceBuffer) -> None:
         """``close()`` of an allocation the C hit path does not free."""
         m = self._m
-        if m.exports and _ipc_hooks:
-            _ipc_hooks["before_close"](m)  # drops the exports importers are done with
-        if m.rel is None and m.streams and _sync_debug():  # rel: no wait
-            _check_sync("DeviceBuffer.close()")
+        if m.exports:
+            before_close = factories.ipc_mem_before_close.value  # None: nothing via IPC
+            if before_close is not None:
+                before_close(m)  # drops the exports importers are done with
+        if m.rel is None and m.streams and sync_debug_active():  # rel: no wait
+            check_sync("DeviceBuffer.close()")
         m.claim_close("DeviceBuffer")  # raises while exported / in use
         _free_mem(m)
 
@@ -540,21 +533,21 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
         raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
     runtime.ensure_initialized()
     _process_deferred()
-    _gate_enter("HostBuffer()")  # as in _init_device
+    gate_enter("HostBuffer()")  # as in _init_device
     try:
         # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
         # the allocation go through a context pyacl_rt does not think is current.
-        ctx = _validated_ctx(_local.st)
+        ctx = validated_ctx(local.st)
         if ctx is None or ctx.device < 0:
             # Pinned memory is allocated through a device's runtime: use the thread's
             # current device (its context is created if this is its first use).
             ctx = _ensure_current(current_device())
-        base, rel = _mb.current.allocate_host(ctx, n)
+        base, rel = (_mb.current or _mb.device()).allocate_host(ctx, n)
         m = _Mem(base, n, -1, ctx)
         m.rel = rel
         buf._own(m)
     finally:
-        _gate_exit()
+        gate_exit()
 
 
 class _HostPaths:
@@ -566,14 +559,14 @@ class _HostPaths:
         m = self._m
         if not m.ptr and not m.base:
             return
-        if m.rel is None and m.streams and _sync_debug():  # rel: no wait
-            _check_sync("HostBuffer.close()")
+        if m.rel is None and m.streams and sync_debug_active():  # rel: no wait
+            check_sync("HostBuffer.close()")
         m.claim_close("HostBuffer", self._exports())  # raises while exported / in use
         if m.base:
             _free_mem(m)
 
 
-engine._set_staging_buffer(HostBuffer)
+factories.staging_buffer.set(HostBuffer)
 _memcore.bind_buffers(
     stream=Stream,
     primary_defaults=_streams._primary_defaults,

@@ -6,34 +6,34 @@ pinned host memory between devices that cannot access each other, host-to-host c
 and host memsets (``memmove`` / ``memset`` without the GIL, after waiting for pending
 work), and the ACL copy kinds. See :mod:`pyacl_rt._memory` for the rules.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records``, ``args`` and
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records``, ``args`` and
 ``keepalive``. The buffer classes sit above it; they register the staging buffer
-factory (:func:`_set_staging_buffer`).
+factory (``_hooks.factories.staging_buffer``).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Union
 
 from .. import _runtime as runtime
 from .. import _sanitize, errors
 from .._args import bool_arg, index_arg
+from .._hooks import factories, fork_hooks
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import (
-    _check,
-    _CtxRef,
-    _fast,
-    _gate_enter,
-    _gate_exit,
-    _lib,
-    _local,
-    _refuse_in_callback,
+    CtxRef,
+    check,
     context_close_hooks,
+    fast,
+    gate_enter,
+    gate_exit,
+    lib,
+    local,
+    refuse_in_callback,
 )
 from .._stream import Stream, current_stream
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 from .args import (
     ReleaseOnExit,
     _check_2d,
@@ -80,26 +80,16 @@ _KIND: Final = (
 
 # lowlevel.fast: the hand-written METH_FASTCALL entry points (same dispatch table);
 # they raise the pyacl_rt error of a failed call themselves. Gated (pyacl_rt._state).
-_aclrtMemcpyAsync = _fast.memcpy_async
-_aclrtMemcpy2dAsync = _lib.aclrtMemcpy2dAsync
-_aclrtMemsetAsync = _fast.memset_async
+_aclrtMemcpyAsync = fast.memcpy_async
+_aclrtMemcpy2dAsync = lib.aclrtMemcpy2dAsync
+_aclrtMemsetAsync = fast.memset_async
 #: Sliced, interruptible wait for a stream (gated per slice).
-_wait_stream: Callable[[int, int], None] = _fast._wait_stream
+_wait_stream: Callable[[int, int], None] = fast._wait_stream
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
 
-_peers: set[tuple[_CtxRef, int]] = set()
-
-#: Makes a pinned staging buffer of n bytes (``buffers.HostBuffer``, registered by the
-#: buffer module above this one, which ``import pyacl_rt`` always imports).
-_staging_buffer: Callable[[int], Any] | None = None
-
-
-def _set_staging_buffer(factory: Callable[[int], Any]) -> None:
-    """Hook for :mod:`pyacl_rt._memory.buffers`: what cross-device staging allocates."""
-    global _staging_buffer
-    _staging_buffer = factory
+_peers: set[tuple[CtxRef, int]] = set()
 
 
 def _host_memmove(dst: int, src: int, n: int) -> None:
@@ -137,10 +127,10 @@ def _enter_pinned(sides: tuple[_Side, ...]) -> bool:
     """Before a host-side copy / memset touching pinned memory (a HostBuffer): enter
     the finalize gate, so that finalize (on another thread) cannot free that memory
     while ``memmove`` runs without the GIL; RuntimeFinalizedError once it started.
-    True when entered (leave with ``_gate_exit()``)."""
+    True when entered (leave with ``gate_exit()``)."""
     for side in sides:
         if side.m is not None:
-            _gate_enter("a host-side copy or memset of pinned memory")
+            gate_enter("a host-side copy or memset of pinned memory")
             return True
     return False
 
@@ -180,26 +170,26 @@ def _pick_stream(stream: object, devices: tuple[int, ...]) -> Stream:
         _check_stream(stream, devices)
         assert isinstance(stream, Stream)
         st = stream
-    if _local.st.ctx is not st._ctx:
+    if local.st.ctx is not st._ctx:
         st._activate()
     return st
 
 
-def _ensure_peer(ctx: _CtxRef, peer: int) -> bool:
+def _ensure_peer(ctx: CtxRef, peer: int) -> bool:
     """Enable access from ``ctx``'s device to ``peer`` once (``ctx`` is current).
     False when the runtime says the devices cannot access each other."""
     key = (ctx, peer)
     if key in _peers:
         return True
-    s = _local.st.scratch
-    rc = _lib.aclrtDeviceCanAccessPeer(s.i32, ctx.device, peer)
+    s = local.st.scratch
+    rc = lib.aclrtDeviceCanAccessPeer(s.i32, ctx.device, peer)
     if rc:
-        _check(rc, "aclrtDeviceCanAccessPeer")
+        check(rc, "aclrtDeviceCanAccessPeer")
     if not s.i32[0]:
         return False
-    rc = _lib.aclrtDeviceEnablePeerAccess(peer, 0)
+    rc = lib.aclrtDeviceEnablePeerAccess(peer, 0)
     if rc:
-        _check(rc, "aclrtDeviceEnablePeerAccess")
+        check(rc, "aclrtDeviceEnablePeerAccess")
     _peers.add(key)
     return True
 
@@ -208,16 +198,13 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
     """Across two devices without peer access: through a pinned host buffer, on the
     copy's stream where it fits and the current stream of the other device, waiting
     for each half (synchronous, whatever ``non_blocking`` said)."""
-    if _local.st.in_callback:
-        _refuse_in_callback("a cross-device copy between devices without peer access")
-    if _sync_debug():
-        _check_sync("a copy staged through pinned memory: the devices lack peer access")
+    if local.st.in_callback:
+        refuse_in_callback("a cross-device copy between devices without peer access")
+    if sync_debug_active():
+        check_sync("a copy staged through pinned memory: the devices lack peer access")
     src_stream = st if st._device == s.dev else current_stream(s.dev)
     dst_stream = st if st._device == d.dev else current_stream(d.dev)
-    factory = _staging_buffer
-    if factory is None:  # pragma: no cover - pyacl_rt/__init__ imports the buffers
-        raise RuntimeError("pyacl_rt._memory.buffers is not imported: import pyacl_rt first")
-    stage = factory(n)
+    stage = factories.staging_buffer.get()(n)
     try:
         copy(stage, s.obj, n, src_offset=soff, stream=src_stream)
         copy(d.obj, stage, n, dst_offset=doff, stream=dst_stream)
@@ -238,8 +225,8 @@ def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tupl
     and whether the two sides can be copied directly (False: two devices without peer
     access; peer access is enabled once where possible). A synchronous copy is refused
     inside a host callback."""
-    if not non_blocking and _local.st.in_callback:
-        _refuse_in_callback("a synchronous copy (use non_blocking=True)")
+    if not non_blocking and local.st.in_callback:
+        refuse_in_callback("a synchronous copy (use non_blocking=True)")
     st = _pick_stream(stream, _devices(d, s))
     if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
         return st, _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
@@ -287,7 +274,7 @@ def _do_copy(
                     _host_memmove(d.ptr + doff, s.ptr + soff, n)
                 finally:
                     if gated:
-                        _gate_exit()
+                        gate_exit()
         return
     with ReleaseOnExit(d, s):
         if n == 0:
@@ -298,8 +285,8 @@ def _do_copy(
             with ReleaseOnExit(d, s, always=True):
                 _staged_copy(d, s, n, doff, soff, st)
             return
-        if not non_blocking and _sync_debug():
-            _check_sync("a synchronous copy")
+        if not non_blocking and sync_debug_active():
+            check_sync("a synchronous copy")
         _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
@@ -347,7 +334,7 @@ def memcpy_async(
         # device (raises): the general path.
         copy(dst, src, nbytes, stream=stream, non_blocking=True)
         return
-    if _local.st.ctx is not stream._ctx:
+    if local.st.ctx is not stream._ctx:
         stream._activate()
     if nbytes:
         _aclrtMemcpyAsync(dp + dst._off, dn, sp + src._off, nbytes, kind, stream._handle)
@@ -420,7 +407,7 @@ def copy_2d(
                         _host_memmove(base_d + i * dp, base_s + i * sp, w)
                 finally:
                     if gated:
-                        _gate_exit()
+                        gate_exit()
         return
     with ReleaseOnExit(d, s):
         if not (w and h):
@@ -433,13 +420,13 @@ def copy_2d(
                 "them are not supported (copy through a HostBuffer)",
                 function="aclrtDeviceCanAccessPeer",
             )
-        if not non_blocking and _sync_debug():
-            _check_sync("a synchronous copy")
+        if not non_blocking and sync_debug_active():
+            check_sync("a synchronous copy")
         _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
         if rc:
-            _check(rc, "aclrtMemcpy2dAsync")
+            check(rc, "aclrtMemcpy2dAsync")
     _finish(st, sides, non_blocking)
 
 
@@ -477,17 +464,17 @@ def memset(
                     _host_memset(b.ptr + off, value, n)
                 finally:
                     if gated:
-                        _gate_exit()
+                        gate_exit()
             b.release()
             return
         if n == 0:
             _check_stream(stream, (b.dev,))
             b.release()
             return
-        if not non_blocking and _local.st.in_callback:
-            _refuse_in_callback("a synchronous memset (use non_blocking=True)")
-        if not non_blocking and _sync_debug():
-            _check_sync("a synchronous memset")
+        if not non_blocking and local.st.in_callback:
+            refuse_in_callback("a synchronous memset (use non_blocking=True)")
+        if not non_blocking and sync_debug_active():
+            check_sync("a synchronous memset")
         st = _pick_stream(stream, (b.dev,))
         _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
     _finish(st, sides, non_blocking)
@@ -498,11 +485,11 @@ def _forget_peers() -> None:
     _peers.clear()
 
 
-def _forget_context_peers(ctx: _CtxRef) -> None:
+def _forget_context_peers(ctx: CtxRef) -> None:
     for key in [k for k in _peers if k[0] is ctx]:
         _peers.discard(key)
 
 
-os.register_at_fork(after_in_child=_forget_peers)
+fork_hooks.add(_forget_peers, runtime.PRIORITY_MEMORY + 10)
 context_close_hooks.add(_forget_context_peers, runtime.PRIORITY_MEMORY + 10)
 runtime.register_release_hook(_forget_peers, runtime.PRIORITY_MEMORY)

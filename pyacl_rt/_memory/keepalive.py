@@ -11,16 +11,16 @@ kept alive until async work completed, and the waits before host-side work.
 * :func:`_host_wait` - before a host-side copy or memset (``memmove`` / ``memset``):
   wait for the given stream and the pending work on the owned memory involved.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records`` and ``args``.
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records`` and ``args``.
 """
 
 from __future__ import annotations
 
 import weakref
 
-from .._state import _local, _refuse_in_callback
+from .._state import current, refuse_in_callback
 from .._stream import Stream
-from .._syncdebug import _check_sync, _sync_debug
+from .._syncdebug import check_sync, sync_debug_active
 from .args import _Side
 from .records import _Mem, _wait_streams
 
@@ -58,15 +58,11 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
     for side in sides:
         m = side.m
         if m is not None and m.streams:
-            if _sync_debug():
-                _check_sync("waiting for the work pending on the buffer")
-            prev = _local.st.ctx
-            try:
+            if sync_debug_active():
+                check_sync("waiting for the work pending on the buffer")
+            with current():
                 if not _wait_streams(m, forget=False):
-                    _refuse_in_callback("a host-side copy or memset of memory with pending work")
-            finally:
-                if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                    prev.make_current()
+                    refuse_in_callback("a host-side copy or memset of memory with pending work")
 
 
 def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:

@@ -28,39 +28,40 @@ references its owner, so the owner's finalizer can hold it.
   Context frees the device memory allocated in it; a forked child forgets everything
   without touching the parent's memory.
 
-Floor 6 (the lowest module of :mod:`pyacl_rt._memory`): imports floors 1-5 only.
+Layer 6 (the lowest module of :mod:`pyacl_rt._memory`): imports layers 1-5 only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator
 from typing import Final
 
 from .. import _capture, _memcore, _releaser, _state, errors
 from .. import _runtime as runtime
+from .._hooks import fork_hooks
 from .._log import get_logger
 from .._state import (
-    _CtxRef,
-    _fast,
-    _gate_api,
-    _gate_exit,
-    _gate_try_enter,
-    _lib,
-    _local,
+    CtxRef,
     context_close_hooks,
+    current,
+    fast,
     finalized_error,
+    gate_api,
+    gate_exit,
+    gate_try_enter,
+    lib,
+    local,
 )
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
 
 _log = get_logger("pyacl_rt")
 
-_aclrtSynchronizeStream = _lib.aclrtSynchronizeStream
+_aclrtSynchronizeStream = lib.aclrtSynchronizeStream
 #: Sliced, interruptible wait (gated per slice): for the waits of host-side users.
-_wait_stream = _fast._wait_stream
+_wait_stream = fast._wait_stream
 
 
 # =============================================================== allocations
@@ -98,17 +99,9 @@ def _hold(m: _Mem) -> int:
     """Mark ``m`` in use by an operation of the calling thread and return its address,
     or 0 (nothing marked) when it is closed. Release with ``m.unhold()``.
 
-    Atomic with :func:`_claim_close` (each one C call): once this returned an address,
+    Atomic with ``_Mem.claim_close`` (each one C call): once this returned an address,
     close() refuses until the mark is dropped."""
     return m.hold()
-
-
-def _claim_close(m: _Mem, what: str) -> int:
-    """Start closing ``m``: returns its former address (0 when already closed) after
-    setting ``m.ptr`` to 0, so that no new operation can start. Raises
-    ``BufferError`` (nothing changed) while DLPack exports or an operation on another
-    thread still use the memory."""
-    return m.claim_close(what)
 
 
 def _raise_closed(m: _Mem, what: str) -> None:
@@ -128,8 +121,8 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
     refs = m.streams
     if not refs:
         return True
-    in_cb = _local.st.in_callback
-    st = _local.st.i32
+    in_cb = local.st.in_callback
+    st = local.st.i32
     waited = list(refs)
     for r in waited:
         s = r()
@@ -140,10 +133,9 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
         if explicit and not ctx.enter():
             continue  # its context is being closed on another thread (waits for it)
         try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
+            ctx.ensure_current()
             if in_cb:
-                rc = _lib.aclrtStreamQuery(s.handle, st)
+                rc = lib.aclrtStreamQuery(s.handle, st)
                 if rc == 0 and st[0] == 0:
                     continue
                 return False
@@ -196,7 +188,7 @@ def _free_mem(m: _Mem) -> None:
         if not runtime.is_alive(m.gen):
             m.take_base()
             return
-        if _local.st.in_callback:
+        if local.st.in_callback:
             # A host-callback (report) thread: waiting for the streams may deadlock and
             # ACL forbids freeing there. The releaser thread frees it.
             _defer_free(m)
@@ -206,39 +198,34 @@ def _free_mem(m: _Mem) -> None:
             if cap is not None:  # a graph uses the memory: free it with the graph
                 cap.deferred.append(lambda: _free_mem(m))
                 return
-        if not _gate_try_enter():
+        if not gate_try_enter():
             # finalize runs on another thread (the gate is closed): m is still
             # registered, its release hook frees it - or the memory goes with the
             # runtime; never freed twice, never into a torn-down allocator.
             return
-        prev = _local.st.ctx
         try:
-            if not runtime.is_alive(m.gen):  # finalized (and re-initialised) meanwhile
-                _take_base(m)
-                return
-            rel = m.rel
-            if rel is not None:  # a backend takes it back (no wait: it orders reuse)
+            with current():
+                if not runtime.is_alive(m.gen):  # finalized (and re-initialised) meanwhile
+                    _take_base(m)
+                    return
+                rel = m.rel
+                if rel is not None:  # a backend takes it back (no wait: it orders reuse)
+                    base = _take_base(m)
+                    if not base:
+                        return
+                    rel.release(m, base)
+                    m.keep = None
+                    return
+                if not _wait_streams(m):  # pragma: no cover - only on callback threads
+                    _defer_free(m)
+                    return
                 base = _take_base(m)
                 if not base:
                     return
-                rel.release(m, base)
+                _free_raw(m, base)
                 m.keep = None
-                return
-            if not _wait_streams(m):  # pragma: no cover - only on callback threads
-                _defer_free(m)
-                return
-            base = _take_base(m)
-            if not base:
-                return
-            _free_raw(m, base)
-            m.keep = None
         finally:
-            if prev is not None and _local.st.ctx is not prev and prev.device >= 0:
-                try:
-                    prev.make_current()
-                except Exception:
-                    _local.st.ctx = None
-            _gate_exit()
+            gate_exit()
     except BaseException:  # pragma: no cover - interpreter shutdown, defensive
         with contextlib.suppress(BaseException):
             _log.debug("pyacl_rt: freeing memory failed", exc_info=True)
@@ -265,17 +252,17 @@ def _free_raw(m: _Mem, base: int) -> None:
     entered = ctx is not None and ctx.owner is not None and ctx.enter()
     try:
         usable = ctx is not None and (entered or ctx.owner is None) and ctx.device >= 0
-        if usable and _local.st.ctx is not ctx:
+        if usable and local.st.ctx is not ctx:
             assert ctx is not None
             try:
                 ctx.make_current()
             except Exception as exc:  # e.g. a lost device: free anyway, the call reports it
                 _log.debug("pyacl_rt: making %r current before a free failed: %s", ctx, exc)
         if m.device >= 0:
-            rc = _lib.aclrtFree(base)
+            rc = lib.aclrtFree(base)
             func = "aclrtFree"
         else:
-            rc = _lib.aclrtFreeHost(base)
+            rc = lib.aclrtFreeHost(base)
             func = "aclrtFreeHost"
     finally:
         if entered:
@@ -289,7 +276,7 @@ def _free_raw(m: _Mem, base: int) -> None:
 
 def _process_deferred() -> None:
     """Free allocations whose release was deferred from a host-callback thread."""
-    if not _deferred or _local.st.in_callback:
+    if not _deferred or local.st.in_callback:
         return
     with _live_lock:
         items = list(_deferred)
@@ -336,9 +323,8 @@ def _sync_devices(mems: list[_Mem]) -> None:
             continue
         done.add(m.device)
         try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
-            rc = _lib.aclrtSynchronizeDevice()
+            ctx.ensure_current()
+            rc = lib.aclrtSynchronizeDevice()
             if rc:
                 _log.warning("pyacl_rt: aclrtSynchronizeDevice failed with %d at finalize", rc)
         except Exception:  # pragma: no cover - defensive
@@ -439,13 +425,12 @@ def _release_memory() -> None:
         )
 
 
-def _on_context_close(ctx: _CtxRef) -> None:
+def _on_context_close(ctx: CtxRef) -> None:
     """An explicit Context is closing: free the buffers allocated in it first."""
     mems = [m for m in _iter_live() if m.ctx is ctx and m.device >= 0]
     if mems:
         try:
-            if _local.st.ctx is not ctx:
-                ctx.make_current()
+            ctx.ensure_current()
             _aclrtSynchronizeStream(0)
         except Exception:  # pragma: no cover - defensive
             _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
@@ -469,18 +454,24 @@ def _after_fork_in_child() -> None:
 _memcore.bind(
     runtime_globals=vars(runtime),
     state_globals=vars(_state),
-    thread_state=_state._ThreadState,
-    ctx_ref=_CtxRef,
+    thread_state=_state.ThreadState,
+    ctx_ref=CtxRef,
     deferred=_deferred,
     free_mem=_free_mem,
     raise_closed=_raise_closed,
     unknown_block=_unknown_block,
-    lowlevel_api=_lib.pyacl_lowlevel_api(),
-    gate_api=_gate_api(),
+    lowlevel_api=lib.pyacl_lowlevel_api(),
+    gate_api=gate_api(),
 )
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+def _settle() -> None:
+    if runtime.is_initialized():
+        _process_deferred()
+
+
+fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY)
+runtime.settle_hooks.add(_settle, runtime.PRIORITY_MEMORY)
 context_close_hooks.add(_on_context_close, runtime.PRIORITY_MEMORY)
 runtime.register_release_hook(_release_memory, runtime.PRIORITY_MEMORY)
 runtime.finalize_guards.add(_finalize_guard, runtime.PRIORITY_MEMORY)

@@ -4,16 +4,18 @@ The numbers come from the backend in use (:mod:`pyacl_rt._memory.backend`: the c
 allocator, or ``native`` counters over :mod:`pyacl_rt._memory.records`); the key layout
 and the summary table are :mod:`pyacl_rt._memory.torchstats`.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5, ``records``,
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5, ``records``,
 ``torchstats`` and ``backend``.
 """
 
 from __future__ import annotations
 
 from .. import _releaser
-from .._device import DeviceLike, _index, mem_get_info
-from .._state import _local
-from .._syncdebug import _check_sync, _sync_debug
+from .. import _runtime as runtime
+from .._device import DeviceLike, _index
+from .._devinfo import mem_get_info
+from .._state import local
+from .._syncdebug import check_sync, sync_debug_active
 from . import backend as _mb
 from . import records as _rec
 from .torchstats import format_summary
@@ -79,10 +81,10 @@ def empty_cache() -> None:
     pending, after their streams are done.
     On a host-callback thread it does nothing (the releaser may be waiting for the
     callback's own stream)."""
-    if _local.st.in_callback:
+    if local.st.in_callback:
         return
-    if _sync_debug():
-        _check_sync("empty_cache()")
+    if sync_debug_active():
+        check_sync("empty_cache()")
     _releaser.flush()
     _rec._process_deferred()
     _mb.empty_all()
@@ -116,3 +118,11 @@ def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
 def host_memory_allocated() -> int:
     """Bytes held by live :class:`HostBuffer` allocations (pinned host memory)."""
     return _rec.stat(-1, "allocated")
+
+
+def _settle() -> None:
+    if runtime.is_initialized():
+        empty_cache()  # the caching allocator's segments, pinned blocks, guard events
+
+
+runtime.settle_hooks.add(_settle, runtime.PRIORITY_MEMORY + 50)

@@ -7,7 +7,7 @@ Keys are torch's ``memory_stats()`` keys: ``<kind>.<pool>.<field>`` for the kind
 ``oversize_segments.<field>`` and the scalars in :data:`SCALARS`, sorted by key like
 torch's flattened dict. Byte kinds end in ``_bytes``; the others count blocks/segments.
 
-Floor 6 (part of :mod:`pyacl_rt._memory`): imports floors 1-5 and ``records``.
+Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5 and ``records``.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ loaded (by :mod:`pyacl_rt.lowlevel`, through its absolute path).
 
 The result is cached for the process: the library is loaded once and never unloaded.
 Imported by :func:`pyacl_rt.lowlevel.load` on first use (not by ``import pyacl_rt``:
-ctypes, packaging and dataclasses cost import time). Floor 2: imports only floor-1
+ctypes, packaging and dataclasses cost import time). Layer 2: imports only layer-1
 modules. What the loaded library turned out to be is :mod:`pyacl_rt._raw._backend`.
 """
 

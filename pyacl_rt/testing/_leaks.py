@@ -85,33 +85,13 @@ def _zero_snapshot() -> Snapshot:
 
 
 def settle() -> None:
-    """Drop what pyacl_rt legitimately keeps between tests: the thread's selection and
-    current streams, pooled streams, keep-alive lists (released by a device
-    synchronize), deferred releases, pooled marker events and the allocator caches."""
-    from .. import _device as D
-    from .. import _releaser, _state
+    """Drop what pyacl_rt legitimately keeps between tests (the thread's selection and
+    current streams, pooled streams, keep-alive lists, deferred releases, pooled marker
+    events, the allocator caches): pyacl_rt's one reset call,
+    :func:`pyacl_rt._runtime.settle`."""
     from .. import _runtime as runtime
-    from .. import _stream as S
-    from .._memory import records as _memrecord
 
-    if runtime.is_initialized():
-        _state._select_device(_state._local.st, -1)
-        _state._local.st.active = None
-        _state._local.st.streams.clear()
-        S._drain_pools()
-        for d in list(D._primaries):
-            D.synchronize(d)  # releases keep-alive lists of default streams
-    gc.collect()
-    # Releases deferred from report threads (pyacl_rt._releaser) run asynchronously.
-    if not _releaser.flush(60):
-        raise AssertionError("the pyacl_rt releaser thread is stuck")
-    if runtime.is_initialized():
-        _memrecord._process_deferred()
-    S._markers.drop_all()
-    if runtime.is_initialized():
-        from .. import _memory as memory
-
-        memory.empty_cache()  # the caching allocator's segments, pinned blocks, events
+    runtime.settle()
 
 
 def _kept_companions() -> dict[int, int]:
