@@ -6,7 +6,7 @@ sanitizer"). This module connects pyacl_rt to it, and only while it is on:
 * **Tags.** Every call of pyacl_rt's object layers that may enqueue a task or touch
   memory as the host (copies, memsets, kernel launches, event records and waits, host
   callbacks, model runs, frees: :data:`TASK_CALLS`) is wrapped by
-  ``_fastcall._gated_task`` (``_state._Gated``). :func:`arm` installs
+  ``_fastcall.gated_task`` (``_state._Gated``). :func:`arm` installs
   :func:`_task_call` as the task hook of ``_fastcall``, so such a call runs as
   ``_task_call(fn, *args)``: it tags the task with the user's line
   (``aclmockSetNextTaskTag("file.py:12")``, the first frame outside pyacl_rt) and, after
@@ -60,7 +60,7 @@ __all__ = [
     "set_action",
 ]
 
-#: Raw-layer functions (``_state._lib`` / ``_state._fast`` names) that may enqueue a task
+#: Raw-layer functions (``_state.lib`` / ``_state.fast`` names) that may enqueue a task
 #: or touch memory as the host: tagged with the user's line while the sanitizer is on.
 TASK_CALLS: Final[frozenset[str]] = frozenset(
     {
@@ -106,6 +106,7 @@ _MODES: Final = ("off", "report", "fail", "abort")
 _READ, _WRITE = 1, 2
 _KEPT: Final = 1024  # the mock keeps its first 1024 reports; so do we (the latest)
 _PKG_DIR: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_caller_frame: Final = sys._getframe
 
 
 def _bind(path: str) -> Any:
@@ -193,7 +194,7 @@ def arm() -> None:
         return
     _mock = m
     armed = True
-    _fastcall._set_task_hook(_task_call)
+    _fastcall.set_task_hook(_task_call)
     for hook in arm_hooks:
         hook(True)
 
@@ -264,12 +265,12 @@ def _tag_of(frame: FrameType | None) -> bytes:
 
 # ------------------------------------------------------------------- hooks
 def _task_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """The task hook (``_fastcall._set_task_hook``): ``fn(*args)`` tagged with the
+    """The task hook (``_fastcall.set_task_hook``): ``fn(*args)`` tagged with the
     user's line, then the reports it caused are warned or raised."""
     m = _mock
     if m is None:  # pragma: no cover - installed only once _mock is set
         return fn(*args, **kwargs)
-    frame, level = _user_frame(sys._getframe(1))
+    frame, level = _user_frame(_caller_frame(1))
     m.tag(_tag_of(frame))
     try:
         return fn(*args, **kwargs)
@@ -284,7 +285,7 @@ def host_access(ptr: int, nbytes: int, write: bool) -> None:
     m = _mock
     if m is None or nbytes <= 0:
         return
-    frame, level = _user_frame(sys._getframe(1))
+    frame, level = _user_frame(_caller_frame(1))
     m.tag(_tag_of(frame))
     m.host(ptr, nbytes, _WRITE if write else _READ)
     if m.count() != _seen:
@@ -296,7 +297,7 @@ def host_read(ptr: int, nbytes: int) -> None:
     m = _mock
     if m is None or nbytes <= 0:
         return
-    frame, level = _user_frame(sys._getframe(1))
+    frame, level = _user_frame(_caller_frame(1))
     m.tag(_tag_of(frame))
     m.host(ptr, nbytes, _READ)
     if m.count() != _seen:

@@ -74,13 +74,13 @@ class _Gated:
         fn = getattr(self._target, name)
         if callable(fn) and name not in self._passthrough and not name.startswith("pyacl_"):
             # a call that may enqueue a task is tagged while the race sanitizer is on
-            fn = _gated_task(fn) if name in TASK_CALLS else _gated(fn)
+            fn = gated_task(fn) if name in TASK_CALLS else _gated(fn)
         setattr(self, name, fn)
         return fn
 
 
 _gated: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast._gated
-_gated_task: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast._gated_task
+gated_task: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast.gated_task
 # The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here
 # does not load the library at import. Every path reaches _runtime.ensure_initialized()
 # (which loads it) before its first call; before that a call would only return

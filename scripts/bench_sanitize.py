@@ -4,7 +4,7 @@
     python scripts/bench_sanitize.py [--number N] [--repeat R] [--json]
 
 Off (``ASCEND_MOCK_SANITIZE`` unset, this process): a call that may enqueue a task is
-wrapped by ``_fastcall._gated_task`` instead of ``_fastcall._gated``; the only difference
+wrapped by ``_fastcall.gated_task`` instead of ``_fastcall._gated``; the only difference
 is one load and branch on the (NULL) task hook. Measured on the bundled mock with the same
 raw function wrapped both ways, interleaved within each round (alternating which goes
 first), minimum over rounds:
@@ -108,7 +108,7 @@ def main() -> int:
         ("stream_query", fast.stream_query, lambda f: f(sh)),
         ("memcpy_async", fast.memcpy_async, lambda f: f(dptr, 64, hptr, 8, h2d, sh)),
     ):
-        plain, task = fast._gated(raw), fast._gated_task(raw)
+        plain, task = fast._gated(raw), fast.gated_task(raw)
         rows[name] = _interleaved(
             {
                 "gated": lambda call=call, plain=plain: call(plain),

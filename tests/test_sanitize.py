@@ -62,7 +62,7 @@ def test_off_installs_nothing() -> None:
     assert mock.sanitizer_reports() == [] and mock.sanitizer_report_count() == 0
     # task calls are gated task wrappers, but with no hook they call straight through
     assert "memcpy_async" in _sanitize.TASK_CALLS
-    assert repr(_state._fast.memcpy_async) == "<gated memcpy_async>"
+    assert repr(_state.fast.memcpy_async) == "<gated memcpy_async>"
 
 
 def test_set_race_action_checks_its_argument() -> None:
@@ -77,8 +77,8 @@ def test_set_race_action_checks_its_argument() -> None:
 
 def test_task_hook_rejects_a_non_callable() -> None:
     with pytest.raises(TypeError, match="callable or None"):
-        fastcall._set_task_hook(42)
-    fastcall._set_task_hook(None)  # off stays off
+        fastcall.set_task_hook(42)
+    fastcall.set_task_hook(None)  # off stays off
 
 
 # ------------------------------------------------------------------- on

@@ -1031,10 +1031,10 @@ typedef struct {
     PyObject *fn;
     PyObject *name; /* str */
     const char *cname;
-    int task; /* made by _gated_task: the call may enqueue a task (race sanitizer) */
+    int task; /* made by gated_task: the call may enqueue a task (race sanitizer) */
 } GatedObject;
 
-/* The race sanitizer's hook (pyacl_rt._sanitize, set by _set_task_hook while the mock's
+/* The race sanitizer's hook (pyacl_rt._sanitize, set by set_task_hook while the mock's
  * sanitizer is on; NULL otherwise): a task call runs as task_hook(fn, *args) inside
  * the gate, so the hook tags the task with the user's line and checks for reports.
  * Off, a task call costs one load and branch more than any gated call. */
@@ -1162,19 +1162,19 @@ static PyObject *f_gated(PyObject *self, PyObject *fn)
     return make_gated(fn, 0);
 }
 
-/* _gated_task(fn): like _gated, for a call that may enqueue a task (see task_hook). */
+/* gated_task(fn): like _gated, for a call that may enqueue a task (see task_hook). */
 static PyObject *f_gated_task(PyObject *self, PyObject *fn)
 {
     (void)self;
     return make_gated(fn, 1);
 }
 
-/* _set_task_hook(hook or None): install / remove the race sanitizer's task hook. */
+/* set_task_hook(hook or None): install / remove the race sanitizer's task hook. */
 static PyObject *f_set_task_hook(PyObject *self, PyObject *hook)
 {
     (void)self;
     if (hook != Py_None && !PyCallable_Check(hook)) {
-        PyErr_Format(PyExc_TypeError, "_set_task_hook(): hook must be callable or None, not %.100s",
+        PyErr_Format(PyExc_TypeError, "set_task_hook(): hook must be callable or None, not %.100s",
                      Py_TYPE(hook)->tp_name);
         return NULL;
     }
@@ -1546,10 +1546,10 @@ static PyMethodDef methods[] = {
      "Address of the dispatch table this module calls through (tests)."},
     {"_gated", f_gated, METH_O,
      "_gated(fn) -> fn wrapped to run inside pyacl_rt's finalize gate (pyacl_rt._state)."},
-    {"_gated_task", f_gated_task, METH_O,
-     "_gated_task(fn) -> like _gated, for a call that may enqueue a task (race sanitizer)."},
-    {"_set_task_hook", f_set_task_hook, METH_O,
-     "_set_task_hook(hook or None): task calls run as hook(fn, *args) (pyacl_rt._sanitize)."},
+    {"gated_task", f_gated_task, METH_O,
+     "gated_task(fn) -> like _gated, for a call that may enqueue a task (race sanitizer)."},
+    {"set_task_hook", f_set_task_hook, METH_O,
+     "set_task_hook(hook or None): task calls run as hook(fn, *args) (pyacl_rt._sanitize)."},
     {"_gate_close", f_gate_close, METH_O,
      "_gate_close(seconds) -> bool: close the finalize gate and wait for the calls in "
      "flight on other threads (False: still waiting after `seconds`)."},
