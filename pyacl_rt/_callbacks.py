@@ -118,7 +118,7 @@ class _ReportThread:
         # callback only this thread can run. Such releases go to pyacl_rt._releaser.
         local.st.in_callback = True
         try:
-            _device._ensure_current(self.device)
+            _device.ensure_device_current(self.device)
         except BaseException as exc:
             self._start_error = exc
             self._started.set()
@@ -141,7 +141,7 @@ class _ReportThread:
             if cur is None or cur.device != self.device:
                 # A deferred release (or a finalizer) switched this thread's context.
                 try:
-                    _device._ensure_current(self.device)
+                    _device.ensure_device_current(self.device)
                 except Exception:
                     _log.debug("pyacl_rt: report thread lost its context", exc_info=True)
             if rc == 0 or rc == ACL_ERROR_RT_REPORT_TIMEOUT:
@@ -315,20 +315,20 @@ def launch(
     state = stream._state
     if state.sub is None:
         with _subscribe_lock:
-            if state.sub is None and stream._handle == 0:
-                state.sub = _default_subs.get(stream._ctx)
+            if state.sub is None and stream.raw_handle == 0:
+                state.sub = _default_subs.get(stream.ctx_ref)
             if state.sub is None:
                 rt = _thread_for(stream._device)
-                if local.st.ctx is not stream._ctx:
-                    stream._activate()
-                rt.subscribe(stream._handle, stream._ctx)
+                if local.st.ctx is not stream.ctx_ref:
+                    stream.ensure_current()
+                rt.subscribe(stream.raw_handle, stream.ctx_ref)
                 state.sub = rt
-                if stream._handle == 0:
-                    _default_subs[stream._ctx] = rt
+                if stream.raw_handle == 0:
+                    _default_subs[stream.ctx_ref] = rt
     key = next(_keys)
     _pending[key] = (fn, args, stream)
     rc = lib.aclrtLaunchCallback(
-        _trampoline, key, ACL_CALLBACK_BLOCK if block else ACL_CALLBACK_NO_BLOCK, stream._handle
+        _trampoline, key, ACL_CALLBACK_BLOCK if block else ACL_CALLBACK_NO_BLOCK, stream.raw_handle
     )
     if rc:
         _pending.pop(key, None)

@@ -43,11 +43,22 @@ if TYPE_CHECKING:
 __all__ = ["done_future", "fire", "forget", "new_future", "pending_futures", "wait"]
 
 
-def _future() -> concurrent.futures.Future[None]:
-    # concurrent.futures imports logging: loaded on the first wait, not by import.
-    import concurrent.futures
+#: concurrent.futures.Future and InvalidStateError once loaded (concurrent.futures
+#: imports logging: loaded on the first wait, not by import; then no import statement
+#: runs per completion on the report thread, which holds the GIL meanwhile).
+_Future: Any = None
+_InvalidState: Any = None
 
-    return concurrent.futures.Future()
+
+def _future() -> concurrent.futures.Future[None]:
+    global _Future, _InvalidState
+    if _Future is None:
+        import concurrent.futures
+
+        _InvalidState = concurrent.futures.InvalidStateError
+        _Future = concurrent.futures.Future
+    fut: concurrent.futures.Future[None] = _Future()
+    return fut
 
 
 #: Futures launched and not yet completed -> the context of their stream.
@@ -84,13 +95,14 @@ def fire(fut: concurrent.futures.Future[None]) -> None:
 
 
 def _settle(fut: concurrent.futures.Future[None], exc: BaseException | None) -> None:
-    import concurrent.futures
-
-    with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled by a user
+    # Every future here came from _future(), so _InvalidState is set.
+    try:
         if exc is None:
             fut.set_result(None)
         else:
             fut.set_exception(exc)
+    except _InvalidState:  # cancelled by a user
+        pass
 
 
 def pending_futures() -> int:
@@ -98,10 +110,16 @@ def pending_futures() -> int:
     return len(_unfired)
 
 
+#: At most this many waiters woken per loop iteration by one drain: a burst of
+#: completions is spread over iterations, so timers and I/O due meanwhile are not
+#: queued behind all of them (the loop's lag stays bounded).
+DRAIN_BATCH = 16
+
+
 class _Inbox:
     """Completions on their way to one loop: many arrive, one ``call_soon_threadsafe``
     (one self-pipe write, one loop callback) carries every completion that arrived
-    until the loop ran it."""
+    until the loop ran it, :data:`DRAIN_BATCH` per loop iteration."""
 
     __slots__ = ("__weakref__", "items", "lock", "loop", "scheduled")
 
@@ -111,6 +129,7 @@ class _Inbox:
         self.loop = weakref.ref(loop)  # the inbox must not keep its loop alive
         self.items: collections.deque[asyncio.Future[None]] = collections.deque()
         self.lock = threading.Lock()
+        #: True while a drain is pending (scheduled and not yet started).
         self.scheduled = False
 
     def post(self, waiter: asyncio.Future[None]) -> None:
@@ -128,14 +147,26 @@ class _Inbox:
             loop.call_soon_threadsafe(self.drain)
 
     def drain(self) -> None:
-        """In the loop: wake every waiter that arrived (cancelled ones are skipped)."""
+        """In the loop: wake the waiters that arrived, :data:`DRAIN_BATCH` of them now
+        and the rest in the next iteration (cancelled ones are skipped)."""
         with self.lock:
             self.scheduled = False
         items = self.items
+        woken = 0
         while items:
+            if woken == DRAIN_BATCH:
+                with self.lock:
+                    if self.scheduled:
+                        return  # a post scheduled a drain meanwhile
+                    self.scheduled = True
+                loop = self.loop()
+                if loop is not None:
+                    loop.call_soon(self.drain)  # in the loop: after what is due now
+                return
             waiter = items.popleft()
             if not waiter.done():
                 waiter.set_result(None)
+                woken += 1
 
 
 #: loop -> its inbox (dropped with the loop).
@@ -169,15 +200,22 @@ class _Relay:
         self.inbox = self.waiter = None
 
 
+#: asyncio.get_running_loop once asyncio is loaded (no import statement per await).
+_running_loop: Any = None
+
+
 async def wait(fut: concurrent.futures.Future[None]) -> None:
     """Wait in the running asyncio loop until ``fut`` completes; raise its exception.
 
     Never blocks the loop. Cancelling the caller leaves ``fut`` and the device work alone.
     """
     if not fut.done():
-        import asyncio
+        global _running_loop
+        if _running_loop is None:
+            import asyncio
 
-        loop = asyncio.get_running_loop()
+            _running_loop = asyncio.get_running_loop
+        loop = _running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         relay = _Relay(_inbox(loop), waiter)
         fut.add_done_callback(relay)

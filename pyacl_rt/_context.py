@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from . import _releaser, _runtime, errors
-from ._device import Device, DeviceLike, _index, restore_selection
+from ._device import Device, DeviceLike, device_index_arg, restore_selection
 from ._hooks import fork_hooks
 from ._log import get_logger
 from ._state import (
@@ -112,7 +112,7 @@ class Context:
 
     def __init__(self, device: DeviceLike = None) -> None:
         _runtime.ensure_initialized()
-        index = _index(device)
+        index = device_index_arg(device)
         st = local.st
         # The context current before (re-validated: something other than pyacl_rt may
         # have switched it); a foreign one is restored by its raw handle.

@@ -99,7 +99,7 @@ ACL_ERROR_RT_NO_DEVICE: Final = _C["ACL_ERROR_RT_NO_DEVICE"]
 
 _lock = threading.RLock()
 #: device index -> primary context (created by our single aclrtSetDevice).
-_primaries: dict[int, CtxRef] = {}
+primaries: dict[int, CtxRef] = {}
 _device_count: int | None = None
 #: Why device_count() is 0 (the ACL_ERROR_RT_NO_DEVICE message), else None.
 _no_device_reason: str | None = None
@@ -153,7 +153,7 @@ def _check_index(index: int) -> int:
     return index
 
 
-def _index(dev: object = None, name: str = "device") -> int:
+def device_index_arg(dev: object = None, name: str = "device") -> int:
     """Validated device index; ``None`` means the thread's current device. Errors
     name the parameter ``name``."""
     if dev is None:
@@ -167,7 +167,7 @@ def _create_primary(index: int) -> CtxRef:
     _runtime.ensure_initialized()
     _check_index(index)
     with _lock:
-        ref = _primaries.get(index)
+        ref = primaries.get(index)
         if ref is not None:
             return ref
         check(lib.aclrtSetDevice(index), "aclrtSetDevice")
@@ -177,7 +177,7 @@ def _create_primary(index: int) -> CtxRef:
             lib.aclrtResetDevice(index)
             check(rc, "aclrtGetCurrentContext")
         ref = CtxRef(int(s.uptr[0]), index)
-        _primaries[index] = ref
+        primaries[index] = ref
         local.st.ctx = ref  # aclrtSetDevice made it current on this thread
         return ref
 
@@ -195,13 +195,13 @@ def context_for(index: int) -> CtxRef:
     active = local.st.active
     if active is not None and active.device == index:
         return active
-    ref = _primaries.get(index)
+    ref = primaries.get(index)
     if ref is None:
         ref = _create_primary(index)
     return ref
 
 
-def _ensure_current(index: int) -> CtxRef:
+def ensure_device_current(index: int) -> CtxRef:
     """Make sure the calling thread's current context is on device ``index``.
 
     Cheap when it already is (a thread-local load, a compare and one GIL-held
@@ -253,6 +253,11 @@ def device_count() -> int:
     return count
 
 
+def no_device_reason() -> str | None:
+    """Why :func:`device_count` is 0 (the runtime's code and message), else ``None``."""
+    return _no_device_reason
+
+
 def is_available() -> bool:
     """True if a runtime library loads and at least one device is visible.
 
@@ -292,7 +297,7 @@ def set_device(dev: DeviceLike) -> None:
     """
     if dev is None:
         return
-    index = _index(dev)
+    index = device_index_arg(dev)
     active = local.st.active
     if active is not None and active.device != index:
         local.st.active = None
@@ -369,8 +374,8 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     if sync_debug_active():
         check_sync("synchronize()")
     ms = -1 if timeout is None else timeout_ms_arg(timeout)
-    index = _index(device)
-    _ensure_current(index)
+    index = device_index_arg(device)
+    ensure_device_current(index)
     # In slices (aclrtSynchronizeDeviceWithTimeout): Ctrl-C interrupts the wait, the
     # work stays queued; SyncTimeoutError when a timeout expires.
     _wait_device(ms)
@@ -506,7 +511,7 @@ class Device:
     _index: int
 
     def __new__(cls, index: DeviceLike = None) -> Device:
-        i = _index(index)
+        i = device_index_arg(index)
         inst = cls._instances.get(i)
         if inst is None:
             inst = object.__new__(cls)
@@ -658,7 +663,7 @@ class Device:
         Uses this device's context on the calling thread (creates the primary
         context if the device was never used).
         """
-        _ensure_current(self._index)
+        ensure_device_current(self._index)
         s = local.st.scratch
         check(lib.aclrtGetMemInfo(ACL_HBM_MEM, s.size, s.size + 1), "aclrtGetMemInfo")
         return int(s.size[0]), int(s.size[1])
@@ -717,7 +722,7 @@ class Device:
 
         ``False`` for ``peer == self`` (ACL rejects that pair; torch.cuda answers False).
         """
-        other = _index(peer, "peer")
+        other = device_index_arg(peer, "peer")
         if other == self._index:
             return False
         s = local.st.scratch
@@ -730,8 +735,8 @@ def _release_devices() -> None:
     """Release hook (priority 'devices'): reset each device we set, once. Never raises."""
     global _device_count, _no_device_reason
     with _lock:
-        refs = list(_primaries.values())
-        _primaries.clear()
+        refs = list(primaries.values())
+        primaries.clear()
         for ref in refs:
             index = ref.device
             ref.kill("finalized")
@@ -760,7 +765,7 @@ def _wait_for_devices() -> None:
     primary context), in slices, so that Ctrl-C can interrupt a finalize waiting for
     the device (nothing is released yet). Failures are left to the release hooks."""
     with current(None):
-        for ref in list(_primaries.values()):
+        for ref in list(primaries.values()):
             if ref.device < 0:
                 continue
             try:
@@ -774,9 +779,9 @@ def _after_fork_in_child() -> None:
     """In a forked child every context is unusable: mark them dead (never touch ACL)."""
     global _lock
     _lock = threading.RLock()
-    for ref in list(_primaries.values()):
+    for ref in list(primaries.values()):
         ref.kill("forked")
-    _primaries.clear()
+    primaries.clear()
     local.st.ctx = None
     local.st.active = None
 

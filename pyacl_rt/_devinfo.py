@@ -17,10 +17,10 @@ from ._device import (
     Device,
     DeviceLike,
     DeviceProperties,
-    _ensure_current,
-    _index,
     _soc_name,
     current_device,
+    device_index_arg,
+    ensure_device_current,
 )
 from ._state import check, lib, local
 
@@ -46,7 +46,7 @@ def get_device_name(dev: DeviceLike = None) -> str:
     As in torch_npu the index is validated but ACL only reports one SoC name per
     process (all cards of a server are the same SoC).
     """
-    _index(dev)
+    device_index_arg(dev)
     return _soc_name()
 
 
@@ -113,7 +113,7 @@ def set_op_timeout_ms(timeout_ms: int) -> int:
         fn = lib.aclrtSetOpExecuteTimeOutV2
         rc = fn(timeout_ms * 1000, s.u64)
         if rc == ACL_ERROR_RT_CONTEXT_NULL:
-            _ensure_current(current_device())
+            ensure_device_current(current_device())
             rc = fn(timeout_ms * 1000, s.u64)
         check(rc, "aclrtSetOpExecuteTimeOutV2")
         return int(s.u64[0]) // 1000
@@ -121,7 +121,7 @@ def set_op_timeout_ms(timeout_ms: int) -> int:
         seconds = -(-timeout_ms // 1000)
         rc = lib.aclrtSetOpExecuteTimeOut(seconds)
         if rc == ACL_ERROR_RT_CONTEXT_NULL:
-            _ensure_current(current_device())
+            ensure_device_current(current_device())
             rc = lib.aclrtSetOpExecuteTimeOut(seconds)
         check(rc, "aclrtSetOpExecuteTimeOut")
         return seconds * 1000
@@ -144,7 +144,7 @@ def get_device_capability(dev: DeviceLike = None) -> None:
     torch_npu returns ``None`` too (or an env-var override); use
     :meth:`Device.capability` / :meth:`Device.info` for real attributes.
     """
-    _index(dev)
+    device_index_arg(dev)
     return None
 
 

@@ -61,7 +61,7 @@ from typing import Any, Final
 
 from . import _dlpack_c, errors
 from . import _runtime as runtime
-from ._device import Device, _index, context_for
+from ._device import Device, context_for, device_index_arg
 from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._memory import records as _rec
@@ -69,7 +69,7 @@ from ._memory.args import _Side
 from ._memory.buffers import DeviceBuffer, HostBuffer
 from ._memory.engine import copy as _copy
 from ._memory.keepalive import _host_wait
-from ._memory.records import _Mem, _raise_closed
+from ._memory.records import Mem, raise_closed
 from ._state import CtxRef, check, lib
 from ._stream import Stream, current_stream, default_stream
 from ._stream import _live as _live_streams
@@ -148,7 +148,7 @@ class _Export:
 
     __slots__ = ("buf", "internal", "m")
 
-    def __init__(self, buf: object, m: _Mem) -> None:
+    def __init__(self, buf: object, m: Mem) -> None:
         self.buf: object = buf
         self.m = m
         self.internal = False
@@ -164,7 +164,7 @@ def _device_of(buf: DeviceBuffer | HostBuffer) -> tuple[int, int]:
     """``__dlpack_device__`` of an open buffer."""
     m = buf._m
     if not m.ptr:
-        _raise_closed(m, type(buf).__name__)
+        raise_closed(m, type(buf).__name__)
     if isinstance(buf, HostBuffer):
         return (KDL_CPU, 0)
     return (NPU_DEVICE_TYPE, m.device)
@@ -222,14 +222,14 @@ def _parse_device(value: object, what: str) -> tuple[int, int]:
     if kind == KDL_CPU and dev == 0:
         return (KDL_CPU, 0)
     if kind == NPU_DEVICE_TYPE:
-        return (NPU_DEVICE_TYPE, _index(dev))
+        return (NPU_DEVICE_TYPE, device_index_arg(dev))
     raise BufferError(
         f"{what} {value} ({_device_name(kind)}): pyacl_rt buffers export to (1, 0) (kDLCPU) "
         f"or ({NPU_DEVICE_TYPE}, index) (kDLExtDev, an NPU) only"
     )
 
 
-def _host_sync(m: _Mem) -> None:
+def _host_sync(m: Mem) -> None:
     """Wait on the host for the work pending on ``m`` (memory's host-side rule)."""
     side = _Side()
     side.m = m
@@ -255,7 +255,7 @@ def _consumer_stream(stream: object, device: int) -> Stream:
     if stream == 0:
         return default
     for live in _live_streams.snapshot():
-        if live._handle == stream and live._device == device and not live.closed:
+        if live.raw_handle == stream and live._device == device and not live.closed:
             return live
     if default.resolved_handle == stream:
         return default
@@ -318,7 +318,7 @@ def _capsule(
     token = _Export(owner, m)
     p = m.add_export(token)  # atomic with close()
     if not p:
-        _raise_closed(m, type(buf).__name__)
+        raise_closed(m, type(buf).__name__)
     try:
         return _dlpack_c.make_capsule(
             p + buf._off if m.nbytes else 0,  # DeviceBuffer(0) has no address (NULL)
@@ -480,7 +480,7 @@ def _check_device_pointer(ptr: int, index: int) -> None:
 
 
 def _wrap_device(ptr: int, n: int, index: int, release: Any) -> DeviceBuffer:
-    m = _Mem(ptr, n, index, context_for(index))
+    m = Mem(ptr, n, index, context_for(index))
     m.release = release
     view = DeviceBuffer.__new__(DeviceBuffer)
     view._own(m)
@@ -488,7 +488,7 @@ def _wrap_device(ptr: int, n: int, index: int, release: Any) -> DeviceBuffer:
 
 
 def _wrap_host(ptr: int, n: int, release: Any) -> HostBuffer:
-    m = _Mem(ptr, n, -1, None)
+    m = Mem(ptr, n, -1, None)
     m.release = release
     view = HostBuffer.__new__(HostBuffer)
     view._own(m)  # released (the producer's deleter) when the last reference is gone
@@ -520,7 +520,7 @@ def _fetch_capsule(x: object) -> Any:
     kind, dev = int(device[0]), int(device[1])
     stream: int | None = None
     if kind == NPU_DEVICE_TYPE:
-        stream = current_stream(_index(dev)).resolved_handle
+        stream = current_stream(device_index_arg(dev)).resolved_handle
     elif kind not in _HOST_TYPES:
         raise BufferError(_unsupported_device(kind, dev))
     try:
@@ -543,7 +543,7 @@ def _target(device: object) -> int | None:
         return None
     if device == "cpu":
         return -1
-    return _index(device)
+    return device_index_arg(device)
 
 
 def from_dlpack(
@@ -590,7 +590,7 @@ def _import(
     if kind in _HOST_TYPES:
         here = -1
     elif kind == NPU_DEVICE_TYPE:
-        here = _index(dev)
+        here = device_index_arg(dev)
     else:
         raise BufferError(_unsupported_device(kind, dev))
     if not ptr:

@@ -124,14 +124,14 @@ class Event:
         "__weakref__",
         "_at",
         "_blocking",
-        "_ctx",
         "_device",
         "_finalizer",
-        "_handle",
         "_ipc",
         "_owner",
         "_recorded",
         "_timing",
+        "ctx_ref",
+        "raw_handle",
     )
 
     def __init__(
@@ -146,8 +146,8 @@ class Event:
                 "with other flags): create it with enable_timing=False",
                 explanation="",
             )
-        self._handle = 0
-        self._ctx: CtxRef | None = None
+        self.raw_handle = 0
+        self.ctx_ref: CtxRef | None = None
         self._device = -1
         self._owner: object = None
         self._timing = bool(enable_timing)
@@ -173,7 +173,7 @@ class Event:
     @property
     def handle(self) -> int:
         """The raw ``aclrtEvent`` as an int (0 before the first record / after close)."""
-        return self._handle
+        return self.raw_handle
 
     @property
     def device(self) -> Device | None:
@@ -201,41 +201,41 @@ class Event:
 
     @property
     def closed(self) -> bool:
-        ctx = self._ctx
+        ctx = self.ctx_ref
         return ctx is not None and ctx.device < 0
 
     def __repr__(self) -> str:
         if self.closed:
             return "<Event closed>"
-        if self._ctx is None:
+        if self.ctx_ref is None:
             return f"<Event not recorded timing={self._timing}>"
-        return f"<Event 0x{self._handle:x} on device {self._device} timing={self._timing}>"
+        return f"<Event 0x{self.raw_handle:x} on device {self._device} timing={self._timing}>"
 
     # --------------------------------------------------------------- helpers
     def _bind(self, stream: Stream) -> None:
         """First record: create the ACL event in ``stream``'s context (or refuse)."""
-        if stream._ctx.device < 0:
-            stream._activate()  # raises the stream's closed / finalized error
+        if stream.ctx_ref.device < 0:
+            stream.ensure_current()  # raises the stream's closed / finalized error
         with _bind_lock:  # two threads recording a fresh Event at once: create one
-            if self._ctx is stream._ctx:
+            if self.ctx_ref is stream.ctx_ref:
                 return
             self._bind_locked(stream)
 
     def _bind_locked(self, stream: Stream) -> None:
-        ctx = self._ctx
+        ctx = self.ctx_ref
         if ctx is not None:
             if ctx.device < 0:
-                self._raise_closed()
+                self.raise_closed()
             raise errors.AclUsageError(
                 f"this Event belongs to device {self._device} (context {ctx!r}); it cannot "
                 f"be recorded on {stream!r}. Use one Event per device.",
                 explanation="",
             )
-        sctx = stream._ctx
+        sctx = stream.ctx_ref
         # Creation is not a hot path: re-validate the thread's cached context (a raw
         # context switch would create the event in a foreign context).
         if validated_ctx(local.st) is not sctx:
-            stream._activate()
+            stream.ensure_current()
         if self._ipc:
             flags = ACL_EVENT_IPC  # alone: the runtime refuses it ORed with other flags
         else:
@@ -251,24 +251,24 @@ class Event:
         elif rc:
             check(rc, "aclrtCreateEventExWithFlag")
         handle = int(s.uptr[0])
-        self._handle = handle
-        self._ctx = sctx
+        self.raw_handle = handle
+        self.ctx_ref = sctx
         self._device = sctx.device
         self._owner = owner_of(sctx)
         self._finalizer = weakref.finalize(self, _destroy_event, sctx, handle)
         self._finalizer.atexit = False
         _live.add(self)
 
-    def _raise_closed(self) -> None:
-        ctx = self._ctx
+    def raise_closed(self) -> None:
+        ctx = self.ctx_ref
         if ctx is CLOSED_REF:
             raise ObjectClosedError("this Event is closed; create a new one", explanation="")
         raise_dead(ctx.dead if ctx is not None else None)
 
-    def _activate(self) -> None:
-        ctx = self._ctx
+    def ensure_current(self) -> None:
+        ctx = self.ctx_ref
         if ctx is None or ctx.device < 0:
-            self._raise_closed()
+            self.raise_closed()
         assert ctx is not None
         ctx.make_current()
 
@@ -285,24 +285,24 @@ class Event:
                 raise TypeError(
                     f"Event.record(): stream must be a Stream or None, not {type(stream).__name__}"
                 )
-        ctx = stream._ctx
-        if self._ctx is not ctx:
+        ctx = stream.ctx_ref
+        if self.ctx_ref is not ctx:
             self._bind(stream)
         if local.st.ctx is not ctx:
-            stream._activate()
-        _fast_record_event(self._handle, stream._handle)
+            stream.ensure_current()
+        _fast_record_event(self.raw_handle, stream.raw_handle)
         self._recorded = True
         self._at = stream._state
 
     def query(self) -> bool:
         """True if the work captured by the last record completed (True if never recorded)."""
-        ctx = self._ctx
+        ctx = self.ctx_ref
         if ctx is None:
             return True
         if local.st.ctx is not ctx:
-            self._activate()
+            self.ensure_current()
         # ACL_EVENT_RECORDED_STATUS_COMPLETE
-        return _fast_query_event_status(self._handle) == 1  # type: ignore[no-any-return]
+        return _fast_query_event_status(self.raw_handle) == 1  # type: ignore[no-any-return]
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait for the work captured by the last record. Releases the GIL.
@@ -312,7 +312,7 @@ class Event:
         """
         if local.st.in_callback:
             refuse_in_callback("Event.synchronize()")
-        ctx = self._ctx
+        ctx = self.ctx_ref
         if ctx is None:
             if timeout is not None:
                 _timeout_ms(timeout)  # validate the argument even when there is no wait
@@ -320,10 +320,10 @@ class Event:
         if sync_debug_active():
             check_sync("Event.synchronize()")
         if local.st.ctx is not ctx:
-            self._activate()
+            self.ensure_current()
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
-        _wait_event(self._handle, -1 if timeout is None else _timeout_ms(timeout))
+        _wait_event(self.raw_handle, -1 if timeout is None else _timeout_ms(timeout))
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on ``stream`` (default: current stream) wait for this event."""
@@ -337,16 +337,16 @@ class Event:
 
     def _wait_on(self, stream: Stream) -> None:
         # Callers (wait(), Stream.wait_event) pass a checked Stream.
-        ctx = self._ctx
+        ctx = self.ctx_ref
         if ctx is None:
-            if stream._ctx.device < 0:
-                stream._activate()  # a closed / finalized stream is refused even here
+            if stream.ctx_ref.device < 0:
+                stream.ensure_current()  # a closed / finalized stream is refused even here
             return  # never recorded: nothing to wait for (torch_npu does the same)
         if ctx.device < 0:
-            self._raise_closed()
-        if local.st.ctx is not stream._ctx:
-            stream._activate()
-        _fast_stream_wait_event(stream._handle, self._handle)
+            self.raise_closed()
+        if local.st.ctx is not stream.ctx_ref:
+            stream.ensure_current()
+        _fast_stream_wait_event(stream.raw_handle, self.raw_handle)
 
     def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds between this event's record and ``end_event``'s.
@@ -367,7 +367,7 @@ class Event:
                     explanation="",
                 )
             if ev.closed:
-                ev._raise_closed()
+                ev.raise_closed()
             if not ev._recorded:
                 raise EventTimingError(
                     f"the {name} event was never recorded; call record() on both events "
@@ -378,10 +378,10 @@ class Event:
             check_sync("Event.elapsed_time()")
         self.synchronize()
         end_event.synchronize()
-        if local.st.ctx is not self._ctx:
-            self._activate()
+        if local.st.ctx is not self.ctx_ref:
+            self.ensure_current()
         f = local.st.scratch.f32
-        rc = lib.aclrtEventElapsedTime(f, self._handle, end_event._handle)
+        rc = lib.aclrtEventElapsedTime(f, self.raw_handle, end_event.raw_handle)
         if rc:
             check(rc, "aclrtEventElapsedTime")
         return float(f[0])
@@ -417,11 +417,11 @@ class Event:
         cannot be queried (e.g. a lost device), ``ObjectClosedError`` once closed.
         """
         at = self._at
-        if at is None or self._ctx is None:
+        if at is None or self.ctx_ref is None:
             if self.closed:
-                self._raise_closed()
+                self.raise_closed()
             return _completion.done_future()
-        if self._ipc and self._ctx.device >= 0:
+        if self._ipc and self.ctx_ref.device >= 0:
             # another process may record it again: never reuse a completed future
             src = at if isinstance(at, _StreamState) else current_stream(self._device)._state
             return _completion.done_future() if self.query() else _wait_future(self, src)
@@ -457,16 +457,16 @@ class Event:
     def close(self) -> None:
         """Destroy the ACL event (asynchronous; safe while it is pending). Idempotent."""
         run_finalizer(self._finalizer)
-        if self._ctx is None or self._ctx.device >= 0:
-            self._ctx = CLOSED_REF
-        self._handle = 0
+        if self.ctx_ref is None or self.ctx_ref.device >= 0:
+            self.ctx_ref = CLOSED_REF
+        self.raw_handle = 0
         self._at = None
         _live.discard(self)
 
     def _make_inert(self, reason: CtxRef) -> None:
         run_finalizer(self._finalizer)
-        self._ctx = reason
-        self._handle = 0
+        self.ctx_ref = reason
+        self.raw_handle = 0
         self._at = None
 
     def __enter__(self) -> Event:
@@ -480,10 +480,10 @@ def _create_now(ev: Event) -> None:
     """Create ``ev``'s ACL event on the current stream's context if it has none yet
     (an interprocess event needs one before its handle exists), and make its context
     current."""
-    if ev._ctx is None:
+    if ev.ctx_ref is None:
         ev._bind(current_stream())
-    if local.st.ctx is not ev._ctx:
-        ev._activate()  # raises when closed
+    if local.st.ctx is not ev.ctx_ref:
+        ev.ensure_current()  # raises when closed
 
 
 def _adopt(ev: Event, handle: int) -> None:
@@ -491,8 +491,8 @@ def _adopt(ev: Event, handle: int) -> None:
     context current on this thread (destroyed by close(), GC, or finalize)."""
     ctx = validated_ctx(local.st)
     assert ctx is not None
-    ev._handle = handle
-    ev._ctx = ctx
+    ev.raw_handle = handle
+    ev.ctx_ref = ctx
     ev._device = ctx.device
     ev._owner = owner_of(ctx)
     ev._finalizer = weakref.finalize(ev, _destroy_event, ctx, handle)
@@ -512,10 +512,10 @@ def _wait_future(event: Event, src: _StreamState) -> concurrent.futures.Future[N
     """A device future of ``event``'s last record, on the stream whose state is ``src``:
     its companion waits for the event, then a blocking host callback on the companion
     fires the future."""
-    ctx = event._ctx
+    ctx = event.ctx_ref
     assert ctx is not None
     comp = _stream._side_stream(src, ctx)
-    fut = _completion.new_future(comp._ctx)
+    fut = _completion.new_future(comp.ctx_ref)
     try:
         event._wait_on(comp)
         comp.launch_host_func(_completion.fire, fut)

@@ -34,7 +34,7 @@ from . import _capture, _memcore, _releaser, errors, lowlevel
 from . import _runtime as runtime
 from ._allocator import _device_allocator
 from ._allocator._graphpool import GraphPool
-from ._device import _index
+from ._device import device_index_arg
 from ._device import synchronize as _device_synchronize
 from ._memory import backend as _membackend
 from ._memory.buffers import DeviceBuffer
@@ -228,7 +228,7 @@ class NPUGraph:
         handle = pool if pool is not None else GraphPoolHandle()
         index = s.device_index
         gpool = handle._pool_for(index)
-        s._activate()
+        s.ensure_current()
         ctx = local.st.ctx
         if gpool is not None and gpool.alloc.ctx is not ctx:
             gpool = None  # a stream of an explicit context: the cache does not serve it
@@ -263,7 +263,7 @@ class NPUGraph:
                 explanation="",
             )
         joined = self._joined_streams(cap, s)
-        s._activate()
+        s.ensure_current()
         sc = local.st.scratch
         rc = lib.aclmdlRICaptureEnd(s.handle, sc.uptr)
         model = int(sc.uptr[0]) if rc == 0 else 0
@@ -298,7 +298,7 @@ class NPUGraph:
             if s is origin or not h or s.closed:
                 continue
             try:
-                s._activate()
+                s.ensure_current()
             except errors.AclError:
                 continue
             if lib.aclmdlRICaptureGetInfo(h, sc.i32, sc.uptr):
@@ -413,7 +413,7 @@ class graph:
     def __enter__(self) -> NPUGraph:
         s = self.capture_stream
         if s is None:  # a side stream of our own, closed when the capture ends
-            s = self._own = Stream(_index(None))
+            s = self._own = Stream(device_index_arg(None))
         _device_synchronize(s.device_index)
         guard = stream(s)
         guard.__enter__()

@@ -2007,7 +2007,7 @@ static PyObject *mod_bind_buffers(PyObject *Py_UNUSED(mod), PyObject *args, PyOb
     }
     PyTypeObject *st = (PyTypeObject *)stream;
     Py_ssize_t o[3];
-    if (slot_offset(st, "_ctx", &o[0]) < 0 || slot_offset(st, "_device", &o[1]) < 0 ||
+    if (slot_offset(st, "ctx_ref", &o[0]) < 0 || slot_offset(st, "_device", &o[1]) < 0 ||
         slot_offset(st, "_state", &o[2]) < 0) {
         return NULL;
     }

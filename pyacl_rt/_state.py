@@ -401,7 +401,7 @@ class LiveSet(Generic[_T]):
         """``obj._make_inert(reason)`` for each live object (of context ``ctx_filter``
         only, unless None) and forget it. Never raises: failures are logged."""
         for obj in self.snapshot():
-            if ctx_filter is not None and getattr(obj, "_ctx", None) is not ctx_filter:
+            if ctx_filter is not None and getattr(obj, "ctx_ref", None) is not ctx_filter:
                 continue
             try:
                 obj._make_inert(reason)  # type: ignore[attr-defined]

@@ -32,7 +32,7 @@ enqueueing the async op::
 
 ``Stream._watch_pending()`` returns how many entries are still held (tests).
 The calling thread must already have the stream's context current (it has, right
-after an op through :meth:`Stream._activate` or ``_device._ensure_current``).
+after an op through :meth:`Stream.ensure_current` or ``_device.ensure_device_current``).
 
 Layer 5: imports layers 1-4, :mod:`_callbacks` and :mod:`_watch`. Events (the layer above) register
 the class :meth:`Stream.record_event` / :meth:`Stream.wait_stream` create
@@ -53,9 +53,9 @@ from ._args import bool_arg, index_arg, timeout_ms_arg
 from ._device import (
     Device,
     DeviceLike,
-    _index,
     context_for,
     current_device,
+    device_index_arg,
     restore_selection,
 )
 from ._hooks import PriorityHooks, factories, fork_hooks
@@ -117,7 +117,7 @@ _KIND_NAMES: Final = ("owned", "default", "pool", "external")
 class _StreamState:
     """A Stream's mutable state, shared with its finalizer (which must not hold the
     Stream itself). Also the Stream's identity token for the memory layer's hot path
-    (``_Mem.last is stream._state``: one identity compare, no reference to the Stream).
+    (``Mem.last is stream._state``: one identity compare, no reference to the Stream).
     """
 
     __slots__ = ("side", "sub", "watch")
@@ -234,20 +234,20 @@ class Stream:
     __slots__ = (
         "__weakref__",
         "_acl_priority",
-        "_ctx",
         "_device",
         "_errors",
         "_finalizer",
         "_flags",
-        "_handle",
         "_kind",
         "_owner",
         "_priority",
         "_state",
+        "ctx_ref",
+        "raw_handle",
     )
 
-    _handle: int
-    _ctx: CtxRef
+    raw_handle: int
+    ctx_ref: CtxRef
     _device: int
     _kind: int
     _state: _StreamState
@@ -260,7 +260,7 @@ class Stream:
                 f"Stream(): flags must be an unsigned 32-bit value of ACL_STREAM_* bits "
                 f"(0 <= flags < 2**32), got {flags}"
             )
-        index = _index(device)
+        index = device_index_arg(device)
         ctx = context_for(index)
         ctx.ensure_current()
         least, greatest = _priority_range(index)
@@ -290,8 +290,8 @@ class Stream:
         refuse_copy(self, "aclrtStream")
 
     def _setup(self, handle: int, ctx: CtxRef, kind: int, prio: int | None, flags: int) -> None:
-        self._handle = handle
-        self._ctx = ctx
+        self.raw_handle = handle
+        self.ctx_ref = ctx
         self._device = ctx.device
         self._owner = owner_of(ctx)  # keeps an explicit Context alive
         self._kind = kind
@@ -321,8 +321,8 @@ class Stream:
         """torch-style ``(least, greatest)`` priorities of ``device`` (current device if
         None): ``(0, -(levels - 1))``, e.g. ``(0, -7)`` for ACL's 0..7. Values outside
         are clamped by :class:`Stream`. Makes the device's context current."""
-        index = _index(device)
-        _device._ensure_current(index)
+        index = device_index_arg(device)
+        _device.ensure_device_current(index)
         least, greatest = _priority_range(index)
         return 0, -abs(least - greatest)
 
@@ -337,13 +337,13 @@ class Stream:
         handle = index_arg(handle, "handle", "an int (an aclrtStream address)")
         if handle < 0:
             raise ValueError(f"handle must be a non-negative aclrtStream address, got {handle}")
-        return cls._wrap(handle, context_for(_index(device)), _EXTERNAL)
+        return cls._wrap(handle, context_for(device_index_arg(device)), _EXTERNAL)
 
     # ------------------------------------------------------------ properties
     @property
     def handle(self) -> int:
         """The raw ``aclrtStream`` as an int (0 for a default stream = NULL)."""
-        return self._handle
+        return self.raw_handle
 
     npu_stream = handle  # torch_npu's name
 
@@ -353,10 +353,10 @@ class Stream:
         :attr:`handle` is 0 = NULL): ``aclrtCtxGetCurrentDefaultStream`` in the
         stream's context. For C code that cannot rely on NULL meaning "the default
         stream of the calling thread's current context"."""
-        if self._handle:
-            return self._handle
-        if local.st.ctx is not self._ctx:
-            self._activate()
+        if self.raw_handle:
+            return self.raw_handle
+        if local.st.ctx is not self.ctx_ref:
+            self.ensure_current()
         s = local.st.scratch
         check(lib.aclrtCtxGetCurrentDefaultStream(s.uptr), "aclrtCtxGetCurrentDefaultStream")
         return int(s.uptr[0])
@@ -396,29 +396,29 @@ class Stream:
     @property
     def closed(self) -> bool:
         """True once closed (or made inert by finalize)."""
-        return self._ctx.device < 0
+        return self.ctx_ref.device < 0
 
     def __repr__(self) -> str:
-        if self._ctx.device < 0:
+        if self.ctx_ref.device < 0:
             return f"<Stream {self.kind} closed>"
-        return f"<Stream {self.kind} 0x{self._handle:x} on device {self._device}>"
+        return f"<Stream {self.kind} 0x{self.raw_handle:x} on device {self._device}>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stream):
             return NotImplemented
         return (
-            other._handle == self._handle
+            other.raw_handle == self.raw_handle
             and other._device == self._device
-            and (self._handle != 0 or other._ctx is self._ctx)
+            and (self.raw_handle != 0 or other.ctx_ref is self.ctx_ref)
         )
 
     def __hash__(self) -> int:
-        return hash((self._handle, self._device))
+        return hash((self.raw_handle, self._device))
 
     # --------------------------------------------------------------- helpers
-    def _activate(self) -> None:
+    def ensure_current(self) -> None:
         """Make this stream's context current on the calling thread (or raise)."""
-        ctx = self._ctx
+        ctx = self.ctx_ref
         if ctx.device < 0:
             if ctx is CLOSED_REF:
                 raise errors.ObjectClosedError(
@@ -430,9 +430,9 @@ class Stream:
     # ------------------------------------------------------------- queries
     def query(self) -> bool:
         """True if all work submitted to the stream has completed (``aclrtStreamQuery``)."""
-        if local.st.ctx is not self._ctx:
-            self._activate()
-        return _fast_stream_query(self._handle) == 0  # type: ignore[no-any-return]
+        if local.st.ctx is not self.ctx_ref:
+            self.ensure_current()
+        return _fast_stream_query(self.raw_handle) == 0  # type: ignore[no-any-return]
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait until all work on the stream completed. Releases the GIL.
@@ -449,12 +449,12 @@ class Stream:
             refuse_in_callback("Stream.synchronize()")
         if sync_debug_active():
             check_sync("Stream.synchronize()")
-        if t.ctx is not self._ctx:
-            self._activate()
+        if t.ctx is not self.ctx_ref:
+            self.ensure_current()
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
         try:
-            _wait_stream(self._handle, -1 if timeout is None else _timeout_ms(timeout))
+            _wait_stream(self.raw_handle, -1 if timeout is None else _timeout_ms(timeout))
         except errors.AclError as exc:
             for hook in sync_error_hooks:
                 hook(self, exc)  # e.g. chain the exception of a mock kernel twin
@@ -532,8 +532,8 @@ class Stream:
             raise TypeError(f"launch_host_func(): fn must be callable, not {type(fn).__name__}")
         if block is not True:
             block = bool_arg(block, "launch_host_func(): block")
-        if local.st.ctx is not self._ctx:
-            self._activate()
+        if local.st.ctx is not self.ctx_ref:
+            self.ensure_current()
         _callbacks.launch(self, fn, args, block)
 
     def add_callback(
@@ -566,7 +566,7 @@ class Stream:
 
     async def _await(self) -> None:
         await _completion.wait(self.as_future())
-        if self._ctx.device >= 0:
+        if self.ctx_ref.device >= 0:
             self.query()  # the mapped error of a task that failed meanwhile
 
     # ------------------------------------------------------------- keep-alive
@@ -577,26 +577,26 @@ class Stream:
         to be current on this thread (true right after enqueueing an op on it).
         """
         if _capture.by_stream:  # a graph capture runs: no marker in (or query of) it
-            cap = _capture.find(self._handle)
+            cap = _capture.find(self.raw_handle)
             if cap is not None:
                 cap.keep.append(objs)  # kept by the graph: replays use them
                 return
-        ctx = self._ctx
+        ctx = self.ctx_ref
         if local.st.ctx is not ctx:
-            self._activate()
-        keep_alive(ctx, self._handle, self._state.watch, objs)
+            self.ensure_current()
+        keep_alive(ctx, self.raw_handle, self._state.watch, objs)
 
     def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
         """Release the leading entries whose marker completed (see
         :func:`pyacl_rt._watch.poll_watch`)."""
-        poll_watch(self._ctx, watch)
+        poll_watch(self.ctx_ref, watch)
 
     def _watch_pending(self) -> int:
         """Number of keep-alive entries not yet released (polls first)."""
         watch = self._state.watch
-        if watch and self._ctx.device >= 0:
-            if local.st.ctx is not self._ctx:
-                self._activate()
+        if watch and self.ctx_ref.device >= 0:
+            if local.st.ctx is not self.ctx_ref:
+                self.ensure_current()
             self._poll_watch(watch)
         return len(watch)
 
@@ -615,18 +615,18 @@ class Stream:
             refuse_in_callback("Stream.close()")
         if sync_debug_active():
             check_sync("Stream.close()")
-        if not local.st.in_callback and self._ctx.device >= 0:
+        if not local.st.in_callback and self.ctx_ref.device >= 0:
             # Destroying waits for the pending work, uninterruptibly: wait for it here
             # first, in slices (Ctrl-C leaves the stream open and usable). A failing
             # wait (a failed task, finalize on another thread) is left to the destroy.
             try:
-                self._ctx.ensure_current()
-                _wait_stream(self._handle, -1)
+                self.ctx_ref.ensure_current()
+                _wait_stream(self.raw_handle, -1)
             except errors.AclError:
                 pass
         where = repr(self)
         run_finalizer(f)  # runs _destroy_stream once
-        self._ctx = CLOSED_REF
+        self.ctx_ref = CLOSED_REF
         _live.discard(self)
         if self._errors:  # host-callback exceptions no synchronize() will re-raise now
             _callbacks.report_unraised(self._errors, where, "closed")
@@ -637,19 +637,19 @@ class Stream:
         if not run_finalizer(self._finalizer):
             state = self._state
             sub = state.sub
-            if sub is not None and self._ctx.device >= 0:
+            if sub is not None and self.ctx_ref.device >= 0:
                 state.sub = None
                 try:
-                    self._ctx.ensure_current()
-                    lib.aclrtSynchronizeStream(self._handle)  # let its callbacks run
-                    sub.unsubscribe(self._handle, self._ctx)
+                    self.ctx_ref.ensure_current()
+                    lib.aclrtSynchronizeStream(self.raw_handle)  # let its callbacks run
+                    sub.unsubscribe(self.raw_handle, self.ctx_ref)
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
             state.watch.clear()
         if self._errors:
             fate = "finalized" if reason_ctx.dead == "finalized" else "closed"
             _callbacks.report_unraised(self._errors, where, fate)
-        self._ctx = reason_ctx
+        self.ctx_ref = reason_ctx
 
     def __enter__(self) -> Stream:
         guard = StreamContext(self)
@@ -705,11 +705,11 @@ def _side_stream(state: _StreamState, ctx: CtxRef) -> Stream:
     owned stream in ``ctx`` that :mod:`_event` uses to wait for that stream's events
     without holding it up (created on first use, closed with the stream)."""
     side = state.side
-    if side is not None and side._ctx.device >= 0:
+    if side is not None and side.ctx_ref.device >= 0:
         return side
     with _side_lock:
         side = state.side
-        if side is not None and side._ctx.device >= 0:
+        if side is not None and side.ctx_ref.device >= 0:
             return side
         if local.st.ctx is not ctx:
             ctx.make_current()
@@ -738,7 +738,7 @@ def default_stream(device: DeviceLike = None) -> Stream:
     """The default stream of ``device`` (current device if None) in the context this
     thread uses for it. Its handle is 0 (NULL), as in ACL; ``close()`` is a no-op.
     """
-    index = _index(device)
+    index = device_index_arg(device)
     ctx = context_for(index)
     cache = _defaults if ctx.owner is None else _explicit_defaults
     s = cache.get(ctx)
@@ -760,10 +760,10 @@ def current_stream(device: DeviceLike = None) -> Stream:
         if index < 0:
             index = current_device()
     else:
-        index = _index(device)
+        index = device_index_arg(device)
     s = t.streams.get(index)
     if s is not None:
-        if s._ctx is not FINALIZED_REF:
+        if s.ctx_ref is not FINALIZED_REF:
             return s  # type: ignore[no-any-return]
         del t.streams[index]  # chosen before a finalize: back to the default stream
     if t.active is None:
@@ -778,8 +778,8 @@ def set_stream(s: Stream) -> None:
     device (as torch_npu's ``set_stream`` does)."""
     if not isinstance(s, Stream):
         raise TypeError(f"set_stream(): s must be a Stream, not {type(s).__name__}")
-    if s._ctx.device < 0:
-        s._activate()  # raises the closed/finalized error
+    if s.ctx_ref.device < 0:
+        s.ensure_current()  # raises the closed/finalized error
     _device.set_device(s._device)
     local.st.streams[s._device] = s
 
@@ -863,7 +863,7 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
     without paying stream creation each time.
     """
     priority = index_arg(priority, "priority")
-    index = _index(device)
+    index = device_index_arg(device)
     ctx = context_for(index)
     high = priority < 0
     key = (ctx, high)
@@ -875,7 +875,7 @@ def stream_from_pool(device: DeviceLike = None, priority: int = 0) -> Stream:
         i = pool.counter % STREAMS_PER_POOL
         pool.counter += 1
         s = pool.streams[i]
-        if s is None or s._ctx.device < 0:
+        if s is None or s.ctx_ref.device < 0:
             # high pool: the device's greatest priority (clamped), as torch does
             s = Stream(index, priority=-(2**31) if high else 0)
             s._kind = _POOL
@@ -927,7 +927,7 @@ def _on_context_close(ctx: CtxRef) -> None:
 
 def _on_device_sync(index: int) -> None:
     for s in _live.snapshot():
-        ctx = s._ctx
+        ctx = s.ctx_ref
         if s._device == index and ctx.device >= 0 and s._state.watch:
             explicit = ctx.owner is not None
             if explicit and not ctx.enter():
@@ -961,7 +961,7 @@ def _settle() -> None:
     st.active = None
     st.streams.clear()
     _drain_pools()
-    for index in list(_device._primaries):
+    for index in list(_device.primaries):
         _device.synchronize(index)
 
 

@@ -74,7 +74,12 @@ as usual), prints the runtime's reason on stderr and exits 0.
     does (see :func:`pyacl_rt.mock.env_exports`): ``eval "$(pyacl-rt mock env)"``.
     Exit 1 with a one-line message when the bundled mock is not built.
 
-New commands (``doctor``, ``bench``) plug in through :func:`build_parser`: add a
+``pyacl-rt doctor`` / ``bench`` / ``logs export``
+    Installation and configuration check with what to fix; copy bandwidth and
+    launch/record latency; the device logs in a ``.tar.gz`` (docs/guides/cli.md; their
+    ``--json`` documents are described in ``_cli_doctor``, ``_cli_bench``, ``_cli_logs``).
+
+Further commands plug in through :func:`build_parser`, one module each: add a
 sub-parser and set its ``func`` default to a ``(args, out) -> int`` handler and its
 ``command_parser`` default to the sub-parser.
 """
@@ -154,7 +159,7 @@ def _mem_info(dev: Any) -> tuple[int, int]:
     from ._state import local
 
     cur = local.st.ctx
-    if dev.index in _device._primaries or (cur is not None and cur.device == dev.index):
+    if dev.index in _device.primaries or (cur is not None and cur.device == dev.index):
         result: tuple[int, int] = dev.mem_get_info()
         return result
     ctx = Context(dev.index)
@@ -533,6 +538,12 @@ def build_parser() -> argparse.ArgumentParser:
         'shell: eval "$(pyacl-rt mock env)".',
     )
     env.set_defaults(func=_cmd_mock_env, command_parser=env)
+    from . import _cli_bench, _cli_doctor, _cli_logs, _cli_trace  # one module per further command
+
+    _cli_bench.add_parser(sub)
+    _cli_doctor.add_parser(sub)
+    _cli_logs.add_parser(sub)
+    _cli_trace.add_parser(sub)
     return parser
 
 

@@ -78,6 +78,7 @@ __all__ = [
     "BackendFallbackWarning",
     "CallbackContextError",
     "ConfigError",
+    "DumpConfigError",
     "EventTimingError",
     "ExtensionNotBuiltError",
     "FeatureNotSupportedError",
@@ -100,6 +101,7 @@ __all__ = [
     "SyncDebugError",
     "SyncDebugWarning",
     "SyncTimeoutError",
+    "TraceFormatError",
     "error_class_for_code",
     "error_from_code",
     "error_name",
@@ -655,6 +657,34 @@ class ForkedProcessError(AclError, RuntimeError):
                 "'forkserver') to start worker processes."
             )
         super().__init__(message, function=function, explanation="")
+
+
+class DumpConfigError(ValueError):
+    """A dump config (``pyacl_rt.dump``) is invalid: ``key`` names the offending key
+    (``None``: the document as a whole) and ``value`` its value. Raised before anything
+    reaches the runtime: a ``ValueError``, not an :class:`AclError`."""
+
+    def __init__(self, key: str | None, value: object, problem: str) -> None:
+        self.key = key
+        self.value = value
+        where = f"dump config: {key!r}" if key else "dump config"
+        super().__init__(f"{where}: {problem} (got {value!r})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_dump_config_error, (self.key, self.value, str(self)))
+
+
+def _rebuild_dump_config_error(key: str | None, value: object, text: str) -> DumpConfigError:
+    exc = DumpConfigError.__new__(DumpConfigError)
+    ValueError.__init__(exc, text)
+    exc.key = key
+    exc.value = value
+    return exc
+
+
+class TraceFormatError(ValueError):
+    """A profile file breaks the Chrome trace event format, or is not the JSON the
+    ``pyacl-rt trace`` commands read; the message names the event index and field."""
 
 
 class ExtensionNotBuiltError(ImportError):

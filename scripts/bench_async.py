@@ -4,13 +4,23 @@ Targets (PASS/FAIL each; exit status 1 on a miss):
 
 1. 10,000 concurrent ``await event`` on events completing at random times (random
    device-side delays on 16 streams, spread over ``--span`` seconds, default 5) keep the
-   loop's p99 lag < 1 ms. The lag is measured
-   by a 1 ms ticker task (how late each tick wakes up); the same ticker on an idle loop
-   in the same run is the baseline.
+   loop's p99 lag < 1 ms. The lag is measured by a 1 ms ticker task (how late each tick
+   wakes up). Two baselines in the same run: the same ticker on this process's idle loop
+   just before, and - the one the verdict uses - an idle loop with the same ticker in a
+   *control process* (``loop_control.py``) running during the measurement (it sees the
+   same machine: on a shared, loaded machine the scheduler alone can miss 1 ms). Two
+   verdicts: the absolute target (< 1 ms), and the lag the awaits add over the control
+   (< 1 ms).
 2. One ``await event`` of an already-queued event costs <= 20 us more than
    ``event.synchronize()`` (medians over many rounds, same stream, same work).
 3. While ``await stream`` waits for a stream held for 2 s, the process uses < 2 % of
    one core (process CPU time / wall time); an idle 2 s in the same run is the baseline.
+
+Info lines (no target): the same device work with 16 awaits only (``--device-only``),
+an await of a still-pending event, and an await while the loop is busy with Python work
+at CPython's default GIL switch interval (5 ms) and at 0.5 ms: completions reach the
+loop through the report thread, which needs the GIL; a busy loop thread hands it over
+only every switch interval (why ``examples/service`` sets 0.5 ms).
 
 Random device-side delays: ``aclrtLaunchHostFunc`` of libc ``usleep`` runs on the
 stream's own worker (no Python, no GIL). A held stream waits on a notify
@@ -33,6 +43,7 @@ import time
 os.environ.setdefault("PYACL_RT_BACKEND", "mock")
 
 import cffi
+from loop_control import Control
 
 import pyacl_rt as npu
 from pyacl_rt import lowlevel as ll
@@ -90,8 +101,12 @@ def p99(xs: list[float]) -> float:
     return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
 
 
-async def bench_lag(n_events: int, n_streams: int, span: float) -> tuple[float, float, float]:
-    """(baseline p99 lag, p99 lag under n_events awaits, seconds until all completed)."""
+async def bench_lag(
+    n_events: int, n_streams: int, span: float, await_all: bool = True
+) -> tuple[float, float, float, float]:
+    """(baseline p99 lag, p99 lag under n_events awaits, control process p99 lag meanwhile,
+    seconds until all completed). ``await_all=False``: the same device work, but only
+    the last event of each stream is awaited (what the device threads alone cost)."""
     stop = asyncio.Event()
     base: list[float] = []
     t = asyncio.ensure_future(ticker(stop, base))
@@ -102,7 +117,7 @@ async def bench_lag(n_events: int, n_streams: int, span: float) -> tuple[float, 
     streams = [npu.Stream() for _ in range(n_streams)]
     gates = [Gate(s) for s in streams]
     try:
-        return await _lag_under_load(n_events, streams, gates, base, span)
+        return await _lag_under_load(n_events, streams, gates, base, span, await_all)
     finally:
         for g in gates:
             g.close()  # never leave a stream held (finalize would wait for it)
@@ -111,8 +126,13 @@ async def bench_lag(n_events: int, n_streams: int, span: float) -> tuple[float, 
 
 
 async def _lag_under_load(
-    n_events: int, streams: list[npu.Stream], gates: list[Gate], base: list[float], span: float
-) -> tuple[float, float, float]:
+    n_events: int,
+    streams: list[npu.Stream],
+    gates: list[Gate],
+    base: list[float],
+    span: float,
+    await_all: bool = True,
+) -> tuple[float, float, float, float]:
     n_streams = len(streams)
     rng = random.Random(16)
     # each stream: n_events / n_streams uniform random delays averaging so that the
@@ -127,9 +147,13 @@ async def _lag_under_load(
     async def wait(ev: npu.Event) -> None:
         await ev
 
-    waits = [asyncio.ensure_future(wait(ev)) for ev in events]
+    # await_all=False: the same device work, awaiting only each stream's last event
+    awaited = events if await_all else events[-n_streams:]
+    waits = [asyncio.ensure_future(wait(ev)) for ev in awaited]
     await asyncio.sleep(0.05)  # every await is registered and pending
     assert not any(w.done() for w in waits)
+    control = Control()
+    await control.start()
     stop = asyncio.Event()
     lags: list[float] = []
     t = asyncio.ensure_future(ticker(stop, lags))
@@ -141,7 +165,7 @@ async def _lag_under_load(
     took = time.perf_counter() - t0
     stop.set()
     await t
-    return p99(base), p99(lags), took
+    return p99(base), p99(lags), (await control.stop()).p99, took
 
 
 async def bench_await_cost(rounds: int, device_us: int = 0) -> tuple[float, float]:
@@ -168,6 +192,40 @@ async def bench_await_cost(rounds: int, device_us: int = 0) -> tuple[float, floa
     buf.close()
     s.close()
     return statistics.median(sync_t), statistics.median(await_t)
+
+
+async def bench_busy_loop_await(rounds: int, switch_s: float) -> tuple[float, float]:
+    """(p50, p99 s) of how long after the device finished an ``await event`` resumes
+    while the loop is busy (a task runs 2 ms of Python between yields), with CPython's
+    GIL switch interval set to ``switch_s`` for the measurement."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(switch_s)
+    s = npu.Stream()
+    stop = asyncio.Event()
+
+    async def busy() -> None:
+        while not stop.is_set():
+            end = time.perf_counter() + 0.002
+            while time.perf_counter() < end:
+                pass
+            await asyncio.sleep(0)
+
+    task = asyncio.ensure_future(busy())
+    late: list[float] = []
+    try:
+        for _ in range(rounds):
+            device_sleep(s, 1000)  # 1 ms of device work
+            ev = s.record_event()
+            t0 = time.perf_counter()
+            await ev
+            late.append(time.perf_counter() - t0 - 0.001)
+    finally:
+        stop.set()
+        await task
+        sys.setswitchinterval(old)
+        s.close()
+    late.sort()
+    return statistics.median(late), late[min(len(late) - 1, int(0.99 * len(late)))]
 
 
 async def bench_idle_cpu(hold_s: float) -> tuple[float, float]:
@@ -209,14 +267,26 @@ async def main(args: argparse.Namespace) -> int:
     await s.record_event()
     s.close()
 
-    base, lag, took = await bench_lag(args.events, 16, args.span)
+    base, lag, ctl, took = await bench_lag(args.events, 16, args.span)
     verdict(
         f"loop p99 lag with {args.events} concurrent awaits",
         lag < 1e-3,
-        f"{lag * 1e3:.3f} ms (idle loop in this run {base * 1e3:.3f} ms, ratio "
-        f"{lag / max(base, 1e-9):.2f}x, added {(lag - base) * 1e3:+.3f} ms; "
-        f"completions spread over {took:.2f} s; target < 1 ms)",
+        f"{lag * 1e3:.3f} ms (completions spread over {took:.2f} s; target < 1 ms)",
     )
+    verdict(
+        f"loop p99 lag added by {args.events} concurrent awaits over an idle loop",
+        lag - ctl < 1e-3,
+        f"{(lag - ctl) * 1e3:+.3f} ms: {lag * 1e3:.3f} ms vs {ctl * 1e3:.3f} ms in the idle "
+        f"control process at the same time (ratio {lag / max(ctl, 1e-9):.2f}x; this "
+        f"process's idle loop just before: {base * 1e3:.3f} ms; target < +1 ms)",
+    )
+    if args.device_only:
+        _, dlag, dctl, _ = await bench_lag(args.events, 16, args.span, await_all=False)
+        print(
+            f"info  the same device work awaiting 16 events only: p99 lag {dlag * 1e3:.3f} ms "
+            f"vs {dctl * 1e3:.3f} ms in the control process (added {(dlag - dctl) * 1e3:+.3f} "
+            "ms: the mock's device threads share the host's cores with the loop)"
+        )
     sync_s, await_s = await bench_await_cost(args.rounds)
     extra = await_s - sync_s
     verdict(
@@ -231,6 +301,13 @@ async def main(args: argparse.Namespace) -> int:
         f"{await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
         f"+{(await_s - sync_s) * 1e6:.1f} us (the host callback and loop wake-up)"
     )
+    for switch in (0.005, 0.0005):
+        p50, p99_ = await bench_busy_loop_await(args.rounds // 10, switch)
+        print(
+            f"info  await of a 1 ms device task while the loop is busy (2 ms of Python "
+            f"between yields), GIL switch interval {switch * 1e3:g} ms: resumes "
+            f"{p50 * 1e3:.2f} ms (p50), {p99_ * 1e3:.2f} ms (p99) after the device finished"
+        )
     base_cpu, cpu = await bench_idle_cpu(args.hold)
     verdict(
         f"CPU while awaiting a stream held for {args.hold:g} s",
@@ -248,6 +325,11 @@ if __name__ == "__main__":
         "--span", type=float, default=5.0, help="seconds the random completions spread over"
     )
     ap.add_argument("--hold", type=float, default=2.0)
+    ap.add_argument(
+        "--device-only",
+        action="store_true",
+        help="also measure the lag of the same device work with 16 awaits only",
+    )
     ap.add_argument("--quick", action="store_true", help="1,000 events, 200 rounds, 0.5 s hold")
     a = ap.parse_args()
     if a.quick:

@@ -2,11 +2,21 @@
 
 Each client (``--client raw``, the default: one keep-alive HTTP/1.1 connection on asyncio
 streams; ``--client httpx``: an ``httpx.AsyncClient`` pool, whose own cost dominates on a
-small machine) POSTs random bodies to ``/infer`` in a loop and checks the answer (the
-stand-in model is the identity). Prints p50 / p99 latency, throughput and errors, then
-PASS/FAIL for: zero errors, and p99 latency within 5x of p50 (the service keeps its
-loop unblocked, so a request never waits behind another's device work). Exit status 1
-on a miss.
+small machine) POSTs random bodies to ``/infer`` back to back and checks each answer
+against the model the service names in ``GET /health`` (``affine_u8``: every byte ``x``
+becomes ``(scale * x + bias) mod 256``). The load runs in this process, the service in
+its own; bodies and expected answers are made before the run. The first ``--warmup``
+seconds (default 1) of the run are not measured; then ``--duration`` seconds are.
+
+Prints p50 / p99 latency, throughput and errors, then PASS/FAIL for: zero errors, and p99
+latency within 5x of p50 (the service keeps its loop unblocked, so a request never waits
+behind another's device work). Exit status 1 on a miss. It also prints whether the
+machine was *loaded* during the run: an idle asyncio loop in a control process
+(``loop_control.py``) ticks every 1 ms meanwhile, and on a shared machine whose cores
+are taken by other processes its ticks wake up late; TCP retransmits on the machine
+during the run (Linux) count as loaded too (loopback packets delivered late). A tail the
+service shows while the control stays quiet is the service's own. The load generator's
+own loop lag is printed as well (its latencies include it).
 
 ``--spawn`` starts the service itself (``examples/service/app.py``, with
 ``PYACL_RT_SYNC_DEBUG=error`` unless ``--no-sync-debug``) on a free port and stops it
@@ -28,23 +38,57 @@ import sys
 import time
 from pathlib import Path
 
+from loop_control import Control, LoopLag
+
 REPO = Path(__file__).resolve().parent.parent
 
 
-async def client(
-    http: object, url: str, size: int, stop_at: float, seed: int, lat: list[float], errs: list[str]
-) -> None:
+def model_table(url: str) -> bytes:
+    """The byte table of the service's model, from ``GET /health``."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/health", timeout=30) as r:
+        model = json.load(r)["model"]
+    if model.get("kernel") != "affine_u8":
+        raise SystemExit(f"unknown model {model!r}")
+    return bytes((model["scale"] * x + model["bias"]) & 0xFF for x in range(256))
+
+
+def bodies(seed: int, size: int, table: bytes, count: int = 16) -> list[tuple[bytes, bytes]]:
+    """``count`` random request bodies of a client and the answers the model gives
+    (made before the run: the measured loop spends no CPU on them)."""
     rng = random.Random(seed)
-    while time.perf_counter() < stop_at:
+    out = []
+    for _ in range(count):
         body = rng.randbytes(size)
+        out.append((body, body.translate(table)))
+    return out
+
+
+async def client(
+    http: object,
+    url: str,
+    work: list[tuple[bytes, bytes]],
+    start: float,
+    stop: float,
+    lat: list[float],
+    errs: list[str],
+) -> None:
+    """Requests back to back until ``stop``; the latency of those started at or after
+    ``start`` (the warm-up before it is not measured) goes to ``lat``."""
+    i = 0
+    while time.perf_counter() < stop:
+        body, want = work[i % len(work)]
+        i += 1
         t0 = time.perf_counter()
         try:
             r = await http.post(url + "/infer", content=body)  # type: ignore[attr-defined]
             if r.status_code != 200:
                 errs.append(f"HTTP {r.status_code}: {r.text[:200]}")
-            elif r.content != body:
+            elif r.content != want:
                 errs.append("wrong answer")
-            else:
+            elif t0 >= start:
                 lat.append(time.perf_counter() - t0)
         except Exception as exc:
             errs.append(f"{type(exc).__name__}: {exc}")
@@ -71,15 +115,14 @@ class RawClient:
             + body
         )
         await writer.drain()
-        status = int((await reader.readline()).split()[1])
+        head = await reader.readuntil(b"\r\n\r\n")  # one await for the status and headers
+        status = int(head.split(None, 2)[1])
         length = 0
-        while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b""):
-                break
+        for line in head.split(b"\r\n")[1:]:
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length":
                 length = int(value)
+                break
         return status, await reader.readexactly(length)
 
     async def close(self) -> None:
@@ -89,19 +132,27 @@ class RawClient:
 
 
 async def raw_client(
-    c: RawClient, size: int, stop_at: float, seed: int, lat: list[float], errs: list[str]
+    c: RawClient,
+    work: list[tuple[bytes, bytes]],
+    start: float,
+    stop: float,
+    lat: list[float],
+    errs: list[str],
 ) -> None:
-    rng = random.Random(seed)
-    while time.perf_counter() < stop_at:
-        body = rng.randbytes(size)
+    """Requests back to back until ``stop``; the latency of those started at or after
+    ``start`` (the warm-up before it is not measured) goes to ``lat``."""
+    i = 0
+    while time.perf_counter() < stop:
+        body, want = work[i % len(work)]
+        i += 1
         t0 = time.perf_counter()
         try:
             status, content = await c.post("/infer", body)
             if status != 200:
                 errs.append(f"HTTP {status}: {content[:200]!r}")
-            elif content != body:
+            elif content != want:
                 errs.append("wrong answer")
-            else:
+            elif t0 >= start:
                 lat.append(time.perf_counter() - t0)
         except Exception as exc:
             errs.append(f"{type(exc).__name__}: {exc}")
@@ -110,22 +161,18 @@ async def raw_client(
 
 
 async def drive_raw(
-    url: str, clients: int, duration: float, size: int
+    url: str, clients: int, warmup: float, duration: float, work: list[list[tuple[bytes, bytes]]]
 ) -> tuple[list[float], list[str], float]:
     lat: list[float] = []
     errs: list[str] = []
     conns = [RawClient(url) for _ in range(clients)]
     try:
-        # warm-up: connect every client, run for 0.5 s (not measured)
-        warm_stop = time.perf_counter() + 0.5
-        await asyncio.gather(
-            *(raw_client(c, size, warm_stop, -i, [], errs) for i, c in enumerate(conns))
-        )
         t0 = time.perf_counter()
+        start, stop = t0 + warmup, t0 + warmup + duration
         await asyncio.gather(
-            *(raw_client(c, size, t0 + duration, i, lat, errs) for i, c in enumerate(conns))
+            *(raw_client(c, work[i], start, stop, lat, errs) for i, c in enumerate(conns))
         )
-        took = time.perf_counter() - t0
+        took = time.perf_counter() - start
     finally:
         for c in conns:
             await c.close()
@@ -133,7 +180,7 @@ async def drive_raw(
 
 
 async def drive(
-    url: str, clients: int, duration: float, size: int
+    url: str, clients: int, warmup: float, duration: float, work: list[list[tuple[bytes, bytes]]]
 ) -> tuple[list[float], list[str], float]:
     import httpx
 
@@ -141,18 +188,67 @@ async def drive(
     errs: list[str] = []
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(limits=limits, timeout=30.0) as http:
-        # warm-up: one request per client (connections, caches)
-        warm_stop = time.perf_counter() + 0.5
-        await asyncio.gather(
-            *(client(http, url, size, warm_stop, -i, [], errs) for i in range(clients))
-        )
         t0 = time.perf_counter()
-        stop_at = t0 + duration
+        start, stop = t0 + warmup, t0 + warmup + duration
         await asyncio.gather(
-            *(client(http, url, size, stop_at, i, lat, errs) for i in range(clients))
+            *(client(http, url, work[i], start, stop, lat, errs) for i in range(clients))
         )
-        took = time.perf_counter() - t0
+        took = time.perf_counter() - start
     return lat, errs, took
+
+
+#: An idle loop's 1 ms ticker waking up later than this at p99 (s), or later than
+#: LOADED_WORST even once: the machine is loaded (other processes took the cores). A
+#: CPU-bound process (the service) is starved far longer than an idle one then.
+LOADED_LAG, LOADED_WORST = 0.002, 0.005
+
+
+def tcp_retransmits() -> int | None:
+    """The machine's TCP segments retransmitted so far (Linux ``/proc/net/snmp``), or None.
+
+    On a loaded machine loopback packets are delivered late (the kernel's softirq work
+    waits for a core), the sender's loss-probe timer fires and retransmits: a request
+    then takes 100s of ms more without either process being slow."""
+    try:
+        lines = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines()]
+    except OSError:
+        return None
+    tcp = [ln for ln in lines if ln and ln[0] == "Tcp:"]
+    if len(tcp) < 2 or "RetransSegs" not in tcp[0]:
+        return None
+    return int(tcp[1][tcp[0].index("RetransSegs")])
+
+
+async def measure(
+    url: str, args: argparse.Namespace, work: list[list[tuple[bytes, bytes]]]
+) -> tuple[list[float], list[str], float, LoopLag]:
+    """Drive the service, with the control process ticking meanwhile."""
+    control = Control()
+    await control.start()
+    own: list[float] = []
+    ticking = asyncio.ensure_future(_tick(own))
+    try:
+        run = drive if args.client == "httpx" else drive_raw
+        lat, errs, took = await run(url, args.clients, args.warmup, args.duration, work)
+    finally:
+        ticking.cancel()
+        lag = await control.stop()
+    own.sort()
+    if own:
+        print(
+            f"load generator: its own loop's 1 ms ticks woke up "
+            f"{own[int(0.99 * (len(own) - 1))] * 1e3:.2f} ms late at p99, "
+            f"{own[-1] * 1e3:.1f} ms at worst (its latencies include that)"
+        )
+    return lat, errs, took, lag
+
+
+async def _tick(lags: list[float]) -> None:
+    """A 1 ms ticker in the load generator's own loop: how late each tick woke up (s)."""
+    while True:
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.001)
+        lags.append(time.perf_counter() - t0 - 0.001)
 
 
 def free_port() -> int:
@@ -197,7 +293,10 @@ def main() -> int:
     ap.add_argument("--slots", type=int, default=8, help="with --spawn: request slots")
     ap.add_argument("--no-sync-debug", action="store_true")
     ap.add_argument("--clients", type=int, default=64)
-    ap.add_argument("--duration", type=float, default=5.0, help="seconds")
+    ap.add_argument("--duration", type=float, default=5.0, help="measured seconds")
+    ap.add_argument(
+        "--warmup", type=float, default=1.0, help="seconds of load before the measured window"
+    )
     ap.add_argument("--size", type=int, default=64 * 1024, help="request bytes")
     ap.add_argument(
         "--client",
@@ -213,13 +312,24 @@ def main() -> int:
         proc = spawn(port, args.slots, not args.no_sync_debug)
         url = f"http://127.0.0.1:{port}"
     try:
-        run = drive if args.client == "httpx" else drive_raw
-        lat, errs, took = asyncio.run(run(url, args.clients, args.duration, args.size))
+        table = model_table(url)
+        work = [bodies(i, args.size, table) for i in range(args.clients)]
+        retrans0 = tcp_retransmits()
+        lat, errs, took, lag = asyncio.run(measure(url, args, work))
+        retrans1 = tcp_retransmits()
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
     ok = True
+    retrans = None if retrans0 is None or retrans1 is None else retrans1 - retrans0
+    loaded = lag.p99 > LOADED_LAG or lag.max > LOADED_WORST or bool(retrans)
+    print(
+        f"machine: {'loaded' if loaded else 'quiet'} (an idle loop in a control process: "
+        f"1 ms ticks woke up {lag.p99 * 1e3:.2f} ms late at p99, {lag.max * 1e3:.1f} ms at "
+        f"worst; loaded above {LOADED_LAG * 1e3:g} ms at p99 or {LOADED_WORST * 1e3:g} ms "
+        f"at worst, or with TCP retransmits: {'n/a' if retrans is None else retrans})"
+    )
     n = len(lat)
     if n:
         qs = statistics.quantiles(lat, n=100) if n > 1 else [lat[0]] * 99

@@ -38,7 +38,7 @@ def caching(mock_loaded: Any) -> Iterator[A._device.DeviceAllocator]:
     M.reset_peak_memory_stats()
     M.reset_accumulated_memory_stats()
     try:
-        yield A._backend.allocator(0, _device._primaries[0])
+        yield A._backend.allocator(0, _device.primaries[0])
     finally:
         mock_control().clear_faults()
         _membackend.select(prev.name)
@@ -491,7 +491,7 @@ def test_trim_racing_with_finalize_frees_its_segments(run_python: Callable[..., 
         from pyacl_rt.lowlevel import fast
         from pyacl_rt.mock import mock_control, REPORT_LAST_FINALIZE
         p.set_device(0)
-        alloc = A._backend.allocator(0, _device._primaries[0])
+        alloc = A._backend.allocator(0, _device.primaries[0])
         for b in [p.DeviceBuffer(12 << 20) for _ in range(3)]:  # a segment each
             b.close()  # cached
         real = A._device.lib

@@ -58,7 +58,7 @@ def test_with_context_makes_it_current_and_restores() -> None:
         assert raw_current_context() == ctx.handle
         assert D.current_device() == 2
         s = S.Stream()  # created in the explicit context
-        assert s._ctx is ctx._ref
+        assert s.ctx_ref is ctx._ref
         with D.device(3):
             assert C.current_context() is None and D.current_device() == 3
         assert C.current_context() is ctx and raw_current_context() == ctx.handle
@@ -174,7 +174,7 @@ def test_default_stream_of_context_and_callbacks() -> None:
     ran: list[int] = []
     with ctx:
         d = S.current_stream()
-        assert d.kind == "default" and d._ctx is ctx._ref
+        assert d.kind == "default" and d.ctx_ref is ctx._ref
         assert d is not S.default_stream(0)
         d.launch_host_func(ran.append, 1)
         d.synchronize()

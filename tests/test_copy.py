@@ -122,7 +122,7 @@ def test_copy_every_kind_random(src_kind: str, dst_kind: str, mode: str) -> None
                 if stream is not None:
                     stream.synchronize()
                 else:
-                    for d in list(D._primaries):
+                    for d in list(D.primaries):
                         D.synchronize(d)
             expect = bytearray(dst_data)
             expect[doff : doff + n] = src_data[soff : soff + n]
@@ -222,7 +222,7 @@ def test_copy_2d_random(dst_kind: str, src_kind: str, mode: str) -> None:
                 src_offset=soff,
                 non_blocking=mode == "async",
             )
-            for d in list(D._primaries):
+            for d in list(D.primaries):
                 D.synchronize(d)
             expect = np.frombuffer(bytearray(dst_data), np.uint8).copy()
             s_arr = np.frombuffer(src_data, np.uint8)
@@ -259,7 +259,7 @@ def test_memset_random(kind: str) -> None:
             n = int(rng.integers(0, size - off + 1))
             value = int(rng.integers(0, 256))
             M.memset(obj.obj, value, n, off, non_blocking=non_blocking)
-            for d in list(D._primaries):
+            for d in list(D.primaries):
                 D.synchronize(d)
             expect = bytearray(data)
             expect[off : off + n] = bytes([value]) * n

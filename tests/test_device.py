@@ -396,7 +396,7 @@ def test_device_creation_failure_is_typed_and_leaves_nothing(run_python: Any) ->
             assert exc.code == 507033 and exc.function == "aclrtSetDevice"
         else:
             raise AssertionError("no error")
-        assert 2 not in D._primaries and mc.stat("default_contexts", 2) == 0
+        assert 2 not in D.primaries and mc.stat("default_contexts", 2) == 0
         s = S.Stream(2)      # the next attempt works
         s.close()
         print("OK")
@@ -499,7 +499,7 @@ def test_device_copy_and_pickle_give_the_same_device() -> None:
 def _foreign_switch(dev: int) -> None:
     """Make device ``dev``'s primary context current behind pyacl_rt's back (what raw
     lowlevel code, torch_npu or a C extension may do)."""
-    rc = lowlevel.lib.aclrtSetCurrentContext(D._primaries[dev].handle)
+    rc = lowlevel.lib.aclrtSetCurrentContext(D.primaries[dev].handle)
     lowlevel.check(rc, "aclrtSetCurrentContext")
     assert raw_get_device() == dev
 

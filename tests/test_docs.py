@@ -41,6 +41,8 @@ RUN_PAGES = [
     "guides/scripting.md",
     "guides/service.md",
     "guides/testing.md",
+    "guides/diagnostics.md",
+    "guides/cli.md",
     "porting/torch_npu.md",
     "porting/pyacl.md",
     "mock/reference.md",
@@ -222,6 +224,8 @@ API_PAGES = {
     "lowlevel": "pyacl_rt.lowlevel",
     "mock": "pyacl_rt.mock",
     "cli": "pyacl_rt.cli",
+    "profiler": "pyacl_rt.profiler",
+    "dump": "pyacl_rt.dump",
 }
 
 

@@ -215,7 +215,7 @@ def test_event_keeps_its_context_alive() -> None:
     del e
     gc.collect()
     # Context gone now: only the primary context of device 7 (if any) remains.
-    assert mock_control().stat("default_contexts", 7) == (1 if 7 in D._primaries else 0)
+    assert mock_control().stat("default_contexts", 7) == (1 if 7 in D.primaries else 0)
     assert handle != 0
 
 

@@ -18,6 +18,7 @@ TESTS = Path(__file__).resolve().parent
 OWN_TESTS = {
     "per_card.py": "test_scaleout.py",
     "ray_workers.py": "test_scaleout.py",  # marker ray: a further step of .ci/run
+    "pipeline_speedup.py": "test_profiler.py",  # prints the modeled times
 }
 
 

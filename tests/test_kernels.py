@@ -486,3 +486,24 @@ def test_lazy_and_kernel_type_options(mock_loaded: Any, twins_so: Path) -> None:
     # option: tests/test_twins.py)
     with npu.ObjectCode.from_file(twins_so, lazy=True, kernel_type="aicore") as c:
         assert c.get_kernel("vector_add").attributes.kernel_type == "vector"
+
+
+def test_kernel_without_parameters_launches(mock_loaded: Any, tmp_path: Path) -> None:
+    """A kernel that takes no arguments: its (empty) argument list is finalized once when
+    the plan is made; before, nothing ever changed, so the list was never finalized and
+    every launch failed with 107000 ("the argument list is not finalized")."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "k.c").write_text("void no_args_kernel(void) {}\n")
+    subprocess.run(["cc", "-c", str(tmp_path / "k.c"), "-o", str(tmp_path / "k.o")], check=True)
+    runs: list[int] = []
+    mock.register_kernel("no_args_kernel", lambda block, blocks: runs.append(block), ())
+    try:
+        with npu.ObjectCode.from_file(tmp_path / "k.o") as code, npu.Stream() as s:
+            k = code.get_kernel("no_args_kernel")
+            for _ in range(3):
+                npu.launch(s, npu.LaunchConfig(2), k)
+            s.synchronize()
+    finally:
+        mock.unregister_kernel("no_args_kernel")
+    assert sorted(runs) == [0, 0, 0, 1, 1, 1]

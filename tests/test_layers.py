@@ -133,6 +133,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "pyacl_rt",
             "pyacl_rt.aio",
+            "pyacl_rt._mockdiag",
+            "pyacl_rt._cli_support",
+            "pyacl_rt._cli_bench",
+            "pyacl_rt._cli_doctor",
+            "pyacl_rt._cli_logs",
+            "pyacl_rt._trace",
+            "pyacl_rt._cli_trace",
             "pyacl_rt.cli",
             "pyacl_rt._twins",
             "pyacl_rt.mock",
@@ -142,6 +149,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "pyacl_rt.testing._isolate",
             "pyacl_rt.testing._plugin",
             "pyacl_rt.testing",
+            "pyacl_rt.profiler",
+            "pyacl_rt.dump",
         ),
     ),
 )
@@ -372,10 +381,10 @@ def test_architecture_doc_names_every_layer_and_module() -> None:
 #: (package-internal names lose their underscore; Stream/Event/buffers get an internal
 #: interface). Until that is done these are the counts of today: they may only fall.
 #: Lower them in the commit that removes uses.
-PRIVATE_IMPORT_BUDGET = 66
-#: 300: +1 for sys._getframe in _sanitize (the user's line that enqueued a task; CPython's
+PRIVATE_IMPORT_BUDGET = 35
+#: 201: +1 for sys._getframe in _sanitize (the user's line that enqueued a task; CPython's
 #: documented frame access, as in _syncdebug and _loader), not another object's state.
-PRIVATE_ATTRIBUTE_BUDGET = 300
+PRIVATE_ATTRIBUTE_BUDGET = 201
 
 
 def _private_uses() -> tuple[Counter[str], Counter[str]]:

@@ -97,11 +97,11 @@ ok(ll.aclFinalize())
 """
 
 
-def _profile(run_python: Any, clean_env: Any, out: Path) -> Path:
+def _profile(run_python: Any, clean_env: Any, out: Path, program: str = PIPELINE) -> Path:
     _run(
         run_python,
         clean_env,
-        PIPELINE,
+        program,
         ASCEND_MOCK_TIMING="virtual",
         ASCEND_PROFILER_FLAGS="enable",
         ASCEND_PROFILER_OUTPUT=str(out),
@@ -150,6 +150,24 @@ def _validate_chrome_trace(trace: dict[str, Any]) -> list[dict[str, Any]]:
     assert {pid for pid, _ in used} <= processes, "a process without process_name"
     assert used <= names, f"tracks without thread_name: {used - names}"
     return events
+
+
+def test_profile_shows_a_wait_on_an_event_already_complete(
+    run_python: Any, clean_env: Any, tmp_path: Path
+) -> None:
+    """A stream wait on an event that has already completed is still a task of the trace (as
+    on a card): it was skipped whenever s1 finished before the wait was issued, so the
+    pipeline's trace lost its event_wait at random (CI failure; failed before the fix)."""
+    program = PIPELINE.replace(
+        "ok(ll.aclrtStreamWaitEvent(s2, ev))",
+        "ok(ll.aclrtSynchronizeStream(s1))\nok(ll.aclrtStreamWaitEvent(s2, ev))",
+    )
+    folder = _profile(run_python, clean_env, tmp_path / "a", program)
+    trace = json.loads((folder / "trace.json").read_text())
+    kinds = sorted(
+        e["cat"] for e in _validate_chrome_trace(trace) if e["ph"] == "X" and e["pid"] > 0
+    )
+    assert kinds == ["copy_d2h", "copy_h2d", "copy_h2d", "event_wait", "kernel"]
 
 
 def test_profile_is_a_chrome_trace_with_summaries(

@@ -162,7 +162,7 @@ def test_foreign_context_switch_is_noticed_on_a_hit() -> None:
         D.set_device(0)
         warm()
         for make in (lambda: M.DeviceBuffer(4096), lambda: M.HostBuffer(4096)):
-            rc = lowlevel.lib.aclrtSetCurrentContext(D._primaries[1].handle)
+            rc = lowlevel.lib.aclrtSetCurrentContext(D.primaries[1].handle)
             lowlevel.check(rc, "aclrtSetCurrentContext")
             assert raw_device() == 1
             buf = make()

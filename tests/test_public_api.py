@@ -1037,17 +1037,17 @@ def test_every_public_name_is_exercised() -> None:
 @pytest.mark.parametrize("name", sorted(SMOKE))
 def test_smoke(name: str, rt: Any) -> None:
     before = {d: rt.counts(d) for d in range(rt.device_count)}
-    primaries = set(_device._primaries)
+    primaries = set(_device.primaries)
     SMOKE[name](rt)
     gc.collect()
     _state._local.st.streams.clear()
     _stream._drain_pools()
-    for d in list(_device._primaries):
+    for d in list(_device.primaries):
         npu.synchronize(d)
     gc.collect()
     _watch.markers.drop_all()
     npu.empty_cache()  # the caching allocator keeps freed segments
-    new = set(_device._primaries) - primaries
+    new = set(_device.primaries) - primaries
     for d in range(rt.device_count):
         after = rt.counts(d)
         extra = 1 if d in new else 0

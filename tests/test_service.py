@@ -30,19 +30,43 @@ def _load_app() -> ModuleType:
     return mod
 
 
+def test_the_model_kernel_runs_its_host_twin_and_matches_the_reference() -> None:
+    """The service's kernel is a real launch: the host twin built from
+    examples/service/affine_u8_twin.c, loaded as the kernel binary."""
+    app = _load_app()
+    model = app.Model()
+    try:
+        assert model.kernel.num_arguments == 5
+        data = bytes(range(256)) * 1000  # 256000 bytes: several blocks
+        with npu.Stream() as s:
+            inp = npu.DeviceBuffer(len(data), stream=s)
+            out = npu.DeviceBuffer(len(data), stream=s)
+            inp.copy_from_host(data)
+            model.launch(out, inp, s)
+            s.synchronize()
+            got = bytes(out.copy_to_host())
+            inp.close()
+            out.close()
+        assert got == app.reference(data) != data
+        assert got[:4] == bytes([1, 4, 7, 10])  # 3 * x + 1
+    finally:
+        model.close()
+
+
 def test_requests_never_block_the_loop_under_sync_debug_error() -> None:
     app = _load_app()
 
     async def main() -> None:
         with npu.sync_debug_mode("error"):
-            slots = app.Slots(4)
+            slots, model = app.Slots(4), app.Model()
             try:
-                bodies = [os.urandom(1000 + i) for i in range(64)]
-                out = await asyncio.gather(*(app.infer(slots, b) for b in bodies))
-                assert out == bodies
-                assert await app.infer(slots, b"") == b""
+                bodies = [os.urandom(1000 + i) for i in range(64)] + [os.urandom(300_000)]
+                out = await asyncio.gather(*(app.infer(slots, model, b) for b in bodies))
+                assert out == [app.reference(b) for b in bodies]
+                assert await app.infer(slots, model, b"") == b""
             finally:
                 await asyncio.to_thread(slots.close)
+                await asyncio.to_thread(model.close)
 
     asyncio.run(main())
 
@@ -52,16 +76,17 @@ def test_a_cancelled_request_leaves_the_slot_usable() -> None:
 
     async def main() -> None:
         with npu.sync_debug_mode("error"):
-            slots = app.Slots(1)
+            slots, model = app.Slots(1), app.Model()
             try:
-                task = asyncio.ensure_future(app.infer(slots, os.urandom(1 << 20)))
+                task = asyncio.ensure_future(app.infer(slots, model, os.urandom(1 << 20)))
                 await asyncio.sleep(0)
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 data = os.urandom(4096)
-                assert await app.infer(slots, data) == data
+                assert await app.infer(slots, model, data) == app.reference(data)
             finally:
                 await asyncio.to_thread(slots.close)
+                await asyncio.to_thread(model.close)
 
     asyncio.run(main())
 
@@ -78,9 +103,10 @@ def test_the_http_app_answers_through_asgi() -> None:
             async with httpx.AsyncClient(transport=transport, base_url="http://svc") as c:
                 with npu.sync_debug_mode("error"):
                     r = await c.post("/infer", content=b"hello npu")
-                assert r.status_code == 200 and r.content == b"hello npu"
+                assert r.status_code == 200 and r.content == app.reference(b"hello npu")
                 health = (await c.get("/health")).json()
                 assert health["ok"] and health["slots"] == 2
+                assert health["model"] == {"kernel": "affine_u8", "scale": 3, "bias": 1}
 
     asyncio.run(main())
 
@@ -88,12 +114,15 @@ def test_the_http_app_answers_through_asgi() -> None:
 def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
     """The load generator spawns the service (sync-debug "error") and drives it.
 
-    Every run must answer every request; the latency ratio is a property of the service but
-    is measured on a shared CI machine, so it gets up to three runs (a run where another
-    process stole the cores for a second is not the service's tail).
+    Every run must answer every request correctly. The latency ratio is a property of the
+    service, measured on a shared CI machine: a run that misses it while the load
+    generator's control process found the machine quiet fails at once (that tail is the
+    service's); a run that misses it on a loaded machine (other processes took the
+    cores: the idle control loop lagged too, or loopback TCP retransmitted) is repeated,
+    up to five runs.
     """
     outputs = []
-    for _attempt in range(3):
+    for _attempt in range(5):
         proc = subprocess.run(
             [
                 sys.executable,
@@ -101,8 +130,10 @@ def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
                 "--spawn",
                 "--clients",
                 "64",
+                "--warmup",
+                "1",
                 "--duration",
-                "3",
+                "5",
                 "--size",
                 "4096",
             ],
@@ -117,4 +148,5 @@ def test_64_clients_zero_errors_and_p99_within_5x_of_p50() -> None:
             assert proc.returncode == 0, outputs[-1]
             return
         assert "FAIL  p99 latency within 5x of p50" in proc.stdout, outputs[-1]
-    raise AssertionError("p99 above 5x p50 in three runs:\n" + "\n---\n".join(outputs))
+        assert "machine: loaded" in proc.stdout, "a tail on a quiet machine:\n" + outputs[-1]
+    raise AssertionError("p99 above 5x p50 in five runs:\n" + "\n---\n".join(outputs))

@@ -40,7 +40,7 @@ from .. import _capture, _memcore
 from .. import _runtime as runtime
 from .._args import index_arg, size_arg
 from .._cachecore import _C_API, Core, Raw
-from .._device import DeviceLike, _index, context_for, device_count
+from .._device import DeviceLike, context_for, device_count, device_index_arg
 from .._hooks import fork_hooks
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
@@ -98,7 +98,7 @@ class CachingBackend:
         a = self.devices.get(index)
         if a is None or a.ctx is not ctx:
             a = self.allocator(index, ctx)
-        sp = a.pools.get(stream._handle)
+        sp = a.pools.get(stream.raw_handle)
         if sp is None or sp.state is not stream._state:
             sp = a.pool(stream)
         return sp
@@ -110,10 +110,10 @@ class CachingBackend:
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
         if stream is None:
             stream = current_stream(index)
-        if stream._ctx is not ctx:  # a stream of an explicit Context: not cached
+        if stream.ctx_ref is not ctx:  # a stream of an explicit Context: not cached
             return NATIVE.allocate_device(ctx, index, nbytes, policy, stream)
         if _capture.by_stream:
-            cap = _capture.find(stream._handle)
+            cap = _capture.find(stream.raw_handle)
             if cap is not None and isinstance(cap.pool, GraphPool) and cap.pool.alloc.ctx is ctx:
                 # a capturing stream: from the graph's private pool
                 return self._allocate_in(cap.pool, stream, ctx, index, nbytes), cap.pool
@@ -229,7 +229,7 @@ fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY + 50)
 
 # ================================================================ public API
 def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
-    index = _index(device)
+    index = device_index_arg(device)
     ctx = context_for(index)
     if ctx.owner is not None:
         # the cache serves primary contexts only
@@ -238,9 +238,9 @@ def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
 
 
 def _primary_context(index: int) -> CtxRef:
-    from .._device import _primaries
+    from .._device import primaries
 
-    ctx = _primaries.get(index)
+    ctx = primaries.get(index)
     if ctx is None:  # pragma: no cover - an explicit context implies the device is set up
         raise RuntimeError(f"device {index} has no primary context")
     return ctx
@@ -273,13 +273,15 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
     if nbytes.__class__ is not int or nbytes < 0:
         nbytes = size_arg(nbytes, "nbytes")
     if stream is None:
-        stream = current_stream(_index(device))
+        stream = current_stream(device_index_arg(device))
     elif stream.__class__ is not Stream and not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    elif device is not None and _index(device) != stream._device:
-        raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
-    if stream._ctx.device < 0:
-        stream._activate()  # raises: closed or finalized
+    elif device is not None and device_index_arg(device) != stream._device:
+        raise ValueError(
+            f"stream is on device {stream._device}, not device {device_index_arg(device)}"
+        )
+    if stream.ctx_ref.device < 0:
+        stream.ensure_current()  # raises: closed or finalized
     hot = _hot  # the same Stream object as last time: its cache
     sp = hot[1] if hot[0] is stream._state else _stream_pool(stream)
     p: int = sp.core.alloc(sp.key, nbytes) or sp.alloc.allocate_slow(sp.key, nbytes)
@@ -296,7 +298,7 @@ _hot: list[Any] = [None, None]
 
 def _stream_pool(stream: Stream) -> StreamPool:
     global _hot
-    ctx = stream._ctx
+    ctx = stream.ctx_ref
     if ctx.owner is not None:
         raise ValueError("the caching allocator serves streams of primary contexts only")
     sp = _backend.stream_pool(stream._device, ctx, stream)
@@ -326,13 +328,15 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
     handle that allocated them; memory is valid on that stream (see
     :func:`caching_allocator_delete`)."""
     if stream is None:
-        stream = current_stream(_index(device))
+        stream = current_stream(device_index_arg(device))
     elif not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    elif device is not None and _index(device) != stream._device:
-        raise ValueError(f"stream is on device {stream._device}, not device {_index(device)}")
-    if stream._ctx.device < 0:
-        stream._activate()  # raises: closed or finalized
+    elif device is not None and device_index_arg(device) != stream._device:
+        raise ValueError(
+            f"stream is on device {stream._device}, not device {device_index_arg(device)}"
+        )
+    if stream.ctx_ref.device < 0:
+        stream.ensure_current()  # raises: closed or finalized
     sp = _stream_pool(stream)
     s = stream
 

@@ -32,7 +32,7 @@ from .._state import CtxRef, check, current, fast, gate_exit, gate_try_enter, li
 from . import _guards, _history
 
 if TYPE_CHECKING:
-    from .._memory.records import _Mem
+    from .._memory.records import Mem
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
@@ -55,13 +55,13 @@ class StreamPool:
     def __init__(self, alloc: DeviceAllocator, stream: Stream) -> None:
         self.alloc = alloc
         self.core = alloc.core
-        self.key = stream._handle
+        self.key = stream.raw_handle
         #: the stream's private state list: identifies the Stream object (a handle
         #: may be reused by a new stream once the old one is destroyed)
         self.state = stream._state
         self.stream = weakref.ref(stream)
 
-    def release(self, m: _Mem, base: int) -> None:
+    def release(self, m: Mem, base: int) -> None:
         """Give the block back: at once when only its own stream used it, else once
         events recorded now on the other streams completed. Never raises."""
         try:
@@ -123,9 +123,9 @@ class DeviceAllocator:
     # ------------------------------------------------------------ streams
     def pool(self, stream: Stream) -> StreamPool:
         """The releaser of ``stream`` (replaced when a new stream reuses a handle)."""
-        sp = self.pools.get(stream._handle)
+        sp = self.pools.get(stream.raw_handle)
         if sp is None or sp.state is not stream._state:
-            sp = self.pools[stream._handle] = StreamPool(self, stream)
+            sp = self.pools[stream.raw_handle] = StreamPool(self, stream)
         return sp
 
     def adopt_idle(self, key: int) -> int:
@@ -175,7 +175,7 @@ class DeviceAllocator:
         out = []
         for r in refs:
             s = r()
-            if s is None or s.closed or (s._handle == key and s._ctx is self.ctx):
+            if s is None or s.closed or (s.raw_handle == key and s.ctx_ref is self.ctx):
                 continue
             out.append(s)
         return out

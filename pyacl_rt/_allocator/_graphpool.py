@@ -24,7 +24,7 @@ from .. import _capture
 from .._log import get_logger
 
 if TYPE_CHECKING:
-    from .._memory.records import _Mem
+    from .._memory.records import Mem
     from ._device import DeviceAllocator
 
 _log = get_logger("pyacl_rt")
@@ -64,7 +64,7 @@ class GraphPool:
         with self.alloc.lock:
             return self.alloc.release_pool(self.key)
 
-    def release(self, m: _Mem, base: int) -> None:
+    def release(self, m: Mem, base: int) -> None:
         """Give a pool block back (the releaser of buffers allocated in capture).
         Streams capturing into this pool need no guard; other streams that used the
         block get one (e.g. the stream a graph was replayed on). Never raises."""

@@ -112,9 +112,9 @@ _pools: dict[CtxRef, EventPool] = {}
 
 
 def _pool(s: Stream) -> EventPool:
-    p = _pools.get(s._ctx)
+    p = _pools.get(s.ctx_ref)
     if p is None:  # setdefault: two threads creating it at once share one pool
-        p = _pools.setdefault(s._ctx, EventPool(s._ctx))
+        p = _pools.setdefault(s.ctx_ref, EventPool(s.ctx_ref))
     return p
 
 
@@ -142,13 +142,13 @@ def stream_guards(streams: list[Stream]) -> list[Guard]:
 
 def _record_all(streams: list[Stream], guards: list[Guard]) -> None:
     for s in streams:
-        if s._ctx.owner is None:
+        if s.ctx_ref.owner is None:
             try:
-                s._ctx.ensure_current()
+                s.ctx_ref.ensure_current()
                 pool = _pool(s)
                 ev = pool.get()
                 try:
-                    _record_event(ev, s._handle)
+                    _record_event(ev, s.raw_handle)
                 except BaseException:
                     pool.put(ev)
                     raise

@@ -33,7 +33,7 @@ from . import _guards
 
 if TYPE_CHECKING:
     from .._memory.backend import Releaser
-    from .._memory.records import _Mem
+    from .._memory.records import Mem
 
 _log = get_logger("pyacl_rt")
 
@@ -125,7 +125,7 @@ class HostPool:
             check(rc, "aclrtMallocHost")
         return int(s.uptr[0])
 
-    def release(self, m: _Mem, base: int) -> None:
+    def release(self, m: Mem, base: int) -> None:
         """A HostBuffer was freed: idle now, or once every stream that used it passed
         an event recorded now. Never raises."""
         try:

@@ -27,7 +27,7 @@ import weakref
 from typing import Any, Final
 
 from .. import _event, errors
-from .._device import _ensure_current, current_device
+from .._device import current_device, ensure_device_current
 from .._event import Event
 from .._state import lib, local
 from ..lowlevel import ffi
@@ -137,7 +137,7 @@ def open_handle(h: IpcEventHandle) -> Event:
             "handle is opened in another process)",
             explanation="",
         )
-    _ensure_current(current_device())
+    ensure_device_current(current_device())
     raw = ffi.new("aclrtIpcEventHandle *")
     ffi.memmove(raw, h.data, HANDLE_SIZE)
     s = local.st.scratch

@@ -42,10 +42,10 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from .. import _runtime, errors
-from .._device import _ensure_current, context_for, current_device
+from .._device import context_for, current_device, ensure_device_current
 from .._log import get_logger
 from .._memory import DeviceBuffer
-from .._memory.records import _Mem
+from .._memory.records import Mem
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import _local, lib, validated_ctx
 from ..lowlevel import ffi, recent_error_message
@@ -139,7 +139,7 @@ class _Share:
 
     __slots__ = ("buf", "id", "local", "m", "segment", "token")
 
-    def __init__(self, buf: DeviceBuffer, m: _Mem, segment: _Segment) -> None:
+    def __init__(self, buf: DeviceBuffer, m: Mem, segment: _Segment) -> None:
         self.id = next(_ids) & 0xFFFFFFFF
         self.buf: DeviceBuffer | None = buf  # kept alive while shared
         self.m = m
@@ -337,7 +337,7 @@ def collect() -> int:
     return done
 
 
-def before_close(m: _Mem) -> None:
+def before_close(m: Mem) -> None:
     """``DeviceBuffer.close()`` of a record with exports: poll, then refuse while an
     importer may still use it (the DLPack exports are refused by close() itself)."""
     if not any(isinstance(t, _Token) for t in m.exports):
@@ -470,7 +470,7 @@ def _open(
 ) -> DeviceBuffer:
     if not (offset >= 0 and nbytes > 0 and offset + nbytes <= size):
         raise ValueError(f"bad IPC handle: [{offset}, {offset + nbytes}) of {size} bytes")
-    ctx = _ensure_current(current_device())
+    ctx = ensure_device_current(current_device())
     with _lock:
         entry = _imports.get(key)
         if entry is None or entry[2].device < 0:
@@ -481,7 +481,7 @@ def _open(
         entry[1] += 1
         if use is not None:
             use.count += 1
-    m = _Mem(entry[0] + offset, nbytes, entry[2].device, entry[2])
+    m = Mem(entry[0] + offset, nbytes, entry[2].device, entry[2])
     m.release = _Release(key, use, origin)
     buf = DeviceBuffer.__new__(DeviceBuffer)
     buf._own(m)

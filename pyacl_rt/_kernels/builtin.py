@@ -20,7 +20,7 @@ from .. import lowlevel
 from .._args import index_arg, type_name
 from .._memory.buffers import DeviceBuffer
 from .._memory.keepalive import _note
-from .._memory.records import _raise_closed, _wait_streams
+from .._memory.records import _wait_streams, raise_closed
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import check, lib, local, refuse_in_callback
 from .._stream import Stream, current_stream
@@ -81,7 +81,7 @@ def _device_buffer(obj: object, name: str, where: str) -> tuple[Any, int, int]:
     m = obj._m
     p = m.ptr
     if not p:
-        _raise_closed(m, f"{where}: {name}")
+        raise_closed(m, f"{where}: {name}")
     return m, p + obj._off, obj._n
 
 
@@ -145,11 +145,11 @@ def reduce_async(
             "both must be on one device"
         )
     st = _stream_for(stream, dm.device, where)
-    if local.st.ctx is not st._ctx:
-        st._activate()
+    if local.st.ctx is not st.ctx_ref:
+        st.ensure_current()
     if n:
         check(
-            lib.aclrtReduceAsync(dp, sp, n, _REDUCE_OPS[op], acl_type, st._handle, 0),
+            lib.aclrtReduceAsync(dp, sp, n, _REDUCE_OPS[op], acl_type, st.raw_handle, 0),
             "aclrtReduceAsync",
         )
         _finish(st, dm, sm)
@@ -269,9 +269,9 @@ def random_async(
     info.randomCounterAddr = ffi.cast("void *", cp)
     _para(info.randomSeed, struct.pack("<Q", s))
     _para(info.randomNum, struct.pack("<Q", n))
-    if local.st.ctx is not st._ctx:
-        st._activate()
-    check(lib.aclrtRandomNumAsync(info, st._handle, 0), "aclrtRandomNumAsync")
+    if local.st.ctx is not st.ctx_ref:
+        st.ensure_current()
+    check(lib.aclrtRandomNumAsync(info, st.raw_handle, 0), "aclrtRandomNumAsync")
     _finish(st, om, cm)
 
 

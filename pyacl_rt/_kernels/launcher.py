@@ -35,7 +35,7 @@ from typing import Final, NoReturn
 from .. import lowlevel
 from .._args import type_name
 from .._memory.keepalive import _note
-from .._memory.records import _Mem, _raise_closed
+from .._memory.records import Mem, raise_closed
 from .._state import check, fast, lib, local
 from .._stream import Stream
 from .config import LaunchConfig
@@ -75,7 +75,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
         sig, pool = kernel._cur  # one read: another thread may switch signatures
         bs = kernel._state
         tok = stream._state
-        ctx = stream._ctx
+        ctx = stream.ctx_ref
         blocks = config._blocks
         cfg = config._cfg
     except AttributeError:
@@ -86,16 +86,16 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
         return _launch_slow(stream, config, kernel, args)
     try:
         if not bs.handle:
-            kernel._code._activate()  # raises: the binary is closed
+            kernel._code.ensure_current()  # raises: the binary is closed
         if bs.last is not tok:
             _note_binary(stream, kernel)
         if local.st.ctx is not ctx:
-            stream._activate()
+            stream.ensure_current()
         while True:
             # The argument loop runs in C: each buffer's address (its record's ptr +
             # its offset), each scalar packed by its type, then the launch.
             r = _launch_objects(
-                kernel._func, blocks, stream._handle, cfg, plan.handle, plan.entries, sig, args,
+                kernel._func, blocks, stream.raw_handle, cfg, plan.handle, plan.entries, sig, args,
                 tok, _BUF,
             )  # fmt: skip
             if r is None:
@@ -112,7 +112,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
                 return _launch_slow(stream, config, kernel, args)
             else:
                 a = args[-2 - r]
-                _raise_closed(a._m, f"launch(): argument {-2 - r} ({type(a).__name__})")
+                raise_closed(a._m, f"launch(): argument {-2 - r} ({type(a).__name__})")
     except BaseException:
         if plan is not None:
             pool.append(plan)
@@ -121,7 +121,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     return None
 
 
-def _note_buffer(stream: Stream, i: int, a: object, m: _Mem) -> None:
+def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
     dev = stream._device
     if m.device < 0:
         _host_memory(i, a)
@@ -167,7 +167,7 @@ def _host_memory(i: int, a: object) -> NoReturn:
 def _arg_kind(i: int, a: object, name: str) -> tuple[object, int]:
     """The signature kind of argument ``i`` and its size in bytes."""
     m = getattr(a, "_m", None)
-    if isinstance(m, _Mem):
+    if isinstance(m, Mem):
         if m.device < 0:
             _host_memory(i, a)
         return _BUF, 8
@@ -216,7 +216,7 @@ def _launch_slow(
     sig = tuple(kinds)
     pool = kernel._pools.get(sig)
     if pool is None:
-        kernel._code._activate()
+        kernel._code.ensure_current()
         params = kernel._param_list()
         if params is not None:
             _check_params(kernel, args, sig, sizes, params)
@@ -224,7 +224,7 @@ def _launch_slow(
         if not pool:
             pool.append(_new_plan(kernel, sizes))
     elif not pool:
-        kernel._code._activate()
+        kernel._code.ensure_current()
         pool.append(_new_plan(kernel, sizes))
     kernel._cur = (sig, pool)
     launch(stream, config, kernel, *args)
@@ -263,4 +263,6 @@ def _new_plan(kernel: Kernel, sizes: list[int]) -> _Plan:
     for size in sizes:
         check(lib.aclrtKernelArgsAppend(handle, zaddr, size, out), "aclrtKernelArgsAppend")
         entries += _ENTRY.pack(int(out[0]), size, 0, bytes(8))
+    if not sizes:  # no argument ever changes: the empty list is complete now
+        check(lib.aclrtKernelArgsFinalize(handle), "aclrtKernelArgsFinalize")
     return _Plan(handle, entries)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn
 
 from .. import _releaser, _runtime, errors, lowlevel
 from .._args import type_name
-from .._device import Device, DeviceLike, _index, context_for
+from .._device import Device, DeviceLike, context_for, device_index_arg
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import (
     CLOSED_REF,
@@ -128,7 +128,7 @@ class ObjectCode:
     (``ACL_RT_BINARY_LOAD_OPT_MAGIC``).
     """
 
-    __slots__ = ("__weakref__", "_ctx", "_finalizer", "_kernels", "_owner", "_path", "_state")
+    __slots__ = ("__weakref__", "_finalizer", "_kernels", "_owner", "_path", "_state", "ctx_ref")
 
     def __init__(
         self,
@@ -165,7 +165,7 @@ class ObjectCode:
                 ) from None
             if data.nbytes == 0:
                 raise ValueError("ObjectCode(): the binary is empty (0 bytes)")
-        index = _index(device)
+        index = device_index_arg(device)
         ctx = context_for(index)
         ctx.ensure_current()
         ffi = lowlevel.ffi
@@ -201,7 +201,7 @@ class ObjectCode:
             check(rc, "aclrtBinaryLoadFromData")
         del keep
         self._state = _BinState(int(out[0]))
-        self._ctx = ctx
+        self.ctx_ref = ctx
         self._owner = owner_of(ctx)  # keeps an explicit Context alive
         self._path = path
         self._kernels: dict[str, Kernel] = {}
@@ -273,7 +273,7 @@ class ObjectCode:
         return Device(self._device_index())
 
     def _device_index(self) -> int:
-        ctx = self._ctx
+        ctx = self.ctx_ref
         if ctx.device < 0:
             raise_dead(ctx.dead)
         return ctx.device
@@ -292,10 +292,10 @@ class ObjectCode:
         src = self._path or "<bytes>"
         if self.closed:
             return f"<ObjectCode {src} (closed)>"
-        return f"<ObjectCode {src} on device {self._ctx.device}>"
+        return f"<ObjectCode {src} on device {self.ctx_ref.device}>"
 
-    def _activate(self) -> None:
-        ctx = self._ctx
+    def ensure_current(self) -> None:
+        ctx = self.ctx_ref
         if ctx.device < 0 or not self._state.handle:
             if ctx.device < 0 and ctx is not CLOSED_REF:
                 raise_dead(ctx.dead)
@@ -316,7 +316,7 @@ class ObjectCode:
         k = self._kernels.get(name)
         if k is not None and not self.closed:
             return k
-        self._activate()
+        self.ensure_current()
         out = local.st.scratch.uptr
         check(
             lib.aclrtBinaryGetFunction(self._state.handle, name.encode(), out),
@@ -336,14 +336,14 @@ class ObjectCode:
             if sync_debug_active():
                 check_sync("ObjectCode.close()")
         run_finalizer(self._finalizer)
-        if self._ctx.device >= 0:
-            self._ctx = CLOSED_REF
+        if self.ctx_ref.device >= 0:
+            self.ctx_ref = CLOSED_REF
         self._kernels.clear()
         _live.discard(self)
 
     def _make_inert(self, reason: CtxRef) -> None:
         run_finalizer(self._finalizer)
-        self._ctx = reason
+        self.ctx_ref = reason
         self._kernels.clear()
 
     def __enter__(self) -> ObjectCode:
@@ -413,7 +413,7 @@ class Kernel:
         k._state = code._state
         k._func = func
         k._name = name
-        k._dev = code._ctx.device
+        k._dev = code.ctx_ref.device
         k._pools = {}
         k._cur = ((None,), [])  # matches no argument list: the first launch plans
         k._params = False  # not asked yet
@@ -450,7 +450,7 @@ class Kernel:
         """The described parameters, or None when the runtime cannot say (cached)."""
         p = self._params
         if p is False:
-            self._code._activate()
+            self._code.ensure_current()
             s = local.st.scratch
             rc = lib.aclrtFunctionGetParamCount(self._func, s.size)
             if rc == _FEATURE_NOT_SUPPORT or rc == lowlevel.MISSING_SYMBOL:
@@ -488,7 +488,7 @@ class Kernel:
     @property
     def attributes(self) -> KernelAttributes:
         """The kernel's type, core ratio and schedule mode (``aclrtGetFunctionAttribute``)."""
-        self._code._activate()
+        self._code.ensure_current()
         v = local.st.scratch.i64
         values: list[int | None] = []
         for attr in (

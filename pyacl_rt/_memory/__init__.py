@@ -128,7 +128,7 @@ another thread, like ``close()``. Closing an explicit
 Modules, lowest first (each imports only the ones before it; the package re-exports
 the public names):
 
-* ``records`` - one :class:`~pyacl_rt._memory.records._Mem` per allocation: stream
+* ``records`` - one :class:`~pyacl_rt._memory.records.Mem` per allocation: stream
   tracking, ordered freeing, registry and counters, finalize/context/fork hooks;
 * ``torchstats`` - torch's statistics keys, the native numbers, the summary table;
 * ``backend`` - where buffer memory comes from: ``native`` or a backend registered from

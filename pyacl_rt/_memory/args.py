@@ -4,7 +4,7 @@
   ints (``__index__`` accepted, e.g. ``numpy.int64``; ``bool`` refused), ``>= 0`` and
   ``<= 2**64 - 1``; messages name the argument.
 * :func:`_resolve`: an owned buffer gives its int address (refused once closed) and
-  is marked in use (``_Mem.hold()``) until :meth:`_Side.release` / :meth:`_Side.unhold`:
+  is marked in use (``Mem.hold()``) until :meth:`_Side.release` / :meth:`_Side.unhold`:
   meanwhile ``close()`` on another thread raises ``BufferError`` instead of freeing
   memory a host-side ``memmove``/``memset`` (GIL released) is still touching; any
   other object must support the buffer protocol and be C-contiguous, and writable
@@ -27,7 +27,7 @@ from typing import Any
 
 from .._args import size_arg
 from ..lowlevel import ffi
-from .records import _hold, _Mem, _raise_closed
+from .records import Mem, _hold, raise_closed
 
 _int_arg = size_arg
 
@@ -41,7 +41,7 @@ class _Side:
         self.ptr = 0
         self.n = 0
         self.dev = -1
-        self.m: _Mem | None = None
+        self.m: Mem | None = None
         self.cd: Any = None
         self.mv: memoryview | None = None
         self.obj: object = None
@@ -74,10 +74,10 @@ def _resolve(obj: object, name: str, writable: bool) -> _Side:
     side = _Side()
     side.obj = obj
     m = getattr(obj, "_m", None)
-    if isinstance(m, _Mem):  # a DeviceBuffer (or view) or a HostBuffer
+    if isinstance(m, Mem):  # a DeviceBuffer (or view) or a HostBuffer
         p = _hold(m)
         if not p:
-            _raise_closed(m, f"{name} ({type(obj).__name__})")
+            raise_closed(m, f"{name} ({type(obj).__name__})")
         side.m = m
         side.held = True
         owned: Any = obj

@@ -32,7 +32,7 @@ from .torchstats import native_stats, reset_native_accumulated
 if TYPE_CHECKING:
     from .._state import CtxRef
     from .._stream import Stream
-    from .records import _Mem
+    from .records import Mem
 
 __all__ = ["Backend", "Releaser", "available", "device", "empty_all", "host", "register", "select"]
 
@@ -40,7 +40,7 @@ __all__ = ["Backend", "Releaser", "available", "device", "empty_all", "host", "r
 class Releaser(Protocol):
     """Takes back the memory of a freed buffer; never raises."""
 
-    def release(self, m: _Mem, base: int) -> None: ...
+    def release(self, m: Mem, base: int) -> None: ...
 
 
 class Backend(Protocol):

@@ -26,7 +26,14 @@ from .. import _memcore, _sanitize
 from .. import _runtime as runtime
 from .. import _stream as _streams
 from .._args import index_arg
-from .._device import Device, DeviceLike, _ensure_current, _index, context_for, current_device
+from .._device import (
+    Device,
+    DeviceLike,
+    context_for,
+    current_device,
+    device_index_arg,
+    ensure_device_current,
+)
 from .._hooks import factories
 from .._memcore import DeviceBase, HostBase
 from .._state import gate_enter, gate_exit, local, validated_ctx
@@ -37,7 +44,7 @@ from . import engine, records
 from .args import ReleaseOnExit, _int_arg, _offsets, _resolve_pair
 from .engine import ACL_MEM_MALLOC_HUGE_FIRST, BufferLike, copy, memset
 from .keepalive import _note
-from .records import _free_mem, _Mem, _process_deferred, _raise_closed
+from .records import Mem, _free_mem, _process_deferred, raise_closed
 
 __all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
 
@@ -53,7 +60,7 @@ class _Buffer:
     if TYPE_CHECKING:  # read-only slots of the C base
 
         @property
-        def _m(self) -> _Mem: ...
+        def _m(self) -> Mem: ...
 
         @property
         def _n(self) -> int: ...
@@ -75,7 +82,7 @@ class _Buffer:
         for a zero-byte allocation. Raises once closed."""
         m = self._m
         if not m.ptr:
-            _raise_closed(m, type(self).__name__)
+            raise_closed(m, type(self).__name__)
         if not m.nbytes:
             return 0  # DeviceBuffer(0): no memory behind it
         return m.ptr + self._off
@@ -173,7 +180,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
             stream: Stream | None = None,
         ) -> None: ...
 
-        def _own(self, m: _Mem) -> None:
+        def _own(self, m: Mem) -> None:
             """Take the record ``m`` (a new allocation, or a DLPack import): freed by
             ``close()``, garbage collection or finalize."""
 
@@ -214,7 +221,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         start, stop = _slice_bounds(key, self._n)
         m = self._m
         if not m.ptr:
-            _raise_closed(m, "DeviceBuffer")
+            raise_closed(m, "DeviceBuffer")
         return self._view(start, stop - start)  # keeps the parent alive
 
     def record_stream(self, stream: Stream) -> None:
@@ -225,11 +232,11 @@ class DeviceBuffer(DeviceBase, _Buffer):
         :attr:`ptr` on another stream through raw calls."""
         if not isinstance(stream, Stream):
             raise TypeError(f"record_stream() needs a Stream, not {type(stream).__name__}")
-        if stream._ctx.device < 0:
-            stream._activate()  # raises: closed or finalized
+        if stream.ctx_ref.device < 0:
+            stream.ensure_current()  # raises: closed or finalized
         m = self._m
         if not m.ptr:
-            _raise_closed(m, "DeviceBuffer")
+            raise_closed(m, "DeviceBuffer")
         if m.last is not stream._state:
             _note(m, stream)
 
@@ -259,7 +266,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         """The :class:`~pyacl_rt.Device` the memory lives on."""
         m = self._m
         if m.device < 0:
-            _raise_closed(m, "DeviceBuffer")
+            raise_closed(m, "DeviceBuffer")
         return Device(m.device)
 
     @property
@@ -354,7 +361,7 @@ def _init_device(
     policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
     if policy < 0:
         raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
-    index = _index(device)
+    index = device_index_arg(device)
     _process_deferred()
     ctx = context_for(index)
     # A gated section to the registration (RuntimeFinalizedError once finalize started):
@@ -370,7 +377,7 @@ def _init_device(
             base, rel = backend.allocate_device(ctx, index, n, policy, stream)
         else:
             base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
-        m = _Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
+        m = Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
         m.rel = rel
         buf._own(m)
     finally:
@@ -448,7 +455,7 @@ class HostBuffer(HostBase, _Buffer):
 
         def __init__(self, nbytes: int) -> None: ...
 
-        def _own(self, m: _Mem) -> None:
+        def _own(self, m: Mem) -> None:
             """Take the record ``m`` (a new allocation, or a DLPack import)."""
 
         def _exports(self) -> int:
@@ -541,9 +548,9 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
         if ctx is None or ctx.device < 0:
             # Pinned memory is allocated through a device's runtime: use the thread's
             # current device (its context is created if this is its first use).
-            ctx = _ensure_current(current_device())
+            ctx = ensure_device_current(current_device())
         base, rel = (_mb.current or _mb.device()).allocate_host(ctx, n)
-        m = _Mem(base, n, -1, ctx)
+        m = Mem(base, n, -1, ctx)
         m.rel = rel
         buf._own(m)
     finally:

@@ -45,7 +45,7 @@ from .args import (
     _Side,
 )
 from .keepalive import _finish, _host_wait, _note
-from .records import _Mem, _raise_closed
+from .records import Mem, raise_closed
 
 if TYPE_CHECKING:
     from .buffers import DeviceBuffer, HostBuffer
@@ -120,7 +120,7 @@ def _wait_before_pageable(d: _Side, s: _Side, st: Stream, non_blocking: bool) ->
     then finds the stream idle. (``non_blocking=True`` is left alone: on hardware such a
     copy may return before the stream reaches it.)"""
     if not non_blocking and ((d.m is None and d.dev < 0) or (s.m is None and s.dev < 0)):
-        _wait_stream(st._handle, -1)
+        _wait_stream(st.raw_handle, -1)
 
 
 def _enter_pinned(sides: tuple[_Side, ...]) -> bool:
@@ -153,8 +153,8 @@ def _check_stream(stream: object, devices: tuple[int, ...]) -> None:
         return
     if not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    if stream._ctx.device < 0:
-        stream._activate()  # raises: closed, or its runtime was finalized
+    if stream.ctx_ref.device < 0:
+        stream.ensure_current()  # raises: closed, or its runtime was finalized
     if stream._device not in devices:
         where = " or ".join(str(d) for d in devices)
         raise ValueError(
@@ -170,8 +170,8 @@ def _pick_stream(stream: object, devices: tuple[int, ...]) -> Stream:
         _check_stream(stream, devices)
         assert isinstance(stream, Stream)
         st = stream
-    if local.st.ctx is not st._ctx:
-        st._activate()
+    if local.st.ctx is not st.ctx_ref:
+        st.ensure_current()
     return st
 
 
@@ -229,7 +229,7 @@ def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tupl
         refuse_in_callback("a synchronous copy (use non_blocking=True)")
     st = _pick_stream(stream, _devices(d, s))
     if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
-        return st, _ensure_peer(st._ctx, s.dev if st._device == d.dev else d.dev)
+        return st, _ensure_peer(st.ctx_ref, s.dev if st._device == d.dev else d.dev)
     return st, True
 
 
@@ -289,7 +289,7 @@ def _do_copy(
             check_sync("a synchronous copy")
         _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
-        _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st._handle)
+        _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st.raw_handle)
     _finish(st, sides, non_blocking)
 
 
@@ -312,7 +312,7 @@ def memcpy_async(
     dp = dm.ptr
     sp = sm.ptr
     if not (dp and sp):
-        _raise_closed(dm if not dp else sm, "dst" if not dp else "src")
+        raise_closed(dm if not dp else sm, "dst" if not dp else "src")
     dn = dst._n
     if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src._n:
         nbytes = _fast_size(nbytes, dn, src._n)
@@ -334,10 +334,10 @@ def memcpy_async(
         # device (raises): the general path.
         copy(dst, src, nbytes, stream=stream, non_blocking=True)
         return
-    if local.st.ctx is not stream._ctx:
-        stream._activate()
+    if local.st.ctx is not stream.ctx_ref:
+        stream.ensure_current()
     if nbytes:
-        _aclrtMemcpyAsync(dp + dst._off, dn, sp + src._off, nbytes, kind, stream._handle)
+        _aclrtMemcpyAsync(dp + dst._off, dn, sp + src._off, nbytes, kind, stream.raw_handle)
         if dm.last is not tok:
             _note(dm, stream)
         if sm.last is not tok:
@@ -347,7 +347,7 @@ def memcpy_async(
 def _fast_type_error(dst: object, src: object, stream: object) -> None:
     for name, obj in (("dst", dst), ("src", src)):
         # DeviceBuffer (or a view) and HostBuffer are the objects with an allocation record
-        if not isinstance(getattr(obj, "_m", None), _Mem):
+        if not isinstance(getattr(obj, "_m", None), Mem):
             raise TypeError(
                 f"memcpy_async: {name} must be a DeviceBuffer or HostBuffer, not "
                 f"{type(obj).__name__} (use copy() for other objects)"
@@ -424,7 +424,7 @@ def copy_2d(
             check_sync("a synchronous copy")
         _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
-        rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st._handle)
+        rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st.raw_handle)
         if rc:
             check(rc, "aclrtMemcpy2dAsync")
     _finish(st, sides, non_blocking)
@@ -476,7 +476,7 @@ def memset(
         if not non_blocking and sync_debug_active():
             check_sync("a synchronous memset")
         st = _pick_stream(stream, (b.dev,))
-        _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st._handle)
+        _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st.raw_handle)
     _finish(st, sides, non_blocking)
 
 

@@ -22,7 +22,7 @@ from .._state import current, refuse_in_callback
 from .._stream import Stream
 from .._syncdebug import check_sync, sync_debug_active
 from .args import _Side
-from .records import _Mem, _wait_streams
+from .records import Mem, _wait_streams
 
 __all__: list[str] = []
 
@@ -34,7 +34,7 @@ _wref = weakref.ref
 _stranded: list[object] = []
 
 
-def _note(m: _Mem, stream: Stream) -> None:
+def _note(m: Mem, stream: Stream) -> None:
     """Remember that ``stream`` used ``m`` (slow part of the hot-path check).
 
     ``m.last`` is the stream's private state object: unique per Stream object and cheap

@@ -1,6 +1,6 @@
 """Allocation records behind :mod:`pyacl_rt._memory`: freeing ordered after streams.
 
-One :class:`_Mem` per allocation (device memory from ``aclrtMalloc`` or pinned host
+One :class:`Mem` per allocation (device memory from ``aclrtMalloc`` or pinned host
 memory from ``aclrtMallocHost``), shared by a buffer and its views. It never
 references its owner, so the owner's finalizer can hold it.
 
@@ -14,7 +14,7 @@ references its owner, so the owner's finalizer can hold it.
   releaser thread (:mod:`pyacl_rt._releaser`; also done by the next allocation,
   ``empty_cache()``, finalize).
 * **Registry and counters** of live allocations per device (-1 = pinned host), kept
-  in C (:mod:`pyacl_rt._memcore`, which also implements :class:`_Mem` and the buffer
+  in C (:mod:`pyacl_rt._memcore`, which also implements :class:`Mem` and the buffer
   base types); the state changes that must be atomic (``hold`` for an operation,
   ``claim_close``, ``take_base``, ``add_export``) are single C calls, atomic under the
   GIL. ``_live_lock`` only orders Python-side lists (deferred frees, DLPack tokens).
@@ -80,7 +80,7 @@ _wait_stream = fast._wait_stream
 #: producer's deleter of memory imported through DLPack (called instead of a free; not
 #: counted in the statistics). Never references its owner strongly, so that freeing it
 #: never depends on the owner.
-_Mem = _memcore.Mem
+Mem = _memcore.Mem
 
 #: A permanently dead allocation: closed views point at it.
 _DEAD: Final = _memcore.DEAD
@@ -92,19 +92,19 @@ ZERO_SIZE_BASE: Final = _memcore.ZERO_SIZE_BASE  # 1 << 63
 
 # Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
 _live_lock = threading.RLock()
-_deferred: list[_Mem] = []
+_deferred: list[Mem] = []
 
 
-def _hold(m: _Mem) -> int:
+def _hold(m: Mem) -> int:
     """Mark ``m`` in use by an operation of the calling thread and return its address,
     or 0 (nothing marked) when it is closed. Release with ``m.unhold()``.
 
-    Atomic with ``_Mem.claim_close`` (each one C call): once this returned an address,
+    Atomic with ``Mem.claim_close`` (each one C call): once this returned an address,
     close() refuses until the mark is dropped."""
     return m.hold()
 
 
-def _raise_closed(m: _Mem, what: str) -> None:
+def raise_closed(m: Mem, what: str) -> None:
     if m.dead == "finalized":
         raise finalized_error(what, " (its memory was released)")
     if m.dead == "forked":
@@ -112,7 +112,7 @@ def _raise_closed(m: _Mem, what: str) -> None:
     raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
 
 
-def _wait_streams(m: _Mem, forget: bool = True) -> bool:
+def _wait_streams(m: Mem, forget: bool = True) -> bool:
     """Synchronize every live stream ``m`` was used on. Returns False when called on
     a host-callback thread while one of them is still busy (caller must defer).
 
@@ -128,7 +128,7 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
         s = r()
         if s is None or s.closed:
             continue  # destroying a stream waits for its work
-        ctx = s._ctx
+        ctx = s.ctx_ref
         explicit = ctx.owner is not None
         if explicit and not ctx.enter():
             continue  # its context is being closed on another thread (waits for it)
@@ -170,13 +170,13 @@ def _wait_streams(m: _Mem, forget: bool = True) -> bool:
     return True
 
 
-def _take_base(m: _Mem) -> int:
+def _take_base(m: Mem) -> int:
     """Claim ``m``'s allocation once: return its base address (0 if another thread
     already took it) and forget the record. The caller frees the address."""
     return m.take_base()
 
 
-def _free_mem(m: _Mem) -> None:
+def _free_mem(m: Mem) -> None:
     """Release ``m`` once (what ``close()`` and the collection of an unclosed buffer
     run when the C hit path does not). Never raises; never touches a runtime of another
     generation. Waits for the streams that used ``m`` first. One gated section (see
@@ -231,7 +231,7 @@ def _free_mem(m: _Mem) -> None:
             _log.debug("pyacl_rt: freeing memory failed", exc_info=True)
 
 
-def _defer_free(m: _Mem) -> None:
+def _defer_free(m: Mem) -> None:
     """Free ``m`` later, on the releaser thread (or at the next allocation,
     ``empty_cache()``, finalize: whichever comes first). Safe in a finalizer."""
     with _live_lock:
@@ -240,7 +240,7 @@ def _defer_free(m: _Mem) -> None:
     _releaser.defer(_process_deferred)
 
 
-def _free_raw(m: _Mem, base: int) -> None:
+def _free_raw(m: Mem, base: int) -> None:
     if m.release is not None:
         m.release()  # imported memory: the producer frees it
         return
@@ -311,11 +311,11 @@ def reset_peak(index: int) -> None:
 
 
 # ================================================================= lifecycle
-def _iter_live() -> Iterator[_Mem]:
+def _iter_live() -> Iterator[Mem]:
     return iter(_memcore.live())
 
 
-def _sync_devices(mems: list[_Mem]) -> None:
+def _sync_devices(mems: list[Mem]) -> None:
     done: set[int] = set()
     for m in mems:
         ctx = m.ctx
@@ -365,7 +365,7 @@ def _finalize_blockers() -> list[str]:
     return out
 
 
-def _foreign_exports(m: _Mem) -> int:
+def _foreign_exports(m: Mem) -> int:
     """DLPack exports of ``m`` whose consumer is not a pyacl_rt import (those are
     released by the same release hook, before their producers)."""
     return sum(1 for e in m.exports if not getattr(e, "internal", False))
@@ -458,7 +458,7 @@ _memcore.bind(
     ctx_ref=CtxRef,
     deferred=_deferred,
     free_mem=_free_mem,
-    raise_closed=_raise_closed,
+    raise_closed=raise_closed,
     unknown_block=_unknown_block,
     lowlevel_api=lib.pyacl_lowlevel_api(),
     gate_api=gate_api(),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import _releaser
 from .. import _runtime as runtime
-from .._device import DeviceLike, _index
+from .._device import DeviceLike, device_index_arg
 from .._devinfo import mem_get_info
 from .._state import local
 from .._syncdebug import check_sync, sync_debug_active
@@ -35,7 +35,7 @@ __all__ = [
 
 
 def _stat(device: DeviceLike, key: str) -> int:
-    return _mb.device().device_stats(_index(device))[key]
+    return _mb.device().device_stats(device_index_arg(device))[key]
 
 
 def memory_allocated(device: DeviceLike = None) -> int:
@@ -64,12 +64,12 @@ def max_memory_reserved(device: DeviceLike = None) -> int:
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
     """Reset every peak of ``device`` to its current value."""
-    _mb.device().reset_peak(_index(device))
+    _mb.device().reset_peak(device_index_arg(device))
 
 
 def reset_accumulated_memory_stats(device: DeviceLike = None) -> None:
     """Zero the ``allocated`` / ``freed`` totals of ``device``'s statistics."""
-    _mb.device().reset_accumulated(_index(device))
+    _mb.device().reset_accumulated(device_index_arg(device))
 
 
 def empty_cache() -> None:
@@ -100,7 +100,7 @@ def memory_stats(device: DeviceLike = None) -> dict[str, int]:
     table). Bytes and counts of this process's allocator;
     plus the runtime's ``free_bytes`` / ``total_bytes`` (``aclrtGetMemInfo``).
     """
-    index = _index(device)
+    index = device_index_arg(device)
     st = _mb.device().device_stats(index)
     st["free_bytes"], st["total_bytes"] = mem_get_info(index)
     return st
@@ -110,7 +110,7 @@ def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
     """A printable table of :func:`memory_stats` (torch_npu's ``memory_summary``;
     ``abbreviated`` is accepted for compatibility)."""
     del abbreviated
-    index = _index(device)
+    index = device_index_arg(device)
     be = _mb.device()
     return format_summary(be.device_stats(index), index, be.name)
 

@@ -110,7 +110,7 @@ def _kept_companions() -> dict[int, int]:
 def _primaries() -> set[int]:
     from .. import _device as D
 
-    return set(D._primaries)
+    return set(D.primaries)
 
 
 @dataclass

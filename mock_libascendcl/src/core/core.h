@@ -539,8 +539,6 @@ typedef enum core_obs_kind {
                               out_time_ns (modeled completion time) and out_fail       */
     CORE_OBS_TASK_END,     /* worker: `record` ran (rc) or was discarded (skipped)     */
     CORE_OBS_TASK_DROP,    /* host: the stream refused the task; `record` is released  */
-    CORE_OBS_STREAM_WAIT,  /* host: `stream` waits for the latest record of `event`, with
-                              no task queued (the record had already completed)        */
     CORE_OBS_SYNC_STREAM,  /* host: the caller has seen every task of `stream` submitted
                               so far complete (synchronize, query, pageable copy; `flag`:
                               a destroy that drained it)                               */

@@ -150,7 +150,6 @@ MOCK_HIDDEN void diag_state_reset(void);
 
 /* Timing model entry points (timing mode != REAL). */
 MOCK_HIDDEN void diag_timing_submit(diag_task *t, diag_stream *ds);
-MOCK_HIDDEN void diag_timing_stream_wait(diag_stream *ds, diag_event_node *n);
 /* No lock held: schedules a deferred task, then (paced) sleeps until it starts. */
 MOCK_HIDDEN void diag_timing_begin(diag_task *t);
 /* No lock held: the end of a task (host callbacks: their real duration; paced: sleep). */
@@ -184,7 +183,6 @@ MOCK_HIDDEN void diag_sanitize_host(uint64_t task_id, const char *name, const ch
 MOCK_HIDDEN void diag_sanitize_free(const void *ptr, size_t size, bool host_pinned, const char *tag,
                                     diag_report **out);
 MOCK_HIDDEN void diag_sanitize_alloc(const void *ptr, size_t size);
-MOCK_HIDDEN void diag_sanitize_stream_wait(diag_stream *ds, diag_event_node *n);
 /* On the worker running host callback t / after it: the thread acts as that task. */
 MOCK_HIDDEN void diag_sanitize_callback_enter(diag_task *t);
 MOCK_HIDDEN void diag_sanitize_callback_leave(void);

@@ -651,14 +651,6 @@ void diag_sanitize_alloc(const void *ptr, size_t size)
     }
 }
 
-void diag_sanitize_stream_wait(diag_stream *ds, diag_event_node *n)
-{
-    vclock *vc = diag_stream_vc(ds);
-    if (vc != NULL && n->vc != NULL) {
-        vc_join(vc, n->vc);
-    }
-}
-
 void diag_sanitize_sync_stream(diag_stream *ds)
 {
     vclock *vc = diag_stream_vc(ds);

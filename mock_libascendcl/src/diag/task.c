@@ -341,23 +341,6 @@ static void on_sync(core_obs *o)
     }
 }
 
-static void on_stream_wait(core_obs *o)
-{
-    diag_state_lock();
-    diag_stream *ds = diag_stream_get(o->stream, o->device, -1);
-    diag_event_node *n = diag_event_latest(o->event);
-    if (ds != NULL && n != NULL) {
-        if (diag_config_get()->timing != DIAG_TIMING_REAL) {
-            diag_timing_stream_wait(ds, n);
-        }
-        if (diag_config_get()->sanitize != DIAG_SANITIZE_OFF) {
-            diag_sanitize_stream_wait(ds, n);
-        }
-    }
-    diag_event_put(n);
-    diag_state_unlock();
-}
-
 void *diag_observe(core_obs *o)
 {
     switch (o->kind) {
@@ -371,9 +354,6 @@ void *diag_observe(core_obs *o)
         break;
     case CORE_OBS_TASK_DROP:
         on_drop(o);
-        break;
-    case CORE_OBS_STREAM_WAIT:
-        on_stream_wait(o);
         break;
     case CORE_OBS_SYNC_STREAM:
     case CORE_OBS_SYNC_EVENT:

@@ -67,7 +67,6 @@ struct diag_stream {
     int32_t id;
     uint32_t pid;       /* sanitizer participant */
     uint64_t cursor;    /* modeled end of the last scheduled task */
-    uint64_t floor;     /* no later task starts before (waits that queued no task) */
     uint32_t deferred;  /* submitted tasks waiting to be scheduled by the worker */
     bool open;          /* a host callback runs: its end is not known yet */
     void *vc;           /* sanitizer: the stream's vector clock */
@@ -485,9 +484,6 @@ static void schedule(diag_task *t, diag_stream *ds)
 {
     const diag_model *m = &diag_config_get()->model;
     uint64_t ready = t->submit_vt > ds->cursor ? t->submit_vt : ds->cursor;
-    if (ds->floor > ready) {
-        ready = ds->floor;
-    }
     if (t->dep != NULL && t->dep->vt > ready) {
         ready = t->dep->vt;
     }
@@ -520,13 +516,6 @@ void diag_timing_submit(diag_task *t, diag_stream *ds)
         ds->deferred++;
     } else {
         schedule(t, ds);
-    }
-}
-
-void diag_timing_stream_wait(diag_stream *ds, diag_event_node *n)
-{
-    if (n->resolved && n->vt > ds->floor) {
-        ds->floor = n->vt;
     }
 }
 

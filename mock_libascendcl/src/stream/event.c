@@ -964,13 +964,13 @@ static aclError wait_common(const char *fn, aclrtStream stream, aclrtEvent event
         done = e->done_seq >= target;
         core_mutex_unlock(&e->mu);
     }
-    if (done) {
-        /* Never recorded or already complete: nothing to wait for. A
-         * barrier task keeps nothing, so skip the enqueue entirely (the
-         * observers still learn the ordering it gives). */
-        if (recorded && core_observing()) {
-            core_observe_simple(CORE_OBS_STREAM_WAIT, s, e, NULL, 0, e->device);
-        }
+    if (done && !(recorded && core_observing())) {
+        /* Never recorded, or already complete with nobody observing:
+         * nothing to wait for, and a barrier task keeps nothing, so skip
+         * the enqueue entirely. While a diagnostic observes (profiler,
+         * timing model, sanitizer), a recorded event's wait stays a task
+         * as on a card - else the trace would lose it whenever the
+         * recording stream happened to finish first. */
         stream_put(s);
         ev_put(e);
         return ACL_SUCCESS;
