@@ -44,3 +44,4 @@ def test_example_runs(script: str, clean_env: Any, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ": ok" in proc.stdout, proc.stdout
+    assert "race sanitizer" not in proc.stderr, proc.stderr  # pytest --npu-sanitize

@@ -774,6 +774,21 @@ def _smoke_BackendFallbackWarning(mc: Any) -> None:
     assert npu.BackendFallbackWarning is npu.errors.BackendFallbackWarning
 
 
+def _smoke_RaceWarning(mc: Any) -> None:
+    # raised for real under ASCEND_MOCK_SANITIZE=1 (a subprocess): tests/test_sanitize.py
+    assert issubclass(npu.RaceWarning, UserWarning)
+    assert npu.RaceWarning is npu.errors.RaceWarning
+    from pyacl_rt import mock
+
+    on = os.environ.get("ASCEND_MOCK_SANITIZE", "0") not in ("", "0")  # pytest --npu-sanitize
+    assert mock.sanitizer_mode() == ("report" if on else "off")
+
+
+def _smoke_RaceError(mc: Any) -> None:
+    assert issubclass(npu.RaceError, npu.AclUsageError) and issubclass(npu.RaceError, RuntimeError)
+    assert npu.RaceError(reports=()).reports == ()
+
+
 def _smoke_StreamContext(mc: Any) -> None:
     s = npu.Stream(1)
     guard = npu.StreamContext(s)
@@ -1361,6 +1376,11 @@ def test_readme_example_runs(line: int, code: str, tmp_path: Path) -> None:
     """Every README example runs as is with the mock's defaults (what a user sees after
     the quick start), prints nothing on stderr (no traceback, no exit noise), and each
     ``# prints:`` line prints what it shows."""
+    if os.environ.get("ASCEND_MOCK_SANITIZE", "0") not in ("", "0") and "interprocess=True" in code:
+        pytest.skip(
+            "pytest --npu-sanitize: this example orders its work through another process, "
+            "whose waits the race sanitizer does not see (mock README 'Race sanitizer')"
+        )
     record = tmp_path / "prints.json"
     full = _PRINT_RECORDER + code + _PRINT_DUMP
     # Run from a file, as users run scripts: multiprocessing's spawn re-imports the main
