@@ -2,7 +2,7 @@
 
 The top-level names follow ``torch_npu.npu`` where the concept exists, so code written
 against ``torch_npu.npu`` devices, streams, events and memory queries ports by changing
-the import (``import pyacl_rt as npu``; the README lists the differences)::
+the import (``import pyacl_rt as npu``; docs/porting/torch_npu.md lists the differences)::
 
     import pyacl_rt as npu
 
@@ -162,6 +162,8 @@ from .errors import (
     LibraryNotFoundError,
     NotInitializedError,
     ObjectClosedError,
+    RaceError,
+    RaceWarning,
     RuntimeFinalizedError,
     StreamCaptureError,
     StreamCaptureInvalidatedError,
@@ -225,6 +227,8 @@ __all__ = [
     "ObjectCode",
     "OutOfMemoryError",
     "ParamInfo",
+    "RaceError",
+    "RaceWarning",
     "RandomGenerator",
     "RuntimeFinalizedError",
     "Stream",

@@ -67,27 +67,27 @@ _UNITS = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
 _MAX_SIZE = 1 << 40
 
 
-class BenchUsageError(ValueError):
+class _BenchUsageError(ValueError):
     """A bad ``bench`` argument (exit code 2)."""
 
 
 def parse_size(text: str) -> int:
     """``"4K"`` -> 4096: bytes, or a number with K, M, G, T (binary multiples, optional
-    ``B``/``iB``, case-insensitive). Raises :class:`BenchUsageError` for anything else,
+    ``B``/``iB``, case-insensitive). Raises :class:`_BenchUsageError` for anything else,
     zero, or more than 1 TiB."""
     m = _SIZE.match(text)
     if m is None:
-        raise BenchUsageError(f"bad size {text!r}: expected bytes or a number with K, M, G or T")
+        raise _BenchUsageError(f"bad size {text!r}: expected bytes or a number with K, M, G or T")
     value = int(m[1]) << _UNITS[m[2].lower()]
     if not 0 < value <= _MAX_SIZE:
-        raise BenchUsageError(f"bad size {text!r}: must be between 1 byte and 1 TiB")
+        raise _BenchUsageError(f"bad size {text!r}: must be between 1 byte and 1 TiB")
     return value
 
 
 def _parse_sizes(text: str) -> list[int]:
     sizes = [parse_size(part) for part in text.split(",") if part.strip()]
     if not sizes:
-        raise BenchUsageError("--sizes needs at least one size")
+        raise _BenchUsageError("--sizes needs at least one size")
     return sorted(set(sizes))
 
 
@@ -101,7 +101,7 @@ def fmt_bytes(n: int) -> str:
 
 def _positive(name: str, value: int, limit: int) -> int:
     if not 0 < value <= limit:
-        raise BenchUsageError(f"{name} must be between 1 and {limit}, not {value}")
+        raise _BenchUsageError(f"{name} must be between 1 and {limit}, not {value}")
     return value
 
 
@@ -175,7 +175,7 @@ def _launcher(npu: Any, args: argparse.Namespace, stream: Any, diag: Any, keep: 
     if args.kernel:
         path, _, name = args.kernel.rpartition(":")
         if not path or not name:
-            raise BenchUsageError(f"--kernel {args.kernel!r}: expected FILE:NAME")
+            raise _BenchUsageError(f"--kernel {args.kernel!r}: expected FILE:NAME")
         code = npu.ObjectCode.from_file(path)
         keep.append(code)
         kernel = code.get_kernel(name)
@@ -216,7 +216,7 @@ def run_bench(
         reason = _device.no_device_reason() or "the runtime reports no device"
         raise errors.InvalidDeviceError(f"no device to benchmark: {reason}")
     if not 0 <= args.device < count:
-        raise BenchUsageError(f"--device {args.device}: devices 0..{count - 1} are visible")
+        raise _BenchUsageError(f"--device {args.device}: devices 0..{count - 1} are visible")
     timing = _timing_info(diag)
     modeled = timing["mock_mode"] in ("virtual", "paced")
     notes: list[str] = []
@@ -370,10 +370,10 @@ def _cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         _positive("--iterations", args.iterations, 1_000_000)
         _positive("--calls", args.calls, 10_000_000)
         if not 0 <= args.warmup <= 1_000_000:
-            raise BenchUsageError(f"--warmup must be between 0 and 1000000, not {args.warmup}")
+            raise _BenchUsageError(f"--warmup must be between 0 and 1000000, not {args.warmup}")
         if args.device < 0:
-            raise BenchUsageError(f"--device must be >= 0, not {args.device}")
-    except BenchUsageError as exc:
+            raise _BenchUsageError(f"--device must be >= 0, not {args.device}")
+    except _BenchUsageError as exc:
         args.command_parser.error(str(exc))  # usage + message on stderr, exit 2
     started_here = runtime.state() == "uninitialized"
     steps = (0 if args.no_copies else len(DIRECTIONS) * len(args.sizes)) + 2
@@ -381,7 +381,7 @@ def _cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     try:
         with progress(steps, "bench", enabled=not args.no_progress) as advance:
             doc = run_bench(args, advance)
-    except BenchUsageError as exc:
+    except _BenchUsageError as exc:
         args.command_parser.error(str(exc))
     finally:
         if started_here:

@@ -98,6 +98,7 @@ static PyObject *g_deferred;      /* records._deferred: frees waiting for the re
 static PyObject *g_free_mem;      /* records._free_mem(m): the complete free */
 static PyObject *g_raise_closed;  /* records._raise_closed(m, what) */
 static PyObject *g_unknown_block; /* logs "freeing unknown block" (base) */
+static PyObject *g_host_read;     /* _sanitize.host_read(ptr, n), or NULL (sanitizer off) */
 static void *const *g_table;      /* the raw layer's dispatch table */
 static int g_idx_get_ctx = -1;    /* aclrtGetCurrentContext's slot in it */
 /* Set by bind_buffers() (pyacl_rt._memory.buffers) */
@@ -1814,6 +1815,14 @@ static int host_getbuffer(BufObject *self, Py_buffer *view, int flags)
         PyErr_SetString(PyExc_BufferError, "HostBuffer too large to export");
         return -1;
     }
+    if (g_host_read != NULL) { /* the race sanitizer: the host is about to read it */
+        PyObject *r = PyObject_CallFunction(g_host_read, "KK", (unsigned long long)(m->ptr + self->off),
+                                            (unsigned long long)self->n);
+        if (r == NULL) {
+            return -1;
+        }
+        Py_DECREF(r);
+    }
     if (PyBuffer_FillInfo(view, (PyObject *)self, (void *)(uintptr_t)(m->ptr + self->off),
                           (Py_ssize_t)self->n, 0, flags) < 0) {
         return -1;
@@ -2029,6 +2038,21 @@ static PyObject *mod_set_cache_api(PyObject *Py_UNUSED(mod), PyObject *capsule)
         return NULL;
     }
     g_cache = api;
+    Py_RETURN_NONE;
+}
+
+/* set_host_read_hook(hook or None): hook(ptr, nbytes) runs before each export of a
+ * HostBuffer (pyacl_rt._sanitize: declares the host read to the mock's race sanitizer). */
+static PyObject *mod_set_host_read_hook(PyObject *Py_UNUSED(mod), PyObject *hook)
+{
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_Format(PyExc_TypeError, "set_host_read_hook(): hook must be callable or None, not %.100s",
+                     Py_TYPE(hook)->tp_name);
+        return NULL;
+    }
+    PyObject *old = g_host_read;
+    g_host_read = hook == Py_None ? NULL : Py_NewRef(hook);
+    Py_XDECREF(old);
     Py_RETURN_NONE;
 }
 
@@ -2337,6 +2361,8 @@ static PyMethodDef module_methods[] = {
      "host_close, default_policy): the buffer classes' Python paths."},
     {"set_cache_api", mod_set_cache_api, METH_O,
      "set_cache_api(capsule): the caching allocator's C hit paths (_cachecore._C_API)."},
+    {"set_host_read_hook", mod_set_host_read_hook, METH_O,
+     "set_host_read_hook(hook or None): hook(ptr, nbytes) before each HostBuffer export."},
     {"set_tracing", mod_set_tracing, METH_O,
      "set_tracing(on): while on, device buffers take the Python path (history events)."},
     {"remember_device", (PyCFunction)(void (*)(void))mod_remember_device, METH_FASTCALL,

@@ -3,7 +3,8 @@
 This module is the single source of truth for pyacl_rt's configuration:
 
 * :data:`ENV_VARS` describes each variable (name, type, default, accepted values,
-  description). The README table and ``pyacl-rt info --env`` are rendered from it.
+  description). The documentation's table (docs/guides/scripting.md) and
+  ``pyacl-rt info --env`` are rendered from it.
 * :func:`get_options` parses the environment once (cached) into a frozen
   :class:`Options`; :func:`reload_options` re-reads it (tests, or after changing
   ``os.environ`` on purpose).
@@ -379,7 +380,7 @@ def env_table(options: Options | None = None) -> list[dict[str, str]]:
 
 
 def render_env_table_markdown() -> str:
-    """The README table (name, type, default, accepted values, description)."""
+    """The documentation table (name, type, default, accepted values, description)."""
     lines = [
         "| Variable | Type | Default | Accepted | Description |",
         "|---|---|---|---|---|",

@@ -64,6 +64,7 @@ from ._hooks import Hook, PriorityHooks, fork_hooks
 from ._log import get_logger
 from ._options import get_options
 from ._raw._abi_runtime import CONSTANTS
+from ._sanitize import arm as _arm_sanitizer
 from .errors import (
     AclError,
     ConfigError,
@@ -423,6 +424,7 @@ def init(config_path: str | os.PathLike[str] | None = None) -> None:
         rt.ever_initialized = True
         _publish()
         _gate_open()
+        _arm_sanitizer()  # the mock's race sanitizer, when on (else a no-op)
         _log.debug(
             "runtime initialised (generation %d, %s)",
             rt.generation,

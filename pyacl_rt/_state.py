@@ -37,6 +37,7 @@ from . import errors, lowlevel
 from ._hooks import PriorityHooks, fork_hooks
 from ._log import get_logger
 from ._raw._extensions import lib as _cffi_lib
+from ._sanitize import TASK_CALLS
 from .errors import CallbackContextError, ObjectClosedError
 
 __all__ = [
@@ -72,12 +73,14 @@ class _Gated:
     def __getattr__(self, name: str) -> Any:
         fn = getattr(self._target, name)
         if callable(fn) and name not in self._passthrough and not name.startswith("pyacl_"):
-            fn = _gated(fn)
+            # a call that may enqueue a task is tagged while the race sanitizer is on
+            fn = gated_task(fn) if name in TASK_CALLS else _gated(fn)
         setattr(self, name, fn)
         return fn
 
 
 _gated: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast._gated
+gated_task: Callable[[Callable[..., Any]], Callable[..., Any]] = lowlevel.fast.gated_task
 # The compiled dispatch module itself (``lowlevel.lib`` once loaded): binding it here
 # does not load the library at import. Every path reaches _runtime.ensure_initialized()
 # (which loads it) before its first call; before that a call would only return

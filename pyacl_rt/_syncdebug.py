@@ -25,7 +25,7 @@ process default and stores it in the context, so later checks stay on the fast p
 made, found on the stack (for ``buf.copy_to_host()`` the wait is in a synchronous copy,
 the report says ``DeviceBuffer.copy_to_host()``).
 
-Not reported (documented in the README): waits pyacl_rt does on the user's behalf at
+Not reported (documented in docs/guides/service.md): waits pyacl_rt does on the user's behalf at
 teardown, i.e. :func:`pyacl_rt.finalize` and interpreter exit, garbage
 collection of streams and buffers, :meth:`pyacl_rt.Context.close` (closes what
 is left in the context), and frees deferred from a host callback (done by the releaser

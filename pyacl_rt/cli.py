@@ -11,7 +11,7 @@ Commands:
     ``--json`` prints a stable machine-readable document (see
     :data:`INFO_SCHEMA_VERSION`); ``--env`` prints the environment variables pyacl_rt
     honours with their current values instead (no library is loaded);
-    ``--env --markdown`` prints the README's table of them.
+    ``--env --markdown`` prints the documentation's table of them (docs/guides/scripting.md).
 
     Contexts: SoC, utilisation and peer access are queried by device id (no context).
     Free memory needs a context: ``info`` uses the device's primary context if this
@@ -514,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument(
         "--markdown",
         action="store_true",
-        help="with --env: print the documentation table (as in the README) in Markdown",
+        help="with --env: print the documentation table (docs/guides/scripting.md) in Markdown",
     )
     info.set_defaults(func=_cmd_info, command_parser=info)
 
@@ -538,12 +538,12 @@ def build_parser() -> argparse.ArgumentParser:
         'shell: eval "$(pyacl-rt mock env)".',
     )
     env.set_defaults(func=_cmd_mock_env, command_parser=env)
-
-    from . import _cli_bench, _cli_doctor, _cli_logs  # one module per further command
+    from . import _cli_bench, _cli_doctor, _cli_logs, _cli_trace  # one module per further command
 
     _cli_bench.add_parser(sub)
     _cli_doctor.add_parser(sub)
     _cli_logs.add_parser(sub)
+    _cli_trace.add_parser(sub)
     return parser
 
 

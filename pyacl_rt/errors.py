@@ -23,6 +23,7 @@ Hierarchy by ACL code family (first digit of the code)::
     |   +-- CallbackContextError (also RuntimeError) blocking call inside a host callback
     |   +-- SyncDebugError       (also RuntimeError) blocking call in sync-debug mode "error"
     |   +-- EventTimingError     (also ValueError) elapsed_time of events without timing
+    |   +-- RaceError            (also RuntimeError) the mock's race sanitizer, action "raise"
     |   +-- StreamCaptureError   (also RuntimeError) graph capture rules, STREAM_CAPTURE_CODES
     |       +-- StreamCaptureUnsupportedError  107030 pageable copies / IPC events
     |       +-- StreamCaptureInvalidatedError  507903 the capture was discarded
@@ -44,7 +45,8 @@ Not an :class:`AclError`: :class:`ExtensionNotBuiltError` (an ``ImportError``), 
 Warnings (``UserWarning`` subclasses): :class:`BackendFallbackWarning` - the bundled
 mock is used because no real library was found (``PYACL_RT_BACKEND=auto``);
 :class:`SyncDebugWarning` - a call that makes the host wait for the device, in
-sync-debug mode ``"warn"``.
+sync-debug mode ``"warn"``; :class:`RaceWarning` - an ordering bug the mock's race
+sanitizer found (``ASCEND_MOCK_SANITIZE=1``; :class:`RaceReport` describes it).
 
 All exceptions pickle with every attribute (``__reduce__``), so they cross
 ``multiprocessing`` boundaries intact.
@@ -56,7 +58,7 @@ docs/architecture.md).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._raw import _abi_runtime
 
@@ -76,6 +78,7 @@ __all__ = [
     "BackendFallbackWarning",
     "CallbackContextError",
     "ConfigError",
+    "DumpConfigError",
     "EventTimingError",
     "ExtensionNotBuiltError",
     "FeatureNotSupportedError",
@@ -87,6 +90,10 @@ __all__ = [
     "LibraryNotFoundError",
     "NotInitializedError",
     "ObjectClosedError",
+    "RaceAccess",
+    "RaceError",
+    "RaceReport",
+    "RaceWarning",
     "RuntimeFinalizedError",
     "StreamCaptureError",
     "StreamCaptureInvalidatedError",
@@ -94,6 +101,7 @@ __all__ = [
     "SyncDebugError",
     "SyncDebugWarning",
     "SyncTimeoutError",
+    "TraceFormatError",
     "error_class_for_code",
     "error_from_code",
     "error_name",
@@ -651,6 +659,34 @@ class ForkedProcessError(AclError, RuntimeError):
         super().__init__(message, function=function, explanation="")
 
 
+class DumpConfigError(ValueError):
+    """A dump config (``pyacl_rt.dump``) is invalid: ``key`` names the offending key
+    (``None``: the document as a whole) and ``value`` its value. Raised before anything
+    reaches the runtime: a ``ValueError``, not an :class:`AclError`."""
+
+    def __init__(self, key: str | None, value: object, problem: str) -> None:
+        self.key = key
+        self.value = value
+        where = f"dump config: {key!r}" if key else "dump config"
+        super().__init__(f"{where}: {problem} (got {value!r})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_dump_config_error, (self.key, self.value, str(self)))
+
+
+def _rebuild_dump_config_error(key: str | None, value: object, text: str) -> DumpConfigError:
+    exc = DumpConfigError.__new__(DumpConfigError)
+    ValueError.__init__(exc, text)
+    exc.key = key
+    exc.value = value
+    return exc
+
+
+class TraceFormatError(ValueError):
+    """A profile file breaks the Chrome trace event format, or is not the JSON the
+    ``pyacl-rt trace`` commands read; the message names the event index and field."""
+
+
 class ExtensionNotBuiltError(ImportError):
     """pyacl_rt's compiled extensions are missing: ``import pyacl_rt`` found a source
     tree that was never built (or an incomplete installation). The message says which
@@ -668,6 +704,80 @@ class BackendFallbackWarning(UserWarning):
 class SyncDebugWarning(UserWarning):
     """Issued in sync-debug mode ``"warn"`` (:func:`pyacl_rt.set_sync_debug_mode`) by a
     call that makes the host wait for the device; attributed to the calling line."""
+
+
+# ------------------------------------------------------------ race sanitizer
+class RaceAccess(NamedTuple):
+    """One side of a :class:`RaceReport`: a task (or host operation) and how it touched
+    the bytes."""
+
+    #: The mock's task (or host operation) number.
+    task_id: int
+    #: Device index, -1 when unknown.
+    device: int
+    #: The mock's stream number, -1 for the host.
+    stream_id: int
+    #: The ``aclrtStream`` handle (``Stream.handle``), 0 for the host.
+    stream: int
+    #: ``"read"``, ``"write"`` or ``"read-write"``.
+    access: str
+    #: ``"aclrtMemcpyAsync"``, a kernel name, ``"aclrtFree"``, ``"host read"`` ...
+    name: str
+    #: The user's line that enqueued it (``"prog.py:12"``), or ``""``.
+    tag: str
+
+
+class RaceReport(NamedTuple):
+    """A report of the mock's race sanitizer (``ASCEND_MOCK_SANITIZE=1``)."""
+
+    #: ``"race"`` (two tasks on different streams, not ordered), ``"host_race"`` (the
+    #: host touched memory a pending task uses) or ``"use_after_free"``.
+    kind: str
+    #: Device index, -1 when unknown.
+    device: int
+    #: First byte of the conflict (an address).
+    address: int
+    #: Bytes in conflict.
+    size: int
+    #: The later access, in program order (the call that was being made).
+    current: RaceAccess
+    #: The earlier access it is not ordered after.
+    previous: RaceAccess
+    #: The mock's one-line description (both tasks, their streams and user lines).
+    message: str
+
+
+class RaceError(AclUsageError, RuntimeError):
+    """Ordering bugs the mock's race sanitizer reported, raised under the action
+    ``"raise"`` (:func:`pyacl_rt.mock.set_race_action`) by the call that made the later
+    access. ``reports`` lists them (:class:`RaceReport`). Before it is raised, the
+    stream of that call is synchronized, so nothing it enqueued is left pending."""
+
+    reports: tuple[RaceReport, ...]
+
+    def __init__(
+        self, message: str | None = None, *, reports: Iterable[RaceReport] = (), **kw: Any
+    ) -> None:
+        self.reports = tuple(reports)
+        if message is None:
+            message = "race sanitizer: " + "; ".join(r.message for r in self.reports)
+        super().__init__(message, **kw)
+
+
+class RaceWarning(UserWarning):
+    """An ordering bug the mock's race sanitizer reported (``ASCEND_MOCK_SANITIZE=1``,
+    action ``"warn"``, the default), attributed to the user's line that made the later
+    access; ``report`` is the :class:`RaceReport`. Each kind of race (same calls, lines
+    and streams) is warned once per process."""
+
+    report: RaceReport | None
+
+    def __init__(self, message: str, report: RaceReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.report))
 
 
 # ----------------------------------------------------------------- dispatch

@@ -20,9 +20,9 @@ Contract:
   call :func:`check` (it reads ``aclGetRecentErrMsg`` at once, on the failing thread).
 * **Loading**: the first access to a function attribute (or :data:`lib`) calls
   :func:`load`, which asks the loader which library to use (see
-  :func:`pyacl_rt.backend_info` and the README's "Which library is loaded"), ``dlopen``\\ s
-  it once (plus libmsprofiler.so / libascend_dump.so next to it, when present) and
-  resolves every symbol into the C dispatch table. After that, for each *resolved*
+  :func:`pyacl_rt.backend_info` and docs/guides/testing.md, "Which library your tests
+  get"), ``dlopen``\\ s it once (plus libmsprofiler.so / libascend_dump.so next to it, when
+  present) and resolves every symbol into the C dispatch table. After that, for each *resolved*
   function ``lowlevel.NAME is lowlevel.lib.NAME`` (the raw cffi builtin: no Python
   wrapper on the hot path). For a function the loaded library lacks, ``lowlevel.NAME``
   is a stub that raises :class:`~pyacl_rt.errors.FunctionNotFoundError` naming the

@@ -23,6 +23,11 @@ when the loaded library is the real CANN runtime.
 of that kernel in device binaries loaded on the mock call it on the stream's worker with
 numpy views of the device memory it touches (parameters declared with :class:`In`,
 :class:`Out`, :class:`InOut` and :class:`Value`); :func:`unregister_kernel` removes it.
+
+The race sanitizer (``ASCEND_MOCK_SANITIZE=1``): every task pyacl_rt enqueues carries the
+user's line, reports become :class:`~pyacl_rt.errors.RaceWarning` or
+:class:`~pyacl_rt.errors.RaceError` (:func:`set_race_action`), and
+:func:`sanitizer_reports` lists them (docs/guides/testing.md "Race sanitizer").
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._raw._loader import bundled_mock_dir
 from ._twins import In, InOut, Out, Value, register_kernel, registered_kernels, unregister_kernel
@@ -48,7 +54,9 @@ __all__ = [
     "Out",
     "Value",
     "cflags",
+    "clear_sanitizer_reports",
     "env_exports",
+    "get_race_action",
     "include_dir",
     "lib_dir",
     "libs",
@@ -57,8 +65,15 @@ __all__ = [
     "prefix",
     "register_kernel",
     "registered_kernels",
+    "sanitizer_mode",
+    "sanitizer_report_count",
+    "sanitizer_reports",
+    "set_race_action",
     "unregister_kernel",
 ]
+
+if TYPE_CHECKING:
+    from .errors import RaceReport
 
 for _obj in (
     In,
@@ -226,6 +241,60 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(" ".join(out))
     return 0
+
+
+# --------------------------------------------------------- race sanitizer
+def sanitizer_mode() -> str:
+    """The mock's race sanitizer mode, from ``ASCEND_MOCK_SANITIZE`` (read once per
+    process, at the first ``aclInit``; this starts the runtime if needed): ``"off"``,
+    ``"report"`` (``1``), ``"fail"`` or ``"abort"``. ``"off"`` on the real runtime."""
+    from . import _runtime, _sanitize
+
+    _runtime.ensure_initialized()
+    return _sanitize.mode()
+
+
+def set_race_action(action: str) -> str:
+    """What a race report does in Python: ``"warn"`` (the default) issues a
+    :class:`~pyacl_rt.errors.RaceWarning` once per kind of race (same calls, user lines
+    and streams), attributed to the user's line that made the later access; ``"raise"``
+    raises :class:`~pyacl_rt.errors.RaceError` from that call (after synchronizing its
+    stream). Frees never raise (they also run in finalizers): they warn. Returns the
+    previous action. ``warnings.simplefilter("error", pyacl_rt.RaceWarning)`` also turns
+    the warnings into exceptions (raised like RaceError, after the same synchronize)."""
+    from . import _sanitize
+
+    return _sanitize.set_action(action)
+
+
+def get_race_action() -> str:
+    """The current race action: ``"warn"`` or ``"raise"`` (:func:`set_race_action`)."""
+    from . import _sanitize
+
+    return _sanitize.get_action()
+
+
+def sanitizer_reports() -> list[RaceReport]:
+    """The race sanitizer's reports in this process (the latest 1024, oldest first), as
+    :class:`~pyacl_rt.errors.RaceReport`; empty while the sanitizer is off."""
+    from . import _sanitize
+
+    return _sanitize.reports()
+
+
+def sanitizer_report_count() -> int:
+    """How many reports the race sanitizer made in this process (0 while off)."""
+    from . import _sanitize
+
+    return _sanitize.report_count()
+
+
+def clear_sanitizer_reports() -> None:
+    """Forget the kept reports and the kinds of race already warned about (so the next
+    occurrence warns again). The count goes on."""
+    from . import _sanitize
+
+    _sanitize.clear_reports()
 
 
 # ------------------------------------------------------------ MockControl

@@ -14,8 +14,10 @@ Target: the loop's wall time with profiling on is < 5% over profiling off (the
 stream's worker records the tasks on the other core while the submitting thread is the
 bottleneck). The CPU time the whole process spends on the loop (submitting thread and
 worker, CLOCK_PROCESS_CPUTIME_ID) is printed too, for information: it shows the
-recording work itself, which the wall time hides when a core is free. On a loaded
-machine the wall-time ratio is noisy: raise --repeat (the minimum of each is kept).
+recording work itself, which the wall time hides when a core is free; so is the cost of
+one clock read, the floor of that work (one per task that follows another on the
+stream's worker, two after the worker slept: ~20 ns on bare metal, ~120 ns on some VMs).
+On a loaded machine the wall-time ratio is noisy: raise --repeat (the minimum of each is kept).
 The library comes from ``--lib-dir`` (a CMake build of mock_libascendcl), else the copy
 bundled in the Python package. Prints the figures and PASS/FAIL; exit status 1 when the
 target is missed.
@@ -107,8 +109,14 @@ int main(int argc, char **argv)
         t = now_us() - w0;
         write = t < write ? t : write;
     }
+    /* what one clock read costs here: the recording's floor (one or two per task) */
+    double c0 = now_us();
+    for (int i = 0; i < 100000; i++) {
+        (void)now_us();
+    }
+    double clock_ns = (now_us() - c0) * 1e3 / 100000;
     printf("RESULT tasks=%d off_us=%.1f on_us=%.1f off_cpu_us=%.1f on_cpu_us=%.1f "
-           "write_us=%.1f\n", n, off, on, off_cpu, on_cpu, write);
+           "write_us=%.1f clock_ns=%.1f\n", n, off, on, off_cpu, on_cpu, write, clock_ns);
     CHECK(aclrtFree(d));
     CHECK(aclrtDestroyStream(s));
     CHECK(aclrtResetDevice(0));
@@ -181,6 +189,11 @@ def main() -> int:
         print(
             f"CPU time of the loop (both threads): off {r['off_cpu_us'] / 1e3:.2f} ms, "
             f"on {r['on_cpu_us'] / 1e3:.2f} ms ({cpu_overhead * 100:+.1f}%, for information)"
+        )
+        print(
+            f"one clock read (CLOCK_MONOTONIC) costs {r['clock_ns']:.0f} ns here; a recorded "
+            "task needs one (after another task) or two (after the worker slept), for "
+            "information"
         )
         print(
             f"overhead {overhead * 100:+.1f}% {'PASS' if ok else 'FAIL'} "

@@ -48,6 +48,8 @@ def _clean_env(**extra: str) -> dict[str, str]:
         for k, v in os.environ.items()
         if not k.startswith(("PYACL_RT_", "ASCEND_")) and k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")
     }
+    if os.environ.get("ASCEND_MOCK_SANITIZE"):  # pytest --npu-sanitize: children too
+        env["ASCEND_MOCK_SANITIZE"] = os.environ["ASCEND_MOCK_SANITIZE"]
     env["PYTHONPATH"] = str(REPO) + (
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
     )

@@ -195,7 +195,7 @@ def test_parse_size() -> None:
     assert _cli_bench.parse_size("4k") == 4096
     assert _cli_bench.parse_size("2MiB") == 2 << 20
     assert _cli_bench.parse_size(" 1 GB ") == 1 << 30
-    with pytest.raises(_cli_bench.BenchUsageError, match="bad size"):
+    with pytest.raises(ValueError, match="bad size"):
         _cli_bench.parse_size("1.5M")
     assert _cli_bench.fmt_bytes(3 << 20) == "3 MiB" and _cli_bench.fmt_bytes(1000) == "1000 B"
 

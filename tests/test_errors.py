@@ -244,8 +244,13 @@ def _exception_classes_reachable_from_pyacl_rt() -> dict[str, type[BaseException
 
     import pyacl_rt
 
-    for public in ("pyacl_rt.errors", "pyacl_rt.lowlevel", "pyacl_rt.mock", "pyacl_rt.cli"):
-        importlib.import_module(public)
+    import pkgutil
+
+    # every module of the package, not only those an earlier test happened to import (the
+    # CLI's modules load lazily: an error class there was found only after test_layers ran)
+    for info in pkgutil.walk_packages(pyacl_rt.__path__, "pyacl_rt."):
+        if not info.name.endswith("_build"):
+            importlib.import_module(info.name)
     found: dict[str, type[BaseException]] = {}
     modules = [m for n, m in sorted(sys.modules.items()) if n.split(".")[0] == "pyacl_rt"]
     for module in [pyacl_rt, *modules]:

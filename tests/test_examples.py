@@ -18,6 +18,7 @@ TESTS = Path(__file__).resolve().parent
 OWN_TESTS = {
     "per_card.py": "test_scaleout.py",
     "ray_workers.py": "test_scaleout.py",  # marker ray: a further step of .ci/run
+    "pipeline_speedup.py": "test_profiler.py",  # prints the modeled times
 }
 
 
@@ -43,3 +44,4 @@ def test_example_runs(script: str, clean_env: Any, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ": ok" in proc.stdout, proc.stdout
+    assert "race sanitizer" not in proc.stderr, proc.stderr  # pytest --npu-sanitize

@@ -621,7 +621,7 @@ def test_quick_start_then_the_checkout_shadows_the_install(
     """Issue 14 item 1, for real: right after the quick start, inside the checkout,
     ``pyacl-rt info`` works; ``python -m pyacl_rt info`` and ``python myscript.py``
     import the unbuilt ``./pyacl_rt`` and say so (which copy, which one it hides, the
-    two ways out); the README's C build command works from there."""
+    two ways out); the C build command of docs/guides/testing.md works from there."""
     assert dist.src is not None
     checkout, bin_ = dist.src, quick_start / "bin"
     assert not list((checkout / "pyacl_rt" / "_raw").glob("_fastcall*.so"))  # never built

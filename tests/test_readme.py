@@ -1,17 +1,21 @@
-"""The README's prose, held to the code (its examples and shown outputs are run by
-``tests/test_public_api.py``; the environment-variable table by ``tests/test_options.py``).
+"""The prose of the README and of the documentation site (``docs/``), held to the code
+(the README's examples and shown outputs are run by ``tests/test_public_api.py``, the
+site's by ``tests/test_docs.py``; the environment-variable table by
+``tests/test_options.py``).
 
 Prose cannot be executed, but what it names and the facts it states can be checked:
 
-* every API name the README writes in backticks (``npu.x``, ``pyacl_rt.x.y``,
-  ``ll.x``, ``Stream.query/synchronize``, a ``memory_stats()`` key) exists;
-* the porting table: a row that says "same" names only things pyacl_rt has, a row
-  that says "not provided" only things it does not have;
+* every API name the README and the guides write in backticks (``npu.x``,
+  ``pyacl_rt.x.y``, ``ll.x``, ``Stream.query/synchronize``, a ``memory_stats()`` key)
+  exists;
+* the porting table (docs/porting/torch_npu.md): a row that says "same" names only
+  things pyacl_rt has, a row that says "not provided" only things it does not have;
 * the facts stated in sentences (sizes, counts, which keys, what ``empty_cache()``
-  does) are measured: each claim is a README phrase bound to a check, so changing the
-  code breaks the check and changing the sentence breaks the binding;
+  does) are measured: each claim is a phrase of one page bound to a check, so changing
+  the code breaks the check and changing (or moving) the sentence breaks the binding;
 * phrases that the API contradicts (what the README said before the caching allocator
-  existed) do not come back.
+  existed) do not come back, on any page;
+* the README's pytest example passes under pytest, with the plugin.
 """
 
 from __future__ import annotations
@@ -32,8 +36,18 @@ import pyacl_rt as npu
 from pyacl_rt import lowlevel
 from pyacl_rt._dlpack import DLPackView
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+DOCS = REPO / "docs"
 MiB = 1 << 20
+
+
+def _doc_pages() -> list[Path]:
+    """The README and the site's prose pages (the API pages are generated from the
+    docstrings; the architecture page is checked by tests/test_layers.py)."""
+    pages = sorted(p for p in DOCS.rglob("*.md") if p.parent.name != "api")
+    return [README, *(p for p in pages if p.name != "architecture.md")]
+
 
 #: Public classes a README ``Class.attr`` reference may name (DLPackView: what
 #: ``as_dlpack`` returns).
@@ -44,8 +58,9 @@ _CLASSES["DLPackView"] = DLPackView
 
 
 def _prose() -> str:
-    """The README without its code blocks."""
-    return re.sub(r"^```.*?^```", "", README.read_text(), flags=re.S | re.M)
+    """The README and the documentation pages without their code blocks."""
+    text = "\n".join(page.read_text() for page in _doc_pages())
+    return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
 
 
 def _backticked(text: str) -> list[str]:
@@ -96,7 +111,7 @@ def test_every_backticked_api_name_exists() -> None:
     refs = [ref for ref in _api_refs(_backticked(_prose())) if ref not in absent]
     assert len(refs) >= 40, refs
     missing = [ref for ref in refs if not _resolve(ref)]
-    assert not missing, f"README names what does not exist: {missing}"
+    assert not missing, f"the README or the docs name what does not exist: {missing}"
 
 
 def test_every_memory_stats_key_named_exists() -> None:
@@ -113,9 +128,12 @@ def test_every_memory_stats_key_named_exists() -> None:
 
 
 # ------------------------------------------------------------------ porting table
+PORTING = DOCS / "porting" / "torch_npu.md"
+
+
 def _porting_rows() -> list[tuple[str, str, str]]:
-    text = README.read_text()
-    section = text[text.index("## Porting torch_npu.npu code") :]
+    text = PORTING.read_text()
+    section = text[text.index("## Name by name") :]
     section = section[: section.index("\n## ", 1)]
     rows = []
     for line in section.splitlines():
@@ -334,32 +352,46 @@ def _check_bench_allocator_reports_the_life() -> None:
     assert (proc.returncode == 0) == (lines[-1] == "PASS")
 
 
-#: A sentence of the README (a regex over its whitespace-normalised text) and the
-#: check that makes it true.
-CLAIMS: list[tuple[str, Callable[[], None]]] = [
-    (r"Device blocks are rounded up to 512 bytes", _check_rounding),
-    (r"a small pool \(blocks up to 1 MiB, 2 MiB segments\)", _check_small_pool),
+MEMORY = "docs/guides/memory.md"
+SCRIPTING = "docs/guides/scripting.md"
+
+#: A sentence of a page (a regex over its whitespace-normalised text; the page relative to
+#: the repository) and the check that makes it true.
+CLAIMS: list[tuple[str, str, Callable[[], None]]] = [
+    (MEMORY, r"Device blocks are rounded up to 512 bytes", _check_rounding),
+    (MEMORY, r"a small pool \(blocks up to 1 MiB, 2 MiB segments\)", _check_small_pool),
     (
+        MEMORY,
         r"a large pool \(20 MiB segments below 10 MiB, else the request rounded up to 2 MiB\)",
         _check_large_pool,
     ),
-    (r"`memory_stats\(\)` has torch's keys", _check_torch_keys),
-    (r"`empty_cache\(\)` gives cached memory back", _check_empty_cache_gives_back),
-    (r"torch_npu's pooled streams: 32 per device and priority class", _check_pool_size),
+    (MEMORY, r"`memory_stats\(\)` has torch's keys", _check_torch_keys),
+    (MEMORY, r"`empty_cache\(\)` gives cached memory back", _check_empty_cache_gives_back),
+    (SCRIPTING, r"torch_npu's pooled streams: 32 per device and priority class", _check_pool_size),
     (
+        "docs/porting/torch_npu.md",
         r"With `PYACL_RT_ALLOCATOR=native`: one `aclrtMalloc` per buffer, reserved == allocated",
         _check_native_reserved_equals_allocated,
     ),
     (
+        SCRIPTING,
         r"With no visible device .* `device_count\(\)` is 0 and `is_available\(\)` False",
         _check_none_visible_is_zero,
     ),
     (
+        MEMORY,
         r"whose memory comes from the cache is created, closed and garbage-collected "
         r"without running Python code",
         _check_buffer_life_runs_no_python,
     ),
     (
+        "README.md",
+        r"a buffer whose memory comes from the cache is created, closed and garbage-collected "
+        r"without running Python code",
+        _check_buffer_life_runs_no_python,
+    ),
+    (
+        MEMORY,
         r"`python scripts/bench_allocator.py` measures them in one run and exits non-zero "
         r"below 3x",
         _check_bench_allocator_reports_the_life,
@@ -367,13 +399,13 @@ CLAIMS: list[tuple[str, Callable[[], None]]] = [
 ]
 
 
-def _normalised_readme() -> str:
-    return " ".join(README.read_text().split())
+def _normalised(page: str) -> str:
+    return " ".join((REPO / page).read_text().split())
 
 
-@pytest.mark.parametrize("claim,check", CLAIMS, ids=[c for c, _ in CLAIMS])
-def test_readme_claim(claim: str, check: Callable[[], None]) -> None:
-    assert re.search(claim, _normalised_readme()), f"the README no longer says: {claim}"
+@pytest.mark.parametrize("page,claim,check", CLAIMS, ids=[f"{p}:{c}" for p, c, _ in CLAIMS])
+def test_documented_claim(page: str, claim: str, check: Callable[[], None]) -> None:
+    assert re.search(claim, _normalised(page)), f"{page} no longer says: {claim}"
     check()
 
 
@@ -388,9 +420,11 @@ CONTRADICTED: list[tuple[str, Callable[[], bool]]] = [
 
 
 @pytest.mark.parametrize("phrase,contradicted", CONTRADICTED, ids=[p for p, _ in CONTRADICTED])
-def test_readme_has_no_contradicted_phrase(phrase: str, contradicted: Callable[[], bool]) -> None:
+def test_docs_have_no_contradicted_phrase(phrase: str, contradicted: Callable[[], bool]) -> None:
     if contradicted():
-        assert not re.search(phrase, _normalised_readme()), f"stale README text: {phrase}"
+        for page in _doc_pages():
+            text = " ".join(page.read_text().split())
+            assert not re.search(phrase, text), f"stale text in {page.name}: {phrase}"
 
 
 # -------------------------------------------------------------------- quick start
@@ -404,8 +438,9 @@ def _quick_start_commands() -> list[str]:
 def test_quick_start_installs_what_every_example_imports() -> None:
     """Issue 14 item 10: the quick start installed no numpy, so 3 of the README's
     examples failed with ModuleNotFoundError. Its first command installs the extras the
-    examples import (the second is the development install), and is still one of two
-    commands; .ci/run runs the second verbatim."""
+    examples import - the README's and the documentation site's (the second is the
+    development install), and is still one of two commands; .ci/run runs the second
+    verbatim."""
     import ast
     import tomllib
 
@@ -422,6 +457,16 @@ def test_quick_start_installs_what_every_example_imports() -> None:
         requirements += project["optional-dependencies"][extra]
     installed = {Requirement(r).name.replace("-", "_") for r in requirements}
     blocks = re.findall(r"^```python\n(.*?)^```", README.read_text(), re.S | re.M)
+    # ... and the examples of the documentation site, which points to this quick start
+    # (the blocks run as scripts; a ``# file:`` block is a file for the commands after it)
+    from test_docs import RUN_PAGES, _blocks, _file_name
+
+    blocks += [
+        b.code
+        for page in RUN_PAGES
+        for b in _blocks(page)
+        if b.lang == "python" and b.run and _file_name(b) is None
+    ]
     imported: set[str] = set()
     for code in blocks:
         for node in ast.walk(ast.parse(code)):
@@ -433,3 +478,23 @@ def test_quick_start_installs_what_every_example_imports() -> None:
     assert "numpy" in third_party
     assert third_party <= installed, f"the quick start does not install {third_party - installed}"
     assert second in (README.parent / ".ci" / "run").read_text()
+
+
+# ------------------------------------------------------------- the pytest example
+def test_readme_pytest_example_passes(tmp_path: Path) -> None:
+    """The README's test file (its ``py`` block, "Testing without hardware") passes
+    under pytest with the pyacl_rt plugin (its leak check and ``npu_faults``), as a user
+    runs it; ``-p no:pyacl_rt`` shows the plugin is what provides ``npu_faults``."""
+    blocks = re.findall(r"^```py\n# file: (\S+)\n(.*?)^```", README.read_text(), re.S | re.M)
+    assert len(blocks) == 1, blocks
+    name, code = blocks[0]
+    (tmp_path / name).write_text(f"# file: {name}\n{code}")
+    env = _clean_env(PYACL_RT_BACKEND="mock", PYACL_RT_WARN_FALLBACK="0")
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name]
+    proc = subprocess.run(args, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^2 passed", proc.stdout, re.M), proc.stdout
+    off = subprocess.run(
+        [*args, "-p", "no:pyacl_rt"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert off.returncode == 1 and "fixture 'npu_faults' not found" in off.stdout, off.stdout

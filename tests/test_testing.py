@@ -307,6 +307,78 @@ def test_npu_sanitize_turns_the_sanitizer_on(run) -> None:  # type: ignore[no-un
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
 
 
+def test_npu_sanitize_fails_a_racing_test_and_passes_a_clean_one(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        """
+        import numpy as np
+        import pyacl_rt as npu
+
+        def test_race():
+            s1, s2 = npu.Stream(), npu.Stream()
+            buf = npu.DeviceBuffer(4096)
+            out = npu.HostBuffer(4096)
+            npu.memset(buf, 1, stream=s1, non_blocking=True)
+            npu.copy(out, buf, stream=s2, non_blocking=True)
+            npu.synchronize()
+            s1.close(); s2.close(); buf.close(); out.close()
+
+        def test_host_read_before_sync():
+            s = npu.Stream()
+            buf = npu.DeviceBuffer(256)
+            out = npu.HostBuffer(256)
+            buf.copy_to_host_async(out, stream=s)
+            assert np.asarray(out).size == 256
+            s.synchronize()
+            s.close(); buf.close(); out.close()
+
+        def test_clean():
+            s1, s2 = npu.Stream(), npu.Stream()
+            buf = npu.DeviceBuffer(4096)
+            out = npu.HostBuffer(4096)
+            npu.memset(buf, 1, stream=s1, non_blocking=True)
+            s2.wait_stream(s1)
+            npu.copy(out, buf, stream=s2, non_blocking=True)
+            s2.synchronize()
+            assert bytes(out) == b"\\x01" * 4096
+            s1.close(); s2.close(); buf.close(); out.close()
+        """,
+        "--npu-sanitize",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=3, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_race*",
+            "*race sanitizer reported 1 race(s) during the test:*",
+            '*race between two streams*"aclrtMemcpyAsync" on stream*[[]test_it.py:9[]]*'
+            '"aclrtMemsetAsync" on stream*[[]test_it.py:8[]]*',
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_host_read_before_sync*",
+            '*host access while a task is pending*"host read" on the host [[]test_it.py:18[]]*',
+        ]
+    )
+    # the same tests without the option: no sanitizer, no failure
+    plain = run(
+        """
+        import pyacl_rt as npu
+
+        def test_race():
+            s1, s2 = npu.Stream(), npu.Stream()
+            buf = npu.DeviceBuffer(4096)
+            out = npu.HostBuffer(4096)
+            npu.memset(buf, 1, stream=s1, non_blocking=True)
+            npu.copy(out, buf, stream=s2, non_blocking=True)
+            npu.synchronize()
+            s1.close(); s2.close(); buf.close(); out.close()
+        """
+    )
+    plain.assert_outcomes(passed=1)
+
+
 def test_example_test_file_passes(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

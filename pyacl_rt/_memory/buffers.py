@@ -22,7 +22,7 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
-from .. import _memcore
+from .. import _memcore, _sanitize
 from .. import _runtime as runtime
 from .. import _stream as _streams
 from .._args import index_arg
@@ -585,5 +585,13 @@ _memcore.bind_buffers(
     host_close=_HostPaths.close,
     default_policy=ACL_MEM_MALLOC_HUGE_FIRST,
 )
+
+
+def _sanitize_host_reads(on: bool) -> None:
+    """The race sanitizer: every HostBuffer export declares a host read (``_sanitize``)."""
+    _memcore.set_host_read_hook(_sanitize.host_read if on else None)
+
+
+_sanitize.arm_hooks.add(_sanitize_host_reads, 0)
 _memcore.install_fast_call(DeviceBuffer)
 _memcore.install_fast_call(HostBuffer)

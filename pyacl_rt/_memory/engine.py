@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Union
 
 from .. import _runtime as runtime
-from .. import errors
+from .. import _sanitize, errors
 from .._args import bool_arg, index_arg
 from .._hooks import factories
 from .._raw._abi_runtime import CONSTANTS as _C
@@ -96,6 +96,9 @@ def _host_memmove(dst: int, src: int, n: int) -> None:
     ctypes is imported on first use, not by ``import pyacl_rt``)."""
     import ctypes
 
+    if _sanitize.armed:  # the race sanitizer: the host reads src and writes dst
+        _sanitize.host_access(src, n, False)
+        _sanitize.host_access(dst, n, True)
     ctypes.memmove(dst, src, n)
 
 
@@ -103,6 +106,8 @@ def _host_memset(dst: int, value: int, n: int) -> None:
     """``memset`` of host memory with the GIL released (see :func:`_host_memmove`)."""
     import ctypes
 
+    if _sanitize.armed:
+        _sanitize.host_access(dst, n, True)
     ctypes.memset(dst, value, n)
 
 

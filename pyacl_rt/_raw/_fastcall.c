@@ -1031,7 +1031,37 @@ typedef struct {
     PyObject *fn;
     PyObject *name; /* str */
     const char *cname;
+    int task; /* made by gated_task: the call may enqueue a task (race sanitizer) */
 } GatedObject;
+
+/* The race sanitizer's hook (pyacl_rt._sanitize, set by set_task_hook while the mock's
+ * sanitizer is on; NULL otherwise): a task call runs as task_hook(fn, *args) inside
+ * the gate, so the hook tags the task with the user's line and checks for reports.
+ * Off, a task call costs one load and branch more than any gated call. */
+static PyObject *task_hook;
+
+static PyObject *gated_task_call(GatedObject *g, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t total = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[16];
+    PyObject **buf = total + 1 <= 16 ? small : PyMem_New(PyObject *, (size_t)total + 1);
+    if (buf == NULL) {
+        return PyErr_NoMemory();
+    }
+    buf[0] = g->fn;
+    for (Py_ssize_t i = 0; i < total; i++) {
+        buf[i + 1] = args[i];
+    }
+    PyObject *hook = Py_NewRef(task_hook);
+    PyObject *r = PyObject_Vectorcall(hook, buf, (size_t)(nargs + 1), kwnames);
+    Py_DECREF(hook);
+    if (buf != small) {
+        PyMem_Free(buf);
+    }
+    return r;
+}
 
 static PyObject *gated_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames)
@@ -1040,7 +1070,9 @@ static PyObject *gated_vectorcall(PyObject *self, PyObject *const *args, size_t 
     if (gate_enter(g->cname) < 0) {
         return NULL;
     }
-    PyObject *r = PyObject_Vectorcall(g->fn, args, nargsf, kwnames);
+    PyObject *r = task_hook != NULL && g->task
+                      ? gated_task_call(g, args, nargsf, kwnames)
+                      : PyObject_Vectorcall(g->fn, args, nargsf, kwnames);
     gate_exit();
     return r;
 }
@@ -1090,9 +1122,8 @@ static PyTypeObject Gated_Type = {
 };
 
 /* _gated(fn) -> a callable that calls fn inside the finalize gate. */
-static PyObject *f_gated(PyObject *self, PyObject *fn)
+static PyObject *make_gated(PyObject *fn, int task)
 {
-    (void)self;
     if (!PyCallable_Check(fn)) {
         PyErr_Format(PyExc_TypeError, "_gated(): fn must be callable, not %.100s",
                      Py_TYPE(fn)->tp_name);
@@ -1121,7 +1152,36 @@ static PyObject *f_gated(PyObject *self, PyObject *fn)
     g->fn = Py_NewRef(fn);
     g->name = name;
     g->cname = cname;
+    g->task = task;
     return (PyObject *)g;
+}
+
+static PyObject *f_gated(PyObject *self, PyObject *fn)
+{
+    (void)self;
+    return make_gated(fn, 0);
+}
+
+/* gated_task(fn): like _gated, for a call that may enqueue a task (see task_hook). */
+static PyObject *f_gated_task(PyObject *self, PyObject *fn)
+{
+    (void)self;
+    return make_gated(fn, 1);
+}
+
+/* set_task_hook(hook or None): install / remove the race sanitizer's task hook. */
+static PyObject *f_set_task_hook(PyObject *self, PyObject *hook)
+{
+    (void)self;
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_Format(PyExc_TypeError, "set_task_hook(): hook must be callable or None, not %.100s",
+                     Py_TYPE(hook)->tp_name);
+        return NULL;
+    }
+    PyObject *old = task_hook;
+    task_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ sliced waits
@@ -1486,6 +1546,10 @@ static PyMethodDef methods[] = {
      "Address of the dispatch table this module calls through (tests)."},
     {"_gated", f_gated, METH_O,
      "_gated(fn) -> fn wrapped to run inside pyacl_rt's finalize gate (pyacl_rt._state)."},
+    {"gated_task", f_gated_task, METH_O,
+     "gated_task(fn) -> like _gated, for a call that may enqueue a task (race sanitizer)."},
+    {"set_task_hook", f_set_task_hook, METH_O,
+     "set_task_hook(hook or None): task calls run as hook(fn, *args) (pyacl_rt._sanitize)."},
     {"_gate_close", f_gate_close, METH_O,
      "_gate_close(seconds) -> bool: close the finalize gate and wait for the calls in "
      "flight on other threads (False: still waiting after `seconds`)."},

@@ -323,29 +323,40 @@ def npu_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
         new = _race_count() - races
         if new > 0:
             problems.append(
-                f"the mock's race sanitizer reported {new} race(s) during the test "
-                "(the reports are in the captured stderr)"
+                f"the mock's race sanitizer reported {new} race(s) during the test:\n  "
+                + "\n  ".join(_race_messages(new))
             )
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
 
 
 def _race_count() -> int:
-    """Reports of the mock's race sanitizer so far (0 when the mock is not loaded)."""
+    """Reports of the mock's race sanitizer so far (0 while the mock is not loaded or
+    not initialised yet)."""
     if mock_in_process() is None:
         return 0
-    import ctypes
+    from .. import _runtime, _sanitize
 
-    from ..mock import mock_control
+    if not _sanitize.is_armed():
+        if not _runtime.is_initialized():
+            return 0
+        import ctypes
 
-    dll = ctypes.CDLL(mock_control().path)
-    fn = getattr(dll, "aclmockSanitizerGetReportCount", None)
-    if fn is None:
-        pytest.fail(
-            "--npu-sanitize: this mock has no race sanitizer "
-            "(aclmockSanitizerGetReportCount is missing); rebuild pyacl_rt",
-            pytrace=False,
-        )
-    fn.restype = ctypes.c_uint64
-    fn.argtypes = ()
-    return int(fn())
+        from ..mock import mock_control
+
+        if not hasattr(ctypes.CDLL(mock_control().path), "aclmockSanitizerGetReportCount"):
+            pytest.fail(
+                "--npu-sanitize: this mock has no race sanitizer "
+                "(aclmockSanitizerGetReportCount is missing); rebuild pyacl_rt",
+                pytrace=False,
+            )
+        return 0
+    return _sanitize.report_count()
+
+
+def _race_messages(new: int) -> list[str]:
+    """The texts of the last ``new`` reports (each names both tasks, their streams and
+    the user's lines)."""
+    from .. import _sanitize
+
+    return [r.message for r in _sanitize.reports()[-new:]]

@@ -540,7 +540,8 @@ typedef enum core_obs_kind {
     CORE_OBS_TASK_END,     /* worker: `record` ran (rc) or was discarded (skipped)     */
     CORE_OBS_TASK_DROP,    /* host: the stream refused the task; `record` is released  */
     CORE_OBS_SYNC_STREAM,  /* host: the caller has seen every task of `stream` submitted
-                              so far complete (synchronize, query, pageable copy)      */
+                              so far complete (synchronize, query, pageable copy; `flag`:
+                              a destroy that drained it)                               */
     CORE_OBS_SYNC_EVENT,   /* host: the caller has seen the latest record of `event`   */
     CORE_OBS_HOST_OP,      /* host: a synchronous operation done on the calling thread
                               (sync copy / memset), desc `task`, on `device`           */

@@ -311,7 +311,7 @@ static void on_sync(core_obs *o)
 {
     const diag_config *c = diag_config_get();
     uint64_t before = diag_host_now();
-    if (c->timing != DIAG_TIMING_REAL) {
+    if (c->timing != DIAG_TIMING_REAL && !o->flag) { /* flag: a destroyed stream (no wait modeled) */
         if (o->kind == CORE_OBS_SYNC_STREAM) {
             diag_timing_sync_stream(o->stream);
         } else {

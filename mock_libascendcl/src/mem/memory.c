@@ -33,6 +33,8 @@
 #include "mem/mem_private.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1143,6 +1145,55 @@ static void host_rec_dtor(mem_rec *r)
     free((void *)r->base);
 }
 
+/* Pinned memory while the race sanitizer is on (README "Race sanitizer"): the
+ * sanitizer remembers the last 256 ranges aclrtFreeHost released and reports a task
+ * touching them later. That is only true while nobody else can get those addresses,
+ * so such memory is mapped on its own (not from the malloc heap) and, once freed, its
+ * pages are dropped but the addresses stay reserved (readable zeros) in a quarantine
+ * of HOST_QUARANTINE ranges - more than the sanitizer remembers - before they go back
+ * to the system. Without it, a numpy array or bytearray that malloc placed where a
+ * freed HostBuffer was looked like a use of freed memory. */
+#define HOST_QUARANTINE 512u
+typedef struct host_quarantined {
+    void *p;
+    size_t len;
+} host_quarantined;
+static _Atomic(host_quarantined *) g_quarantine[HOST_QUARANTINE];
+static atomic_size_t g_quarantine_next;
+
+static bool host_sanitized(void)
+{
+    return (atomic_load_explicit(&core_observing_mask_, memory_order_relaxed) & CORE_OBSERVE_SANITIZER) != 0;
+}
+
+static size_t host_map_len(const mem_rec *r)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return round_up(r->size, page);
+}
+
+static void host_mapped_dtor(mem_rec *r)
+{
+    size_t len = host_map_len(r);
+    void *p = (void *)r->base;
+    host_quarantined *q = malloc(sizeof *q);
+    /* drop the pages, keep the addresses */
+    if (q == NULL || mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+                          -1, 0) == MAP_FAILED) {
+        free(q);
+        munmap(p, len);
+        return;
+    }
+    q->p = p;
+    q->len = len;
+    size_t slot = atomic_fetch_add(&g_quarantine_next, 1) % HOST_QUARANTINE;
+    host_quarantined *old = atomic_exchange(&g_quarantine[slot], q);
+    if (old != NULL) {
+        munmap(old->p, old->len);
+        free(old);
+    }
+}
+
 static aclError host_alloc(const char *fn, void **out, uint64_t size)
 {
     /* Beyond 1 TiB no host could pin it (and sanitizer allocators abort on
@@ -1152,16 +1203,30 @@ static aclError host_alloc(const char *fn, void **out, uint64_t size)
                           (unsigned long long)size);
     }
     void *p = NULL;
-    if (posix_memalign(&p, 64, round_up((size_t)size, 64)) != 0 || p == NULL) {
+    bool mapped = host_sanitized();
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (mapped) {
+        p = mmap(NULL, round_up((size_t)size, page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            p = NULL;
+        }
+    } else if (posix_memalign(&p, 64, round_up((size_t)size, 64)) != 0) {
+        p = NULL;
+    }
+    if (p == NULL) {
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "cannot allocate %llu bytes of host memory",
                           (unsigned long long)size);
     }
     mem_rec *r = mem_rec_new(MEM_REC_HOST_PINNED, (uintptr_t)p, (size_t)size, -1);
     if (r == NULL) {
-        free(p);
+        if (mapped) {
+            munmap(p, round_up((size_t)size, page));
+        } else {
+            free(p);
+        }
         return core_error(fn, ACL_ERROR_RT_MEMORY_ALLOCATION, "host out of memory for bookkeeping");
     }
-    r->dtor = host_rec_dtor;
+    r->dtor = mapped ? host_mapped_dtor : host_rec_dtor;
     aclError rc = mem_register_allocation(fn, r, -1, size);
     if (rc != ACL_SUCCESS) {
         return rc;

@@ -900,6 +900,17 @@ static void stream_teardown(mock_stream *s, bool force)
     if (!cancel_first) {
         stream_callbacks_stream_gone(s);
     }
+    if (!force && core_observing()) {
+        /* a destroy that drained the stream: the host has seen every task of it complete
+         * (race sanitizer: what the host does next is ordered after them); `flag`: no
+         * host wait is modeled for it (timing model) */
+        core_obs o = {0};
+        o.kind = CORE_OBS_SYNC_STREAM;
+        o.stream = s;
+        o.device = s->device;
+        o.flag = true;
+        (void)core_observe(&o);
+    }
     core_subsystems_stream_destroyed(s); /* e.g. the allocator registered on it */
     core_stat_add(s->device, MOCK_STAT_STREAMS, -1);
     if (s->is_default) {

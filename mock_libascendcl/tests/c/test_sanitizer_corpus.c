@@ -690,6 +690,54 @@ static void test_host_function_acts_as_its_task(void)
     CHECK_EQ(n, 1);
 }
 
+/* Addresses of freed pinned memory that malloc hands out again are live memory, not a
+ * use after free: while the sanitizer is on, freed pinned addresses stay reserved for
+ * longer than it remembers them (a bytearray / numpy array used to land there). */
+static void test_heap_reuse_of_freed_pinned_memory_is_not_reported(void)
+{
+    enum { N = 64, SMALL = 2048 };
+    void *pinned[N];
+    for (int i = 0; i < N; i++) {
+        CHECK_OK(aclrtMallocHost(&pinned[i], SMALL));
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_OK(aclrtFreeHost(pinned[i]));
+    }
+    uint64_t before = aclmockSanitizerGetReportCount();
+    void *heap[N];
+    int overlaps = 0;
+    for (int i = 0; i < N; i++) {
+        heap[i] = malloc(SMALL);
+        CHECK(heap[i] != NULL);
+        for (int k = 0; k < N; k++) {
+            overlaps += (char *)heap[i] < (char *)pinned[k] + SMALL && (char *)pinned[k] < (char *)heap[i] + SMALL;
+        }
+        memset(heap[i], 1, SMALL);
+        CHECK_OK(aclrtMemcpyAsync(d1, BUF, heap[i], SMALL, ACL_MEMCPY_HOST_TO_DEVICE, s1));
+        CHECK_OK(aclrtSynchronizeStream(s1));
+    }
+    CHECK_EQ(overlaps, 0);
+    CHECK_EQ(aclmockSanitizerGetReportCount() - before, 0);
+    for (int i = 0; i < N; i++) {
+        free(heap[i]);
+    }
+}
+
+/* aclrtDestroyStream waits for the stream's tasks: work after it is ordered after them
+ * (also when the stream is destroyed on another thread), and so is a device
+ * synchronize that no longer sees the destroyed stream. */
+static void test_destroyed_stream_orders_its_tasks(void)
+{
+    aclrtStream tmp = NULL;
+    CHECK_OK(aclrtCreateStream(&tmp));
+    uint64_t before = aclmockSanitizerGetReportCount();
+    CHECK_OK(aclrtMemsetAsync(d1, BUF, 3, BUF, tmp));
+    CHECK_OK(aclrtDestroyStream(tmp));
+    CHECK_OK(aclrtMemcpyAsync(d2, BUF, d1, BUF, ACL_MEMCPY_DEVICE_TO_DEVICE, s2));
+    CHECK_OK(aclrtSynchronizeStream(s2));
+    CHECK_EQ(aclmockSanitizerGetReportCount() - before, 0);
+}
+
 static void child_report(void)
 {
     mt_mock_env("ASCEND_MOCK_SANITIZE", "1", (const char *)NULL);
@@ -697,6 +745,8 @@ static void child_report(void)
     RUN_TEST(test_corpus);
     RUN_TEST(test_report_contents);
     RUN_TEST(test_host_function_acts_as_its_task);
+    RUN_TEST(test_heap_reuse_of_freed_pinned_memory_is_not_reported);
+    RUN_TEST(test_destroyed_stream_orders_its_tasks);
     teardown();
 }
 
