@@ -260,12 +260,14 @@ class Event:
         _live.add(self)
 
     def raise_closed(self) -> None:
+        """Raise the error a call on this unusable Event gets (closed, or its context gone)."""
         ctx = self.ctx_ref
         if ctx is CLOSED_REF:
             raise ObjectClosedError("this Event is closed; create a new one", explanation="")
         raise_dead(ctx.dead if ctx is not None else None)
 
     def ensure_current(self) -> None:
+        """Make this Event's context current on the calling thread (or raise if unusable)."""
         ctx = self.ctx_ref
         if ctx is None or ctx.device < 0:
             self.raise_closed()

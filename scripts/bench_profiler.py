@@ -10,7 +10,15 @@ on (``aclmockProfStart`` / ``aclmockProfStop``), interleaved; the minimum of eac
 kept (background load only adds time). Writing the profile files at the stop is timed
 separately: it happens once, after the measured work.
 
-Target: the loop's wall time with profiling on is < 5% over profiling off (the
+The target (issue 17: "pyacl_rt.profiler ... profiling overhead < 5% on a loop of 10,000
+small tasks") is measured on the Python loop a user writes: 10,000
+``pyacl_rt.memset(buf, v, stream=s, non_blocking=True)`` calls and a synchronize, inside
+``pyacl_rt.profiler.profile(DIR)`` vs. without it, interleaved, minimum of each (run in a
+child process on the mock). The C loop below is the mock's own recording cost on tasks
+of ~0.3 us (no Python): printed with its ratio, for information - there one clock read
+per task is already ~10% of a task.
+
+C loop: the loop's wall time with profiling on vs off (the
 stream's worker records the tasks on the other core while the submitting thread is the
 bottleneck). The CPU time the whole process spends on the loop (submitting thread and
 worker, CLOCK_PROCESS_CPUTIME_ID) is printed too, for information: it shows the
@@ -136,6 +144,54 @@ def _flags(lib_dir: str | None) -> tuple[list[str], list[str]]:
     return mock.cflags(), mock.libs()
 
 
+PY_DRIVER = r"""
+import json, sys, tempfile, time
+import pyacl_rt as npu
+from pyacl_rt import profiler
+
+n, reps = int(sys.argv[1]), int(sys.argv[2])
+s = npu.Stream()
+buf = npu.DeviceBuffer(64)
+memset = npu.memset
+
+
+def loop():
+    t0 = time.perf_counter()
+    for i in range(n):
+        memset(buf, i & 0xFF, stream=s, non_blocking=True)
+    s.synchronize()
+    return time.perf_counter() - t0
+
+
+loop()  # warm up
+off = on = 1e30
+with tempfile.TemporaryDirectory() as tmp:
+    for r in range(reps):
+        off = min(off, loop())
+        with profiler.profile(f"{tmp}/{r}"):
+            on = min(on, loop())
+buf.close()
+s.close()
+print("PYRESULT " + json.dumps({"py_off_us": off * 1e6, "py_on_us": on * 1e6}))
+"""
+
+
+def _python_loop(tasks: int, repeat: int) -> dict[str, float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND_")}
+    env["PYACL_RT_BACKEND"] = "mock"
+    proc = subprocess.run(
+        [sys.executable, "-c", PY_DRIVER, str(tasks), str(repeat)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    m = re.search(r"PYRESULT (.*)", proc.stdout)
+    if proc.returncode != 0 or m is None:
+        sys.exit(f"bench_profiler: the Python loop failed ({proc.returncode}):\n{proc.stderr}")
+    return {k: float(v) for k, v in json.loads(m.group(1)).items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--lib-dir", help="directory of a mock libascendcl.so (a CMake build)")
@@ -168,13 +224,21 @@ def main() -> int:
             f"bench_profiler: the driver failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
         )
     r = {k: float(v) for k, v in (item.split("=") for item in m.group(1).split())}
+    r.update(_python_loop(a.tasks, a.repeat))
     overhead = r["on_us"] / r["off_us"] - 1.0
     cpu_overhead = r["on_cpu_us"] / r["off_cpu_us"] - 1.0
-    ok = overhead < TARGET
+    py_overhead = r["py_on_us"] / r["py_off_us"] - 1.0
+    ok = py_overhead < TARGET
     if a.json:
         print(
             json.dumps(
-                {**r, "overhead": overhead, "cpu_overhead": cpu_overhead, "target": TARGET},
+                {
+                    **r,
+                    "overhead": py_overhead,
+                    "c_overhead": overhead,
+                    "cpu_overhead": cpu_overhead,
+                    "target": TARGET,
+                },
                 indent=2,
             )
         )
@@ -195,8 +259,15 @@ def main() -> int:
             "task needs one (after another task) or two (after the worker slept), for "
             "information"
         )
+        print(f"C loop: profiling overhead {overhead * 100:+.1f}% (for information)")
         print(
-            f"overhead {overhead * 100:+.1f}% {'PASS' if ok else 'FAIL'} "
+            f"Python loop, {n} pyacl_rt.memset(non_blocking=True): off "
+            f"{r['py_off_us'] / 1e3:.2f} ms ({r['py_off_us'] / n * 1e3:.0f} ns/task), inside "
+            f"profiler.profile {r['py_on_us'] / 1e3:.2f} ms "
+            f"({r['py_on_us'] / n * 1e3:.0f} ns/task)"
+        )
+        print(
+            f"overhead {py_overhead * 100:+.1f}% {'PASS' if ok else 'FAIL'} "
             f"(target < {TARGET * 100:.0f}%)"
         )
     print("PASS" if ok else "FAIL")

@@ -28,6 +28,11 @@ _.ipc_handle  # DeviceBuffer / Event.ipc_handle
 _.from_ipc_handle  # DeviceBuffer / Event.from_ipc_handle
 _.library_handle  # lowlevel.library_handle
 _.take_missing  # lowlevel.take_missing
+_.to_json  # pyacl_rt.dump.DumpConfig.to_json
+_.array  # pyacl_rt.dump.DumpRecord.array
+_.collecting  # pyacl_rt.profiler profile session: collecting
+_.trace_files  # pyacl_rt.profiler profile session: trace_files
+_.task_id  # pyacl_rt.errors.RaceAccess.task_id (a report field read by users)
 _.counts  # MockControl.counts and the other mock_control() methods
 _.config
 _.inject_fault

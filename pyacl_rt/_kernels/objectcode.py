@@ -295,6 +295,7 @@ class ObjectCode:
         return f"<ObjectCode {src} on device {self.ctx_ref.device}>"
 
     def ensure_current(self) -> None:
+        """Make this module's context current on the calling thread (or raise if unloaded)."""
         ctx = self.ctx_ref
         if ctx.device < 0 or not self.bin_state.handle:
             if ctx.device < 0 and ctx is not CLOSED_REF:
