@@ -240,7 +240,7 @@ def _on_callback(user_data: Any) -> None:
             stream._errors.append(exc)
         finally:
             st.in_callback = was_in_callback
-        rt = _threads.get(stream._device)
+        rt = _threads.get(stream.dev_index)
         if rt is not None and rt.thread.ident == threading.get_ident():
             rt._graveyard.append(entry)
         del entry, fn, args, stream
@@ -312,13 +312,13 @@ def launch(
     stream: Stream, fn: Callable[..., object], args: tuple[object, ...], block: bool
 ) -> None:
     """Enqueue ``fn(*args)`` on ``stream`` (its context is current on this thread)."""
-    state = stream._state
+    state = stream.stream_state
     if state.sub is None:
         with _subscribe_lock:
             if state.sub is None and stream.raw_handle == 0:
                 state.sub = _default_subs.get(stream.ctx_ref)
             if state.sub is None:
-                rt = _thread_for(stream._device)
+                rt = _thread_for(stream.dev_index)
                 if local.st.ctx is not stream.ctx_ref:
                     stream.ensure_current()
                 rt.subscribe(stream.raw_handle, stream.ctx_ref)

@@ -70,6 +70,7 @@ from ._memory.buffers import DeviceBuffer, HostBuffer
 from ._memory.engine import copy as _copy
 from ._memory.keepalive import _host_wait
 from ._memory.records import Mem, raise_closed
+from ._memory.registry import memory
 from ._state import CtxRef, check, lib
 from ._stream import Stream, current_stream, default_stream
 from ._stream import _live as _live_streams
@@ -155,14 +156,14 @@ class _Export:
 
     def __call__(self) -> None:
         m = self.m
-        with _rec._live_lock, contextlib.suppress(ValueError):
+        with memory.live_lock, contextlib.suppress(ValueError):
             m.exports.remove(self)
         self.buf = None
 
 
 def _device_of(buf: DeviceBuffer | HostBuffer) -> tuple[int, int]:
     """``__dlpack_device__`` of an open buffer."""
-    m = buf._m
+    m = buf.mem
     if not m.ptr:
         raise_closed(m, type(buf).__name__)
     if isinstance(buf, HostBuffer):
@@ -245,9 +246,9 @@ _foreign: dict[tuple[CtxRef, int], Stream] = {}
 def _consumer_stream(stream: object, device: int) -> Stream:
     """The Stream object of the consumer's ``stream`` (a Stream or a handle)."""
     if isinstance(stream, Stream):
-        if stream._device != device:
+        if stream.dev_index != device:
             raise ValueError(
-                f"stream is on device {stream._device} but the buffer is on device {device}"
+                f"stream is on device {stream.dev_index} but the buffer is on device {device}"
             )
         return stream
     assert isinstance(stream, int)
@@ -255,7 +256,7 @@ def _consumer_stream(stream: object, device: int) -> Stream:
     if stream == 0:
         return default
     for live in _live_streams.snapshot():
-        if live.raw_handle == stream and live._device == device and not live.closed:
+        if live.raw_handle == stream and live.dev_index == device and not live.closed:
             return live
     if default.resolved_handle == stream:
         return default
@@ -280,7 +281,7 @@ def _check_stream_arg(stream: object) -> None:
 
 def _make_safe(buf: DeviceBuffer | HostBuffer, stream: object) -> None:
     """Order the work pending on ``buf`` before the consumer's use on ``stream``."""
-    m = buf._m
+    m = buf.mem
     if isinstance(buf, HostBuffer):
         if stream is not None and stream != -1:
             raise BufferError(
@@ -299,7 +300,7 @@ def _make_safe(buf: DeviceBuffer | HostBuffer, stream: object) -> None:
         s = r()
         if s is None or s.closed or s == consumer:
             continue
-        if s._device == consumer._device:
+        if s.dev_index == consumer.dev_index:
             consumer.wait_stream(s)
         else:
             s.synchronize()
@@ -311,8 +312,10 @@ def _capsule(
     versioned: bool,
     flags: int,
 ) -> Any:
-    m = buf._m
-    code, bits, shape = layout if layout is not None else (_UINT8[0], _UINT8[1], (buf._n,))
+    m = buf.mem
+    code, bits, shape = (
+        layout if layout is not None else (_UINT8[0], _UINT8[1], (buf.window_nbytes,))
+    )
     kind, dev = _device_of(buf)
     owner = buf._parent if isinstance(buf, DeviceBuffer) and buf._parent is not None else buf
     token = _Export(owner, m)
@@ -321,7 +324,7 @@ def _capsule(
         raise_closed(m, type(buf).__name__)
     try:
         return _dlpack_c.make_capsule(
-            p + buf._off if m.nbytes else 0,  # DeviceBuffer(0) has no address (NULL)
+            p + buf.mem_offset if m.nbytes else 0,  # DeviceBuffer(0) has no address (NULL)
             kind,
             dev,
             shape,
@@ -369,12 +372,12 @@ def _export(
 
 def _copy_of(buf: DeviceBuffer | HostBuffer, target: tuple[int, int]) -> DeviceBuffer | HostBuffer:
     """A new buffer on ``target`` with the contents of ``buf`` (after its pending work)."""
-    n = buf._n
+    n = buf.window_nbytes
     if n == 0:
         raise BufferError("cannot copy an empty (0-byte) buffer for DLPack")
     if sync_debug_active():
         check_sync("a synchronous copy for a DLPack export")
-    _host_sync(buf._m)
+    _host_sync(buf.mem)
     new: DeviceBuffer | HostBuffer = (
         HostBuffer(n) if target[0] == KDL_CPU else DeviceBuffer(n, device=target[1])
     )
@@ -483,7 +486,7 @@ def _wrap_device(ptr: int, n: int, index: int, release: Any) -> DeviceBuffer:
     m = Mem(ptr, n, index, context_for(index))
     m.release = release
     view = DeviceBuffer.__new__(DeviceBuffer)
-    view._own(m)
+    view.own_mem(m)
     return view
 
 
@@ -491,7 +494,7 @@ def _wrap_host(ptr: int, n: int, release: Any) -> HostBuffer:
     m = Mem(ptr, n, -1, None)
     m.release = release
     view = HostBuffer.__new__(HostBuffer)
-    view._own(m)  # released (the producer's deleter) when the last reference is gone
+    view.own_mem(m)  # released (the producer's deleter) when the last reference is gone
     return view
 
 

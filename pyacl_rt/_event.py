@@ -124,13 +124,13 @@ class Event:
         "__weakref__",
         "_at",
         "_blocking",
-        "_device",
         "_finalizer",
         "_ipc",
         "_owner",
         "_recorded",
         "_timing",
         "ctx_ref",
+        "dev_index",
         "raw_handle",
     )
 
@@ -148,7 +148,7 @@ class Event:
             )
         self.raw_handle = 0
         self.ctx_ref: CtxRef | None = None
-        self._device = -1
+        self.dev_index = -1
         self._owner: object = None
         self._timing = bool(enable_timing)
         self._blocking = bool(blocking)
@@ -178,7 +178,7 @@ class Event:
     @property
     def device(self) -> Device | None:
         """The device the event was first recorded on (None before that)."""
-        return Device(self._device) if self._device >= 0 else None
+        return Device(self.dev_index) if self.dev_index >= 0 else None
 
     @property
     def enable_timing(self) -> bool:
@@ -209,7 +209,7 @@ class Event:
             return "<Event closed>"
         if self.ctx_ref is None:
             return f"<Event not recorded timing={self._timing}>"
-        return f"<Event 0x{self.raw_handle:x} on device {self._device} timing={self._timing}>"
+        return f"<Event 0x{self.raw_handle:x} on device {self.dev_index} timing={self._timing}>"
 
     # --------------------------------------------------------------- helpers
     def _bind(self, stream: Stream) -> None:
@@ -227,7 +227,7 @@ class Event:
             if ctx.device < 0:
                 self.raise_closed()
             raise errors.AclUsageError(
-                f"this Event belongs to device {self._device} (context {ctx!r}); it cannot "
+                f"this Event belongs to device {self.dev_index} (context {ctx!r}); it cannot "
                 f"be recorded on {stream!r}. Use one Event per device.",
                 explanation="",
             )
@@ -253,7 +253,7 @@ class Event:
         handle = int(s.uptr[0])
         self.raw_handle = handle
         self.ctx_ref = sctx
-        self._device = sctx.device
+        self.dev_index = sctx.device
         self._owner = owner_of(sctx)
         self._finalizer = weakref.finalize(self, _destroy_event, sctx, handle)
         self._finalizer.atexit = False
@@ -294,7 +294,7 @@ class Event:
             stream.ensure_current()
         _fast_record_event(self.raw_handle, stream.raw_handle)
         self._recorded = True
-        self._at = stream._state
+        self._at = stream.stream_state
 
     def query(self) -> bool:
         """True if the work captured by the last record completed (True if never recorded)."""
@@ -425,7 +425,9 @@ class Event:
             return _completion.done_future()
         if self._ipc and self.ctx_ref.device >= 0:
             # another process may record it again: never reuse a completed future
-            src = at if isinstance(at, _StreamState) else current_stream(self._device)._state
+            src = (
+                at if isinstance(at, _StreamState) else current_stream(self.dev_index).stream_state
+            )
             return _completion.done_future() if self.query() else _wait_future(self, src)
         if not isinstance(at, _StreamState):
             return at  # this record's shared future
@@ -495,11 +497,11 @@ def _adopt(ev: Event, handle: int) -> None:
     assert ctx is not None
     ev.raw_handle = handle
     ev.ctx_ref = ctx
-    ev._device = ctx.device
+    ev.dev_index = ctx.device
     ev._owner = owner_of(ctx)
     ev._finalizer = weakref.finalize(ev, _destroy_event, ctx, handle)
     ev._finalizer.atexit = False
-    ev._at = current_stream(ctx.device)._state  # its records come from another process
+    ev._at = current_stream(ctx.device).stream_state  # its records come from another process
     _live.add(ev)
 
 

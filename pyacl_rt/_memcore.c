@@ -1716,9 +1716,10 @@ static PyObject *buf_alloc(PyTypeObject *tp)
 
 /* ---- attributes shared by both: plain slots for the interpreter's attribute cache */
 static PyMemberDef buf_members[] = {
-    {"_m", Py_T_OBJECT_EX, offsetof(BufObject, m), Py_READONLY, "the allocation record"},
-    {"_n", Py_T_OBJECT_EX, offsetof(BufObject, n_o), Py_READONLY, "bytes this object covers"},
-    {"_off", Py_T_OBJECT_EX, offsetof(BufObject, off_o), Py_READONLY,
+    {"mem", Py_T_OBJECT_EX, offsetof(BufObject, m), Py_READONLY, "the allocation record"},
+    {"window_nbytes", Py_T_OBJECT_EX, offsetof(BufObject, n_o), Py_READONLY,
+     "bytes this object covers"},
+    {"mem_offset", Py_T_OBJECT_EX, offsetof(BufObject, off_o), Py_READONLY,
      "offset into the allocation"},
     {"_parent", Py_T_OBJECT_EX, offsetof(BufObject, parent), Py_READONLY,
      "a view's parent, or None"},
@@ -1778,7 +1779,7 @@ static PyMethodDef device_methods[] = {
      "_view(start, nbytes): a view sharing this buffer's memory (bounds checked)."},
     {"close", (PyCFunction)(void (*)(void))device_close, METH_FASTCALL,
      "Free the memory (allocation) or drop the view. Idempotent (see DeviceBuffer.close)."},
-    {"_own", (PyCFunction)buf_own, METH_O, "_own(m): take the allocation record m."},
+    {"own_mem", (PyCFunction)buf_own, METH_O, "own_mem(m): take the allocation record m."},
     {"__enter__", buf_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))buf_exit, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
@@ -1787,7 +1788,7 @@ static PyMethodDef device_methods[] = {
 static PyMethodDef host_methods[] = {
     {"close", (PyCFunction)(void (*)(void))host_close, METH_FASTCALL,
      "Free the memory. Idempotent (see HostBuffer.close)."},
-    {"_own", (PyCFunction)buf_own, METH_O, "_own(m): take the allocation record m."},
+    {"own_mem", (PyCFunction)buf_own, METH_O, "own_mem(m): take the allocation record m."},
     {"_exports", (PyCFunction)host_exports, METH_NOARGS,
      "Live buffer-protocol exports (memoryviews / numpy arrays) of the memory."},
     {"__enter__", buf_enter, METH_NOARGS, NULL},
@@ -2007,8 +2008,8 @@ static PyObject *mod_bind_buffers(PyObject *Py_UNUSED(mod), PyObject *args, PyOb
     }
     PyTypeObject *st = (PyTypeObject *)stream;
     Py_ssize_t o[3];
-    if (slot_offset(st, "ctx_ref", &o[0]) < 0 || slot_offset(st, "_device", &o[1]) < 0 ||
-        slot_offset(st, "_state", &o[2]) < 0) {
+    if (slot_offset(st, "ctx_ref", &o[0]) < 0 || slot_offset(st, "dev_index", &o[1]) < 0 ||
+        slot_offset(st, "stream_state", &o[2]) < 0) {
         return NULL;
     }
     off_s_ctx = o[0];

@@ -117,7 +117,7 @@ _KIND_NAMES: Final = ("owned", "default", "pool", "external")
 class _StreamState:
     """A Stream's mutable state, shared with its finalizer (which must not hold the
     Stream itself). Also the Stream's identity token for the memory layer's hot path
-    (``Mem.last is stream._state``: one identity compare, no reference to the Stream).
+    (``Mem.last is stream.stream_state``: one identity compare, no reference to the Stream).
     """
 
     __slots__ = ("side", "sub", "watch")
@@ -234,23 +234,23 @@ class Stream:
     __slots__ = (
         "__weakref__",
         "_acl_priority",
-        "_device",
         "_errors",
         "_finalizer",
         "_flags",
         "_kind",
         "_owner",
         "_priority",
-        "_state",
         "ctx_ref",
+        "dev_index",
         "raw_handle",
+        "stream_state",
     )
 
     raw_handle: int
     ctx_ref: CtxRef
-    _device: int
+    dev_index: int
     _kind: int
-    _state: _StreamState
+    stream_state: _StreamState
 
     def __init__(self, device: DeviceLike = None, priority: int = 0, flags: int = 0) -> None:
         priority = index_arg(priority, "Stream(): priority")
@@ -292,7 +292,7 @@ class Stream:
     def _setup(self, handle: int, ctx: CtxRef, kind: int, prio: int | None, flags: int) -> None:
         self.raw_handle = handle
         self.ctx_ref = ctx
-        self._device = ctx.device
+        self.dev_index = ctx.device
         self._owner = owner_of(ctx)  # keeps an explicit Context alive
         self._kind = kind
         self._priority = 0
@@ -300,10 +300,10 @@ class Stream:
         self._flags = flags
         self._errors: list[BaseException] = []
         # Shared with the finalizer (no self ref).
-        self._state = _StreamState()
+        self.stream_state = _StreamState()
         if kind == _OWNED:
             self._finalizer: weakref.finalize[..., Any] | None = weakref.finalize(
-                self, _destroy_stream, ctx, handle, self._state
+                self, _destroy_stream, ctx, handle, self.stream_state
             )
             self._finalizer.atexit = False
         else:
@@ -364,12 +364,12 @@ class Stream:
     @property
     def device(self) -> Device:
         """The :class:`~pyacl_rt.Device` of this stream."""
-        return Device(self._device)
+        return Device(self.dev_index)
 
     @property
     def device_index(self) -> int:
         """The device index of this stream."""
-        return self._device
+        return self.dev_index
 
     @property
     def priority(self) -> int:
@@ -401,19 +401,19 @@ class Stream:
     def __repr__(self) -> str:
         if self.ctx_ref.device < 0:
             return f"<Stream {self.kind} closed>"
-        return f"<Stream {self.kind} 0x{self.raw_handle:x} on device {self._device}>"
+        return f"<Stream {self.kind} 0x{self.raw_handle:x} on device {self.dev_index}>"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stream):
             return NotImplemented
         return (
             other.raw_handle == self.raw_handle
-            and other._device == self._device
+            and other.dev_index == self.dev_index
             and (self.raw_handle != 0 or other.ctx_ref is self.ctx_ref)
         )
 
     def __hash__(self) -> int:
-        return hash((self.raw_handle, self._device))
+        return hash((self.raw_handle, self.dev_index))
 
     # --------------------------------------------------------------- helpers
     def ensure_current(self) -> None:
@@ -459,7 +459,7 @@ class Stream:
             for hook in sync_error_hooks:
                 hook(self, exc)  # e.g. chain the exception of a mock kernel twin
             raise
-        watch = self._state.watch
+        watch = self.stream_state.watch
         if watch:
             # Everything recorded before this sync is complete; entries another thread
             # appended meanwhile are not (polling releases exactly the completed ones).
@@ -584,7 +584,7 @@ class Stream:
         ctx = self.ctx_ref
         if local.st.ctx is not ctx:
             self.ensure_current()
-        keep_alive(ctx, self.raw_handle, self._state.watch, objs)
+        keep_alive(ctx, self.raw_handle, self.stream_state.watch, objs)
 
     def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
         """Release the leading entries whose marker completed (see
@@ -593,7 +593,7 @@ class Stream:
 
     def _watch_pending(self) -> int:
         """Number of keep-alive entries not yet released (polls first)."""
-        watch = self._state.watch
+        watch = self.stream_state.watch
         if watch and self.ctx_ref.device >= 0:
             if local.st.ctx is not self.ctx_ref:
                 self.ensure_current()
@@ -611,7 +611,7 @@ class Stream:
         f = self._finalizer
         if f is None or not f.alive or self._kind != _OWNED:
             return
-        if self._state.sub is not None and local.st.in_callback:
+        if self.stream_state.sub is not None and local.st.in_callback:
             refuse_in_callback("Stream.close()")
         if sync_debug_active():
             check_sync("Stream.close()")
@@ -635,7 +635,7 @@ class Stream:
         """Finalize / context close: destroy if owned, then refuse further use."""
         where = repr(self)
         if not run_finalizer(self._finalizer):
-            state = self._state
+            state = self.stream_state
             sub = state.sub
             if sub is not None and self.ctx_ref.device >= 0:
                 state.sub = None
@@ -780,8 +780,8 @@ def set_stream(s: Stream) -> None:
         raise TypeError(f"set_stream(): s must be a Stream, not {type(s).__name__}")
     if s.ctx_ref.device < 0:
         s.ensure_current()  # raises the closed/finalized error
-    _device.set_device(s._device)
-    local.st.streams[s._device] = s
+    _device.set_device(s.dev_index)
+    local.st.streams[s.dev_index] = s
 
 
 _guard_tls = threading.local()
@@ -928,13 +928,13 @@ def _on_context_close(ctx: CtxRef) -> None:
 def _on_device_sync(index: int) -> None:
     for s in _live.snapshot():
         ctx = s.ctx_ref
-        if s._device == index and ctx.device >= 0 and s._state.watch:
+        if s.dev_index == index and ctx.device >= 0 and s.stream_state.watch:
             explicit = ctx.owner is not None
             if explicit and not ctx.enter():
                 continue  # its context is being closed on another thread
             try:
                 ctx.ensure_current()
-                s._poll_watch(s._state.watch)
+                s._poll_watch(s.stream_state.watch)
             except errors.AclError:  # pragma: no cover - defensive
                 pass
             finally:

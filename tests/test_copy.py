@@ -15,6 +15,7 @@ from pyacl_rt import _memory as M
 from pyacl_rt import _stream as S
 from pyacl_rt import errors
 from pyacl_rt._memory import engine
+from pyacl_rt._memory.registry import memory
 from pyacl_rt.mock import mock_control
 
 # ------------------------------------------------------------------ helpers
@@ -172,7 +173,7 @@ def test_cross_device_copies_enable_peer_access_once() -> None:
         D.synchronize(d)
     for b in bufs:
         assert bytes(b.copy_to_host()) == data.tobytes()
-    assert any(k[1] == 5 for k in engine._peers)
+    assert any(k[1] == 5 for k in memory.peers)
     with pytest.raises(ValueError, match="device 4"):
         M.copy(bufs[0], bufs[1], stream=S.default_stream(4))
     for b in bufs:
@@ -300,7 +301,7 @@ def test_memcpy_async_all_owned_pairs() -> None:
     M.memcpy_async(h_dst, h_src, 4096, s)  # H2H falls back to a host copy
     assert np.asarray(h_dst).tobytes() == data
     # streams are remembered (weakly) on the buffers they touched
-    assert any(r() is s for r in d1._m.streams)
+    assert any(r() is s for r in d1.mem.streams)
     for b in (h_src, d1, d2, h_dst):
         b.close()
     s.close()

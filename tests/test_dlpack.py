@@ -154,7 +154,7 @@ def test_close_refused_while_exported(kind: str) -> None:
     assert not buf.closed
     buf.fill(3)  # still usable
     del cap  # never consumed: the capsule's destructor calls the deleter
-    assert C.live_exports() == 0 and buf._m.exports == []
+    assert C.live_exports() == 0 and buf.mem.exports == []
     buf.close()
     assert allocations() + host_allocations() == base
 
@@ -657,7 +657,7 @@ def test_no_leaks_under_tracemalloc() -> None:
     finally:
         tracemalloc.stop()
     assert grown < 64 * 1024, f"{grown} bytes kept after 500 export/import cycles"
-    assert C.live_exports() == 0 and d._m.exports == [] and h._m.exports == []
+    assert C.live_exports() == 0 and d.mem.exports == [] and h.mem.exports == []
     d.close()
     h.close()
 
@@ -676,7 +676,7 @@ def test_exports_and_imports_from_threads(run_threads: Any) -> None:
             h.close()
 
     assert run_threads(4, work) == []
-    assert C.live_exports() == 0 and d._m.exports == []
+    assert C.live_exports() == 0 and d.mem.exports == []
     d.close()
     assert allocations() + host_allocations() == base
 

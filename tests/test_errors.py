@@ -241,10 +241,9 @@ def _exception_classes_reachable_from_pyacl_rt() -> dict[str, type[BaseException
     modules and of every loaded pyacl_rt module (private ones included), whose name is
     public (no leading underscore)."""
     import importlib
+    import pkgutil
 
     import pyacl_rt
-
-    import pkgutil
 
     # every module of the package, not only those an earlier test happened to import (the
     # CLI's modules load lazily: an error class there was found only after test_layers ran)

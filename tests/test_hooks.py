@@ -189,6 +189,9 @@ def test_package_release_hooks_priorities() -> None:
     got = {
         k: p for k, p in _registered(_runtime.release_hooks).items() if k.startswith("pyacl_rt.")
     }
+    # registered lazily, by the first kernel twin (so only after a test that ran one)
+    twins = got.pop("pyacl_rt._twins._release_all", P.PRIORITY_STREAMS + 70)
+    assert twins == P.PRIORITY_STREAMS + 70
     assert got == {
         "pyacl_rt._releaser.stop": P.PRIORITY_FIRST,
         "pyacl_rt._ipc._release": P.PRIORITY_EVENTS - 10,

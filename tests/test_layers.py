@@ -21,7 +21,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -93,6 +92,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "pyacl_rt._memcore",
             "pyacl_rt._memory",
+            "pyacl_rt._memory.registry",
             "pyacl_rt._memory.records",
             "pyacl_rt._memory.torchstats",
             "pyacl_rt._memory.backend",
@@ -376,25 +376,165 @@ def test_architecture_doc_names_every_layer_and_module() -> None:
 
 
 # ------------------------------------------------- private names across modules
-#: Issue 13 item 1 ratchet: inside the package, names one module imports from another
-#: and private attributes read on objects other than ``self``/``cls`` should be few
-#: (package-internal names lose their underscore; Stream/Event/buffers get an internal
-#: interface). Until that is done these are the counts of today: they may only fall.
-#: Lower them in the commit that removes uses.
-PRIVATE_IMPORT_BUDGET = 35
-#: 201: +1 for sys._getframe in _sanitize (the user's line that enqueued a task; CPython's
-#: documented frame access, as in _syncdebug and _loader), not another object's state.
-PRIVATE_ATTRIBUTE_BUDGET = 201
+#: Issue 13 item 1: inside the package, names one module imports from another and private
+#: attributes read on objects other than ``self``/``cls`` are an explicit allow-list, keyed
+#: by (module, name), each with its reason. A new use fails (give the name no underscore, or
+#: use the object's internal interface: ``ctx_ref``, ``raw_handle``, ``dev_index``,
+#: ``stream_state``, ``mem`` ...), and so does an entry nothing uses any more (remove it).
+#: The reasons:
+#: the module that defines it reads it on another instance of its own class (or on its
+#: own module-level object): private to that module all the same.
+OWN_CLASS = "read by the module that defines it (another instance of its class)"
+#: Python's own underscore API (``sys._getframe``, ``namedtuple._fields``).
+PYTHON_API = "Python's underscore API"
+#: a name of a compiled module (``_fastcall``'s gate, ``_cachecore``'s capsule) or one a
+#: compiled module looks up by name: renaming it means changing the C source in step.
+C_NAME = "compiled-module name (C looks it up / defines it)"
+#: a package-internal helper or attribute shared by a few modules that still has its
+#: underscore: to be renamed (issue 13 item 1, not done yet).
+PENDING = "package-internal, rename pending (issue 13 item 1)"
+
+PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    ("_allocator.__init__", "_C_API"): C_NAME,
+    ("_allocator._history", "_KEY_BASE"): PENDING,
+    ("_dlpack", "_Side"): PENDING,
+    ("_memory.engine", "_Side"): PENDING,
+    ("_memory.keepalive", "_Side"): PENDING,
+    ("_event", "_StreamState"): PENDING,
+    ("_ipc.event", "_call"): PENDING,
+    ("_memory.engine", "_check_2d"): PENDING,
+    ("_graph", "_device_allocator"): PENDING,
+    ("_context", "_fast_get_current_context"): PENDING,
+    ("_memory.engine", "_finish"): PENDING,
+    ("_memory.buffers", "_free_mem"): PENDING,
+    ("_memory.args", "_hold"): PENDING,
+    ("_dlpack", "_host_wait"): PENDING,
+    ("_memory.engine", "_host_wait"): PENDING,
+    ("_memory.buffers", "_int_arg"): PENDING,
+    ("_memory.engine", "_int_arg"): PENDING,
+    ("_dlpack", "_live"): PENDING,
+    ("_graph", "_live"): PENDING,
+    ("_ipc.memory", "_local"): PENDING,
+    ("_memory.engine", "_memset_range"): PENDING,
+    ("_kernels.builtin", "_note"): PENDING,
+    ("_kernels.launcher", "_note"): PENDING,
+    ("_memory.buffers", "_note"): PENDING,
+    ("_memory.engine", "_note"): PENDING,
+    ("_memory.buffers", "_offsets"): PENDING,
+    ("_memory.engine", "_offsets"): PENDING,
+    ("_memory.buffers", "_process_deferred"): PENDING,
+    ("_memory.engine", "_resolve"): PENDING,
+    ("_memory.buffers", "_resolve_pair"): PENDING,
+    ("_memory.engine", "_resolve_pair"): PENDING,
+    ("_devinfo", "_soc_name"): PENDING,
+    ("_event", "_timeout_ms"): PENDING,
+    ("_kernels.builtin", "_wait_streams"): PENDING,
+    ("_memory.keepalive", "_wait_streams"): PENDING,
+}
+PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
+    ("_stream", "_ReportThread"): PENDING,
+    ("_event", "_StreamState"): PENDING,
+    ("_ipc.event", "_adopt"): PENDING,
+    ("_event", "_at"): OWN_CLASS,
+    ("_event", "_bind"): OWN_CLASS,
+    ("_kernels.config", "_blocks"): OWN_CLASS,
+    ("_kernels.launcher", "_blocks"): PENDING,
+    ("_kernels.launcher", "_cfg"): PENDING,
+    ("_memory.buffers", "_check_stream"): PENDING,
+    ("_kernels.launcher", "_code"): PENDING,
+    ("_kernels.objectcode", "_code"): OWN_CLASS,
+    ("_ipc.event", "_create_now"): PENDING,
+    ("_kernels.launcher", "_cur"): PENDING,
+    ("_kernels.objectcode", "_cur"): OWN_CLASS,
+    ("_kernels.launcher", "_dev"): PENDING,
+    ("_kernels.objectcode", "_dev"): OWN_CLASS,
+    ("_graph", "_device"): OWN_CLASS,
+    ("_memory.buffers", "_do_copy"): PENDING,
+    ("_callbacks", "_errors"): PENDING,
+    ("_memory.records", "_exports"): PENDING,
+    ("_device", "_fallback_device"): C_NAME,
+    ("_ipc.memory", "_fields"): PYTHON_API,
+    ("_options", "_fields"): PYTHON_API,
+    ("_context", "_finalizer"): OWN_CLASS,
+    ("_event", "_finalizer"): OWN_CLASS,
+    ("_stream", "_forget_context"): PENDING,
+    ("_kernels.launcher", "_func"): PENDING,
+    ("_kernels.objectcode", "_func"): OWN_CLASS,
+    ("_runtime", "_gate_after_fork"): C_NAME,
+    ("_state", "_gate_api"): C_NAME,
+    ("_runtime", "_gate_close"): C_NAME,
+    ("_state", "_gate_enter"): C_NAME,
+    ("_state", "_gate_exit"): C_NAME,
+    ("_runtime", "_gate_open"): C_NAME,
+    ("_runtime", "_gate_release"): C_NAME,
+    ("_runtime", "_gate_state"): C_NAME,
+    ("_state", "_gate_try_enter"): C_NAME,
+    ("_state", "_gated"): C_NAME,
+    ("_allocator._history", "_getframe"): PYTHON_API,
+    ("_raw._loader", "_getframe"): PYTHON_API,
+    ("_sanitize", "_getframe"): PYTHON_API,
+    ("_syncdebug", "_getframe"): PYTHON_API,
+    ("_callbacks", "_graveyard"): OWN_CLASS,
+    ("_ipc.memory", "_hold"): OWN_CLASS,
+    ("_device", "_index"): OWN_CLASS,
+    ("_device", "_instances"): PENDING,
+    ("_memory.keepalive", "_keep_alive"): PENDING,
+    ("_stream", "_kind"): OWN_CLASS,
+    ("testing._leaks", "_live"): PENDING,
+    ("_hooks", "_lock"): OWN_CLASS,
+    ("_watch", "_lock"): OWN_CLASS,
+    ("_kernels.objectcode", "_make"): OWN_CLASS,
+    ("_state", "_make_inert"): PENDING,
+    ("_stream", "_make_inert"): OWN_CLASS,
+    ("_kernels.launcher", "_name"): PENDING,
+    ("_kernels.objectcode", "_name"): OWN_CLASS,
+    ("cli", "_no_device_reason"): PENDING,
+    ("_memory.buffers", "_not_host"): OWN_CLASS,
+    ("_event", "_owner"): OWN_CLASS,
+    ("_kernels.launcher", "_param_list"): PENDING,
+    ("_kernels.objectcode", "_params"): OWN_CLASS,
+    ("_dlpack", "_parent"): PENDING,
+    ("_stream", "_poll_watch"): OWN_CLASS,
+    ("_graph", "_pool_for"): OWN_CLASS,
+    ("_kernels.launcher", "_pools"): PENDING,
+    ("_kernels.objectcode", "_pools"): OWN_CLASS,
+    ("_memory.buffers", "_primary_defaults"): PENDING,
+    ("_memory.stats", "_process_deferred"): PENDING,
+    ("_event", "_recorded"): OWN_CLASS,
+    ("_context", "_ref"): OWN_CLASS,
+    ("_stream", "_setup"): OWN_CLASS,
+    ("_ipc.mp", "_share_only"): PENDING,
+    ("_event", "_side_stream"): PENDING,
+    ("_allocator.__init__", "_snapshot_builder"): PENDING,
+    ("_graph", "_st"): OWN_CLASS,
+    ("_event", "_timing"): OWN_CLASS,
+    ("_ipc.event", "_use"): OWN_CLASS,
+    ("_ipc.memory", "_use"): OWN_CLASS,
+    ("_device", "_values"): OWN_CLASS,
+    ("_kernels.config", "_values"): OWN_CLASS,
+    ("_allocator._device", "_wait_device"): PENDING,
+    ("_context", "_wait_device"): PENDING,
+    ("_device", "_wait_device"): PENDING,
+    ("_event", "_wait_event"): PENDING,
+    ("_event", "_wait_on"): OWN_CLASS,
+    ("_memory.engine", "_wait_stream"): PENDING,
+    ("_memory.records", "_wait_stream"): PENDING,
+    ("_stream", "_wait_stream"): PENDING,
+    ("_stream", "_wrap"): OWN_CLASS,
+}
 
 
-def _private_uses() -> tuple[Counter[str], Counter[str]]:
+def _private_uses() -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(module, name) of every cross-module underscore import and every read of a private
+    attribute of an object other than ``self``/``cls`` in the package."""
     modules = {p.stem for p in PKG.rglob("*.py")} | {p.name for p in PKG.iterdir() if p.is_dir()}
     modules |= {"_lowlevel_cffi", "_fastcall", "_memcore", "_cachecore", "_dlpack_c"}
-    imports: Counter[str] = Counter()
-    attrs: Counter[str] = Counter()
+    imports: set[tuple[str, str]] = set()
+    attrs: set[tuple[str, str]] = set()
     for path in PKG.rglob("*.py"):
         if path.name in ("_abi_data.py", "_abi_runtime.py"):
             continue
+        mod = str(path.relative_to(PKG).with_suffix("")).replace("/", ".")
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (
                 node.level > 0 or (node.module or "").startswith("pyacl_rt")
@@ -402,26 +542,33 @@ def _private_uses() -> tuple[Counter[str], Counter[str]]:
                 for alias in node.names:
                     name = alias.name
                     if name.startswith("_") and not name.startswith("__") and name not in modules:
-                        imports[name] += 1
+                        imports.add((mod, name))
             elif (
                 isinstance(node, ast.Attribute)
                 and node.attr.startswith("_")
                 and not node.attr.startswith("__")
                 and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
             ):
-                attrs[node.attr] += 1
+                attrs.add((mod, node.attr))
     return imports, attrs
 
 
-def test_private_names_across_modules_do_not_grow() -> None:
+def test_private_names_across_modules_are_the_allowed_ones() -> None:
     imports, attrs = _private_uses()
-    assert sum(imports.values()) <= PRIVATE_IMPORT_BUDGET, (
-        f"{sum(imports.values())} imports of underscore names from other pyacl_rt modules "
-        f"(budget {PRIVATE_IMPORT_BUDGET}); give package-internal names no underscore: "
-        f"{imports.most_common(20)}"
+    new_imports = sorted(imports - PRIVATE_IMPORTS_ALLOWED.keys())
+    assert not new_imports, (
+        f"imports of underscore names from other pyacl_rt modules (module, name): "
+        f"{new_imports}; give package-internal names no underscore"
     )
-    assert sum(attrs.values()) <= PRIVATE_ATTRIBUTE_BUDGET, (
-        f"{sum(attrs.values())} reads of private attributes of other objects (budget "
-        f"{PRIVATE_ATTRIBUTE_BUDGET}); use the object's internal interface: "
-        f"{attrs.most_common(20)}"
+    new_attrs = sorted(attrs - PRIVATE_ATTRIBUTES_ALLOWED.keys())
+    assert not new_attrs, (
+        f"reads of private attributes of other objects (module, attribute): {new_attrs}; "
+        f"use the object's internal interface"
     )
+    stale = sorted(PRIVATE_IMPORTS_ALLOWED.keys() - imports) + sorted(
+        PRIVATE_ATTRIBUTES_ALLOWED.keys() - attrs
+    )
+    assert not stale, f"allow-list entries nothing uses any more (remove them): {stale}"
+    reasons = {OWN_CLASS, PYTHON_API, C_NAME, PENDING}
+    allowed = {**PRIVATE_IMPORTS_ALLOWED, **PRIVATE_ATTRIBUTES_ALLOWED}
+    assert set(allowed.values()) <= reasons

@@ -27,6 +27,7 @@ from pyacl_rt import _runtime as runtime
 from pyacl_rt import _stream as S
 from pyacl_rt._memory import backend as _membackend
 from pyacl_rt._memory import records as R
+from pyacl_rt._memory.registry import memory
 from pyacl_rt.mock import mock_control
 
 KiB = 1 << 10
@@ -71,7 +72,7 @@ def test_cache_hits_run_in_c() -> None:
         M.DeviceBuffer(4 * KiB).close()  # the current stream
         M.HostBuffer(4 * KiB).close()
         with M.DeviceBuffer(100, stream=s) as b:
-            assert b._m.fast and b._m.rel is not None
+            assert b.mem.fast and b.mem.rel is not None
         M.DeviceBuffer(4 * KiB, stream=s)  # dropped: freed by its reference count
     d = delta(before)
     assert d == {"device_alloc": 40, "device_free": 40, "host_alloc": 10, "host_free": 10}
@@ -85,7 +86,7 @@ def test_hit_path_buffer_is_a_complete_buffer() -> None:
     s = S.Stream(0)
     warm(s)
     b = M.DeviceBuffer(4096, stream=s)
-    assert b._m.fast and b._m.registered and b.nbytes == len(b) == 4096
+    assert b.mem.fast and b.mem.registered and b.nbytes == len(b) == 4096
     assert b.device_index == 0 and not b.is_view and "4096 bytes" in repr(b)
     assert M.memory_allocated() == 4096 and R.counters(0)["allocated"] == 4096
     v = b[100:200]
@@ -98,7 +99,7 @@ def test_hit_path_buffer_is_a_complete_buffer() -> None:
     del v
     assert ref() is None and M.memory_allocated() == 0 and R.counters(0)["allocated"] == 0
     h = M.HostBuffer(64)
-    assert h._m.fast and h._m.owner is h
+    assert h.mem.fast and h.mem.owner is h
     np.asarray(h)[:] = 3
     assert h.tobytes() == b"\x03" * 64
     h.close()
@@ -141,7 +142,7 @@ def test_misses_and_other_cases_take_the_python_path() -> None:
     b = M.DeviceBuffer(np.int64(4096), stream=s)  # an __index__ size
     c = M.DeviceBuffer(4096, device=D.Device(0), stream=s)  # a Device object
     n = M.DeviceBuffer(4096, stream=s, policy=M.ACL_MEM_MALLOC_HUGE_ONLY)  # one aclrtMalloc
-    assert n._m.rel is None and not n._m.fast
+    assert n.mem.rel is None and not n.mem.fast
     for x in (big, b, c, n):
         x.close()
     assert delta(before)["device_alloc"] == 0
@@ -191,7 +192,7 @@ def test_explicit_context_allocates_in_it() -> None:
     ctx = Context(0)
     with ctx:
         b = M.DeviceBuffer(4096)
-        assert b._m.rel is None and b._m.keep is ctx  # keeps its Context alive
+        assert b.mem.rel is None and b.mem.keep is ctx  # keeps its Context alive
     b.close()
     ctx.close()
     assert delta(before)["device_alloc"] == 0
@@ -204,7 +205,7 @@ def test_native_backend_and_history_take_the_python_path() -> None:
     try:
         before = fast()
         b = M.DeviceBuffer(4096, stream=s)
-        assert b._m.rel is None
+        assert b.mem.rel is None
         b.close()
         assert delta(before)["device_alloc"] == 0
     finally:
@@ -233,10 +234,10 @@ def test_close_refused_while_exported_or_in_use() -> None:
     assert not b.closed
     del cap
     gc.collect()
-    assert b._m.hold() == b.ptr
+    assert b.mem.hold() == b.ptr
     with pytest.raises(BufferError, match="another thread"):
         b.close()
-    b._m.unhold()
+    b.mem.unhold()
     b.close()
     assert b.closed and M.memory_allocated() == 0
     h = M.HostBuffer(64)
@@ -297,19 +298,19 @@ def test_collected_on_a_callback_thread_is_deferred(gate: Any) -> None:
     s.synchronize()
     assert seen == [True]
     M.empty_cache()  # waits for the releaser
-    assert not R._deferred and M.memory_allocated(0) == 0
+    assert not memory.deferred and M.memory_allocated(0) == 0
     s.close()
 
 
 def test_deferred_frees_are_done_by_the_next_allocation() -> None:
     warm()
     b = M.DeviceBuffer(4096)
-    with R._live_lock:
-        R._deferred.append(b._m)  # as a host-callback thread leaves it
+    with memory.live_lock:
+        memory.deferred.append(b.mem)  # as a host-callback thread leaves it
     before = fast()
     c = M.DeviceBuffer(4096)
     assert delta(before)["device_alloc"] == 0  # the Python path freed it first
-    assert not R._deferred and b._m.base == 0
+    assert not memory.deferred and b.mem.base == 0
     c.close()
 
 
@@ -364,7 +365,7 @@ def test_finalize_frees_hit_path_buffers_and_a_new_runtime_serves_again() -> Non
     warm(s)
     b = M.DeviceBuffer(4096, stream=s)
     h = M.HostBuffer(4096)
-    assert b._m.fast and h._m.fast
+    assert b.mem.fast and h.mem.fast
     runtime.finalize()
     assert b.closed and h.closed and _memcore.live_count() == 0 and not _memcore.pools()
     b.close()  # no-op after finalize
@@ -391,7 +392,7 @@ def test_hit_paths_on_another_thread_during_finalize_pass_the_gate() -> None:
     b = M.DeviceBuffer(4096, stream=s)
     h = M.HostBuffer(4096)
     box = [M.DeviceBuffer(4096, stream=s), M.HostBuffer(4096)]
-    assert b._m.fast and h._m.fast and all(x._m.fast for x in box)
+    assert b.mem.fast and h.mem.fast and all(x.mem.fast for x in box)
     seen: dict[str, Any] = {}
     go, done = threading.Event(), threading.Event()
 
@@ -462,7 +463,7 @@ def test_fork_child_forgets_hit_path_buffers(run_python: Any) -> None:
         M.HostBuffer(64).close()
         a = M.DeviceBuffer(64)
         h = M.HostBuffer(64)
-        assert a._m.fast and h._m.fast
+        assert a.mem.fast and h.mem.fast
         pid = os.fork()
         if pid == 0:
             ok = a.closed and h.closed and _memcore.live_count() == 0 and not _memcore.pools()
@@ -524,20 +525,20 @@ def test_mem_record_operations() -> None:
 
 def test_buffer_base_attributes() -> None:
     b = M.DeviceBuffer.__new__(M.DeviceBuffer)
-    assert b._m is _memcore.DEAD and b.closed and not b._owns
+    assert b.mem is _memcore.DEAD and b.closed and not b._owns
     b.close()  # an empty object: nothing to do
     with pytest.raises(AttributeError, match="readonly"):
-        b._m = _memcore.DEAD  # type: ignore[misc]
+        b.mem = _memcore.DEAD  # type: ignore[misc]
     real = M.DeviceBuffer(64)
     assert real._owns
     with pytest.raises(AttributeError, match="readonly"):
-        real._n = 5  # type: ignore[misc]
+        real.window_nbytes = 5  # type: ignore[misc]
     with pytest.raises(IndexError, match="outside a buffer of 64 bytes"):
         real._view(60, 8)
     with pytest.raises(RuntimeError, match="called again"):
         M.DeviceBuffer.__init__(real, 64)
     with pytest.raises(RuntimeError, match="already owns"):
-        real._own(_memcore.Mem(1, 1, 0, None))
+        real.own_mem(_memcore.Mem(1, 1, 0, None))
     real.close()
 
 

@@ -182,7 +182,7 @@ def test_zero_size_operations_still_validate_the_stream(trap: Trap) -> None:
     for op in host_ops:
         op(other)
     assert trap() == 0
-    assert not dev._m.inuse and not host._m.inuse
+    assert not dev.mem.inuse and not host.mem.inuse
     dev.close()
     host.close()
     other.close()

@@ -18,6 +18,7 @@ from pyacl_rt import _memory as M
 from pyacl_rt import _stream as S
 from pyacl_rt import errors
 from pyacl_rt._memory import records as R
+from pyacl_rt._memory.registry import memory
 from pyacl_rt.mock import mock_control
 
 # These tests pin down the native backend (one aclrtMalloc per buffer, ordered free);
@@ -98,7 +99,7 @@ def test_close_refused_while_host_operation_runs_in_another_thread(gate: Any, op
 
     t = threading.Thread(target=worker)
     t.start()
-    _wait_in_use(h._m)
+    _wait_in_use(h.mem)
     with pytest.raises(BufferError, match="another thread is still using"):
         h.close()
     assert not h.closed and host_allocations() == base + 1
@@ -106,7 +107,7 @@ def test_close_refused_while_host_operation_runs_in_another_thread(gate: Any, op
         R._finalize_guard()  # what runtime.finalize() runs first
     gate.release.set()
     t.join(60)
-    assert not errs and not h._m.inuse
+    assert not errs and not h.mem.inuse
     if op != "copy-src":
         assert np.asarray(h)[4095] == (7 if op == "memset" else 5)
     h.close()
@@ -127,7 +128,7 @@ def test_device_buffer_close_refused_while_resolved() -> None:
     assert not buf.closed and view.ptr == buf.ptr + 8
     side.release()
     side.release()  # idempotent
-    assert not buf._m.inuse
+    assert not buf.mem.inuse
     # failures and zero-byte early returns drop the mark too
     with pytest.raises(ValueError):
         M.copy(buf, b"x" * 100)
@@ -136,7 +137,7 @@ def test_device_buffer_close_refused_while_resolved() -> None:
     M.memset(buf, 1, 0)
     with pytest.raises(ValueError):
         buf.copy_to_host_async(bytearray(8), offset=100)
-    assert not buf._m.inuse
+    assert not buf.mem.inuse
     buf.close()
     assert view.closed
 
@@ -193,7 +194,7 @@ def test_free_from_host_callback_is_deferred(gate: Any) -> None:
     gate.release.set()
     s.synchronize()
     M.empty_cache()  # waits for the releaser thread, which frees it
-    assert allocations(0) == base and not R._deferred
+    assert allocations(0) == base and not memory.deferred
     s.close()
     other.close()
 
@@ -529,14 +530,14 @@ def test_failed_operations_release_every_side() -> None:
     with pytest.raises(ValueError, match="stream is on device 1"):
         M.copy(dev, ba, stream=S.Stream(1))
     ba.extend(b"x")  # not exported any more
-    assert not dev._m.inuse
+    assert not dev.mem.inuse
 
     d = A._resolve(dev, "dst", True)
     s = A._resolve(ba, "src", False)
     with pytest.raises(KeyboardInterrupt), A.ReleaseOnExit(d, s):
         raise KeyboardInterrupt
     ba.extend(b"y")
-    assert not dev._m.inuse and d.cd is None and s.cd is None
+    assert not dev.mem.inuse and d.cd is None and s.cd is None
     with A.ReleaseOnExit(d, s):  # success: nothing released twice, nothing raised
         pass
     dev.close()

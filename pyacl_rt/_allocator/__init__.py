@@ -44,6 +44,7 @@ from .._device import DeviceLike, context_for, device_count, device_index_arg
 from .._hooks import fork_hooks
 from .._memory import backend as _membackend
 from .._memory.backend import NATIVE
+from .._memory.registry import memory
 from .._memory.torchstats import stats_dict
 from .._state import CtxRef, current
 from .._stream import Stream, current_stream
@@ -99,7 +100,7 @@ class CachingBackend:
         if a is None or a.ctx is not ctx:
             a = self.allocator(index, ctx)
         sp = a.pools.get(stream.raw_handle)
-        if sp is None or sp.state is not stream._state:
+        if sp is None or sp.state is not stream.stream_state:
             sp = a.pool(stream)
         return sp
 
@@ -128,7 +129,7 @@ class CachingBackend:
         a, key = owner.alloc, owner.key
         # Next time, DeviceBuffer's C hit path serves this stream from that cache by
         # itself (a capturing stream: from the graph's pool until the capture ends).
-        _memcore.remember_device(a.core, key, stream._state, ctx, owner, a.trim, a.gen)
+        _memcore.remember_device(a.core, key, stream.stream_state, ctx, owner, a.trim, a.gen)
         p: int = a.core.alloc(key, nbytes)
         if not p:
             p = a.allocate_slow(key, nbytes)
@@ -194,15 +195,13 @@ class CachingBackend:
 
 
 _backend = CachingBackend()
-#: address -> stream cache of blocks handed out by caching_allocator_alloc
-_raw_owner: dict[int, StreamPool] = {}
 
 
 def _release() -> None:
     """Release hook (after the memory layer freed every buffer into the caches)."""
     global _hot
     _hot = [None, None]
-    _raw_owner.clear()
+    memory.raw_owner.clear()
     _memcore.forget_pools()
     _backend.teardown(free=True)
 
@@ -215,8 +214,7 @@ def _after_fork_in_child() -> None:
     _backend.host = None
     global _hot
     _hot = [None, None]
-    _raw_owner.clear()
-    _memcore.forget_pools()
+    _memcore.forget_pools()  # (the memory registry's raw_owner: reset by its fork hook)
     _guards.forget()
     _history.forget()
 
@@ -276,18 +274,18 @@ def caching_allocator_alloc(nbytes: int, device: DeviceLike = None, stream: Any 
         stream = current_stream(device_index_arg(device))
     elif stream.__class__ is not Stream and not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    elif device is not None and device_index_arg(device) != stream._device:
+    elif device is not None and device_index_arg(device) != stream.dev_index:
         raise ValueError(
-            f"stream is on device {stream._device}, not device {device_index_arg(device)}"
+            f"stream is on device {stream.dev_index}, not device {device_index_arg(device)}"
         )
     if stream.ctx_ref.device < 0:
         stream.ensure_current()  # raises: closed or finalized
     hot = _hot  # the same Stream object as last time: its cache
-    sp = hot[1] if hot[0] is stream._state else _stream_pool(stream)
+    sp = hot[1] if hot[0] is stream.stream_state else _stream_pool(stream)
     p: int = sp.core.alloc(sp.key, nbytes) or sp.alloc.allocate_slow(sp.key, nbytes)
-    _raw_owner[p] = sp
+    memory.raw_owner[p] = sp
     if _history.enabled:
-        _history.event(stream._device, "alloc", p, (sp.core.block(p) or (0,))[0], sp.key)
+        _history.event(stream.dev_index, "alloc", p, (sp.core.block(p) or (0,))[0], sp.key)
     return p
 
 
@@ -301,8 +299,8 @@ def _stream_pool(stream: Stream) -> StreamPool:
     ctx = stream.ctx_ref
     if ctx.owner is not None:
         raise ValueError("the caching allocator serves streams of primary contexts only")
-    sp = _backend.stream_pool(stream._device, ctx, stream)
-    _hot = [stream._state, sp]
+    sp = _backend.stream_pool(stream.dev_index, ctx, stream)
+    _hot = [stream.stream_state, sp]
     return sp
 
 
@@ -311,7 +309,7 @@ def caching_allocator_delete(ptr: int) -> None:
     cache, at once: use the memory only on that stream, or synchronize first)."""
     if ptr.__class__ is not int:
         ptr = index_arg(ptr, "ptr", "an int address from caching_allocator_alloc")
-    sp = _raw_owner.pop(ptr, None)
+    sp = memory.raw_owner.pop(ptr, None)
     if sp is None:
         raise ValueError(f"0x{ptr:x} is not an address from caching_allocator_alloc")
     if _history.enabled:
@@ -331,9 +329,9 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
         stream = current_stream(device_index_arg(device))
     elif not isinstance(stream, Stream):
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
-    elif device is not None and device_index_arg(device) != stream._device:
+    elif device is not None and device_index_arg(device) != stream.dev_index:
         raise ValueError(
-            f"stream is on device {stream._device}, not device {device_index_arg(device)}"
+            f"stream is on device {stream.dev_index}, not device {device_index_arg(device)}"
         )
     if stream.ctx_ref.device < 0:
         stream.ensure_current()  # raises: closed or finalized
@@ -346,7 +344,7 @@ def caching_allocator(stream: Any = None, device: DeviceLike = None) -> Raw:
     def traced_free(ptr: int) -> None:
         if ptr.__class__ is not int:
             ptr = index_arg(ptr, "ptr", "an int address from this allocator")
-        _raw_owner.pop(ptr, None)
+        memory.raw_owner.pop(ptr, None)
         if _history.enabled:
             sp.alloc.trace_free(ptr, sp.key, pending=False)
         r = sp.core.free(ptr)

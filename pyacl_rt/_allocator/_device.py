@@ -58,7 +58,7 @@ class StreamPool:
         self.key = stream.raw_handle
         #: the stream's private state list: identifies the Stream object (a handle
         #: may be reused by a new stream once the old one is destroyed)
-        self.state = stream._state
+        self.state = stream.stream_state
         self.stream = weakref.ref(stream)
 
     def release(self, m: Mem, base: int) -> None:
@@ -124,7 +124,7 @@ class DeviceAllocator:
     def pool(self, stream: Stream) -> StreamPool:
         """The releaser of ``stream`` (replaced when a new stream reuses a handle)."""
         sp = self.pools.get(stream.raw_handle)
-        if sp is None or sp.state is not stream._state:
+        if sp is None or sp.state is not stream.stream_state:
             sp = self.pools[stream.raw_handle] = StreamPool(self, stream)
         return sp
 

@@ -207,7 +207,7 @@ def handle(buf: DeviceBuffer, pids: object = None) -> IpcMemHandle:
     n = buf.nbytes
     if not n:
         raise ValueError("an empty DeviceBuffer (0 bytes) has no memory to share")
-    m = buf._m
+    m = buf.mem
     if isinstance(m.release, _Release) and m.release.origin is not None:
         return _forward(buf, m.release, pid_set)
     if m.release is not None:
@@ -263,7 +263,7 @@ def _forward(buf: DeviceBuffer, rel: _Release, pids: frozenset[int] | None) -> I
     assert o is not None
     h = IpcMemHandle(
         o.key,
-        o.offset + (buf.ptr - buf._m.ptr),
+        o.offset + (buf.ptr - buf.mem.ptr),
         buf.nbytes,
         o.size,
         o.pid,
@@ -484,7 +484,7 @@ def _open(
     m = Mem(entry[0] + offset, nbytes, entry[2].device, entry[2])
     m.release = _Release(key, use, origin)
     buf = DeviceBuffer.__new__(DeviceBuffer)
-    buf._own(m)
+    buf.own_mem(m)
     return buf
 
 

@@ -78,11 +78,11 @@ def _device_buffer(obj: object, name: str, where: str) -> tuple[Any, int, int]:
     """``(record, address, nbytes)`` of a DeviceBuffer argument."""
     if not isinstance(obj, DeviceBuffer):
         raise TypeError(f"{where}: {name} must be a DeviceBuffer, not {type_name(obj)}")
-    m = obj._m
+    m = obj.mem
     p = m.ptr
     if not p:
         raise_closed(m, f"{where}: {name}")
-    return m, p + obj._off, obj._n
+    return m, p + obj.mem_offset, obj.window_nbytes
 
 
 def _stream_for(stream: object, device: int, where: str) -> Stream:
@@ -99,7 +99,7 @@ def _stream_for(stream: object, device: int, where: str) -> Stream:
 
 
 def _finish(st: Stream, *mems: Any) -> None:
-    tok = st._state
+    tok = st.stream_state
     for m in mems:
         if m.last is not tok:
             _note(m, st)
@@ -304,7 +304,7 @@ class RandomGenerator:
         self._seed = s
         self._counter = DeviceBuffer(8, device=device)  # type: ignore[arg-type]
         self._counter.memset(0)
-        self._device = self._counter._m.device
+        self._device = self._counter.mem.device
 
     @property
     def seed(self) -> int:
@@ -323,7 +323,7 @@ class RandomGenerator:
             refuse_in_callback("RandomGenerator.offset()")
         if sync_debug_active():
             check_sync("RandomGenerator.offset()")
-        _wait_streams(self._counter._m, forget=False)
+        _wait_streams(self._counter.mem, forget=False)
         return int.from_bytes(self._counter.copy_to_host(), "little")
 
     def _fill(self, out: DeviceBuffer, distribution: str, stream: Stream | None, **kw: Any) -> None:

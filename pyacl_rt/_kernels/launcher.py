@@ -73,8 +73,8 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     """
     try:
         sig, pool = kernel._cur  # one read: another thread may switch signatures
-        bs = kernel._state
-        tok = stream._state
+        bs = kernel.bin_state
+        tok = stream.stream_state
         ctx = stream.ctx_ref
         blocks = config._blocks
         cfg = config._cfg
@@ -105,14 +105,14 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
                 # (freeing it now waits for the stream; the caching allocator orders
                 # reuse after it), then launch. Noted first: harmless if the launch fails.
                 a = args[r]
-                _note_buffer(stream, r, a, a._m)
+                _note_buffer(stream, r, a, a.mem)
             elif r == -1:  # another signature: plan it
                 pool.append(plan)
                 plan = None
                 return _launch_slow(stream, config, kernel, args)
             else:
                 a = args[-2 - r]
-                raise_closed(a._m, f"launch(): argument {-2 - r} ({type(a).__name__})")
+                raise_closed(a.mem, f"launch(): argument {-2 - r} ({type(a).__name__})")
     except BaseException:
         if plan is not None:
             pool.append(plan)
@@ -122,7 +122,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
 
 
 def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
-    dev = stream._device
+    dev = stream.dev_index
     if m.device < 0:
         _host_memory(i, a)
     if m.device != dev:
@@ -131,9 +131,9 @@ def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
 
 
 def _note_binary(stream: Stream, kernel: Kernel) -> None:
-    if kernel._dev != stream._device:
-        _wrong_device(-1, kernel, kernel._dev, stream._device)
-    kernel._state.note(stream)
+    if kernel._dev != stream.dev_index:
+        _wrong_device(-1, kernel, kernel._dev, stream.dev_index)
+    kernel.bin_state.note(stream)
 
 
 def _launch_type_error(stream: object, config: object, kernel: object) -> NoReturn:
@@ -166,7 +166,7 @@ def _host_memory(i: int, a: object) -> NoReturn:
 
 def _arg_kind(i: int, a: object, name: str) -> tuple[object, int]:
     """The signature kind of argument ``i`` and its size in bytes."""
-    m = getattr(a, "_m", None)
+    m = getattr(a, "mem", None)
     if isinstance(m, Mem):
         if m.device < 0:
             _host_memory(i, a)

@@ -77,7 +77,7 @@ class _BinState:
 
     def note(self, stream: Stream) -> None:
         """Remember that a kernel of this binary was launched on ``stream``."""
-        self.last = stream._state
+        self.last = stream.stream_state
         r = weakref.ref(stream)
         if r not in self.streams:
             self.streams.append(r)
@@ -128,7 +128,7 @@ class ObjectCode:
     (``ACL_RT_BINARY_LOAD_OPT_MAGIC``).
     """
 
-    __slots__ = ("__weakref__", "_finalizer", "_kernels", "_owner", "_path", "_state", "ctx_ref")
+    __slots__ = ("__weakref__", "_finalizer", "_kernels", "_owner", "_path", "bin_state", "ctx_ref")
 
     def __init__(
         self,
@@ -200,13 +200,13 @@ class ObjectCode:
                 data.release()  # the caller's buffer is not kept exported on an error
             check(rc, "aclrtBinaryLoadFromData")
         del keep
-        self._state = _BinState(int(out[0]))
+        self.bin_state = _BinState(int(out[0]))
         self.ctx_ref = ctx
         self._owner = owner_of(ctx)  # keeps an explicit Context alive
         self._path = path
         self._kernels: dict[str, Kernel] = {}
         self._finalizer: weakref.finalize[..., Any] = weakref.finalize(
-            self, _unload, ctx, self._state
+            self, _unload, ctx, self.bin_state
         )
         self._finalizer.atexit = False
         _live.add(self)
@@ -265,7 +265,7 @@ class ObjectCode:
     @property
     def handle(self) -> int:
         """The raw ``aclrtBinHandle`` as an int (0 once closed)."""
-        return self._state.handle
+        return self.bin_state.handle
 
     @property
     def device(self) -> Device:
@@ -286,7 +286,7 @@ class ObjectCode:
     @property
     def closed(self) -> bool:
         """True once unloaded (closed, its Context closed, or the runtime finalized)."""
-        return self._state.handle == 0
+        return self.bin_state.handle == 0
 
     def __repr__(self) -> str:
         src = self._path or "<bytes>"
@@ -297,7 +297,7 @@ class ObjectCode:
     def ensure_current(self) -> None:
         """Make this module's context current on the calling thread (or raise if unloaded)."""
         ctx = self.ctx_ref
-        if ctx.device < 0 or not self._state.handle:
+        if ctx.device < 0 or not self.bin_state.handle:
             if ctx.device < 0 and ctx is not CLOSED_REF:
                 raise_dead(ctx.dead)
             raise errors.ObjectClosedError(
@@ -320,7 +320,7 @@ class ObjectCode:
         self.ensure_current()
         out = local.st.scratch.uptr
         check(
-            lib.aclrtBinaryGetFunction(self._state.handle, name.encode(), out),
+            lib.aclrtBinaryGetFunction(self.bin_state.handle, name.encode(), out),
             "aclrtBinaryGetFunction",
         )
         k = Kernel._make(self, name, int(out[0]))
@@ -331,7 +331,7 @@ class ObjectCode:
         """Unload the binary (``aclrtBinaryUnLoad``) after the streams its kernels were
         launched on finished their work. Idempotent; its kernels cannot be launched
         afterwards."""
-        if self._state.streams and self._state.handle:
+        if self.bin_state.streams and self.bin_state.handle:
             if local.st.in_callback:
                 refuse_in_callback("ObjectCode.close()")
             if sync_debug_active():
@@ -389,14 +389,14 @@ class Kernel:
         "_name",
         "_params",
         "_pools",
-        "_state",
+        "bin_state",
     )
 
     _code: ObjectCode
     _dev: int
     _func: int
     _name: str
-    _state: _BinState
+    bin_state: _BinState
     #: Per argument signature, its packing plans (a list used as a pool: one plan per
     #: concurrent launch); ``_cur`` is (signature, pool) of the last launch, read in one
     #: go by the hot path (see pyacl_rt._kernels.launcher).
@@ -411,7 +411,7 @@ class Kernel:
     def _make(cls, code: ObjectCode, name: str, func: int) -> Kernel:
         k = cls.__new__(cls)
         k._code = code
-        k._state = code._state
+        k.bin_state = code.bin_state
         k._func = func
         k._name = name
         k._dev = code.ctx_ref.device

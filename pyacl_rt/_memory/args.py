@@ -73,7 +73,7 @@ class _Side:
 def _resolve(obj: object, name: str, writable: bool) -> _Side:
     side = _Side()
     side.obj = obj
-    m = getattr(obj, "_m", None)
+    m = getattr(obj, "mem", None)
     if isinstance(m, Mem):  # a DeviceBuffer (or view) or a HostBuffer
         p = _hold(m)
         if not p:
@@ -81,8 +81,8 @@ def _resolve(obj: object, name: str, writable: bool) -> _Side:
         side.m = m
         side.held = True
         owned: Any = obj
-        side.ptr = p + owned._off
-        side.n = owned._n
+        side.ptr = p + owned.mem_offset
+        side.n = owned.window_nbytes
         side.dev = m.device
         return side
     try:

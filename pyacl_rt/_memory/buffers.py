@@ -52,46 +52,46 @@ __all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
 # ============================================================== DeviceBuffer
 class _Buffer:
     """What DeviceBuffer and HostBuffer share (a mixin over their C base, which holds the
-    allocation record ``_m`` and the window ``[_off, _off + _n)`` of it this object
-    covers)."""
+    allocation record ``mem`` and the window ``[mem_offset, mem_offset + window_nbytes)``
+    of it this object covers)."""
 
     __slots__ = ()
 
     if TYPE_CHECKING:  # read-only slots of the C base
 
         @property
-        def _m(self) -> Mem: ...
+        def mem(self) -> Mem: ...
 
         @property
-        def _n(self) -> int: ...
+        def window_nbytes(self) -> int: ...
 
         @property
-        def _off(self) -> int: ...
+        def mem_offset(self) -> int: ...
 
     @property
     def nbytes(self) -> int:
         """Size in bytes (as requested; the runtime may round the allocation up)."""
-        return self._n
+        return self.window_nbytes
 
     def __len__(self) -> int:
-        return self._n
+        return self.window_nbytes
 
     @property
     def ptr(self) -> int:
         """Address (int) of the first byte (device address for a DeviceBuffer); 0 (NULL)
         for a zero-byte allocation. Raises once closed."""
-        m = self._m
+        m = self.mem
         if not m.ptr:
             raise_closed(m, type(self).__name__)
         if not m.nbytes:
             return 0  # DeviceBuffer(0): no memory behind it
-        return m.ptr + self._off
+        return m.ptr + self.mem_offset
 
     @property
     def closed(self) -> bool:
         """True once closed (for a view: or freed with its parent), or made inert by
         finalize."""
-        return not self._m.ptr
+        return not self.mem.ptr
 
     if TYPE_CHECKING:  # implemented by the C base types
 
@@ -180,7 +180,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
             stream: Stream | None = None,
         ) -> None: ...
 
-        def _own(self, m: Mem) -> None:
+        def own_mem(self, m: Mem) -> None:
             """Take the record ``m`` (a new allocation, or a DLPack import): freed by
             ``close()``, garbage collection or finalize."""
 
@@ -218,8 +218,8 @@ class DeviceBuffer(DeviceBase, _Buffer):
         ``b < a``, raises ``IndexError`` naming the bounds."""
         if not isinstance(key, slice):
             _bad_index(self, key)
-        start, stop = _slice_bounds(key, self._n)
-        m = self._m
+        start, stop = _slice_bounds(key, self.window_nbytes)
+        m = self.mem
         if not m.ptr:
             raise_closed(m, "DeviceBuffer")
         return self._view(start, stop - start)  # keeps the parent alive
@@ -234,10 +234,10 @@ class DeviceBuffer(DeviceBase, _Buffer):
             raise TypeError(f"record_stream() needs a Stream, not {type(stream).__name__}")
         if stream.ctx_ref.device < 0:
             stream.ensure_current()  # raises: closed or finalized
-        m = self._m
+        m = self.mem
         if not m.ptr:
             raise_closed(m, "DeviceBuffer")
-        if m.last is not stream._state:
+        if m.last is not stream.stream_state:
             _note(m, stream)
 
     # ----------------------------------------------------------------- IPC
@@ -264,7 +264,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
     @property
     def device(self) -> Device:
         """The :class:`~pyacl_rt.Device` the memory lives on."""
-        m = self._m
+        m = self.mem
         if m.device < 0:
             raise_closed(m, "DeviceBuffer")
         return Device(m.device)
@@ -272,7 +272,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
     @property
     def device_index(self) -> int:
         """Index of the device the memory lives on (-1 once a view is closed)."""
-        return self._m.device
+        return self.mem.device
 
     @property
     def is_view(self) -> bool:
@@ -285,9 +285,9 @@ class DeviceBuffer(DeviceBase, _Buffer):
 
     def __repr__(self) -> str:
         kind = "view" if self._parent is not None else "DeviceBuffer"
-        if not self._m.ptr:
+        if not self.mem.ptr:
             return f"<{kind} closed>"
-        return f"<{kind} {self._n} bytes at 0x{self.ptr:x} on device {self._m.device}>"
+        return f"<{kind} {self.window_nbytes} bytes at 0x{self.ptr:x} on device {self.mem.device}>"
 
     # ------------------------------------------------------------- lifetime
     if TYPE_CHECKING:  # the C base's close(): _DevicePaths.close unless the hit path frees it
@@ -322,9 +322,11 @@ class DeviceBuffer(DeviceBase, _Buffer):
         returns a new ``bytearray`` of the remaining bytes. Returns ``dst``."""
         if dst is None:
             off = _int_arg(offset, "offset")
-            if off > self._n:
-                raise ValueError(f"offset {off} is past the end of the buffer ({self._n} bytes)")
-            dst = bytearray(self._n - off)
+            if off > self.window_nbytes:
+                raise ValueError(
+                    f"offset {off} is past the end of the buffer ({self.window_nbytes} bytes)"
+                )
+            dst = bytearray(self.window_nbytes - off)
         copy(dst, self, src_offset=offset)
         return dst
 
@@ -379,7 +381,7 @@ def _init_device(
             base, rel = records.ZERO_SIZE_BASE, None  # empty batch: ACL cannot allocate 0
         m = Mem(base, n, index, ctx)  # keeps an explicit Context of ctx alive
         m.rel = rel
-        buf._own(m)
+        buf.own_mem(m)
     finally:
         gate_exit()
 
@@ -391,7 +393,7 @@ class _DevicePaths:
     @staticmethod
     def close(self: DeviceBuffer) -> None:
         """``close()`` of an allocation the C hit path does not free."""
-        m = self._m
+        m = self.mem
         if m.exports:
             before_close = factories.ipc_mem_before_close.value  # None: nothing via IPC
             if before_close is not None:
@@ -455,7 +457,7 @@ class HostBuffer(HostBase, _Buffer):
 
         def __init__(self, nbytes: int) -> None: ...
 
-        def _own(self, m: Mem) -> None:
+        def own_mem(self, m: Mem) -> None:
             """Take the record ``m`` (a new allocation, or a DLPack import)."""
 
         def _exports(self) -> int:
@@ -471,10 +473,10 @@ class HostBuffer(HostBase, _Buffer):
 
     # ----------------------------------------------------------- properties
     def __repr__(self) -> str:
-        if not self._m.ptr:
+        if not self.mem.ptr:
             return "<HostBuffer closed>"
-        how = "pinned" if self._m.release is None else "imported (DLPack)"
-        return f"<HostBuffer {self._n} bytes {how} at 0x{self._m.ptr:x}>"
+        how = "pinned" if self.mem.release is None else "imported (DLPack)"
+        return f"<HostBuffer {self.window_nbytes} bytes {how} at 0x{self.mem.ptr:x}>"
 
     # --------------------------------------------------------------- exports
     def memoryview(self) -> builtins.memoryview:
@@ -552,7 +554,7 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
         base, rel = (_mb.current or _mb.device()).allocate_host(ctx, n)
         m = Mem(base, n, -1, ctx)
         m.rel = rel
-        buf._own(m)
+        buf.own_mem(m)
     finally:
         gate_exit()
 
@@ -563,7 +565,7 @@ class _HostPaths:
     @staticmethod
     def close(self: HostBuffer) -> None:
         """``close()`` of a HostBuffer the C hit path does not free."""
-        m = self._m
+        m = self.mem
         if not m.ptr and not m.base:
             return
         if m.rel is None and m.streams and sync_debug_active():  # rel: no wait

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Union
 from .. import _runtime as runtime
 from .. import _sanitize, errors
 from .._args import bool_arg, index_arg
-from .._hooks import factories, fork_hooks
+from .._hooks import factories
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import (
     CtxRef,
@@ -46,6 +46,7 @@ from .args import (
 )
 from .keepalive import _finish, _host_wait, _note
 from .records import Mem, raise_closed
+from .registry import memory
 
 if TYPE_CHECKING:
     from .buffers import DeviceBuffer, HostBuffer
@@ -88,8 +89,6 @@ _wait_stream: Callable[[int, int], None] = fast._wait_stream
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
-
-_peers: set[tuple[CtxRef, int]] = set()
 
 
 def _host_memmove(dst: int, src: int, n: int) -> None:
@@ -155,10 +154,10 @@ def _check_stream(stream: object, devices: tuple[int, ...]) -> None:
         raise TypeError(f"stream must be a Stream or None, not {type(stream).__name__}")
     if stream.ctx_ref.device < 0:
         stream.ensure_current()  # raises: closed, or its runtime was finalized
-    if stream._device not in devices:
+    if stream.dev_index not in devices:
         where = " or ".join(str(d) for d in devices)
         raise ValueError(
-            f"stream is on device {stream._device} but this operation runs on device {where}"
+            f"stream is on device {stream.dev_index} but this operation runs on device {where}"
         )
 
 
@@ -179,7 +178,7 @@ def _ensure_peer(ctx: CtxRef, peer: int) -> bool:
     """Enable access from ``ctx``'s device to ``peer`` once (``ctx`` is current).
     False when the runtime says the devices cannot access each other."""
     key = (ctx, peer)
-    if key in _peers:
+    if key in memory.peers:
         return True
     s = local.st.scratch
     rc = lib.aclrtDeviceCanAccessPeer(s.i32, ctx.device, peer)
@@ -190,7 +189,7 @@ def _ensure_peer(ctx: CtxRef, peer: int) -> bool:
     rc = lib.aclrtDeviceEnablePeerAccess(peer, 0)
     if rc:
         check(rc, "aclrtDeviceEnablePeerAccess")
-    _peers.add(key)
+    memory.peers.add(key)
     return True
 
 
@@ -202,8 +201,8 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
         refuse_in_callback("a cross-device copy between devices without peer access")
     if sync_debug_active():
         check_sync("a copy staged through pinned memory: the devices lack peer access")
-    src_stream = st if st._device == s.dev else current_stream(s.dev)
-    dst_stream = st if st._device == d.dev else current_stream(d.dev)
+    src_stream = st if st.dev_index == s.dev else current_stream(s.dev)
+    dst_stream = st if st.dev_index == d.dev else current_stream(d.dev)
     stage = factories.staging_buffer.get()(n)
     try:
         copy(stage, s.obj, n, src_offset=soff, stream=src_stream)
@@ -229,7 +228,7 @@ def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tupl
         refuse_in_callback("a synchronous copy (use non_blocking=True)")
     st = _pick_stream(stream, _devices(d, s))
     if d.dev >= 0 and s.dev >= 0 and d.dev != s.dev:
-        return st, _ensure_peer(st.ctx_ref, s.dev if st._device == d.dev else d.dev)
+        return st, _ensure_peer(st.ctx_ref, s.dev if st.dev_index == d.dev else d.dev)
     return st, True
 
 
@@ -302,10 +301,10 @@ def memcpy_async(
     no event: the buffers remember the stream so that freeing them waits for it.
     """
     try:
-        dm = dst._m
-        sm = src._m
-        sd = stream._device
-        tok = stream._state
+        dm = dst.mem
+        sm = src.mem
+        sd = stream.dev_index
+        tok = stream.stream_state
     except AttributeError:
         _fast_type_error(dst, src, stream)
         raise
@@ -313,9 +312,9 @@ def memcpy_async(
     sp = sm.ptr
     if not (dp and sp):
         raise_closed(dm if not dp else sm, "dst" if not dp else "src")
-    dn = dst._n
-    if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src._n:
-        nbytes = _fast_size(nbytes, dn, src._n)
+    dn = dst.window_nbytes
+    if nbytes.__class__ is not int or not 0 <= nbytes <= dn or nbytes > src.window_nbytes:
+        nbytes = _fast_size(nbytes, dn, src.window_nbytes)
     ddev = dm.device
     sdev = sm.device
     if ddev == sd:
@@ -337,7 +336,9 @@ def memcpy_async(
     if local.st.ctx is not stream.ctx_ref:
         stream.ensure_current()
     if nbytes:
-        _aclrtMemcpyAsync(dp + dst._off, dn, sp + src._off, nbytes, kind, stream.raw_handle)
+        _aclrtMemcpyAsync(
+            dp + dst.mem_offset, dn, sp + src.mem_offset, nbytes, kind, stream.raw_handle
+        )
         if dm.last is not tok:
             _note(dm, stream)
         if sm.last is not tok:
@@ -347,7 +348,7 @@ def memcpy_async(
 def _fast_type_error(dst: object, src: object, stream: object) -> None:
     for name, obj in (("dst", dst), ("src", src)):
         # DeviceBuffer (or a view) and HostBuffer are the objects with an allocation record
-        if not isinstance(getattr(obj, "_m", None), Mem):
+        if not isinstance(getattr(obj, "mem", None), Mem):
             raise TypeError(
                 f"memcpy_async: {name} must be a DeviceBuffer or HostBuffer, not "
                 f"{type(obj).__name__} (use copy() for other objects)"
@@ -482,14 +483,13 @@ def memset(
 
 # ================================================================ lifecycle
 def _forget_peers() -> None:
-    _peers.clear()
+    memory.peers.clear()
 
 
 def _forget_context_peers(ctx: CtxRef) -> None:
-    for key in [k for k in _peers if k[0] is ctx]:
-        _peers.discard(key)
+    for key in [k for k in memory.peers if k[0] is ctx]:
+        memory.peers.discard(key)
 
 
-fork_hooks.add(_forget_peers, runtime.PRIORITY_MEMORY + 10)
 context_close_hooks.add(_forget_context_peers, runtime.PRIORITY_MEMORY + 10)
 runtime.register_release_hook(_forget_peers, runtime.PRIORITY_MEMORY)

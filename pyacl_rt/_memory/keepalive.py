@@ -23,15 +23,11 @@ from .._stream import Stream
 from .._syncdebug import check_sync, sync_debug_active
 from .args import _Side
 from .records import Mem, _wait_streams
+from .registry import memory
 
 __all__: list[str] = []
 
 _wref = weakref.ref
-
-#: Foreign objects of a synchronous copy whose wait failed (the copy may still be
-#: queued on a broken stream): kept referenced for the life of the process rather
-#: than risk the device writing into freed memory.
-_stranded: list[object] = []
 
 
 def _note(m: Mem, stream: Stream) -> None:
@@ -40,7 +36,7 @@ def _note(m: Mem, stream: Stream) -> None:
     ``m.last`` is the stream's private state object: unique per Stream object and cheap
     to compare, and holding it does not keep the Stream alive (``m.streams`` holds
     weak references, which :func:`~pyacl_rt._memory.records._wait_streams` uses)."""
-    m.last = stream._state
+    m.last = stream.stream_state
     r = _wref(stream)
     # Reading m.streams also has the garbage collector track the record (m.last may close
     # a reference cycle through the stream's keep-alive list; see pyacl_rt/_memcore.c).
@@ -68,7 +64,7 @@ def _host_wait(sides: tuple[_Side, ...], stream: object) -> None:
 def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:
     """After enqueueing on ``st``: note the stream on owned memory, keep foreign
     objects alive (async) or wait and release them (sync)."""
-    tok = st._state
+    tok = st.stream_state
     foreign: list[object] = []
     for side in sides:
         m = side.m
@@ -92,7 +88,7 @@ def _finish(st: Stream, sides: tuple[_Side, ...], non_blocking: bool) -> None:
             try:
                 st._keep_alive(tuple(foreign))
             except BaseException:
-                _stranded.append(tuple(foreign))
+                memory.stranded.append(tuple(foreign))
         raise
     for side in sides:
         side.release()

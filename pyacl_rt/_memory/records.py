@@ -17,7 +17,7 @@ references its owner, so the owner's finalizer can hold it.
   in C (:mod:`pyacl_rt._memcore`, which also implements :class:`Mem` and the buffer
   base types); the state changes that must be atomic (``hold`` for an operation,
   ``claim_close``, ``take_base``, ``add_export``) are single C calls, atomic under the
-  GIL. ``_live_lock`` only orders Python-side lists (deferred frees, DLPack tokens).
+  GIL. ``registry.memory.live_lock`` only orders Python-side lists (deferred frees, DLPack tokens).
 * **DLPack** (:mod:`pyacl_rt._dlpack`): ``exports`` lists the live DLPack exports of
   the memory (``close()`` refuses while any, like for buffer-protocol exports; so does
   finalize, unless the consumer is a pyacl_rt import, which the release hook frees
@@ -34,7 +34,6 @@ Layer 6 (the lowest module of :mod:`pyacl_rt._memory`): imports layers 1-5 only.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 from typing import Final
 
@@ -56,6 +55,7 @@ from .._state import (
 )
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
+from .registry import memory
 
 _log = get_logger("pyacl_rt")
 
@@ -89,10 +89,6 @@ _DEAD: Final = _memcore.DEAD
 #: buffer counts as open, but never passed to the runtime - no operation touches
 #: memory for 0 bytes, nothing is allocated or freed, and the public ``ptr`` is 0.
 ZERO_SIZE_BASE: Final = _memcore.ZERO_SIZE_BASE  # 1 << 63
-
-# Re-entrant: a garbage-collection finalizer (_free_mem) may run while it is held.
-_live_lock = threading.RLock()
-_deferred: list[Mem] = []
 
 
 def _hold(m: Mem) -> int:
@@ -234,9 +230,9 @@ def _free_mem(m: Mem) -> None:
 def _defer_free(m: Mem) -> None:
     """Free ``m`` later, on the releaser thread (or at the next allocation,
     ``empty_cache()``, finalize: whichever comes first). Safe in a finalizer."""
-    with _live_lock:
-        if m.base and m not in _deferred:
-            _deferred.append(m)
+    with memory.live_lock:
+        if m.base and m not in memory.deferred:
+            memory.deferred.append(m)
     _releaser.defer(_process_deferred)
 
 
@@ -276,11 +272,11 @@ def _free_raw(m: Mem, base: int) -> None:
 
 def _process_deferred() -> None:
     """Free allocations whose release was deferred from a host-callback thread."""
-    if not _deferred or local.st.in_callback:
+    if not memory.deferred or local.st.in_callback:
         return
-    with _live_lock:
-        items = list(_deferred)
-        _deferred.clear()
+    with memory.live_lock:
+        items = list(memory.deferred)
+        memory.deferred.clear()
     for m in items:
         _free_mem(m)
 
@@ -396,9 +392,9 @@ def _release_memory() -> None:
     _memcore.end_generation(runtime.generation())  # every free takes the Python path
     _process_deferred()
     mems = list(_iter_live())
-    with _live_lock:
-        mems += [m for m in _deferred if m not in mems]
-        _deferred.clear()
+    with memory.live_lock:
+        mems += [m for m in memory.deferred if m not in mems]
+        memory.deferred.clear()
     # DLPack imports first: their release drops the exports of their producers.
     mems.sort(key=lambda m: m.release is None)
     _sync_devices(mems)
@@ -445,10 +441,8 @@ def _on_context_close(ctx: CtxRef) -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _live_lock
-    _live_lock = threading.RLock()
     _memcore.after_fork()  # records (deferred ones too) forget the parent's memory
-    _deferred.clear()
+    memory.reset()  # the one reset of the memory registry
 
 
 _memcore.bind(
@@ -456,7 +450,7 @@ _memcore.bind(
     state_globals=vars(_state),
     thread_state=_state.ThreadState,
     ctx_ref=CtxRef,
-    deferred=_deferred,
+    deferred=memory.deferred,
     free_mem=_free_mem,
     raise_closed=raise_closed,
     unknown_block=_unknown_block,

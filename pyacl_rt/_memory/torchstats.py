@@ -64,10 +64,6 @@ def stats_dict(values: Sequence[int], scalars: Mapping[str, int]) -> dict[str, i
     return dict(sorted(out.items()))
 
 
-#: device -> [bytes allocated, bytes freed] since start / reset (native backend).
-_native_totals: dict[int, list[int]] = {}
-
-
 def native_stats(index: int) -> dict[str, int]:
     """``memory_stats`` of the native backend: every buffer is one allocation and one
     segment (reserved == allocated, nothing cached, no pools: counted as large)."""

@@ -1648,10 +1648,10 @@ PyMODINIT_FUNC PyInit__fastcall(void)
     if (find_api() < 0) {
         return NULL;
     }
-    str_m = PyUnicode_InternFromString("_m");
+    str_m = PyUnicode_InternFromString("mem");
     str_ptr = PyUnicode_InternFromString("ptr");
     str_last = PyUnicode_InternFromString("last");
-    str_off = PyUnicode_InternFromString("_off");
+    str_off = PyUnicode_InternFromString("mem_offset");
     if (str_m == NULL || str_ptr == NULL || str_last == NULL || str_off == NULL) {
         return NULL;
     }

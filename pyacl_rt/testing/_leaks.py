@@ -101,9 +101,9 @@ def _kept_companions() -> dict[int, int]:
 
     out: dict[int, int] = {}
     for st in S._live.snapshot():
-        side = st._state.side
+        side = st.stream_state.side
         if st.kind != "owned" and side is not None and not side.closed:
-            out[st._device] = out.get(st._device, 0) + 1
+            out[st.dev_index] = out.get(st.dev_index, 0) + 1
     return out
 
 
@@ -148,7 +148,7 @@ class LeakCheck:
             return None
         from .. import _callbacks as CB
         from .. import _runtime as runtime
-        from .._memory import records as R
+        from .._memory.registry import memory
         from ..mock import mock_control
 
         settle()
@@ -183,8 +183,8 @@ class LeakCheck:
             problems.extend(_live_objects({k for counts in diff.values() for k in counts}))
         if CB.pending_count():
             problems.append(f"{CB.pending_count()} host callback(s) still pending")
-        if R._deferred:
-            problems.append(f"{len(R._deferred)} deferred buffer release(s) left")
+        if memory.deferred:
+            problems.append(f"{len(memory.deferred)} deferred buffer release(s) left")
         return "\n".join(problems) if problems else None
 
 
