@@ -11,8 +11,10 @@ Same batches of float32 data through "copy to the device, compute, copy back":
 The compute is ``reduce_async`` (``dst += src``, a kernel-class task). Times come from
 events (``Event.elapsed_time``). On the mock the example selects the deterministic timing
 model (``ASCEND_MOCK_TIMING=virtual``, mock README "Timing model") unless the variable is
-set, so the printed times are the model's - the same on every run and machine; on a card
-they are measured. Run: ``python examples/pipeline_speedup.py [--batches N] [--batch-kib K]``.
+set, so the printed times are the model's (the pipelined one is the same on every run and
+machine; the naive one moves by a few modeled submissions with the caching allocator's
+run-time reuse decisions); on a card they are measured.
+Run: ``python examples/pipeline_speedup.py [--batches N] [--batch-kib K]``.
 """
 
 from __future__ import annotations

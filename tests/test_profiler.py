@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_public_api import _shown_output_matches
 
 import pyacl_rt as npu
 from pyacl_rt import profiler
@@ -330,4 +331,6 @@ def test_pipeline_speedup_example(clean_env: Any, tmp_path: Path) -> None:
         Path(__file__).resolve().parent.parent / "docs" / "guides" / "diagnostics.md"
     ).read_text()
     shown = guide.split("$ python examples/pipeline_speedup.py\n", 1)[1].split("```", 1)[0]
-    assert proc.stdout == shown
+    # the pipelined time is exact; the naive one moves with the caching allocator's
+    # run-time reuse decisions (the guide says so)
+    assert _shown_output_matches(shown.rstrip("\n"), proc.stdout), (shown, proc.stdout)

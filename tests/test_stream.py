@@ -189,6 +189,8 @@ print("usable:", not s.closed and not ctx.closed, flush=True)
 wait()  # the same call again completes
 # the event completes before the memset queued after its record: ask what was waited for
 finished = s.closed if what.endswith("close") else e.query() if what == "event" else s.query()
+if not s.closed:
+    s.synchronize()  # the event case waited for the record only, not the memset after it
 npu.copy(out, buf)
 print("done:", finished, out == bytearray([7]) * 64, flush=True)
 """
