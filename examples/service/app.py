@@ -26,6 +26,7 @@ Run: ``python examples/service/app.py --port 8000`` then
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import os
 import subprocess
@@ -94,22 +95,44 @@ class Model:
 
 
 class Slots:
-    """``n`` request slots on ``device``, one stream each; ``async with slots.take()``."""
+    """``n`` request slots on ``device``, one stream each; ``async with slots.take()``.
+
+    First come, first served: a freed slot goes straight to the request that has waited
+    longest (``asyncio.Queue`` lets a newly arriving request take it and sends the woken
+    waiter to the back of the line, which starved a few requests: p99 ~9x p50)."""
 
     def __init__(self, n: int, device: int = 0) -> None:
         npu.set_device(device)
         self.streams = [npu.Stream(device) for _ in range(n)]
-        self.free: asyncio.Queue[npu.Stream] = asyncio.Queue()
-        for s in self.streams:
-            self.free.put_nowait(s)
+        self.idle: list[npu.Stream] = list(self.streams)
+        self.waiting: collections.deque[asyncio.Future[npu.Stream]] = collections.deque()
 
     @contextlib.asynccontextmanager
     async def take(self) -> AsyncIterator[npu.Stream]:
-        stream = await self.free.get()
+        if self.idle and not self.waiting:
+            stream = self.idle.pop()
+        else:
+            turn: asyncio.Future[npu.Stream] = asyncio.get_running_loop().create_future()
+            self.waiting.append(turn)
+            try:
+                stream = await turn
+            except asyncio.CancelledError:
+                if turn.done() and not turn.cancelled():
+                    self.give_back(turn.result())  # handed over just as we were cancelled
+                raise
         try:
             yield stream
         finally:
-            self.free.put_nowait(stream)
+            self.give_back(stream)
+
+    def give_back(self, stream: npu.Stream) -> None:
+        """The slot goes to the longest waiting request, else back to the idle list."""
+        while self.waiting:
+            turn = self.waiting.popleft()
+            if not turn.done():  # a cancelled waiter's future is done
+                turn.set_result(stream)
+                return
+        self.idle.append(stream)
 
     def close(self) -> None:
         """Destroy the streams (waits for their work: run it off the loop, at shutdown)."""
