@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from loop_control import Control, LoopLag
@@ -66,32 +67,39 @@ def bodies(seed: int, size: int, table: bytes, count: int = 16) -> list[tuple[by
     return out
 
 
+#: ``post(body) -> (HTTP status, response body)``: one request of a client.
+Post = Callable[[bytes], Awaitable[tuple[int, bytes]]]
+
+
 async def client(
-    http: object,
-    url: str,
+    post: Post,
     work: list[tuple[bytes, bytes]],
     start: float,
     stop: float,
     lat: list[float],
     errs: list[str],
+    on_error: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Requests back to back until ``stop``; the latency of those started at or after
-    ``start`` (the warm-up before it is not measured) goes to ``lat``."""
+    ``start`` (the warm-up before it is not measured) goes to ``lat``. ``on_error`` runs
+    after a request raised (the raw client drops its connection)."""
     i = 0
     while time.perf_counter() < stop:
         body, want = work[i % len(work)]
         i += 1
         t0 = time.perf_counter()
         try:
-            r = await http.post(url + "/infer", content=body)  # type: ignore[attr-defined]
-            if r.status_code != 200:
-                errs.append(f"HTTP {r.status_code}: {r.text[:200]}")
-            elif r.content != want:
+            status, content = await post(body)
+            if status != 200:
+                errs.append(f"HTTP {status}: {content[:200]!r}")
+            elif content != want:
                 errs.append("wrong answer")
             elif t0 >= start:
                 lat.append(time.perf_counter() - t0)
         except Exception as exc:
             errs.append(f"{type(exc).__name__}: {exc}")
+            if on_error is not None:
+                await on_error()
 
 
 class RawClient:
@@ -125,39 +133,19 @@ class RawClient:
                 break
         return status, await reader.readexactly(length)
 
+    async def post_infer(self, body: bytes) -> tuple[int, bytes]:
+        """One request to the service's ``/infer``."""
+        return await self.post("/infer", body)
+
     async def close(self) -> None:
         if self.conn is not None:
             self.conn[1].close()
             await self.conn[1].wait_closed()
 
-
-async def raw_client(
-    c: RawClient,
-    work: list[tuple[bytes, bytes]],
-    start: float,
-    stop: float,
-    lat: list[float],
-    errs: list[str],
-) -> None:
-    """Requests back to back until ``stop``; the latency of those started at or after
-    ``start`` (the warm-up before it is not measured) goes to ``lat``."""
-    i = 0
-    while time.perf_counter() < stop:
-        body, want = work[i % len(work)]
-        i += 1
-        t0 = time.perf_counter()
-        try:
-            status, content = await c.post("/infer", body)
-            if status != 200:
-                errs.append(f"HTTP {status}: {content[:200]!r}")
-            elif content != want:
-                errs.append("wrong answer")
-            elif t0 >= start:
-                lat.append(time.perf_counter() - t0)
-        except Exception as exc:
-            errs.append(f"{type(exc).__name__}: {exc}")
-            await c.close()
-            c.conn = None
+    async def reset(self) -> None:
+        """Drop the connection after an error (the next request opens a new one)."""
+        await self.close()
+        self.conn = None
 
 
 async def drive_raw(
@@ -170,7 +158,10 @@ async def drive_raw(
         t0 = time.perf_counter()
         start, stop = t0 + warmup, t0 + warmup + duration
         await asyncio.gather(
-            *(raw_client(c, work[i], start, stop, lat, errs) for i, c in enumerate(conns))
+            *(
+                client(c.post_infer, work[i], start, stop, lat, errs, on_error=c.reset)
+                for i, c in enumerate(conns)
+            )
         )
         took = time.perf_counter() - start
     finally:
@@ -188,10 +179,15 @@ async def drive(
     errs: list[str] = []
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(limits=limits, timeout=30.0) as http:
+
+        async def post(body: bytes) -> tuple[int, bytes]:
+            r = await http.post(url + "/infer", content=body)
+            return r.status_code, r.content
+
         t0 = time.perf_counter()
         start, stop = t0 + warmup, t0 + warmup + duration
         await asyncio.gather(
-            *(client(http, url, work[i], start, stop, lat, errs) for i in range(clients))
+            *(client(post, work[i], start, stop, lat, errs) for i in range(clients))
         )
         took = time.perf_counter() - start
     return lat, errs, took
