@@ -32,8 +32,9 @@ from __future__ import annotations
 import struct
 from typing import Final, NoReturn
 
-from .. import lowlevel
+from .. import _sanitize, lowlevel
 from .._args import type_name
+from .._memory.buffers import DeviceBuffer
 from .._memory.keepalive import _note
 from .._memory.records import Mem, raise_closed
 from .._state import check, fast, lib, local
@@ -91,6 +92,8 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
             _note_binary(stream, kernel)
         if local.st.ctx is not ctx:
             stream.ensure_current()
+        if _sanitize.armed:
+            _declare_windows(args)
         while True:
             # The argument loop runs in C: each buffer's address (its record's ptr +
             # its offset), each scalar packed by its type, then the launch.
@@ -119,6 +122,13 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
         raise
     pool.append(plan)
     return None
+
+
+def _declare_windows(args: tuple[object, ...]) -> None:
+    """The race sanitizer: the window (bytes) of each buffer argument, so that a twin
+    without declared extents is checked over the buffer (view) it was given, not up to
+    the end of the allocation the caching allocator carved it from."""
+    _sanitize.launch_extents([a.window_nbytes if isinstance(a, DeviceBuffer) else 0 for a in args])
 
 
 def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:

@@ -363,6 +363,11 @@ ACLMOCK_API uint64_t aclmockSanitizerGetReportCount(void);
 /* Copies kept reports [first, first+max) into out; returns how many. */
 ACLMOCK_API size_t aclmockSanitizerGetReports(aclmockSanitizerReport *out, size_t max, size_t first);
 ACLMOCK_API void aclmockSanitizerClearReports(void);
+/* 1 (default): each kind of report is printed on stderr once; 0: not printed (a binding
+ * that reports them itself - pyacl_rt turns them into RaceWarning / RaceError - so that
+ * a report is shown once); the device log and the kept list have them either way, and
+ * the abort mode prints before aborting. Returns the previous setting. */
+ACLMOCK_API int aclmockSanitizerSetStderr(int on);
 /* The host is about to read (ACLMOCK_ACCESS_READ) or write [ptr, ptr+size) (a
  * HostBuffer's numpy view, tobytes, copy): checked against the pending tasks.
  * ACL_SUCCESS, or in fail mode ACL_ERROR_RT_AICORE_EXCEPTION when it races. */

@@ -754,6 +754,43 @@ static void test_report_contents(void)
     CHECK_EQ(aclmockSanitizerGetReportCount(), 0);
 }
 
+/* Lines the process wrote on stderr while fn ran (captured through a file). */
+static void stderr_of(void (*fn)(void), char *out, size_t len)
+{
+    char path[] = "/tmp/corpus_stderr_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK_GE(fd, 0);
+    fflush(stderr);
+    int saved = dup(2);
+    CHECK_GE(saved, 0);
+    CHECK_GE(dup2(fd, 2), 0);
+    CHECK_GE(reports_of(fn), 1);
+    fflush(stderr);
+    CHECK_GE(dup2(saved, 2), 0);
+    close(saved);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? (size_t)n : 0] = '\0';
+    close(fd);
+    unlink(path);
+}
+
+/* A binding that shows the reports itself turns the printing off: each report is shown
+ * once; it is still kept and counted. */
+static void test_stderr_switch(void)
+{
+    char text[4096];
+    aclmockSanitizerClearReports();
+    CHECK_EQ(aclmockSanitizerSetStderr(0), 1);
+    stderr_of(bug_write_write, text, sizeof text);
+    CHECK(strstr(text, "race sanitizer") == NULL);
+    CHECK_GE(aclmockSanitizerGetReportCount(), 1);
+    CHECK_EQ(aclmockSanitizerSetStderr(1), 0);
+    aclmockSanitizerClearReports();
+    stderr_of(bug_write_write, text, sizeof text);
+    CHECK_STR_CONTAINS(text, "mock_libascendcl: race sanitizer: race between two streams");
+    aclmockSanitizerClearReports();
+}
+
 /* A host function acts as the task it is: its synchronous copy of what the tasks before
  * it on its stream wrote is ordered after them (no report); the same copy from the host
  * thread, unsynchronized, is a host race. */
@@ -829,6 +866,7 @@ static void child_report(void)
     setup();
     RUN_TEST(test_corpus);
     RUN_TEST(test_report_contents);
+    RUN_TEST(test_stderr_switch);
     RUN_TEST(test_host_function_acts_as_its_task);
     RUN_TEST(test_heap_reuse_of_freed_pinned_memory_is_not_reported);
     RUN_TEST(test_destroyed_stream_orders_its_tasks);
