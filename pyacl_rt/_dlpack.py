@@ -65,10 +65,10 @@ from ._device import Device, context_for, device_index_arg
 from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._memory import records as _rec
-from ._memory.args import _Side
+from ._memory.args import Side
 from ._memory.buffers import DeviceBuffer, HostBuffer
 from ._memory.engine import copy as _copy
-from ._memory.keepalive import _host_wait
+from ._memory.keepalive import host_wait
 from ._memory.records import Mem, raise_closed
 from ._memory.registry import memory
 from ._state import CtxRef, check, lib
@@ -232,9 +232,9 @@ def _parse_device(value: object, what: str) -> tuple[int, int]:
 
 def _host_sync(m: Mem) -> None:
     """Wait on the host for the work pending on ``m`` (memory's host-side rule)."""
-    side = _Side()
+    side = Side()
     side.m = m
-    _host_wait((side,), None)
+    host_wait((side,), None)
 
 
 #: Consumer streams pyacl_rt has no Stream object for (created by other code), wrapped
@@ -317,7 +317,7 @@ def _capsule(
         layout if layout is not None else (_UINT8[0], _UINT8[1], (buf.window_nbytes,))
     )
     kind, dev = _device_of(buf)
-    owner = buf._parent if isinstance(buf, DeviceBuffer) and buf._parent is not None else buf
+    owner = buf.base if isinstance(buf, DeviceBuffer) and buf.base is not None else buf
     token = _Export(owner, m)
     p = m.add_export(token)  # atomic with close()
     if not p:
