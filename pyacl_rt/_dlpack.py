@@ -72,8 +72,7 @@ from ._memory.keepalive import host_wait
 from ._memory.records import Mem, raise_closed
 from ._memory.registry import memory
 from ._state import CtxRef, check, lib
-from ._stream import Stream, current_stream, default_stream
-from ._stream import _live as _live_streams
+from ._stream import Stream, current_stream, default_stream, live_streams
 from ._syncdebug import check_sync, sync_debug_active
 from .lowlevel import ffi
 
@@ -239,7 +238,7 @@ def _host_sync(m: Mem) -> None:
 
 #: Consumer streams pyacl_rt has no Stream object for (created by other code), wrapped
 #: once per context and handle: the events their waits use stay referenced on them
-#: (``Stream._keep_alive``) until released (next use, a device synchronize, finalize).
+#: (``Stream.keep_alive``) until released (next use, a device synchronize, finalize).
 _foreign: dict[tuple[CtxRef, int], Stream] = {}
 
 
@@ -255,7 +254,7 @@ def _consumer_stream(stream: object, device: int) -> Stream:
     default = default_stream(device)
     if stream == 0:
         return default
-    for live in _live_streams.snapshot():
+    for live in live_streams.snapshot():
         if live.raw_handle == stream and live.dev_index == device and not live.closed:
             return live
     if default.resolved_handle == stream:

@@ -289,11 +289,11 @@ class NPUGraph:
     @staticmethod
     def _joined_streams(cap: _capture.Capture, origin: Stream) -> list[int]:
         """Handles of the live streams that joined this capture (asked before End)."""
-        from ._stream import _live  # the live-stream registry of the stream layer
+        from ._stream import live_streams  # the live-stream registry of the stream layer
 
         out = []
         sc = local.st.scratch
-        for s in _live.snapshot():
+        for s in live_streams.snapshot():
             h = s.handle
             if s is origin or not h or s.closed:
                 continue

@@ -104,7 +104,7 @@ static int g_idx_get_ctx = -1;    /* aclrtGetCurrentContext's slot in it */
 /* Set by bind_buffers() (pyacl_rt._memory.buffers) */
 static PyTypeObject *g_stream_type; /* pyacl_rt._stream.Stream */
 static Py_ssize_t off_s_ctx, off_s_device, off_s_state;
-static PyObject *g_primary_defaults; /* pyacl_rt._stream._primary_defaults */
+static PyObject *g_primary_defaults; /* pyacl_rt._stream.primary_defaults */
 static PyObject *g_dev_init, *g_dev_close, *g_host_init, *g_host_close;
 static PyObject *g_default_policy;
 /* Set by the allocator (a higher layer) */

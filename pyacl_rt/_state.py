@@ -398,13 +398,13 @@ class LiveSet(Generic[_T]):
         return items
 
     def make_inert(self, ctx_filter: CtxRef | None, reason: CtxRef) -> None:
-        """``obj._make_inert(reason)`` for each live object (of context ``ctx_filter``
+        """``obj.make_inert(reason)`` for each live object (of context ``ctx_filter``
         only, unless None) and forget it. Never raises: failures are logged."""
         for obj in self.snapshot():
             if ctx_filter is not None and getattr(obj, "ctx_ref", None) is not ctx_filter:
                 continue
             try:
-                obj._make_inert(reason)  # type: ignore[attr-defined]
+                obj.make_inert(reason)  # type: ignore[attr-defined]
             except BaseException:  # pragma: no cover - defensive
                 _log.exception("pyacl_rt: closing %r failed", obj)
             self.discard(obj)

@@ -64,7 +64,7 @@ def handle(ev: Event) -> IpcEventHandle:
             explanation="",
         )
     collect()
-    _event._create_now(ev)
+    _event.create_now(ev)
     with _lock:
         share = _shares.get(id(ev))
         if share is None or share.event is not ev:
@@ -148,7 +148,7 @@ def open_handle(h: IpcEventHandle) -> Event:
         if use is not None:
             refs.release(*use)  # opened (or failed): the exporter may let go
     ev = Event(interprocess=True)
-    _event._adopt(ev, int(s.uptr[0]))
+    _event.adopt_handle(ev, int(s.uptr[0]))
     return ev
 
 

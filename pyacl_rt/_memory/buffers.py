@@ -578,7 +578,7 @@ class _HostPaths:
 factories.staging_buffer.set(HostBuffer)
 _memcore.bind_buffers(
     stream=Stream,
-    primary_defaults=_streams._primary_defaults,
+    primary_defaults=_streams.primary_defaults,
     device_init=_init_device,
     device_close=_DevicePaths.close,
     host_init=_init_host,

@@ -5,7 +5,7 @@ kept alive until async work completed, and the waits before host-side work.
   that stream; the hot path compares ``m.last`` with the stream's state token first);
 * :func:`finish` - after enqueueing an operation: note the stream on owned memory,
   then either keep the foreign objects (numpy arrays, bytearrays ...) alive on the
-  stream until the work completed (``Stream._keep_alive``, async) or wait and release
+  stream until the work completed (``Stream.keep_alive``, async) or wait and release
   them (sync); a wait that fails strands them for the life of the process rather than
   let the device write into freed memory;
 * :func:`host_wait` - before a host-side copy or memset (``memmove`` / ``memset``):
@@ -77,7 +77,7 @@ def finish(st: Stream, sides: tuple[Side, ...], non_blocking: bool) -> None:
         side.unhold()
     if non_blocking:
         if foreign:
-            st._keep_alive(tuple(foreign))
+            st.keep_alive(tuple(foreign))
         return
     try:
         st.synchronize()
@@ -86,7 +86,7 @@ def finish(st: Stream, sides: tuple[Side, ...], non_blocking: bool) -> None:
         # the device might still write.
         if foreign:
             try:
-                st._keep_alive(tuple(foreign))
+                st.keep_alive(tuple(foreign))
             except BaseException:
                 memory.stranded.append(tuple(foreign))
         raise
