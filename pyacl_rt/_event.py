@@ -55,6 +55,7 @@ from ._state import (
     refuse_copy,
     refuse_in_callback,
     run_finalizer,
+    sliced_wait_event,
     validated_ctx,
 )
 from ._stream import Stream, StreamState, current_stream
@@ -76,7 +77,6 @@ ACL_EVENT_IPC: Final = _C["ACL_EVENT_IPC"]
 _fast_record_event = fast.record_event
 _fast_query_event_status = fast.query_event_status
 #: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_event: Callable[[int, int], None] = fast._wait_event
 _fast_stream_wait_event = fast.stream_wait_event
 
 
@@ -325,7 +325,7 @@ class Event:
             self.ensure_current()
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
-        _wait_event(self.raw_handle, -1 if timeout is None else timeout_ms_arg(timeout))
+        sliced_wait_event(self.raw_handle, -1 if timeout is None else timeout_ms_arg(timeout))
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on ``stream`` (default: current stream) wait for this event."""

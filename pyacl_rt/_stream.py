@@ -78,6 +78,7 @@ from ._state import (
     refuse_copy,
     refuse_in_callback,
     run_finalizer,
+    sliced_wait_stream,
 )
 from ._syncdebug import check_sync, sync_debug_active
 from ._watch import keep_alive as watch_keep_alive
@@ -104,8 +105,6 @@ STREAMS_PER_POOL: Final = 32
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
 _fast_stream_query = _state.fast.stream_query
-#: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_stream: Callable[[int, int], None] = _state.fast._wait_stream
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
@@ -455,7 +454,7 @@ class Stream:
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
         try:
-            _wait_stream(self.raw_handle, -1 if timeout is None else _timeout_ms(timeout))
+            sliced_wait_stream(self.raw_handle, -1 if timeout is None else _timeout_ms(timeout))
         except errors.AclError as exc:
             for hook in sync_error_hooks:
                 hook(self, exc)  # e.g. chain the exception of a mock kernel twin
@@ -622,7 +621,7 @@ class Stream:
             # wait (a failed task, finalize on another thread) is left to the destroy.
             try:
                 self.ctx_ref.ensure_current()
-                _wait_stream(self.raw_handle, -1)
+                sliced_wait_stream(self.raw_handle, -1)
             except errors.AclError:
                 pass
         where = repr(self)

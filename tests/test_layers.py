@@ -399,8 +399,6 @@ PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("_allocator._history", "_KEY_BASE"): PENDING,
     ("_ipc.event", "_call"): PENDING,
     ("_graph", "_device_allocator"): PENDING,
-    ("_context", "_fast_get_current_context"): PENDING,
-    ("_ipc.memory", "_local"): PENDING,
     ("_devinfo", "_soc_name"): PENDING,
 }
 PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
@@ -436,6 +434,9 @@ PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
     ("_runtime", "_gate_state"): C_NAME,
     ("_state", "_gate_try_enter"): C_NAME,
     ("_state", "_gated"): C_NAME,
+    ("_state", "_wait_device"): C_NAME,
+    ("_state", "_wait_event"): C_NAME,
+    ("_state", "_wait_stream"): C_NAME,
     ("_allocator._history", "_getframe"): PYTHON_API,
     ("_raw._loader", "_getframe"): PYTHON_API,
     ("_sanitize", "_getframe"): PYTHON_API,
@@ -470,14 +471,7 @@ PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
     ("_ipc.memory", "_use"): OWN_CLASS,
     ("_device", "_values"): OWN_CLASS,
     ("_kernels.config", "_values"): OWN_CLASS,
-    ("_allocator._device", "_wait_device"): PENDING,
-    ("_context", "_wait_device"): PENDING,
-    ("_device", "_wait_device"): PENDING,
-    ("_event", "_wait_event"): PENDING,
     ("_event", "_wait_on"): OWN_CLASS,
-    ("_memory.engine", "_wait_stream"): PENDING,
-    ("_memory.records", "_wait_stream"): PENDING,
-    ("_stream", "_wait_stream"): PENDING,
     ("_stream", "_wrap"): OWN_CLASS,
 }
 

@@ -13,7 +13,6 @@ factory (``_hooks.factories.staging_buffer``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Union
 
 from .. import _runtime as runtime
@@ -31,6 +30,7 @@ from .._state import (
     lib,
     local,
     refuse_in_callback,
+    sliced_wait_stream,
 )
 from .._stream import Stream, current_stream
 from .._syncdebug import check_sync, sync_debug_active
@@ -83,8 +83,6 @@ _KIND: Final = (
 _aclrtMemcpyAsync = fast.memcpy_async
 _aclrtMemcpy2dAsync = lib.aclrtMemcpy2dAsync
 _aclrtMemsetAsync = fast.memset_async
-#: Sliced, interruptible wait for a stream (gated per slice).
-_wait_stream: Callable[[int, int], None] = fast._wait_stream
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
@@ -118,7 +116,7 @@ def _wait_before_pageable(d: Side, s: Side, st: Stream, non_blocking: bool) -> N
     then finds the stream idle. (``non_blocking=True`` is left alone: on hardware such a
     copy may return before the stream reaches it.)"""
     if not non_blocking and ((d.m is None and d.dev < 0) or (s.m is None and s.dev < 0)):
-        _wait_stream(st.raw_handle, -1)
+        sliced_wait_stream(st.raw_handle, -1)
 
 
 def _enter_pinned(sides: tuple[Side, ...]) -> bool:

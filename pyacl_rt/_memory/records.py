@@ -45,13 +45,13 @@ from .._state import (
     CtxRef,
     context_close_hooks,
     current,
-    fast,
     finalized_error,
     gate_api,
     gate_exit,
     gate_try_enter,
     lib,
     local,
+    sliced_wait_stream,
 )
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
@@ -61,7 +61,6 @@ _log = get_logger("pyacl_rt")
 
 _aclrtSynchronizeStream = lib.aclrtSynchronizeStream
 #: Sliced, interruptible wait (gated per slice): for the waits of host-side users.
-_wait_stream = fast._wait_stream
 
 
 # =============================================================== allocations
@@ -139,7 +138,7 @@ def wait_streams(m: Mem, forget: bool = True) -> bool:
                 # A host-side copy / memset waits here for the user: in slices, so that
                 # Ctrl-C interrupts it (nothing was copied yet).
                 try:
-                    _wait_stream(s.handle, -1)
+                    sliced_wait_stream(s.handle, -1)
                 except errors.RuntimeFinalizedError:
                     raise
                 except errors.AclError as exc:
