@@ -386,7 +386,8 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
 
 
 # ---------------------------------------------------------------- queries
-def _soc_name() -> str:
+def query_soc_name() -> str:
+    """The SoC name ACL reports (``aclrtGetSocName``), e.g. ``'Ascend910B1'``."""
     _runtime.ensure_initialized()
     ptr = lib.aclrtGetSocName()
     return _cstring(ptr)
@@ -580,7 +581,7 @@ class Device:
     @property
     def name(self) -> str:
         """SoC name (``aclrtGetSocName``), e.g. ``'Ascend910B1'``."""
-        return _soc_name()
+        return query_soc_name()
 
     soc_name = name
 

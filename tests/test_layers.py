@@ -399,7 +399,6 @@ PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("_allocator._history", "_KEY_BASE"): PENDING,
     ("_ipc.event", "_call"): PENDING,
     ("_graph", "_device_allocator"): PENDING,
-    ("_devinfo", "_soc_name"): PENDING,
 }
 PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
     ("_stream", "_ReportThread"): PENDING,
@@ -444,14 +443,13 @@ PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
     ("_callbacks", "_graveyard"): OWN_CLASS,
     ("_ipc.memory", "_hold"): OWN_CLASS,
     ("_device", "_index"): OWN_CLASS,
-    ("_device", "_instances"): PENDING,
+    ("_device", "_instances"): OWN_CLASS,
     ("_stream", "_kind"): OWN_CLASS,
     ("_hooks", "_lock"): OWN_CLASS,
     ("_watch", "_lock"): OWN_CLASS,
     ("_kernels.objectcode", "_make"): OWN_CLASS,
     ("_kernels.launcher", "_name"): PENDING,
     ("_kernels.objectcode", "_name"): OWN_CLASS,
-    ("cli", "_no_device_reason"): PENDING,
     ("_memory.buffers", "_not_host"): OWN_CLASS,
     ("_event", "_owner"): OWN_CLASS,
     ("_kernels.launcher", "_param_list"): PENDING,
