@@ -396,9 +396,7 @@ PENDING = "package-internal, rename pending (issue 13 item 1)"
 
 PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("_allocator.__init__", "_C_API"): C_NAME,
-    ("_allocator._history", "_KEY_BASE"): PENDING,
     ("_ipc.event", "_call"): PENDING,
-    ("_graph", "_device_allocator"): PENDING,
 }
 PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
     ("_stream", "_ReportThread"): PENDING,
@@ -462,7 +460,6 @@ PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
     ("_context", "_ref"): OWN_CLASS,
     ("_stream", "_setup"): OWN_CLASS,
     ("_ipc.mp", "_share_only"): PENDING,
-    ("_allocator.__init__", "_snapshot_builder"): PENDING,
     ("_graph", "_st"): OWN_CLASS,
     ("_event", "_timing"): OWN_CLASS,
     ("_ipc.event", "_use"): OWN_CLASS,
