@@ -396,7 +396,6 @@ PENDING = "package-internal, rename pending (issue 13 item 1)"
 
 PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("_allocator.__init__", "_C_API"): C_NAME,
-    ("_ipc.event", "_call"): PENDING,
 }
 PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
     ("_stream", "_ReportThread"): PENDING,
@@ -459,7 +458,6 @@ PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
     ("_event", "_recorded"): OWN_CLASS,
     ("_context", "_ref"): OWN_CLASS,
     ("_stream", "_setup"): OWN_CLASS,
-    ("_ipc.mp", "_share_only"): PENDING,
     ("_graph", "_st"): OWN_CLASS,
     ("_event", "_timing"): OWN_CLASS,
     ("_ipc.event", "_use"): OWN_CLASS,

@@ -83,7 +83,8 @@ def _ipc_error(exc: errors.AclError, what: str) -> errors.IpcError:
     )
 
 
-def _call(rc: int, func: str) -> None:
+def check_ipc(rc: int, func: str) -> None:
+    """Raise the IPC flavour of the typed error of a failed ``func`` (``rc`` != 0)."""
     if rc:
         try:
             _check(rc, func)
@@ -158,7 +159,7 @@ def _address_range(ptr: int) -> tuple[int, int]:
     size = ffi.new("size_t *")
     rc = lib.aclrtMemGetAddressRange(ptr, s.uptr, size)
     if rc:
-        _call(rc, "aclrtMemGetAddressRange")
+        check_ipc(rc, "aclrtMemGetAddressRange")
     return int(s.uptr[0]), int(size[0])
 
 
@@ -169,13 +170,15 @@ def _segment(base: int, size: int, pids: frozenset[int] | None, ctx: Any) -> _Se
         key = ffi.new("char[65]")
         flag = _FLAG_LIST if whitelist else _FLAG_ANY
         rc = lib.aclrtIpcMemGetExportKey(base, size, key, KEY_LEN, flag)
-        _call(rc, "aclrtIpcMemGetExportKey")
+        check_ipc(rc, "aclrtIpcMemGetExportKey")
         seg = _segments[(base, whitelist)] = _Segment(base, size, ffi.string(key), ctx)
     if pids:
         new = sorted(pids - seg.pids)
         if new:
             arr = ffi.new("int32_t[]", new)
-            _call(lib.aclrtIpcMemSetImportPid(seg.key, arr, len(new)), "aclrtIpcMemSetImportPid")
+            check_ipc(
+                lib.aclrtIpcMemSetImportPid(seg.key, arr, len(new)), "aclrtIpcMemSetImportPid"
+            )
             seg.pids.update(new)
     return seg
 
@@ -475,7 +478,7 @@ def _open(
         entry = _imports.get(key)
         if entry is None or entry[2].device < 0:
             s = local.st.scratch
-            _call(lib.aclrtIpcMemImportByKey(s.uptr, key, 0), "aclrtIpcMemImportByKey")
+            check_ipc(lib.aclrtIpcMemImportByKey(s.uptr, key, 0), "aclrtIpcMemImportByKey")
             ptr = int(s.uptr[0])
             entry = _imports[key] = [ptr, 0, _owning_context(ptr, ctx)]
         entry[1] += 1
@@ -611,7 +614,7 @@ def _rebuild_handle(
     return h
 
 
-def _share_only(buf: DeviceBuffer) -> tuple[Any, ...]:
+def share_only(buf: DeviceBuffer) -> tuple[Any, ...]:
     """For the multiprocessing reduction: ``(rebuild, args)`` sending ``buf`` as a view
     of the same memory (a slot issued for the receiver)."""
     h = handle(buf)
