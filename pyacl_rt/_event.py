@@ -32,7 +32,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from . import _completion, _runtime, _stream, errors
-from ._args import bool_arg
+from ._args import bool_arg, timeout_ms_arg
 from ._device import Device
 from ._hooks import factories, fork_hooks
 from ._log import get_logger
@@ -55,9 +55,10 @@ from ._state import (
     refuse_copy,
     refuse_in_callback,
     run_finalizer,
+    sliced_wait_event,
     validated_ctx,
 )
-from ._stream import Stream, _StreamState, _timeout_ms, current_stream
+from ._stream import Stream, StreamState, current_stream
 from ._syncdebug import check_sync, sync_debug_active
 from .errors import ObjectClosedError
 
@@ -76,7 +77,6 @@ ACL_EVENT_IPC: Final = _C["ACL_EVENT_IPC"]
 _fast_record_event = fast.record_event
 _fast_query_event_status = fast.query_event_status
 #: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_event: Callable[[int, int], None] = fast._wait_event
 _fast_stream_wait_event = fast.stream_wait_event
 
 
@@ -157,7 +157,7 @@ class Event:
         #: The state of the Stream of the last record (not the Stream: an event must
         #: not keep it alive), then the device future of that record once something
         #: awaits it (shared by every waiter); None before the first record.
-        self._at: _stream._StreamState | concurrent.futures.Future[None] | None = None
+        self._at: _stream.StreamState | concurrent.futures.Future[None] | None = None
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
@@ -317,7 +317,7 @@ class Event:
         ctx = self.ctx_ref
         if ctx is None:
             if timeout is not None:
-                _timeout_ms(timeout)  # validate the argument even when there is no wait
+                timeout_ms_arg(timeout)  # validate the argument even when there is no wait
             return
         if sync_debug_active():
             check_sync("Event.synchronize()")
@@ -325,7 +325,7 @@ class Event:
             self.ensure_current()
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
-        _wait_event(self.raw_handle, -1 if timeout is None else _timeout_ms(timeout))
+        sliced_wait_event(self.raw_handle, -1 if timeout is None else timeout_ms_arg(timeout))
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on ``stream`` (default: current stream) wait for this event."""
@@ -425,11 +425,9 @@ class Event:
             return _completion.done_future()
         if self._ipc and self.ctx_ref.device >= 0:
             # another process may record it again: never reuse a completed future
-            src = (
-                at if isinstance(at, _StreamState) else current_stream(self.dev_index).stream_state
-            )
+            src = at if isinstance(at, StreamState) else current_stream(self.dev_index).stream_state
             return _completion.done_future() if self.query() else _wait_future(self, src)
-        if not isinstance(at, _StreamState):
+        if not isinstance(at, StreamState):
             return at  # this record's shared future
         # Passed already (or failed: query raises the mapped error) - else a callback.
         fut = _completion.done_future() if self.query() else _wait_future(self, at)
@@ -467,7 +465,9 @@ class Event:
         self._at = None
         _live.discard(self)
 
-    def _make_inert(self, reason: CtxRef) -> None:
+    def make_inert(self, reason: CtxRef) -> None:
+        """Finalize / context close (package-internal): destroy the event, then refuse
+        further use with ``reason``'s error."""
         run_finalizer(self._finalizer)
         self.ctx_ref = reason
         self.raw_handle = 0
@@ -480,7 +480,7 @@ class Event:
         self.close()
 
 
-def _create_now(ev: Event) -> None:
+def create_now(ev: Event) -> None:
     """Create ``ev``'s ACL event on the current stream's context if it has none yet
     (an interprocess event needs one before its handle exists), and make its context
     current."""
@@ -490,7 +490,7 @@ def _create_now(ev: Event) -> None:
         ev.ensure_current()  # raises when closed
 
 
-def _adopt(ev: Event, handle: int) -> None:
+def adopt_handle(ev: Event, handle: int) -> None:
     """Make ``ev`` (fresh, interprocess) own ``handle``, an event just opened in the
     context current on this thread (destroyed by close(), GC, or finalize)."""
     ctx = validated_ctx(local.st)
@@ -506,19 +506,19 @@ def _adopt(ev: Event, handle: int) -> None:
 
 
 # ------------------------------------------------------ companion streams
-# Each recording stream gets a companion (_stream._side_stream) that waits for its
+# Each recording stream gets a companion (_stream.side_stream) that waits for its
 # awaited events and then runs their completion callbacks. Events of one stream
 # complete in record order, so one companion per stream never delays a completion
 # behind another stream's work, and the recording stream is never held up by a callback.
 
 
-def _wait_future(event: Event, src: _StreamState) -> concurrent.futures.Future[None]:
+def _wait_future(event: Event, src: StreamState) -> concurrent.futures.Future[None]:
     """A device future of ``event``'s last record, on the stream whose state is ``src``:
     its companion waits for the event, then a blocking host callback on the companion
     fires the future."""
     ctx = event.ctx_ref
     assert ctx is not None
-    comp = _stream._side_stream(src, ctx)
+    comp = _stream.side_stream(src, ctx)
     fut = _completion.new_future(comp.ctx_ref)
     try:
         event._wait_on(comp)
