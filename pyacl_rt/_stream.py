@@ -126,7 +126,7 @@ class _StreamState:
         #: Keep-alive entries ``(marker event, objects)``, oldest first.
         self.watch: collections.deque[tuple[int, object]] = collections.deque()
         #: The report thread this stream is subscribed to for host callbacks, or None.
-        self.sub: _callbacks._ReportThread | None = None
+        self.sub: _callbacks.ReportThread | None = None
         #: The companion stream that waits for this stream's awaited events
         #: (:func:`_side_stream`), closed with this stream; None until the first await.
         self.side: Stream | None = None
@@ -565,7 +565,8 @@ class Stream:
         return self._await().__await__()
 
     async def _await(self) -> None:
-        await _completion.wait(self.as_future())
+        if not self.query():  # also raises the error of a failed stream
+            await self.record_event()
         if self.ctx_ref.device >= 0:
             self.query()  # the mapped error of a task that failed meanwhile
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import pyacl_rt as npu
-from pyacl_rt import _callbacks, _completion, aio, errors
+from pyacl_rt import _callbacks, _completion, _reportcore, aio, errors
 from pyacl_rt.mock import mock_control
 
 
@@ -52,15 +52,22 @@ def s() -> Iterator[npu.Stream]:
     st.close()
 
 
+def _pending() -> tuple[int, int, int, int]:
+    """(device futures, Python callbacks, awaits, armed C records) still pending."""
+    return (
+        _completion.pending_futures(),
+        _callbacks.pending_count(),
+        _completion.pending_awaits(),
+        _reportcore.stats()[1],
+    )
+
+
 def _settled() -> None:
     """Wait (bounded) until no completion is pending anywhere."""
     deadline = time.monotonic() + 10
-    while (_completion.pending_futures() or _callbacks.pending_count()) and (
-        time.monotonic() < deadline
-    ):
+    while any(_pending()) and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert _completion.pending_futures() == 0
-    assert _callbacks.pending_count() == 0
+    assert _pending() == (0, 0, 0, 0)
 
 
 # --------------------------------------------------------------- awaiting
