@@ -609,6 +609,43 @@ def test_awaits_complete_while_the_loop_is_busy_at_the_default_switch_interval(
     _settled()
 
 
+def test_an_await_completion_reaches_the_inbox_while_the_gil_is_held(s: npu.Stream) -> None:
+    """The loop thread holds the GIL (a spin at a switch interval of 1000 s: no other
+    Python thread runs meanwhile) while the device passes an awaited point: the
+    completion still reaches the loop's inbox (token queued, eventfd signalled), because
+    that path needs no GIL. Before, the report thread had to run Python first: nothing
+    arrived until the GIL was let go."""
+    old = sys.getswitchinterval()
+
+    async def main() -> tuple[int, int, int, bool]:
+        _device_sleep(s, 1000)
+        await asyncio.wait_for(_aw(s.record_event()), 20)  # the report thread is in C now
+        await asyncio.sleep(0.02)
+        _device_sleep(s, 5000)
+        ev = s.record_event()
+        task = asyncio.ensure_future(_aw(ev))
+        await asyncio.sleep(0)  # armed: a C callback waits on the companion stream
+        box = _completion._inboxes[asyncio.get_running_loop()]
+        sys.setswitchinterval(1000.0)
+        try:
+            deadline = time.perf_counter() + 10
+            while box.core.stats()[2] == 0 and time.perf_counter() < deadline:  # type: ignore[index]
+                pass  # holds the GIL: no bytecode boundary lets another thread in
+            got = box.core.stats()
+        finally:
+            sys.setswitchinterval(old)
+        await asyncio.wait_for(task, 20)
+        assert got is not None
+        return got
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    _refs, armed, queued, signalled = asyncio.run(main())
+    assert (armed, queued, signalled) == (0, 1, True)
+    _settled()
+
+
 def test_a_python_callback_and_awaits_share_the_report_thread(s: npu.Stream) -> None:
     """The report loop runs in C; it comes back to Python for a Python host callback
     (which still runs on the report thread) and stays in C for await completions."""
@@ -730,7 +767,8 @@ def test_loop_closed_with_awaits_pending_closes_the_fd_after_the_device(
         os.fstat(fd)  # closed by the last record
     assert seen == []  # nothing reached the dead loop
     assert not any(t.done() for t in tasks)
-    del loop, tasks  # (asyncio itself reports its pending tasks destroyed)
+    tasks.clear()  # (asyncio itself reports its pending tasks destroyed)
+    del loop
     gc.collect()
     assert _live_inboxes() == before
 
@@ -805,8 +843,10 @@ def test_a_forked_child_drops_the_inherited_inboxes(s: npu.Stream) -> None:
     ev = s.record_event()
     loop = asyncio.new_event_loop()
 
+    tasks: list[asyncio.Future[None]] = []
+
     async def start() -> None:
-        asyncio.ensure_future(_aw(ev))
+        tasks.append(asyncio.ensure_future(_aw(ev)))
         await asyncio.sleep(0.01)
 
     async def _aw(x: Any) -> None:
