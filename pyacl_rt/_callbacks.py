@@ -20,6 +20,13 @@ unsubscribed when it is closed. The threads stop at
 is ``PYACL_RT_CALLBACK_POLL_MS`` (default 100 ms; only affects how fast the thread
 notices it should stop).
 
+The thread's loop runs in C (:class:`pyacl_rt._reportcore.ReportLoop`): it calls
+``aclrtProcessReport`` with the GIL released and comes back to Python only to stop, on
+an error, or after a Python callback ran (the trampoline flags it: the graveyard below
+and the thread's context are looked after then). The C host callback of an ``await``
+(:func:`launch_native`) runs without the GIL, so a loop or thread that keeps the GIL
+busy never holds up await completions.
+
 Rules for a callback (``fn(*args)``):
 
 * It runs on the report thread, while the stream waits for it (``block=True``, the

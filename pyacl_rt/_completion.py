@@ -1,28 +1,35 @@
-"""Device completion as futures: the framework-neutral primitive under ``await``.
+"""Device completion for waiters: device futures and the asyncio inboxes.
 
-A *device future* is a :class:`concurrent.futures.Future` (result ``None``) that
-completes when the device reaches a point of a stream. The runtime tells us: a host
-callback (``block=True``) launched on a *companion stream* that first waits for the
-point's event (:mod:`pyacl_rt._event` owns the companions), run by pyacl_rt's report
-thread (:mod:`pyacl_rt._callbacks`). No polling, no thread per wait: one callback per
-awaited point, shared by every waiter of that point.
+Two paths, both fed by the runtime (host callbacks on a *companion stream* that first
+waits for the point's event; :mod:`pyacl_rt._event` owns the companions), never by
+polling, never a thread per wait:
 
-:func:`fire` is that callback: it completes the future on the report thread, which
-runs the future's done callbacks there. :func:`wait` is the asyncio side: it hangs a
-:class:`_Relay` on the future that hands the completion to the waiting loop with
-``loop.call_soon_threadsafe``, batched per loop (:class:`_Inbox`: completions arriving
-before the loop ran the last hand-over ride along with it). A closed loop gets nothing
-and no "Event loop is closed" error is raised anywhere. Cancelling the
-awaiting task detaches the relay (it keeps no loop, task or future alive) and never
-touches the device work; the device future itself completes normally later.
+* ``await event`` / ``await stream`` (:func:`arm`, :func:`settle`): a **C** host callback
+  (:mod:`pyacl_rt._reportcore`) whose user data is a record of the running loop's
+  :class:`Inbox`. When the device passes the point, the report thread (looping in C,
+  GIL released) runs it: it appends the record's token to the inbox's C queue and
+  writes the inbox's eventfd unless already signalled. No Python and no GIL until the
+  loop wakes (``loop.add_reader``) and :meth:`Inbox.drain` wakes the waiters,
+  :data:`DRAIN_BATCH` per loop iteration. So a busy loop (or any Python thread holding
+  the GIL) never delays a completion on its way. The awaits of one record in one loop
+  share one callback (:class:`Point`).
+* the framework-neutral :class:`concurrent.futures.Future` (``as_future`` /
+  ``add_done_callback``): :func:`fire`, a Python host callback run by the report thread,
+  completes it there (its done callbacks run there). :func:`wait` awaits such a future
+  through the loop's inbox (its done callback posts a token).
 
-Futures that can no longer complete fail instead of hanging: at
-:func:`pyacl_rt.finalize` with
-:class:`~pyacl_rt.errors.RuntimeFinalizedError`, when their context is closed with
-:class:`~pyacl_rt.errors.ObjectClosedError`.
+Lifetimes: an inbox keeps its loop only weakly; the inbox of a closed or collected loop
+is detached (what arrives is dropped, no callback ever reaches a dead loop) and its
+eventfd is closed in C when its last armed record has run. Cancelling an await removes
+its waiter and keeps nothing alive; the device work and its callback go on (the token
+is dropped on arrival). Pending waits fail instead of hanging: at
+:func:`pyacl_rt.finalize` with :class:`~pyacl_rt.errors.RuntimeFinalizedError`, when
+their context is closed with :class:`~pyacl_rt.errors.ObjectClosedError` (their records,
+which the runtime will not run any more, are abandoned in C). A forked child forgets the
+inherited inboxes.
 
-Floor 5, after :mod:`_callbacks` and before :mod:`_stream`: imports floors 1-4. The
-asyncio module is imported on the first ``await`` only.
+Floor 5, after :mod:`_callbacks` and before :mod:`_stream`: imports floors 1-4 and the
+compiled :mod:`_reportcore`. asyncio is imported on the first ``await`` only.
 """
 
 from __future__ import annotations
