@@ -461,8 +461,8 @@ class Event:
         the device passed the last record. Cancelling the await cancels no device work.
 
         The completion reaches the loop without the GIL: a C host callback on a
-        companion stream signals the loop's eventfd (see :mod:`pyacl_rt._completion`),
-        so a busy loop or busy Python threads never delay it."""
+        companion stream signals an eventfd the loop reads, so a busy loop or busy
+        Python threads never delay it on its way."""
         return _await_event(self).__await__()
 
     # -------------------------------------------------------------- lifetime

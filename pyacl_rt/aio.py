@@ -11,9 +11,8 @@ named like them::
 
 They enqueue the work on a stream (default: the current stream of the buffer's device)
 and wait in the running loop without blocking it: the runtime reports completion
-through a C host callback that signals the loop's eventfd (``await event``: no GIL
-needed on the way, see :mod:`pyacl_rt._completion`). So they pass sync-debug mode
-``"error"``. Cancelling
+through a C host callback that signals an eventfd the loop reads (like ``await
+event``: no GIL needed on the way). So they pass sync-debug mode ``"error"``. Cancelling
 one (``task.cancel()``, ``asyncio.wait_for``) stops the waiting only: work already
 enqueued runs to completion and what it uses is kept alive until then.
 
