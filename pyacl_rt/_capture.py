@@ -7,7 +7,7 @@ captures, the checks below are one dict-truthiness test.
 
 What depends on it:
 
-* ``Stream._keep_alive`` on a capturing stream (or on a side stream that joined the
+* ``Stream.keep_alive`` on a capturing stream (or on a side stream that joined the
   capture) records no marker event (querying an event recorded in a capture is
   forbidden, 107028): the objects go to :attr:`Capture.keep`, which the graph holds
   until :meth:`NPUGraph.reset` - the graph's tasks use their addresses at every replay.

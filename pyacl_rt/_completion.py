@@ -382,7 +382,7 @@ class Point:
     __slots__ = ("future", "inbox", "src", "token")
 
     def __init__(self, src: Any) -> None:
-        #: the _stream._StreamState of the recording stream (a higher floor's type)
+        #: the _stream.StreamState of the recording stream (a higher floor's type)
         self.src: Any = src
         self.future: concurrent.futures.Future[None] | None = None
         self.inbox: Inbox | None = None

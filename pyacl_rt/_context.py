@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable
 from typing import NoReturn
 
 from . import _releaser, _runtime, errors
@@ -29,11 +28,10 @@ from ._log import get_logger
 from ._state import (
     CtxRef,
     LiveSet,
-    _fast_get_current_context,
     check,
     context_close_hooks,
     current,
-    fast,
+    fast_get_current_context,
     finalized_error,
     gate_exit,
     gate_try_enter,
@@ -44,6 +42,7 @@ from ._state import (
     refuse_in_callback,
     restore_context,
     select_device,
+    sliced_wait_device,
     validated_ctx,
 )
 from ._syncdebug import check_sync, sync_debug_active
@@ -55,7 +54,6 @@ _log = get_logger("pyacl_rt")
 
 _live: LiveSet[Context] = LiveSet()
 #: Sliced, interruptible synchronize of the current context (gated per slice).
-_wait_device: Callable[[int], None] = fast._wait_device
 
 
 def _destroy(ref: CtxRef) -> None:
@@ -120,7 +118,7 @@ class Context:
         foreign = 0
         if prev is None:
             try:
-                foreign = _fast_get_current_context()
+                foreign = fast_get_current_context()
             except errors.AclError:
                 foreign = 0  # no current context
         s = st.scratch
@@ -205,7 +203,7 @@ class Context:
             check_sync("Context.synchronize()")
         self._require_open()
         self._ref.ensure_current()
-        _wait_device(-1)  # in slices: Ctrl-C interrupts the wait, the work stays queued
+        sliced_wait_device(-1)  # in slices: Ctrl-C interrupts the wait, the work stays queued
 
     def close(self) -> None:
         """Close the Streams/Events still alive in this context, then destroy it.
@@ -217,7 +215,7 @@ class Context:
         if ref.device >= 0 and self._finalizer.alive and not local.st.in_callback:
             try:
                 with current(ref):  # the thread's context is put back afterwards
-                    _wait_device(-1)
+                    sliced_wait_device(-1)
             except errors.AclError:
                 pass  # a failed task, finalize on another thread: left to the destroy
         if self._finalizer.detach() is None:
@@ -260,7 +258,7 @@ def _wait_for_contexts() -> None:
         for ctx in contexts:
             try:
                 ctx._ref.ensure_current()
-                _wait_device(-1)
+                sliced_wait_device(-1)
             except errors.AclError:
                 _log.debug("pyacl_rt: waiting for %r before finalize failed", ctx)
 

@@ -47,7 +47,6 @@ The per-thread state (cached current context, selection) and the context refs li
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any, ClassVar, Final, SupportsIndex, Union
 
 from . import _runtime, _state, errors, lowlevel
@@ -60,11 +59,11 @@ from ._state import (
     check,
     current,
     device_sync_hooks,
-    fast,
     lib,
     local,
     refuse_in_callback,
     select_device,
+    sliced_wait_device,
     validated_ctx,
 )
 from ._syncdebug import check_sync, sync_debug_active
@@ -378,17 +377,17 @@ def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None
     ensure_device_current(index)
     # In slices (aclrtSynchronizeDeviceWithTimeout): Ctrl-C interrupts the wait, the
     # work stays queued; SyncTimeoutError when a timeout expires.
-    _wait_device(ms)
+    sliced_wait_device(ms)
     for hook in device_sync_hooks:
         hook(index)
 
 
 #: Sliced, interruptible device synchronize of the current context (gated per slice).
-_wait_device: Callable[[int], None] = fast._wait_device
 
 
 # ---------------------------------------------------------------- queries
-def _soc_name() -> str:
+def query_soc_name() -> str:
+    """The SoC name ACL reports (``aclrtGetSocName``), e.g. ``'Ascend910B1'``."""
     _runtime.ensure_initialized()
     ptr = lib.aclrtGetSocName()
     return _cstring(ptr)
@@ -582,7 +581,7 @@ class Device:
     @property
     def name(self) -> str:
         """SoC name (``aclrtGetSocName``), e.g. ``'Ascend910B1'``."""
-        return _soc_name()
+        return query_soc_name()
 
     soc_name = name
 
@@ -770,7 +769,7 @@ def _wait_for_devices() -> None:
                 continue
             try:
                 ref.ensure_current()
-                _wait_device(-1)
+                sliced_wait_device(-1)
             except errors.AclError:
                 _log.debug("pyacl_rt: waiting for device %d before finalize failed", ref.device)
 

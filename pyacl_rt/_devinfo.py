@@ -17,10 +17,10 @@ from ._device import (
     Device,
     DeviceLike,
     DeviceProperties,
-    _soc_name,
     current_device,
     device_index_arg,
     ensure_device_current,
+    query_soc_name,
 )
 from ._state import check, lib, local
 
@@ -47,7 +47,7 @@ def get_device_name(dev: DeviceLike = None) -> str:
     process (all cards of a server are the same SoC).
     """
     device_index_arg(dev)
-    return _soc_name()
+    return query_soc_name()
 
 
 def get_soc_version() -> str:
@@ -56,7 +56,7 @@ def get_soc_version() -> str:
     Differs from torch_npu, which returns an internal integer enum with no ACL
     counterpart; the name is what ACL reports and what users compare against.
     """
-    return _soc_name()
+    return query_soc_name()
 
 
 def get_cann_version(module: str = "CANN") -> str:
@@ -88,12 +88,12 @@ def is_support_inf_nan() -> bool:
 
     Decided from the SoC name like torch_npu; creates no context.
     """
-    return _modern_soc(_soc_name())
+    return _modern_soc(query_soc_name())
 
 
 def is_bf16_supported() -> bool:
     """True on SoCs with bfloat16 support (Atlas A2/A3, Ascend 950), from the SoC name."""
-    return _modern_soc(_soc_name())
+    return _modern_soc(query_soc_name())
 
 
 def set_op_timeout_ms(timeout_ms: int) -> int:

@@ -65,15 +65,14 @@ from ._device import Device, context_for, device_index_arg
 from ._hooks import factories, fork_hooks
 from ._log import get_logger
 from ._memory import records as _rec
-from ._memory.args import _Side
+from ._memory.args import Side
 from ._memory.buffers import DeviceBuffer, HostBuffer
 from ._memory.engine import copy as _copy
-from ._memory.keepalive import _host_wait
+from ._memory.keepalive import host_wait
 from ._memory.records import Mem, raise_closed
 from ._memory.registry import memory
 from ._state import CtxRef, check, lib
-from ._stream import Stream, current_stream, default_stream
-from ._stream import _live as _live_streams
+from ._stream import Stream, current_stream, default_stream, live_streams
 from ._syncdebug import check_sync, sync_debug_active
 from .lowlevel import ffi
 
@@ -232,14 +231,14 @@ def _parse_device(value: object, what: str) -> tuple[int, int]:
 
 def _host_sync(m: Mem) -> None:
     """Wait on the host for the work pending on ``m`` (memory's host-side rule)."""
-    side = _Side()
+    side = Side()
     side.m = m
-    _host_wait((side,), None)
+    host_wait((side,), None)
 
 
 #: Consumer streams pyacl_rt has no Stream object for (created by other code), wrapped
 #: once per context and handle: the events their waits use stay referenced on them
-#: (``Stream._keep_alive``) until released (next use, a device synchronize, finalize).
+#: (``Stream.keep_alive``) until released (next use, a device synchronize, finalize).
 _foreign: dict[tuple[CtxRef, int], Stream] = {}
 
 
@@ -255,7 +254,7 @@ def _consumer_stream(stream: object, device: int) -> Stream:
     default = default_stream(device)
     if stream == 0:
         return default
-    for live in _live_streams.snapshot():
+    for live in live_streams.snapshot():
         if live.raw_handle == stream and live.dev_index == device and not live.closed:
             return live
     if default.resolved_handle == stream:
@@ -317,7 +316,7 @@ def _capsule(
         layout if layout is not None else (_UINT8[0], _UINT8[1], (buf.window_nbytes,))
     )
     kind, dev = _device_of(buf)
-    owner = buf._parent if isinstance(buf, DeviceBuffer) and buf._parent is not None else buf
+    owner = buf.base if isinstance(buf, DeviceBuffer) and buf.base is not None else buf
     token = _Export(owner, m)
     p = m.add_export(token)  # atomic with close()
     if not p:

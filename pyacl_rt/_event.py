@@ -32,7 +32,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from . import _callbacks, _completion, _runtime, _stream, errors
-from ._args import bool_arg
+from ._args import bool_arg, timeout_ms_arg
 from ._completion import Point
 from ._device import Device
 from ._hooks import factories, fork_hooks
@@ -56,9 +56,10 @@ from ._state import (
     refuse_copy,
     refuse_in_callback,
     run_finalizer,
+    sliced_wait_event,
     validated_ctx,
 )
-from ._stream import Stream, _StreamState, _timeout_ms, current_stream
+from ._stream import Stream, StreamState, current_stream
 from ._syncdebug import check_sync, sync_debug_active
 from .errors import ObjectClosedError
 
@@ -77,7 +78,6 @@ ACL_EVENT_IPC: Final = _C["ACL_EVENT_IPC"]
 _fast_record_event = fast.record_event
 _fast_query_event_status = fast.query_event_status
 #: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_event: Callable[[int, int], None] = fast._wait_event
 _fast_stream_wait_event = fast.stream_wait_event
 
 
@@ -158,7 +158,7 @@ class Event:
         #: The state of the Stream of the last record (not the Stream: an event must
         #: not keep it alive), then the device future of that record once something
         #: awaits it (shared by every waiter); None before the first record.
-        self._at: _stream._StreamState | Point | None = None
+        self._at: _stream.StreamState | Point | None = None
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
@@ -318,7 +318,7 @@ class Event:
         ctx = self.ctx_ref
         if ctx is None:
             if timeout is not None:
-                _timeout_ms(timeout)  # validate the argument even when there is no wait
+                timeout_ms_arg(timeout)  # validate the argument even when there is no wait
             return
         if sync_debug_active():
             check_sync("Event.synchronize()")
@@ -326,7 +326,7 @@ class Event:
             self.ensure_current()
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
-        _wait_event(self.raw_handle, -1 if timeout is None else _timeout_ms(timeout))
+        sliced_wait_event(self.raw_handle, -1 if timeout is None else timeout_ms_arg(timeout))
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on ``stream`` (default: current stream) wait for this event."""
@@ -444,9 +444,10 @@ class Event:
     def add_done_callback(self, fn: Callable[[Event], object]) -> None:
         """Call ``fn(self)`` once the device passed the last record of this event.
 
-        The framework-neutral hook (what ``await event`` is built on): ``fn`` runs on
-        pyacl_rt's report thread (at once on the calling thread if the event already
-        completed or was never recorded) and must not block or wait for the device;
+        The framework-neutral hook (``await event`` takes a GIL-free path of its own):
+        ``fn`` runs on pyacl_rt's report thread (at once on the calling thread if the
+        event already completed or was never recorded) and must not block or wait for
+        the device;
         hand the news to your loop, e.g. ``loop.call_soon_threadsafe`` or trio's
         ``TrioToken.run_sync_soon``. An exception ``fn`` raises is logged.
         """
@@ -475,7 +476,9 @@ class Event:
         self._at = None
         _live.discard(self)
 
-    def _make_inert(self, reason: CtxRef) -> None:
+    def make_inert(self, reason: CtxRef) -> None:
+        """Finalize / context close (package-internal): destroy the event, then refuse
+        further use with ``reason``'s error."""
         run_finalizer(self._finalizer)
         self.ctx_ref = reason
         self.raw_handle = 0
@@ -488,7 +491,7 @@ class Event:
         self.close()
 
 
-def _create_now(ev: Event) -> None:
+def create_now(ev: Event) -> None:
     """Create ``ev``'s ACL event on the current stream's context if it has none yet
     (an interprocess event needs one before its handle exists), and make its context
     current."""
@@ -498,7 +501,7 @@ def _create_now(ev: Event) -> None:
         ev.ensure_current()  # raises when closed
 
 
-def _adopt(ev: Event, handle: int) -> None:
+def adopt_handle(ev: Event, handle: int) -> None:
     """Make ``ev`` (fresh, interprocess) own ``handle``, an event just opened in the
     context current on this thread (destroyed by close(), GC, or finalize)."""
     ctx = validated_ctx(local.st)
@@ -514,19 +517,19 @@ def _adopt(ev: Event, handle: int) -> None:
 
 
 # ------------------------------------------------------ companion streams
-# Each recording stream gets a companion (_stream._side_stream) that waits for its
+# Each recording stream gets a companion (_stream.side_stream) that waits for its
 # awaited events and then runs their completion callbacks. Events of one stream
 # complete in record order, so one companion per stream never delays a completion
 # behind another stream's work, and the recording stream is never held up by a callback.
 
 
-def _wait_future(event: Event, src: _StreamState) -> concurrent.futures.Future[None]:
+def _wait_future(event: Event, src: StreamState) -> concurrent.futures.Future[None]:
     """A device future of ``event``'s last record, on the stream whose state is ``src``:
     its companion waits for the event, then a blocking host callback on the companion
     fires the future."""
     ctx = event.ctx_ref
     assert ctx is not None
-    comp = _stream._side_stream(src, ctx)
+    comp = _stream.side_stream(src, ctx)
     fut = _completion.new_future(comp.ctx_ref)
     try:
         event._wait_on(comp)
@@ -537,10 +540,10 @@ def _wait_future(event: Event, src: _StreamState) -> concurrent.futures.Future[N
     return fut
 
 
-def _ipc_src(event: Event) -> _StreamState:
+def _ipc_src(event: Event) -> StreamState:
     """The stream state an interprocess event's completion waits on."""
     at = event._at
-    if isinstance(at, _StreamState):
+    if isinstance(at, StreamState):
         return at
     return current_stream(event.dev_index).stream_state
 
@@ -574,7 +577,7 @@ async def _await_event(event: Event) -> None:
         src = at  # type: ignore[assignment]
     if event.query():  # passed already (or failed: query raises the mapped error)
         return
-    comp = _stream._side_stream(src, ctx)
+    comp = _stream.side_stream(src, ctx)
     box, token, record, waiter = _completion.arm(comp.ctx_ref)
     try:
         event._wait_on(comp)

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from . import _capture, _memcore, _releaser, errors, lowlevel
 from . import _runtime as runtime
-from ._allocator import _device_allocator
+from ._allocator import device_allocator
 from ._allocator._graphpool import GraphPool
 from ._device import device_index_arg
 from ._device import synchronize as _device_synchronize
@@ -71,7 +71,7 @@ class GraphPoolHandle:
         allocator is not the memory backend (no pool to keep private)."""
         if _membackend.device().name != "caching":
             return None
-        _i, alloc = _device_allocator(index)
+        _i, alloc = device_allocator(index)
         with self._lock:
             pool = self._pools.get(index)
             if pool is None or pool.alloc is not alloc:  # new allocator after re-init
@@ -289,11 +289,11 @@ class NPUGraph:
     @staticmethod
     def _joined_streams(cap: _capture.Capture, origin: Stream) -> list[int]:
         """Handles of the live streams that joined this capture (asked before End)."""
-        from ._stream import _live  # the live-stream registry of the stream layer
+        from ._stream import live_streams  # the live-stream registry of the stream layer
 
         out = []
         sc = local.st.scratch
-        for s in _live.snapshot():
+        for s in live_streams.snapshot():
             h = s.handle
             if s is origin or not h or s.closed:
                 continue

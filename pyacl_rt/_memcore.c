@@ -95,7 +95,7 @@ static Py_ssize_t off_ts_device, off_ts_active, off_ts_in_callback, off_ts_strea
 static PyTypeObject *g_ctx_type;  /* pyacl_rt._state.CtxRef */
 static Py_ssize_t off_ctx_device, off_ctx_handle, off_ctx_owner;
 static PyObject *g_deferred;      /* records._deferred: frees waiting for the releaser */
-static PyObject *g_free_mem;      /* records._free_mem(m): the complete free */
+static PyObject *g_free_mem;      /* records.free_mem(m): the complete free */
 static PyObject *g_raise_closed;  /* records._raise_closed(m, what) */
 static PyObject *g_unknown_block; /* logs "freeing unknown block" (base) */
 static PyObject *g_host_read;     /* _sanitize.host_read(ptr, n), or NULL (sanitizer off) */
@@ -104,7 +104,7 @@ static int g_idx_get_ctx = -1;    /* aclrtGetCurrentContext's slot in it */
 /* Set by bind_buffers() (pyacl_rt._memory.buffers) */
 static PyTypeObject *g_stream_type; /* pyacl_rt._stream.Stream */
 static Py_ssize_t off_s_ctx, off_s_device, off_s_state;
-static PyObject *g_primary_defaults; /* pyacl_rt._stream._primary_defaults */
+static PyObject *g_primary_defaults; /* pyacl_rt._stream.primary_defaults */
 static PyObject *g_dev_init, *g_dev_close, *g_host_init, *g_host_close;
 static PyObject *g_default_policy;
 /* Set by the allocator (a higher layer) */
@@ -900,7 +900,7 @@ static PyObject *mem_repr(MemObject *m)
 }
 
 /* Read on the hot paths of the copy engine: plain slots (the interpreter's attribute
- * cache reads them directly). `last` is written from Python by keepalive._note, which
+ * cache reads them directly). `last` is written from Python by keepalive.note, which
  * then reads `streams` (a getter that tracks the record for the garbage collector). */
 static PyMemberDef mem_members[] = {
     {"ptr", Py_T_OBJECT_EX, offsetof(MemObject, ptr_o), Py_READONLY,
@@ -1655,7 +1655,7 @@ static void buf_release(BufObject *self)
         if (!fast_free(m) && g_free_mem != NULL) {
             PyObject *r = PyObject_CallOneArg(g_free_mem, (PyObject *)m);
             if (r == NULL) {
-                PyErr_Clear(); /* _free_mem never raises; interpreter shutdown */
+                PyErr_Clear(); /* free_mem never raises; interpreter shutdown */
             }
             Py_XDECREF(r);
         }
@@ -1789,7 +1789,7 @@ static PyMethodDef host_methods[] = {
     {"close", (PyCFunction)(void (*)(void))host_close, METH_FASTCALL,
      "Free the memory. Idempotent (see HostBuffer.close)."},
     {"own_mem", (PyCFunction)buf_own, METH_O, "own_mem(m): take the allocation record m."},
-    {"_exports", (PyCFunction)host_exports, METH_NOARGS,
+    {"export_count", (PyCFunction)host_exports, METH_NOARGS,
      "Live buffer-protocol exports (memoryviews / numpy arrays) of the memory."},
     {"__enter__", buf_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))buf_exit, METH_FASTCALL, NULL},

@@ -96,7 +96,12 @@ _aclrtSetCurrentContext = lib.aclrtSetCurrentContext
 #: sliced waits (``_wait_*``: interruptible, timeouts kept exact) pass the gate once per
 #: slice themselves.
 fast: Any = _Gated(lowlevel.fast, ("_wait_stream", "_wait_event", "_wait_device"))
-_fast_get_current_context: Callable[[], int] = lowlevel.fast.get_current_context
+#: The sliced waits (``timeout`` ms, -1 = none): interruptible by Ctrl-C, timeouts kept
+#: exact, gated per slice; ``lowlevel.fast``'s underscore functions, bound here once.
+sliced_wait_stream: Callable[[int, int], None] = lowlevel.fast._wait_stream
+sliced_wait_event: Callable[[int, int], None] = lowlevel.fast._wait_event
+sliced_wait_device: Callable[[int], None] = lowlevel.fast._wait_device
+fast_get_current_context: Callable[[], int] = lowlevel.fast.get_current_context
 #: A section of Python code that must finish before finalize releases anything (a
 #: release, a host-side copy into pinned memory): ``if gate_try_enter(): try: ...
 #: finally: gate_exit()``; refused (False) once finalize started.
@@ -398,13 +403,13 @@ class LiveSet(Generic[_T]):
         return items
 
     def make_inert(self, ctx_filter: CtxRef | None, reason: CtxRef) -> None:
-        """``obj._make_inert(reason)`` for each live object (of context ``ctx_filter``
+        """``obj.make_inert(reason)`` for each live object (of context ``ctx_filter``
         only, unless None) and forget it. Never raises: failures are logged."""
         for obj in self.snapshot():
             if ctx_filter is not None and getattr(obj, "ctx_ref", None) is not ctx_filter:
                 continue
             try:
-                obj._make_inert(reason)  # type: ignore[attr-defined]
+                obj.make_inert(reason)  # type: ignore[attr-defined]
             except BaseException:  # pragma: no cover - defensive
                 _log.exception("pyacl_rt: closing %r failed", obj)
             self.discard(obj)
@@ -457,7 +462,7 @@ def validated_ctx(st: ThreadState) -> CtxRef | None:
         return None
     if cur.device >= 0:
         try:
-            if _fast_get_current_context() == cur.handle:
+            if fast_get_current_context() == cur.handle:
                 return cur
         except errors.AclError:
             pass  # no current context (or no runtime): the cache is wrong either way

@@ -16,19 +16,19 @@
 Keep-alive hook for higher layers (memory)
 ------------------------------------------
 (The watch lists and the marker-event pool are :mod:`pyacl_rt._watch`.)
-``Stream._keep_alive(objs)`` keeps ``objs`` (one object or a tuple/list) referenced
+``Stream.keep_alive(objs)`` keeps ``objs`` (one object or a tuple/list) referenced
 until all work enqueued on the stream *so far* has completed on the device. It
 records a marker event after the op (from a per-context pool, no allocation in the
 steady state) and appends ``(marker, objs)`` to the stream's watch list. Entries
 are released, oldest first, when their marker completes; completion is polled on
-each ``_keep_alive`` call (cheap: ``aclrtQueryEventStatus`` on the oldest entry
+each ``keep_alive`` call (cheap: ``aclrtQueryEventStatus`` on the oldest entry
 only), and everything is released by :meth:`Stream.synchronize`, device
 ``synchronize()``, :meth:`Stream.close` and finalize. Call it right *after*
 enqueueing the async op::
 
     rc = lowlevel.lib.aclrtMemcpyAsync(dst, dmax, src, n, kind, s.handle)
     check(rc, "aclrtMemcpyAsync")
-    s._keep_alive((dst_buf, src_obj))
+    s.keep_alive((dst_buf, src_obj))
 
 ``Stream._watch_pending()`` returns how many entries are still held (tests).
 The calling thread must already have the stream's context current (it has, right
@@ -78,9 +78,11 @@ from ._state import (
     refuse_copy,
     refuse_in_callback,
     run_finalizer,
+    sliced_wait_stream,
 )
 from ._syncdebug import check_sync, sync_debug_active
-from ._watch import keep_alive, markers, poll_watch, release_watch
+from ._watch import keep_alive as watch_keep_alive
+from ._watch import markers, poll_watch, release_watch
 
 if TYPE_CHECKING:
     import concurrent.futures  # imports logging: loaded on the first wait only
@@ -103,8 +105,6 @@ STREAMS_PER_POOL: Final = 32
 # Checked C fast paths (lowlevel.fast): they return the out-parameter and raise the
 # typed error themselves, so the hot paths need no scratch array and no rc test.
 _fast_stream_query = _state.fast.stream_query
-#: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
-_wait_stream: Callable[[int, int], None] = _state.fast._wait_stream
 
 _OWNED: Final = 0
 _DEFAULT: Final = 1
@@ -114,7 +114,7 @@ _KIND_NAMES: Final = ("owned", "default", "pool", "external")
 
 
 # ------------------------------------------------------------- stream state
-class _StreamState:
+class StreamState:
     """A Stream's mutable state, shared with its finalizer (which must not hold the
     Stream itself). Also the Stream's identity token for the memory layer's hot path
     (``Mem.last is stream.stream_state``: one identity compare, no reference to the Stream).
@@ -128,12 +128,12 @@ class _StreamState:
         #: The report thread this stream is subscribed to for host callbacks, or None.
         self.sub: _callbacks.ReportThread | None = None
         #: The companion stream that waits for this stream's awaited events
-        #: (:func:`_side_stream`), closed with this stream; None until the first await.
+        #: (:func:`side_stream`), closed with this stream; None until the first await.
         self.side: Stream | None = None
 
 
 # -------------------------------------------------------------- destruction
-def _destroy_stream(ctx: CtxRef, handle: int, state: _StreamState) -> None:
+def _destroy_stream(ctx: CtxRef, handle: int, state: StreamState) -> None:
     """Finalizer body of an owned stream: destroys it exactly once. Never raises; never
     touches a dead runtime.
 
@@ -161,7 +161,7 @@ def _destroy_stream(ctx: CtxRef, handle: int, state: _StreamState) -> None:
         pass
 
 
-def _destroy_stream_gated(ctx: CtxRef, handle: int, state: _StreamState) -> None:
+def _destroy_stream_gated(ctx: CtxRef, handle: int, state: StreamState) -> None:
     """:func:`_destroy_stream` inside the gate. An explicit context being closed by
     another thread (``CtxRef.enter`` refuses) destroys the stream itself."""
     explicit = ctx.owner is not None
@@ -186,14 +186,14 @@ def _destroy_stream_gated(ctx: CtxRef, handle: int, state: _StreamState) -> None
         side = state.side
         if side is not None:  # its waits are satisfied now: this stream's work is done
             state.side = None
-            side._make_inert(CLOSED_REF)
-            _live.discard(side)
+            side.make_inert(CLOSED_REF)
+            live_streams.discard(side)
     finally:
         if explicit:
             ctx.leave()
 
 
-_live: LiveSet[Stream] = LiveSet()
+live_streams: LiveSet[Stream] = LiveSet()
 
 #: Called as ``hook(stream, error)`` when :meth:`Stream.synchronize` raises an
 #: :class:`~pyacl_rt.errors.AclError`, before it propagates: a higher layer may attach
@@ -250,7 +250,7 @@ class Stream:
     ctx_ref: CtxRef
     dev_index: int
     _kind: int
-    stream_state: _StreamState
+    stream_state: StreamState
 
     def __init__(self, device: DeviceLike = None, priority: int = 0, flags: int = 0) -> None:
         priority = index_arg(priority, "Stream(): priority")
@@ -300,7 +300,7 @@ class Stream:
         self._flags = flags
         self._errors: list[BaseException] = []
         # Shared with the finalizer (no self ref).
-        self.stream_state = _StreamState()
+        self.stream_state = StreamState()
         if kind == _OWNED:
             self._finalizer: weakref.finalize[..., Any] | None = weakref.finalize(
                 self, _destroy_stream, ctx, handle, self.stream_state
@@ -308,7 +308,7 @@ class Stream:
             self._finalizer.atexit = False
         else:
             self._finalizer = None
-        _live.add(self)
+        live_streams.add(self)
 
     @classmethod
     def _wrap(cls, handle: int, ctx: CtxRef, kind: int) -> Stream:
@@ -454,7 +454,7 @@ class Stream:
         # In slices: Ctrl-C interrupts the wait (the work stays queued); an expired
         # timeout raises errors.SyncTimeoutError.
         try:
-            _wait_stream(self.raw_handle, -1 if timeout is None else _timeout_ms(timeout))
+            sliced_wait_stream(self.raw_handle, -1 if timeout is None else _timeout_ms(timeout))
         except errors.AclError as exc:
             for hook in sync_error_hooks:
                 hook(self, exc)  # e.g. chain the exception of a mock kernel twin
@@ -500,7 +500,7 @@ class Stream:
         ev = _new_event()
         ev.record(other)
         self.wait_event(ev)
-        self._keep_alive(ev)  # the event must outlive the wait
+        self.keep_alive(ev)  # the event must outlive the wait
 
     def record_event(self, event: Any = None) -> Any:
         """Record ``event`` (a new :class:`~pyacl_rt.Event` if None) on this stream."""
@@ -571,7 +571,7 @@ class Stream:
             self.query()  # the mapped error of a task that failed meanwhile
 
     # ------------------------------------------------------------- keep-alive
-    def _keep_alive(self, objs: object) -> None:
+    def keep_alive(self, objs: object) -> None:
         """Keep ``objs`` alive until the work enqueued so far on this stream completed.
 
         For higher layers (see the module docstring). Requires the stream's context
@@ -585,7 +585,7 @@ class Stream:
         ctx = self.ctx_ref
         if local.st.ctx is not ctx:
             self.ensure_current()
-        keep_alive(ctx, self.raw_handle, self.stream_state.watch, objs)
+        watch_keep_alive(ctx, self.raw_handle, self.stream_state.watch, objs)
 
     def _poll_watch(self, watch: collections.deque[tuple[int, object]]) -> None:
         """Release the leading entries whose marker completed (see
@@ -622,17 +622,17 @@ class Stream:
             # wait (a failed task, finalize on another thread) is left to the destroy.
             try:
                 self.ctx_ref.ensure_current()
-                _wait_stream(self.raw_handle, -1)
+                sliced_wait_stream(self.raw_handle, -1)
             except errors.AclError:
                 pass
         where = repr(self)
         run_finalizer(f)  # runs _destroy_stream once
         self.ctx_ref = CLOSED_REF
-        _live.discard(self)
+        live_streams.discard(self)
         if self._errors:  # host-callback exceptions no synchronize() will re-raise now
             _callbacks.report_unraised(self._errors, where, "closed")
 
-    def _make_inert(self, reason_ctx: CtxRef) -> None:
+    def make_inert(self, reason_ctx: CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
         where = repr(self)
         if not run_finalizer(self._finalizer):
@@ -701,7 +701,7 @@ def _new_event() -> Any:
 _side_lock = threading.Lock()
 
 
-def _side_stream(state: _StreamState, ctx: CtxRef) -> Stream:
+def side_stream(state: StreamState, ctx: CtxRef) -> Stream:
     """The companion of the stream whose state is ``state`` (of context ``ctx``): an
     owned stream in ``ctx`` that :mod:`_event` uses to wait for that stream's events
     without holding it up (created on first use, closed with the stream)."""
@@ -723,14 +723,14 @@ def _side_stream(state: _StreamState, ctx: CtxRef) -> Stream:
         return side
 
 
-_timeout_ms = timeout_ms_arg  # (also imported by _event.py)
+_timeout_ms = timeout_ms_arg
 
 
 # ---------------------------------------------------- default / current stream
 #: Default-stream wrappers of primary contexts (they live as long as the process).
 _defaults: dict[CtxRef, Stream] = {}
 #: device index -> default stream of its primary context (current_stream's fast path).
-_primary_defaults: dict[int, Stream] = {}
+primary_defaults: dict[int, Stream] = {}
 #: ... and of explicit Contexts: weak, so that the cache never keeps a Context alive.
 _explicit_defaults: weakref.WeakValueDictionary[CtxRef, Stream] = weakref.WeakValueDictionary()
 
@@ -746,7 +746,7 @@ def default_stream(device: DeviceLike = None) -> Stream:
     if s is None:
         s = cache.setdefault(ctx, Stream._wrap(0, ctx, _DEFAULT))
         if ctx.owner is None:
-            _primary_defaults[index] = s
+            primary_defaults[index] = s
     return s
 
 
@@ -768,7 +768,7 @@ def current_stream(device: DeviceLike = None) -> Stream:
             return s  # type: ignore[no-any-return]
         del t.streams[index]  # chosen before a finalize: back to the default stream
     if t.active is None:
-        s = _primary_defaults.get(index)
+        s = primary_defaults.get(index)
         if s is not None:
             return s
     return default_stream(index)
@@ -897,8 +897,8 @@ def _drain_pools() -> int:
             items = [s for s in pool.streams if s is not None]
             pool.streams = [None] * STREAMS_PER_POOL
         for s in items:
-            s._make_inert(CLOSED_REF)
-            _live.discard(s)
+            s.make_inert(CLOSED_REF)
+            live_streams.discard(s)
             n += 1
     return n
 
@@ -906,18 +906,18 @@ def _drain_pools() -> int:
 # ------------------------------------------------------------- lifecycle
 def _release_streams() -> None:
     """Release hook (priority 'streams'): destroy every live stream, pools included."""
-    _live.make_inert(None, FINALIZED_REF)
+    live_streams.make_inert(None, FINALIZED_REF)
     with _pools_lock:
         _pools.clear()
     _priority_ranges.clear()
     _defaults.clear()
-    _primary_defaults.clear()
+    primary_defaults.clear()
     _explicit_defaults.clear()
 
 
 def _on_context_close(ctx: CtxRef) -> None:
     """An explicit Context is closing: close its streams, pools and markers first."""
-    _live.make_inert(ctx, CLOSED_REF)
+    live_streams.make_inert(ctx, CLOSED_REF)
     with _pools_lock:
         for key in [k for k in _pools if k[0] is ctx]:
             del _pools[key]
@@ -927,7 +927,7 @@ def _on_context_close(ctx: CtxRef) -> None:
 
 
 def _on_device_sync(index: int) -> None:
-    for s in _live.snapshot():
+    for s in live_streams.snapshot():
         ctx = s.ctx_ref
         if s.dev_index == index and ctx.device >= 0 and s.stream_state.watch:
             explicit = ctx.owner is not None

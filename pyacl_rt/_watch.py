@@ -8,7 +8,7 @@ complete in stream order; ``aclrtQueryEventStatus`` on the oldest entry only) an
 :func:`release_watch` drops them all once the caller knows the stream is idle. Marker
 events are raw ACL events (flag SYNC) pooled per context (:data:`markers`), so the
 steady state allocates nothing. :class:`pyacl_rt.Stream` is the interface
-(``_keep_alive``, ``synchronize``, ``close``); see :mod:`pyacl_rt._stream`.
+(``keep_alive``, ``synchronize``, ``close``); see :mod:`pyacl_rt._stream`.
 
 Layer 5, below :mod:`pyacl_rt._stream`: imports layers 1-4 only.
 """

@@ -275,7 +275,7 @@ def collect_info() -> dict[str, Any]:
         },
         "visible_devices": opts.visible_devices,
         "device_count": count,
-        "no_device_reason": device._no_device_reason if count == 0 else None,
+        "no_device_reason": device.no_device_reason() if count == 0 else None,
         "devices": devices,
         "warnings": captured,
     }

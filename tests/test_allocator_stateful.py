@@ -104,7 +104,7 @@ def _guard_events_held() -> list[int]:
 def _marker_events() -> int:
     """Keep-alive marker events of the stream layer: idle ones and those in watch lists."""
     idle = sum(len(v) for v in W.markers._free.values())
-    streams = [*list(S._live.snapshot()), S.default_stream(DEV)]
+    streams = [*list(S.live_streams.snapshot()), S.default_stream(DEV)]
     return idle + sum(len(s.stream_state.watch) for s in set(streams))
 
 

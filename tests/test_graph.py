@@ -239,7 +239,7 @@ def test_keep_alive_records_no_marker_in_capture() -> None:
     side = npu.Stream()
     with npu.graph(g) as gg:
         cur = npu.current_stream()
-        side.wait_stream(cur)  # Stream._keep_alive(event) on a joined stream
+        side.wait_stream(cur)  # Stream.keep_alive(event) on a joined stream
         cur.wait_stream(side)  # ... and on the capturing stream
         assert cur._watch_pending() == 0 and side._watch_pending() == 0
     assert gg._st.cap is not None and len(gg._st.cap.keep) == 2

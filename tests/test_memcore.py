@@ -291,7 +291,7 @@ def test_collected_on_a_callback_thread_is_deferred(gate: Any) -> None:
 
     def drop() -> None:
         before = fast()
-        box.clear()  # the C path declines; _free_mem hands it to the releaser thread
+        box.clear()  # the C path declines; free_mem hands it to the releaser thread
         seen.append(delta(before)["device_free"] == 0)
 
     s.launch_host_func(drop)

@@ -362,7 +362,7 @@ def test_memoryview_of_host_buffer() -> None:
         h.close()
     mv.release()
     mv2.release()
-    assert h._exports() == 0
+    assert h.export_count() == 0
     h.close()
     with pytest.raises(errors.ObjectClosedError, match="closed"):
         memoryview(h)  # type: ignore[arg-type]
@@ -433,16 +433,16 @@ def test_host_buffer_exports_counted_without_refcounts(monkeypatch: pytest.Monke
     sub = mv[4:8]
     arr2 = h.numpy(np.uint32)
     ctype = (ctypes.c_char * 32).from_buffer(h)  # type: ignore[arg-type]
-    assert h._exports() == 4
+    assert h.export_count() == 4
     with pytest.raises(BufferError, match="4 exported"):
         h.close()
     del arr, arr2, ctype
     gc.collect()
-    assert h._exports() == 1  # mv (and sub, which shares its export)
+    assert h.export_count() == 1  # mv (and sub, which shares its export)
     mv.release()
-    assert h._exports() == 1
+    assert h.export_count() == 1
     sub.release()
-    assert h._exports() == 0
+    assert h.export_count() == 0
     h.close()
     assert host_allocations() == base
 

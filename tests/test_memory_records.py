@@ -122,7 +122,7 @@ def test_device_buffer_close_refused_while_resolved() -> None:
 
     buf = M.DeviceBuffer(64, device=0)
     view = buf[8:16]
-    side = _membuf._resolve(view, "dst", True)
+    side = _membuf.resolve(view, "dst", True)
     with pytest.raises(BufferError, match="DeviceBuffer"):
         buf.close()
     assert not buf.closed and view.ptr == buf.ptr + 8
@@ -532,8 +532,8 @@ def test_failed_operations_release_every_side() -> None:
     ba.extend(b"x")  # not exported any more
     assert not dev.mem.inuse
 
-    d = A._resolve(dev, "dst", True)
-    s = A._resolve(ba, "src", False)
+    d = A.resolve(dev, "dst", True)
+    s = A.resolve(ba, "src", False)
     with pytest.raises(KeyboardInterrupt), A.ReleaseOnExit(d, s):
         raise KeyboardInterrupt
     ba.extend(b"y")

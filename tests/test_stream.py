@@ -523,8 +523,8 @@ def test_keep_alive_until_work_completes(gate: Any) -> None:
     gate.block(s)
     obj = Payload()
     ref = weakref.ref(obj)
-    s._keep_alive(obj)
-    s._keep_alive((Payload(), Payload()))
+    s.keep_alive(obj)
+    s.keep_alive((Payload(), Payload()))
     del obj
     gc.collect()
     assert ref() is not None  # the stream still needs it
@@ -539,10 +539,10 @@ def test_keep_alive_until_work_completes(gate: Any) -> None:
 def test_keep_alive_polls_completed_entries() -> None:
     s = S.Stream(0)
     for _ in range(5):
-        s._keep_alive(object())
+        s.keep_alive(object())
     s.synchronize()
     assert s._watch_pending() == 0
-    s._keep_alive(object())
+    s.keep_alive(object())
     D.synchronize(0)  # a device synchronize releases too
     assert s._watch_pending() == 0
     s.close()
@@ -557,7 +557,7 @@ def test_idle_marker_events_are_bounded(gate: Any) -> None:
     gate.block(s)
     n = W.MarkerPool.IDLE_MAX + 100
     for _ in range(n):
-        s._keep_alive(object())  # all outstanding behind the gate: n markers
+        s.keep_alive(object())  # all outstanding behind the gate: n markers
     assert mock_control().stat("events", 0) == base + n
     gate.release.set()
     s.synchronize()
@@ -608,7 +608,7 @@ def test_finalize_with_live_objects(run_python: Any) -> None:
             s4 = S.Stream(); e4 = E.Event(); e4.record(s4)
         hit = []
         s.launch_host_func(hit.append, 1)
-        s._keep_alive(object())
+        s.keep_alive(object())
         runtime.finalize()
         assert hit == [1], hit
         for obj in (s, p, d, e, ctx, s4, e4):

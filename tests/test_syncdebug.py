@@ -550,7 +550,7 @@ def test_warning_points_at_the_calling_line() -> None:
         assert (rec[0].filename, rec[0].lineno) == (__file__, line)
         with pytest.warns(npu.SyncDebugWarning) as rec, npu.sync_debug_mode("warn"):
             line = sys._getframe().f_lineno + 1
-            dev.copy_to_host()  # waits three calls deep (copy, _do_copy, ...)
+            dev.copy_to_host()  # waits three calls deep (copy, do_copy, ...)
         assert (rec[0].filename, rec[0].lineno) == (__file__, line)
     finally:
         dev.close()

@@ -182,7 +182,7 @@ def test_keep_alive_shared_stream_from_many_threads(run_threads: Any) -> None:
     def worker(i: int) -> None:
         for k in range(100):
             o = Obj()
-            s._keep_alive(o)
+            s.keep_alive(o)
             with lock:
                 held.append(weakref.ref(o))
             if k % 25 == 0:

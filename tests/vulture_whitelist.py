@@ -57,6 +57,7 @@ _.ascend_home_path  # Options fields (ENV_VARS table, pyacl-rt info)
 _.ascend_toolkit_home
 _.required  # argparse subparsers.required
 _._owner  # holds the explicit Context alive while the object lives (never read)
+_._hold  # IpcMemHandle._hold: keeps the exported buffer alive while the handle lives (never read)
 _.keep  # Mem.keep: a C slot that keeps exported objects alive
 
 # Test hooks (tests/conftest.py, test_stream.py, test_threads.py): no runtime caller.

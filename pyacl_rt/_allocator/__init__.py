@@ -226,7 +226,8 @@ fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY + 50)
 
 
 # ================================================================ public API
-def _device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
+def device_allocator(device: DeviceLike) -> tuple[int, DeviceAllocator]:
+    """``(index, the caching allocator of the device's primary context)`` (package-internal)."""
     index = device_index_arg(device)
     ctx = context_for(index)
     if ctx.owner is not None:
@@ -252,14 +253,14 @@ def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) 
         raise TypeError(f"fraction must be a float, not {type(fraction).__name__}")
     if not 0 <= fraction <= 1:
         raise ValueError(f"fraction must be within 0..1, got {fraction}")
-    a = _device_allocator(device)[1]
+    a = device_allocator(device)[1]
     # 1.0 is no limit: aclrtMalloc decides (and its error text is kept)
     a.fraction = float(fraction) if fraction < 1 else None
 
 
 def get_per_process_memory_fraction(device: DeviceLike = None) -> float:
     """The fraction set by :func:`set_per_process_memory_fraction` (1.0 if none)."""
-    a = _device_allocator(device)[1]
+    a = device_allocator(device)[1]
     return 1.0 if a.fraction is None else a.fraction
 
 
@@ -411,5 +412,5 @@ def memory_snapshot() -> list[dict[str, Any]]:
 # torch's private spellings (torch.cuda.memory._record_memory_history & co.)
 _record_memory_history = record_memory_history
 _snapshot = snapshot
-_history._snapshot_builder = snapshot
+_history.snapshot_builder = snapshot
 _dump_snapshot = dump_snapshot

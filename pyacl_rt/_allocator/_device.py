@@ -28,7 +28,16 @@ from .. import _runtime as runtime
 from .._cachecore import MAX_ALLOC, SMALL_SIZE, Core, allocation_size, round_size
 from .._devinfo import mem_get_info
 from .._log import get_logger
-from .._state import CtxRef, check, current, fast, gate_exit, gate_try_enter, lib, local
+from .._state import (
+    CtxRef,
+    check,
+    current,
+    gate_exit,
+    gate_try_enter,
+    lib,
+    local,
+    sliced_wait_device,
+)
 from . import _guards, _history
 
 if TYPE_CHECKING:
@@ -36,7 +45,6 @@ if TYPE_CHECKING:
     from .._stream import Stream
 
 _log = get_logger("pyacl_rt")
-_wait_device = fast._wait_device  # sliced, interruptible device synchronize
 _GiB = float(1 << 30)
 # offsets into Core.stats(): [kind][pool][field], 3 pools x 4 fields per kind
 _ALLOCATED = 4 * 12
@@ -388,7 +396,7 @@ class DeviceAllocator:
                 # aclrtFree does not wait for queued work (cudaFree does): blocks given
                 # back to their stream's cache may still be in use on it. In slices:
                 # Ctrl-C interrupts the wait (nothing freed yet).
-                _wait_device(-1)
+                sliced_wait_device(-1)
                 self.scalars["num_sync_all_streams"] += 1
                 if self.graph_keys:  # every stream's free segments, no graph pool's
                     segs = []

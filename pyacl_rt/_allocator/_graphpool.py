@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 _log = get_logger("pyacl_rt")
 #: pool keys live above every stream handle (user-space addresses stay below 2**63)
-_KEY_BASE = 1 << 63
+KEY_BASE = 1 << 63
 _ids = itertools.count(1)
 
 
@@ -41,7 +41,7 @@ class GraphPool:
     def __init__(self, alloc: DeviceAllocator) -> None:
         self.alloc = alloc
         self.core = alloc.core
-        self.key = _KEY_BASE + next(_ids)
+        self.key = KEY_BASE + next(_ids)
         #: graphs (captured or capturing) that use this pool
         self.users = 0
         self.lock = threading.Lock()
@@ -85,6 +85,4 @@ class GraphPool:
             _log.debug("pyacl_rt allocator: graph pool release failed", exc_info=True)
 
     def __repr__(self) -> str:
-        return (
-            f"<GraphPool 0x{self.key - _KEY_BASE:x} device={self.alloc.index} users={self.users}>"
-        )
+        return f"<GraphPool 0x{self.key - KEY_BASE:x} device={self.alloc.index} users={self.users}>"

@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import _memcore
 from .._cachecore import set_tracing
-from ._graphpool import _KEY_BASE as _GRAPH_POOL_KEYS
+from ._graphpool import KEY_BASE as _GRAPH_POOL_KEYS
 
 __all__ = ["dump_snapshot", "record_memory_history", "snapshot"]
 
@@ -209,12 +209,12 @@ def forget() -> None:
 
 #: Builds the snapshot: :func:`pyacl_rt._allocator.snapshot`, registered by the package
 #: when it is imported (this module sits below it and must not import it back).
-_snapshot_builder: Callable[[], dict[str, Any]] | None = None
+snapshot_builder: Callable[[], dict[str, Any]] | None = None
 
 
 def snapshot() -> dict[str, Any]:
     """The snapshot (see the module docstring); filled in by the allocator package."""
-    builder = _snapshot_builder
+    builder = snapshot_builder
     if builder is None:  # pragma: no cover - the package registers it at import
         raise RuntimeError("pyacl_rt._allocator is not imported: import pyacl_rt first")
     return builder()

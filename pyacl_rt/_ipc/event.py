@@ -32,7 +32,7 @@ from .._event import Event
 from .._state import lib, local
 from ..lowlevel import ffi
 from . import refs
-from .memory import _call
+from .memory import check_ipc
 
 __all__ = ["IpcEventHandle", "collect", "handle", "open_handle"]
 
@@ -64,7 +64,7 @@ def handle(ev: Event) -> IpcEventHandle:
             explanation="",
         )
     collect()
-    _event._create_now(ev)
+    _event.create_now(ev)
     with _lock:
         share = _shares.get(id(ev))
         if share is None or share.event is not ev:
@@ -72,7 +72,7 @@ def handle(ev: Event) -> IpcEventHandle:
             _by_id[share.id] = share
         share.local += 1
     h = ffi.new("aclrtIpcEventHandle *")
-    _call(lib.aclrtIpcGetEventHandle(ev.handle, h), "aclrtIpcGetEventHandle")
+    check_ipc(lib.aclrtIpcGetEventHandle(ev.handle, h), "aclrtIpcGetEventHandle")
     out = IpcEventHandle(
         bytes(ffi.buffer(h)), os.getpid(), share.id, refs.mine().path, _physical(ev)
     )
@@ -142,13 +142,13 @@ def open_handle(h: IpcEventHandle) -> Event:
     ffi.memmove(raw, h.data, HANDLE_SIZE)
     s = local.st.scratch
     try:
-        _call(lib.aclrtIpcOpenEventHandle(raw[0], s.uptr), "aclrtIpcOpenEventHandle")
+        check_ipc(lib.aclrtIpcOpenEventHandle(raw[0], s.uptr), "aclrtIpcOpenEventHandle")
     finally:
         use, h._use = h._use, None
         if use is not None:
             refs.release(*use)  # opened (or failed): the exporter may let go
     ev = Event(interprocess=True)
-    _event._adopt(ev, int(s.uptr[0]))
+    _event.adopt_handle(ev, int(s.uptr[0]))
     return ev
 
 
@@ -198,7 +198,7 @@ def _rebuild_handle(
     return h
 
 
-def _share_only(ev: Event) -> tuple[Any, ...]:
+def share_only(ev: Event) -> tuple[Any, ...]:
     """For the multiprocessing reduction: send ``ev`` as the same event."""
     h = handle(ev)
     slot, tag = refs.issue(h.path, h.export)

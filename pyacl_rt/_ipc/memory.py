@@ -47,7 +47,7 @@ from .._log import get_logger
 from .._memory import DeviceBuffer
 from .._memory.records import Mem
 from .._raw._abi_runtime import CONSTANTS as _C
-from .._state import _local, lib, validated_ctx
+from .._state import lib, local, validated_ctx
 from ..lowlevel import ffi, recent_error_message
 from . import refs
 
@@ -83,7 +83,8 @@ def _ipc_error(exc: errors.AclError, what: str) -> errors.IpcError:
     )
 
 
-def _call(rc: int, func: str) -> None:
+def check_ipc(rc: int, func: str) -> None:
+    """Raise the IPC flavour of the typed error of a failed ``func`` (``rc`` != 0)."""
     if rc:
         try:
             _check(rc, func)
@@ -101,7 +102,7 @@ def ipc_pid() -> int:
     """This process's pid as the runtime knows it (``aclrtDeviceGetBareTgid``: the
     host pid, also inside a container), the value an exporter whitelists."""
     _runtime.ensure_initialized()
-    s = _local.st.scratch
+    s = local.st.scratch
     rc = lib.aclrtDeviceGetBareTgid(s.i32)
     if rc:
         return os.getpid()  # older CANN without it: the plain pid
@@ -154,11 +155,11 @@ _by_id: dict[int, _Share] = {}
 
 
 def _address_range(ptr: int) -> tuple[int, int]:
-    s = _local.st.scratch
+    s = local.st.scratch
     size = ffi.new("size_t *")
     rc = lib.aclrtMemGetAddressRange(ptr, s.uptr, size)
     if rc:
-        _call(rc, "aclrtMemGetAddressRange")
+        check_ipc(rc, "aclrtMemGetAddressRange")
     return int(s.uptr[0]), int(size[0])
 
 
@@ -169,13 +170,15 @@ def _segment(base: int, size: int, pids: frozenset[int] | None, ctx: Any) -> _Se
         key = ffi.new("char[65]")
         flag = _FLAG_LIST if whitelist else _FLAG_ANY
         rc = lib.aclrtIpcMemGetExportKey(base, size, key, KEY_LEN, flag)
-        _call(rc, "aclrtIpcMemGetExportKey")
+        check_ipc(rc, "aclrtIpcMemGetExportKey")
         seg = _segments[(base, whitelist)] = _Segment(base, size, ffi.string(key), ctx)
     if pids:
         new = sorted(pids - seg.pids)
         if new:
             arr = ffi.new("int32_t[]", new)
-            _call(lib.aclrtIpcMemSetImportPid(seg.key, arr, len(new)), "aclrtIpcMemSetImportPid")
+            check_ipc(
+                lib.aclrtIpcMemSetImportPid(seg.key, arr, len(new)), "aclrtIpcMemSetImportPid"
+            )
             seg.pids.update(new)
     return seg
 
@@ -218,7 +221,7 @@ def handle(buf: DeviceBuffer, pids: object = None) -> IpcMemHandle:
         )
     collect()
     ctx = m.ctx
-    if ctx is not None and _local.st.ctx is not ctx:
+    if ctx is not None and local.st.ctx is not ctx:
         ctx.make_current()
     with _lock:
         base, size = _address_range(ptr)
@@ -276,7 +279,7 @@ def _forward(buf: DeviceBuffer, rel: _Release, pids: frozenset[int] | None) -> I
 
 
 def _physical(index: int) -> int:
-    s = _local.st.scratch
+    s = local.st.scratch
     rc = lib.aclrtGetPhyDevIdByUserDevId(index, s.i32)
     return int(s.i32[0]) if rc == 0 else index
 
@@ -308,7 +311,7 @@ def _finish(share: _Share) -> None:
 def _close_key(seg: _Segment) -> None:
     try:
         ctx = seg.ctx
-        if ctx is not None and ctx.device >= 0 and _local.st.ctx is not ctx:
+        if ctx is not None and ctx.device >= 0 and local.st.ctx is not ctx:
             ctx.make_current()
         rc = lib.aclrtIpcMemClose(seg.key)
         if rc:
@@ -346,10 +349,10 @@ def before_close(m: Mem) -> None:
     users = [t.share for t in m.exports if isinstance(t, _Token)]
     if users:
         live = refs.mine().live()
-        local = sum(s.local for s in users)
+        here = sum(s.local for s in users)
         sent = sum(live.get(s.id, 0) for s in users)
         raise BufferError(
-            f"cannot close DeviceBuffer: it is shared with other processes (IPC): {local} "
+            f"cannot close DeviceBuffer: it is shared with other processes (IPC): {here} "
             f"IpcMemHandle object(s) of it live in this process and {sent} handle(s) sent "
             "to other processes are not released yet (not opened, or their buffers not "
             "closed there); ACL wants importers to close first. Drop this reference "
@@ -424,7 +427,7 @@ class _Release:
                     if entry[1] <= 0:
                         del _imports[self.key]
                         ctx = entry[2]
-                        if ctx.device >= 0 and _local.st.ctx is not ctx:
+                        if ctx.device >= 0 and local.st.ctx is not ctx:
                             ctx.make_current()
                         rc = lib.aclrtIpcMemClose(self.key)
                         if rc:
@@ -474,8 +477,8 @@ def _open(
     with _lock:
         entry = _imports.get(key)
         if entry is None or entry[2].device < 0:
-            s = _local.st.scratch
-            _call(lib.aclrtIpcMemImportByKey(s.uptr, key, 0), "aclrtIpcMemImportByKey")
+            s = local.st.scratch
+            check_ipc(lib.aclrtIpcMemImportByKey(s.uptr, key, 0), "aclrtIpcMemImportByKey")
             ptr = int(s.uptr[0])
             entry = _imports[key] = [ptr, 0, _owning_context(ptr, ctx)]
         entry[1] += 1
@@ -499,7 +502,7 @@ def _owning_context(ptr: int, ctx: Any) -> Any:
             return context_for(index)
     else:
         recent_error_message()  # consumed: an older runtime without the query
-    return validated_ctx(_local.st) or ctx
+    return validated_ctx(local.st) or ctx
 
 
 def after_fork_in_child() -> None:
@@ -611,7 +614,7 @@ def _rebuild_handle(
     return h
 
 
-def _share_only(buf: DeviceBuffer) -> tuple[Any, ...]:
+def share_only(buf: DeviceBuffer) -> tuple[Any, ...]:
     """For the multiprocessing reduction: ``(rebuild, args)`` sending ``buf`` as a view
     of the same memory (a slot issued for the receiver)."""
     h = handle(buf)

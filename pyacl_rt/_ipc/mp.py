@@ -32,11 +32,11 @@ _TARGET = "multiprocessing.reduction"
 
 
 def _reduce_buffer(buf: DeviceBuffer) -> tuple[Any, ...]:
-    return _mem._share_only(buf)
+    return _mem.share_only(buf)
 
 
 def _reduce_event(ev: Event) -> tuple[Any, ...]:
-    return _ev._share_only(ev)
+    return _ev.share_only(ev)
 
 
 def register() -> None:

@@ -19,8 +19,8 @@ from typing import Any, Final
 from .. import lowlevel
 from .._args import index_arg, type_name
 from .._memory.buffers import DeviceBuffer
-from .._memory.keepalive import _note
-from .._memory.records import _wait_streams, raise_closed
+from .._memory.keepalive import note
+from .._memory.records import raise_closed, wait_streams
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import check, lib, local, refuse_in_callback
 from .._stream import Stream, current_stream
@@ -102,7 +102,7 @@ def _finish(st: Stream, *mems: Any) -> None:
     tok = st.stream_state
     for m in mems:
         if m.last is not tok:
-            _note(m, st)
+            note(m, st)
 
 
 def reduce_async(
@@ -323,7 +323,7 @@ class RandomGenerator:
             refuse_in_callback("RandomGenerator.offset()")
         if sync_debug_active():
             check_sync("RandomGenerator.offset()")
-        _wait_streams(self._counter.mem, forget=False)
+        wait_streams(self._counter.mem, forget=False)
         return int.from_bytes(self._counter.copy_to_host(), "little")
 
     def _fill(self, out: DeviceBuffer, distribution: str, stream: Stream | None, **kw: Any) -> None:

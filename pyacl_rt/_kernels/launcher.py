@@ -34,7 +34,7 @@ from typing import Final, NoReturn
 
 from .. import lowlevel
 from .._args import type_name
-from .._memory.keepalive import _note
+from .._memory.keepalive import note
 from .._memory.records import Mem, raise_closed
 from .._state import check, fast, lib, local
 from .._stream import Stream
@@ -127,7 +127,7 @@ def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
         _host_memory(i, a)
     if m.device != dev:
         _wrong_device(i, a, m.device, dev)
-    _note(m, stream)
+    note(m, stream)
 
 
 def _note_binary(stream: Stream, kernel: Kernel) -> None:

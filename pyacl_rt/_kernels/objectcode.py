@@ -342,7 +342,8 @@ class ObjectCode:
         self._kernels.clear()
         _live.discard(self)
 
-    def _make_inert(self, reason: CtxRef) -> None:
+    def make_inert(self, reason: CtxRef) -> None:
+        """Finalize / context close (package-internal): unload, then refuse further use."""
         run_finalizer(self._finalizer)
         self.ctx_ref = reason
         self._kernels.clear()

@@ -41,7 +41,7 @@ each other, :func:`copy` stages through pinned host memory (synchronously) and
 Lifetime of memory used by async work
 -------------------------------------
 * **Foreign objects** (numpy arrays, bytearray, ...) given to an async copy are kept
-  alive until the copy completed on the device (``Stream._keep_alive``: a per-stream
+  alive until the copy completed on the device (``Stream.keep_alive``: a per-stream
   watch list released by a marker event). ``copy(dev, arr, stream=s,
   non_blocking=True); del arr`` is safe.
 * **Owned buffers** remember the streams they were used on. With the default caching

@@ -3,19 +3,19 @@
 * :func:`_int_arg` (:func:`pyacl_rt._args.size_arg`): sizes, offsets and pitches are
   ints (``__index__`` accepted, e.g. ``numpy.int64``; ``bool`` refused), ``>= 0`` and
   ``<= 2**64 - 1``; messages name the argument.
-* :func:`_resolve`: an owned buffer gives its int address (refused once closed) and
-  is marked in use (``Mem.hold()``) until :meth:`_Side.release` / :meth:`_Side.unhold`:
+* :func:`resolve`: an owned buffer gives its int address (refused once closed) and
+  is marked in use (``Mem.hold()``) until :meth:`Side.release` / :meth:`Side.unhold`:
   meanwhile ``close()`` on another thread raises ``BufferError`` instead of freeing
   memory a host-side ``memmove``/``memset`` (GIL released) is still touching; any
   other object must support the buffer protocol and be C-contiguous, and writable
   when it is a destination (``TypeError`` for bytes, read-only memoryviews and numpy
   arrays with ``writeable=False``). Its address comes from one ``ffi.from_buffer``
   per call, which also holds the export (a bytearray cannot be resized meanwhile)
-  until :meth:`_Side.release` or until the object is no longer needed by an async copy.
-* :func:`_offsets`: ``nbytes`` / offsets against both sides.
+  until :meth:`Side.release` or until the object is no longer needed by an async copy.
+* :func:`offsets`: ``nbytes`` / offsets against both sides.
 * :class:`ReleaseOnExit`: ``with ReleaseOnExit(d, s):`` releases the sides when the
   block raises (``always=True``: also when it returns) - the one place that undoes a
-  :func:`_resolve`.
+  :func:`resolve`.
 
 Layer 6 (part of :mod:`pyacl_rt._memory`): imports layers 1-5 and ``records``.
 """
@@ -27,12 +27,12 @@ from typing import Any
 
 from .._args import size_arg
 from ..lowlevel import ffi
-from .records import Mem, _hold, raise_closed
+from .records import Mem, hold, raise_closed
 
 _int_arg = size_arg
 
 
-class _Side:
+class Side:
     """One resolved side of a copy: address, size, device, and what owns the memory."""
 
     __slots__ = ("cd", "dev", "held", "m", "mv", "n", "obj", "ptr")
@@ -70,12 +70,12 @@ class _Side:
             mv.release()
 
 
-def _resolve(obj: object, name: str, writable: bool) -> _Side:
-    side = _Side()
+def resolve(obj: object, name: str, writable: bool) -> Side:
+    side = Side()
     side.obj = obj
     m = getattr(obj, "mem", None)
     if isinstance(m, Mem):  # a DeviceBuffer (or view) or a HostBuffer
-        p = _hold(m)
+        p = hold(m)
         if not p:
             raise_closed(m, f"{name} ({type(obj).__name__})")
         side.m = m
@@ -117,8 +117,8 @@ def _resolve(obj: object, name: str, writable: bool) -> _Side:
     return side
 
 
-def _offsets(
-    d: _Side, s: _Side, nbytes: object, dst_offset: object, src_offset: object
+def offsets(
+    d: Side, s: Side, nbytes: object, dst_offset: object, src_offset: object
 ) -> tuple[int, int, int]:
     doff = _int_arg(dst_offset, "dst_offset")
     soff = _int_arg(src_offset, "src_offset")
@@ -146,9 +146,9 @@ def _offsets(
     return n, doff, soff
 
 
-def _check_2d(
-    d: _Side,
-    s: _Side,
+def check_2d(
+    d: Side,
+    s: Side,
     dpitch: object,
     spitch: object,
     width: object,
@@ -188,7 +188,7 @@ def _check_2d(
     return dp, sp, w, h, doff, soff
 
 
-def _memset_range(b: _Side, nbytes: object, offset: object) -> tuple[int, int]:
+def memset_range(b: Side, nbytes: object, offset: object) -> tuple[int, int]:
     """``(nbytes, offset)`` of a memset of ``b``, checked (``None`` = to the end)."""
     off = _int_arg(offset, "offset")
     if off > b.n:
@@ -201,11 +201,11 @@ def _memset_range(b: _Side, nbytes: object, offset: object) -> tuple[int, int]:
     return n, off
 
 
-def _resolve_pair(dst: object, src: object) -> tuple[_Side, _Side]:
+def resolve_pair(dst: object, src: object) -> tuple[Side, Side]:
     """Both sides of a copy (``dst`` writable); nothing stays exported on failure."""
-    d = _resolve(dst, "dst", True)
+    d = resolve(dst, "dst", True)
     with ReleaseOnExit(d):
-        s = _resolve(src, "src", False)
+        s = resolve(src, "src", False)
     return d, s
 
 
@@ -217,7 +217,7 @@ class ReleaseOnExit:
 
     __slots__ = ("always", "sides")
 
-    def __init__(self, *sides: _Side, always: bool = False) -> None:
+    def __init__(self, *sides: Side, always: bool = False) -> None:
         self.sides = sides
         self.always = always
 

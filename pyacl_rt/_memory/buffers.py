@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Self
 from .. import _memcore, _sanitize
 from .. import _runtime as runtime
 from .. import _stream as _streams
-from .._args import index_arg
+from .._args import index_arg, size_arg
 from .._device import (
     Device,
     DeviceLike,
@@ -41,10 +41,10 @@ from .._stream import Stream
 from .._syncdebug import check_sync, sync_debug_active
 from . import backend as _mb
 from . import engine, records
-from .args import ReleaseOnExit, _int_arg, _offsets, _resolve_pair
+from .args import ReleaseOnExit, offsets, resolve_pair
 from .engine import ACL_MEM_MALLOC_HUGE_FIRST, BufferLike, copy, memset
-from .keepalive import _note
-from .records import Mem, _free_mem, _process_deferred, raise_closed
+from .keepalive import note
+from .records import Mem, free_mem, process_deferred, raise_closed
 
 __all__ = ["BufferLike", "DeviceBuffer", "HostBuffer"]
 
@@ -238,7 +238,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         if not m.ptr:
             raise_closed(m, "DeviceBuffer")
         if m.last is not stream.stream_state:
-            _note(m, stream)
+            note(m, stream)
 
     # ----------------------------------------------------------------- IPC
     def ipc_handle(self, pids: Any = None) -> Any:
@@ -321,7 +321,7 @@ class DeviceBuffer(DeviceBase, _Buffer):
         """Copy this buffer (from ``offset``) into ``dst`` and wait; with ``dst=None``
         returns a new ``bytearray`` of the remaining bytes. Returns ``dst``."""
         if dst is None:
-            off = _int_arg(offset, "offset")
+            off = size_arg(offset, "offset")
             if off > self.window_nbytes:
                 raise ValueError(
                     f"offset {off} is past the end of the buffer ({self.window_nbytes} bytes)"
@@ -335,10 +335,10 @@ class DeviceBuffer(DeviceBase, _Buffer):
     ) -> None:
         """Enqueue a copy of this buffer (from ``offset``, as many bytes as ``dst``
         holds) into ``dst`` on ``stream``; ``dst`` is kept alive until it completed."""
-        d, s = _resolve_pair(dst, self)
+        d, s = resolve_pair(dst, self)
         with ReleaseOnExit(d, s):
-            n, doff, soff = _offsets(d, s, d.n, 0, offset)
-        engine._do_copy(d, s, n, doff, soff, stream, True)
+            n, doff, soff = offsets(d, s, d.n, 0, offset)
+        engine.do_copy(d, s, n, doff, soff, stream, True)
 
     def memset(
         self,
@@ -359,12 +359,12 @@ def _init_device(
     """``DeviceBuffer.__init__`` (the complete path; the C base serves cache hits)."""
     if nbytes.__class__ is not int:
         _refuse_data(nbytes, "DeviceBuffer")
-    n = _int_arg(nbytes, "nbytes")
+    n = size_arg(nbytes, "nbytes")
     policy = index_arg(policy, "policy", "an int (an ACL_MEM_MALLOC_* value)")
     if policy < 0:
         raise ValueError(f"policy must be an ACL_MEM_MALLOC_* value (>= 0), got {policy}")
     index = device_index_arg(device)
-    _process_deferred()
+    process_deferred()
     ctx = context_for(index)
     # A gated section to the registration (RuntimeFinalizedError once finalize started):
     # a block the cache serves without a runtime call must not come out of a cache that
@@ -373,7 +373,7 @@ def _init_device(
     try:
         ctx.ensure_current()
         if stream is not None:
-            engine._check_stream(stream, (index,))
+            engine.check_stream(stream, (index,))
         if n:
             backend = _mb.current or _mb.device()
             base, rel = backend.allocate_device(ctx, index, n, policy, stream)
@@ -401,7 +401,7 @@ class _DevicePaths:
         if m.rel is None and m.streams and sync_debug_active():  # rel: no wait
             check_sync("DeviceBuffer.close()")
         m.claim_close("DeviceBuffer")  # raises while exported / in use
-        _free_mem(m)
+        free_mem(m)
 
 
 def _refuse_data(obj: object, cls: str) -> None:
@@ -460,7 +460,7 @@ class HostBuffer(HostBase, _Buffer):
         def own_mem(self, m: Mem) -> None:
             """Take the record ``m`` (a new allocation, or a DLPack import)."""
 
-        def _exports(self) -> int:
+        def export_count(self) -> int:
             """Number of live exports (memoryviews / numpy arrays) of the memory, counted
             explicitly by the buffer protocol of the C base (not from reference counts,
             which CPython 3.14 no longer reports exactly)."""
@@ -537,11 +537,11 @@ def _init_host(buf: HostBuffer, nbytes: Any) -> None:
     """``HostBuffer.__init__`` (the complete path; the C base serves pool hits)."""
     if nbytes.__class__ is not int:
         _refuse_data(nbytes, "HostBuffer")
-    n = _int_arg(nbytes, "nbytes")
+    n = size_arg(nbytes, "nbytes")
     if n == 0:
         raise ValueError("nbytes must be > 0 (ACL cannot allocate 0 bytes)")
     runtime.ensure_initialized()
-    _process_deferred()
+    process_deferred()
     gate_enter("HostBuffer()")  # as in _init_device
     try:
         # Re-validated: a foreign context switch (raw lowlevel, torch_npu) must not make
@@ -570,15 +570,15 @@ class _HostPaths:
             return
         if m.rel is None and m.streams and sync_debug_active():  # rel: no wait
             check_sync("HostBuffer.close()")
-        m.claim_close("HostBuffer", self._exports())  # raises while exported / in use
+        m.claim_close("HostBuffer", self.export_count())  # raises while exported / in use
         if m.base:
-            _free_mem(m)
+            free_mem(m)
 
 
 factories.staging_buffer.set(HostBuffer)
 _memcore.bind_buffers(
     stream=Stream,
-    primary_defaults=_streams._primary_defaults,
+    primary_defaults=_streams.primary_defaults,
     device_init=_init_device,
     device_close=_DevicePaths.close,
     host_init=_init_host,

@@ -13,12 +13,11 @@ factory (``_hooks.factories.staging_buffer``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Union
 
 from .. import _runtime as runtime
 from .. import _sanitize, errors
-from .._args import bool_arg, index_arg
+from .._args import bool_arg, index_arg, size_arg
 from .._hooks import factories
 from .._raw._abi_runtime import CONSTANTS as _C
 from .._state import (
@@ -31,20 +30,20 @@ from .._state import (
     lib,
     local,
     refuse_in_callback,
+    sliced_wait_stream,
 )
 from .._stream import Stream, current_stream
 from .._syncdebug import check_sync, sync_debug_active
 from .args import (
     ReleaseOnExit,
-    _check_2d,
-    _int_arg,
-    _memset_range,
-    _offsets,
-    _resolve,
-    _resolve_pair,
-    _Side,
+    Side,
+    check_2d,
+    memset_range,
+    offsets,
+    resolve,
+    resolve_pair,
 )
-from .keepalive import _finish, _host_wait, _note
+from .keepalive import finish, host_wait, note
 from .records import Mem, raise_closed
 from .registry import memory
 
@@ -84,8 +83,6 @@ _KIND: Final = (
 _aclrtMemcpyAsync = fast.memcpy_async
 _aclrtMemcpy2dAsync = lib.aclrtMemcpy2dAsync
 _aclrtMemsetAsync = fast.memset_async
-#: Sliced, interruptible wait for a stream (gated per slice).
-_wait_stream: Callable[[int, int], None] = fast._wait_stream
 
 #: Anything :func:`copy` accepts on one side.
 BufferLike = Union["DeviceBuffer", "HostBuffer", Any]
@@ -111,7 +108,7 @@ def _host_memset(dst: int, value: int, n: int) -> None:
     ctypes.memset(dst, value, n)
 
 
-def _wait_before_pageable(d: _Side, s: _Side, st: Stream, non_blocking: bool) -> None:
+def _wait_before_pageable(d: Side, s: Side, st: Stream, non_blocking: bool) -> None:
     """Before a synchronous copy touching pageable host memory (a numpy array, a
     bytearray): the runtime's copy call itself waits - uninterruptibly, GIL released -
     for the work queued on the stream before it. Wait for that work here first, in
@@ -119,10 +116,10 @@ def _wait_before_pageable(d: _Side, s: _Side, st: Stream, non_blocking: bool) ->
     then finds the stream idle. (``non_blocking=True`` is left alone: on hardware such a
     copy may return before the stream reaches it.)"""
     if not non_blocking and ((d.m is None and d.dev < 0) or (s.m is None and s.dev < 0)):
-        _wait_stream(st.raw_handle, -1)
+        sliced_wait_stream(st.raw_handle, -1)
 
 
-def _enter_pinned(sides: tuple[_Side, ...]) -> bool:
+def _enter_pinned(sides: tuple[Side, ...]) -> bool:
     """Before a host-side copy / memset touching pinned memory (a HostBuffer): enter
     the finalize gate, so that finalize (on another thread) cannot free that memory
     while ``memmove`` runs without the GIL; RuntimeFinalizedError once it started.
@@ -135,7 +132,7 @@ def _enter_pinned(sides: tuple[_Side, ...]) -> bool:
 
 
 # ============================================================ stream choice
-def _devices(d: _Side, s: _Side) -> tuple[int, ...]:
+def _devices(d: Side, s: Side) -> tuple[int, ...]:
     """Devices a copy may run on, the default one first (dst's unless dst is host)."""
     if s.dev < 0 or s.dev == d.dev:
         return (d.dev,)
@@ -144,7 +141,7 @@ def _devices(d: _Side, s: _Side) -> tuple[int, ...]:
     return (d.dev, s.dev)
 
 
-def _check_stream(stream: object, devices: tuple[int, ...]) -> None:
+def check_stream(stream: object, devices: tuple[int, ...]) -> None:
     """Refuse a bad ``stream`` argument of a device operation: not a Stream, closed
     (or finalized), or on a device the operation does not run on. Also used by
     zero-byte operations, which return before using the stream."""
@@ -166,7 +163,7 @@ def _pick_stream(stream: object, devices: tuple[int, ...]) -> Stream:
     if stream is None:
         st = current_stream(devices[0])
     else:
-        _check_stream(stream, devices)
+        check_stream(stream, devices)
         assert isinstance(stream, Stream)
         st = stream
     if local.st.ctx is not st.ctx_ref:
@@ -193,7 +190,7 @@ def _ensure_peer(ctx: CtxRef, peer: int) -> bool:
     return True
 
 
-def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -> None:
+def _staged_copy(d: Side, s: Side, n: int, doff: int, soff: int, st: Stream) -> None:
     """Across two devices without peer access: through a pinned host buffer, on the
     copy's stream where it fits and the current stream of the other device, waiting
     for each half (synchronous, whatever ``non_blocking`` said)."""
@@ -211,15 +208,15 @@ def _staged_copy(d: _Side, s: _Side, n: int, doff: int, soff: int, st: Stream) -
         stage.close()
 
 
-def _nothing_to_copy(d: _Side, s: _Side, stream: object) -> None:
+def _nothing_to_copy(d: Side, s: Side, stream: object) -> None:
     """A zero-byte copy touching device memory: the ``stream`` argument is still checked
     (it would be refused for a real copy), then both sides are released."""
-    _check_stream(stream, _devices(d, s))
+    check_stream(stream, _devices(d, s))
     d.release()
     s.release()
 
 
-def _copy_stream(d: _Side, s: _Side, stream: object, non_blocking: bool) -> tuple[Stream, bool]:
+def _copy_stream(d: Side, s: Side, stream: object, non_blocking: bool) -> tuple[Stream, bool]:
     """The stream a copy touching device memory runs on (its context made current),
     and whether the two sides can be copied directly (False: two devices without peer
     access; peer access is enabled once where possible). A synchronous copy is refused
@@ -254,19 +251,19 @@ def copy(
     """
     if non_blocking is not False:
         non_blocking = bool_arg(non_blocking, "non_blocking")
-    d, s = _resolve_pair(dst, src)
+    d, s = resolve_pair(dst, src)
     with ReleaseOnExit(d, s):
-        n, doff, soff = _offsets(d, s, nbytes, dst_offset, src_offset)
-    _do_copy(d, s, n, doff, soff, stream, non_blocking)
+        n, doff, soff = offsets(d, s, nbytes, dst_offset, src_offset)
+    do_copy(d, s, n, doff, soff, stream, non_blocking)
 
 
-def _do_copy(
-    d: _Side, s: _Side, n: int, doff: int, soff: int, stream: object, non_blocking: bool
+def do_copy(
+    d: Side, s: Side, n: int, doff: int, soff: int, stream: object, non_blocking: bool
 ) -> None:
     sides = (d, s)
     if d.dev < 0 and s.dev < 0:
         with ReleaseOnExit(d, s, always=True):
-            _host_wait(sides, stream)
+            host_wait(sides, stream)
             if n:
                 gated = _enter_pinned(sides)
                 try:
@@ -289,7 +286,7 @@ def _do_copy(
         _wait_before_pageable(d, s, st, non_blocking)
         kind = _KIND[d.dev >= 0][s.dev >= 0]
         _aclrtMemcpyAsync(d.ptr + doff, d.n - doff, s.ptr + soff, n, kind, st.raw_handle)
-    _finish(st, sides, non_blocking)
+    finish(st, sides, non_blocking)
 
 
 def memcpy_async(
@@ -340,9 +337,9 @@ def memcpy_async(
             dp + dst.mem_offset, dn, sp + src.mem_offset, nbytes, kind, stream.raw_handle
         )
         if dm.last is not tok:
-            _note(dm, stream)
+            note(dm, stream)
         if sm.last is not tok:
-            _note(sm, stream)
+            note(sm, stream)
 
 
 def _fast_type_error(dst: object, src: object, stream: object) -> None:
@@ -360,7 +357,7 @@ def _fast_type_error(dst: object, src: object, stream: object) -> None:
 def _fast_size(nbytes: object, dn: int, sn: int) -> int:
     """memcpy_async's slow path for ``nbytes``: an ``__index__`` integer (e.g.
     ``numpy.int64``) that fits both sides is returned as an int; else the error."""
-    n = _int_arg(nbytes, "nbytes")
+    n = size_arg(nbytes, "nbytes")
     if n > sn:
         raise ValueError(f"nbytes {n} runs past the end of src ({sn} bytes)")
     if n > dn:
@@ -390,15 +387,15 @@ def copy_2d(
     """
     if non_blocking is not False:
         non_blocking = bool_arg(non_blocking, "non_blocking")
-    d, s = _resolve_pair(dst, src)
+    d, s = resolve_pair(dst, src)
     with ReleaseOnExit(d, s):
-        dp, sp, w, h, doff, soff = _check_2d(
+        dp, sp, w, h, doff, soff = check_2d(
             d, s, dpitch, spitch, width, height, dst_offset, src_offset
         )
     sides = (d, s)
     if d.dev < 0 and s.dev < 0:
         with ReleaseOnExit(d, s, always=True):
-            _host_wait(sides, stream)
+            host_wait(sides, stream)
             if w and h:
                 base_d = d.ptr + doff
                 base_s = s.ptr + soff
@@ -428,7 +425,7 @@ def copy_2d(
         rc = _aclrtMemcpy2dAsync(d.ptr + doff, dp, s.ptr + soff, sp, w, h, kind, st.raw_handle)
         if rc:
             check(rc, "aclrtMemcpy2dAsync")
-    _finish(st, sides, non_blocking)
+    finish(st, sides, non_blocking)
 
 
 def memset(
@@ -453,12 +450,12 @@ def memset(
         non_blocking = bool_arg(non_blocking, "non_blocking")
     if not 0 <= value <= 255:
         raise ValueError(f"value must be a byte value 0..255, got {value}")
-    b = _resolve(buf, "buf", True)
+    b = resolve(buf, "buf", True)
     with ReleaseOnExit(b):
-        n, off = _memset_range(b, nbytes, offset)
+        n, off = memset_range(b, nbytes, offset)
         sides = (b,)
         if b.dev < 0:
-            _host_wait(sides, stream)
+            host_wait(sides, stream)
             if n:
                 gated = _enter_pinned(sides)
                 try:
@@ -469,7 +466,7 @@ def memset(
             b.release()
             return
         if n == 0:
-            _check_stream(stream, (b.dev,))
+            check_stream(stream, (b.dev,))
             b.release()
             return
         if not non_blocking and local.st.in_callback:
@@ -478,7 +475,7 @@ def memset(
             check_sync("a synchronous memset")
         st = _pick_stream(stream, (b.dev,))
         _aclrtMemsetAsync(b.ptr + off, b.n - off, value, n, st.raw_handle)
-    _finish(st, sides, non_blocking)
+    finish(st, sides, non_blocking)
 
 
 # ================================================================ lifecycle

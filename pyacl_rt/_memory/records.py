@@ -5,9 +5,9 @@ memory from ``aclrtMallocHost``), shared by a buffer and its views. It never
 references its owner, so the owner's finalizer can hold it.
 
 * **Stream tracking**: an operation on the memory notes its stream
-  (``keepalive._note``; the hot path compares ``m.last`` with the stream's private
+  (``keepalive.note``; the hot path compares ``m.last`` with the stream's private
   state object first).
-* **Ordered freeing**: :func:`_free_mem` (the finalizer body, also what ``close()``
+* **Ordered freeing**: :func:`free_mem` (the finalizer body, also what ``close()``
   calls) synchronizes every live stream the memory was used on, then frees it; it
   never raises and never touches a runtime of another generation. On a host-callback
   (report) thread, where a synchronize could deadlock, the free is deferred to the
@@ -45,13 +45,13 @@ from .._state import (
     CtxRef,
     context_close_hooks,
     current,
-    fast,
     finalized_error,
     gate_api,
     gate_exit,
     gate_try_enter,
     lib,
     local,
+    sliced_wait_stream,
 )
 from ..errors import ObjectClosedError
 from ..lowlevel import recent_error_message
@@ -61,7 +61,6 @@ _log = get_logger("pyacl_rt")
 
 _aclrtSynchronizeStream = lib.aclrtSynchronizeStream
 #: Sliced, interruptible wait (gated per slice): for the waits of host-side users.
-_wait_stream = fast._wait_stream
 
 
 # =============================================================== allocations
@@ -91,7 +90,7 @@ _DEAD: Final = _memcore.DEAD
 ZERO_SIZE_BASE: Final = _memcore.ZERO_SIZE_BASE  # 1 << 63
 
 
-def _hold(m: Mem) -> int:
+def hold(m: Mem) -> int:
     """Mark ``m`` in use by an operation of the calling thread and return its address,
     or 0 (nothing marked) when it is closed. Release with ``m.unhold()``.
 
@@ -108,7 +107,7 @@ def raise_closed(m: Mem, what: str) -> None:
     raise ObjectClosedError(f"{what} is closed ({m.dead}); allocate a new one", explanation="")
 
 
-def _wait_streams(m: Mem, forget: bool = True) -> bool:
+def wait_streams(m: Mem, forget: bool = True) -> bool:
     """Synchronize every live stream ``m`` was used on. Returns False when called on
     a host-callback thread while one of them is still busy (caller must defer).
 
@@ -139,7 +138,7 @@ def _wait_streams(m: Mem, forget: bool = True) -> bool:
                 # A host-side copy / memset waits here for the user: in slices, so that
                 # Ctrl-C interrupts it (nothing was copied yet).
                 try:
-                    _wait_stream(s.handle, -1)
+                    sliced_wait_stream(s.handle, -1)
                 except errors.RuntimeFinalizedError:
                     raise
                 except errors.AclError as exc:
@@ -172,7 +171,7 @@ def _take_base(m: Mem) -> int:
     return m.take_base()
 
 
-def _free_mem(m: Mem) -> None:
+def free_mem(m: Mem) -> None:
     """Release ``m`` once (what ``close()`` and the collection of an unclosed buffer
     run when the C hit path does not). Never raises; never touches a runtime of another
     generation. Waits for the streams that used ``m`` first. One gated section (see
@@ -192,7 +191,7 @@ def _free_mem(m: Mem) -> None:
         if m.streams and (_capture.by_stream or _capture.graph_streams):
             cap = _capture.used_by(m.streams)
             if cap is not None:  # a graph uses the memory: free it with the graph
-                cap.deferred.append(lambda: _free_mem(m))
+                cap.deferred.append(lambda: free_mem(m))
                 return
         if not gate_try_enter():
             # finalize runs on another thread (the gate is closed): m is still
@@ -212,7 +211,7 @@ def _free_mem(m: Mem) -> None:
                     rel.release(m, base)
                     m.keep = None
                     return
-                if not _wait_streams(m):  # pragma: no cover - only on callback threads
+                if not wait_streams(m):  # pragma: no cover - only on callback threads
                     _defer_free(m)
                     return
                 base = _take_base(m)
@@ -233,7 +232,7 @@ def _defer_free(m: Mem) -> None:
     with memory.live_lock:
         if m.base and m not in memory.deferred:
             memory.deferred.append(m)
-    _releaser.defer(_process_deferred)
+    _releaser.defer(process_deferred)
 
 
 def _free_raw(m: Mem, base: int) -> None:
@@ -270,7 +269,7 @@ def _free_raw(m: Mem, base: int) -> None:
         )
 
 
-def _process_deferred() -> None:
+def process_deferred() -> None:
     """Free allocations whose release was deferred from a host-callback thread."""
     if not memory.deferred or local.st.in_callback:
         return
@@ -278,7 +277,7 @@ def _process_deferred() -> None:
         items = list(memory.deferred)
         memory.deferred.clear()
     for m in items:
-        _free_mem(m)
+        free_mem(m)
 
 
 def _unknown_block(base: int) -> None:
@@ -355,7 +354,7 @@ def _finalize_blockers() -> list[str]:
             # Collected, but an export still holds the memory (its destructor has not run).
             out.append(f"a garbage-collected HostBuffer of {m.nbytes} bytes at {where}: exported")
         else:
-            n = owner._exports()
+            n = owner.export_count()
             if n:
                 out.append(f"HostBuffer of {m.nbytes} bytes at {where}: {n} exported view(s)")
     return out
@@ -390,7 +389,7 @@ def _release_memory() -> None:
     Should an export appear between an explicit finalize()'s guard and this hook, that
     is logged."""
     _memcore.end_generation(runtime.generation())  # every free takes the Python path
-    _process_deferred()
+    process_deferred()
     mems = list(_iter_live())
     with memory.live_lock:
         mems += [m for m in memory.deferred if m not in mems]
@@ -405,13 +404,13 @@ def _release_memory() -> None:
         m.last = None
         if m.device < 0:
             owner = m.owner
-            if owner is None or m.inuse or m.exports or owner._exports():
+            if owner is None or m.inuse or m.exports or owner.export_count():
                 # Exports still reference the memory: leave it to aclFinalize.
                 exported += 1
                 m.invalidate()
                 _take_base(m)
                 continue
-        _free_mem(m)
+        free_mem(m)
     if exported:
         (_log.debug if runtime.at_exit() else _log.warning)(
             "pyacl_rt: %d pinned HostBuffer(s) were still exported (memoryview / numpy / "
@@ -432,7 +431,7 @@ def _on_context_close(ctx: CtxRef) -> None:
             _log.debug("pyacl_rt: synchronize before freeing failed", exc_info=True)
     for m in mems:
         m.dead = "its Context was closed"
-        _free_mem(m)
+        free_mem(m)
     # Host buffers allocated while this context was current: free through another
     # context later (any context works for host memory).
     for m in _iter_live():
@@ -451,7 +450,7 @@ _memcore.bind(
     thread_state=_state.ThreadState,
     ctx_ref=CtxRef,
     deferred=memory.deferred,
-    free_mem=_free_mem,
+    free_mem=free_mem,
     raise_closed=raise_closed,
     unknown_block=_unknown_block,
     lowlevel_api=lib.pyacl_lowlevel_api(),
@@ -461,7 +460,7 @@ _memcore.bind(
 
 def _settle() -> None:
     if runtime.is_initialized():
-        _process_deferred()
+        process_deferred()
 
 
 fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY)

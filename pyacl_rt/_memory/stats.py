@@ -86,7 +86,7 @@ def empty_cache() -> None:
     if sync_debug_active():
         check_sync("empty_cache()")
     _releaser.flush()
-    _rec._process_deferred()
+    _rec.process_deferred()
     _mb.empty_all()
 
 

@@ -100,7 +100,7 @@ def _kept_companions() -> dict[int, int]:
     from .. import _stream as S
 
     out: dict[int, int] = {}
-    for st in S._live.snapshot():
+    for st in S.live_streams.snapshot():
         side = st.stream_state.side
         if st.kind != "owned" and side is not None and not side.closed:
             out[st.dev_index] = out.get(st.dev_index, 0) + 1
