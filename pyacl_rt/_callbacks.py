@@ -257,7 +257,7 @@ def _on_callback(user_data: Any) -> None:
             with contextlib.suppress(Exception):
                 exc.add_note(f"raised in host callback {fn!r} launched on {stream!r}")
             _watch_unraised(stream)
-            stream._errors.append(exc)
+            stream.callback_errors.append(exc)
         finally:
             st.in_callback = was_in_callback
         rt = _threads.get(stream.dev_index)
@@ -280,7 +280,9 @@ def _watch_unraised(stream: Stream) -> None:
     key = id(stream)
     watch = _unraised_watch.get(key)
     if watch is None or not watch.alive:
-        watch = weakref.finalize(stream, _stream_collected, key, stream._errors, repr(stream))
+        watch = weakref.finalize(
+            stream, _stream_collected, key, stream.callback_errors, repr(stream)
+        )
         watch.atexit = False  # at exit, finalize() reports what is left ("finalized")
         _unraised_watch[key] = watch
 
@@ -317,7 +319,7 @@ _subscribe_lock = threading.Lock()
 _default_subs: dict[CtxRef, ReportThread] = {}
 
 
-def _forget_context(ctx: CtxRef) -> None:
+def forget_context(ctx: CtxRef) -> None:
     """An explicit context is closing: drop its default stream's subscription."""
     rt = _default_subs.pop(ctx, None)
     if rt is not None and ctx.device >= 0:
