@@ -11,7 +11,8 @@ then builds the cffi module ``<RAW_PACKAGE>._lowlevel_cffi`` (declared by
 libascendcl), pyacl_rt._dlpack_c (pyacl_rt/_dlpack_c.c: DLPack capsules, no ACL calls) and
 pyacl_rt._cachecore (pyacl_rt/_cachecore.c: the caching allocator's bookkeeping) and
 pyacl_rt._memcore (pyacl_rt/_memcore.c: allocation records and the buffer base types; both
-share pyacl_rt/_cacheapi.h). CC,
+share pyacl_rt/_cacheapi.h) and pyacl_rt._reportcore (pyacl_rt/_reportcore.c: the report
+threads' GIL-free loop and the await completion inboxes). CC,
 CFLAGS and LDFLAGS from the environment reach every build; no shared object gets a run
 path other than ``$ORIGIN`` (the wheel stays relocatable).
 """
@@ -100,6 +101,11 @@ setup(
             "pyacl_rt._memcore",
             sources=["pyacl_rt/_memcore.c"],
             depends=["pyacl_rt/_cacheapi.h"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
+        ),
+        Extension(
+            "pyacl_rt._reportcore",
+            sources=["pyacl_rt/_reportcore.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
         ),
         Extension(

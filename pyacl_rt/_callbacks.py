@@ -20,6 +20,13 @@ unsubscribed when it is closed. The threads stop at
 is ``PYACL_RT_CALLBACK_POLL_MS`` (default 100 ms; only affects how fast the thread
 notices it should stop).
 
+The thread's loop runs in C (:class:`pyacl_rt._reportcore.ReportLoop`): it calls
+``aclrtProcessReport`` with the GIL released and comes back to Python only to stop, on
+an error, or after a Python callback ran (the trampoline flags it: the graveyard below
+and the thread's context are looked after then). The C host callback of an ``await``
+(:func:`launch_native`) runs without the GIL, so a loop or thread that keeps the GIL
+busy never holds up await completions.
+
 Rules for a callback (``fn(*args)``):
 
 * It runs on the report thread, while the stream waits for it (``block=True``, the
@@ -56,7 +63,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
-from . import _device, _releaser, _runtime, errors, lowlevel
+from . import _device, _releaser, _reportcore, _runtime, errors, lowlevel
 from ._hooks import fork_hooks
 from ._log import get_logger
 from ._options import get_options
@@ -79,12 +86,18 @@ ACL_CALLBACK_BLOCK: Final = _C["ACL_CALLBACK_BLOCK"]
 
 _ffi = lowlevel.ffi
 
+
+def _process_report_address() -> int:
+    """Address of the raw layer's (ungated) aclrtProcessReport, for the C loop."""
+    return int(_ffi.cast("uintptr_t", _ffi.addressof(raw_lib, "aclrtProcessReport")))
+
+
 #: key -> (fn, args, stream): keeps everything alive until the callback ran.
 _pending: dict[int, tuple[Callable[..., object], tuple[object, ...], Stream]] = {}
 _keys = itertools.count(1)  # 0 would be a NULL userData
 
 
-class _ReportThread:
+class ReportThread:
     """One thread serving the callbacks of every subscribed stream of one device."""
 
     def __init__(self, device: int) -> None:
@@ -100,6 +113,8 @@ class _ReportThread:
         #: entries whose callback ran; dropped after aclrtProcessReport returned, so
         #: that a Stream finalizer never runs inside the callback it waits for.
         self._graveyard: list[object] = []
+        #: the C loop around aclrtProcessReport (stop() makes it return within poll_ms)
+        self.loop = _reportcore.ReportLoop(_process_report_address(), ACL_ERROR_RT_REPORT_TIMEOUT)
         self.thread = threading.Thread(
             target=self._run, name=f"pyacl_rt-callbacks-npu{device}", daemon=True
         )
@@ -125,8 +140,11 @@ class _ReportThread:
             return
         self._started.set()
         poll = self.poll_ms
+        # The loop itself runs in C with the GIL released (pyacl_rt._reportcore): an
+        # await completion (a C callback) needs no Python at all; it comes back here
+        # only to stop, on an error, or after a Python callback ran (graveyard, context).
         # Ungated: finalize waits for streams whose host callbacks only this loop runs.
-        process = raw_lib.aclrtProcessReport
+        run = self.loop.run
         wait = self._wake.wait
         st = local.st
         while not self._stop:
@@ -134,7 +152,7 @@ class _ReportThread:
                 wait(poll / 1000.0)
                 self._wake.clear()
                 continue
-            rc = process(poll)
+            rc = run(poll)
             if self._graveyard:
                 self._graveyard.clear()
             cur = st.ctx
@@ -144,7 +162,7 @@ class _ReportThread:
                     _device.ensure_device_current(self.device)
                 except Exception:
                     _log.debug("pyacl_rt: report thread lost its context", exc_info=True)
-            if rc == 0 or rc == ACL_ERROR_RT_REPORT_TIMEOUT:
+            if rc == 0:
                 continue
             lowlevel.recent_error_message()  # consume this thread's error text
             if rc != ACL_ERROR_RT_THREAD_SUBSCRIBE:
@@ -182,6 +200,7 @@ class _ReportThread:
 
     def stop(self) -> None:
         self._stop = True
+        self.loop.stop()
         self._wake.set()
         if self.thread.ident != threading.get_ident():
             self.thread.join(timeout=max(5.0, 4 * self.poll_ms / 1000.0))
@@ -195,18 +214,18 @@ def _run_deferred() -> None:
     _releaser.drain()
 
 
-_threads: dict[int, _ReportThread] = {}
+_threads: dict[int, ReportThread] = {}
 _threads_lock = threading.Lock()
 
 
-def _thread_for(device: int) -> _ReportThread:
+def _thread_for(device: int) -> ReportThread:
     rt = _threads.get(device)
     if rt is None:
         with _threads_lock:
             rt = _threads.get(device)
             if rt is None:
                 _releaser.start()  # runs the releases deferred on report threads
-                rt = _ReportThread(device)
+                rt = ReportThread(device)
                 _threads[device] = rt
     return rt
 
@@ -219,6 +238,7 @@ def _on_callback(user_data: Any) -> None:
         if entry is None:
             return
         fn, args, stream = entry
+        _attention()  # the C loop returns to Python after this report (graveyard)
         st = local.st
         was_in_callback = st.in_callback  # True on a report thread (always)
         st.in_callback = True
@@ -237,7 +257,7 @@ def _on_callback(user_data: Any) -> None:
             with contextlib.suppress(Exception):
                 exc.add_note(f"raised in host callback {fn!r} launched on {stream!r}")
             _watch_unraised(stream)
-            stream._errors.append(exc)
+            stream.callback_errors.append(exc)
         finally:
             st.in_callback = was_in_callback
         rt = _threads.get(stream.dev_index)
@@ -248,6 +268,7 @@ def _on_callback(user_data: Any) -> None:
         pass
 
 
+_attention = _reportcore.attention
 _trampoline = _ffi.callback("void(void *)", _on_callback)
 
 #: id(stream) -> the finalizer that reports its callback exceptions if the stream is
@@ -259,7 +280,9 @@ def _watch_unraised(stream: Stream) -> None:
     key = id(stream)
     watch = _unraised_watch.get(key)
     if watch is None or not watch.alive:
-        watch = weakref.finalize(stream, _stream_collected, key, stream._errors, repr(stream))
+        watch = weakref.finalize(
+            stream, _stream_collected, key, stream.callback_errors, repr(stream)
+        )
         watch.atexit = False  # at exit, finalize() reports what is left ("finalized")
         _unraised_watch[key] = watch
 
@@ -293,10 +316,10 @@ _subscribe_lock = threading.Lock()
 
 #: Subscriptions of default streams (handle 0) per context: their Python wrappers
 #: may be recreated, the ACL stream (and its subscription) stays with the context.
-_default_subs: dict[CtxRef, _ReportThread] = {}
+_default_subs: dict[CtxRef, ReportThread] = {}
 
 
-def _forget_context(ctx: CtxRef) -> None:
+def forget_context(ctx: CtxRef) -> None:
     """An explicit context is closing: drop its default stream's subscription."""
     rt = _default_subs.pop(ctx, None)
     if rt is not None and ctx.device >= 0:
@@ -308,10 +331,8 @@ def _forget_context(ctx: CtxRef) -> None:
         rt.unsubscribe(0, ctx)
 
 
-def launch(
-    stream: Stream, fn: Callable[..., object], args: tuple[object, ...], block: bool
-) -> None:
-    """Enqueue ``fn(*args)`` on ``stream`` (its context is current on this thread)."""
+def _subscribed(stream: Stream) -> None:
+    """Make sure ``stream`` is subscribed to its device's report thread."""
     state = stream.stream_state
     if state.sub is None:
         with _subscribe_lock:
@@ -325,6 +346,14 @@ def launch(
                 state.sub = rt
                 if stream.raw_handle == 0:
                     _default_subs[stream.ctx_ref] = rt
+
+
+def launch(
+    stream: Stream, fn: Callable[..., object], args: tuple[object, ...], block: bool
+) -> None:
+    """Enqueue ``fn(*args)`` on ``stream`` (its context is current on this thread)."""
+    if stream.stream_state.sub is None:
+        _subscribed(stream)
     key = next(_keys)
     _pending[key] = (fn, args, stream)
     rc = lib.aclrtLaunchCallback(
@@ -332,6 +361,25 @@ def launch(
     )
     if rc:
         _pending.pop(key, None)
+        check(rc, "aclrtLaunchCallback")
+
+
+#: The C host callback of an await (pyacl_rt._reportcore): runs without the GIL.
+_native_callback: Any = None
+
+
+def launch_native(stream: Stream, record: int) -> None:
+    """Enqueue the C await callback with ``record`` (an armed
+    :class:`pyacl_rt._reportcore.Inbox` record) on ``stream`` (its context current),
+    blocking: the report thread runs it without the GIL."""
+    global _native_callback
+    if stream.stream_state.sub is None:
+        _subscribed(stream)
+    cb = _native_callback
+    if cb is None:
+        cb = _native_callback = _ffi.cast("void(*)(void *)", _reportcore.callback_address())
+    rc = lib.aclrtLaunchCallback(cb, record, ACL_CALLBACK_BLOCK, stream.raw_handle)
+    if rc:
         check(rc, "aclrtLaunchCallback")
 
 

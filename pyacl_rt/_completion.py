@@ -1,38 +1,48 @@
-"""Device completion as futures: the framework-neutral primitive under ``await``.
+"""Device completion for waiters: device futures and the asyncio inboxes.
 
-A *device future* is a :class:`concurrent.futures.Future` (result ``None``) that
-completes when the device reaches a point of a stream. The runtime tells us: a host
-callback (``block=True``) launched on a *companion stream* that first waits for the
-point's event (:mod:`pyacl_rt._event` owns the companions), run by pyacl_rt's report
-thread (:mod:`pyacl_rt._callbacks`). No polling, no thread per wait: one callback per
-awaited point, shared by every waiter of that point.
+Two paths, both fed by the runtime (host callbacks on a *companion stream* that first
+waits for the point's event; :mod:`pyacl_rt._event` owns the companions), never by
+polling, never a thread per wait:
 
-:func:`fire` is that callback: it completes the future on the report thread, which
-runs the future's done callbacks there. :func:`wait` is the asyncio side: it hangs a
-:class:`_Relay` on the future that hands the completion to the waiting loop with
-``loop.call_soon_threadsafe``, batched per loop (:class:`_Inbox`: completions arriving
-before the loop ran the last hand-over ride along with it). A closed loop gets nothing
-and no "Event loop is closed" error is raised anywhere. Cancelling the
-awaiting task detaches the relay (it keeps no loop, task or future alive) and never
-touches the device work; the device future itself completes normally later.
+* ``await event`` / ``await stream`` (:func:`arm`, :func:`settle`): a **C** host callback
+  (:mod:`pyacl_rt._reportcore`) whose user data is a record of the running loop's
+  :class:`Inbox`. When the device passes the point, the report thread (looping in C,
+  GIL released) runs it: it appends the record's token to the inbox's C queue and
+  writes the inbox's eventfd unless already signalled. No Python and no GIL until the
+  loop wakes (``loop.add_reader``) and :meth:`Inbox.drain` wakes the waiters,
+  :data:`DRAIN_BATCH` per loop iteration. So a busy loop (or any Python thread holding
+  the GIL) never delays a completion on its way. The awaits of one record in one loop
+  share one callback (:class:`Point`).
+* the framework-neutral :class:`concurrent.futures.Future` (``as_future`` /
+  ``add_done_callback``): :func:`fire`, a Python host callback run by the report thread,
+  completes it there (its done callbacks run there). :func:`wait` awaits such a future
+  through the loop's inbox (its done callback posts a token).
 
-Futures that can no longer complete fail instead of hanging: at
-:func:`pyacl_rt.finalize` with
-:class:`~pyacl_rt.errors.RuntimeFinalizedError`, when their context is closed with
-:class:`~pyacl_rt.errors.ObjectClosedError`.
+Lifetimes: an inbox keeps its loop only weakly; the inbox of a closed or collected loop
+is detached (what arrives is dropped, no callback ever reaches a dead loop) and its
+eventfd is closed in C when its last armed record has run. Cancelling an await removes
+its waiter and keeps nothing alive; the device work and its callback go on (the token
+is dropped on arrival). Pending waits fail instead of hanging: at
+:func:`pyacl_rt.finalize` with :class:`~pyacl_rt.errors.RuntimeFinalizedError`, when
+their context is closed with :class:`~pyacl_rt.errors.ObjectClosedError` (their records,
+which the runtime will not run any more, are abandoned in C). A forked child forgets the
+inherited inboxes.
 
-Floor 5, after :mod:`_callbacks` and before :mod:`_stream`: imports floors 1-4. The
-asyncio module is imported on the first ``await`` only.
+Floor 5, after :mod:`_callbacks` and before :mod:`_stream`: imports floors 1-4 and the
+compiled :mod:`_reportcore`. asyncio is imported on the first ``await`` only.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
+import os
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from . import _runtime, errors
+from . import _reportcore, _runtime, errors
 from ._hooks import fork_hooks
 from ._state import CtxRef, context_close_hooks
 
@@ -40,7 +50,24 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-__all__ = ["done_future", "fire", "forget", "new_future", "pending_futures", "wait"]
+__all__ = [
+    "Inbox",
+    "Point",
+    "arm",
+    "disarm",
+    "done_future",
+    "fire",
+    "forget",
+    "join",
+    "new_future",
+    "pending_awaits",
+    "pending_futures",
+    "settle",
+    "wait",
+]
+
+#: Name prefix of pyacl_rt's report threads (pyacl_rt._callbacks).
+_REPORT_THREAD_PREFIX = "pyacl_rt-callbacks-"
 
 
 #: concurrent.futures.Future and InvalidStateError once loaded (concurrent.futures
@@ -115,112 +142,230 @@ def pending_futures() -> int:
 #: queued behind all of them (the loop's lag stays bounded).
 DRAIN_BATCH = 16
 
+#: Tokens of waits handed to inboxes (any thread may draw one).
+_tokens = itertools.count(1)
 
-class _Inbox:
-    """Completions on their way to one loop: many arrive, one ``call_soon_threadsafe``
-    (one self-pipe write, one loop callback) carries every completion that arrived
-    until the loop ran it, :data:`DRAIN_BATCH` per loop iteration."""
+#: Await records armed (their C callback launched or about to be) and not yet
+#: drained -> (inbox, context of the companion stream). Guarded by _lock.
+_armed: dict[int, tuple[Inbox, CtxRef]] = {}
 
-    __slots__ = ("__weakref__", "items", "lock", "loop", "scheduled")
+
+class Inbox:
+    """Completions on their way to one asyncio loop.
+
+    The C half (:class:`pyacl_rt._reportcore.Inbox`) collects tokens without the GIL:
+    the C host callback of an awaited point appends its token and writes the inbox's
+    eventfd (once until the loop read it). The loop reads the fd (``add_reader``) and
+    wakes the waiters of the tokens, :data:`DRAIN_BATCH` per loop iteration. Tokens from
+    Python (a device future's relay, a failure at finalize) travel the same way. The
+    inbox keeps its loop only weakly; a closed or collected loop's inbox is detached
+    (nothing more reaches it; its fd closes in C once no armed record is left)."""
+
+    __slots__ = ("__weakref__", "core", "failed", "fd", "loop", "ready", "scheduled", "waits")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        import collections
-
+        fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        try:
+            self.core = _reportcore.Inbox(fd)  # owns the fd from here on
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
         self.loop = weakref.ref(loop)  # the inbox must not keep its loop alive
-        self.items: collections.deque[asyncio.Future[None]] = collections.deque()
-        self.lock = threading.Lock()
-        #: True while a drain is pending (scheduled and not yet started).
+        #: token -> the loop futures waiting for it (loop thread only)
+        self.waits: dict[int, list[asyncio.Future[None]]] = {}
+        #: token -> the exception its waiters get (finalize, context close)
+        self.failed: dict[int, BaseException] = {}
+        self.ready: collections.deque[int] = collections.deque()
         self.scheduled = False
-
-    def post(self, waiter: asyncio.Future[None]) -> None:
-        """From any thread: wake ``waiter`` in the loop soon. Never raises."""
-        loop = self.loop()
-        if loop is None or loop.is_closed():
-            return  # a dead loop gets nothing
-        self.items.append(waiter)
-        with self.lock:
-            if self.scheduled:
-                return  # the drain already on its way takes it
-            self.scheduled = True
-        # A loop closing right now: call_soon_threadsafe raises RuntimeError; drop it.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self.drain)
+        loop.add_reader(fd, self.drain)
+        weakref.finalize(loop, self.core.detach)  # a collected loop gets nothing
 
     def drain(self) -> None:
-        """In the loop: wake the waiters that arrived, :data:`DRAIN_BATCH` of them now
+        """In the loop (the fd is readable): take the tokens that arrived and wake."""
+        try:
+            tokens = self.core.take()
+        except ValueError:  # detached
+            return
+        self.ready.extend(tokens)
+        self.wake()
+
+    def wake(self) -> None:
+        """In the loop: wake the waiters of ready tokens, :data:`DRAIN_BATCH` of them now
         and the rest in the next iteration (cancelled ones are skipped)."""
-        with self.lock:
-            self.scheduled = False
-        items = self.items
+        self.scheduled = False
+        ready = self.ready
+        waits = self.waits
         woken = 0
-        while items:
-            if woken == DRAIN_BATCH:
-                with self.lock:
-                    if self.scheduled:
-                        return  # a post scheduled a drain meanwhile
-                    self.scheduled = True
+        while ready:
+            if woken >= DRAIN_BATCH:
                 loop = self.loop()
-                if loop is not None:
-                    loop.call_soon(self.drain)  # in the loop: after what is due now
+                if loop is not None and not self.scheduled:
+                    self.scheduled = True
+                    loop.call_soon(self.wake)  # in the loop: after what is due now
                 return
-            waiter = items.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                woken += 1
+            token = ready.popleft()
+            if token in _armed:
+                with _lock:
+                    _armed.pop(token, None)
+            waiters = waits.pop(token, None)
+            if waiters is None:
+                continue
+            exc = self.failed.pop(token, None) if self.failed else None
+            for waiter in waiters:
+                if not waiter.done():
+                    if exc is None:
+                        waiter.set_result(None)
+                    else:
+                        waiter.set_exception(exc)
+                    woken += 1
+
+    def post(self, token: int) -> None:
+        """From any thread: deliver ``token`` (its waiters wake in the loop). Never raises."""
+        with contextlib.suppress(ValueError):  # detached: a dead loop gets nothing
+            self.core.push(token)
+
+    def fail(self, token: int, exc: BaseException) -> None:
+        """From any thread: the waiters of ``token`` get ``exc``. Never raises."""
+        self.failed[token] = exc
+        self.post(token)
+
+    def close(self) -> None:
+        """The loop is closed or gone: detach (nothing more reaches it). Never raises."""
+        self.core.detach()
+        self.waits.clear()
+        self.failed.clear()
+        self.ready.clear()
+        with _lock:
+            for token in [t for t, (box, _c) in _armed.items() if box is self]:
+                del _armed[token]
 
 
 #: loop -> its inbox (dropped with the loop).
-_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Inbox] = weakref.WeakKeyDictionary()
 
 
-def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
+def _sweep() -> None:
+    """Detach the inboxes of closed loops."""
+    for loop, box in list(_inboxes.items()):
+        if loop.is_closed():
+            _inboxes.pop(loop, None)
+            box.close()
+
+
+def _inbox(loop: asyncio.AbstractEventLoop) -> Inbox:
     box = _inboxes.get(loop)
     if box is None:
-        box = _inboxes.setdefault(loop, _Inbox(loop))
+        _sweep()
+        box = _inboxes.setdefault(loop, Inbox(loop))
     return box
-
-
-class _Relay:
-    """A done callback of a device future that wakes one awaiting asyncio task."""
-
-    __slots__ = ("inbox", "waiter")
-
-    def __init__(self, inbox: _Inbox, waiter: asyncio.Future[None]) -> None:
-        self.inbox: _Inbox | None = inbox
-        self.waiter: asyncio.Future[None] | None = waiter
-
-    def __call__(self, fut: concurrent.futures.Future[None]) -> None:
-        inbox, waiter = self.inbox, self.waiter
-        self.inbox = self.waiter = None
-        if inbox is not None and waiter is not None:
-            inbox.post(waiter)
-
-    def detach(self) -> None:
-        """The waiting task gave up (cancelled) or is done: keep nothing alive."""
-        self.inbox = self.waiter = None
 
 
 #: asyncio.get_running_loop once asyncio is loaded (no import statement per await).
 _running_loop: Any = None
 
 
+def _loop() -> asyncio.AbstractEventLoop:
+    global _running_loop
+    if _running_loop is None:
+        import asyncio
+
+        _running_loop = asyncio.get_running_loop
+    loop: asyncio.AbstractEventLoop = _running_loop()
+    return loop
+
+
+def arm(ctx: CtxRef) -> tuple[Inbox, int, int, asyncio.Future[None]]:
+    """In the running loop: a new await of a device point of a stream of ``ctx``:
+    ``(inbox, token, record, waiter)``. Launch the C callback with ``record`` (see
+    :func:`pyacl_rt._callbacks.launch_native`), or :func:`disarm` it if that fails; then
+    :func:`settle` the waiter."""
+    loop = _loop()
+    box = _inbox(loop)
+    token = next(_tokens)
+    if not token & 63:
+        _sweep()  # now and then: let go of the waits of closed loops
+    record: int = box.core.arm(token, id(ctx))
+    waiter: asyncio.Future[None] = loop.create_future()
+    box.waits[token] = [waiter]
+    with _lock:
+        _armed[token] = (box, ctx)
+    return box, token, record, waiter
+
+
+def disarm(box: Inbox, token: int, record: int) -> None:
+    """The callback of an :func:`arm` ed record was not launched: forget it."""
+    box.core.disarm(record)
+    box.waits.pop(token, None)
+    with _lock:
+        _armed.pop(token, None)
+
+
+def join(box: Inbox | None, token: int) -> asyncio.Future[None] | None:
+    """In the running loop: a new waiter of the pending await ``token`` of ``box`` (a
+    point awaited again), or None if that await is not pending in this loop."""
+    if box is None:
+        return None
+    loop = box.loop()
+    waiters = box.waits.get(token)
+    if waiters is None or loop is None or loop is not _loop():
+        return None
+    waiter: asyncio.Future[None] = loop.create_future()
+    waiters.append(waiter)
+    return waiter
+
+
+async def settle(box: Inbox, token: int, waiter: asyncio.Future[None]) -> None:
+    """Wait for ``waiter`` (woken by ``box``); cancelling leaves the device work alone
+    and keeps nothing alive (the token's callback still arrives, and is dropped)."""
+    try:
+        await waiter
+    finally:
+        if not waiter.done() or waiter.cancelled():
+            waiters = box.waits.get(token)
+            if waiters is not None:
+                with contextlib.suppress(ValueError):
+                    waiters.remove(waiter)
+                if not waiters:
+                    box.waits.pop(token, None)
+
+
+class _Relay:
+    """A done callback of a device future that wakes one awaiting asyncio task."""
+
+    __slots__ = ("inbox", "token")
+
+    def __init__(self, inbox: Inbox, token: int) -> None:
+        self.inbox: Inbox | None = inbox
+        self.token = token
+
+    def __call__(self, fut: concurrent.futures.Future[None]) -> None:
+        inbox = self.inbox
+        self.inbox = None
+        if inbox is not None:
+            inbox.post(self.token)
+
+    def detach(self) -> None:
+        """The waiting task gave up (cancelled) or is done: keep nothing alive."""
+        self.inbox = None
+
+
 async def wait(fut: concurrent.futures.Future[None]) -> None:
     """Wait in the running asyncio loop until ``fut`` completes; raise its exception.
 
-    Never blocks the loop. Cancelling the caller leaves ``fut`` and the device work alone.
+    Never blocks the loop (the future's done callback posts to the loop's inbox).
+    Cancelling the caller leaves ``fut`` and the device work alone.
     """
     if not fut.done():
-        global _running_loop
-        if _running_loop is None:
-            import asyncio
-
-            _running_loop = asyncio.get_running_loop
-        loop = _running_loop()
+        loop = _loop()
+        box = _inbox(loop)
+        token = next(_tokens)
         waiter: asyncio.Future[None] = loop.create_future()
-        relay = _Relay(_inbox(loop), waiter)
+        box.waits[token] = [waiter]
+        relay = _Relay(box, token)
         fut.add_done_callback(relay)
         try:
-            await waiter
+            await settle(box, token, waiter)
         finally:
             relay.detach()
     exc = fut.exception()
@@ -228,13 +373,43 @@ async def wait(fut: concurrent.futures.Future[None]) -> None:
         raise exc
 
 
+class Point:
+    """One record of an event once awaited or turned into a future (``Event._at``):
+    the state of the stream it was recorded on, its shared device future (None until
+    :meth:`~pyacl_rt.Event.as_future`), and its pending await (inbox and token: the
+    awaits of one loop share one callback)."""
+
+    __slots__ = ("future", "inbox", "src", "token")
+
+    def __init__(self, src: Any) -> None:
+        #: the _stream.StreamState of the recording stream (a higher floor's type)
+        self.src: Any = src
+        self.future: concurrent.futures.Future[None] | None = None
+        self.inbox: Inbox | None = None
+        self.token = 0
+
+
+def pending_awaits() -> int:
+    """Number of awaits whose device point has not been reached (process-wide; the
+    inboxes of closed loops are detached first)."""
+    _sweep()
+    return len(_armed)
+
+
 def _fail_where(ctx: CtxRef | None, make: Any) -> None:
     with _lock:
         doomed = [f for f, c in _unfired.items() if ctx is None or c is ctx]
         for f in doomed:
             del _unfired[f]
+        awaits = [(t, box) for t, (box, c) in _armed.items() if ctx is None or c is ctx]
+        for t, _box in awaits:
+            del _armed[t]
+    # Their streams are gone: the runtime will not call these records back.
+    _reportcore.abandon(None if ctx is None else id(ctx))
     for f in doomed:
         _settle(f, make())
+    for t, box in awaits:
+        box.fail(t, make())
 
 
 def _on_finalize() -> None:
@@ -246,6 +421,8 @@ def _on_finalize() -> None:
             explanation="",
         ),
     )
+    if not any(t.name.startswith(_REPORT_THREAD_PREFIX) for t in threading.enumerate()):
+        _reportcore.free_orphans()  # no report thread is left that could run them
 
 
 def _on_context_close(ctx: CtxRef) -> None:
@@ -263,6 +440,10 @@ def _after_fork_in_child() -> None:
     global _lock
     _lock = threading.Lock()
     _unfired.clear()
+    # The parent's awaits stay in the parent: forget the inherited inboxes.
+    _reportcore.after_fork()
+    _armed.clear()
+    _inboxes.clear()
 
 
 fork_hooks.add(_after_fork_in_child, _runtime.PRIORITY_STREAMS + 1)

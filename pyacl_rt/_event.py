@@ -31,8 +31,9 @@ import weakref
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from . import _completion, _runtime, _stream, errors
+from . import _callbacks, _completion, _runtime, _stream, errors
 from ._args import bool_arg, timeout_ms_arg
+from ._completion import Point
 from ._device import Device
 from ._hooks import factories, fork_hooks
 from ._log import get_logger
@@ -157,7 +158,7 @@ class Event:
         #: The state of the Stream of the last record (not the Stream: an event must
         #: not keep it alive), then the device future of that record once something
         #: awaits it (shared by every waiter); None before the first record.
-        self._at: _stream.StreamState | concurrent.futures.Future[None] | None = None
+        self._at: _stream.StreamState | Point | None = None
 
     # Owning a raw handle: a copy would alias it (use after free once one is closed).
     def __reduce__(self) -> NoReturn:
@@ -425,22 +426,28 @@ class Event:
             return _completion.done_future()
         if self._ipc and self.ctx_ref.device >= 0:
             # another process may record it again: never reuse a completed future
-            src = at if isinstance(at, StreamState) else current_stream(self.dev_index).stream_state
-            return _completion.done_future() if self.query() else _wait_future(self, src)
-        if not isinstance(at, StreamState):
-            return at  # this record's shared future
+            return _completion.done_future() if self.query() else _wait_future(self, _ipc_src(self))
+        if isinstance(at, Point):
+            fut = at.future
+            if fut is None:
+                fut = _completion.done_future() if self.query() else _wait_future(self, at.src)
+                at.future = fut
+            return fut  # this record's shared future
         # Passed already (or failed: query raises the mapped error) - else a callback.
         fut = _completion.done_future() if self.query() else _wait_future(self, at)
         if self._at is at:
-            self._at = fut
+            point = Point(at)
+            point.future = fut
+            self._at = point
         return fut
 
     def add_done_callback(self, fn: Callable[[Event], object]) -> None:
         """Call ``fn(self)`` once the device passed the last record of this event.
 
-        The framework-neutral hook (what ``await event`` is built on): ``fn`` runs on
-        pyacl_rt's report thread (at once on the calling thread if the event already
-        completed or was never recorded) and must not block or wait for the device;
+        The framework-neutral hook (``await event`` takes a GIL-free path of its own):
+        ``fn`` runs on pyacl_rt's report thread (at once on the calling thread if the
+        event already completed or was never recorded) and must not block or wait for
+        the device;
         hand the news to your loop, e.g. ``loop.call_soon_threadsafe`` or trio's
         ``TrioToken.run_sync_soon``. An exception ``fn`` raises is logged.
         """
@@ -452,8 +459,12 @@ class Event:
 
     def __await__(self) -> Generator[Any, None, None]:
         """``await event``: wait in the running asyncio loop (never blocking it) until
-        the device passed the last record. Cancelling the await cancels no device work."""
-        return _completion.wait(self.as_future()).__await__()
+        the device passed the last record. Cancelling the await cancels no device work.
+
+        The completion reaches the loop without the GIL: a C host callback on a
+        companion stream signals an eventfd the loop reads, so a busy loop or busy
+        Python threads never delay it on its way."""
+        return _await_event(self).__await__()
 
     # -------------------------------------------------------------- lifetime
     def close(self) -> None:
@@ -527,6 +538,61 @@ def _wait_future(event: Event, src: StreamState) -> concurrent.futures.Future[No
         _completion.forget(fut)
         raise
     return fut
+
+
+def _ipc_src(event: Event) -> StreamState:
+    """The stream state an interprocess event's completion waits on."""
+    at = event._at
+    if isinstance(at, StreamState):
+        return at
+    return current_stream(event.dev_index).stream_state
+
+
+async def _await_event(event: Event) -> None:
+    """``await event``: one C callback per awaited record and loop (shared by the
+    awaits of that loop), woken through the loop's inbox."""
+    at = event._at
+    ctx = event.ctx_ref
+    if at is None or ctx is None:
+        if event.closed:
+            event.raise_closed()
+        return
+    point = at if isinstance(at, Point) else None
+    if event._ipc and ctx.device >= 0:
+        src = _ipc_src(event)
+        point = None  # another process may record it again: share nothing
+    elif point is not None:
+        fut = point.future
+        if fut is not None and fut.done():
+            exc = fut.exception()
+            if exc is not None:
+                raise exc
+            return
+        waiter = _completion.join(point.inbox, point.token)
+        if waiter is not None:
+            await _completion.settle(point.inbox, point.token, waiter)  # type: ignore[arg-type]
+            return
+        src = point.src
+    else:
+        src = at  # type: ignore[assignment]
+    if event.query():  # passed already (or failed: query raises the mapped error)
+        return
+    comp = _stream.side_stream(src, ctx)
+    box, token, record, waiter = _completion.arm(comp.ctx_ref)
+    try:
+        event._wait_on(comp)
+        _callbacks.launch_native(comp, record)
+    except BaseException:
+        _completion.disarm(box, token, record)
+        raise
+    if not event._ipc:
+        if point is None and event._at is at:
+            point = Point(at)
+            event._at = point
+        if point is not None:
+            point.inbox = box
+            point.token = token
+    await _completion.settle(box, token, waiter)
 
 
 def _release_events() -> None:

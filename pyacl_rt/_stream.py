@@ -126,7 +126,7 @@ class StreamState:
         #: Keep-alive entries ``(marker event, objects)``, oldest first.
         self.watch: collections.deque[tuple[int, object]] = collections.deque()
         #: The report thread this stream is subscribed to for host callbacks, or None.
-        self.sub: _callbacks._ReportThread | None = None
+        self.sub: _callbacks.ReportThread | None = None
         #: The companion stream that waits for this stream's awaited events
         #: (:func:`side_stream`), closed with this stream; None until the first await.
         self.side: Stream | None = None
@@ -234,12 +234,12 @@ class Stream:
     __slots__ = (
         "__weakref__",
         "_acl_priority",
-        "_errors",
         "_finalizer",
         "_flags",
         "_kind",
         "_owner",
         "_priority",
+        "callback_errors",
         "ctx_ref",
         "dev_index",
         "raw_handle",
@@ -298,7 +298,8 @@ class Stream:
         self._priority = 0
         self._acl_priority = prio
         self._flags = flags
-        self._errors: list[BaseException] = []
+        #: host-callback exceptions the next synchronize() re-raises (_callbacks appends)
+        self.callback_errors: list[BaseException] = []
         # Shared with the finalizer (no self ref).
         self.stream_state = StreamState()
         if kind == _OWNED:
@@ -464,11 +465,11 @@ class Stream:
             # Everything recorded before this sync is complete; entries another thread
             # appended meanwhile are not (polling releases exactly the completed ones).
             self._poll_watch(watch)
-        if self._errors:
+        if self.callback_errors:
             self._raise_callback_error()
 
     def _raise_callback_error(self) -> None:
-        errs = self._errors
+        errs = self.callback_errors
         first = errs.pop(0)
         others = list(errs)
         errs.clear()
@@ -565,7 +566,8 @@ class Stream:
         return self._await().__await__()
 
     async def _await(self) -> None:
-        await _completion.wait(self.as_future())
+        if not self.query():  # also raises the error of a failed stream
+            await self.record_event()
         if self.ctx_ref.device >= 0:
             self.query()  # the mapped error of a task that failed meanwhile
 
@@ -628,8 +630,8 @@ class Stream:
         run_finalizer(f)  # runs _destroy_stream once
         self.ctx_ref = CLOSED_REF
         live_streams.discard(self)
-        if self._errors:  # host-callback exceptions no synchronize() will re-raise now
-            _callbacks.report_unraised(self._errors, where, "closed")
+        if self.callback_errors:  # host-callback exceptions no synchronize() will re-raise now
+            _callbacks.report_unraised(self.callback_errors, where, "closed")
 
     def make_inert(self, reason_ctx: CtxRef) -> None:
         """Finalize / context close: destroy if owned, then refuse further use."""
@@ -646,9 +648,9 @@ class Stream:
                 except Exception:  # pragma: no cover - defensive
                     _log.debug("pyacl_rt: unsubscribing %r failed", self, exc_info=True)
             state.watch.clear()
-        if self._errors:
+        if self.callback_errors:
             fate = "finalized" if reason_ctx.dead == "finalized" else "closed"
-            _callbacks.report_unraised(self._errors, where, fate)
+            _callbacks.report_unraised(self.callback_errors, where, fate)
         self.ctx_ref = reason_ctx
 
     def __enter__(self) -> Stream:
@@ -921,7 +923,7 @@ def _on_context_close(ctx: CtxRef) -> None:
         for key in [k for k in _pools if k[0] is ctx]:
             del _pools[key]
     _explicit_defaults.pop(ctx, None)
-    _callbacks._forget_context(ctx)
+    _callbacks.forget_context(ctx)
     markers.drop_context(ctx)
 
 

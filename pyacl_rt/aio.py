@@ -11,8 +11,8 @@ named like them::
 
 They enqueue the work on a stream (default: the current stream of the buffer's device)
 and wait in the running loop without blocking it: the runtime reports completion
-through a host callback (:meth:`pyacl_rt.Event.as_future`), which reaches the loop with
-``loop.call_soon_threadsafe``. So they pass sync-debug mode ``"error"``. Cancelling
+through a C host callback that signals an eventfd the loop reads (like ``await
+event``: no GIL needed on the way). So they pass sync-debug mode ``"error"``. Cancelling
 one (``task.cancel()``, ``asyncio.wait_for``) stops the waiting only: work already
 enqueued runs to completion and what it uses is kept alive until then.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from . import _completion, errors
+from . import errors
 from ._args import index_arg, timeout_ms_arg
 from ._event import Event
 from ._memory import DeviceBuffer, HostBuffer
@@ -56,23 +56,23 @@ async def synchronize(
             f"not {type(target).__name__}"
         )
     ms = None if timeout is None else timeout_ms_arg(timeout)
-    fut = target.as_future()
-    if ms is None or fut.done():
-        await _completion.wait(fut)
-    else:
-        import asyncio
+    if ms is None:
+        await target  # a Stream raises the mapped error of a task that failed
+        return
+    import asyncio
 
-        try:
-            await asyncio.wait_for(_completion.wait(fut), ms / 1000.0)
-        except TimeoutError:
-            raise errors.SyncTimeoutError(
-                f"aio.synchronize(): {target!r} was not done after {ms} ms "
-                "(the device work goes on)",
-                function="aio.synchronize",
-                explanation="",
-            ) from None
-    if isinstance(target, Stream) and not target.closed:
-        target.query()  # the mapped error of a task that failed
+    try:
+        await asyncio.wait_for(_awaited(target), ms / 1000.0)
+    except TimeoutError:
+        raise errors.SyncTimeoutError(
+            f"aio.synchronize(): {target!r} was not done after {ms} ms (the device work goes on)",
+            function="aio.synchronize",
+            explanation="",
+        ) from None
+
+
+async def _awaited(target: Stream | Event) -> None:
+    await target
 
 
 def _stream_of(stream: Stream | None, *objs: object) -> Stream | None:

@@ -18,9 +18,13 @@ Targets (PASS/FAIL each; exit status 1 on a miss):
 
 Info lines (no target): the same device work with 16 awaits only (``--device-only``),
 an await of a still-pending event, and an await while the loop is busy with Python work
-at CPython's default GIL switch interval (5 ms) and at 0.5 ms: completions reach the
-loop through the report thread, which needs the GIL; a busy loop thread hands it over
-only every switch interval (why ``examples/service`` sets 0.5 ms).
+(2 ms chunks between yields) at CPython's default GIL switch interval (5 ms) and at
+0.5 ms. An await's completion needs no GIL until the loop wakes (a C host callback
+writes the loop's eventfd); before, it went through Python on the report thread, which
+a busy loop starved of the GIL at 5 ms (that phase hung).
+
+No phase can hang: each runs under a time limit (``asyncio.wait_for``); a phase that
+does not finish is a FAIL with a message, and the script goes on with the next one.
 
 Random device-side delays: ``aclrtLaunchHostFunc`` of libc ``usleep`` runs on the
 stream's own worker (no Python, no GIL). A held stream waits on a notify
@@ -34,11 +38,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import statistics
 import sys
 import time
+from typing import Any
 
 os.environ.setdefault("PYACL_RT_BACKEND", "mock")
 
@@ -94,6 +100,45 @@ async def ticker(stop: asyncio.Event, lags: list[float], period: float = 0.001) 
         t0 = loop.time()
         await asyncio.sleep(period)
         lags.append(loop.time() - t0 - period)
+
+
+async def bare_wake_lag(rate: float, seconds: float) -> float:
+    """p99 lag of the 1 ms ticker while another thread writes an eventfd the loop reads
+    ``rate`` times a second at random moments - no pyacl_rt involved: what any I/O at
+    that rate costs the ticker (after a wake-up the loop polls again with a timeout
+    rounded up to whole milliseconds: the selectors module's epoll has ms resolution)."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+
+    def drain() -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.eventfd_read(fd)
+
+    loop.add_reader(fd, drain)
+    halt = threading.Event()
+
+    def writer() -> None:
+        rng = random.Random(1)
+        while not halt.wait(rng.expovariate(rate)):
+            os.eventfd_write(fd, 1)
+
+    th = threading.Thread(target=writer, daemon=True)
+    th.start()
+    stop = asyncio.Event()
+    lags: list[float] = []
+    t = asyncio.ensure_future(ticker(stop, lags))
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        stop.set()
+        await t
+        halt.set()
+        th.join()
+        loop.remove_reader(fd)
+        os.close(fd)
+    return p99(lags)
 
 
 def p99(xs: list[float]) -> float:
@@ -157,12 +202,17 @@ async def _lag_under_load(
     stop = asyncio.Event()
     lags: list[float] = []
     t = asyncio.ensure_future(ticker(stop, lags))
-    await asyncio.sleep(0.01)
-    t0 = time.perf_counter()
-    for g in gates:
-        g.open()
-    await asyncio.gather(*waits)
-    took = time.perf_counter() - t0
+    try:
+        await asyncio.sleep(0.01)
+        t0 = time.perf_counter()
+        for g in gates:
+            g.open()
+        await asyncio.gather(*waits)
+        took = time.perf_counter() - t0
+    except BaseException:  # given up (a hang): leave no process behind
+        stop.set()
+        await control.kill()
+        raise
     stop.set()
     await t
     return p99(base), p99(lags), (await control.stop()).p99, took
@@ -260,14 +310,100 @@ async def main(args: argparse.Namespace) -> int:
     def verdict(name: str, passed: bool, text: str) -> None:
         nonlocal ok
         ok &= passed
-        print(f"{'PASS' if passed else 'FAIL'}  {name}: {text}")
+        print(f"{'PASS' if passed else 'FAIL'}  {name}: {text}", flush=True)
+
+    async def bounded(name: str, coro: Any, limit_s: float) -> Any:
+        """``await coro``, or None and a FAIL line when it takes longer than ``limit_s``."""
+        try:
+            return await asyncio.wait_for(coro, limit_s)
+        except TimeoutError:
+            verdict(name, False, f"did not finish within {limit_s:g} s (a hang)")
+            return None
 
     # warm up: report thread, companion streams, pools
     s = npu.Stream()
-    await s.record_event()
+    await bounded("warm-up await", _await(s), 30)
     s.close()
 
-    base, lag, ctl, took = await bench_lag(args.events, 16, args.span)
+    limit = 60 + 6 * args.span
+    got = await bounded("loop lag phase", bench_lag(args.events, 16, args.span), limit)
+    if got is not None:
+        _report_lag(verdict, args, *got)
+        rate = args.events / got[3]
+        bare = await bounded("bare eventfd phase", bare_wake_lag(rate, min(got[3], 3.0)), 30)
+        if bare is not None:
+            print(
+                f"info  the same wake-up rate ({rate:.0f}/s) on a bare eventfd, no pyacl_rt: "
+                f"p99 lag {bare * 1e3:.3f} ms (asyncio's epoll polls with a timeout "
+                "rounded up to whole ms after each wake-up)",
+                flush=True,
+            )
+    if args.device_only:
+        got = await bounded(
+            "device-only lag phase",
+            bench_lag(args.events, 16, args.span, await_all=False),
+            limit,
+        )
+        if got is not None:
+            _, dlag, dctl, _ = got
+            print(
+                f"info  the same device work awaiting 16 events only: p99 lag "
+                f"{dlag * 1e3:.3f} ms vs {dctl * 1e3:.3f} ms in the control process (added "
+                f"{(dlag - dctl) * 1e3:+.3f} ms: the mock's device threads share the host's "
+                "cores with the loop)"
+            )
+    got = await bounded("await cost phase", bench_await_cost(args.rounds), 120)
+    if got is not None:
+        sync_s, await_s = got
+        extra = await_s - sync_s
+        verdict(
+            "await of an already-queued event vs synchronize()",
+            extra <= 20e-6,
+            f"await {await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
+            f"+{extra * 1e6:.1f} us (ratio {await_s / sync_s:.2f}x; target <= +20 us)",
+        )
+    got = await bounded("pending await phase", bench_await_cost(args.rounds // 4, 200), 120)
+    if got is not None:
+        sync_s, await_s = got
+        print(
+            f"info  await of an event still pending (200 us of device work): await "
+            f"{await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
+            f"+{(await_s - sync_s) * 1e6:.1f} us (the host callback and loop wake-up)",
+            flush=True,
+        )
+    for switch in (0.005, 0.0005):
+        got = await bounded(
+            f"busy-loop await phase (switch interval {switch * 1e3:g} ms)",
+            bench_busy_loop_await(args.rounds // 10, switch),
+            60,
+        )
+        if got is not None:
+            p50, p99_ = got
+            print(
+                f"info  await of a 1 ms device task while the loop is busy (2 ms of Python "
+                f"between yields), GIL switch interval {switch * 1e3:g} ms: resumes "
+                f"{p50 * 1e3:.2f} ms (p50), {p99_ * 1e3:.2f} ms (p99) after the device "
+                "finished",
+                flush=True,
+            )
+    got = await bounded("idle CPU phase", bench_idle_cpu(args.hold), 30 + 2 * args.hold)
+    if got is not None:
+        base_cpu, cpu = got
+        verdict(
+            f"CPU while awaiting a stream held for {args.hold:g} s",
+            cpu < 0.02,
+            f"{cpu * 100:.2f} % of one core (idle loop {base_cpu * 100:.2f} %; target < 2 %)",
+        )
+    return 0 if ok else 1
+
+
+async def _await(x: Any) -> None:
+    await x
+
+
+def _report_lag(
+    verdict: Any, args: argparse.Namespace, base: float, lag: float, ctl: float, took: float
+) -> None:
     verdict(
         f"loop p99 lag with {args.events} concurrent awaits",
         lag < 1e-3,
@@ -280,41 +416,6 @@ async def main(args: argparse.Namespace) -> int:
         f"control process at the same time (ratio {lag / max(ctl, 1e-9):.2f}x; this "
         f"process's idle loop just before: {base * 1e3:.3f} ms; target < +1 ms)",
     )
-    if args.device_only:
-        _, dlag, dctl, _ = await bench_lag(args.events, 16, args.span, await_all=False)
-        print(
-            f"info  the same device work awaiting 16 events only: p99 lag {dlag * 1e3:.3f} ms "
-            f"vs {dctl * 1e3:.3f} ms in the control process (added {(dlag - dctl) * 1e3:+.3f} "
-            "ms: the mock's device threads share the host's cores with the loop)"
-        )
-    sync_s, await_s = await bench_await_cost(args.rounds)
-    extra = await_s - sync_s
-    verdict(
-        "await of an already-queued event vs synchronize()",
-        extra <= 20e-6,
-        f"await {await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
-        f"+{extra * 1e6:.1f} us (ratio {await_s / sync_s:.2f}x; target <= +20 us)",
-    )
-    sync_s, await_s = await bench_await_cost(args.rounds // 4, 200)
-    print(
-        f"info  await of an event still pending (200 us of device work): await "
-        f"{await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
-        f"+{(await_s - sync_s) * 1e6:.1f} us (the host callback and loop wake-up)"
-    )
-    for switch in (0.005, 0.0005):
-        p50, p99_ = await bench_busy_loop_await(args.rounds // 10, switch)
-        print(
-            f"info  await of a 1 ms device task while the loop is busy (2 ms of Python "
-            f"between yields), GIL switch interval {switch * 1e3:g} ms: resumes "
-            f"{p50 * 1e3:.2f} ms (p50), {p99_ * 1e3:.2f} ms (p99) after the device finished"
-        )
-    base_cpu, cpu = await bench_idle_cpu(args.hold)
-    verdict(
-        f"CPU while awaiting a stream held for {args.hold:g} s",
-        cpu < 0.02,
-        f"{cpu * 100:.2f} % of one core (idle loop {base_cpu * 100:.2f} %; target < 2 %)",
-    )
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -69,6 +69,12 @@ class Control:
         if line.strip() != b"ready":
             raise RuntimeError(f"the control process did not start: {line!r}")
 
+    async def kill(self) -> None:
+        """End the process at once (a measurement that was given up)."""
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+
     async def stop(self) -> LoopLag:
         """Stop the ticker and the process; the lag it saw."""
         assert self.proc.stdin is not None and self.proc.stdout is not None

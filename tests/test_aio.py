@@ -9,6 +9,8 @@ import concurrent.futures
 import contextlib
 import gc
 import logging
+import os
+import sys
 import threading
 import time
 import weakref
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 
 import pyacl_rt as npu
-from pyacl_rt import _callbacks, _completion, aio, errors
+from pyacl_rt import _callbacks, _completion, _reportcore, aio, errors
 from pyacl_rt.mock import mock_control
 
 
@@ -52,15 +54,22 @@ def s() -> Iterator[npu.Stream]:
     st.close()
 
 
+def _pending() -> tuple[int, int, int, int]:
+    """(device futures, Python callbacks, awaits, armed C records) still pending."""
+    return (
+        _completion.pending_futures(),
+        _callbacks.pending_count(),
+        _completion.pending_awaits(),
+        _reportcore.stats()[1],
+    )
+
+
 def _settled() -> None:
     """Wait (bounded) until no completion is pending anywhere."""
     deadline = time.monotonic() + 10
-    while (_completion.pending_futures() or _callbacks.pending_count()) and (
-        time.monotonic() < deadline
-    ):
+    while any(_pending()) and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert _completion.pending_futures() == 0
-    assert _callbacks.pending_count() == 0
+    assert _pending() == (0, 0, 0, 0)
 
 
 # --------------------------------------------------------------- awaiting
@@ -532,4 +541,340 @@ def test_the_companion_stream_is_closed_with_its_stream() -> None:
     before = mock_control().stat("streams", 0)
     st.close()
     assert mock_control().stat("streams", 0) == before - 2  # the stream and its companion
+    _settled()
+
+
+# ------------------------------------------------- completions without the GIL
+def _device_sleep(stream: npu.Stream, us: int) -> None:
+    """``us`` microseconds of device-side delay: libc usleep as a host func on the
+    stream's own worker (no Python, no GIL)."""
+    import cffi
+
+    libc_ffi = cffi.FFI()
+    libc_ffi.cdef("int usleep(unsigned int usec);")
+    libc = libc_ffi.dlopen(None)
+    ll = npu.lowlevel
+    fn = ll.ffi.cast(
+        "aclrtHostFunc", int(libc_ffi.cast("uintptr_t", libc_ffi.addressof(libc, "usleep")))
+    )
+    ll.check(ll.lib.aclrtLaunchHostFunc(stream.handle, fn, us), "aclrtLaunchHostFunc")
+
+
+def _live_inboxes() -> int:
+    """Inboxes whose C core (and eventfd) is still open."""
+    return _reportcore.stats()[0]
+
+
+def test_awaits_complete_while_the_loop_is_busy_at_the_default_switch_interval(
+    s: npu.Stream,
+) -> None:
+    """A loop whose task runs Python in chunks shorter than the GIL switch interval
+    (5 ms) between yields starves other Python threads; an await's completion needs
+    none (before: it went through Python on the report thread and never arrived while
+    the loop was busy - this test hung until wait_for gave up)."""
+    old = sys.getswitchinterval()
+
+    async def main() -> int:
+        stop = False
+
+        async def busy() -> None:
+            while not stop:
+                end = time.perf_counter() + 0.002
+                while time.perf_counter() < end:
+                    pass
+                await asyncio.sleep(0)
+
+        task = asyncio.ensure_future(busy())
+        done = 0
+        try:
+            for _ in range(5):
+                _device_sleep(s, 1000)
+                ev = s.record_event()
+                await asyncio.wait_for(_aw(ev), 20)  # generous: a regression fails, not hangs
+                await asyncio.wait_for(_aw(s), 20)
+                done += 1
+        finally:
+            stop = True
+            await task
+        return done
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    sys.setswitchinterval(0.005)
+    try:
+        assert asyncio.run(main()) == 5
+    finally:
+        sys.setswitchinterval(old)
+    _settled()
+
+
+def test_an_await_completion_reaches_the_inbox_while_the_gil_is_held(s: npu.Stream) -> None:
+    """The loop thread holds the GIL (a spin at a switch interval of 1000 s: no other
+    Python thread runs meanwhile) while the device passes an awaited point: the
+    completion still reaches the loop's inbox (token queued, eventfd signalled), because
+    that path needs no GIL. Before, the report thread had to run Python first: nothing
+    arrived until the GIL was let go."""
+    old = sys.getswitchinterval()
+
+    async def main() -> tuple[int, int, int, bool]:
+        _device_sleep(s, 1000)
+        await asyncio.wait_for(_aw(s.record_event()), 20)  # the report thread is in C now
+        await asyncio.sleep(0.02)
+        _device_sleep(s, 5000)
+        ev = s.record_event()
+        task = asyncio.ensure_future(_aw(ev))
+        await asyncio.sleep(0)  # armed: a C callback waits on the companion stream
+        box = _completion._inboxes[asyncio.get_running_loop()]
+        sys.setswitchinterval(1000.0)
+        try:
+            deadline = time.perf_counter() + 10
+            while box.core.stats()[2] == 0 and time.perf_counter() < deadline:  # type: ignore[index]
+                pass  # holds the GIL: no bytecode boundary lets another thread in
+            got = box.core.stats()
+        finally:
+            sys.setswitchinterval(old)
+        await asyncio.wait_for(task, 20)
+        assert got is not None
+        return got
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    _refs, armed, queued, signalled = asyncio.run(main())
+    assert (armed, queued, signalled) == (0, 1, True)
+    _settled()
+
+
+def test_a_python_callback_and_awaits_share_the_report_thread(s: npu.Stream) -> None:
+    """The report loop runs in C; it comes back to Python for a Python host callback
+    (which still runs on the report thread) and stays in C for await completions."""
+    ran: list[int] = []
+
+    async def main() -> None:
+        gate = Gate(s)
+        s.launch_host_func(lambda: ran.append(threading.get_ident()))
+        ev = s.record_event()
+        fut = ev.as_future()  # the framework-neutral path keeps its Python callback
+        waits = [asyncio.ensure_future(_aw(ev)) for _ in range(3)]
+        await asyncio.sleep(0.01)
+        gate.open()
+        await asyncio.wait_for(asyncio.gather(*waits), 20)
+        assert fut.result(timeout=20) is None
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    asyncio.run(main())
+    s.synchronize()
+    assert ran == [_callbacks.report_threads()[0].ident]
+    _settled()
+
+
+def test_ten_thousand_concurrent_awaits(s: npu.Stream) -> None:
+    streams = [npu.Stream() for _ in range(8)]
+
+    async def main() -> int:
+        gates = [Gate(st) for st in streams]
+        events = [streams[i % 8].record_event() for i in range(10_000)]
+        waits = [asyncio.ensure_future(_aw(ev)) for ev in events]
+        await asyncio.sleep(0.01)
+        assert _completion.pending_awaits() == 10_000
+        for g in gates:
+            g.open()
+        await asyncio.wait_for(asyncio.gather(*waits), 120)
+        return sum(ev.query() for ev in events)
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    assert asyncio.run(main()) == 10_000
+    for st in streams:
+        st.synchronize()
+        st.close()
+    _settled()
+
+
+def test_cancelled_awaits_leak_nothing_and_close_the_fd(s: npu.Stream) -> None:
+    before = _live_inboxes()
+    refs: list[weakref.ref[Any]] = []
+    fds: list[int] = []
+
+    async def main() -> None:
+        gate = Gate(s)
+        ev = s.record_event()
+        tasks = [asyncio.ensure_future(_aw(ev)) for _ in range(50)]
+        tasks.append(asyncio.ensure_future(_aw(s)))
+        refs.extend(weakref.ref(t) for t in tasks)
+        await asyncio.sleep(0.01)
+        box = _completion._inboxes[asyncio.get_running_loop()]
+        fds.append(box.fd)
+        refs_now, armed, _queued, _sig = box.core.stats()  # type: ignore[misc]
+        assert armed == 2 and refs_now == 3  # one record per point + the owner
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert all(t.cancelled() for t in tasks)
+        assert not box.waits  # no waiter kept
+        gate.open()
+        await asyncio.wait_for(_aw(s), 20)  # the device work itself went on
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    asyncio.run(main())
+    _settled()
+    gc.collect()
+    assert all(r() is None for r in refs)  # nothing kept the tasks alive
+    assert _live_inboxes() == before  # the loop is gone: its inbox and fd too
+    with pytest.raises(OSError):
+        os.fstat(fds[0])
+
+
+def test_loop_closed_with_awaits_pending_closes_the_fd_after_the_device(
+    s: npu.Stream,
+) -> None:
+    """A closed loop gets no callback; its inbox is detached and its eventfd closed in
+    C once the device passed the points its records wait for (never before: the
+    runtime still holds them)."""
+    before = _live_inboxes()
+    gate = Gate(s)
+    ev = s.record_event()
+    loop = asyncio.new_event_loop()
+    seen: list[object] = []
+    loop.set_exception_handler(lambda _l, ctx: seen.append(ctx))
+
+    tasks: list[asyncio.Future[None]] = []
+
+    async def start() -> int:
+        tasks.extend(asyncio.ensure_future(_aw(ev)) for _ in range(5))
+        await asyncio.sleep(0.01)
+        return _completion._inboxes[asyncio.get_running_loop()].fd
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    fd = loop.run_until_complete(start())
+    loop.close()
+    assert _completion.pending_awaits() == 0  # detached: nothing waits in Python
+    assert _reportcore.stats()[1] == 1  # the runtime still holds the armed record
+    os.fstat(fd)  # so the fd is still open
+    gate.open()
+    ev.synchronize()
+    s.synchronize()
+    _settled()
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed by the last record
+    assert seen == []  # nothing reached the dead loop
+    assert not any(t.done() for t in tasks)
+    tasks.clear()  # (asyncio itself reports its pending tasks destroyed)
+    del loop
+    gc.collect()
+    assert _live_inboxes() == before
+
+
+def test_context_close_fails_pending_awaits() -> None:
+    ctx = npu.Context(0)
+    with ctx:
+        st = npu.Stream()
+    hold = threading.Event()
+    st.launch_host_func(hold.wait, 30.0)
+    ev = st.record_event()
+
+    async def main() -> str:
+        task = asyncio.ensure_future(_aw(ev))
+        await asyncio.sleep(0.01)
+        assert _completion.pending_awaits() == 1
+        timer = threading.Timer(0.2, hold.set)
+        timer.start()
+        ctx.close()  # waits for the held stream, then tears the context down
+        timer.join()
+        try:
+            await asyncio.wait_for(task, 20)
+            return "completed"
+        except errors.ObjectClosedError:
+            return "failed: closed"
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    assert asyncio.run(main()) in ("completed", "failed: closed")
+    npu.set_device(0)
+    _settled()
+
+
+def test_finalize_with_pending_awaits_fails_them(run_python: Any) -> None:
+    code = """
+        import asyncio, threading
+        import pyacl_rt as npu
+        from pyacl_rt import _completion, _reportcore
+
+        async def main():
+            s = npu.Stream()
+            gate = threading.Event()
+            s.launch_host_func(gate.wait, 30.0)
+            ev = s.record_event()
+            task = asyncio.ensure_future(aw(ev))
+            await asyncio.sleep(0.01)
+            threading.Timer(0.2, gate.set).start()
+            npu.finalize()
+            try:
+                await asyncio.wait_for(task, 20)
+                print("completed")
+            except npu.errors.RuntimeFinalizedError:
+                print("failed: finalized")
+            print("pending", _completion.pending_awaits(), _reportcore.stats()[1:])
+
+        async def aw(x):
+            await x
+
+        asyncio.run(main())
+    """
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.strip().splitlines()
+    assert first in ("completed", "failed: finalized")
+    assert second == "pending 0 (0, 0)"  # no armed record, no orphan left
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_drops_the_inherited_inboxes(s: npu.Stream) -> None:
+    gate = Gate(s)
+    ev = s.record_event()
+    loop = asyncio.new_event_loop()
+
+    tasks: list[asyncio.Future[None]] = []
+
+    async def start() -> None:
+        tasks.append(asyncio.ensure_future(_aw(ev)))
+        await asyncio.sleep(0.01)
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    loop.run_until_complete(start())
+    fd = _completion._inboxes[loop].fd
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            try:
+                os.fstat(fd)
+                fd_open = True
+            except OSError:
+                fd_open = False
+            msg = f"{_reportcore.stats()} {_completion.pending_awaits()} {fd_open}"
+        except BaseException as exc:
+            msg = f"error {exc!r}"
+        os.write(w, msg.encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = f.read()
+    os.waitpid(pid, 0)
+    assert got == "(0, 0, 0) 0 False"
+    gate.open()
+    loop.run_until_complete(asyncio.wait_for(_aw(ev), 20))  # the parent is unaffected
+    loop.close()
+    s.synchronize()
     _settled()

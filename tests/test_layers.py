@@ -80,6 +80,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "streams, callbacks, events",
         (
+            "pyacl_rt._reportcore",
             "pyacl_rt._callbacks",
             "pyacl_rt._completion",
             "pyacl_rt._watch",
@@ -162,6 +163,7 @@ COMPILED = {
     "pyacl_rt._dlpack_c",
     "pyacl_rt._cachecore",
     "pyacl_rt._memcore",
+    "pyacl_rt._reportcore",
 }
 PACKAGES = {
     "pyacl_rt": PKG,
@@ -398,17 +400,15 @@ PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("_allocator.__init__", "_C_API"): C_NAME,
 }
 PRIVATE_ATTRIBUTES_ALLOWED: dict[tuple[str, str], str] = {
-    ("_stream", "_ReportThread"): PENDING,
     ("_event", "_at"): OWN_CLASS,
     ("_event", "_bind"): OWN_CLASS,
     ("_graph", "_device"): OWN_CLASS,
-    ("_callbacks", "_errors"): PENDING,
     ("_device", "_fallback_device"): C_NAME,
     ("_ipc.memory", "_fields"): PYTHON_API,
     ("_options", "_fields"): PYTHON_API,
     ("_context", "_finalizer"): OWN_CLASS,
     ("_event", "_finalizer"): OWN_CLASS,
-    ("_stream", "_forget_context"): PENDING,
+    ("_event", "_ipc"): OWN_CLASS,
     ("_runtime", "_gate_after_fork"): C_NAME,
     ("_state", "_gate_api"): C_NAME,
     ("_runtime", "_gate_close"): C_NAME,
@@ -457,7 +457,7 @@ def _private_uses() -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """(module, name) of every cross-module underscore import and every read of a private
     attribute of an object other than ``self``/``cls`` in the package."""
     modules = {p.stem for p in PKG.rglob("*.py")} | {p.name for p in PKG.iterdir() if p.is_dir()}
-    modules |= {"_lowlevel_cffi", "_fastcall", "_memcore", "_cachecore", "_dlpack_c"}
+    modules |= {"_lowlevel_cffi", "_fastcall", "_memcore", "_cachecore", "_dlpack_c", "_reportcore"}
     imports: set[tuple[str, str]] = set()
     attrs: set[tuple[str, str]] = set()
     for path in PKG.rglob("*.py"):

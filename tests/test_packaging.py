@@ -168,7 +168,7 @@ int main(void) {
 }
 """
 CANN_LIBRARIES = LIBRARIES  # the eight libraries of the prefix (test_mock_prefix.py)
-EXTENSIONS = ("_lowlevel_cffi", "_fastcall", "_dlpack_c", "_cachecore", "_memcore")  # compiled
+EXTENSIONS = ("_lowlevel_cffi", "_fastcall", "_dlpack_c", "_cachecore", "_memcore", "_reportcore")
 
 
 def _check(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -216,11 +216,9 @@ def main(argv: list[str] | None = None) -> None:
         help="CPython's GIL switch interval in ms (default 0.5; CPython's own: 5)",
     )
     args = ap.parse_args(argv)
-    # Completions reach the loop through pyacl_rt's report thread, which needs the GIL
-    # for each one. While the loop thread is busy it hands the GIL over only every switch
-    # interval: with CPython's 5 ms, a burst of completions waits 5 ms each, every slot
-    # ends up waiting for its stream, and the tail latency grows by 100s of ms under
-    # load. 0.5 ms keeps completions flowing (measured: scripts/load_service.py).
+    # Await completions need no GIL (a C callback wakes the loop through an eventfd).
+    # Other Python threads (host callbacks, executor threads) get the GIL from a busy
+    # loop thread only every switch interval: 0.5 ms keeps their waits short.
     sys.setswitchinterval(args.switch_interval / 1000.0)
     import uvicorn
 
