@@ -86,7 +86,18 @@ typedef struct Block {
     Segment *seg;
     int state;
     int pool;
+    int region; /* registered with the mock's race sanitizer (set_region_hooks) */
 } Block;
+
+/* The race sanitizer of the mock (pyacl_rt._sanitize, set_region_hooks): each block handed
+ * out is registered as a sub-allocation region (aclmockMemRegionRegister) and
+ * unregistered when it is given back, so that a kernel pointer argument without a
+ * declared extent stops at the end of its block, not of the segment. NULL (off): one
+ * load and branch per alloc / free. */
+typedef int32_t (*RegionRegisterFn)(const void *ptr, size_t size);
+typedef int32_t (*RegionUnregisterFn)(const void *ptr);
+static RegionRegisterFn g_region_register;
+static RegionUnregisterFn g_region_unregister;
 
 struct Segment {
     uint64_t base, size, stream;
@@ -585,6 +596,10 @@ static uint64_t alloc_impl(Core *c, uint64_t stream, uint64_t nbytes)
     }
     b->state = ST_ALLOC;
     b->requested = nbytes;
+    b->region = 0;
+    if (g_region_register != NULL && nbytes != 0) {
+        b->region = g_region_register((const void *)(uintptr_t)b->ptr, (size_t)nbytes) == 0;
+    }
     h_put_nogrow(c, b->ptr, b);
     stat_up(c, K_ALLOCATION, pool, 1);
     stat_up(c, K_ALLOCATED_BYTES, pool, (int64_t)b->size);
@@ -621,6 +636,12 @@ static Block *release_alloc_ptr(Core *c, uint64_t ptr)
     if (set_reserve(&c->free[b->pool], 1) < 0) {
         PyErr_NoMemory();
         return NULL;
+    }
+    if (b->region) {
+        b->region = 0;
+        if (g_region_unregister != NULL) {
+            (void)g_region_unregister((const void *)(uintptr_t)b->ptr);
+        }
     }
     stat_down(c, K_ALLOCATION, b->pool, 1);
     stat_down(c, K_ALLOCATED_BYTES, b->pool, (int64_t)b->size);
@@ -2011,6 +2032,27 @@ static PyObject *mod_set_tracing(PyObject *Py_UNUSED(m), PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* set_region_hooks(register, unregister): the addresses of the mock's
+ * aclmockMemRegionRegister / aclmockMemRegionUnregister (0, 0: off). Blocks handed out
+ * from now on are registered; those registered before are unregistered when given back. */
+static PyObject *mod_set_region_hooks(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t reg, unreg;
+    if (!nargs_ok(nargs, 2, "set_region_hooks") || u64_arg(args[0], &reg, "register") ||
+        u64_arg(args[1], &unreg, "unregister")) {
+        return NULL;
+    }
+    if ((reg == 0) != (unreg == 0)) {
+        PyErr_SetString(PyExc_ValueError, "set_region_hooks(): give both addresses, or 0 for both");
+        return NULL;
+    }
+    g_region_register = (RegionRegisterFn)(uintptr_t)reg;
+    if (unreg != 0) {
+        g_region_unregister = (RegionUnregisterFn)(uintptr_t)unreg; /* kept: blocks registered before */
+    }
+    Py_RETURN_NONE;
+}
+
 /* A request size within 0 .. MAX_ALLOC (OverflowError naming it otherwise). */
 static int request_arg(PyObject *o, uint64_t *out)
 {
@@ -2048,6 +2090,8 @@ static PyObject *mod_allocation_size(PyObject *Py_UNUSED(m), PyObject *arg)
 static PyMethodDef module_methods[] = {
     {"set_tracing", mod_set_tracing, METH_O,
      "set_tracing(on): Raw handles route through their traced_* callables."},
+    {"set_region_hooks", (PyCFunction)(void (*)(void))mod_set_region_hooks, METH_FASTCALL,
+     "set_region_hooks(register, unregister): the mock's region calls (0, 0: off)."},
     {"round_size", mod_round_size, METH_O, "Block size of a request (512-byte multiple)."},
     {"allocation_size", mod_allocation_size, METH_O,
      "Segment size to allocate when a request of nbytes misses the cache."},

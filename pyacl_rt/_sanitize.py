@@ -18,7 +18,13 @@ sanitizer"). This module connects pyacl_rt to it, and only while it is on:
   reported.
 * **Reports** become :class:`~pyacl_rt.errors.RaceWarning` (action ``"warn"``, default;
   each kind of race once) or :class:`~pyacl_rt.errors.RaceError` (action ``"raise"``),
-  attributed to the user's line.
+  attributed to the user's line; the mock does not print them too
+  (``aclmockSanitizerSetStderr(0)``).
+* **Extents.** The caching allocator registers each block it hands out as a
+  sub-allocation region (:func:`region_functions`), and a kernel launch declares the
+  window of each buffer argument (:func:`launch_extents`): a kernel's pointer argument
+  whose twin declares no extent is checked over its window, not up to the end of the
+  allocator's segment.
 
 Off (the default), nothing here runs: the task hook is NULL (one load and branch in
 ``_fastcall``'s gated call), the HostBuffer export hook is NULL, and the memory layer
@@ -54,7 +60,9 @@ __all__ = [
     "host_access",
     "host_read",
     "is_armed",
+    "launch_extents",
     "mode",
+    "region_functions",
     "report_count",
     "reports",
     "set_action",
@@ -155,6 +163,20 @@ def _bind(path: str) -> Any:
     m.host.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32)
     m.tag = dll.aclmockSetNextTaskTag
     m.tag.restype, m.tag.argtypes = ctypes.c_int, (ctypes.c_char_p,)
+    m.set_stderr = getattr(dll, "aclmockSanitizerSetStderr", None)
+    if m.set_stderr is not None:
+        m.set_stderr.restype, m.set_stderr.argtypes = ctypes.c_int, (ctypes.c_int,)
+    m.extents = getattr(dll, "aclmockSetNextLaunchExtents", None)
+    if m.extents is not None:
+        m.extents.restype = ctypes.c_int
+        m.extents.argtypes = (ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32)
+    m.extents_type = ctypes.c_uint64 * 128
+    m.regions = (0, 0)
+    if hasattr(dll, "aclmockMemRegionRegister"):
+        m.regions = (
+            int(ctypes.cast(dll.aclmockMemRegionRegister, ctypes.c_void_p).value or 0),
+            int(ctypes.cast(dll.aclmockMemRegionUnregister, ctypes.c_void_p).value or 0),
+        )
     return m
 
 
@@ -168,6 +190,10 @@ class _Mock:
     clear: Any
     host: Any
     tag: Any
+    set_stderr: Any
+    extents: Any
+    extents_type: Any
+    regions: tuple[int, int]
 
 
 _mock: _Mock | None = None
@@ -194,6 +220,8 @@ def arm() -> None:
         return
     _mock = m
     armed = True
+    if m.set_stderr is not None:
+        m.set_stderr(0)  # each report is shown once: as the RaceWarning / RaceError
     _fastcall.set_task_hook(_task_call)
     for hook in arm_hooks:
         hook(True)
@@ -302,6 +330,25 @@ def host_read(ptr: int, nbytes: int) -> None:
     m.host(ptr, nbytes, _READ)
     if m.count() != _seen:
         _emit(_collect(), level + 1, True)
+
+
+def region_functions() -> tuple[int, int]:
+    """The addresses of the mock's ``aclmockMemRegionRegister`` / ``Unregister`` while
+    the sanitizer is on (the caching allocator registers each block it hands out as a
+    sub-allocation region), else ``(0, 0)``."""
+    m = _mock
+    return m.regions if m is not None else (0, 0)
+
+
+def launch_extents(extents: list[int]) -> None:
+    """Declare the window (bytes; 0 = none) of each argument of the calling thread's next
+    kernel launch (``aclmockSetNextLaunchExtents``): a pointer argument whose twin declares
+    no extent is checked over its window. A no-op when off."""
+    m = _mock
+    if m is None or m.extents is None or not extents or len(extents) > 128:
+        return
+    arr = m.extents_type(*extents)
+    m.extents(arr, len(extents))
 
 
 # ----------------------------------------------------------------- reports

@@ -58,7 +58,7 @@ _KERNEL_TYPES: Final = {
     "mix": 0x300,
     "aicpu": 0x400,
 }
-_DESC_VERSION: Final = 1
+_DESC_VERSION: Final = 2
 
 _CDEF: Final = """
 typedef int32_t (*aclmockKernelFn)(void *args, uint32_t blockIdx, uint32_t blockDim,
@@ -66,6 +66,10 @@ typedef int32_t (*aclmockKernelFn)(void *args, uint32_t blockIdx, uint32_t block
 typedef uint64_t (*aclmockKernelCostFn)(const void *args, size_t argsSize, uint32_t blockDim,
                                         void *userData);
 typedef struct { uint32_t size; uint32_t access; } aclmockKernelParam;
+typedef struct { uint64_t bytes; uint32_t elemSize; uint32_t countParam; } aclmockKernelExtent;
+typedef struct {
+    const aclmockKernelExtent *extents; void *extentFn; void *reserved[2];
+} aclmockKernelDescExt;
 typedef struct {
     uint32_t version; uint32_t flags; const char *name; aclmockKernelFn fn; void *userData;
     uint32_t numParams; uint32_t reserved0; const aclmockKernelParam *params;
@@ -343,6 +347,13 @@ def register_kernel(
     desc.numParams = len(plan)
     desc.params = cparams if plan else ffi.NULL
     twin.cdata = [cname, cparams, desc]
+    extents = _extents(params, plan)
+    if extents is not None:
+        cext = ffi.new("aclmockKernelExtent[]", extents)
+        dext = ffi.new("aclmockKernelDescExt *")
+        dext.extents = cext
+        desc.reserved[0] = dext
+        twin.cdata += [cext, dext]
     with _lock:
         if name in _twins or lib.aclmockKernelIsRegistered(name.encode()):
             raise ValueError(f"{where}: a twin of kernel {name!r} is registered already")
@@ -352,6 +363,28 @@ def register_kernel(
             text = ffi.string(msg).decode(errors="replace") if msg != ffi.NULL else ""
             raise ValueError(f"{where}: the mock refused the twin of {name!r} ({rc}): {text}")
         _twins[name] = twin
+
+
+def _extents(
+    params: Sequence[_Param], plan: list[tuple[int, int, Any, Any, int]]
+) -> list[tuple[int, int, int]] | None:
+    """The mock's extents table (acl_mock_kernel.h "Extents": bytes, elemSize, countParam
+    per parameter) of the pointer parameters whose length is an int or the name of an
+    integer :class:`Value`; None when none has one (a callable length declares none)."""
+    index = {p.name: i for i, p in enumerate(params) if p.access == _ACCESS_VALUE and p.name}
+    out: list[tuple[int, int, int]] = []
+    for p, (_off, _size, dt, rule, access) in zip(params, plan, strict=True):
+        ext = (0, 0, 0)
+        if access != _ACCESS_VALUE:
+            if isinstance(rule, tuple) and rule[0] == "fixed":
+                ext = (rule[1] * dt.itemsize, 0, 0)
+            elif isinstance(rule, int):
+                c = index[p.length]
+                cdt = plan[c][2]
+                if cdt.kind in "iu" and cdt.itemsize in (1, 2, 4, 8) and dt.itemsize > 0:
+                    ext = (0, dt.itemsize, c)
+        out.append(ext)
+    return out if any(e != (0, 0, 0) for e in out) else None
 
 
 def _trampoline(

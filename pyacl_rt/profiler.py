@@ -27,7 +27,7 @@ collected period with ``trace.json`` - Chrome trace / Perfetto - and ``summary.j
   (``aclprofRangeStart/Stop``, may end on another thread), :meth:`Profile.mark` an
   instant (``aclprofMark``; with ``stream=`` a marker task queued on that stream,
   ``aclprofMarkEx``). Outside the step window they do nothing (msproftx calls are only
-  valid while collecting).
+  valid while collecting); a range open when the collection stops ends at the stop.
 * **Environment switches**: the seed's ``ASCEND_PROFILER_FLAGS=enable`` (with
   ``ASCEND_PROFILER_OUTPUT=DIR``, ``ASCEND_PROFILER_START_STEP`` / ``STOP_STEP``) profile
   a whole process without code changes; the runtime reads them at ``aclInit``.
@@ -152,6 +152,10 @@ class Profile:
         self._step_info: Any = None
         self._seen: set[str] = set()
         self._step_lock = threading.Lock()  # step() from several threads: one at a time
+        #: Ranges open now (aclprofRangeStart ids): closed when the collection stops,
+        #: since every msproftx call belongs between aclprofStart and aclprofStop.
+        self._ranges: set[int] = set()
+        self._ranges_lock = threading.Lock()
 
     # ----------------------------------------------------------------- state
     @property
@@ -166,6 +170,10 @@ class Profile:
 
     def _stop(self) -> None:
         self._collecting = False
+        with self._ranges_lock:
+            open_ranges, self._ranges = sorted(self._ranges), set()
+        for rid in open_ranges:  # a range open across stop_step ends with the collection
+            ll.check(ll.aclprofRangeStop(rid), "aclprofRangeStop")
         ll.check(ll.aclprofStop(self._config), "aclprofStop")
         new = sorted(set(os.listdir(self.output)) - self._seen)
         self.outputs.extend(self.output / name for name in new)
@@ -265,7 +273,8 @@ class Profile:
     @contextmanager
     def range(self, name: str) -> Iterator[None]:
         """A named range around the block (``aclprofRangeStart/Stop``; 1..127 bytes).
-        Nothing outside the window."""
+        Nothing outside the window; a range still open when the window ends (a
+        :meth:`step` reaching ``stop_step`` inside it, or the block's end) ends there."""
         raw = _text(name, "name")
         if not self._collecting:
             yield
@@ -277,10 +286,15 @@ class Profile:
                 ll.aclprofSetStampTraceMessage(stamp, raw, len(raw)), "aclprofSetStampTraceMessage"
             )
             ll.check(ll.aclprofRangeStart(stamp, rid), "aclprofRangeStart")
+            with self._ranges_lock:
+                self._ranges.add(int(rid[0]))
             try:
                 yield
             finally:
-                if self._collecting:
+                with self._ranges_lock:
+                    still_open = int(rid[0]) in self._ranges
+                    self._ranges.discard(int(rid[0]))
+                if still_open:  # not ended by a stop at stop_step meanwhile
                     ll.check(ll.aclprofRangeStop(rid[0]), "aclprofRangeStop")
         finally:
             ll.aclprofDestroyStamp(stamp)

@@ -139,6 +139,7 @@ def test_index_integers_accepted_everywhere(kind: Callable[[int], Any]) -> None:
     for name, call in _uses_of_ints(i):
         try:
             call()
+            npu.synchronize(0)  # its async work done before the next call's (no race)
         except Exception as exc:
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
     npu.synchronize(0)
@@ -409,6 +410,7 @@ WRONG_TYPES: list[tuple[str, Callable[[_Objs], object], str]] = [
     ("Event.make_inert", lambda o: o.ev.make_inert(1, 2), "positional"),  # type: ignore[call-arg]
     ("ObjectCode.make_inert", lambda o: npu.ObjectCode.make_inert(None, 1, 2), "positional"),  # type: ignore[arg-type, call-arg]
     ("Kernel", lambda o: npu.Kernel(1), "positional"),  # type: ignore[call-arg]
+    ("Kernel.param_list", lambda o: npu.Kernel.param_list(None, 1), "positional"),  # type: ignore[arg-type, call-arg]
     ("LaunchConfig", lambda o: npu.LaunchConfig(F), "blocks"),  # type: ignore[arg-type]
     ("LaunchConfig timeout_us", lambda o: npu.LaunchConfig(timeout_us="1"), "timeout_us"),  # type: ignore[arg-type]
     ("launch", lambda o: npu.launch(1, npu.LaunchConfig(), None), "stream"),  # type: ignore[arg-type]

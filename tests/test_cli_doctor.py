@@ -36,9 +36,12 @@ def run_cli(
     *args: str, rich: bool = True, cwd: Path | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "pyacl_rt"] if rich else [sys.executable, "-c", _NO_RICH]
+    full = _clean_env(**{"PYACL_RT_BACKEND": "mock", **env})
+    if "ASCEND_MOCK_SANITIZE" not in env:  # the doctor reports it: not from pytest --npu-sanitize
+        full.pop("ASCEND_MOCK_SANITIZE", None)
     return subprocess.run(
         [*cmd, *args],
-        env=_clean_env(**{"PYACL_RT_BACKEND": "mock", **env}),
+        env=full,
         capture_output=True,
         text=True,
         timeout=120,

@@ -177,7 +177,7 @@ def test_argument_packing_by_type(code: Any) -> None:
     s.synchronize()
     out = _host(dy, np.float32)
     assert np.array_equal(out[:4], 3.0 * x[:4] + 0.5) and np.array_equal(out[4:], 2.0 * x[4:] + 0.5)
-    assert len(k._pools) == 1
+    assert len(k.plan_pools) == 1
     dx.close()
     dy.close()
     s.close()
@@ -352,7 +352,7 @@ def test_concurrent_launches_of_one_kernel(
         assert np.array_equal(_host(o, np.float32), 2 * x)
         o.close()
     dx.close()
-    assert 1 <= len(k._cur[1]) <= 4
+    assert 1 <= len(k.cur_plans[1]) <= 4
 
 
 def test_default_stream_launch(code: Any) -> None:
@@ -379,7 +379,7 @@ def test_launch_config() -> None:
 
     assert pickle.loads(pickle.dumps(cfg)) == cfg
     with pytest.raises(AttributeError):
-        cfg._blocks = 4
+        cfg.num_blocks = 4
     with pytest.raises(ValueError, match="mutually exclusive"):
         npu.LaunchConfig(timeout_s=1, timeout_us=1)
     with pytest.raises(ValueError, match="blocks"):

@@ -327,9 +327,14 @@ def test_sanitizer_reports_a_host_read_of_a_pending_copy(run_python: Any, clean_
 
 
 def test_sanitizer_is_off_by_default(run_python: Any, clean_env: Any) -> None:
+    def unset_env(**env: str) -> dict[str, str]:  # not inherited from pytest --npu-sanitize
+        out: dict[str, str] = clean_env(**env)
+        out.pop("ASCEND_MOCK_SANITIZE", None)
+        return out
+
     proc = _run(
         run_python,
-        clean_env,
+        unset_env,
         REPORT
         + textwrap.dedent(
             r"""

@@ -53,6 +53,20 @@ def test_profile_window_ranges_and_marks(tmp_path: Path) -> None:
     assert {k["kind"] for k in summary["kinds"]} >= {"copy_h2d", "marker"}
 
 
+def test_range_open_across_stop_step_ends_with_the_collection(tmp_path: Path) -> None:
+    with profiler.profile(tmp_path, start_step=0, stop_step=1) as prof:
+        with prof.range("across the stop"):
+            assert prof.step() == 1  # the window ends inside the range
+            assert not prof.collecting
+        with prof.range("after"):  # outside the window: nothing
+            pass
+    assert len(prof.trace_files) == 1
+    events = _events(prof.trace_files[0])
+    ranges = [e for e in events if e["name"] == "across the stop"]
+    assert len(ranges) == 1 and ranges[0]["ph"] == "X"
+    assert not [e for e in events if e["name"] == "after"]
+
+
 def test_profile_to_the_end_and_module_step(tmp_path: Path) -> None:
     with profiler.profile(tmp_path / "new" / "dir") as prof:
         assert prof.collecting

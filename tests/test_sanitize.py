@@ -277,3 +277,21 @@ def test_clean_program_reports_nothing(clean_env: Any) -> None:
     )
     assert _last_json(proc) == 0, proc.stderr
     assert "race sanitizer" not in proc.stderr
+
+
+def test_a_report_is_shown_once(clean_env: Any) -> None:
+    """The RaceWarning is the report: the mock does not print it on stderr as well."""
+    proc = _run(RACE + "race()\nnpu.synchronize()\n", clean_env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("race between two streams") == 1, proc.stderr
+    assert "RaceWarning" in proc.stderr
+    assert "mock_libascendcl: race sanitizer" not in proc.stderr
+
+
+def test_region_hooks_take_both_addresses_or_none() -> None:
+    from pyacl_rt import _cachecore
+
+    with pytest.raises(ValueError, match="both addresses"):
+        _cachecore.set_region_hooks(1, 0)
+    with pytest.raises(TypeError):
+        _cachecore.set_region_hooks(1)  # type: ignore[call-arg]

@@ -163,7 +163,7 @@ what = sys.argv[1]
 ctx = npu.Context(0)
 with ctx if what.startswith("context") else npu.device(0):
     s = npu.Stream()
-    s.launch_host_func(time.sleep, 5.0)
+    s.launch_host_func(time.sleep, 8.0)  # outlasts the start of all 7 children on busy cores
 e = npu.Event()
 e.record(s)
 buf = npu.DeviceBuffer(64)

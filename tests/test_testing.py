@@ -394,3 +394,34 @@ def _count_tests(path: Path) -> int:
 
     tree = ast.parse(path.read_text())
     return sum(isinstance(n, ast.FunctionDef) and n.name.startswith("test_") for n in tree.body)
+
+
+def test_npu_races_marks_a_test_that_races_on_purpose(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        """
+        import pytest
+        import pyacl_rt as npu
+
+        @pytest.mark.npu_races("a stress test: the bytes do not matter")
+        def test_races_on_purpose():
+            s1, s2 = npu.Stream(), npu.Stream()
+            buf = npu.DeviceBuffer(4096)
+            npu.memset(buf, 1, stream=s1, non_blocking=True)
+            npu.memset(buf, 2, stream=s2, non_blocking=True)
+            npu.synchronize()
+            s1.close(); s2.close(); buf.close()
+
+        KEPT = []
+
+        def test_leaks_all_the_same():
+            KEPT.append(npu.Stream())
+        """,
+        "--npu-sanitize",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=2, errors=1)  # the leak check still runs
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_leaks_all_the_same*"])
+    assert "race sanitizer reported" not in result.stdout.str()
+    markers = run("def test_nothing():\n    pass\n", "--markers")
+    markers.stdout.fnmatch_lines(["*npu_races(reason)*"])

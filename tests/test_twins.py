@@ -140,6 +140,8 @@ def test_a_declared_length_past_the_allocation_faults(binary: npu.ObjectCode) ->
     def lengths(block: int, blocks: int, x: Any) -> None:
         touched.append(len(x))
 
+    # a fixed length is declared to the mock as the argument's extent: the launch
+    # faults before the twin runs, naming the argument
     mock.register_kernel("lengths", lengths, (Out("float32", 1 << 20),))  # 4 MiB view
     k = binary.get_kernel("lengths")
     buf = npu.DeviceBuffer(64)
@@ -147,8 +149,20 @@ def test_a_declared_length_past_the_allocation_faults(binary: npu.ObjectCode) ->
     npu.launch(s, npu.LaunchConfig(), k, buf)
     with pytest.raises(npu.AclError) as ei:
         s.synchronize()
-    assert "past the end of its allocation" in str(ei.value.__cause__)
+    text = f"{ei.value.recent_message} {ei.value}"
+    assert "argument 0" in text and "declares an extent of 4194304 bytes" in text, text
     assert touched == []  # never called with a view beyond the buffer
+    s.close()
+    mock.unregister_kernel("lengths")
+    # a computed length is the twin's own check
+    mock.register_kernel("lengths", lengths, (Out("float32", lambda: 1 << 20),))
+    k = binary.get_kernel("lengths")
+    s = npu.Stream()
+    npu.launch(s, npu.LaunchConfig(), k, buf)
+    with pytest.raises(npu.AclError) as ei:
+        s.synchronize()
+    assert "past the end of its allocation" in str(ei.value.__cause__)
+    assert touched == []
     buf.close()
     s.close()
 

@@ -36,10 +36,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .. import _capture, _memcore
+from .. import _capture, _memcore, _sanitize
 from .. import _runtime as runtime
 from .._args import index_arg, size_arg
-from .._cachecore import _C_API, Core, Raw
+from .._cachecore import _C_API, Core, Raw, set_region_hooks
 from .._device import DeviceLike, context_for, device_count, device_index_arg
 from .._hooks import fork_hooks
 from .._memory import backend as _membackend
@@ -219,7 +219,14 @@ def _after_fork_in_child() -> None:
     _history.forget()
 
 
+def _sanitize_regions(on: bool) -> None:
+    """The race sanitizer: each block handed out is a sub-allocation region of its
+    segment (``_cachecore.set_region_hooks``), so a kernel argument stops at its block."""
+    set_region_hooks(*(_sanitize.region_functions() if on else (0, 0)))
+
+
 _memcore.set_cache_api(_C_API)  # the C hit paths of DeviceBuffer / HostBuffer
+_sanitize.arm_hooks.add(_sanitize_regions, 10)
 _membackend.register(_backend)
 runtime.register_release_hook(_release, runtime.PRIORITY_MEMORY + 50)
 fork_hooks.add(_after_fork_in_child, runtime.PRIORITY_MEMORY + 50)

@@ -60,9 +60,13 @@ class LaunchConfig:
     shared by threads and launches.
     """
 
-    __slots__ = ("_blocks", "_cd", "_cfg", "_values")
+    __slots__ = ("_cd", "_values", "cfg_ptr", "num_blocks")
 
     _cd: tuple[Any, Any] | None  # the C structs (kept alive)
+    #: Internal interface (read by the launcher's hot path): ``blocks`` and
+    #: ``cfg_address`` as plain slots.
+    num_blocks: int
+    cfg_ptr: int
 
     def __init__(
         self,
@@ -133,7 +137,7 @@ class LaunchConfig:
             if flag is not None:
                 attrs.append((_A[name], member, _flag(flag, name)))
                 values[name] = bool(flag)
-        self._blocks = b
+        self.num_blocks = b
         self._values = values
         if attrs:
             ffi = lowlevel.ffi
@@ -149,15 +153,15 @@ class LaunchConfig:
             cfg.attrs = arr
             cfg.numAttrs = len(attrs)
             self._cd = (arr, cfg)  # keeps the C structs alive
-            self._cfg = int(ffi.cast("uintptr_t", cfg))
+            self.cfg_ptr = int(ffi.cast("uintptr_t", cfg))
         else:
             self._cd = None
-            self._cfg = 0  # NULL: no attributes
+            self.cfg_ptr = 0  # NULL: no attributes
 
     @property
     def blocks(self) -> int:
         """The number of blocks (``numBlocks``) of each launch."""
-        return self._blocks
+        return self.num_blocks
 
     @property
     def attributes(self) -> dict[str, object]:
@@ -168,25 +172,25 @@ class LaunchConfig:
     def cfg_address(self) -> int:
         """Address of the ``aclrtLaunchKernelCfg`` (0 = NULL when no attribute is set),
         valid while this object lives: for raw ``lowlevel`` launches."""
-        return self._cfg
+        return self.cfg_ptr
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self._values.items())
-        return f"LaunchConfig(blocks={self._blocks}{extra})"
+        return f"LaunchConfig(blocks={self.num_blocks}{extra})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LaunchConfig):
             return NotImplemented
-        return self._blocks == other._blocks and self._values == other._values
+        return self.num_blocks == other.num_blocks and self._values == other._values
 
     def __hash__(self) -> int:
-        return hash((self._blocks, tuple(sorted(self._values.items()))))
+        return hash((self.num_blocks, tuple(sorted(self._values.items()))))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self._blocks, self._values))
+        return (_rebuild, (self.num_blocks, self._values))
 
     def __setattr__(self, name: str, value: object) -> None:
-        if hasattr(self, "_cfg"):
+        if hasattr(self, "cfg_ptr"):
             _immutable()
         object.__setattr__(self, name, value)
 

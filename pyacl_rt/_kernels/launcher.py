@@ -32,8 +32,9 @@ from __future__ import annotations
 import struct
 from typing import Final, NoReturn
 
-from .. import lowlevel
+from .. import _sanitize, lowlevel
 from .._args import type_name
+from .._memory.buffers import DeviceBuffer
 from .._memory.keepalive import note
 from .._memory.records import Mem, raise_closed
 from .._state import check, fast, lib, local
@@ -72,12 +73,12 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     mock: a twin that fails) is raised by the next ``Stream.synchronize()`` of that stream.
     """
     try:
-        sig, pool = kernel._cur  # one read: another thread may switch signatures
+        sig, pool = kernel.cur_plans  # one read: another thread may switch signatures
         bs = kernel.bin_state
         tok = stream.stream_state
         ctx = stream.ctx_ref
-        blocks = config._blocks
-        cfg = config._cfg
+        blocks = config.num_blocks
+        cfg = config.cfg_ptr
     except AttributeError:
         _launch_type_error(stream, config, kernel)
     try:
@@ -86,17 +87,19 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
         return _launch_slow(stream, config, kernel, args)
     try:
         if not bs.handle:
-            kernel._code.ensure_current()  # raises: the binary is closed
+            kernel.code_ref.ensure_current()  # raises: the binary is closed
         if bs.last is not tok:
             _note_binary(stream, kernel)
         if local.st.ctx is not ctx:
             stream.ensure_current()
+        if _sanitize.armed:
+            _declare_windows(args)
         while True:
             # The argument loop runs in C: each buffer's address (its record's ptr +
             # its offset), each scalar packed by its type, then the launch.
             r = _launch_objects(
-                kernel._func, blocks, stream.raw_handle, cfg, plan.handle, plan.entries, sig, args,
-                tok, _BUF,
+                kernel.func_handle, blocks, stream.raw_handle, cfg, plan.handle, plan.entries, sig,
+                args, tok, _BUF,
             )  # fmt: skip
             if r is None:
                 break
@@ -121,6 +124,13 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args: object) 
     return None
 
 
+def _declare_windows(args: tuple[object, ...]) -> None:
+    """The race sanitizer: the window (bytes) of each buffer argument, so that a twin
+    without declared extents is checked over the buffer (view) it was given, not up to
+    the end of the allocation the caching allocator carved it from."""
+    _sanitize.launch_extents([a.window_nbytes if isinstance(a, DeviceBuffer) else 0 for a in args])
+
+
 def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
     dev = stream.dev_index
     if m.device < 0:
@@ -131,8 +141,8 @@ def _note_buffer(stream: Stream, i: int, a: object, m: Mem) -> None:
 
 
 def _note_binary(stream: Stream, kernel: Kernel) -> None:
-    if kernel._dev != stream.dev_index:
-        _wrong_device(-1, kernel, kernel._dev, stream.dev_index)
+    if kernel.dev_index != stream.dev_index:
+        _wrong_device(-1, kernel, kernel.dev_index, stream.dev_index)
     kernel.bin_state.note(stream)
 
 
@@ -210,23 +220,23 @@ def _launch_slow(
     kinds = []
     sizes = []
     for i, a in enumerate(args):
-        k, size = _arg_kind(i, a, kernel._name)
+        k, size = _arg_kind(i, a, kernel.kernel_name)
         kinds.append(k)
         sizes.append(size)
     sig = tuple(kinds)
-    pool = kernel._pools.get(sig)
+    pool = kernel.plan_pools.get(sig)
     if pool is None:
-        kernel._code.ensure_current()
-        params = kernel._param_list()
+        kernel.code_ref.ensure_current()
+        params = kernel.param_list()
         if params is not None:
             _check_params(kernel, args, sig, sizes, params)
-        pool = kernel._pools.setdefault(sig, [])
+        pool = kernel.plan_pools.setdefault(sig, [])
         if not pool:
             pool.append(_new_plan(kernel, sizes))
     elif not pool:
-        kernel._code.ensure_current()
+        kernel.code_ref.ensure_current()
         pool.append(_new_plan(kernel, sizes))
-    kernel._cur = (sig, pool)
+    kernel.cur_plans = (sig, pool)
     launch(stream, config, kernel, *args)
 
 
@@ -239,13 +249,14 @@ def _check_params(
 ) -> None:
     if len(params) != len(args):
         raise TypeError(
-            f"launch(): kernel '{kernel._name}' takes {len(params)} arguments, {len(args)} given"
+            f"launch(): kernel '{kernel.kernel_name}' takes {len(params)} arguments, "
+            f"{len(args)} given"
         )
     for i, (p, size) in enumerate(zip(params, sizes, strict=True)):
         if p.size != size:
             what = "a buffer (an 8-byte address)" if sig[i] is _BUF else f"{size} bytes"
             raise TypeError(
-                f"launch(): argument {i} of kernel '{kernel._name}' is {what} "
+                f"launch(): argument {i} of kernel '{kernel.kernel_name}' is {what} "
                 f"({type_name(args[i])}) but the parameter takes {p.size} bytes"
             )
 
@@ -255,7 +266,7 @@ def _new_plan(kernel: Kernel, sizes: list[int]) -> _Plan:
     the first launch writes them). The calling thread has the binary's context."""
     ffi = lowlevel.ffi
     out = local.st.scratch.uptr
-    check(lib.aclrtKernelArgsInit(kernel._func, out), "aclrtKernelArgsInit")
+    check(lib.aclrtKernelArgsInit(kernel.func_handle, out), "aclrtKernelArgsInit")
     handle = int(out[0])
     zeros = ffi.new("uint8_t[]", max(sizes, default=1) or 1)
     zaddr = int(ffi.cast("uintptr_t", zeros))

@@ -383,26 +383,28 @@ class Kernel:
 
     __slots__ = (
         "__weakref__",
-        "_code",
-        "_cur",
-        "_dev",
-        "_func",
-        "_name",
         "_params",
-        "_pools",
         "bin_state",
+        "code_ref",
+        "cur_plans",
+        "dev_index",
+        "func_handle",
+        "kernel_name",
+        "plan_pools",
     )
 
-    _code: ObjectCode
-    _dev: int
-    _func: int
-    _name: str
+    #: Internal interface (read by :mod:`.launcher`): the binary, the device index of its
+    #: context, the ``aclrtFuncHandle`` and the kernel's name.
+    code_ref: ObjectCode
+    dev_index: int
+    func_handle: int
+    kernel_name: str
     bin_state: _BinState
     #: Per argument signature, its packing plans (a list used as a pool: one plan per
-    #: concurrent launch); ``_cur`` is (signature, pool) of the last launch, read in one
+    #: concurrent launch); ``cur_plans`` is (signature, pool) of the last launch, read in one
     #: go by the hot path (see pyacl_rt._kernels.launcher).
-    _pools: dict[tuple[object, ...], list[Any]]
-    _cur: tuple[tuple[object, ...], list[Any]]
+    plan_pools: dict[tuple[object, ...], list[Any]]
+    cur_plans: tuple[tuple[object, ...], list[Any]]
     _params: tuple[ParamInfo, ...] | bool | None
 
     def __init__(self) -> None:
@@ -411,13 +413,13 @@ class Kernel:
     @classmethod
     def _make(cls, code: ObjectCode, name: str, func: int) -> Kernel:
         k = cls.__new__(cls)
-        k._code = code
+        k.code_ref = code
         k.bin_state = code.bin_state
-        k._func = func
-        k._name = name
-        k._dev = code.ctx_ref.device
-        k._pools = {}
-        k._cur = ((None,), [])  # matches no argument list: the first launch plans
+        k.func_handle = func
+        k.kernel_name = name
+        k.dev_index = code.ctx_ref.device
+        k.plan_pools = {}
+        k.cur_plans = ((None,), [])  # matches no argument list: the first launch plans
         k._params = False  # not asked yet
         return k
 
@@ -433,28 +435,28 @@ class Kernel:
     @property
     def name(self) -> str:
         """The kernel's name."""
-        return self._name
+        return self.kernel_name
 
     @property
     def handle(self) -> int:
         """The raw ``aclrtFuncHandle`` as an int."""
-        return self._func
+        return self.func_handle
 
     @property
     def object_code(self) -> ObjectCode:
         """The binary this kernel belongs to."""
-        return self._code
+        return self.code_ref
 
     def __repr__(self) -> str:
-        return f"<Kernel {self._name!r} of {self._code!r}>"
+        return f"<Kernel {self.kernel_name!r} of {self.code_ref!r}>"
 
-    def _param_list(self) -> tuple[ParamInfo, ...] | None:
+    def param_list(self) -> tuple[ParamInfo, ...] | None:
         """The described parameters, or None when the runtime cannot say (cached)."""
         p = self._params
         if p is False:
-            self._code.ensure_current()
+            self.code_ref.ensure_current()
             s = local.st.scratch
-            rc = lib.aclrtFunctionGetParamCount(self._func, s.size)
+            rc = lib.aclrtFunctionGetParamCount(self.func_handle, s.size)
             if rc == _FEATURE_NOT_SUPPORT or rc == lowlevel.MISSING_SYMBOL:
                 lowlevel.clear_error()
                 lowlevel.take_missing()
@@ -465,7 +467,7 @@ class Kernel:
                 infos = []
                 for i in range(n):
                     check(
-                        lib.aclrtFunctionGetParamInfo(self._func, i, s.size, s.size + 1),
+                        lib.aclrtFunctionGetParamInfo(self.func_handle, i, s.size, s.size + 1),
                         "aclrtFunctionGetParamInfo",
                     )
                     infos.append(ParamInfo(int(s.size[0]), int(s.size[1])))
@@ -478,19 +480,19 @@ class Kernel:
         """How many parameters the kernel takes (``aclrtFunctionGetParamCount``), or
         None when the runtime does not know (e.g. a mock twin registered without a
         parameter description)."""
-        p = self._param_list()
+        p = self.param_list()
         return None if p is None else len(p)
 
     @property
     def arguments_info(self) -> tuple[ParamInfo, ...] | None:
         """Offset and size (bytes) of each parameter in the argument block, or None
         when the runtime does not know."""
-        return self._param_list()
+        return self.param_list()
 
     @property
     def attributes(self) -> KernelAttributes:
         """The kernel's type, core ratio and schedule mode (``aclrtGetFunctionAttribute``)."""
-        self._code.ensure_current()
+        self.code_ref.ensure_current()
         v = local.st.scratch.i64
         values: list[int | None] = []
         for attr in (
@@ -498,7 +500,7 @@ class Kernel:
             "ACL_FUNC_ATTR_KERNEL_RATIO",
             "ACL_FUNC_ATTR_KERNEL_SCHED_MODE",
         ):
-            rc = lib.aclrtGetFunctionAttribute(self._func, _C[attr], v)
+            rc = lib.aclrtGetFunctionAttribute(self.func_handle, _C[attr], v)
             if rc and attr == "ACL_FUNC_ATTR_KERNEL_RATIO":
                 lowlevel.clear_error()
                 values.append(None)

@@ -34,6 +34,8 @@ _MARKERS = (
     "configuration (device count, memory per device in bytes or '1GiB', SoC name); "
     "in a child pytest process when this process has another one (pyacl_rt.testing)",
     "npu_no_leak_check: skip pyacl_rt's automatic leak check for this test",
+    "npu_races(reason): the test races on purpose (its device data do not matter); under "
+    "--npu-sanitize the races the sanitizer reports during it do not fail it",
 )
 
 
@@ -301,10 +303,13 @@ def npu_leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
     back where they were before it (the primary context and default stream of a
     device used for the first time excepted); otherwise the test errors with a report
     naming what leaked and where each live object was created. With
-    ``--npu-sanitize``, a race the sanitizer reported during the test fails it too.
-    Off for tests marked ``npu_no_leak_check`` or under ``--npu-no-leak-check``."""
+    ``--npu-sanitize``, a race the sanitizer reported during the test fails it too
+    (not for a test marked ``npu_races``: it races on purpose). Off for tests marked
+    ``npu_no_leak_check`` or under ``--npu-no-leak-check``."""
     config = request.config
-    sanitize = config.getoption("npu_sanitize")
+    sanitize = (
+        config.getoption("npu_sanitize") and request.node.get_closest_marker("npu_races") is None
+    )
     check = not (
         config.getoption("npu_no_leak_check")
         or request.node.get_closest_marker("npu_no_leak_check") is not None

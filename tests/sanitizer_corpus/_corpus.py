@@ -11,7 +11,10 @@ tests/test_sanitizer_corpus.py checks against the program's ``EXPECT`` and its
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import warnings
 
 import pyacl_rt as npu
@@ -24,6 +27,30 @@ BUG = sys.argv[1] == "bug"
 _caught = warnings.catch_warnings(record=True)
 _log = _caught.__enter__()
 warnings.simplefilter("always", npu.RaceWarning)
+
+
+_TWINS = r"""
+#include "acl/acl_mock_kernel.h"
+/* A kernel that writes / reads its buffer; no extent declared: the mock checks what the
+ * launch says (the window of the buffer passed) or the caching allocator's block. */
+ACLMOCK_KERNEL(corpus_write, 0, ACLMOCK_PTR_OUT)
+{ (void)args; (void)blockIdx; (void)blockDim; (void)userData; return 0; }
+ACLMOCK_KERNEL(corpus_read, 0, ACLMOCK_PTR_IN)
+{ (void)args; (void)blockIdx; (void)blockDim; (void)userData; return 0; }
+"""
+
+
+def kernels() -> tuple[npu.Kernel, npu.Kernel]:
+    """The kernels ``corpus_write`` (writes its buffer) and ``corpus_read`` (reads it),
+    host twins built with the C compiler (``CC``, default ``cc``)."""
+    d = tempfile.mkdtemp(prefix="corpus_twins_")
+    src, so = os.path.join(d, "twins.c"), os.path.join(d, "twins.so")
+    with open(src, "w") as f:
+        f.write(_TWINS)
+    cc = os.environ.get("CC", "cc")
+    subprocess.run([cc, "-shared", "-fPIC", *mock.cflags(), src, "-o", so], check=True)
+    code = npu.ObjectCode.from_file(so)
+    return code.get_kernel("corpus_write"), code.get_kernel("corpus_read")
 
 
 def finish() -> None:

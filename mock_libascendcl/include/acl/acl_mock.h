@@ -363,6 +363,11 @@ ACLMOCK_API uint64_t aclmockSanitizerGetReportCount(void);
 /* Copies kept reports [first, first+max) into out; returns how many. */
 ACLMOCK_API size_t aclmockSanitizerGetReports(aclmockSanitizerReport *out, size_t max, size_t first);
 ACLMOCK_API void aclmockSanitizerClearReports(void);
+/* 1 (default): each kind of report is printed on stderr once; 0: not printed (a binding
+ * that reports them itself - pyacl_rt turns them into RaceWarning / RaceError - so that
+ * a report is shown once); the device log and the kept list have them either way, and
+ * the abort mode prints before aborting. Returns the previous setting. */
+ACLMOCK_API int aclmockSanitizerSetStderr(int on);
 /* The host is about to read (ACLMOCK_ACCESS_READ) or write [ptr, ptr+size) (a
  * HostBuffer's numpy view, tobytes, copy): checked against the pending tasks.
  * ACL_SUCCESS, or in fail mode ACL_ERROR_RT_AICORE_EXCEPTION when it races. */
@@ -371,6 +376,24 @@ ACLMOCK_API aclError aclmockSanitizerHostAccess(const void *ptr, size_t size, ui
  * submits: shown in sanitizer reports and the profile. NULL/"" clears it. Ignored (and
  * the pending one cleared) while no diagnostic observes tasks. */
 ACLMOCK_API aclError aclmockSetNextTaskTag(const char *tag);
+
+/* Sub-allocation regions, like NVTX memory regions: a sub-allocator that hands out
+ * blocks of one runtime allocation (pyacl_rt's caching allocator) registers each block
+ * it hands out and unregisters it when it takes it back. A kernel pointer argument
+ * whose extent nobody declared (acl/acl_mock_kernel.h "Extents") is then observed up
+ * to the end of its region instead of the end of its allocation (race sanitizer, dump);
+ * copies and memsets keep their exact sizes. [ptr, ptr+size) must lie in one live
+ * device allocation (ACL_ERROR_INVALID_PARAM otherwise); a region replaces the
+ * regions of the allocation it overlaps; regions go with their allocation.
+ * Unregister: ACL_ERROR_INVALID_PARAM when no region starts at ptr. */
+ACLMOCK_API aclError aclmockMemRegionRegister(const void *ptr, size_t size);
+ACLMOCK_API aclError aclmockMemRegionUnregister(const void *ptr);
+/* The extents (bytes from the pointer on; 0 = not given) of the arguments of the next
+ * kernel launch of the calling thread, by parameter index (count <= 128): the caller
+ * knows the windows it passes (a buffer view's size). Used for pointer parameters
+ * whose twin declares no extent, clipped to the allocation. Every launch call uses it
+ * up, whatever its outcome. Ignored while no diagnostic observes tasks. */
+ACLMOCK_API aclError aclmockSetNextLaunchExtents(const uint64_t *bytes, uint32_t count);
 
 #ifdef __cplusplus
 }

@@ -40,9 +40,29 @@
  * The descriptor (aclmockKernelDesc) carries what the runtime needs besides the code:
  * the parameters (sizes for aclrtFunctionGetParamCount/Info and
  * aclrtLaunchKernelWithArgsArray; the access mode of each pointer argument, which the
- * mock uses to validate and open the buffers a launch may touch), the kernel type, block
+ * mock uses to validate and open the buffers a launch may touch, and optionally its
+ * extent: how many bytes from the pointer on the kernel touches), the kernel type, block
  * independence and a cost for the timing model. This header needs only <stdint.h> and
  * <stddef.h>; it works in C (C99 and later) and C++.
+ *
+ * Extents (descriptor version 2): a pointer argument whose extent is declared is checked
+ * and observed over exactly [ptr, ptr + extent): the launch faults, naming the argument,
+ * when the extent runs past the end of its allocation; the race sanitizer, the dump and
+ * the profile (the kernel task's bytes) use the extent. Without one, the mock assumes the
+ * kernel may touch everything from the pointer to the end of the sub-allocation region
+ * the pointer lies in (aclmockMemRegionRegister in acl/acl_mock.h), else of its
+ * allocation. Declared per parameter, in a table or by a function:
+ *
+ *     static const aclmockKernelExtent add_extents[] = {
+ *         ACLMOCK_EXTENT_ELEMS(float, 3), ACLMOCK_EXTENT_ELEMS(float, 3),
+ *         ACLMOCK_EXTENT_ELEMS(float, 3), ACLMOCK_EXTENT_NONE };
+ *     ACLMOCK_KERNEL_EXTENTS(vector_add, ACLMOCK_KERNEL_BLOCKS_INDEPENDENT, 0u, add_extents,
+ *                            ACLMOCK_PTR_IN, ACLMOCK_PTR_IN, ACLMOCK_PTR_OUT, ACLMOCK_VALUE(uint32_t))
+ *     { ... }
+ *
+ * (x, y and z are sizeof(float) x the value of parameter 3 bytes long.) A descriptor
+ * written by hand points its reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] to a static
+ * aclmockKernelDescExt (the extents table and/or an extentFn).
  */
 #ifndef ACL_MOCK_KERNEL_H_
 #define ACL_MOCK_KERNEL_H_
@@ -69,6 +89,14 @@ typedef int32_t (*aclmockKernelFn)(void *args, uint32_t blockIdx, uint32_t block
  * the runtime. */
 typedef uint64_t (*aclmockKernelCostFn)(const void *args, size_t argsSize, uint32_t blockDim, void *userData);
 
+/* Optional extent of pointer parameter `paramIndex` of a launch, in bytes from the
+ * pointer on (see "Extents" above), or ACLMOCK_EXTENT_UNKNOWN: then the parameter's
+ * entry of the descriptor's `extents` table (if any) applies. Called by the launching
+ * thread when the launch is submitted (while the mock's diagnostics observe tasks) and by
+ * the thread running it, before its first block. Must not call the runtime. */
+typedef uint64_t (*aclmockKernelExtentFn)(const void *args, size_t argsSize, uint32_t paramIndex, void *userData);
+#define ACLMOCK_EXTENT_UNKNOWN UINT64_MAX
+
 /* ------------------------------------------------------------ the parameters */
 
 /* How a kernel uses one argument. VALUE: a scalar or struct passed by value. The others:
@@ -91,6 +119,22 @@ typedef struct aclmockKernelParam {
 #define ACLMOCK_PTR_INOUT { 8u, ACLMOCK_ACCESS_READ_WRITE }
 #define ACLMOCK_VALUE(type) { (uint32_t)sizeof(type), ACLMOCK_ACCESS_VALUE }
 #define ACLMOCK_VALUE_BYTES(n) { (uint32_t)(n), ACLMOCK_ACCESS_VALUE }
+
+/* The extent of one pointer parameter: `bytes` + `elemSize` x the value of parameter
+ * `countParam` (an unsigned integer VALUE parameter of 1, 2, 4 or 8 bytes), in bytes.
+ * All zero: not declared (the region / allocation rule); entries of VALUE parameters
+ * must be all zero. */
+typedef struct aclmockKernelExtent {
+    uint64_t bytes;      /* fixed bytes */
+    uint32_t elemSize;   /* bytes per element counted by countParam; 0 = no counted part */
+    uint32_t countParam; /* index of the VALUE parameter holding the element count */
+} aclmockKernelExtent;
+
+/* Extent table items: not declared; exactly n bytes; n elements of `type` where n is the
+ * value of parameter `param`. */
+#define ACLMOCK_EXTENT_NONE { 0u, 0u, 0u }
+#define ACLMOCK_EXTENT_BYTES(n) { (uint64_t)(n), 0u, 0u }
+#define ACLMOCK_EXTENT_ELEMS(type, param) { 0u, (uint32_t)sizeof(type), (uint32_t)(param) }
 
 /* numParams when the parameters are not described (aclmockRegisterKernel): the kernel
  * accepts any argument block; aclrtFunctionGetParamCount and
@@ -121,7 +165,19 @@ typedef struct aclmockKernelParam {
 
 /* ------------------------------------------------------------- the descriptor */
 
-#define ACLMOCK_KERNEL_DESC_VERSION 1u
+/* 2: reserved[0] may point to an aclmockKernelDescExt (the extents). Descriptors of
+ * version 1 (compiled against an older header: every reserved slot NULL) are still
+ * accepted; the descriptor's layout is the same. */
+#define ACLMOCK_KERNEL_DESC_VERSION 2u
+
+/* The extents of a version 2 descriptor, pointed to by its reserved[0]
+ * (ACLMOCK_KERNEL_DESC_EXT_SLOT); read when the twin is registered or loaded. */
+typedef struct aclmockKernelDescExt {
+    const aclmockKernelExtent *extents; /* numParams entries (NULL: none declared) */
+    aclmockKernelExtentFn extentFn;     /* overrides `extents` where it returns a size */
+    void *reserved[2];                  /* must be NULL */
+} aclmockKernelDescExt;
+#define ACLMOCK_KERNEL_DESC_EXT_SLOT 0
 
 typedef struct aclmockKernelDesc {
     uint32_t version;                 /* ACLMOCK_KERNEL_DESC_VERSION */
@@ -135,7 +191,8 @@ typedef struct aclmockKernelDesc {
     uint64_t costNsPerBlock;          /* timing model: simulated ns per block and wave of blocks on the
                                          AI cores (0 = unknown: the model's default) */
     aclmockKernelCostFn costFn;       /* timing model: overrides costNsPerBlock when set */
-    void *reserved[4];                /* must be NULL */
+    void *reserved[4];                /* NULL; version 2: reserved[0] may point to an
+                                         aclmockKernelDescExt */
 } aclmockKernelDesc;
 
 /* ------------------------------------------------------------ declaring twins */
@@ -164,12 +221,27 @@ typedef struct aclmockKernelDesc {
  * lists it. `params` are ACLMOCK_PTR_IN/OUT/INOUT and ACLMOCK_VALUE(type) items (none
  * for a kernel without arguments). */
 #define ACLMOCK_KERNEL_WITH_COST(name, flags, cost, ...)                                     \
+    ACLMOCK_KERNEL_DEFINE_(name, flags, cost, NULL, __VA_ARGS__)
+
+/* ACLMOCK_KERNEL_EXTENTS(name, flags, costNsPerBlock, extents, params...) { body }: the
+ * same with the extents of the parameters: `extents` names a static const
+ * aclmockKernelExtent array with one entry per parameter, defined before. */
+#define ACLMOCK_KERNEL_EXTENTS(name, flags, cost, extents, ...)                              \
+    static const aclmockKernelDescExt aclmock_ext_##name = { (extents), NULL, { NULL, NULL } }; \
+    ACLMOCK_KERNEL_DEFINE_(name, flags, cost, (void *)&aclmock_ext_##name, __VA_ARGS__);     \
+    typedef char aclmock_extents_match_params_##name                                         \
+        [sizeof(extents) / sizeof((extents)[0]) == sizeof aclmock_params_##name /            \
+                                                       sizeof aclmock_params_##name[0] - 1u  \
+             ? 1 : -1];                                                                      \
+    static int32_t name(void *args, uint32_t blockIdx, uint32_t blockDim, void *userData)
+
+#define ACLMOCK_KERNEL_DEFINE_(name, flags, cost, ext, ...)                                  \
     static int32_t name(void *args, uint32_t blockIdx, uint32_t blockDim, void *userData);  \
     static const aclmockKernelParam aclmock_params_##name[] = { { 0u, 0u }, __VA_ARGS__ };   \
     static const aclmockKernelDesc aclmock_desc_##name = {                                   \
         ACLMOCK_KERNEL_DESC_VERSION, (flags), #name, name, NULL,                             \
         (uint32_t)(sizeof aclmock_params_##name / sizeof aclmock_params_##name[0] - 1u), 0u, \
-        aclmock_params_##name + 1, (cost), NULL, { NULL, NULL, NULL, NULL } };               \
+        aclmock_params_##name + 1, (cost), NULL, { (ext), NULL, NULL, NULL } };              \
     ACLMOCK_KERNEL_EXPORT(aclmock_desc_##name);                                              \
     static int32_t name(void *args, uint32_t blockIdx, uint32_t blockDim, void *userData)
 

@@ -177,6 +177,7 @@ static size_t g_nreports;
 static _Atomic uint64_t g_report_count;
 static uint64_t g_printed_sigs[MAX_PRINTED_SIGS];
 static size_t g_nprinted;
+static atomic_bool g_no_stderr; /* aclmockSanitizerSetStderr(0): a binding reports them */
 
 /* Inside a host callback / host function running on a stream worker: the host code
  * acts as that task (its stream's clock at submission, its epoch). */
@@ -348,7 +349,7 @@ size_t diag_sanitize_emit(diag_report *list)
             g_printed_sigs[g_nprinted++] = sig;
         }
         diag_state_unlock();
-        if (print) {
+        if (print && (!atomic_load(&g_no_stderr) || mode == DIAG_SANITIZE_ABORT)) {
             fprintf(stderr, "mock_libascendcl: race sanitizer: %s\n", r->r.message);
             fflush(stderr);
         }
@@ -705,6 +706,11 @@ void aclmockSanitizerClearReports(void)
     g_nprinted = 0;
     atomic_store(&g_report_count, 0);
     diag_state_unlock();
+}
+
+int aclmockSanitizerSetStderr(int on)
+{
+    return atomic_exchange(&g_no_stderr, on == 0) ? 0 : 1;
 }
 
 int aclmockSanitizerGetMode(void)

@@ -86,6 +86,9 @@ typedef struct kernel_twin {
     aclmockKernelDesc desc; /* desc.name / desc.params point into this object */
     char name[256];
     aclmockKernelParam params[ACLMOCK_MAX_PARAMS];
+    aclmockKernelExtent extents[ACLMOCK_MAX_PARAMS]; /* the declared extents (has_extents) */
+    bool has_extents;
+    aclmockKernelExtentFn extent_fn;                 /* the declared extentFn, or NULL */
     uint32_t offsets[ACLMOCK_MAX_PARAMS]; /* byte offset of each parameter's slot */
     size_t params_size;                   /* bytes of all slots */
     size_t params_min;                    /* bytes a block must have: up to the end of the last parameter */
@@ -104,6 +107,11 @@ MOCK_HIDDEN kernel_twin *kernel_twin_find_locked(const char *name);
 MOCK_HIDDEN kernel_twin *kernel_twin_find_symbol_locked(const void *symbol);
 /* aclrtKernelType of ACLMOCK_KERNEL_* flags. */
 MOCK_HIDDEN int32_t kernel_type_of_flags(uint32_t flags);
+/* The extent (bytes) the twin declares for pointer parameter i of the argument block
+ * `block` of `size` bytes (its extentFn, else its extents table; saturating): false when
+ * it declares none (acl_mock_kernel.h "Extents"). */
+MOCK_HIDDEN bool kernel_twin_extent(const kernel_twin *t, const uint8_t *block, size_t size, uint32_t i,
+                                    uint64_t *bytes);
 
 /* ---------------------------------------------------------------- binary.c */
 
@@ -236,6 +244,8 @@ typedef struct kernel_launch {
     size_t ph_size;
     uint32_t *ph_slots;    /* slot offsets patched with addresses in ph_dev */
     size_t nph;
+    uint64_t *hint;        /* aclmockSetNextLaunchExtents: bytes per parameter (0 = none), or NULL */
+    uint32_t nhint;
 } kernel_launch;
 
 /* Builds the placeholder device block of l from ph (copies the data, patches the
@@ -245,6 +255,11 @@ MOCK_HIDDEN aclError kernel_launch_placeholders(const char *fn, kernel_launch *l
 MOCK_HIDDEN void kernel_pool_finalize(void);
 
 /* ---------------------------------------------------------------- observe.c */
+
+/* Takes the calling thread's aclmockSetNextLaunchExtents hint: a malloc'd array of *n
+ * byte counts, or NULL (none, or no diagnostic observes tasks). Every launch call takes
+ * it, whatever its outcome. */
+MOCK_HIDDEN uint64_t *kernel_take_launch_hint(uint32_t *n);
 
 /* Enqueues the launch task (arg: a kernel_launch) on s with its description for the
  * diagnostics (kind, name, cost, the memory of its declared pointer arguments);

@@ -188,15 +188,20 @@ static aclError check_blocks(const char *fn, uint32_t n)
  * launch object (without arguments yet) and its stream. Errors under r->fn. */
 static aclError prepare(const launch_req *r, kernel_launch **out, mock_stream **stream)
 {
+    uint32_t nhint = 0;
+    uint64_t *hint = kernel_take_launch_hint(&nhint); /* every launch call uses it up */
     launch_cfg c;
     aclError rc = parse_cfg(r->fn, r->cfg, &c);
-    if (rc != ACL_SUCCESS) {
-        return rc;
+    if (rc == ACL_SUCCESS) {
+        rc = core_fault_check(r->fn); /* MOCK_ENTER */
     }
-    MOCK_ENTER(r->fn);
     kernel_func *f = NULL;
-    rc = r->by_symbol ? kernel_func_or_symbol(r->fn, r->func, &f) : kernel_func_acquire(r->fn, "funcHandle", r->func, &f);
+    if (rc == ACL_SUCCESS) {
+        rc = r->by_symbol ? kernel_func_or_symbol(r->fn, r->func, &f)
+                          : kernel_func_acquire(r->fn, "funcHandle", r->func, &f);
+    }
     if (rc != ACL_SUCCESS) {
+        free(hint);
         return rc;
     }
     mock_stream *s = NULL;
@@ -273,10 +278,13 @@ static aclError prepare(const launch_req *r, kernel_launch **out, mock_stream **
     l->prefetch = c.prefetch;
     l->dump = c.dump;
     l->profiling = c.profiling;
+    l->hint = hint;
+    l->nhint = nhint;
     *out = l;
     *stream = s;
     return ACL_SUCCESS;
 fail:
+    free(hint);
     kernel_twin_put(t);
     kernel_binary_put(f->bin);
     return rc;

@@ -68,6 +68,7 @@ void kernel_task_free(void *task)
     }
     mem_runtime_free(l->ph_dev);
     free(l->ph_slots);
+    free(l->hint);
     free(l->args);
     kernel_twin_put(l->twin);
     kernel_binary_put(l->bin);
@@ -671,6 +672,26 @@ static aclError fail(const kernel_launch *l, void *args, size_t args_size, aclEr
     return code;
 }
 
+/* A declared extent of pointer argument i (at p, in device memory) must end inside p's
+ * allocation; false (t_msg says why) otherwise. */
+static bool extent_fits(const kernel_launch *l, const uint8_t *block, uint32_t i, void *p)
+{
+    const kernel_twin *t = l->twin;
+    uint64_t bytes = 0;
+    mock_mem_info mi;
+    if (!kernel_twin_extent(t, block, l->args_size, i, &bytes) || !mem_lookup(p, &mi)) {
+        return true; /* none declared, or memory the hold accepted without an allocation of ours */
+    }
+    uint64_t left = (uint64_t)(mi.base + mi.size - (uintptr_t)p);
+    if (bytes <= left) {
+        return true;
+    }
+    snprintf(t_msg, sizeof t_msg,
+             "kernel '%.100s': argument %u (%p) declares an extent of %llu bytes, but its allocation ends %llu bytes "
+             "after it", t->name, i, p, (unsigned long long)bytes, (unsigned long long)left);
+    return false;
+}
+
 /* Holds the argument block and the buffers it points to; false (t_msg says why) when a
  * declared pointer argument is not memory the kernel may touch. */
 static bool open_buffers(const kernel_launch *l, hold_set *hs, void **args)
@@ -699,6 +720,9 @@ static bool open_buffers(const kernel_launch *l, hold_set *hs, void **args)
             memcpy(&p, block + t->offsets[i], sizeof p);
             if (p != NULL && !hold_add(hs, p, l->device, (t->params[i].access & ACLMOCK_ACCESS_WRITE) != 0, &why)) {
                 snprintf(t_msg, sizeof t_msg, "kernel '%.100s': argument %u (%p) %s", t->name, i, p, why);
+                return false;
+            }
+            if (p != NULL && !extent_fits(l, block, i, p)) {
                 return false;
             }
         }

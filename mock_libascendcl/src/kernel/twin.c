@@ -17,11 +17,45 @@
 static kernel_twin **g_twins;
 static size_t g_ntwins, g_cap;
 
+/* The extents table of a version 2 descriptor with described parameters. */
+static aclError check_extents(const char *fn, const aclmockKernelDesc *d, const aclmockKernelExtent *extents,
+                              const char *where)
+{
+    for (uint32_t i = 0; i < d->numParams; i++) {
+        const aclmockKernelExtent *e = &extents[i];
+        bool declared = e->bytes != 0 || e->elemSize != 0;
+        if (d->params[i].access == ACLMOCK_ACCESS_VALUE) {
+            if (declared || e->countParam != 0) {
+                return core_error(fn, ACL_ERROR_INVALID_PARAM,
+                                  "%s: kernel '%s': parameter %u is a value but its extent is not "
+                                  "ACLMOCK_EXTENT_NONE", where, d->name, i);
+            }
+            continue;
+        }
+        if (e->elemSize == 0) {
+            if (e->countParam != 0) {
+                return core_error(fn, ACL_ERROR_INVALID_PARAM,
+                                  "%s: kernel '%s': the extent of parameter %u names count parameter %u but its "
+                                  "elemSize is 0", where, d->name, i, e->countParam);
+            }
+            continue;
+        }
+        uint32_t c = e->countParam;
+        if (c >= d->numParams || d->params[c].access != ACLMOCK_ACCESS_VALUE ||
+            (d->params[c].size != 1 && d->params[c].size != 2 && d->params[c].size != 4 && d->params[c].size != 8)) {
+            return core_error(fn, ACL_ERROR_INVALID_PARAM,
+                              "%s: kernel '%s': the extent of parameter %u counts elements with parameter %u, which "
+                              "is not an integer value parameter of 1, 2, 4 or 8 bytes", where, d->name, i, c);
+        }
+    }
+    return ACL_SUCCESS;
+}
+
 aclError kernel_twin_check(const char *fn, const aclmockKernelDesc *d, const char *where)
 {
-    if (d->version != ACLMOCK_KERNEL_DESC_VERSION) {
-        return core_error(fn, ACL_ERROR_INVALID_PARAM, "%s: version %u is not ACLMOCK_KERNEL_DESC_VERSION (%u)", where,
-                          d->version, ACLMOCK_KERNEL_DESC_VERSION);
+    if (d->version != 1u && d->version != ACLMOCK_KERNEL_DESC_VERSION) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "%s: version %u is not ACLMOCK_KERNEL_DESC_VERSION (%u) or 1",
+                          where, d->version, ACLMOCK_KERNEL_DESC_VERSION);
     }
     if (d->name == NULL || d->name[0] == '\0') {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "%s: the kernel name is NULL or empty", where);
@@ -37,11 +71,18 @@ aclError kernel_twin_check(const char *fn, const aclmockKernelDesc *d, const cha
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "%s: kernel '%s' has undefined flag bits (0x%x)", where, d->name,
                           d->flags);
     }
-    if (d->reserved0 != 0 || d->reserved[0] != NULL || d->reserved[1] != NULL || d->reserved[2] != NULL ||
-        d->reserved[3] != NULL) {
+    const aclmockKernelDescExt *ext = d->version >= 2u ? d->reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] : NULL;
+    if (d->reserved0 != 0 || (d->version < 2u && d->reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] != NULL) ||
+        d->reserved[1] != NULL || d->reserved[2] != NULL || d->reserved[3] != NULL ||
+        (ext != NULL && (ext->reserved[0] != NULL || ext->reserved[1] != NULL))) {
         return core_error(fn, ACL_ERROR_INVALID_PARAM, "%s: kernel '%s': reserved fields must be 0", where, d->name);
     }
     if (d->numParams == ACLMOCK_PARAMS_UNKNOWN) {
+        if (ext != NULL && (ext->extents != NULL || ext->extentFn != NULL)) {
+            return core_error(fn, ACL_ERROR_INVALID_PARAM,
+                              "%s: kernel '%s' declares extents but not its parameters (numParams is "
+                              "ACLMOCK_PARAMS_UNKNOWN)", where, d->name);
+        }
         return ACL_SUCCESS;
     }
     if (d->numParams > ACLMOCK_MAX_PARAMS) {
@@ -68,7 +109,7 @@ aclError kernel_twin_check(const char *fn, const aclmockKernelDesc *d, const cha
                               d->name, i, p->access, p->size);
         }
     }
-    return ACL_SUCCESS;
+    return ext != NULL && ext->extents != NULL ? check_extents(fn, d, ext->extents, where) : ACL_SUCCESS;
 }
 
 kernel_twin *kernel_twin_new(const aclmockKernelDesc *d)
@@ -79,6 +120,15 @@ kernel_twin *kernel_twin_new(const aclmockKernelDesc *d)
     }
     atomic_init(&t->refs, 1);
     t->desc = *d;
+    const aclmockKernelDescExt *ext = d->version >= 2u ? d->reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] : NULL;
+    t->desc.reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] = NULL; /* the twin keeps its own copy */
+    if (ext != NULL && d->numParams != ACLMOCK_PARAMS_UNKNOWN) {
+        t->extent_fn = ext->extentFn;
+        if (ext->extents != NULL) {
+            memcpy(t->extents, ext->extents, d->numParams * sizeof t->extents[0]);
+            t->has_extents = true;
+        }
+    }
     snprintf(t->name, sizeof t->name, "%s", d->name);
     t->desc.name = t->name;
     if (d->numParams != ACLMOCK_PARAMS_UNKNOWN) {
@@ -240,4 +290,45 @@ int32_t aclmockKernelIsRegistered(const char *name)
     bool found = kernel_twin_find_locked(name) != NULL;
     core_mutex_unlock(&kernel_mu);
     return found ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- extents */
+
+bool kernel_twin_extent(const kernel_twin *t, const uint8_t *block, size_t size, uint32_t i, uint64_t *bytes)
+{
+    if (t->desc.numParams == ACLMOCK_PARAMS_UNKNOWN || i >= t->desc.numParams ||
+        t->params[i].access == ACLMOCK_ACCESS_VALUE) {
+        return false;
+    }
+    if (t->extent_fn != NULL) {
+        uint64_t n = t->extent_fn(block, size, i, t->desc.userData);
+        if (n != ACLMOCK_EXTENT_UNKNOWN) {
+            *bytes = n;
+            return true;
+        }
+    }
+    if (!t->has_extents) {
+        return false;
+    }
+    const aclmockKernelExtent *e = &t->extents[i];
+    if (e->bytes == 0 && e->elemSize == 0) {
+        return false;
+    }
+    uint64_t count = 0;
+    if (e->elemSize != 0) {
+        uint32_t c = e->countParam; /* checked at registration: an integer value parameter */
+        uint32_t w = t->params[c].size;
+        if (t->offsets[c] + w > size) {
+            return false; /* a short block: the launch refused it already */
+        }
+        switch (w) {
+        case 1: count = block[t->offsets[c]]; break;
+        case 2: { uint16_t v; memcpy(&v, block + t->offsets[c], 2); count = v; break; }
+        case 4: { uint32_t v; memcpy(&v, block + t->offsets[c], 4); count = v; break; }
+        default: memcpy(&count, block + t->offsets[c], 8); break;
+        }
+    }
+    uint64_t n = e->elemSize != 0 && count > UINT64_MAX / e->elemSize ? UINT64_MAX : count * e->elemSize;
+    *bytes = n > UINT64_MAX - e->bytes ? UINT64_MAX : n + e->bytes;
+    return true;
 }

@@ -30,6 +30,9 @@ typedef struct mock_mem_info {
 
 /* Finds the live allocation containing `ptr`; false (kind UNKNOWN) if none. */
 MOCK_HIDDEN bool mem_lookup(const void *ptr, mock_mem_info *out);
+/* mem_lookup, and in *left the bytes from ptr to the end of the sub-allocation region
+ * containing it (aclmockMemRegionRegister), else to the end of the allocation. */
+MOCK_HIDDEN bool mem_lookup_region(const void *ptr, mock_mem_info *out, size_t *left);
 /* Isolation mode: device pages are PROT_NONE outside runtime operations.
  * Bracket every host-side touch of device memory with these (refcounted, so
  * nested and concurrent use is fine). No-ops when isolation is off. */

@@ -57,6 +57,10 @@ struct mem_rec {
     int32_t m_last_type, m_last_id;
     uint64_t m_accessed_by;  /* bit per device (MOCK_MAX_DEVICES = 64 uses all 64 bits) */
     bool m_accessed_by_host; /* ACCESSED_BY advised for the host */
+    /* sub-allocation regions (aclmockMemRegionRegister), sorted, disjoint [lo, hi)
+     * pairs; under the registry lock (written with it held exclusively) */
+    uintptr_t *regions;
+    size_t nregions, capregions;
 };
 
 /* --- registry (memory.c) --- */

@@ -497,6 +497,7 @@ MOCK_HIDDEN void mem_release(mem_rec *rec)
         if (rec->dtor != NULL) {
             rec->dtor(rec);
         }
+        free(rec->regions);
         free(rec);
     }
 }
@@ -649,6 +650,143 @@ MOCK_HIDDEN bool mem_lookup(const void *ptr, mock_mem_info *out)
     out->size = r->size;
     mem_release(r);
     return true;
+}
+
+/* ------------------------------------------------ sub-allocation regions */
+
+/* The index of the first region of r whose hi > p. */
+static size_t region_find(const mem_rec *r, uintptr_t p)
+{
+    size_t lo = 0, hi = r->nregions;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->regions[2 * mid + 1] <= p) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+bool mem_lookup_region(const void *ptr, mock_mem_info *out, size_t *left)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    memset(out, 0, sizeof(*out));
+    out->kind = MOCK_MEM_UNKNOWN;
+    out->device = -1;
+    bool found = false;
+    core_rwlock_rdlock(&g_reg_lock);
+    long i = reg_find_le(p);
+    if (i >= 0 && p < g_reg[i]->base + g_reg[i]->size) {
+        const mem_rec *r = g_reg[i];
+        out->kind = (r->kind == MEM_REC_HOST_PINNED || r->kind == MEM_REC_HOST_REG) ? MOCK_MEM_HOST_PINNED
+                                                                                  : MOCK_MEM_DEVICE;
+        out->device = r->device;
+        out->base = r->base;
+        out->size = r->size;
+        *left = r->base + r->size - p;
+        size_t k = region_find(r, p);
+        if (k < r->nregions && r->regions[2 * k] <= p) {
+            *left = r->regions[2 * k + 1] - p;
+        }
+        found = true;
+    }
+    core_rwlock_unlock(&g_reg_lock);
+    return found;
+}
+
+/* README "Race sanitizer": a block a sub-allocator (the caching allocator of pyacl_rt)
+ * hands out. Regions of one allocation are disjoint: a new one replaces those it
+ * overlaps (a block handed out again before its old region was unregistered). */
+aclError aclmockMemRegionRegister(const void *ptr, size_t size)
+{
+    static const char fn[] = "aclmockMemRegionRegister";
+    MOCK_REQUIRE_NONNULL(fn, ptr);
+    if (size == 0) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'size' is 0");
+    }
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + size;
+    if (hi < lo) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "the region of %zu bytes at %p wraps the address space", size,
+                          ptr);
+    }
+    enum { OK, NOT_DEVICE, PAST_END, NO_MEMORY } got = OK;
+    size_t end_left = 0;
+    core_rwlock_wrlock(&g_reg_lock);
+    long i = reg_find_le(lo);
+    mem_rec *r = i >= 0 && lo < g_reg[i]->base + g_reg[i]->size ? g_reg[i] : NULL;
+    if (r == NULL || r->kind == MEM_REC_HOST_PINNED || r->kind == MEM_REC_HOST_REG) {
+        got = NOT_DEVICE;
+    } else if (hi > r->base + r->size) {
+        got = PAST_END;
+        end_left = r->base + r->size - lo;
+    } else {
+        size_t k = region_find(r, lo); /* first region with its hi > lo */
+        size_t j = k;
+        while (j < r->nregions && r->regions[2 * j] < hi) {
+            j++; /* [k, j) overlap the new region: replaced */
+        }
+        if (j == k && r->nregions == r->capregions) {
+            size_t nc = r->capregions ? r->capregions * 2 : 8;
+            uintptr_t *nr = realloc(r->regions, 2 * nc * sizeof *nr);
+            if (nr == NULL) {
+                got = NO_MEMORY;
+            } else {
+                r->regions = nr;
+                r->capregions = nc;
+            }
+        }
+        if (got == OK) {
+            size_t keep = j > k ? j - k - 1 : 0; /* slots freed beyond the one reused */
+            if (j == k) {
+                memmove(r->regions + 2 * (k + 1), r->regions + 2 * k, 2 * (r->nregions - k) * sizeof *r->regions);
+                r->nregions++;
+            } else if (keep > 0) {
+                memmove(r->regions + 2 * (k + 1), r->regions + 2 * j, 2 * (r->nregions - j) * sizeof *r->regions);
+                r->nregions -= keep;
+            }
+            r->regions[2 * k] = lo;
+            r->regions[2 * k + 1] = hi;
+        }
+    }
+    core_rwlock_unlock(&g_reg_lock);
+    switch (got) {
+    case NOT_DEVICE:
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "argument 'ptr' (%p) is not in a live device allocation", ptr);
+    case PAST_END:
+        return core_error(fn, ACL_ERROR_INVALID_PARAM,
+                          "the region of %zu bytes at %p runs past the end of its allocation (%zu bytes left)", size,
+                          ptr, end_left);
+    case NO_MEMORY:
+        return core_error(fn, ACL_ERROR_BAD_ALLOC, "out of host memory");
+    default:
+        return ACL_SUCCESS;
+    }
+}
+
+aclError aclmockMemRegionUnregister(const void *ptr)
+{
+    static const char fn[] = "aclmockMemRegionUnregister";
+    MOCK_REQUIRE_NONNULL(fn, ptr);
+    uintptr_t lo = (uintptr_t)ptr;
+    bool found = false;
+    core_rwlock_wrlock(&g_reg_lock);
+    long i = reg_find_le(lo);
+    mem_rec *r = i >= 0 && lo < g_reg[i]->base + g_reg[i]->size ? g_reg[i] : NULL;
+    if (r != NULL) {
+        size_t k = region_find(r, lo);
+        if (k < r->nregions && r->regions[2 * k] == lo) {
+            memmove(r->regions + 2 * k, r->regions + 2 * (k + 1), 2 * (r->nregions - k - 1) * sizeof *r->regions);
+            r->nregions--;
+            found = true;
+        }
+    }
+    core_rwlock_unlock(&g_reg_lock);
+    if (!found) {
+        return core_error(fn, ACL_ERROR_INVALID_PARAM, "no region starts at %p (aclmockMemRegionRegister)", ptr);
+    }
+    return ACL_SUCCESS;
 }
 
 /* ------------------------------------------- the device heap for mem/ipc.c */

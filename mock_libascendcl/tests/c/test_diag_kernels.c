@@ -39,6 +39,20 @@ ACLMOCK_KERNEL_WITH_COST(dk_scale, ACLMOCK_KERNEL_BLOCKS_INDEPENDENT, 50000u, AC
     return 0;
 }
 
+/* out = 2 * in over its n floats, with declared extents (n floats each): the dump and
+ * the profile see exactly those bytes */
+static const aclmockKernelExtent k_half_extents[] = {ACLMOCK_EXTENT_ELEMS(float, 2), ACLMOCK_EXTENT_ELEMS(float, 2),
+                                                     ACLMOCK_EXTENT_NONE};
+ACLMOCK_KERNEL_EXTENTS(dk_sized, 0, 0u, k_half_extents, ACLMOCK_PTR_IN, ACLMOCK_PTR_OUT, ACLMOCK_VALUE(uint64_t))
+{
+    const scale_args *a = args;
+    for (uint64_t i = blockIdx; i < a->n; i += blockDim) {
+        a->out[i] = 2.0f * a->in[i];
+    }
+    (void)userData;
+    return 0;
+}
+
 /* reads its buffer only, no declared cost */
 ACLMOCK_KERNEL(dk_read, 0, ACLMOCK_PTR_IN)
 {
@@ -124,6 +138,15 @@ static void launch_read(const void *p, aclrtStream s)
 {
     void *arr[1] = {&p};
     CHECK_OK(aclrtLaunchKernelWithArgsArray(g_read, 1, s, NULL, arr));
+}
+
+static void launch_sized(uint64_t n, aclrtStream s)
+{
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)dk_sized, &f));
+    float *in = g_in, *out = g_out;
+    void *arr[3] = {&in, &out, &n};
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 1, s, NULL, arr));
 }
 
 /* Modeled ns between two records around `launch` on g_s1. */
@@ -266,15 +289,24 @@ static void child_profile(void)
     setup();
     CHECK_OK(aclmockProfStart(dir, ACLMOCK_PROF_ALL_DEVICES, 0));
     launch_scale(2, g_s1);
+    launch_sized(N / 2, g_s1); /* declared extents: N / 2 floats in and out */
     CHECK_OK(aclrtSynchronizeStream(g_s1));
     CHECK_OK(aclmockProfStop(folder, sizeof folder));
     snprintf(path, sizeof path, "%s/trace.json", folder);
     CHECK_GT(slurp(path, trace, sizeof trace), 0);
     CHECK_STR_CONTAINS(trace, "\"name\":\"dk_scale\"");
+    const char *sized = strstr(trace, "\"name\":\"dk_sized\"");
+    CHECK(sized != NULL);
+    if (sized != NULL) {
+        char want[64];
+        snprintf(want, sizeof want, "\"bytes\":%u", (unsigned)(N * sizeof(float)));
+        const char *b = strstr(sized, "\"bytes\":");
+        CHECK(b != NULL && strncmp(b, want, strlen(want)) == 0);
+    }
     CHECK_STR_CONTAINS(trace, "\"cat\":\"kernel\"");
     snprintf(path, sizeof path, "%s/kind_summary.csv", folder);
     CHECK_GT(slurp(path, trace, sizeof trace), 0);
-    CHECK_STR_CONTAINS(trace, "kernel,1,");
+    CHECK_STR_CONTAINS(trace, "kernel,2,");
     teardown();
     mt_remove_tree(dir);
 }
@@ -409,7 +441,7 @@ static void child_dump(void)
     CHECK(f != NULL);
     if (f != NULL) {
         fprintf(f, "{\"dump\": {\"dump_path\": \"%s/out\", \"dump_mode\": \"all\", "
-                   "\"dump_list\": [{\"model_name\": \"m\", \"layer\": [\"dk_scale\"]}]}}",
+                   "\"dump_list\": [{\"model_name\": \"m\", \"layer\": [\"dk_scale\", \"dk_sized\"]}]}}",
                 dir);
         fclose(f);
     }
@@ -460,6 +492,31 @@ static void child_dump(void)
         }
     } else {
         CHECK(!"no output file in the index");
+    }
+    /* declared extents: the output is dumped over exactly its N / 2 floats */
+    launch_sized(N / 2, g_s1);
+    CHECK_OK(aclrtSynchronizeStream(g_s1));
+    snprintf(path, sizeof path, "%s/out", dir);
+    newest(path, "mock_dump_", folder, sizeof folder);
+    snprintf(path, sizeof path, "%s/index.json", folder);
+    CHECK_GT(slurp(path, index, sizeof index), 0);
+    const char *so = strstr(index, "_dk_sized.output.0.npy");
+    CHECK(so != NULL);
+    if (so != NULL) {
+        const char *start = so;
+        while (start > index && start[-1] != '"') {
+            start--;
+        }
+        char rel2[256];
+        snprintf(rel2, sizeof rel2, "%.*s", (int)(so - start) + (int)strlen("_dk_sized.output.0.npy"), start);
+        snprintf(path, sizeof path, "%s/%s", folder, rel2);
+        static char npy2[1 << 16];
+        size_t n2 = slurp(path, npy2, sizeof npy2);
+        CHECK_GT(n2, 10);
+        if (n2 > 10) {
+            size_t hlen = (unsigned char)npy2[8] | ((size_t)(unsigned char)npy2[9] << 8);
+            CHECK_EQ(n2, 10 + hlen + (N / 2) * sizeof(float));
+        }
     }
     CHECK_OK(aclmdlFinalizeDump());
     teardown();

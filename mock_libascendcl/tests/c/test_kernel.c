@@ -1262,7 +1262,7 @@ static void test_registry_errors(void)
 
     aclmockKernelDesc d = vadd_desc(NULL);
     CHECK_EQ(aclmockRegisterKernelDesc(NULL), ACL_ERROR_INVALID_PARAM);
-    d.version = 2;
+    d.version = 3;
     CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
     d = vadd_desc(NULL);
     d.params = NULL;
@@ -1284,6 +1284,134 @@ static void test_registry_errors(void)
     d.reserved[2] = &d;
     CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclmockKernelIsRegistered("vector_add"), 0);
+}
+
+/* ============================================================ extents */
+
+/* x (n floats, parameter 3), y (16 bytes), z (its extentFn: n floats, or unknown for a
+ * zero n: then its table entry, 4 bytes). */
+static uint64_t vadd_extent_fn(const void *args, size_t argsSize, uint32_t i, void *userData)
+{
+    (void)userData;
+    uint32_t n = 0;
+    CHECK_GE(argsSize, 28);
+    memcpy(&n, (const char *)args + 24, sizeof n);
+    return i == 2 && n != 0 ? (uint64_t)n * 4u : ACLMOCK_EXTENT_UNKNOWN;
+}
+
+static void test_extents(void)
+{
+    static const aclmockKernelExtent ok[] = {ACLMOCK_EXTENT_ELEMS(float, 3), ACLMOCK_EXTENT_BYTES(16),
+                                             ACLMOCK_EXTENT_BYTES(4), ACLMOCK_EXTENT_NONE};
+    static const aclmockKernelExtent on_value[] = {ACLMOCK_EXTENT_NONE, ACLMOCK_EXTENT_NONE, ACLMOCK_EXTENT_NONE,
+                                                   ACLMOCK_EXTENT_BYTES(4)};
+    static const aclmockKernelExtent bad_count[] = {ACLMOCK_EXTENT_ELEMS(float, 1), ACLMOCK_EXTENT_NONE,
+                                                    ACLMOCK_EXTENT_NONE, ACLMOCK_EXTENT_NONE};
+    static const aclmockKernelExtent count_past[] = {ACLMOCK_EXTENT_ELEMS(float, 9), ACLMOCK_EXTENT_NONE,
+                                                     ACLMOCK_EXTENT_NONE, ACLMOCK_EXTENT_NONE};
+    static const aclmockKernelExtent no_elem[] = {{0u, 0u, 3u}, ACLMOCK_EXTENT_NONE, ACLMOCK_EXTENT_NONE,
+                                                  ACLMOCK_EXTENT_NONE};
+    /* descriptor checks */
+    aclmockKernelDescExt ext = {NULL, NULL, {NULL, NULL}};
+    aclmockKernelDesc d = vadd_desc(NULL);
+    d.reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] = &ext;
+    ext.extents = on_value;
+    CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(recent(), "parameter 3 is a value");
+    ext.extents = bad_count;
+    CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(recent(), "counts elements with parameter 1");
+    ext.extents = count_past;
+    CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
+    ext.extents = no_elem;
+    CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
+    ext.reserved[1] = &ext;
+    CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(recent(), "reserved");
+    ext = (aclmockKernelDescExt){NULL, vadd_extent_fn, {NULL, NULL}};
+    d = vadd_desc(NULL);
+    d.reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] = &ext;
+    d.numParams = ACLMOCK_PARAMS_UNKNOWN;
+    d.params = NULL;
+    CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(recent(), "declares extents but not its parameters");
+
+    /* version 1: the slots are reserved (NULL); version 2 accepts its extents there */
+    d = vadd_desc(NULL);
+    d.version = 1;
+    CHECK_OK(aclmockRegisterKernelDesc(&d));
+    CHECK_OK(aclmockUnregisterKernel("vector_add"));
+    ext = (aclmockKernelDescExt){ok, NULL, {NULL, NULL}};
+    d.reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] = &ext;
+    CHECK_EQ(aclmockRegisterKernelDesc(&d), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(recent(), "reserved");
+
+    /* declared extents: the launch faults an argument whose extent runs past the end of
+     * its allocation, naming it */
+    d = vadd_desc(NULL);
+    ext = (aclmockKernelDescExt){ok, vadd_extent_fn, {NULL, NULL}};
+    d.reserved[ACLMOCK_KERNEL_DESC_EXT_SLOT] = &ext;
+    CHECK_OK(aclmockRegisterKernelDesc(&d));
+    ext.extents = NULL; /* copied at registration */
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)reg_vector_add, &f));
+    float *x = dev_alloc(64 * sizeof(float));
+    float *y = dev_alloc(64 * sizeof(float));
+    float *z = dev_alloc(64 * sizeof(float));
+    size_t usable = 0;
+    void *base = NULL;
+    CHECK_OK(aclrtMemGetAddressRange(x, &base, &usable));
+    uint32_t n = 16;
+    void *arr[4] = {&x, &y, &z, &n};
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 2, g_s, NULL, arr));
+    CHECK_OK(aclrtSynchronizeStream(g_s)); /* 64 bytes each: inside */
+    n = 0; /* z's extentFn says unknown: its table entry (4 bytes) */
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 2, g_s, NULL, arr));
+    CHECK_OK(aclrtSynchronizeStream(g_s));
+    n = (uint32_t)(usable / sizeof(float)) + 1; /* x runs one float past its allocation */
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 1, g_s, NULL, arr));
+    CHECK_EQ(aclrtSynchronizeStream(g_s), ACL_ERROR_RT_AICORE_EXCEPTION);
+    CHECK_STR_CONTAINS(recent(), "argument 0");
+    CHECK_STR_CONTAINS(g_msg, "declares an extent of");
+    CHECK_OK(aclrtDestroyStream(g_s));
+    CHECK_OK(aclrtCreateStream(&g_s));
+    float *y_end = (float *)(void *)((char *)y + usable - 16); /* 16 declared bytes: exactly to the end */
+    void *arr2[4] = {&x, &y_end, &z, &n};
+    n = 1;
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 1, g_s, NULL, arr2));
+    CHECK_OK(aclrtSynchronizeStream(g_s));
+    y_end += 1;
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 1, g_s, NULL, arr2));
+    CHECK_EQ(aclrtSynchronizeStream(g_s), ACL_ERROR_RT_AICORE_EXCEPTION);
+    CHECK_STR_CONTAINS(recent(), "argument 1");
+    CHECK_OK(aclrtDestroyStream(g_s));
+    CHECK_OK(aclrtCreateStream(&g_s));
+    CHECK_OK(aclmockUnregisterKernel("vector_add"));
+
+    /* the launch extents of the calling thread and the regions: argument checks */
+    uint64_t w[2] = {8, 8};
+    CHECK_EQ(aclmockSetNextLaunchExtents(NULL, 2), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclmockSetNextLaunchExtents(w, 129), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclmockSetNextLaunchExtents(w, 2));
+    CHECK_OK(aclmockSetNextLaunchExtents(NULL, 0));
+    CHECK_EQ(aclmockMemRegionRegister(NULL, 8), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclmockMemRegionRegister(x, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclmockMemRegionRegister(w, 8), ACL_ERROR_INVALID_PARAM); /* host memory */
+    CHECK_STR_CONTAINS(recent(), "not in a live device allocation");
+    CHECK_EQ(aclmockMemRegionRegister(x, usable + 1), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(recent(), "runs past the end of its allocation");
+    CHECK_OK(aclmockMemRegionRegister(x, 64));
+    CHECK_OK(aclmockMemRegionRegister(x + 16, 64));
+    CHECK_OK(aclmockMemRegionRegister(x + 8, 64)); /* replaces both */
+    CHECK_EQ(aclmockMemRegionUnregister(x), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclmockMemRegionUnregister(x + 16), ACL_ERROR_INVALID_PARAM);
+    CHECK_STR_CONTAINS(recent(), "no region starts at");
+    CHECK_OK(aclmockMemRegionUnregister(x + 8));
+    CHECK_EQ(aclmockMemRegionUnregister(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclmockMemRegionRegister(y, 64));
+    CHECK_OK(aclrtFree(x));
+    CHECK_OK(aclrtFree(y)); /* its region goes with it */
+    CHECK_OK(aclrtFree(z));
 }
 
 /* ============================================================ unload, devices */
@@ -1415,6 +1543,7 @@ int main(void)
     RUN_TEST(test_elf_robustness);
     RUN_TEST(test_func_by_symbol);
     RUN_TEST(test_registry_errors);
+    RUN_TEST(test_extents);
     RUN_TEST(test_unload_with_queued_launches);
     RUN_TEST(test_threads);
     CHECK_OK(aclrtDestroyStream(g_s));

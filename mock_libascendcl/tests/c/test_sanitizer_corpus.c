@@ -481,6 +481,88 @@ static void fix_kernel_write_read(void)
     kernel(corpus_kernel_in, d2, s2);
 }
 
+/* Kernels on parts of one allocation (the caching allocator's segments). A twin that
+ * declares the extent of its pointer (n bytes, n its second parameter) is checked over
+ * exactly [p, p+n); one that declares none, up to the end of the sub-allocation region
+ * its pointer lies in (aclmockMemRegionRegister), or over the window the launching
+ * thread gives (aclmockSetNextLaunchExtents). */
+static const aclmockKernelExtent k_sized_extents[] = {ACLMOCK_EXTENT_ELEMS(uint8_t, 1), ACLMOCK_EXTENT_NONE};
+ACLMOCK_KERNEL_EXTENTS(corpus_sized_in, 0, 0u, k_sized_extents, ACLMOCK_PTR_IN, ACLMOCK_VALUE(uint64_t))
+{
+    (void)args;
+    (void)blockIdx;
+    (void)blockDim;
+    (void)userData;
+    return 0;
+}
+ACLMOCK_KERNEL_EXTENTS(corpus_sized_out, 0, 0u, k_sized_extents, ACLMOCK_PTR_OUT, ACLMOCK_VALUE(uint64_t))
+{
+    (void)args;
+    (void)blockIdx;
+    (void)blockDim;
+    (void)userData;
+    return 0;
+}
+
+static void sized(int32_t (*twin)(void *, uint32_t, uint32_t, void *), void *p, uint64_t n, aclrtStream s)
+{
+    aclrtFuncHandle f = NULL;
+    CHECK_OK(aclrtGetFuncBySymbol((const void *)twin, &f));
+    void *arr[2] = {&p, &n};
+    CHECK_OK(aclrtLaunchKernelWithArgsArray(f, 1, s, NULL, arr));
+}
+
+/* 27. Two kernels with declared extents on two streams: their windows of one allocation
+ * overlap (the fix: disjoint windows, next to each other). */
+static void bug_extent_overlap(void)
+{
+    sized(corpus_sized_out, d1, BUF / 2, s1);
+    sized(corpus_sized_in, (char *)d1 + BUF / 4, BUF / 2, s2);
+}
+static void fix_extent_overlap(void)
+{
+    sized(corpus_sized_out, d1, BUF / 2, s1);
+    sized(corpus_sized_in, (char *)d1 + BUF / 2, BUF / 2, s2);
+}
+
+/* 28. Two blocks of one allocation handed out as regions: a kernel on s2 reads inside
+ * the block a kernel on s1 writes (the fix reads the other block). */
+static void bug_region_overlap(void)
+{
+    CHECK_OK(aclmockMemRegionRegister(d1, BUF / 2));
+    CHECK_OK(aclmockMemRegionRegister((char *)d1 + BUF / 2, BUF / 2));
+    kernel(corpus_kernel_out, d1, s1);
+    kernel(corpus_kernel_in, (char *)d1 + BUF / 4, s2);
+    CHECK_OK(aclmockMemRegionUnregister(d1));
+    CHECK_OK(aclmockMemRegionUnregister((char *)d1 + BUF / 2));
+}
+static void fix_region_overlap(void)
+{
+    CHECK_OK(aclmockMemRegionRegister(d1, BUF / 2));
+    CHECK_OK(aclmockMemRegionRegister((char *)d1 + BUF / 2, BUF / 2));
+    kernel(corpus_kernel_out, d1, s1);
+    kernel(corpus_kernel_in, (char *)d1 + BUF / 2, s2);
+    CHECK_OK(aclmockMemRegionUnregister(d1));
+    CHECK_OK(aclmockMemRegionUnregister((char *)d1 + BUF / 2));
+}
+
+/* 29. The launching thread gives the windows (a buffer view's size): they overlap. */
+static void windowed(int32_t (*twin)(void *, uint32_t, uint32_t, void *), void *p, uint64_t n, aclrtStream s)
+{
+    CHECK_OK(aclmockSetNextLaunchExtents(&n, 1));
+    kernel(twin, p, s);
+}
+static void bug_window_overlap(void)
+{
+    windowed(corpus_kernel_out, d1, BUF / 2 + 1, s1);
+    windowed(corpus_kernel_in, (char *)d1 + BUF / 2, 64, s2);
+}
+static void fix_window_overlap(void)
+{
+    windowed(corpus_kernel_out, d1, BUF / 2, s1);
+    windowed(corpus_kernel_in, (char *)d1 + BUF / 2, 64, s2);
+}
+
 static void copy_back(void *arg);
 
 static void fix_host_function_copy(void)
@@ -530,6 +612,9 @@ static const corpus_entry k_corpus[] = {
     ENTRY(transitive_gap, ACLMOCK_SANITIZER_RACE),
     ENTRY(kernel_reads_h2d, ACLMOCK_SANITIZER_RACE),
     ENTRY(kernel_write_read, ACLMOCK_SANITIZER_RACE),
+    ENTRY(extent_overlap, ACLMOCK_SANITIZER_RACE),
+    ENTRY(region_overlap, ACLMOCK_SANITIZER_RACE),
+    ENTRY(window_overlap, ACLMOCK_SANITIZER_RACE),
 };
 #define CORPUS_SIZE (sizeof k_corpus / sizeof k_corpus[0])
 
@@ -669,6 +754,43 @@ static void test_report_contents(void)
     CHECK_EQ(aclmockSanitizerGetReportCount(), 0);
 }
 
+/* Lines the process wrote on stderr while fn ran (captured through a file). */
+static void stderr_of(void (*fn)(void), char *out, size_t len)
+{
+    char path[] = "/tmp/corpus_stderr_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK_GE(fd, 0);
+    fflush(stderr);
+    int saved = dup(2);
+    CHECK_GE(saved, 0);
+    CHECK_GE(dup2(fd, 2), 0);
+    CHECK_GE(reports_of(fn), 1);
+    fflush(stderr);
+    CHECK_GE(dup2(saved, 2), 0);
+    close(saved);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? (size_t)n : 0] = '\0';
+    close(fd);
+    unlink(path);
+}
+
+/* A binding that shows the reports itself turns the printing off: each report is shown
+ * once; it is still kept and counted. */
+static void test_stderr_switch(void)
+{
+    char text[4096];
+    aclmockSanitizerClearReports();
+    CHECK_EQ(aclmockSanitizerSetStderr(0), 1);
+    stderr_of(bug_write_write, text, sizeof text);
+    CHECK(strstr(text, "race sanitizer") == NULL);
+    CHECK_GE(aclmockSanitizerGetReportCount(), 1);
+    CHECK_EQ(aclmockSanitizerSetStderr(1), 0);
+    aclmockSanitizerClearReports();
+    stderr_of(bug_write_write, text, sizeof text);
+    CHECK_STR_CONTAINS(text, "mock_libascendcl: race sanitizer: race between two streams");
+    aclmockSanitizerClearReports();
+}
+
 /* A host function acts as the task it is: its synchronous copy of what the tasks before
  * it on its stream wrote is ordered after them (no report); the same copy from the host
  * thread, unsynchronized, is a host race. */
@@ -744,6 +866,7 @@ static void child_report(void)
     setup();
     RUN_TEST(test_corpus);
     RUN_TEST(test_report_contents);
+    RUN_TEST(test_stderr_switch);
     RUN_TEST(test_host_function_acts_as_its_task);
     RUN_TEST(test_heap_reuse_of_freed_pinned_memory_is_not_reported);
     RUN_TEST(test_destroyed_stream_orders_its_tasks);
