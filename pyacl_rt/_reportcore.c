@@ -285,10 +285,13 @@ typedef struct {
     PyObject *weakreflist;
 } InboxObject;
 
-/* The live core of `self`, or NULL with ValueError set (g_mu held). */
-static core *live_core_locked(InboxObject *self)
+/* Lock g_mu and return the live core of `self`; or NULL with ValueError set and g_mu
+ * not held (the inbox is detached). */
+static core *lock_live_core(InboxObject *self)
 {
+    pthread_mutex_lock(&g_mu);
     if (self->core == NULL || self->generation != g_generation) {
+        pthread_mutex_unlock(&g_mu);
         PyErr_SetString(PyExc_ValueError, "the inbox is detached");
         return NULL;
     }
@@ -364,11 +367,13 @@ static void inbox_dealloc(InboxObject *self)
 static PyObject *inbox_fileno(InboxObject *self, PyObject *unused)
 {
     (void)unused;
-    pthread_mutex_lock(&g_mu);
-    core *b = live_core_locked(self);
-    int fd = b != NULL ? b->fd : -1;
+    core *b = lock_live_core(self);
+    if (b == NULL) {
+        return NULL;
+    }
+    int fd = b->fd;
     pthread_mutex_unlock(&g_mu);
-    return b != NULL ? PyLong_FromLong(fd) : NULL;
+    return PyLong_FromLong(fd);
 }
 
 /* arm(token, group) -> record address: the user data of a callback_address() callback. */
@@ -390,10 +395,8 @@ static PyObject *inbox_arm(InboxObject *self, PyObject *const *args, Py_ssize_t 
     if (r == NULL) {
         return PyErr_NoMemory();
     }
-    pthread_mutex_lock(&g_mu);
-    core *b = live_core_locked(self);
+    core *b = lock_live_core(self);
     if (b == NULL) {
-        pthread_mutex_unlock(&g_mu);
         free(r);
         return NULL;
     }
@@ -419,10 +422,8 @@ static PyObject *inbox_disarm(InboxObject *self, PyObject *arg)
     if (addr == (unsigned long long)-1 && PyErr_Occurred()) {
         return NULL;
     }
-    pthread_mutex_lock(&g_mu);
-    core *b = live_core_locked(self);
+    core *b = lock_live_core(self);
     if (b == NULL) {
-        pthread_mutex_unlock(&g_mu);
         return NULL;
     }
     rec *r = b->live;
@@ -449,10 +450,8 @@ static PyObject *inbox_push(InboxObject *self, PyObject *arg)
     if (token == (unsigned long long)-1 && PyErr_Occurred()) {
         return NULL;
     }
-    pthread_mutex_lock(&g_mu);
-    core *b = live_core_locked(self);
+    core *b = lock_live_core(self);
     if (b == NULL) {
-        pthread_mutex_unlock(&g_mu);
         return NULL;
     }
     if (reserve_locked(b, 1) < 0) {
@@ -469,10 +468,8 @@ static PyObject *inbox_push(InboxObject *self, PyObject *arg)
 static PyObject *inbox_take(InboxObject *self, PyObject *unused)
 {
     (void)unused;
-    pthread_mutex_lock(&g_mu);
-    core *b = live_core_locked(self);
+    core *b = lock_live_core(self);
     if (b == NULL) {
-        pthread_mutex_unlock(&g_mu);
         return NULL;
     }
     size_t n = b->qlen;
