@@ -1,18 +1,20 @@
 """Device completion for waiters: device futures and the asyncio inboxes.
 
-Two paths, both fed by the runtime (host callbacks on a *companion stream* that first
-waits for the point's event; :mod:`pyacl_rt._event` owns the companions), never by
-polling, never a thread per wait:
+Two paths, both fed by the runtime (tasks on a *companion stream* that first waits for
+the point's event; :mod:`pyacl_rt._event` owns the companions), never by polling, never
+a thread per wait:
 
-* ``await event`` / ``await stream`` (:func:`arm`, :func:`settle`): a **C** host callback
-  (:mod:`pyacl_rt._reportcore`) whose user data is a record of the running loop's
-  :class:`Inbox`. When the device passes the point, the report thread (looping in C,
-  GIL released) runs it: it appends the record's token to the inbox's C queue and
-  writes the inbox's eventfd unless already signalled. No Python and no GIL until the
-  loop wakes (``loop.add_reader``) and :meth:`Inbox.drain` wakes the waiters,
-  :data:`DRAIN_BATCH` per loop iteration. So a busy loop (or any Python thread holding
-  the GIL) never delays a completion on its way. The awaits of one record in one loop
-  share one callback (:class:`Point`).
+* ``await event`` / ``await stream`` (:func:`arm`, :func:`waiter`): a **C** host function
+  (:func:`done_function`, :mod:`pyacl_rt._reportcore`) whose argument is a record of the
+  running loop's :class:`Inbox`, launched with ``aclrtLaunchHostFunc`` on the await
+  companion: when the device passes the point the runtime runs it (no report thread;
+  on a runtime without host functions, a C report callback instead). It appends the
+  record's token to the inbox's C queue and writes the inbox's eventfd unless already
+  signalled. No Python and no GIL until the loop wakes (``loop.add_reader``) and
+  :meth:`Inbox.drain` wakes the waiters, :data:`DRAIN_BATCH` per loop iteration. So a
+  busy loop (or any Python thread holding the GIL) never delays a completion on its way.
+  The awaits of one record in one loop share one host function (:class:`Point`). After
+  a drain, :class:`OnTime` keeps the loop's next timer on time.
 * the framework-neutral :class:`concurrent.futures.Future` (``as_future`` /
   ``add_done_callback``): :func:`fire`, a Python host callback run by the report thread,
   completes it there (its done callbacks run there). :func:`wait` awaits such a future
@@ -52,10 +54,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Inbox",
+    "OnTime",
     "Point",
     "arm",
     "disarm",
+    "done_function",
     "done_future",
+    "drop",
     "fire",
     "forget",
     "join",
@@ -64,6 +69,7 @@ __all__ = [
     "pending_futures",
     "settle",
     "wait",
+    "waiter",
 ]
 
 #: Name prefix of pyacl_rt's report threads (pyacl_rt._callbacks).
@@ -145,9 +151,58 @@ DRAIN_BATCH = 16
 #: Tokens of waits handed to inboxes (any thread may draw one).
 _tokens = itertools.count(1)
 
-#: Await records armed (their C callback launched or about to be) and not yet
-#: drained -> (inbox, context of the companion stream). Guarded by _lock.
-_armed: dict[int, tuple[Inbox, CtxRef]] = {}
+
+class OnTime:
+    """Keeps an asyncio loop's next timer on time after completions woke the loop.
+
+    asyncio's epoll selector rounds a timeout up to whole milliseconds: a completion that
+    wakes the loop ``r`` ms before its next timer makes it sleep ``ceil(r)`` ms after
+    that, so the timer runs up to 1 ms late (under a steady stream of completions a 1 ms
+    ticker sees about 1 ms of lag at p99, with or without pyacl_rt: any wake-up does it).
+    After each drain the inbox arms a timerfd (:func:`pyacl_rt._reportcore.timer_fd`) at
+    the deadline of the loop's next timer: the loop wakes exactly then. The deadline is
+    read from the timer heap of asyncio's event loops (``BaseEventLoop._scheduled``; no
+    public API has it); a loop without one (uvloop) is left alone."""
+
+    __slots__ = ("at", "fd")
+
+    def __init__(self) -> None:
+        #: the timerfd (created on first use; read in the loop), or -1
+        self.fd = -1
+        #: the deadline it is armed for (``loop.time()`` seconds), 0.0 if disarmed
+        self.at = 0.0
+
+    def after_wake(self, loop: asyncio.AbstractEventLoop) -> None:
+        """In the loop, after a drain: arm the timerfd at the next timer's deadline."""
+        heap = getattr(loop, "_scheduled", None)  # asyncio's timer heap (see the class)
+        if not heap:
+            return
+        when: float = heap[0].when()
+        if when == self.at or when <= loop.time():  # armed already / due now anyway
+            return
+        if self.fd < 0:
+            self.fd = _reportcore.timer_fd()
+            loop.add_reader(self.fd, self.fired)
+        _reportcore.timer_set(self.fd, when)
+        self.at = when
+
+    def fired(self) -> None:
+        """In the loop: the deadline came (the loop runs its due timers now)."""
+        _reportcore.timer_set(self.fd, 0.0)  # disarm: clears the expiry
+        self.at = 0.0
+
+    def close(self) -> None:
+        """The loop is closed or gone: close the timerfd. Never raises."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _forget_loop(core: Any, ontime: OnTime) -> None:
+    """A collected loop gets nothing more: detach its inbox, close its timerfd."""
+    core.detach()
+    ontime.close()
 
 
 class Inbox:
@@ -159,9 +214,21 @@ class Inbox:
     wakes the waiters of the tokens, :data:`DRAIN_BATCH` per loop iteration. Tokens from
     Python (a device future's relay, a failure at finalize) travel the same way. The
     inbox keeps its loop only weakly; a closed or collected loop's inbox is detached
-    (nothing more reaches it; its fd closes in C once no armed record is left)."""
+    (nothing more reaches it; its fd closes in C once no armed record is left). After a
+    drain, :class:`OnTime` keeps the loop's next timer on time."""
 
-    __slots__ = ("__weakref__", "core", "failed", "fd", "loop", "ready", "scheduled", "waits")
+    __slots__ = (
+        "__weakref__",
+        "armed",
+        "core",
+        "failed",
+        "fd",
+        "loop",
+        "ontime",
+        "ready",
+        "scheduled",
+        "waits",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
@@ -177,9 +244,15 @@ class Inbox:
         #: token -> the exception its waiters get (finalize, context close)
         self.failed: dict[int, BaseException] = {}
         self.ready: collections.deque[int] = collections.deque()
+        #: token -> the context of the awaited stream, for the awaits whose C callback
+        #: is launched (or about to be) and not yet drained. Written by the loop thread;
+        #: finalize / context close (any thread) take entries out with ``pop`` (atomic
+        #: under the GIL: a token is failed or delivered, never both).
+        self.armed: dict[int, CtxRef] = {}
         self.scheduled = False
+        self.ontime = OnTime()
         loop.add_reader(fd, self.drain)
-        weakref.finalize(loop, self.core.detach)  # a collected loop gets nothing
+        weakref.finalize(loop, _forget_loop, self.core, self.ontime)
 
     def drain(self) -> None:
         """In the loop (the fd is readable): take the tokens that arrived and wake."""
@@ -187,8 +260,19 @@ class Inbox:
             tokens = self.core.take()
         except ValueError:  # detached
             return
-        self.ready.extend(tokens)
-        self.wake()
+        if len(tokens) == 1 and not self.ready and not self.failed:
+            # the common case (one completion, nothing failed): what wake() does for it
+            token = tokens[0]
+            self.armed.pop(token, None)
+            for waiter in self.waits.pop(token, ()):
+                if not waiter.done():
+                    waiter.set_result(None)
+        else:
+            self.ready.extend(tokens)
+            self.wake()
+        loop = self.loop()
+        if loop is not None:
+            self.ontime.after_wake(loop)
 
     def wake(self) -> None:
         """In the loop: wake the waiters of ready tokens, :data:`DRAIN_BATCH` of them now
@@ -205,9 +289,7 @@ class Inbox:
                     loop.call_soon(self.wake)  # in the loop: after what is due now
                 return
             token = ready.popleft()
-            if token in _armed:
-                with _lock:
-                    _armed.pop(token, None)
+            self.armed.pop(token, None)
             waiters = waits.pop(token, None)
             if waiters is None:
                 continue
@@ -236,9 +318,8 @@ class Inbox:
         self.waits.clear()
         self.failed.clear()
         self.ready.clear()
-        with _lock:
-            for token in [t for t, (box, _c) in _armed.items() if box is self]:
-                del _armed[token]
+        self.armed.clear()
+        self.ontime.close()
 
 
 #: loop -> its inbox (dropped with the loop).
@@ -253,11 +334,20 @@ def _sweep() -> None:
             box.close()
 
 
+#: The inbox found last (most programs run one loop): checked before the dictionary.
+_last: Inbox | None = None
+
+
 def _inbox(loop: asyncio.AbstractEventLoop) -> Inbox:
+    global _last
+    box = _last
+    if box is not None and box.loop() is loop:
+        return box
     box = _inboxes.get(loop)
     if box is None:
         _sweep()
         box = _inboxes.setdefault(loop, Inbox(loop))
+    _last = box
     return box
 
 
@@ -275,30 +365,46 @@ def _loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def arm(ctx: CtxRef) -> tuple[Inbox, int, int, asyncio.Future[None]]:
+#: Address of the C completion of an armed record (set on the first await).
+_done_fn = 0
+
+
+def done_function() -> int:
+    """Address of the C function that completes an armed record (``void fn(void *)``:
+    a host callback's or a host function's signature)."""
+    global _done_fn
+    if not _done_fn:
+        _done_fn = _reportcore.callback_address()
+    return _done_fn
+
+
+def arm(ctx: CtxRef) -> tuple[Inbox, int, int]:
     """In the running loop: a new await of a device point of a stream of ``ctx``:
-    ``(inbox, token, record, waiter)``. Launch the C callback with ``record`` (see
-    :func:`pyacl_rt._callbacks.launch_native`), or :func:`disarm` it if that fails; then
-    :func:`settle` the waiter."""
-    loop = _loop()
-    box = _inbox(loop)
+    ``(inbox, token, record)``. Launch the C completion with ``record`` right away (see
+    :func:`done_function`; the device may pass the point meanwhile: the token waits in
+    the inbox), or :func:`disarm` it if that fails; then take its :func:`waiter`."""
+    box = _inbox(_loop())
     token = next(_tokens)
     if not token & 63:
         _sweep()  # now and then: let go of the waits of closed loops
     record: int = box.core.arm(token, id(ctx))
-    waiter: asyncio.Future[None] = loop.create_future()
-    box.waits[token] = [waiter]
-    with _lock:
-        _armed[token] = (box, ctx)
-    return box, token, record, waiter
+    box.armed[token] = ctx
+    return box, token, record
+
+
+def waiter(box: Inbox, token: int) -> asyncio.Future[None]:
+    """In the running loop, after the launch of ``token``'s record: the future its
+    arrival completes (the token cannot be drained before: draining runs in this loop)."""
+    fut: asyncio.Future[None] = _loop().create_future()
+    box.waits[token] = [fut]
+    return fut
 
 
 def disarm(box: Inbox, token: int, record: int) -> None:
     """The callback of an :func:`arm` ed record was not launched: forget it."""
     box.core.disarm(record)
     box.waits.pop(token, None)
-    with _lock:
-        _armed.pop(token, None)
+    box.armed.pop(token, None)
 
 
 def join(box: Inbox | None, token: int) -> asyncio.Future[None] | None:
@@ -322,12 +428,18 @@ async def settle(box: Inbox, token: int, waiter: asyncio.Future[None]) -> None:
         await waiter
     finally:
         if not waiter.done() or waiter.cancelled():
-            waiters = box.waits.get(token)
-            if waiters is not None:
-                with contextlib.suppress(ValueError):
-                    waiters.remove(waiter)
-                if not waiters:
-                    box.waits.pop(token, None)
+            drop(box, token, waiter)
+
+
+def drop(box: Inbox, token: int, waiter: asyncio.Future[None]) -> None:
+    """A waiter of ``token`` gave up (cancelled): forget it (what :func:`settle` does
+    when the await ends without a result)."""
+    waiters = box.waits.get(token)
+    if waiters is not None:
+        with contextlib.suppress(ValueError):
+            waiters.remove(waiter)
+        if not waiters:
+            box.waits.pop(token, None)
 
 
 class _Relay:
@@ -393,7 +505,7 @@ def pending_awaits() -> int:
     """Number of awaits whose device point has not been reached (process-wide; the
     inboxes of closed loops are detached first)."""
     _sweep()
-    return len(_armed)
+    return sum(len(box.armed) for box in list(_inboxes.values()))
 
 
 def _fail_where(ctx: CtxRef | None, make: Any) -> None:
@@ -401,9 +513,12 @@ def _fail_where(ctx: CtxRef | None, make: Any) -> None:
         doomed = [f for f, c in _unfired.items() if ctx is None or c is ctx]
         for f in doomed:
             del _unfired[f]
-        awaits = [(t, box) for t, (box, c) in _armed.items() if ctx is None or c is ctx]
-        for t, _box in awaits:
-            del _armed[t]
+    awaits = [
+        (t, box)
+        for box in list(_inboxes.values())
+        for t, c in list(box.armed.items())
+        if (ctx is None or c is ctx) and box.armed.pop(t, None) is not None
+    ]
     # Their streams are gone: the runtime will not call these records back.
     _reportcore.abandon(None if ctx is None else id(ctx))
     for f in doomed:
@@ -437,12 +552,14 @@ def _on_context_close(ctx: CtxRef) -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _lock
+    global _lock, _last
     _lock = threading.Lock()
+    _last = None
     _unfired.clear()
     # The parent's awaits stay in the parent: forget the inherited inboxes.
     _reportcore.after_fork()
-    _armed.clear()
+    for box in list(_inboxes.values()):
+        box.ontime.close()
     _inboxes.clear()
 
 

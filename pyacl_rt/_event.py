@@ -79,6 +79,7 @@ _fast_record_event = fast.record_event
 _fast_query_event_status = fast.query_event_status
 #: Sliced, interruptible wait (``timeout`` ms, -1 = none), gated per slice.
 _fast_stream_wait_event = fast.stream_wait_event
+_fast_wait_then_host_func = fast.wait_then_host_func
 
 
 #: Defined in :mod:`pyacl_rt.errors` (with every other error class); kept here for imports.
@@ -517,10 +518,13 @@ def adopt_handle(ev: Event, handle: int) -> None:
 
 
 # ------------------------------------------------------ companion streams
-# Each recording stream gets a companion (_stream.side_stream) that waits for its
-# awaited events and then runs their completion callbacks. Events of one stream
-# complete in record order, so one companion per stream never delays a completion
-# behind another stream's work, and the recording stream is never held up by a callback.
+# Each recording stream gets companions that wait for its events and then run their
+# completions: _stream.side_stream for device futures (Python host callbacks through a
+# report thread), _stream.await_stream for awaits (C host functions the runtime runs;
+# the two mechanisms do not mix on one stream). Events of one stream complete in record
+# order, so one companion per stream never delays a completion behind another stream's
+# work, and the recording stream is never held up by a callback (nor left waiting for
+# one discarded after a failure: the companion's wait is released then too).
 
 
 def _wait_future(event: Event, src: StreamState) -> concurrent.futures.Future[None]:
@@ -546,6 +550,32 @@ def _ipc_src(event: Event) -> StreamState:
     if isinstance(at, StreamState):
         return at
     return current_stream(event.dev_index).stream_state
+
+
+#: The runtime has aclrtLaunchHostFunc (False after the first FunctionNotFoundError:
+#: awaits then go through report callbacks, like device futures).
+_host_funcs = True
+
+
+def _launch_await(event: Event, src: StreamState, ctx: CtxRef, record: int) -> None:
+    """Enqueue the await of ``event``'s last record: its await companion waits for the
+    event, then runs the C completion of ``record`` as a host function (the runtime runs
+    it: no report thread, no Python, no GIL)."""
+    global _host_funcs
+    if _host_funcs:
+        comp = _stream.await_stream(src, ctx)
+        if local.st.ctx is not ctx:
+            comp.ensure_current()
+        try:
+            _fast_wait_then_host_func(
+                comp.raw_handle, event.raw_handle, _completion.done_function(), record
+            )
+            return
+        except errors.FunctionNotFoundError:  # an older runtime: nothing was queued
+            _host_funcs = False
+    comp = _stream.side_stream(src, ctx)
+    event._wait_on(comp)
+    _callbacks.launch_native(comp, record)
 
 
 async def _await_event(event: Event) -> None:
@@ -577,14 +607,13 @@ async def _await_event(event: Event) -> None:
         src = at  # type: ignore[assignment]
     if event.query():  # passed already (or failed: query raises the mapped error)
         return
-    comp = _stream.side_stream(src, ctx)
-    box, token, record, waiter = _completion.arm(comp.ctx_ref)
+    box, token, record = _completion.arm(ctx)
     try:
-        event._wait_on(comp)
-        _callbacks.launch_native(comp, record)
+        _launch_await(event, src, ctx, record)
     except BaseException:
         _completion.disarm(box, token, record)
         raise
+    waiter = _completion.waiter(box, token)  # after the launch: the device goes on meanwhile
     if not event._ipc:
         if point is None and event._at is at:
             point = Point(at)
@@ -592,7 +621,11 @@ async def _await_event(event: Event) -> None:
         if point is not None:
             point.inbox = box
             point.token = token
-    await _completion.settle(box, token, waiter)
+    try:  # _completion.settle, inlined: one coroutine less per await
+        await waiter
+    finally:
+        if not waiter.done() or waiter.cancelled():
+            _completion.drop(box, token, waiter)
 
 
 def _release_events() -> None:

@@ -26,6 +26,10 @@
  *
  * One process-wide mutex guards records, queues and counts (short sections, no
  * allocation on the callback side: arm() reserves queue room for every record).
+ *
+ * timer_fd() / timer_set(): a CLOCK_MONOTONIC timerfd armed at an absolute time, for
+ * pyacl_rt._completion to wake an asyncio loop exactly at its next timer (asyncio's epoll
+ * rounds a timeout up to whole milliseconds).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,6 +40,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "64-bit unsigned long long expected");
@@ -556,6 +562,62 @@ static PyObject *f_callback_address(PyObject *self, PyObject *unused)
     return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)&on_done);
 }
 
+/* timer_fd() -> a non-blocking CLOCK_MONOTONIC timerfd (close-on-exec), owned by the caller. */
+static PyObject *f_timer_fd(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromLong(fd);
+}
+
+/* timer_set(fd, when): arm the timerfd `fd` to expire once at `when` seconds of
+ * CLOCK_MONOTONIC (time.monotonic()); when <= 0 disarms. Either clears a pending
+ * expiry (the fd is no longer readable). */
+static PyObject *f_timer_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "timer_set(fd, when) takes 2 arguments");
+        return NULL;
+    }
+    long fd = PyLong_AsLong(args[0]);
+    if (fd == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (fd < 0 || fd > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "timer_set(): fd out of range");
+        return NULL;
+    }
+    double when = PyFloat_AsDouble(args[1]);
+    if (when == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    struct itimerspec its;
+    memset(&its, 0, sizeof(its));
+    if (when > 0) {
+        if (!(when < 9.0e18 / 1e9)) {
+            PyErr_SetString(PyExc_OverflowError, "timer_set(): when is too large");
+            return NULL;
+        }
+        its.it_value.tv_sec = (time_t)when;
+        its.it_value.tv_nsec = (long)((when - (double)its.it_value.tv_sec) * 1e9);
+        if (its.it_value.tv_nsec >= 1000000000L) {
+            its.it_value.tv_nsec = 999999999L;
+        }
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) {
+            its.it_value.tv_nsec = 1; /* all zeros would disarm */
+        }
+    }
+    if (timerfd_settime((int)fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
 /* abandon(group=None) -> n: orphan the armed records (of `group`, else all) whose
  * callbacks the runtime will not run (their stream is gone); their tokens never arrive. */
 static PyObject *f_abandon(PyObject *self, PyObject *arg)
@@ -677,6 +739,9 @@ static PyMethodDef module_methods[] = {
     {"free_orphans", f_free_orphans, METH_NOARGS, "free_orphans() -> n: free orphaned records."},
     {"stats", f_stats, METH_NOARGS, "stats() -> (live inboxes, armed records, orphans)."},
     {"after_fork", f_after_fork, METH_NOARGS, "after_fork(): a forked child forgets everything."},
+    {"timer_fd", f_timer_fd, METH_NOARGS, "timer_fd() -> a non-blocking CLOCK_MONOTONIC timerfd."},
+    {"timer_set", (PyCFunction)(void (*)(void))f_timer_set, METH_FASTCALL,
+     "timer_set(fd, when): expire once at time.monotonic() == when (<= 0: disarm)."},
     {NULL, NULL, 0, NULL},
 };
 

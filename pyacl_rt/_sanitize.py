@@ -78,6 +78,7 @@ TASK_CALLS: Final[frozenset[str]] = frozenset(
         "memset_async",
         "record_event",
         "stream_wait_event",
+        "wait_then_host_func",
         "launch_with_args",
         "launch_objects",
         # lowlevel.lib

@@ -120,7 +120,7 @@ class StreamState:
     (``Mem.last is stream.stream_state``: one identity compare, no reference to the Stream).
     """
 
-    __slots__ = ("side", "sub", "watch")
+    __slots__ = ("side", "sub", "waiter", "watch")
 
     def __init__(self) -> None:
         #: Keep-alive entries ``(marker event, objects)``, oldest first.
@@ -130,6 +130,10 @@ class StreamState:
         #: The companion stream that waits for this stream's awaited events
         #: (:func:`side_stream`), closed with this stream; None until the first await.
         self.side: Stream | None = None
+        #: The companion that waits for this stream's events for ``await`` (C host
+        #: functions, never subscribed to a report thread: the runtime runs them), closed
+        #: with this stream; None until the first await (:func:`await_stream`).
+        self.waiter: Stream | None = None
 
 
 # -------------------------------------------------------------- destruction
@@ -183,11 +187,11 @@ def _destroy_stream_gated(ctx: CtxRef, handle: int, state: StreamState) -> None:
         if rc:
             log_release_failure("aclrtDestroyStream", handle, rc)
         release_watch(ctx, state.watch)
-        side = state.side
-        if side is not None:  # its waits are satisfied now: this stream's work is done
-            state.side = None
-            side.make_inert(CLOSED_REF)
-            live_streams.discard(side)
+        for side in (state.side, state.waiter):
+            if side is not None:  # its waits are satisfied now: this stream's work is done
+                side.make_inert(CLOSED_REF)
+                live_streams.discard(side)
+        state.side = state.waiter = None
     finally:
         if explicit:
             ctx.leave()
@@ -703,14 +707,30 @@ _side_lock = threading.Lock()
 
 
 def side_stream(state: StreamState, ctx: CtxRef) -> Stream:
-    """The companion of the stream whose state is ``state`` (of context ``ctx``): an
-    owned stream in ``ctx`` that :mod:`_event` uses to wait for that stream's events
-    without holding it up (created on first use, closed with the stream)."""
+    """The companion of the stream whose state is ``state`` (of context ``ctx``) for
+    device futures: an owned stream in ``ctx`` that :mod:`_event` uses to wait for that
+    stream's events without holding it up, then run a Python host callback (through a
+    report thread). Created on first use, closed with the stream."""
     side = state.side
     if side is not None and side.ctx_ref.device >= 0:
         return side
+    return _companion(state, ctx, "side")
+
+
+def await_stream(state: StreamState, ctx: CtxRef) -> Stream:
+    """The companion of the stream whose state is ``state`` for ``await``: like
+    :func:`side_stream`, but its completions are C host functions that the runtime runs
+    itself (``aclrtLaunchHostFunc``), so it is never subscribed to a report thread (the
+    two mechanisms do not mix on one stream)."""
+    side = state.waiter
+    if side is not None and side.ctx_ref.device >= 0:
+        return side
+    return _companion(state, ctx, "waiter")
+
+
+def _companion(state: StreamState, ctx: CtxRef, slot: str) -> Stream:
     with _side_lock:
-        side = state.side
+        side: Stream | None = getattr(state, slot)
         if side is not None and side.ctx_ref.device >= 0:
             return side
         if local.st.ctx is not ctx:
@@ -720,7 +740,7 @@ def side_stream(state: StreamState, ctx: CtxRef) -> Stream:
         if rc:
             check(rc, "aclrtCreateStream")
         side = Stream._wrap(int(s.uptr[0]), ctx, _OWNED)
-        state.side = side
+        setattr(state, slot, side)
         return side
 
 

@@ -646,9 +646,12 @@ def test_an_await_completion_reaches_the_inbox_while_the_gil_is_held(s: npu.Stre
     _settled()
 
 
-def test_a_python_callback_and_awaits_share_the_report_thread(s: npu.Stream) -> None:
-    """The report loop runs in C; it comes back to Python for a Python host callback
-    (which still runs on the report thread) and stays in C for await completions."""
+def test_python_callbacks_run_on_the_report_thread_and_awaits_need_none(
+    s: npu.Stream,
+) -> None:
+    """A Python host callback and a device future's callback run on the report thread
+    (its C loop comes back to Python for them); await completions are C host functions
+    on the await companion, which no report thread serves."""
     ran: list[int] = []
 
     async def main() -> None:
@@ -668,7 +671,170 @@ def test_a_python_callback_and_awaits_share_the_report_thread(s: npu.Stream) -> 
     asyncio.run(main())
     s.synchronize()
     assert ran == [_callbacks.report_threads()[0].ident]
+    side, waiter = s.stream_state.side, s.stream_state.waiter
+    assert side is not None and side.stream_state.sub is not None  # futures: callbacks
+    assert waiter is not None and waiter.stream_state.sub is None  # awaits: host funcs
     _settled()
+
+
+def test_awaits_complete_through_host_functions_without_a_report_thread(
+    s: npu.Stream,
+) -> None:
+    """``await`` launches ``aclrtLaunchHostFunc`` of the C completion on the recording
+    stream's await companion (one stream per recording stream, never subscribed): no
+    report thread is started for it and no Python runs until the loop wakes."""
+    from pyacl_rt import _event
+
+    calls: list[tuple[int, int, int, int]] = []
+    real = _event._fast_wait_then_host_func
+
+    def spy(stream: int, event: int, fn: int, arg: int) -> None:
+        calls.append((stream, event, fn, arg))
+        real(stream, event, fn, arg)
+
+    async def main() -> None:
+        gate = Gate(s)
+        ev = s.record_event()
+        task = asyncio.ensure_future(_aw(ev))
+        await asyncio.sleep(0.01)
+        assert not task.done()
+        gate.open()
+        await asyncio.wait_for(task, 20)
+        gate = Gate(s)
+        task = asyncio.ensure_future(_aw(s))  # a marker event of s: the same companion
+        await asyncio.sleep(0.01)
+        gate.open()
+        await asyncio.wait_for(task, 20)
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    _event._fast_wait_then_host_func = spy
+    try:
+        asyncio.run(main())
+    finally:
+        _event._fast_wait_then_host_func = real
+    waiter = s.stream_state.waiter
+    assert waiter is not None and waiter.stream_state.sub is None
+    assert [c[0] for c in calls] == [waiter.handle] * 2
+    assert {c[2] for c in calls} == {_reportcore.callback_address()}
+    assert s.stream_state.side is None  # no future asked for: no callback companion
+    _settled()
+    before = mock_control().stat("streams", 0)
+    s.close()
+    assert mock_control().stat("streams", 0) == before - 2  # the stream and its companion
+
+
+def test_await_falls_back_to_report_callbacks_without_launch_host_func(
+    s: npu.Stream,
+) -> None:
+    """A runtime without ``aclrtLaunchHostFunc`` (older CANN): the first await's
+    FunctionNotFoundError switches awaits to C report callbacks on the (subscribed)
+    callback companion, and the await still completes."""
+    from pyacl_rt import _event
+
+    real = _event._fast_wait_then_host_func
+
+    def missing(*_args: int) -> None:
+        raise errors.FunctionNotFoundError("aclrtLaunchHostFunc", "libascendcl.so")
+
+    async def main() -> None:
+        gate = Gate(s)
+        ev = s.record_event()
+        task = asyncio.ensure_future(_aw(ev))
+        await asyncio.sleep(0.01)
+        gate.open()
+        await asyncio.wait_for(task, 20)
+        await asyncio.wait_for(_aw(s), 20)
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    _event._fast_wait_then_host_func = missing
+    try:
+        asyncio.run(main())
+        assert _event._host_funcs is False
+    finally:
+        _event._fast_wait_then_host_func = real
+        _event._host_funcs = True
+    side = s.stream_state.side
+    assert side is not None and side.stream_state.sub is not None
+    _settled()
+
+
+def test_a_completion_keeps_the_loops_next_timer_on_time(s: npu.Stream) -> None:
+    """asyncio's epoll rounds a timeout up to whole ms, so a wake-up by a completion
+    would make the loop's next timer up to 1 ms late: after a drain the inbox arms its
+    timerfd at that timer's deadline, and the timerfd's firing disarms it."""
+
+    async def main() -> tuple[float, float, float]:
+        loop = asyncio.get_running_loop()
+        handle = loop.call_later(0.3, lambda: None)  # the only timer
+        gate = Gate(s)
+        ev = s.record_event()
+        task = asyncio.ensure_future(_aw(ev))
+        await asyncio.sleep(0)
+        gate.open()  # synchronizes the opener: the device passes ev meanwhile
+        await task
+        box = _completion._inboxes[loop]
+        armed_at = box.ontime.at
+        assert box.ontime.fd >= 0
+        while loop.time() < handle.when() + 0.05:
+            await asyncio.sleep(0.05)
+        return armed_at, handle.when(), box.ontime.at
+
+    async def _aw(x: Any) -> None:
+        await x
+
+    armed_at, when, after = asyncio.run(main())
+    assert armed_at == when  # the loop's next timer when the completion arrived
+    assert after == 0.0  # the timerfd fired (and was disarmed) at that deadline
+    _settled()
+
+
+def test_on_time_leaves_loops_without_a_timer_heap_and_due_timers_alone() -> None:
+    class Bare:  # a loop without BaseEventLoop's timer heap (uvloop, trio adapters)
+        def time(self) -> float:
+            return time.monotonic()
+
+    ot = _completion.OnTime()
+    ot.after_wake(Bare())  # type: ignore[arg-type]
+    assert ot.fd == -1 and ot.at == 0.0
+
+    async def main() -> tuple[int, float]:
+        loop = asyncio.get_running_loop()
+        loop.call_at(loop.time() - 1, lambda: None)  # due already: the loop runs it anyway
+        ot.after_wake(loop)
+        return ot.fd, ot.at
+
+    assert asyncio.run(main()) == (-1, 0.0)
+    ot.close()  # idempotent, never raises
+    ot.close()
+
+
+def test_timer_fd_expires_at_its_deadline_and_disarms() -> None:
+    import select
+
+    fd = _reportcore.timer_fd()
+    try:
+        _reportcore.timer_set(fd, time.monotonic() + 30)
+        assert select.select([fd], [], [], 0)[0] == []  # not due yet
+        _reportcore.timer_set(fd, time.monotonic() - 1)  # in the past: expires at once
+        assert select.select([fd], [], [], 5)[0] == [fd]
+        _reportcore.timer_set(fd, 0.0)  # disarm: the expiry is cleared too
+        assert select.select([fd], [], [], 0)[0] == []
+        with pytest.raises(ValueError, match="fd out of range"):
+            _reportcore.timer_set(-1, 1.0)
+        with pytest.raises(OverflowError, match="too large"):
+            _reportcore.timer_set(fd, 1e300)
+        with pytest.raises(TypeError, match="2 arguments"):
+            _reportcore.timer_set(fd)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            _reportcore.timer_set(fd, "soon")  # type: ignore[arg-type]
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        _reportcore.timer_set(fd, 1.0)  # closed
 
 
 def test_ten_thousand_concurrent_awaits(s: npu.Stream) -> None:

@@ -667,6 +667,33 @@ def test_fast_failures_raise_what_check_raises(res: Any) -> None:
     assert fast.get_device() == 0
 
 
+def test_fast_wait_then_host_func(res: Any) -> None:
+    """An await's launch: aclrtStreamWaitEvent then aclrtLaunchHostFunc of a C function,
+    one call; bad arguments raise before C, a failed wait raises its mapped error."""
+    import cffi
+
+    from pyacl_rt import errors
+
+    libc_ffi = cffi.FFI()
+    libc_ffi.cdef("int usleep(unsigned int usec);")
+    libc = libc_ffi.dlopen(None)
+    usleep = int(libc_ffi.cast("uintptr_t", libc_ffi.addressof(libc, "usleep")))
+    fast = res.ll.fast
+    assert fast.record_event(res.event, res.stream) is None
+    assert fast.wait_then_host_func(res.stream, res.event, usleep, 100) is None
+    assert fast.synchronize_stream(res.stream) is None
+    with pytest.raises(ValueError, match="fn is NULL"):
+        fast.wait_then_host_func(res.stream, res.event, 0, 0)
+    with pytest.raises(TypeError, match="arg"):
+        fast.wait_then_host_func(res.stream, res.event, usleep, "x")
+    with pytest.raises(TypeError):
+        fast.wait_then_host_func(res.stream, res.event, usleep)
+    with pytest.raises(errors.AclError) as err:
+        fast.wait_then_host_func(res.stream, 0x1234560, usleep, 0)
+    assert err.value.function == "aclrtStreamWaitEvent"
+    assert fast.synchronize_stream(res.stream) is None  # nothing was left queued
+
+
 def test_fast_get_device_without_context_raises(mock_loaded: Any) -> None:
     from pyacl_rt import errors
 

@@ -68,6 +68,7 @@ typedef int32_t (*fn_u_t)(uintptr_t);                 /* Synchronize*, SetCurren
 typedef int32_t (*fn_ui_t)(uintptr_t, int32_t);       /* Synchronize*WithTimeout */
 typedef int32_t (*fn_up_t)(uintptr_t, int32_t *);     /* StreamQuery, QueryEventStatus */
 typedef int32_t (*fn_uu_t)(uintptr_t, uintptr_t);     /* RecordEvent, StreamWaitEvent */
+typedef int32_t (*fn_uuu_t)(uintptr_t, uintptr_t, uintptr_t); /* LaunchHostFunc */
 typedef int32_t (*fn_copy_t)(uintptr_t, size_t, uintptr_t, size_t, int32_t, uintptr_t);
 typedef int32_t (*fn_copysync_t)(uintptr_t, size_t, uintptr_t, size_t, int32_t);
 typedef int32_t (*fn_memset_t)(uintptr_t, size_t, int32_t, size_t, uintptr_t);
@@ -88,6 +89,7 @@ enum {
     S_SYNCHRONIZE_EVENT_WITH_TIMEOUT,
     S_RECORD_EVENT,
     S_STREAM_WAIT_EVENT,
+    S_LAUNCH_HOST_FUNC,
     S_MEMCPY_ASYNC,
     S_MEMCPY,
     S_MEMSET_ASYNC,
@@ -110,6 +112,7 @@ static const char *const slot_names[S_COUNT] = {
     "aclrtSynchronizeEventWithTimeout",
     "aclrtRecordEvent",
     "aclrtStreamWaitEvent",
+    "aclrtLaunchHostFunc",
     "aclrtMemcpyAsync",
     "aclrtMemcpy",
     "aclrtMemsetAsync",
@@ -386,6 +389,36 @@ DEFINE_HANDLE2_TO_NONE(record_event, fn_uu_t, S_RECORD_EVENT, "event", "an aclrt
                        HANDLE, "stream", "an aclrtStream handle")
 DEFINE_HANDLE2_TO_NONE(stream_wait_event, fn_uu_t, S_STREAM_WAIT_EVENT, "stream",
                        "an aclrtStream handle", HANDLE, "event", "an aclrtEvent handle")
+
+/* wait_then_host_func(stream, event, fn, arg) -> None: aclrtStreamWaitEvent(stream,
+ * event), then aclrtLaunchHostFunc(stream, fn, arg) - an await's launch on its
+ * companion stream, one call (the GIL released once). The first failure raises (a
+ * failed wait launches nothing; a runtime without aclrtLaunchHostFunc raises
+ * FunctionNotFoundError before anything is queued). */
+static PyObject *f_wait_then_host_func(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    FASTCALL_HEAD(wait_then_host_func, 4)
+    HANDLE(args[0], stream, name, "stream", "an aclrtStream handle");
+    HANDLE(args[1], event, name, "event", "an aclrtEvent handle");
+    HANDLE(args[2], fn, name, "fn", "the address of a C function");
+    HANDLE(args[3], arg, name, "arg", "an address");
+    if (fn == 0) {
+        PyErr_SetString(PyExc_ValueError, "wait_then_host_func(): fn is NULL");
+        return NULL;
+    }
+    GET_FN(wait_, fn_uu_t, S_STREAM_WAIT_EVENT);
+    GET_FN(launch_, fn_uuu_t, S_LAUNCH_HOST_FUNC);
+    int32_t rc_wait = 0, rc_launch = 0;
+    NOGIL({
+        rc_wait = wait_(stream, event);
+        if (rc_wait == 0) {
+            rc_launch = launch_(stream, fn, arg);
+        }
+    });
+    CHECK(rc_wait, S_STREAM_WAIT_EVENT);
+    CHECK(rc_launch, S_LAUNCH_HOST_FUNC);
+    Py_RETURN_NONE;
+}
 
 /* The leading (dst, dst_max, src, count, kind) of memcpy and memcpy_async. */
 #define COPY_ARGS                                                  \
@@ -1527,6 +1560,9 @@ static PyMethodDef methods[] = {
      "record_event(event, stream) -> None: aclrtRecordEvent (releases the GIL)."},
     {"stream_wait_event", FASTCALL(f_stream_wait_event), METH_FASTCALL,
      "stream_wait_event(stream, event) -> None: aclrtStreamWaitEvent (releases the GIL)."},
+    {"wait_then_host_func", FASTCALL(f_wait_then_host_func), METH_FASTCALL,
+     "wait_then_host_func(stream, event, fn, arg) -> None: aclrtStreamWaitEvent, then "
+     "aclrtLaunchHostFunc of a C function on the same stream (releases the GIL once)."},
     {"memcpy_async", FASTCALL(f_memcpy_async), METH_FASTCALL,
      "memcpy_async(dst, dst_max, src, count, kind, stream) -> None: aclrtMemcpyAsync "
      "(releases the GIL)."},

@@ -101,9 +101,11 @@ def _kept_companions() -> dict[int, int]:
 
     out: dict[int, int] = {}
     for st in S.live_streams.snapshot():
-        side = st.stream_state.side
-        if st.kind != "owned" and side is not None and not side.closed:
-            out[st.dev_index] = out.get(st.dev_index, 0) + 1
+        if st.kind == "owned":
+            continue
+        for side in (st.stream_state.side, st.stream_state.waiter):
+            if side is not None and not side.closed:
+                out[st.dev_index] = out.get(st.dev_index, 0) + 1
     return out
 
 
