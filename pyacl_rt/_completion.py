@@ -261,12 +261,21 @@ class Inbox:
         except ValueError:  # detached
             return
         if len(tokens) == 1 and not self.ready and not self.failed:
-            # the common case (one completion, nothing failed): what wake() does for it
+            # the common case (one completion, nothing failed): what wake() does for it,
+            # and the first waiter's task resumes right here (Waiter.resume); the others
+            # (awaits joined to the same record) are scheduled first
             token = tokens[0]
             self.armed.pop(token, None)
-            for waiter in self.waits.pop(token, ()):
+            waiters = self.waits.pop(token, ())
+            for waiter in waiters[1:]:
                 if not waiter.done():
                     waiter.set_result(None)
+            if waiters and not waiters[0].done():
+                first: Any = waiters[0]
+                if type(first) is _Waiter:
+                    first.resume()
+                else:
+                    first.set_result(None)
         else:
             self.ready.extend(tokens)
             self.wake()
@@ -392,10 +401,92 @@ def arm(ctx: CtxRef) -> tuple[Inbox, int, int]:
     return box, token, record
 
 
+#: The Waiter class once asyncio is loaded (see _waiter_class).
+_Waiter: Any = None
+
+
+def _waiter_class() -> Any:
+    """Define :class:`Waiter` (asyncio is imported on the first await only)."""
+    global _Waiter
+    import asyncio
+
+    class Waiter(asyncio.Future[None]):
+        """The future an ``await`` waits on, which :meth:`Inbox.drain` can complete *and*
+        resume its task with at once (:meth:`resume`).
+
+        A plain future schedules its task's wake-up for the loop's next iteration; the
+        drain that completes it is a reader callback, so the task would run one loop
+        iteration (a poll, the timer scan) later than it can. The task's wake-up (the one
+        done callback an awaited future gets) is kept here instead and, on
+        :meth:`resume`, called right away in the task's context, as asyncio's eager
+        tasks do. Every other way to complete the future (:meth:`set_result`,
+        :meth:`set_exception`, :meth:`cancel`) schedules it as usual."""
+
+        __slots__ = ("wake_ctx", "wake_fn")
+        wake_ctx: Any
+        wake_fn: Any
+
+        def add_done_callback(self, fn: Any, *, context: Any = None) -> None:
+            if not self.done() and getattr(self, "wake_fn", None) is None:
+                self.wake_fn = fn
+                self.wake_ctx = context
+            else:
+                super().add_done_callback(fn, context=context)
+
+        def remove_done_callback(self, fn: Any) -> int:
+            removed = super().remove_done_callback(fn)
+            if getattr(self, "wake_fn", None) is fn:
+                self.wake_fn = None
+                removed += 1
+            return removed
+
+        def _schedule_wake(self) -> None:
+            fn = getattr(self, "wake_fn", None)
+            if fn is not None:
+                self.wake_fn = None
+                self.get_loop().call_soon(fn, self, context=self.wake_ctx)
+
+        def set_result(self, result: None) -> None:
+            super().set_result(result)
+            self._schedule_wake()
+
+        def set_exception(self, exception: type | BaseException) -> None:
+            super().set_exception(exception)
+            self._schedule_wake()
+
+        def cancel(self, msg: Any = None) -> bool:
+            if not super().cancel(msg=msg):
+                return False
+            self._schedule_wake()
+            return True
+
+        def resume(self) -> None:
+            """In the loop (not inside a task): complete with None and run the waiting
+            task's step now."""
+            super().set_result(None)
+            fn = getattr(self, "wake_fn", None)
+            if fn is None:
+                return
+            self.wake_fn = None
+            ctx = self.wake_ctx
+            if ctx is None:
+                fn(self)
+                return
+            try:
+                ctx.run(fn, self)
+            except RuntimeError:  # the context is entered already: the usual way
+                self.get_loop().call_soon(fn, self, context=ctx)
+
+    _Waiter = Waiter
+    return Waiter
+
+
 def waiter(box: Inbox, token: int) -> asyncio.Future[None]:
     """In the running loop, after the launch of ``token``'s record: the future its
-    arrival completes (the token cannot be drained before: draining runs in this loop)."""
-    fut: asyncio.Future[None] = _loop().create_future()
+    arrival completes (the token cannot be drained before: draining runs in this loop);
+    a :class:`Waiter`, resumed at once by the drain."""
+    cls = _Waiter or _waiter_class()
+    fut: asyncio.Future[None] = cls(loop=_loop())
     box.waits[token] = [fut]
     return fut
 

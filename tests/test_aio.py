@@ -725,6 +725,126 @@ def test_awaits_complete_through_host_functions_without_a_report_thread(
     assert mock_control().stat("streams", 0) == before - 2  # the stream and its companion
 
 
+def test_an_await_resumes_inside_the_drain_in_its_own_context(s: npu.Stream) -> None:
+    """The drain that completes an await runs the awaiting task's step at once (not one
+    loop iteration later), in the task's context; before, the task resumed after the
+    drain had returned."""
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    draining: list[bool] = [False]
+    real = _completion.Inbox.drain
+
+    def drain(self: _completion.Inbox) -> None:
+        draining[0] = True
+        try:
+            real(self)
+        finally:
+            draining[0] = False
+
+    async def main() -> tuple[bool, str, bool]:
+        gate = Gate(s)
+        ev = s.record_event()
+
+        async def waiting() -> tuple[bool, str, bool]:
+            var.set("mine")
+            me = asyncio.current_task()
+            await ev
+            return draining[0], var.get(), asyncio.current_task() is me
+
+        task = asyncio.ensure_future(waiting())
+        await asyncio.sleep(0.01)
+        gate.open()
+        return await asyncio.wait_for(task, 20)
+
+    _completion.Inbox.drain = drain  # type: ignore[method-assign]
+    try:
+        assert asyncio.run(main()) == (True, "mine", True)
+    finally:
+        _completion.Inbox.drain = real  # type: ignore[method-assign]
+    _settled()
+
+
+def test_waiter_completes_like_a_future_every_other_way() -> None:
+    """Set, failed, cancelled, or given more callbacks: a Waiter schedules its task's
+    wake-up as a plain future does."""
+
+    async def main() -> list[object]:
+        loop = asyncio.get_running_loop()
+        cls = _completion._Waiter or _completion._waiter_class()
+        out: list[object] = []
+
+        async def wait(fut: asyncio.Future[None]) -> None:
+            try:
+                out.append(await fut)
+            except BaseException as exc:
+                out.append(type(exc).__name__)
+
+        for how in ("result", "exception", "cancel"):
+            fut = cls(loop=loop)
+            task = asyncio.ensure_future(wait(fut))
+            await asyncio.sleep(0)
+            if how == "result":
+                fut.set_result(None)
+            elif how == "exception":
+                fut.set_exception(ValueError("x"))
+            else:
+                assert fut.cancel()
+                assert not fut.cancel()
+            await task
+        fut = cls(loop=loop)
+        seen: list[str] = []
+        fut.add_done_callback(lambda f: seen.append("a"))
+        fut.add_done_callback(lambda f: seen.append("b"))
+
+        def cb(_f: object) -> None:
+            seen.append("c")
+
+        fut.add_done_callback(cb)
+        assert fut.remove_done_callback(cb) == 1
+        fut.resume()  # the kept callback ("a") runs now, the others as usual
+        assert seen == ["a"]
+        await asyncio.sleep(0)
+        fut.add_done_callback(lambda f: seen.append("d"))  # done: scheduled
+        await asyncio.sleep(0)
+        out.append("".join(seen))
+        return out
+
+    assert asyncio.run(main()) == [None, "ValueError", "CancelledError", "abd"]
+
+
+def test_a_task_interrupted_while_resumed_leaves_the_other_awaits_woken(
+    s: npu.Stream,
+) -> None:
+    """Two awaits of one record: the first task's step runs inside the drain and raises
+    KeyboardInterrupt (which leaves the loop); the second await was woken before, so
+    running the loop again completes it."""
+
+    async def first(ev: npu.Event) -> None:
+        await ev
+        raise KeyboardInterrupt
+
+    async def second(ev: npu.Event) -> str:
+        await ev
+        return "woken"
+
+    loop = asyncio.new_event_loop()
+    try:
+        gate = Gate(s)
+        ev = s.record_event()
+        a = loop.create_task(first(ev))
+        b = loop.create_task(second(ev))
+        loop.run_until_complete(asyncio.sleep(0.01))
+        gate.open()
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(asyncio.wait_for(asyncio.shield(b), 20))
+        assert a.done()
+        assert loop.run_until_complete(asyncio.wait_for(b, 20)) == "woken"
+    finally:
+        loop.close()
+    _settled()
+
+
 def test_await_falls_back_to_report_callbacks_without_launch_host_func(
     s: npu.Stream,
 ) -> None:
