@@ -16,12 +16,16 @@ Targets (PASS/FAIL each; exit status 1 on a miss):
 3. While ``await stream`` waits for a stream held for 2 s, the process uses < 2 % of
    one core (process CPU time / wall time); an idle 2 s in the same run is the baseline.
 
-Info lines (no target): the same device work with 16 awaits only (``--device-only``),
-an await of a still-pending event, and an await while the loop is busy with Python work
-(2 ms chunks between yields) at CPython's default GIL switch interval (5 ms) and at
-0.5 ms. An await's completion needs no GIL until the loop wakes (a C host callback
-writes the loop's eventfd); before, it went through Python on the report thread, which
-a busy loop starved of the GIL at 5 ms (that phase hung).
+Info lines (no target): the same wake-up rate on a bare eventfd without pyacl_rt (what
+plain asyncio does: after a wake-up its epoll sleeps a timeout rounded up to whole ms,
+so the next timer runs up to 1 ms late; pyacl_rt's inbox arms a timerfd at that timer's
+deadline after each drain), the same device work with 16 awaits only
+(``--device-only``), an await of a still-pending event, and an await while the loop is
+busy with Python work (2 ms chunks between yields) at CPython's default GIL switch
+interval (5 ms) and at 0.5 ms. An await's completion needs no GIL until the loop wakes
+(a C host function, run by the runtime on the await companion stream, writes the loop's
+eventfd; the drain resumes the task at once); before, it went through Python on the
+report thread, which a busy loop starved of the GIL at 5 ms (that phase hung).
 
 No phase can hang: each runs under a time limit (``asyncio.wait_for``); a phase that
 does not finish is a FAIL with a message, and the script goes on with the next one.
@@ -335,7 +339,8 @@ async def main(args: argparse.Namespace) -> int:
             print(
                 f"info  the same wake-up rate ({rate:.0f}/s) on a bare eventfd, no pyacl_rt: "
                 f"p99 lag {bare * 1e3:.3f} ms (asyncio's epoll polls with a timeout "
-                "rounded up to whole ms after each wake-up)",
+                "rounded up to whole ms after each wake-up; pyacl_rt's inbox wakes the "
+                "loop at its next timer)",
                 flush=True,
             )
     if args.device_only:
@@ -368,7 +373,8 @@ async def main(args: argparse.Namespace) -> int:
         print(
             f"info  await of an event still pending (200 us of device work): await "
             f"{await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
-            f"+{(await_s - sync_s) * 1e6:.1f} us (the host callback and loop wake-up)",
+            f"+{(await_s - sync_s) * 1e6:.1f} us (the companion stream, the host function "
+            "and the loop's wake-up)",
             flush=True,
         )
     for switch in (0.005, 0.0005):
