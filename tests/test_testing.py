@@ -161,6 +161,35 @@ def test_leak_check_names_what_leaked(run) -> None:  # type: ignore[no-untyped-d
     assert "test_opted_out" not in out.split("short test summary")[1]
 
 
+ARMED = """
+import os
+
+import pyacl_rt as npu
+from pyacl_rt import _reportcore
+
+KEEP = []
+
+
+def test_leaves_an_await_armed():
+    npu.set_device(0)
+    inbox = _reportcore.Inbox(os.eventfd(0, os.EFD_CLOEXEC))
+    KEEP.append(inbox)
+    KEEP.append(inbox.arm(1, 0))  # a record whose completion never runs
+
+
+def test_clean():
+    npu.set_device(0)
+"""
+
+
+def test_leak_check_reports_awaits_left_armed(run) -> None:  # type: ignore[no-untyped-def]
+    result = run(ARMED, "-p", "no:randomly")
+    result.assert_outcomes(passed=2, errors=1)
+    out = result.stdout.str()
+    assert "ERROR at teardown of test_leaves_an_await_armed" in out
+    result.stdout.fnmatch_lines(["*1 await(s) still armed after the devices were synchronized*"])
+
+
 def test_leak_report_shows_where_objects_were_created(run) -> None:  # type: ignore[no-untyped-def]
     result = run(LEAKY, "--npu-leak-frames", "8", "-k", "leaks")
     result.assert_outcomes(passed=1, errors=1)

@@ -123,6 +123,7 @@ class LeakCheck:
     generation: int = -1
     primaries: set[int] = field(default_factory=set)
     companions: dict[int, int] = field(default_factory=dict)
+    armed: int = 0
 
     def start(self) -> None:
         """Re-initialise a finalized runtime (tests start with a usable one) and take
@@ -139,6 +140,7 @@ class LeakCheck:
         self.generation = runtime.generation()
         self.primaries = _primaries()
         self.companions = _kept_companions()
+        self.armed = _armed_records()
 
     def finish(self) -> str | None:
         """The leak report, or None when the counts are back where they were.
@@ -187,7 +189,20 @@ class LeakCheck:
             problems.append(f"{CB.pending_count()} host callback(s) still pending")
         if memory.deferred:
             problems.append(f"{len(memory.deferred)} deferred buffer release(s) left")
+        armed = _armed_records() - (self.armed if runtime.generation() == self.generation else 0)
+        if armed > 0:
+            problems.append(
+                f"{armed} await(s) still armed after the devices were synchronized: their "
+                "device point was never reached (a stream held forever?)"
+            )
         return "\n".join(problems) if problems else None
+
+
+def _armed_records() -> int:
+    """Awaits whose C completion is launched and has not run (process-wide)."""
+    from .. import _reportcore
+
+    return _reportcore.stats()[1]
 
 
 def _describe(diff: dict[object, dict[str, tuple[int, int]]]) -> str:
