@@ -341,7 +341,7 @@ def test_loop_closed_while_waits_are_pending_gets_no_callbacks(
             s.synchronize()
             _settled()
         assert errors_seen == []
-        assert "closed" not in caplog.text
+        assert "Event loop is closed" not in caplog.text
     finally:
         threading.excepthook = old_hook
 
