@@ -406,21 +406,21 @@ _Waiter: Any = None
 
 
 def _waiter_class() -> Any:
-    """Define :class:`Waiter` (asyncio is imported on the first await only)."""
+    """Define ``Waiter`` (asyncio is imported on the first await only)."""
     global _Waiter
     import asyncio
 
     class Waiter(asyncio.Future[None]):
         """The future an ``await`` waits on, which :meth:`Inbox.drain` can complete *and*
-        resume its task with at once (:meth:`resume`).
+        resume its task with at once (``resume()``).
 
         A plain future schedules its task's wake-up for the loop's next iteration; the
         drain that completes it is a reader callback, so the task would run one loop
         iteration (a poll, the timer scan) later than it can. The task's wake-up (the one
         done callback an awaited future gets) is kept here instead and, on
-        :meth:`resume`, called right away in the task's context, as asyncio's eager
-        tasks do. Every other way to complete the future (:meth:`set_result`,
-        :meth:`set_exception`, :meth:`cancel`) schedules it as usual."""
+        ``resume()``, called right away in the task's context, as asyncio's eager
+        tasks do. Every other way to complete the future (``set_result()``,
+        ``set_exception()``, ``cancel()``) schedules it as usual."""
 
         __slots__ = ("wake_ctx", "wake_fn")
         wake_ctx: Any
@@ -484,7 +484,7 @@ def _waiter_class() -> Any:
 def waiter(box: Inbox, token: int) -> asyncio.Future[None]:
     """In the running loop, after the launch of ``token``'s record: the future its
     arrival completes (the token cannot be drained before: draining runs in this loop);
-    a :class:`Waiter`, resumed at once by the drain."""
+    a ``Waiter``, resumed at once by the drain."""
     cls = _Waiter or _waiter_class()
     fut: asyncio.Future[None] = cls(loop=_loop())
     box.waits[token] = [fut]
