@@ -148,6 +148,10 @@ def pending_futures() -> int:
 #: queued behind all of them (the loop's lag stays bounded).
 DRAIN_BATCH = 16
 
+#: An inbox whose awaits once numbered more than this rebuilds its dictionaries when
+#: they drop below an eighth of their peak (:meth:`Inbox.compact`).
+COMPACT_AT = 1024
+
 #: Tokens of waits handed to inboxes (any thread may draw one).
 _tokens = itertools.count(1)
 
@@ -225,6 +229,7 @@ class Inbox:
         "fd",
         "loop",
         "ontime",
+        "peak",
         "ready",
         "scheduled",
         "waits",
@@ -250,6 +255,8 @@ class Inbox:
         #: under the GIL: a token is failed or delivered, never both).
         self.armed: dict[int, CtxRef] = {}
         self.scheduled = False
+        #: the most awaits pending at once since the dictionaries were last compacted
+        self.peak = 0
         self.ontime = OnTime()
         loop.add_reader(fd, self.drain)
         weakref.finalize(loop, _forget_loop, self.core, self.ontime)
@@ -279,9 +286,19 @@ class Inbox:
         else:
             self.ready.extend(tokens)
             self.wake()
+        if self.peak > COMPACT_AT and len(self.waits) * 8 < self.peak:
+            self.compact()
         loop = self.loop()
         if loop is not None:
             self.ontime.after_wake(loop)
+
+    def compact(self) -> None:
+        """In the loop, once a burst of awaits is over: rebuild the token dictionaries
+        at their present size (a dict keeps the table of its largest size, and every
+        later await would pay the cache misses of a large, sparse one)."""
+        self.waits = dict(self.waits)
+        self.armed = dict(self.armed)  # other threads pop from either copy: atomic
+        self.peak = len(self.waits)
 
     def wake(self) -> None:
         """In the loop: wake the waiters of ready tokens, :data:`DRAIN_BATCH` of them now
@@ -310,6 +327,8 @@ class Inbox:
                     else:
                         waiter.set_exception(exc)
                     woken += 1
+        if self.peak > COMPACT_AT and len(waits) * 8 < self.peak:
+            self.compact()  # all woken: the end of a burst
 
     def post(self, token: int) -> None:
         """From any thread: deliver ``token`` (its waiters wake in the loop). Never raises."""
@@ -487,7 +506,10 @@ def waiter(box: Inbox, token: int) -> asyncio.Future[None]:
     a ``Waiter``, resumed at once by the drain."""
     cls = _Waiter or _waiter_class()
     fut: asyncio.Future[None] = cls(loop=_loop())
-    box.waits[token] = [fut]
+    waits = box.waits
+    waits[token] = [fut]
+    if len(waits) > box.peak:
+        box.peak = len(waits)
     return fut
 
 

@@ -462,10 +462,10 @@ class Event:
         """``await event``: wait in the running asyncio loop (never blocking it) until
         the device passed the last record. Cancelling the await cancels no device work.
 
-        The completion reaches the loop without the GIL: a C host callback on a
+        The completion reaches the loop without the GIL: a C host function on a
         companion stream signals an eventfd the loop reads, so a busy loop or busy
         Python threads never delay it on its way."""
-        return _await_event(self).__await__()
+        return _await_event(self)
 
     # -------------------------------------------------------------- lifetime
     def close(self) -> None:
@@ -578,9 +578,10 @@ def _launch_await(event: Event, src: StreamState, ctx: CtxRef, record: int) -> N
     _callbacks.launch_native(comp, record)
 
 
-async def _await_event(event: Event) -> None:
-    """``await event``: one C callback per awaited record and loop (shared by the
-    awaits of that loop), woken through the loop's inbox."""
+def _await_event(event: Event) -> Generator[Any, None, None]:
+    """``await event`` (a generator: ``Event.__await__`` returns it, no coroutine in
+    between): one C completion per awaited record and loop (shared by the awaits of
+    that loop), woken through the loop's inbox."""
     at = event._at
     ctx = event.ctx_ref
     if at is None or ctx is None:
@@ -600,7 +601,7 @@ async def _await_event(event: Event) -> None:
             return
         waiter = _completion.join(point.inbox, point.token)
         if waiter is not None:
-            await _completion.settle(point.inbox, point.token, waiter)  # type: ignore[arg-type]
+            yield from _completion.settle(point.inbox, point.token, waiter).__await__()  # type: ignore[arg-type]
             return
         src = point.src
     else:
@@ -622,7 +623,7 @@ async def _await_event(event: Event) -> None:
             point.inbox = box
             point.token = token
     try:  # _completion.settle, inlined: one coroutine less per await
-        await waiter
+        yield from waiter
     finally:
         if not waiter.done() or waiter.cancelled():
             _completion.drop(box, token, waiter)
