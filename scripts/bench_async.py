@@ -12,7 +12,10 @@ Targets (PASS/FAIL each; exit status 1 on a miss):
    verdicts: the absolute target (< 1 ms), and the lag the awaits add over the control
    (< 1 ms).
 2. One ``await event`` of an already-queued event costs <= 20 us more than
-   ``event.synchronize()`` (medians over many rounds, same stream, same work).
+   ``event.synchronize()`` (medians over many alternating rounds, same stream, same
+   work, after warm-up rounds; measured in 3 fresh processes, the verdict on the median
+   of the three, each printed: a process's thread placement on this kind of VM moves
+   its figure by a few us, while the rounds within one process agree closely).
 3. While ``await stream`` waits for a stream held for 2 s, the process uses < 2 % of
    one core (process CPU time / wall time); an idle 2 s in the same run is the baseline.
 
@@ -225,13 +228,16 @@ async def _lag_under_load(
 
 async def bench_await_cost(rounds: int, device_us: int = 0) -> tuple[float, float]:
     """Median seconds of (record + synchronize) and (record + await) on one stream,
-    after a small memset (and ``device_us`` of device-side delay, if not 0)."""
+    after a small memset (and ``device_us`` of device-side delay, if not 0), alternating;
+    the first quarter as many rounds again run first, not counted (a warm-up: the
+    companion stream is created, caches and allocator pools fill)."""
     s = npu.Stream()
     buf = npu.DeviceBuffer(4096)
     ev = npu.Event()
     sync_t: list[float] = []
     await_t: list[float] = []
-    for i in range(2 * rounds):
+    warm = max(rounds // 4, 1)  # rounds not counted: the first ones run cold
+    for i in range(2 * (warm + rounds)):
         buf.memset(0, non_blocking=True, stream=s)  # a little queued work
         if device_us:
             device_sleep(s, device_us)
@@ -243,10 +249,49 @@ async def bench_await_cost(rounds: int, device_us: int = 0) -> tuple[float, floa
         else:
             await ev
             await_t.append(time.perf_counter() - t0)
+    del sync_t[:warm], await_t[:warm]
     s.synchronize()
     buf.close()
     s.close()
     return statistics.median(sync_t), statistics.median(await_t)
+
+
+#: Fresh processes the await cost is measured in (on this kind of VM a process's thread
+#: placement moves its figure by a few us; within a process the rounds agree closely).
+AWAIT_PROCESSES = 3
+
+
+async def await_cost_in_processes(rounds: int, n: int) -> list[tuple[float, float]]:
+    """``(synchronize s, await s)`` of :func:`bench_await_cost` measured in ``n`` fresh
+    processes, one after another (this script with ``--await-cost-only``)."""
+    out: list[tuple[float, float]] = []
+    for _ in range(n):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            os.path.abspath(__file__),
+            "--await-cost-only",
+            "--rounds",
+            str(rounds),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        data, _ = await proc.communicate()
+        lines = [ln for ln in data.decode().splitlines() if ln.startswith("AWAITCOST ")]
+        if proc.returncode != 0 or not lines:
+            raise RuntimeError(f"the await-cost process failed (exit {proc.returncode})")
+        _, sync_s, await_s = lines[-1].split()
+        out.append((float(sync_s), float(await_s)))
+    return out
+
+
+async def _await_cost_only(rounds: int) -> None:
+    """``--await-cost-only``: one :func:`bench_await_cost` in this process, printed as
+    ``AWAITCOST <synchronize s> <await s>``."""
+    npu.set_device(0)
+    s = npu.Stream()
+    await s  # the runtime and the await path warmed up
+    s.close()
+    sync_s, await_s = await bench_await_cost(rounds)
+    print(f"AWAITCOST {sync_s!r} {await_s!r}", flush=True)
 
 
 async def bench_busy_loop_await(rounds: int, switch_s: float) -> tuple[float, float]:
@@ -361,15 +406,20 @@ async def main(args: argparse.Namespace) -> int:
                 f"{(dlag - dctl) * 1e3:+.3f} ms: the mock's device threads share the host's "
                 "cores with the loop)"
             )
-    got = await bounded("await cost phase", bench_await_cost(args.rounds), 120)
-    if got is not None:
-        sync_s, await_s = got
-        extra = await_s - sync_s
+    runs = await bounded(
+        "await cost phase", await_cost_in_processes(args.rounds, AWAIT_PROCESSES), 300
+    )
+    if runs is not None:
+        extras = sorted(a - s for s, a in runs)
+        extra = statistics.median(extras)
+        sync_s, await_s = sorted(runs, key=lambda r: r[1] - r[0])[len(runs) // 2]
+        each = ", ".join(f"+{(a - s) * 1e6:.1f}" for s, a in runs)
         verdict(
             "await of an already-queued event vs synchronize()",
             extra <= 20e-6,
-            f"await {await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} us, "
-            f"+{extra * 1e6:.1f} us (ratio {await_s / sync_s:.2f}x; target <= +20 us)",
+            f"+{extra * 1e6:.1f} us, the median of {len(runs)} fresh processes ({each} us; "
+            f"the median one: await {await_s * 1e6:.1f} us, synchronize {sync_s * 1e6:.1f} "
+            f"us, ratio {await_s / sync_s:.2f}x; target <= +20 us)",
         )
     got = await bounded("pending await phase", bench_await_cost(args.rounds // 4, 200), 120)
     if got is not None:
@@ -442,7 +492,15 @@ if __name__ == "__main__":
         help="also measure the lag of the same device work with 16 awaits only",
     )
     ap.add_argument("--quick", action="store_true", help="1,000 events, 200 rounds, 0.5 s hold")
+    ap.add_argument(
+        "--await-cost-only",
+        action="store_true",
+        help="measure only the await cost, in this process (what the main run starts)",
+    )
     a = ap.parse_args()
+    if a.await_cost_only:
+        asyncio.run(_await_cost_only(a.rounds))
+        sys.exit(0)
     if a.quick:
         a.events, a.rounds, a.hold, a.span = 1000, 200, 0.5, 1.0
     sys.exit(asyncio.run(main(a)))
