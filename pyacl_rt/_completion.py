@@ -5,7 +5,7 @@ the point's event; :mod:`pyacl_rt._event` owns the companions), never by polling
 a thread per wait:
 
 * ``await event`` / ``await stream`` (:func:`arm`, :func:`waiter`): a **C** host function
-  (:func:`done_function`, :mod:`pyacl_rt._reportcore`) whose argument is a record of the
+  (:data:`DONE_FUNCTION`, :mod:`pyacl_rt._reportcore`) whose argument is a record of the
   running loop's :class:`Inbox`, launched with ``aclrtLaunchHostFunc`` on the await
   companion: when the device passes the point the runtime runs it (no report thread;
   on a runtime without host functions, a C report callback instead). It appends the
@@ -42,7 +42,7 @@ import itertools
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from . import _reportcore, _runtime, errors
 from ._hooks import fork_hooks
@@ -53,12 +53,12 @@ if TYPE_CHECKING:
     import concurrent.futures
 
 __all__ = [
+    "DONE_FUNCTION",
     "Inbox",
     "OnTime",
     "Point",
     "arm",
     "disarm",
-    "done_function",
     "done_future",
     "drop",
     "fire",
@@ -283,19 +283,21 @@ class Inbox:
                     first.resume()
                 else:
                     first.set_result(None)
+            self.compact_after_burst()
         else:
             self.ready.extend(tokens)
-            self.wake()
-        if self.peak > COMPACT_AT and len(self.waits) * 8 < self.peak:
-            self.compact()
+            self.wake()  # compacts too, at the end of the burst
         loop = self.loop()
         if loop is not None:
             self.ontime.after_wake(loop)
 
-    def compact(self) -> None:
-        """In the loop, once a burst of awaits is over: rebuild the token dictionaries
-        at their present size (a dict keeps the table of its largest size, and every
-        later await would pay the cache misses of a large, sparse one)."""
+    def compact_after_burst(self) -> None:
+        """In the loop, after waking waiters: once a burst of awaits is over (fewer than
+        an eighth of the peak left), rebuild the token dictionaries at their present size
+        (a dict keeps the table of its largest size, and every later await would pay the
+        cache misses of a large, sparse one)."""
+        if self.peak <= COMPACT_AT or len(self.waits) * 8 >= self.peak:
+            return
         self.waits = dict(self.waits)
         self.armed = dict(self.armed)  # other threads pop from either copy: atomic
         self.peak = len(self.waits)
@@ -327,8 +329,7 @@ class Inbox:
                     else:
                         waiter.set_exception(exc)
                     woken += 1
-        if self.peak > COMPACT_AT and len(waits) * 8 < self.peak:
-            self.compact()  # all woken: the end of a burst
+        self.compact_after_burst()
 
     def post(self, token: int) -> None:
         """From any thread: deliver ``token`` (its waiters wake in the loop). Never raises."""
@@ -393,23 +394,15 @@ def _loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-#: Address of the C completion of an armed record (set on the first await).
-_done_fn = 0
-
-
-def done_function() -> int:
-    """Address of the C function that completes an armed record (``void fn(void *)``:
-    a host callback's or a host function's signature)."""
-    global _done_fn
-    if not _done_fn:
-        _done_fn = _reportcore.callback_address()
-    return _done_fn
+#: Address of the C function that completes an armed record (``void fn(void *)``: a
+#: host callback's or a host function's signature).
+DONE_FUNCTION: Final[int] = _reportcore.callback_address()
 
 
 def arm(ctx: CtxRef) -> tuple[Inbox, int, int]:
     """In the running loop: a new await of a device point of a stream of ``ctx``:
     ``(inbox, token, record)``. Launch the C completion with ``record`` right away (see
-    :func:`done_function`; the device may pass the point meanwhile: the token waits in
+    :data:`DONE_FUNCTION`; the device may pass the point meanwhile: the token waits in
     the inbox), or :func:`disarm` it if that fails; then take its :func:`waiter`."""
     box = _inbox(_loop())
     token = next(_tokens)
@@ -442,11 +435,14 @@ def _waiter_class() -> Any:
         ``set_exception()``, ``cancel()``) schedules it as usual."""
 
         __slots__ = ("wake_ctx", "wake_fn")
-        wake_ctx: Any
-        wake_fn: Any
+
+        def __init__(self, *, loop: asyncio.AbstractEventLoop) -> None:
+            super().__init__(loop=loop)
+            self.wake_fn: Any = None
+            self.wake_ctx: Any = None
 
         def add_done_callback(self, fn: Any, *, context: Any = None) -> None:
-            if not self.done() and getattr(self, "wake_fn", None) is None:
+            if not self.done() and self.wake_fn is None:
                 self.wake_fn = fn
                 self.wake_ctx = context
             else:
@@ -454,13 +450,13 @@ def _waiter_class() -> Any:
 
         def remove_done_callback(self, fn: Any) -> int:
             removed = super().remove_done_callback(fn)
-            if getattr(self, "wake_fn", None) is fn:
+            if self.wake_fn is fn:
                 self.wake_fn = None
                 removed += 1
             return removed
 
         def _schedule_wake(self) -> None:
-            fn = getattr(self, "wake_fn", None)
+            fn = self.wake_fn
             if fn is not None:
                 self.wake_fn = None
                 self.get_loop().call_soon(fn, self, context=self.wake_ctx)
@@ -483,7 +479,7 @@ def _waiter_class() -> Any:
             """In the loop (not inside a task): complete with None and run the waiting
             task's step now."""
             super().set_result(None)
-            fn = getattr(self, "wake_fn", None)
+            fn = self.wake_fn
             if fn is None:
                 return
             self.wake_fn = None

@@ -568,7 +568,7 @@ def _launch_await(event: Event, src: StreamState, ctx: CtxRef, record: int) -> N
             comp.ensure_current()
         try:
             _fast_wait_then_host_func(
-                comp.raw_handle, event.raw_handle, _completion.done_function(), record
+                comp.raw_handle, event.raw_handle, _completion.DONE_FUNCTION, record
             )
             return
         except errors.FunctionNotFoundError:  # an older runtime: nothing was queued

@@ -127,8 +127,8 @@ class StreamState:
         self.watch: collections.deque[tuple[int, object]] = collections.deque()
         #: The report thread this stream is subscribed to for host callbacks, or None.
         self.sub: _callbacks.ReportThread | None = None
-        #: The companion stream that waits for this stream's awaited events
-        #: (:func:`side_stream`), closed with this stream; None until the first await.
+        #: The companion stream that waits for this stream's events for device futures
+        #: (:func:`side_stream`), closed with this stream; None until the first one.
         self.side: Stream | None = None
         #: The companion that waits for this stream's events for ``await`` (C host
         #: functions, never subscribed to a report thread: the runtime runs them), closed
